@@ -1,0 +1,99 @@
+"""Small file helpers shared by every writer: atomic writes, SHA-256, canonical JSON.
+
+Every output is written to a temporary name beside its final name, fsynced and
+renamed with :func:`os.replace`, so a killed process never leaves a file under
+its final name that could be taken for complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import IO, Iterator
+
+TMP_SUFFIX = ".tmp"
+_HASH_CHUNK = 1 << 22
+
+
+def tmp_path_for(path: str | os.PathLike) -> Path:
+    """The temporary name a file is written under before it is renamed to ``path``."""
+    path = Path(path)
+    return path.with_name(f".{path.name}{TMP_SUFFIX}")
+
+
+def fsync_dir(path: str | os.PathLike) -> None:
+    """Make a rename inside ``path`` durable (no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def commit_file(tmp: str | os.PathLike, final: str | os.PathLike) -> None:
+    """Rename a finished, fsynced temporary file to its final name, durably."""
+    os.replace(tmp, final)
+    fsync_dir(Path(final).parent)
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
+    """Open ``path`` for writing under a temporary name; rename it on success only."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tmp_path_for(path)
+    encoding = None if "b" in mode else "utf-8"
+    newline = None if "b" in mode else "\n"
+    file = open(tmp, mode, encoding=encoding, newline=newline)
+    try:
+        yield file
+        file.flush()
+        os.fsync(file.fileno())
+        file.close()
+        commit_file(tmp, path)
+    except BaseException:
+        file.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def canonical_json(obj) -> str:
+    """JSON text that is byte-identical for equal objects: fixed key order, 2-space indent, final newline."""
+    return json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def write_json_atomic(path: str | os.PathLike, obj) -> None:
+    with atomic_open(path, "w") as file:
+        file.write(canonical_json(obj))
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    with open(path, "rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_json(path: str | os.PathLike, error_type) -> dict:
+    """Read a JSON object, raising ``error_type`` (a located error) if it is not one."""
+    try:
+        with open(path, "rb") as file:
+            obj = json.loads(file.read().decode("utf-8"))
+    except FileNotFoundError:
+        raise error_type(path, "file is missing") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise error_type(path, "not valid UTF-8 JSON", got=str(e)) from e
+    if not isinstance(obj, dict):
+        raise error_type(path, "top level must be a JSON object", got=type(obj).__name__)
+    return obj

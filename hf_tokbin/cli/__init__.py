@@ -1,0 +1,54 @@
+"""``hf-tokbin``: the command line, a thin layer over the Python API.
+
+Each subcommand lives in its own module here with ``add_arguments(parser)``
+and ``run(args) -> int``. Errors of hf_tokbin (and OS errors such as a
+missing file) are printed as one line on stderr with exit status 1, never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# subcommand -> (module, help)
+COMMANDS = {
+    "corpus": ("corpus", "raw text in, Parquet corpus shards out"),
+    "tokenizer": ("tokenizer", "train a byte-level BPE tokenizer on a corpus"),
+    "build": ("build", "encode a corpus and write a tokenized release"),
+    "verify": ("verify", "check every byte of a release or token file"),
+    "push": ("push", "publish a verified release to a Hub dataset repo"),
+    "pull": ("pull", "download a release from the Hub and verify it"),
+    "info": ("info", "what a token file or release holds, at a glance"),
+}
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hf-tokbin", description="Tokenized pretraining releases for llm.c, Megatron-LM and MaxText.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        command = importlib.import_module(f"{__name__}.{module}")
+        command.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ..errors import TokbinError
+
+    args = make_parser().parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except TokbinError as e:
+        print(f"hf-tokbin {args.command}: error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"hf-tokbin {args.command}: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"hf-tokbin {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

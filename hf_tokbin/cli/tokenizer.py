@@ -1,0 +1,13 @@
+"""``hf-tokbin tokenizer``."""
+
+from __future__ import annotations
+
+from ..errors import TokbinError
+
+
+def add_arguments(parser) -> None:
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    raise TokbinError("hf-tokbin tokenizer is not implemented yet")

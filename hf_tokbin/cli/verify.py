@@ -1,0 +1,16 @@
+"""``hf-tokbin verify PATH``."""
+
+from __future__ import annotations
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("path", help="a release folder, an llm.c .bin, or a Megatron .idx/.bin")
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from ..verify import verify_path
+
+    report = verify_path(args.path)
+    print(report)
+    return 0

@@ -1,0 +1,113 @@
+"""The corpus ``_MANIFEST.json``: which Parquet shards a raw corpus holds.
+
+A corpus folder written by ``hf-tokbin corpus`` is::
+
+    DIR/_MANIFEST.json            this record
+    DIR/README.md                 dataset card (``configs:`` YAML, so load_dataset(DIR) works)
+    DIR/data/train-NNNNN.parquet  columns ``text`` (string) and ``split`` (string)
+    DIR/data/validation-NNNNN.parquet
+
+Each shard holds one split (the ``split`` column repeats it, so a shard read
+alone still says where it belongs). The shards, in manifest order, are the
+input shards of a build: shard i becomes ``part-{i:06d}`` of the release.
+
+``_MANIFEST.json``::
+
+    {"name": "tinystories", "format": "hf_tokbin.corpus/1",
+     "split_rule": "files" | "column" | "sha256" | "all-train",
+     "sources": [{"path": "TinyStoriesV2-GPT4-train.txt", "size": N, "sha256": "<hex>"}],
+     "shards": [{"path": "data/train-00000.parquet", "split": "train", "rows": N,
+                 "size": N, "sha256": "<hex>"}]}
+
+``sources`` names the raw inputs by base name only (no absolute paths, so the
+manifest is reproducible on another machine).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._io import atomic_open, canonical_json, read_json
+from .errors import FormatError
+from .records import FileEntry, check_keys, is_count, require
+
+MANIFEST_NAME = "_MANIFEST.json"
+FORMAT = "hf_tokbin.corpus/1"
+SPLITS = ("train", "validation")
+SPLIT_RULES = ("files", "column", "sha256", "all-train")
+
+
+@dataclass(frozen=True)
+class CorpusShard:
+    path: str
+    split: str
+    rows: int
+    size: int
+    sha256: str
+
+    def __post_init__(self):
+        FileEntry(self.path, self.size, self.sha256)  # same path/size/sha256 rules
+        require(self.split in SPLITS, None, "shard split must be train or validation", self.split)
+        require(is_count(self.rows), None, "shard rows must be a non-negative integer", self.rows)
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "split": self.split, "rows": self.rows, "size": self.size, "sha256": self.sha256}
+
+
+@dataclass(frozen=True)
+class CorpusManifest:
+    name: str
+    split_rule: str
+    sources: tuple[FileEntry, ...]
+    shards: tuple[CorpusShard, ...]
+
+    def __post_init__(self):
+        require(isinstance(self.name, str) and self.name and "/" not in self.name, None, "corpus name must be a non-empty string without '/'", self.name)
+        require(self.split_rule in SPLIT_RULES, None, f"split_rule must be one of {SPLIT_RULES}", self.split_rule)
+        paths = [s.path for s in self.shards]
+        require(len(set(paths)) == len(paths), None, "a shard is listed twice", paths)
+
+    def rows(self, split: str) -> int:
+        return sum(s.rows for s in self.shards if s.split == split)
+
+    def to_json(self) -> str:
+        return canonical_json(
+            {
+                "name": self.name,
+                "format": FORMAT,
+                "split_rule": self.split_rule,
+                "sources": [s.to_dict() for s in self.sources],
+                "shards": [s.to_dict() for s in self.shards],
+            }
+        )
+
+    def write(self, directory: str | os.PathLike) -> Path:
+        path = Path(directory) / MANIFEST_NAME
+        with atomic_open(path, "w") as file:
+            file.write(self.to_json())
+        return path
+
+    @classmethod
+    def read(cls, directory_or_file: str | os.PathLike) -> "CorpusManifest":
+        path = Path(directory_or_file)
+        if path.is_dir():
+            path = path / MANIFEST_NAME
+        obj = read_json(path, FormatError)
+        check_keys(obj, ["name", "format", "split_rule", "sources", "shards"], path, "corpus manifest")
+        if obj["format"] != FORMAT:
+            raise FormatError(path, "unknown corpus manifest format", expected=FORMAT, got=obj["format"])
+        try:
+            sources = tuple(FileEntry.from_dict(s, path, f"sources[{i}]") for i, s in enumerate(obj["sources"]))
+            shards = []
+            for i, s in enumerate(obj["shards"]):
+                check_keys(s, ["path", "split", "rows", "size", "sha256"], path, f"shards[{i}]")
+                shards.append(CorpusShard(**s))
+            return cls(obj["name"], obj["split_rule"], sources, tuple(shards))
+        except FormatError as e:
+            if e.path is not None:
+                raise
+            raise FormatError(path, e.rule, got=e.got) from None
+        except TypeError as e:
+            raise FormatError(path, "sources and shards must be lists of objects", got=str(e)) from None
