@@ -7,10 +7,12 @@ its final name that could be taken for complete.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Iterator
 
@@ -83,6 +85,39 @@ def sha256_file(path: str | os.PathLike) -> str:
 
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+class BackgroundSha256:
+    """SHA-256 of buffers fed in order, computed on one worker thread.
+
+    hashlib releases the GIL on large buffers, so hashing one batch overlaps
+    the numpy work and ``write()`` of the next: a writer hashes its output as
+    it streams instead of re-reading the file at close (see
+    scripts/bench_writers.py). At most ``backlog`` buffers wait, so memory
+    stays bounded. A buffer must not change after it is fed.
+    """
+
+    def __init__(self, backlog: int = 4):
+        self._sha = hashlib.sha256()
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hf_tokbin-sha256")
+        self._pending = collections.deque()
+        self._backlog = backlog
+
+    def update(self, buffer) -> None:
+        self._pending.append(self._pool.submit(self._sha.update, buffer))
+        while len(self._pending) > self._backlog:
+            self._pending.popleft().result()
+
+    def hexdigest(self) -> str:
+        """Wait for every buffer fed, stop the worker and return the digest."""
+        while self._pending:
+            self._pending.popleft().result()
+        self._pool.shutdown()
+        return self._sha.hexdigest()
+
+    def cancel(self) -> None:
+        self._pending.clear()
+        self._pool.shutdown(cancel_futures=True)
 
 
 def read_json(path: str | os.PathLike, error_type) -> dict:

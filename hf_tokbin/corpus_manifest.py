@@ -111,3 +111,41 @@ class CorpusManifest:
             raise FormatError(path, e.rule, got=e.got) from None
         except TypeError as e:
             raise FormatError(path, "sources and shards must be lists of objects", got=str(e)) from None
+
+
+def iter_texts(root: str | os.PathLike, manifest: CorpusManifest, split: str, batch_rows: int = 1024):
+    """The texts of one split, in corpus order, streamed shard by shard."""
+    import pyarrow.parquet as pq
+
+    for shard in manifest.shards:
+        if shard.split != split:
+            continue
+        with pq.ParquetFile(Path(root) / shard.path) as file:
+            for batch in file.iter_batches(batch_size=batch_rows, columns=["text"]):
+                yield from batch.column(0).to_pylist()
+
+
+def resolve_corpus(name: str, revision: str | None = None) -> tuple[Path, str, str | None]:
+    """A corpus folder, or a Hub dataset repo fetched at a pinned revision.
+
+    Returns (local root, source, revision): source is "local" or the repo id,
+    revision the resolved commit of a Hub corpus.
+    """
+    path = Path(name)
+    if path.exists():
+        if not (path / MANIFEST_NAME).is_file():
+            raise FormatError(path, f"not a corpus folder: no {MANIFEST_NAME}", hint="write one with hf-tokbin corpus")
+        return path, "local", None
+    parts = name.split("/")
+    if len(parts) != 2 or not all(parts):
+        raise FormatError(name, "corpus not found", expected="a corpus folder or a Hub dataset repo NS/NAME")
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    try:
+        root = Path(snapshot_download(name, repo_type="dataset", revision=revision))
+    except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as e:
+        raise FormatError(name, "cannot fetch the corpus from the Hub", got=str(e).splitlines()[0]) from e
+    if not (root / MANIFEST_NAME).is_file():
+        raise FormatError(name, f"Hub repo holds no corpus {MANIFEST_NAME}", hint="publish the corpus folder with hf-tokbin push")
+    return root, name, root.name

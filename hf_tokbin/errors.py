@@ -37,6 +37,11 @@ class _LocatedError(TokbinError):
         self.hint = hint
         super().__init__(_message(path, rule, expected, got, hint))
 
+    def __reduce__(self):
+        # Rebuild from the fields, not from the message: errors cross process
+        # boundaries (Ray tasks, Dataset.map workers) by pickling.
+        return type(self), (self.path, self.rule, self.expected, self.got, self.hint)
+
 
 class FormatError(_LocatedError):
     """A token file, index or record does not follow its on-disk format."""
@@ -66,4 +71,10 @@ class MissingDependencyError(TokbinError):
     """An optional dependency is needed for this feature."""
 
     def __init__(self, package: str, extra: str, feature: str):
+        self.package = package
+        self.extra = extra
+        self.feature = feature
         super().__init__(f"{feature} needs {package}: pip install 'hf_tokbin[{extra}]'")
+
+    def __reduce__(self):
+        return type(self), (self.package, self.extra, self.feature)

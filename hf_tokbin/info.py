@@ -21,7 +21,7 @@ def describe(path: str | os.PathLike) -> str:
         return describe_folder(path)
     if token_file_kind(path) == "llmc":
         header = llmc.read_header(path)
-        tokens = llmc.open_tokens(path, check_ids=False)
+        tokens = llmc.open_tokens(path)  # every check verify makes, ids < vocab_size included
         return "\n".join(
             [
                 f"{path}: llm.c token file",

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -162,6 +163,8 @@ def write_tokens(path: str | os.PathLike, ids: Sequence[int] | np.ndarray, vocab
 
 def _as_ids(ids, dtype: np.dtype, vocab_size: int, path) -> np.ndarray:
     array = np.asarray(ids)
+    if array.size and array.dtype.kind not in "iu":
+        raise FormatError(path, "token ids must be integers", got=f"dtype {array.dtype}")
     if array.size and (array.min() < 0 or array.max() >= vocab_size):
         bad = int(array.max()) if array.max() >= vocab_size else int(array.min())
         raise FormatError(path, "token id out of range", expected=f"0 <= id < {vocab_size}", got=bad)
@@ -183,7 +186,9 @@ class LlmcWriter:
     """Streams the whole documents of one split into ``<split>-00000.bin``, ``-00001.bin``...
 
     Memory stays flat: ids go to disk as they come; the header is patched in
-    at the end of each file, which is then hashed, fsynced and renamed.
+    at the end of each file, which is then fsynced, renamed and hashed on a
+    worker thread while the next file is written (:meth:`close` waits for the
+    digests), so hashing costs little beyond the last file's.
     """
 
     def __init__(
@@ -208,6 +213,10 @@ class LlmcWriter:
         self.doc_sep_id = doc_sep_id
         self.max_tokens = max_tokens
         self.files: list[LlmcFileEntry] = []
+        # Finished files still being hashed: (name, n_tokens, n_docs, digest). A
+        # worker thread hashes file k while file k+1 is written; close() collects.
+        self._hashing: list[tuple[str, int, int, Future]] = []
+        self._hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hf_tokbin-llmc-sha256")
         self._file = None
         self._n_tokens = 0
         self._n_docs = 0
@@ -219,7 +228,9 @@ class LlmcWriter:
     def add_documents(self, flat_ids: np.ndarray, lengths: np.ndarray) -> None:
         """Append documents given as one flat id array and the length of each document."""
         lengths = np.asarray(lengths, dtype=np.int64)
-        flat_ids = _as_ids(flat_ids, self.dtype, self.vocab_size, self.directory / file_name(self.split, len(self.files)))
+        if lengths.size and int(lengths.min()) < 0:
+            raise FormatError(self.directory, "document lengths must not be negative", got=int(lengths.min()))
+        flat_ids = _as_ids(flat_ids, self.dtype, self.vocab_size, self.directory / file_name(self.split, self._file_index()))
         if int(lengths.sum()) != flat_ids.size:
             raise FormatError(self.directory, "document lengths must add up to the ids given", expected=flat_ids.size, got=int(lengths.sum()))
         sep = 0 if self.doc_sep_id is None else 1
@@ -248,38 +259,49 @@ class LlmcWriter:
             ids = flat_ids[doc_starts[first] : doc_starts[last]]
             if sep:
                 ids = np.insert(ids, doc_starts[first:last] - doc_starts[first], self.doc_sep_id).astype(self.dtype, copy=False)
-            self._file.write(ids.tobytes())
+            self._file.write(np.ascontiguousarray(ids))  # the buffer itself, no bytes copy
             self._n_tokens += int(sizes[first:last].sum())
             self._n_docs += fit
             first = last
 
     def _open_next(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        path = self.directory / file_name(self.split, len(self.files))
+        path = self.directory / file_name(self.split, self._file_index())
         self._file = open(tmp_path_for(path), "wb")
         self._file.write(bytes(HEADER_BYTES))
         self._n_tokens = 0
         self._n_docs = 0
 
     def _close_current(self) -> None:
-        name = file_name(self.split, len(self.files))
+        name = file_name(self.split, self._file_index())
         final = self.directory / name
         tmp = tmp_path_for(final)
         file = self._file
         file.seek(0)
-        file.write(encode_header(self._n_tokens, self.vocab_size, self.version))
+        file.write(self._header())
         file.flush()
         os.fsync(file.fileno())
         file.close()
         self._file = None
-        sha256 = sha256_file(tmp)
         commit_file(tmp, final)
-        self.files.append(LlmcFileEntry(name, self.split, self._n_tokens, self._n_docs, sha256))
+        self._hashing.append((name, self._n_tokens, self._n_docs, self._hasher.submit(sha256_file, final)))
+
+    def _file_index(self) -> int:
+        """The number of the file being (or next to be) written."""
+        return len(self.files) + len(self._hashing)
+
+    def _header(self) -> bytes:
+        """The 1,024-byte header of the file being finished (a subclass may write another layout)."""
+        return encode_header(self._n_tokens, self.vocab_size, self.version)
 
     def close(self) -> list[LlmcFileEntry]:
         """Finish the current file and return every file written, in order."""
         if self._file is not None:
             self._close_current()
+        for name, n_tokens, n_docs, digest in self._hashing:
+            self.files.append(LlmcFileEntry(name, self.split, n_tokens, n_docs, digest.result()))
+        self._hashing.clear()
+        self._hasher.shutdown()
         return list(self.files)
 
     def abort(self) -> None:
@@ -287,7 +309,8 @@ class LlmcWriter:
         if self._file is not None:
             self._file.close()
             self._file = None
-            tmp_path_for(self.directory / file_name(self.split, len(self.files))).unlink(missing_ok=True)
+            tmp_path_for(self.directory / file_name(self.split, self._file_index())).unlink(missing_ok=True)
+        self._hasher.shutdown(cancel_futures=True)
 
     def __enter__(self):
         return self
@@ -392,17 +415,22 @@ def verify_token_file(path: str | os.PathLike, entry: LlmcFileEntry | None = Non
     if vocab_size is not None and not header.vocab_size:
         check_ids_below(path, tokens, vocab_size)
     if entry is not None:
-        if header.n_tokens != entry.n_tokens:
-            raise FormatError(path, "n_tokens disagrees with the manifest", expected=entry.n_tokens, got=header.n_tokens)
-        digest = sha256_file(path)
-        if digest != entry.sha256:
-            raise FormatError(path, "sha256 disagrees with the manifest", expected=entry.sha256, got=digest)
-        if doc_sep_id is not None:
-            if entry.n_docs and (tokens.size == 0 or int(tokens[0]) != doc_sep_id):
-                raise FormatError(path, "a file must start with the document separator", expected=doc_sep_id, got=int(tokens[0]) if tokens.size else None)
-            n_seps = sum(int(np.count_nonzero(tokens[s : s + _CHECK_CHUNK] == doc_sep_id)) for s in range(0, tokens.size, _CHECK_CHUNK))
-            # Text may itself encode to the separator id, so this is a lower bound.
-            if n_seps < entry.n_docs:
-                raise FormatError(path, "every document must be preceded by the separator", expected=f">= {entry.n_docs} separators", got=n_seps)
+        check_against_entry(path, tokens, entry, doc_sep_id)
     return header
+
+
+def check_against_entry(path, tokens: np.ndarray, entry: LlmcFileEntry, doc_sep_id: int | None = None) -> None:
+    """Check a file's ids against its manifest entry: n_tokens, SHA-256 and, with ``doc_sep_id``, the separators."""
+    if tokens.size != entry.n_tokens:
+        raise FormatError(path, "n_tokens disagrees with the manifest", expected=entry.n_tokens, got=int(tokens.size))
+    digest = sha256_file(path)
+    if digest != entry.sha256:
+        raise FormatError(path, "sha256 disagrees with the manifest", expected=entry.sha256, got=digest)
+    if doc_sep_id is not None:
+        if entry.n_docs and (tokens.size == 0 or int(tokens[0]) != doc_sep_id):
+            raise FormatError(path, "a file must start with the document separator", expected=doc_sep_id, got=int(tokens[0]) if tokens.size else None)
+        n_seps = sum(int(np.count_nonzero(tokens[s : s + _CHECK_CHUNK] == doc_sep_id)) for s in range(0, tokens.size, _CHECK_CHUNK))
+        # Text may itself encode to the separator id, so this is a lower bound.
+        if n_seps < entry.n_docs:
+            raise FormatError(path, "every document must be preceded by the separator", expected=f">= {entry.n_docs} separators", got=n_seps)
 

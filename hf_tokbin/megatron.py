@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._io import commit_file, fsync_dir, sha256_file, tmp_path_for
+from ._io import BackgroundSha256, commit_file, fsync_dir, sha256_file, tmp_path_for
 from .errors import FormatError
 
 MAGIC = b"MMIDIDX\x00\x00"
@@ -93,11 +93,14 @@ class MegatronWriter:
     Ids go to the ``.bin`` as they come and lengths to a scratch file, so a
     hundred million documents need no hundred million Python objects; the
     ``.idx`` is composed from the scratch file in chunks at :meth:`close`.
-    Both files are written under temporary names and renamed at the end.
+    The ``.bin`` is hashed as it streams, on a worker thread, so close does
+    not re-read it. Both files are written under temporary names and renamed
+    at the end.
     """
 
-    def __init__(self, bin_path: str | os.PathLike, vocab_size: int, eod_id: int):
-        if not 0 <= eod_id < vocab_size:
+    def __init__(self, bin_path: str | os.PathLike, vocab_size: int, eod_id: int | None):
+        # eod_id None writes the documents as they are (the build's llm.c staging pairs).
+        if eod_id is not None and not 0 <= eod_id < vocab_size:
             raise FormatError(bin_path, "eod_id must be a valid id", expected=f"0 <= id < {vocab_size}", got=eod_id)
         self.bin_path = Path(bin_path)
         self.idx_path = idx_path_for(self.bin_path)
@@ -109,6 +112,7 @@ class MegatronWriter:
         self._lengths_path = self.idx_path.with_name(f".{self.idx_path.name}.lengths.tmp")
         self._bin = open(tmp_path_for(self.bin_path), "wb")
         self._lengths = open(self._lengths_path, "wb")
+        self._bin_sha256 = BackgroundSha256()
         self.n_documents = 0
         self.n_tokens = 0
 
@@ -120,17 +124,27 @@ class MegatronWriter:
         """Append documents given as one flat id array (without EOD) and each one's length."""
         lengths = np.asarray(lengths, dtype=np.int64)
         flat_ids = np.asarray(flat_ids)
+        if lengths.size and int(lengths.min()) < 0:
+            raise FormatError(self.bin_path, "document lengths must not be negative", got=int(lengths.min()))
+        if flat_ids.size and flat_ids.dtype.kind not in "iu":
+            raise FormatError(self.bin_path, "token ids must be integers", got=f"dtype {flat_ids.dtype}")
         if int(lengths.sum()) != flat_ids.size:
             raise FormatError(self.bin_path, "document lengths must add up to the ids given", expected=flat_ids.size, got=int(lengths.sum()))
         if flat_ids.size and (int(flat_ids.min()) < 0 or int(flat_ids.max()) >= self.vocab_size):
             bad = int(flat_ids.max()) if int(flat_ids.max()) >= self.vocab_size else int(flat_ids.min())
             raise FormatError(self.bin_path, "token id out of range", expected=f"0 <= id < {self.vocab_size}", got=bad)
-        seq_lengths = lengths + 1  # the EOD token counts in each sequence's length
+        eod = 0 if self.eod_id is None else 1
+        seq_lengths = lengths + eod  # the EOD token counts in each sequence's length
         if seq_lengths.size and int(seq_lengths.max()) > np.iinfo(np.int32).max:
             raise FormatError(self.bin_path, "a sequence length must fit int32", got=int(seq_lengths.max()))
-        ends = np.cumsum(lengths)
-        ids = np.insert(flat_ids.astype(self.dtype, copy=False), ends, self.eod_id).astype(self.dtype, copy=False)
-        self._bin.write(ids.tobytes())
+        if eod:
+            ids = np.insert(flat_ids.astype(self.dtype, copy=False), np.cumsum(lengths), self.eod_id).astype(self.dtype, copy=False)
+        else:
+            # A copy: the caller may reuse its array while the hash is still pending.
+            ids = np.array(flat_ids, dtype=self.dtype)
+        ids = np.ascontiguousarray(ids)
+        self._bin.write(ids)  # the buffer itself, no bytes copy
+        self._bin_sha256.update(ids)
         self._lengths.write(seq_lengths.astype("<i4").tobytes())
         self.n_documents += lengths.size
         self.n_tokens += ids.size
@@ -146,13 +160,14 @@ class MegatronWriter:
         write_index(idx_tmp, self.code, lengths)
         del lengths
         os.unlink(self._lengths_path)
-        bin_sha, idx_sha = sha256_file(bin_tmp), sha256_file(idx_tmp)
+        bin_sha, idx_sha = self._bin_sha256.hexdigest(), sha256_file(idx_tmp)
         bin_size, idx_size = bin_tmp.stat().st_size, idx_tmp.stat().st_size
         os.replace(bin_tmp, self.bin_path)
         commit_file(idx_tmp, self.idx_path)
         return PairFiles(self.bin_path, self.idx_path, self.n_documents, self.n_tokens, bin_size, bin_sha, idx_size, idx_sha)
 
     def abort(self) -> None:
+        self._bin_sha256.cancel()
         for file in (self._bin, self._lengths):
             file.close()
         for path in (tmp_path_for(self.bin_path), self._lengths_path):

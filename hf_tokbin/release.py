@@ -14,7 +14,7 @@ A receipt (``receipts/part-000000.json``)::
 
     {"part": "part-000000",
      "input_shard": {"path": "data/train-00000.parquet", "size": N, "sha256": "<hex>"},
-     "splits": {"train": {"documents": N, "text_tokens": N, "eod_tokens": N}},
+     "splits": {"train": {"documents": N, "text_tokens": N, "eod_tokens": N, "text_bytes": N}},
      "files": [{"path": "shards/train/part-000000.bin", "size": N, "sha256": "<hex>"}, ...]}
 
 ``COMPLETE.json``::
@@ -30,9 +30,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
-from ._io import atomic_open, canonical_json, read_json, write_json_atomic
-from .errors import FormatError
+from ._io import atomic_open, canonical_json, read_json, sha256_file, write_json_atomic
+from .errors import FormatError, VerificationError
 from .records import FileEntry, check_keys, is_count, require
 
 FORMAT = "hf_tokbin.release/1"
@@ -65,9 +66,10 @@ class SplitCounts:
     documents: int
     text_tokens: int
     eod_tokens: int
+    text_bytes: int = 0  # UTF-8 bytes of the documents' text, for bytes/token
 
     def __post_init__(self):
-        for name in ("documents", "text_tokens", "eod_tokens"):
+        for name in ("documents", "text_tokens", "eod_tokens", "text_bytes"):
             require(is_count(getattr(self, name)), None, f"{name} must be a non-negative integer", getattr(self, name))
 
     @property
@@ -75,7 +77,7 @@ class SplitCounts:
         return self.text_tokens + self.eod_tokens
 
     def to_dict(self) -> dict:
-        return {"documents": self.documents, "text_tokens": self.text_tokens, "eod_tokens": self.eod_tokens}
+        return {"documents": self.documents, "text_tokens": self.text_tokens, "eod_tokens": self.eod_tokens, "text_bytes": self.text_bytes}
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,7 @@ class Receipt:
         try:
             splits = {}
             for name, counts in obj["splits"].items():
-                check_keys(counts, ["documents", "text_tokens", "eod_tokens"], path, f"splits.{name}")
+                check_keys(counts, ["documents", "text_tokens", "eod_tokens", "text_bytes"], path, f"splits.{name}")
                 splits[name] = SplitCounts(**counts)
             files = tuple(FileEntry.from_dict(f, path, f"files[{i}]") for i, f in enumerate(obj["files"]))
             receipt = cls(obj["part"], FileEntry.from_dict(obj["input_shard"], path, "input_shard"), splits, files)
@@ -164,6 +166,46 @@ class Complete:
             return cls(files)
         except FormatError as e:
             raise FormatError(path, e.rule, got=e.got) from None
+
+
+def check_files(root: Path, entries: Iterable[FileEntry], listed_in: str, progress: bool = True) -> None:
+    """Check that every entry's file under ``root`` has its size and SHA-256; raise on the first that does not.
+
+    ``listed_in`` names the record the entries come from (``COMPLETE.json``, a receipt...)
+    so the error says which promise is broken.
+    """
+    from tqdm.auto import tqdm
+
+    entries = list(entries)
+    with tqdm(total=sum(e.size for e in entries), unit="B", unit_scale=True, desc=f"checking {listed_in}", disable=not progress, leave=False) as bar:
+        for entry in entries:
+            path = root / entry.path
+            if not path.is_file():
+                raise VerificationError(path, f"file listed in {listed_in} is missing")
+            size = path.stat().st_size
+            if size != entry.size:
+                raise VerificationError(path, f"size differs from {listed_in}", expected=entry.size, got=size)
+            digest = sha256_file(path)
+            if digest != entry.sha256:
+                raise VerificationError(path, f"SHA-256 differs from {listed_in}", expected=entry.sha256, got=digest)
+            bar.update(entry.size)
+
+
+def check_receipts(root: Path, complete: Complete) -> list[Receipt]:
+    """Read every receipt ``COMPLETE.json`` lists; each file a receipt names must be listed identically.
+
+    With :func:`check_files` over ``COMPLETE.json`` this checks every file against its receipt too.
+    """
+    listed = {f.path: f for f in complete.files}
+    receipts = []
+    for path in sorted(p for p in listed if p.startswith(f"{RECEIPTS_DIR}/") and p.endswith(".json")):
+        receipt = Receipt.read(root / path)
+        for entry in receipt.files:
+            if listed.get(entry.path) != entry:
+                got = listed[entry.path].to_dict() if entry.path in listed else "not listed"
+                raise VerificationError(root / path, f"receipt disagrees with {COMPLETE_NAME} about {entry.path}", expected=entry.to_dict(), got=got)
+        receipts.append(receipt)
+    return receipts
 
 
 def write_json(root: str | os.PathLike, name: str, obj: dict) -> Path:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import llmc, megatron
+from . import llmc, llmc_llama3, megatron
 from .errors import FormatError
 
 
@@ -23,9 +23,7 @@ def token_file_kind(path: str | os.PathLike) -> str:
         return "megatron"
     if path.suffix != ".bin":
         raise FormatError(path, "not a token file", expected="an llm.c .bin, a Megatron .idx/.bin, or a release folder", got=path.suffix or "no suffix")
-    with open(path, "rb") as file:
-        head = file.read(4)
-    if len(head) == 4 and int(np.frombuffer(head, "<i4")[0]) in (llmc.MAGIC, 20240801):
+    if file_magic(path) in (llmc.MAGIC, llmc_llama3.MAGIC):
         return "llmc"
     if megatron.idx_path_for(path).exists():
         return "megatron"
@@ -33,8 +31,18 @@ def token_file_kind(path: str | os.PathLike) -> str:
     return "llmc"
 
 
+def file_magic(path: str | os.PathLike) -> int | None:
+    """header[0] of a token file as a little-endian int32, or None for a file under 4 bytes."""
+    with open(path, "rb") as file:
+        head = file.read(4)
+    return int(np.frombuffer(head, "<i4")[0]) if len(head) == 4 else None
+
+
 def verify_token_file(path: str | os.PathLike) -> str:
     path = Path(path)
+    if token_file_kind(path) == "llmc" and file_magic(path) == llmc_llama3.MAGIC:
+        n_tokens = llmc_llama3.verify_token_file(path)
+        return f"{path}: OK: upstream llm.c Llama 3 file (magic {llmc_llama3.MAGIC}, version {llmc_llama3.VERSION}), {n_tokens:,} tokens"
     if token_file_kind(path) == "llmc":
         header = llmc.verify_token_file(path)
         return f"{path}: OK: llm.c version {header.version}, {header.n_tokens:,} tokens, vocab_size {header.vocab_size}"
@@ -47,7 +55,12 @@ def verify_path(path: str | os.PathLike) -> str:
     if not path.exists():
         raise FormatError(path, "no such file or folder")
     if path.is_dir():
-        from .verify_release import verify_release
+        from .release import COMPLETE_NAME
+        from .verify_release import verify_llmc_folder, verify_release
 
+        if not (path / COMPLETE_NAME).exists() and (path / llmc.MANIFEST_NAME).exists():
+            manifest = verify_llmc_folder(path)
+            tokens = sum(f.n_tokens for f in manifest.files)
+            return f"{path}: OK: llm.c token folder, {len(manifest.files)} files, {tokens:,} tokens, vocab_size {manifest.vocab_size}"
         return verify_release(path).summary()
     return verify_token_file(path)

@@ -2,12 +2,50 @@
 
 from __future__ import annotations
 
-from ..errors import TokbinError
+from ..llmc import DEFAULT_MAX_TOKENS
 
 
 def add_arguments(parser) -> None:
+    parser.add_argument("--corpus", required=True, help="a corpus folder (hf-tokbin corpus) or a Hub dataset repo NS/NAME")
+    parser.add_argument("--corpus-revision", default=None, help="pinned revision of a Hub corpus")
+    parser.add_argument("--tokenizer", required=True, help="byte, a tokenizer.json, a folder holding one, or a Hub repo NS/NAME")
+    parser.add_argument("--tokenizer-revision", default=None, help="pinned revision of a Hub tokenizer")
+    parser.add_argument("--tokenizer-subfolder", default=None, help="subfolder of a Hub tokenizer repo")
+    parser.add_argument("--tokenizer-id", default=None, help="name used in paths and records (default: the folder's name)")
+    parser.add_argument("--doc-sep-id", type=int, default=None, help="document separator / EOD id (default: eos_token_id of generation_config.json)")
+    parser.add_argument("--format", default="llmc,megatron", help="comma-separated: llmc, megatron (default both)")
+    parser.add_argument("--out", required=True, help="release folder")
+    parser.add_argument("--num-proc", type=int, default=1, help="processes for Dataset.map (default 1)")
+    parser.add_argument("--batch-size", type=int, default=1000, help="documents per Dataset.map batch")
+    parser.add_argument("--max-tokens-per-file", type=int, default=DEFAULT_MAX_TOKENS, help="llm.c roll-over limit")
+    parser.add_argument("--llmc-variant", choices=("seed000", "llama3"), default="seed000", help="llm.c layout: seed000 (magic 20240520, default) or llama3 (upstream's magic 20240801, version 7, uint32)")
+    parser.add_argument("--fast", choices=("auto", "never", "require"), default="auto", help="use a faster encoder (gigatoken) where it gives tokenizers' ids on a corpus sample (default auto)")
+    parser.add_argument("--engine", choices=("local", "ray"), default="local")
+    parser.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start one locally)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
-    raise TokbinError("hf-tokbin build is not implemented yet")
+    from ..build import build, plan_build
+    from ..corpus_manifest import resolve_corpus
+    from ..tokenizer import resolve_tokenizer
+
+    tokenizer = resolve_tokenizer(args.tokenizer, args.tokenizer_id, args.doc_sep_id, args.tokenizer_revision, args.tokenizer_subfolder)
+    root, source, revision = resolve_corpus(args.corpus, args.corpus_revision)
+    plan = plan_build(
+        root,
+        tokenizer,
+        args.out,
+        formats=tuple(f.strip() for f in args.format.split(",") if f.strip()),
+        num_proc=args.num_proc,
+        batch_size=args.batch_size,
+        max_tokens_per_file=args.max_tokens_per_file,
+        corpus_source=source,
+        corpus_revision=revision,
+        llmc_variant=args.llmc_variant,
+        fast=args.fast,
+    )
+    summary = build(plan, engine=args.engine, ray_address=args.ray_address, progress=not args.quiet)
+    print(summary.table())
+    return 0

@@ -1,0 +1,613 @@
+"""``hf-tokbin build``: a corpus and a tokenizer in, a verified release out.
+
+A build is a set of independent per-input-shard tasks plus a cheap,
+sequential finish:
+
+1. :func:`plan_build` reads the corpus manifest and the tokenizer, checks every
+   option (a format that needs a separator and has none fails here, before any
+   work), and writes ``run_config.json``. A re-run must pin the same inputs.
+2. :func:`build_part` encodes one corpus shard once, with
+   ``Dataset.map(batched=True, num_proc=N)``, and writes from the same ids its
+   Megatron pair (EOD appended to every document) and its llm.c staging pair
+   (the bare ids and document lengths, under ``.work/``), then its receipt,
+   last: the receipt marks the part done, so a killed build skips it on re-run.
+3. :func:`finish_build` packs the llm.c token files in corpus order from the
+   staging pairs (separator before every document, roll-over before the
+   per-file limit), writes ``_MANIFEST.json``, ``stats.json``, the dataset
+   card and, last, ``COMPLETE.json``, after checking that documents and tokens
+   add up everywhere (token conservation).
+
+Same inputs and options give byte-identical files whatever ``num_proc``,
+batch size or engine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__, llmc, llmc_llama3, megatron
+from ._io import TMP_SUFFIX, atomic_open, canonical_json, sha256_file, write_json_atomic
+from .corpus_manifest import MANIFEST_NAME as CORPUS_MANIFEST_NAME
+from .corpus_manifest import CorpusManifest, CorpusShard
+from .encoder import FAST_MODES
+from .errors import BuildError, FormatError
+from .records import FileEntry
+from .release import (
+    CARD_NAME,
+    COMPLETE_NAME,
+    LLMC_SPLIT,
+    RUN_CONFIG_NAME,
+    SPLITS,
+    STATS_NAME,
+    TOKENS_DIR,
+    Complete,
+    Receipt,
+    SplitCounts,
+    pair_path,
+    part_name,
+    receipt_path,
+)
+from .tokenizer import TokenizerInfo
+
+FORMATS = ("llmc", "megatron")
+LLMC_WRITERS = {"seed000": llmc.LlmcWriter, "llama3": llmc_llama3.LlmcLlama3Writer}
+WORK_DIR = ".work"
+DEFAULT_BATCH_SIZE = 1000
+RUN_CONFIG_FORMAT = "hf_tokbin.run_config/1"
+STATS_FORMAT = "hf_tokbin.stats/1"
+SPLIT_RULE_TEXT = {
+    "files": "Each input file is one split: the training file gives train, the validation file gives validation.",
+    "column": "The split column of the input rows (train; validation or val) gives each document's split.",
+    "sha256": (
+        "Validation is selected by SHA-256 of the exact UTF-8 text: the first eight bytes, interpreted big-endian, "
+        "modulo 1000 equal zero. Identical texts always share a split."
+    ),
+    "all-train": "All documents are train; there is no validation split.",
+}
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """Everything a part task needs: plain values only, so it pickles to Ray workers."""
+
+    corpus_root: str
+    corpus: CorpusManifest
+    corpus_manifest_sha256: str
+    corpus_source: str  # "local" or the Hub repo id
+    corpus_revision: str | None
+    tokenizer: TokenizerInfo
+    formats: tuple[str, ...]
+    out: str
+    num_proc: int = 1
+    batch_size: int = DEFAULT_BATCH_SIZE
+    max_tokens_per_file: int = llmc.DEFAULT_MAX_TOKENS
+    llmc_variant: str = "seed000"  # or "llama3": upstream llm.c's uint32 layout for train_llama3.py
+    release_version: str = "v1"
+    fast: str = "auto"  # the fast-path mode of encoder.DocumentEncoder; never changes an id
+    # The encoder after its fast-path check (prepare_encoder); not part of run_config.json.
+    encoder: object = dataclasses.field(default=None, compare=False, repr=False)
+
+    @property
+    def eod_id(self) -> int | None:
+        return self.tokenizer.doc_sep_id
+
+    @property
+    def llmc_dir(self) -> str:
+        return f"{TOKENS_DIR}/{self.tokenizer.tokenizer_id}/{self.corpus.name}"
+
+    def run_config(self) -> dict:
+        """``run_config.json``: pinned inputs and options. Nothing here depends on num_proc, batch size or engine."""
+        return {
+            "format": RUN_CONFIG_FORMAT,
+            "dataset": self.corpus.name,
+            "version": self.release_version,
+            "corpus": {
+                "source": self.corpus_source,
+                "revision": self.corpus_revision,
+                "manifest_sha256": self.corpus_manifest_sha256,
+                "shards": [s.to_dict() for s in self.corpus.shards],
+            },
+            "tokenizer": self.tokenizer.to_record(),
+            "eod_id": self.eod_id if "megatron" in self.formats else None,
+            "split_rule": {"name": self.corpus.split_rule, "text": SPLIT_RULE_TEXT[self.corpus.split_rule]},
+            "formats": list(self.formats),
+            "llmc": (
+                {"variant": self.llmc_variant, "max_tokens_per_file": self.max_tokens_per_file, "doc_sep_id": self.tokenizer.doc_sep_id}
+                if "llmc" in self.formats
+                else None
+            ),
+            "megatron": {"dtype_code": megatron.dtype_code_for_vocab(self.tokenizer.vocab_size)} if "megatron" in self.formats else None,
+            "versions": {"hf_tokbin": __version__, "tokenizers": _version("tokenizers")},
+        }
+
+
+@dataclass(frozen=True)
+class BuildSummary:
+    out: str
+    counts: dict[str, SplitCounts]
+    files: int
+    total_bytes: int
+    seconds: float
+    parts_built: int
+    parts_skipped: int
+    encoder: str
+
+    def table(self) -> str:
+        lines = [f"{'split':<11}{'documents':>12}{'tokens':>15}{'bytes/token':>13}"]
+        for split, c in self.counts.items():
+            tokens = c.text_tokens
+            bpt = c.text_bytes / tokens if tokens else 0.0
+            lines.append(f"{split:<11}{c.documents:>12,}{tokens:>15,}{bpt:>13.3f}")
+        lines.append(
+            f"{self.files} files, {self.total_bytes / 1e6:,.1f} MB in {self.out}; "
+            f"{self.parts_built} parts built, {self.parts_skipped} skipped; {self.seconds:.1f} s; encoder {self.encoder}"
+        )
+        return "\n".join(lines)
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import version
+
+    return version(package)
+
+
+# ---------------------------------------------------------------- planning
+
+
+def plan_build(
+    corpus_root: str | os.PathLike,
+    tokenizer: TokenizerInfo,
+    out: str | os.PathLike,
+    formats: tuple[str, ...] = FORMATS,
+    num_proc: int = 1,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    max_tokens_per_file: int = llmc.DEFAULT_MAX_TOKENS,
+    corpus_source: str = "local",
+    corpus_revision: str | None = None,
+    llmc_variant: str = "seed000",
+    fast: str = "auto",
+) -> BuildPlan:
+    """Check every input and option before any work starts."""
+    if not formats or set(formats) - set(FORMATS):
+        raise BuildError(out, "formats must be among llmc, megatron", got=",".join(formats) or "none")
+    formats = tuple(f for f in FORMATS if f in formats)  # one canonical order
+    if "megatron" in formats and tokenizer.doc_sep_id is None:
+        raise BuildError(
+            out,
+            "the megatron format appends an EOD token to every document and this tokenizer has none",
+            hint="give --doc-sep-id N, or put a generation_config.json with eos_token_id beside tokenizer.json",
+        )
+    if fast not in FAST_MODES:
+        raise BuildError(out, "fast-path mode must be auto, never or require", got=fast)
+    if llmc_variant not in LLMC_WRITERS:
+        raise BuildError(out, "llm.c variant must be seed000 or llama3", got=llmc_variant)
+    if num_proc < 1 or batch_size < 1:
+        raise BuildError(out, "num_proc and batch_size must be at least 1", got=(num_proc, batch_size))
+    llmc.version_for_vocab(tokenizer.vocab_size)
+    if "megatron" in formats:
+        megatron.dtype_code_for_vocab(tokenizer.vocab_size)
+    corpus_root = Path(corpus_root)
+    manifest = CorpusManifest.read(corpus_root)
+    for shard in manifest.shards:
+        if not (corpus_root / shard.path).is_file():
+            raise BuildError(corpus_root / shard.path, "corpus shard listed in _MANIFEST.json is missing")
+    return BuildPlan(
+        corpus_root=os.fspath(corpus_root),
+        corpus=manifest,
+        corpus_manifest_sha256=sha256_file(corpus_root / CORPUS_MANIFEST_NAME),
+        corpus_source=corpus_source,
+        corpus_revision=corpus_revision,
+        tokenizer=tokenizer,
+        formats=formats,
+        out=os.fspath(out),
+        num_proc=num_proc,
+        batch_size=batch_size,
+        max_tokens_per_file=max_tokens_per_file,
+        llmc_variant=llmc_variant,
+        fast=fast,
+    )
+
+
+def start_release(plan: BuildPlan) -> None:
+    """Write ``run_config.json``, or check that the folder holds the same build."""
+    out = Path(plan.out)
+    config_path = out / RUN_CONFIG_NAME
+    text = canonical_json(plan.run_config())
+    if config_path.exists():
+        if config_path.read_text(encoding="utf-8") != text:
+            raise BuildError(
+                config_path,
+                "this folder holds a different build (inputs, tokenizer or options differ)",
+                hint="use a new --out folder, or delete this one",
+            )
+        for stale in out.rglob(f".*{TMP_SUFFIX}"):  # half-written files of a killed run
+            stale.unlink()
+        return
+    if out.exists() and any(p.name != WORK_DIR for p in out.iterdir()):
+        raise BuildError(out, "output folder is not empty and holds no run_config.json", hint="use a new --out folder")
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(config_path, plan.run_config())
+
+
+# ---------------------------------------------------------------- one part
+
+
+def staging_path(plan: BuildPlan, part: str) -> Path:
+    """The llm.c staging pair of a part: its bare ids and document lengths."""
+    return Path(plan.out) / WORK_DIR / "llmc" / f"{part}.bin"
+
+
+def build_part(plan: BuildPlan, index: int, progress: bool = True) -> tuple[Receipt, bool]:
+    """Encode input shard ``index`` and write its outputs and receipt; skip it if already done.
+
+    Returns the receipt and whether the part was built (False: skipped).
+    """
+    part = part_name(index)
+    done = finished_receipt(plan, index)
+    if done is not None:
+        return done, False
+    if plan.encoder is None:
+        plan = prepare_encoder(plan)
+    shard = plan.corpus.shards[index]
+    shard_path = Path(plan.corpus_root) / shard.path
+    _check_shard(shard, shard_path)
+    out = Path(plan.out)
+    split = shard.split
+    writers = []
+    if "megatron" in plan.formats:
+        writers.append(megatron.MegatronWriter(out / pair_path(split, part, "bin"), plan.tokenizer.vocab_size, plan.eod_id))
+    if "llmc" in plan.formats:
+        writers.append(megatron.MegatronWriter(staging_path(plan, part), plan.tokenizer.vocab_size, None))
+    documents = text_tokens = text_bytes = 0
+    try:
+        for flat, lengths, n_bytes in encode_shard(plan, shard_path, part, progress):
+            for writer in writers:
+                writer.add_documents(flat, lengths)
+            documents += int(lengths.size)
+            text_tokens += int(flat.size)
+            text_bytes += n_bytes
+        pairs = [writer.close() for writer in writers]
+    except BaseException:
+        for writer in writers:
+            writer.abort()
+        raise
+    if documents != shard.rows:
+        raise BuildError(shard_path, "documents out must equal rows in (nothing lost)", expected=shard.rows, got=documents)
+    files = []
+    if "megatron" in plan.formats:
+        pair = pairs[0]
+        if documents == 0:  # a split with no documents has no pair
+            pair.bin_path.unlink()
+            pair.idx_path.unlink()
+        else:
+            _check_conserved(pair.bin_path, pair.n_tokens, text_tokens + documents)
+            files = [
+                FileEntry(pair_path(split, part, "bin"), pair.bin_size, pair.bin_sha256),
+                FileEntry(pair_path(split, part, "idx"), pair.idx_size, pair.idx_sha256),
+            ]
+    if "llmc" in plan.formats:
+        _check_conserved(pairs[-1].bin_path, pairs[-1].n_tokens, text_tokens)
+    eod_tokens = documents if "megatron" in plan.formats else 0
+    receipt = Receipt(
+        part=part,
+        input_shard=FileEntry(shard.path, shard.size, shard.sha256),
+        splits={split: SplitCounts(documents, text_tokens, eod_tokens, text_bytes)},
+        files=tuple(files),
+    )
+    receipt.write(out)
+    return receipt, True
+
+
+def _check_shard(shard: CorpusShard, path: Path) -> None:
+    """The shard must be the bytes the corpus manifest (and so run_config.json) pins."""
+    size = path.stat().st_size
+    if size != shard.size or sha256_file(path) != shard.sha256:
+        raise BuildError(path, "corpus shard differs from its _MANIFEST.json entry (size or SHA-256)", expected=shard.sha256, got=f"{size} bytes")
+
+
+def _check_conserved(path, got: int, expected: int) -> None:
+    if got != expected:
+        raise BuildError(path, "tokens written must equal tokens encoded (token conservation)", expected=expected, got=got)
+
+
+def finished_receipt(plan: BuildPlan, index: int) -> Receipt | None:
+    """The part's receipt if the part is finished and intact, else None (build it again)."""
+    part = part_name(index)
+    path = Path(plan.out) / receipt_path(part)
+    if not path.exists():
+        return None
+    try:
+        receipt = Receipt.read(path)
+    except FormatError:
+        return None
+    shard = plan.corpus.shards[index]
+    if receipt.input_shard != FileEntry(shard.path, shard.size, shard.sha256):
+        return None
+    for entry in receipt.files:
+        file = Path(plan.out) / entry.path
+        if not file.is_file() or file.stat().st_size != entry.size or sha256_file(file) != entry.sha256:
+            return None
+    if "llmc" in plan.formats:
+        counts = receipt.splits[shard.split]
+        try:
+            staging = megatron.MegatronPair(staging_path(plan, part))
+        except (FormatError, OSError):
+            return None
+        if len(staging) != counts.documents or staging.n_tokens != counts.text_tokens:
+            return None
+    return receipt
+
+
+# ---------------------------------------------------------------- encoding
+
+
+class EncodeBatch:
+    """The ``Dataset.map`` function: a table of texts in, a table of id lists out.
+
+    It pickles to worker processes as the encoder's state (the tokenizer's JSON
+    and the fast-path decision); each process loads its engine once.
+    """
+
+    def __init__(self, encoder, vocab_size: int):
+        self.encoder = encoder
+        self.dtype = np.uint16 if vocab_size <= 65536 else np.uint32
+
+    def __call__(self, table):
+        import pyarrow as pa
+
+        flat, lengths = self.encoder.encode_batch(table.column("text").to_pylist())
+        offsets = np.zeros(lengths.size + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        ids = pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(np.asarray(flat, dtype=self.dtype)))
+        return pa.table({"ids": ids})
+
+
+SAMPLE_DOCS_PER_SHARD = 64
+SAMPLE_DOCS = 2048
+
+
+def sample_documents(plan: BuildPlan) -> list[str]:
+    """The first documents of every shard: what the fast path must reproduce before it is used."""
+    import pyarrow.parquet as pq
+
+    sample = []
+    for shard in plan.corpus.shards:
+        if not shard.rows or len(sample) >= SAMPLE_DOCS:
+            continue
+        path = Path(plan.corpus_root) / shard.path
+        try:
+            with pq.ParquetFile(path) as file:
+                batch = next(file.iter_batches(batch_size=SAMPLE_DOCS_PER_SHARD, columns=["text"]))
+        except (OSError, ValueError, StopIteration) as e:  # pyarrow's errors derive from these
+            raise BuildError(path, "corpus shard is not readable Parquet with a text column", got=str(e).splitlines()[0][:200]) from e
+        sample.extend(batch.column(0).to_pylist())
+    return sample[:SAMPLE_DOCS]
+
+
+def prepare_encoder(plan: BuildPlan) -> BuildPlan:
+    """Load the encoder once and check its fast path on a sample of the corpus."""
+    from .encoder import encoder_for
+
+    encoder = encoder_for(plan.tokenizer.path, plan.fast)
+    encoder.check_fast_path(sample_documents(plan))
+    return dataclasses.replace(plan, encoder=encoder)
+
+
+@contextlib.contextmanager
+def datasets_progress(enabled: bool):
+    """Show or hide the progress bars of ``datasets`` for a while, then restore the setting."""
+    import datasets
+
+    before = datasets.is_progress_bar_enabled()
+    (datasets.enable_progress_bars if enabled else datasets.disable_progress_bars)()
+    try:
+        yield
+    finally:
+        (datasets.enable_progress_bars if before else datasets.disable_progress_bars)()
+
+
+def encode_shard(plan: BuildPlan, shard_path: Path, part: str, progress: bool = True):
+    """Yield (flat ids, lengths, text bytes) for the shard's documents in order, encoded once with Dataset.map."""
+    import datasets
+    import pyarrow.compute as pc
+
+    if plan.corpus.shards[int(part[5:])].rows == 0:
+        return  # datasets cannot read an empty Parquet file (batch size 0); nothing to encode
+    work = Path(plan.out) / WORK_DIR / "datasets" / part
+    if work.exists():
+        shutil.rmtree(work)  # leftovers of a killed run: this part starts over
+    work.mkdir(parents=True)
+    try:
+        with datasets_progress(False):  # converting the shard is quick; the encoding bar is the one to watch
+            texts = datasets.Dataset.from_parquet(os.fspath(shard_path), columns=["text"], cache_dir=os.fspath(work / "cache"))
+        fingerprint = hashlib.sha256(f"{plan.corpus.shards[int(part[5:])].sha256}:{plan.tokenizer.sha256}".encode()).hexdigest()[:32]
+        with datasets_progress(progress):
+            encoded = texts.with_format("arrow").map(
+                EncodeBatch(plan.encoder, plan.tokenizer.vocab_size),
+                batched=True,
+                batch_size=plan.batch_size,
+                num_proc=plan.num_proc if plan.num_proc > 1 and len(texts) > 1 else None,
+                remove_columns=["text"],
+                cache_file_name=os.fspath(work / "encoded.arrow"),
+                load_from_cache_file=False,
+                new_fingerprint=fingerprint,
+                desc=f"encoding {part}",
+            )
+        text_lengths = texts.data.column("text")
+        first = 0
+        for batch in encoded.data.to_batches():
+            ids = batch.column(0)
+            offsets = ids.offsets.to_numpy()
+            flat = ids.values.to_numpy()[offsets[0] : offsets[-1]]
+            n_bytes = pc.sum(pc.binary_length(text_lengths.slice(first, len(ids)))).as_py() or 0
+            first += len(ids)
+            yield flat, np.diff(offsets), n_bytes
+        del encoded, texts
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- finish
+
+
+def finish_build(plan: BuildPlan, receipts: list[Receipt]) -> tuple[dict[str, SplitCounts], int]:
+    """Pack llm.c files, write stats.json, the card and, last, COMPLETE.json."""
+    out = Path(plan.out)
+    counts = _split_totals(plan, receipts)
+    if "llmc" in plan.formats:
+        _write_llmc(plan, counts)
+    write_json_atomic(out / STATS_NAME, stats_record(plan, receipts, counts))
+    _write_card(out)
+    complete = Complete(tuple(_list_release_files(out)))
+    complete.write(out)
+    shutil.rmtree(out / WORK_DIR, ignore_errors=True)
+    return counts, len(complete.files) + 1
+
+
+def _split_totals(plan: BuildPlan, receipts: list[Receipt]) -> dict[str, SplitCounts]:
+    totals = {}
+    for split in SPLITS:
+        parts = [r.splits[split] for r in receipts if split in r.splits]
+        if not parts:
+            continue
+        totals[split] = SplitCounts(
+            sum(c.documents for c in parts),
+            sum(c.text_tokens for c in parts),
+            sum(c.eod_tokens for c in parts),
+            sum(c.text_bytes for c in parts),
+        )
+        rows = plan.corpus.rows(split)
+        if totals[split].documents != rows:
+            raise BuildError(plan.out, f"{split}: documents out must equal corpus rows (nothing lost)", expected=rows, got=totals[split].documents)
+    return totals
+
+
+def _write_llmc(plan: BuildPlan, counts: dict[str, SplitCounts]) -> None:
+    out = Path(plan.out)
+    directory = out / plan.llmc_dir
+    if directory.exists():
+        shutil.rmtree(directory)  # a killed finish: pack again from the staging pairs
+    entries = []
+    for split in SPLITS:
+        shards = [(i, s) for i, s in enumerate(plan.corpus.shards) if s.split == split and s.rows]
+        if not shards:
+            continue
+        writer = LLMC_WRITERS[plan.llmc_variant](directory, LLMC_SPLIT[split], plan.tokenizer.vocab_size, plan.tokenizer.doc_sep_id, plan.max_tokens_per_file)
+        with writer:
+            for i, _ in shards:
+                staging = megatron.MegatronPair(staging_path(plan, part_name(i)))
+                _feed_staging(writer, staging)
+        files = writer.close()
+        sep = 0 if plan.tokenizer.doc_sep_id is None else 1
+        c = counts[split]
+        written = sum(f.n_tokens for f in files)
+        if sum(f.n_docs for f in files) != c.documents or written != c.text_tokens + sep * c.documents:
+            raise BuildError(directory, f"{split}: llm.c tokens must equal tokens encoded (token conservation)", expected=c.text_tokens + sep * c.documents, got=written)
+        entries.extend(files)
+    manifest = llmc.TokensManifest(
+        tokenizer_id=plan.tokenizer.tokenizer_id,
+        tokenizer_sha256=plan.tokenizer.sha256,
+        vocab_size=plan.tokenizer.vocab_size,
+        doc_sep_id=plan.tokenizer.doc_sep_id,
+        dataset=plan.corpus.name,
+        version=plan.release_version,
+        corpus_manifest_sha256=plan.corpus_manifest_sha256,
+        files=tuple(entries),
+    )
+    manifest.write(directory)
+
+
+_FEED_DOCS = 1 << 16  # documents handed to the llm.c writer per step
+
+
+def _feed_staging(writer: llmc.LlmcWriter, staging: megatron.MegatronPair) -> None:
+    lengths = staging.lengths
+    starts = staging.pointers
+    item = staging.dtype.itemsize
+    for first in range(0, len(staging), _FEED_DOCS):
+        chunk = np.asarray(lengths[first : first + _FEED_DOCS], dtype=np.int64)
+        begin = int(starts[first]) // item
+        end = begin + int(chunk.sum())
+        writer.add_documents(staging.tokens[begin:end], chunk)
+
+
+def stats_record(plan: BuildPlan, receipts: list[Receipt], counts: dict[str, SplitCounts]) -> dict:
+    def entry(c: SplitCounts) -> dict:
+        return {**c.to_dict(), "total_tokens": c.total_tokens}
+
+    return {
+        "format": STATS_FORMAT,
+        "dataset": plan.corpus.name,
+        "tokenizer_id": plan.tokenizer.tokenizer_id,
+        "splits": {split: entry(c) for split, c in counts.items()},
+        "sources": {plan.corpus.name: {split: entry(c) for split, c in counts.items()}},
+        "parts": {r.part: {split: entry(c) for split, c in r.splits.items()} for r in receipts},
+    }
+
+
+def _write_card(out: Path) -> None:
+    """The dataset card README.md, from dataset_card/ via the card module."""
+    from .card import render_release_card
+
+    with atomic_open(out / CARD_NAME, "w") as file:
+        file.write(render_release_card(out))
+
+
+def _list_release_files(out: Path) -> list[FileEntry]:
+    entries = []
+    for path in sorted(out.rglob("*")):
+        rel = path.relative_to(out).as_posix()
+        if not path.is_file() or rel == COMPLETE_NAME or rel.split("/")[0] == WORK_DIR or path.name.startswith("."):
+            continue
+        entries.append(FileEntry(rel, path.stat().st_size, sha256_file(path)))
+    return sorted(entries, key=lambda e: e.path)
+
+
+# ---------------------------------------------------------------- the whole job
+
+
+def build(plan: BuildPlan, engine: str = "local", ray_address: str | None = None, progress: bool = True) -> BuildSummary:
+    """Run every part (skipping finished ones), then the finish. Returns a summary."""
+    from tqdm.auto import tqdm
+
+    started = time.perf_counter()
+    out = Path(plan.out)
+    if (out / COMPLETE_NAME).exists():
+        start_release(plan)  # same build? (raises if not)
+        receipts = [Receipt.read(out / receipt_path(part_name(i))) for i in range(len(plan.corpus.shards))]
+        counts = _split_totals(plan, receipts)
+        complete = Complete.read(out)
+        return _summary(plan, counts, len(complete.files) + 1, started, 0, len(receipts))
+    start_release(plan)
+    plan = prepare_encoder(plan)
+    indices = list(range(len(plan.corpus.shards)))
+    if engine == "local":
+        results = []
+        for i in tqdm(indices, desc="parts", unit="part", disable=not progress or len(indices) < 2):
+            results.append(build_part(plan, i, progress))
+    elif engine == "ray":
+        from .engine_ray import run_parts
+
+        results = run_parts(build_part, dataclasses.replace(plan, num_proc=1), indices, address=ray_address, progress=progress)
+    else:
+        raise BuildError(None, "engine must be local or ray", got=engine)
+    receipts = [r for r, _ in results]
+    built = sum(1 for _, b in results if b)
+    counts, n_files = finish_build(plan, receipts)
+    return _summary(plan, counts, n_files, started, built, len(results) - built)
+
+
+def _summary(plan: BuildPlan, counts, n_files: int, started: float, built: int, skipped: int) -> BuildSummary:
+    complete = Complete.read(plan.out)
+    total = sum(f.size for f in complete.files)
+    engine = plan.encoder.engine if plan.encoder is not None else "none (nothing to encode)"
+    return BuildSummary(plan.out, counts, n_files, total, time.perf_counter() - started, built, skipped, engine)

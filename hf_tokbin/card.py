@@ -1,0 +1,325 @@
+"""The dataset card (``README.md``) of a tokenized release, rendered from the release itself.
+
+:func:`render_release_card` fills ``dataset_card/release_card.md`` (a
+:class:`string.Template`, ``${name}`` placeholders) from what the release
+folder holds: ``run_config.json`` (tokenizer, corpus, split rule),
+``stats.json`` (exact counts; the receipts' counts when it has none), the
+receipts (which Megatron pairs exist) and the llm.c ``_MANIFEST.json`` files.
+It never reads ``COMPLETE.json``: the build writes the card before it, and
+``COMPLETE.json`` lists the card.
+
+Fields of ``run_config.json``/``stats.json`` are read defensively: a missing
+file or field leaves its line out (or says it was not recorded); unknown
+scalar fields are shown as they are. The output is deterministic: same
+release, same bytes (no dates, no absolute paths).
+
+YAML metadata: ``license``, ``language`` (when known), ``size_categories``
+(from the number of documents), ``task_categories: [text-generation]``,
+``source_datasets``, ``tokenizer``, ``tags``, ``viewer: false`` (token files
+are not viewable tables).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from string import Template
+
+from ._io import read_json
+from .errors import FormatError
+from .release import RECEIPTS_DIR, RUN_CONFIG_NAME, SPLITS, STATS_NAME, TOKENS_DIR, Receipt
+
+TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "dataset_card"
+RELEASE_TEMPLATE = "release_card.md"
+COUNT_FIELDS = ("documents", "text_tokens", "eod_tokens", "total_tokens")
+# The Hub's size_categories buckets, by number of documents.
+_SIZE_BUCKETS = [(10**3, "n<1K"), (10**4, "1K<n<10K"), (10**5, "10K<n<100K"), (10**6, "100K<n<1M"), (10**7, "1M<n<10M"), (10**8, "10M<n<100M"), (10**9, "100M<n<1B"), (10**10, "1B<n<10B"), (10**11, "10B<n<100B"), (10**12, "100B<n<1T")]
+_PLAIN_YAML = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/<>-]*$")
+SPLIT_RULES = {
+    "sha256": "Validation is selected by SHA-256 of the exact UTF-8 text of each document: the first eight bytes of the digest, read as a big-endian integer, modulo {modulus} equal zero. Identical texts always share a split, so no text is in both; the validation share is about 1/{modulus} of documents, not exactly.",
+    "files": "Train and validation come from separate input files of the corpus (for TinyStories, its train and validation text files).",
+    "column": "Train and validation come from the corpus's split column (`validation`, or `val`).",
+    "all-train": "Every document is a training document; there is no validation split.",
+}
+
+
+def size_category(documents: int) -> str:
+    """The Hub ``size_categories`` bucket for a number of documents."""
+    for bound, name in _SIZE_BUCKETS:
+        if documents < bound:
+            return name
+    return "n>1T"
+
+
+def load_template(name: str = RELEASE_TEMPLATE) -> Template:
+    path = TEMPLATE_DIR / name
+    if not path.is_file():
+        raise FormatError(path, "dataset card template is missing", hint="the dataset_card/ folder ships beside the hf_tokbin package")
+    return Template(path.read_text(encoding="utf-8"))
+
+
+def render_release_card(release_dir: str | os.PathLike, *, license: str | None = None, language: str | list[str] | None = None, source_dataset: str | None = None) -> str:
+    """The ``README.md`` text of the release in ``release_dir``; arguments override ``run_config.json``."""
+    root = Path(release_dir)
+    run_config = _optional_json(root / RUN_CONFIG_NAME)
+    stats = _optional_json(root / STATS_NAME)
+    receipts = [Receipt.read(p) for p in sorted((root / RECEIPTS_DIR).glob("part-*.json"))]
+    manifests = _llmc_manifests(root)
+    tokenizer = _dict(run_config.get("tokenizer"))
+    corpus = _dict(run_config.get("corpus"))
+    split_counts = _split_counts(stats, receipts)
+
+    corpus_name = _first_text(corpus, "name", "id") or "a text corpus"
+    tokenizer_id = _first_text(tokenizer, "id", "tokenizer_id") or "unknown"
+    source = source_dataset or _first_text(corpus, "repo_id", "source", "hub_repo", "name")
+    license = license or _first_text(corpus, "license") or _first_text(run_config, "license") or "unknown"
+    language = language or corpus.get("language") or run_config.get("language")
+    documents = sum(c.get("documents", 0) for c in split_counts.values())
+    title = f"{corpus_name} tokenized with {tokenizer_id}" if corpus else "Tokenized pretraining release"
+
+    metadata = _yaml_metadata(license, language, size_category(documents), source, tokenizer_id, title, bool(manifests))
+    return load_template().substitute(
+        metadata=metadata,
+        title=title,
+        corpus_phrase=f"`{corpus_name}`" if corpus else "a text corpus",
+        files_section=_files_section(root, receipts, manifests),
+        counts_section=_counts_section(split_counts, stats, bool(stats.get("splits"))),
+        tokenizer_section=_tokenizer_section(tokenizer),
+        split_section=_split_section(run_config.get("split_rule")),
+        format_section=_format_section(root, receipts, manifests, tokenizer),
+        reading_section=_reading_section(receipts, manifests),
+    )
+
+
+# -- reading the release defensively ---------------------------------------
+
+
+def _optional_json(path: Path) -> dict:
+    return read_json(path, FormatError) if path.is_file() else {}
+
+
+def _dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _first_text(obj: dict, *keys: str) -> str | None:
+    for key in keys:
+        value = obj.get(key)
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value):
+            return str(value)
+    return None
+
+
+def _count(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _counts_of(obj) -> dict[str, int]:
+    """The count fields of a stats entry, with ``total_tokens`` derived when it is missing."""
+    counts = {k: v for k, v in obj.items() if _count(v) is not None} if isinstance(obj, dict) else {}
+    if "total_tokens" not in counts and "text_tokens" in counts and "eod_tokens" in counts:
+        counts["total_tokens"] = counts["text_tokens"] + counts["eod_tokens"]
+    return counts
+
+
+def _split_counts(stats: dict, receipts: list[Receipt]) -> dict[str, dict[str, int]]:
+    """Counts per split from ``stats.json``, or summed over the receipts when it has none."""
+    splits = _dict(stats.get("splits"))
+    if splits:
+        return {name: _counts_of(value) for name, value in splits.items()}
+    summed: dict[str, dict[str, int]] = {}
+    for receipt in receipts:
+        for split, counts in receipt.splits.items():
+            row = summed.setdefault(split, {"documents": 0, "text_tokens": 0, "eod_tokens": 0, "total_tokens": 0})
+            for key, value in (("documents", counts.documents), ("text_tokens", counts.text_tokens), ("eod_tokens", counts.eod_tokens), ("total_tokens", counts.total_tokens)):
+                row[key] += value
+    return {s: summed[s] for s in SPLITS if s in summed}
+
+
+def _llmc_manifests(root: Path) -> list[tuple[str, dict]]:
+    """``(folder relative to the release, manifest)`` for every llm.c ``_MANIFEST.json``."""
+    found = []
+    for path in sorted((root / TOKENS_DIR).glob("*/*/_MANIFEST.json")):
+        found.append((path.parent.relative_to(root).as_posix(), read_json(path, FormatError)))
+    return found
+
+
+# -- sections --------------------------------------------------------------
+
+
+def _yaml_scalar(value) -> str:
+    text = str(value)
+    return text if _PLAIN_YAML.match(text) and text not in ("true", "false", "null", "yes", "no") else json.dumps(text, ensure_ascii=False)
+
+
+def _yaml_metadata(license, language, size, source, tokenizer_id, title, has_llmc) -> str:
+    lines = [f"license: {_yaml_scalar(license)}"]
+    languages = [language] if isinstance(language, str) else [x for x in (language or []) if isinstance(x, str)]
+    if languages:
+        lines += ["language:"] + [f"- {_yaml_scalar(x)}" for x in languages]
+    lines += ["size_categories:", f"- {_yaml_scalar(size)}", "task_categories:", "- text-generation"]
+    if source:
+        lines += ["source_datasets:", f"- {_yaml_scalar(source)}"]
+    lines += [f"pretty_name: {_yaml_scalar(title)}", f"tokenizer: {_yaml_scalar(tokenizer_id)}", "tags:", "- tokenized", "- megatron"]
+    if has_llmc:
+        lines.append("- llm.c")
+    lines += ["- hf-tokbin", "viewer: false"]
+    return "\n".join(lines)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _files_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, dict]]) -> str:
+    rows = []
+    for split in SPLITS:
+        pairs = [f for r in receipts for f in r.files if f.path.startswith(f"shards/{split}/") and f.path.endswith(".bin")]
+        if pairs:
+            size = sum(f.size for r in receipts for f in r.files if f.path.startswith(f"shards/{split}/"))
+            rows.append([f"`shards/{split}/part-NNNNNN.bin` + `.idx`", f"Megatron IndexedDataset pairs, {split} documents", f"{len(pairs):,} pairs", f"{size:,}"])
+    if receipts:
+        rows.append(["`receipts/part-NNNNNN.json`", "one per input shard: its counts, and the size and SHA-256 of its pairs", f"{len(receipts):,}", ""])
+    for folder, manifest in manifests:
+        files = [f for f in manifest.get("files", []) if isinstance(f, dict)]
+        size = sum((root / folder / f["name"]).stat().st_size for f in files if isinstance(f.get("name"), str) and (root / folder / f["name"]).is_file())
+        rows.append([f"`{folder}/{{train,val}}-NNNNN.bin`", "llm.c token files, with their `_MANIFEST.json`", f"{len(files):,}", f"{size:,}"])
+    rows += [
+        ["`run_config.json`", "pinned inputs, tokenizer and split rule", "1", ""],
+        ["`stats.json`", "exact document and token counts, by split and source", "1", ""],
+        ["`COMPLETE.json`", "every other file with its size and SHA-256; uploaded last", "1", ""],
+    ]
+    note = "A split's pair is omitted when its input shard holds no document of that split."
+    return _table(["files", "what", "count", "bytes"], rows) + "\n\n" + note
+
+
+def _counts_section(split_counts: dict[str, dict[str, int]], stats: dict, from_stats: bool) -> str:
+    if not split_counts:
+        return "Not recorded (no `stats.json` and no receipts)."
+    # The known counts first, in their order, then any other count stats.json has (shown as it is).
+    columns = list(COUNT_FIELDS) + sorted({k for c in split_counts.values() for k in c} - set(COUNT_FIELDS))
+    header = ["split"] + [k.replace("_", " ") for k in columns]
+    rows = [[split] + [f"{counts[k]:,}" if k in counts else "" for k in columns] for split, counts in split_counts.items()]
+    origin = "From `stats.json`." if from_stats else "Summed over the receipts (this release has no split counts in `stats.json`)."
+    text = origin + " Every document ends with one EOD token, counted in its sequence.\n\n" + _table(header, rows)
+    source_rows = []
+    for name, value in sorted(_dict(stats.get("sources")).items()):
+        # A source maps either straight to counts, or to counts per split.
+        by_split = {"": _counts_of(value)} if _counts_of(value) else {s: _counts_of(v) for s, v in sorted(_dict(value).items())}
+        for split, counts in by_split.items():
+            if counts:
+                source_rows.append([f"`{name}`", split] + [f"{counts[k]:,}" if k in counts else "" for k in columns])
+    if source_rows:
+        text += "\n\nBy source:\n\n" + _table(["source", "split"] + header[1:], source_rows)
+    return text
+
+
+_TOKENIZER_LABELS = {
+    "id": "id",
+    "source": "source",
+    "revision": "pinned revision",
+    "sha256": "SHA-256 of `tokenizer.json`",
+    "vocab_size": "vocabulary size",
+    "doc_sep_id": "document separator (EOD) id",
+    "eod_id": "EOD id",
+}
+
+
+def _tokenizer_section(tokenizer: dict) -> str:
+    if not tokenizer:
+        return "Not recorded in `run_config.json`."
+    lines = []
+    for key, label in _TOKENIZER_LABELS.items():
+        if key in tokenizer and tokenizer[key] is not None:
+            lines.append(f"- {label}: `{tokenizer[key]}`")
+    for key in sorted(set(tokenizer) - set(_TOKENIZER_LABELS)):
+        if isinstance(tokenizer[key], (str, int, float)) and not isinstance(tokenizer[key], bool):
+            lines.append(f"- {key}: `{tokenizer[key]}`")
+    lines.append("")
+    lines.append("Other special-token-looking strings in the text are encoded as ordinary text; no BOS or padding is inserted, nothing is truncated, packed or deduplicated.")
+    return "\n".join(lines)
+
+
+def _split_section(rule) -> str:
+    details = _dict(rule)
+    name = rule if isinstance(rule, str) else _first_text(details, "name", "rule", "kind")
+    if name is None:
+        return "Not recorded in `run_config.json`."
+    modulus = _count(details.get("modulus")) or 1000
+    text = SPLIT_RULES.get(name, f"`{name}`").format(modulus=modulus)
+    extra = [f"- {k}: `{v}`" for k, v in sorted(details.items()) if k not in ("name", "rule", "kind") and isinstance(v, (str, int))]
+    return text + ("\n\n" + "\n".join(extra) if extra else "")
+
+
+def _format_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, dict]], tokenizer: dict) -> str:
+    from . import llmc, llmc_llama3, megatron
+    from .verify import file_magic
+
+    eod = _first_text(tokenizer, "eod_id", "doc_sep_id")
+    eod_text = f" (id {eod})" if eod is not None else ""
+    idx_files = [f.path for r in receipts for f in r.files if f.path.endswith(".idx")]
+    dtype = "uint16 (dtype code 8) or int32 (code 4)"
+    if idx_files:
+        header = megatron.read_index_header(root / idx_files[0])
+        dtype = f"{header.dtype.name} (dtype code {header.code})"
+    parts = [
+        "**Megatron pairs** are IndexedDataset version 1. `.bin` is a contiguous little-endian "
+        f"stream of {dtype} token ids; each document is one sequence and ends with one EOD token{eod_text}. "
+        "`.idx`: magic `MMIDIDX\\0\\0`, version 1 (uint64), the dtype code (uint8), the sequence count and "
+        "document count (uint64 each; documents + 1), then the int32 sequence lengths, the int64 byte "
+        "pointers into `.bin`, and the int64 document indices `[0, 1, ..., N]`."
+    ]
+    for folder, manifest in manifests:
+        names = [f["name"] for f in manifest.get("files", []) if isinstance(f, dict) and isinstance(f.get("name"), str)]
+        first = root / folder / names[0] if names else None
+        if first is not None and first.is_file() and file_magic(first) == llmc_llama3.MAGIC:
+            parts.append(
+                f"**llm.c token files** (`{folder}/`) use upstream llm.c's Llama 3 layout (`--llmc-variant llama3`): "
+                "a 1024-byte header of 256 little-endian int32 (magic 20240801, version 7, token count, zeros), "
+                "then uint32 ids, as `train_llama3.py` reads them. Each document is preceded by the document "
+                "separator when the tokenizer has one; files hold whole documents."
+            )
+            continue
+        version = ""
+        if first is not None and first.is_file():
+            header = llmc.read_header(first)
+            version = f" Here: version {header.version} ({header.dtype.name} ids)."
+        parts.append(
+            f"**llm.c token files** (`{folder}/`): a 1024-byte header of 256 little-endian int32 "
+            f"(magic 20240520, version, token count, vocabulary size, zeros), then the ids; version 1 "
+            f"holds uint16 ids, version 2 uint32 ids.{version} Each document is preceded by the document "
+            "separator when the tokenizer has one; files hold whole documents."
+        )
+    return "\n\n".join(parts)
+
+
+def _reading_section(receipts: list[Receipt], manifests: list[tuple[str, dict]]) -> str:
+    first_pair = next((f.path[: -len(".bin")] for r in receipts for f in r.files if f.path.endswith(".bin")), "shards/train/part-000000")
+    parts = [
+        "**Megatron-LM / megatron-core** read a pair by its path prefix (no suffix):\n\n"
+        "```python\n"
+        "from megatron.core.datasets.indexed_dataset import IndexedDataset\n\n"
+        f'dataset = IndexedDataset("{first_pair}")\n'
+        "print(len(dataset), dataset[0][:16])\n"
+        "```\n\n"
+        f"In Megatron-LM training, list the prefixes (with weights) in `--data-path`, e.g. `--data-path 1.0 {first_pair}`.",
+        "**MaxText** reads the pairs with its Grain memory-mapped reader. Its `mmap_npy` path can read them "
+        "too but also needs the separate document, sample and shuffle `.npy` indices, which this release does "
+        "not include: MaxText builds them at startup for the training configuration, or you build them beforehand.",
+        "**numpy** (with hf_tokbin, which validates the index before it returns a view):\n\n"
+        "```python\n"
+        "from hf_tokbin.megatron import MegatronPair\n\n"
+        f'pair = MegatronPair("{first_pair}.idx")\n'
+        "print(len(pair), pair.n_tokens, pair[0][:16])\n"
+        "```",
+    ]
+    for folder, _ in manifests:
+        parts.append(
+            f"**llm.c** reads version-1 files unchanged, e.g. `./train_gpt2cu -i \"{folder}/train-*.bin\" -j \"{folder}/val-*.bin\"`; "
+            "version-2 (uint32) files are read by `hf_tokbin.llmc.open_tokens` or any reader that follows the header."
+        )
+    return "\n\n".join(parts)

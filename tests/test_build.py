@@ -1,0 +1,211 @@
+"""The build: encoding once, both formats, receipts, stats, COMPLETE.json; deterministic and conserving."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tokenizers import Tokenizer
+
+from hf_tokbin import llmc, megatron
+from hf_tokbin.build import build, plan_build
+from hf_tokbin.cli import main
+from hf_tokbin.errors import BuildError
+from hf_tokbin.release import Complete, Receipt
+from hf_tokbin.tokenizer import resolve_tokenizer, train_bpe
+from hf_tokbin.verify_release import verify_release
+
+from release_fixtures import stories, write_corpus
+
+
+@pytest.fixture(scope="module")
+def bpe_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("bpe")
+    train_bpe(stories(400, seed=1), 600, out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("corpus")
+    return write_corpus(
+        root,
+        [("train", stories(300, seed=2)), ("train", stories(250, seed=3)), ("validation", stories(120, seed=4)), ("train", [])],
+    )
+
+
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def run_build(corpus, tokenizer, out, **options):
+    plan = plan_build(corpus, tokenizer, out, **options)
+    return build(plan, progress=False)
+
+
+def corpus_texts(corpus: Path, split: str) -> list[str]:
+    from hf_tokbin.corpus_manifest import CorpusManifest, iter_texts
+
+    return list(iter_texts(corpus, CorpusManifest.read(corpus), split))
+
+
+def test_ids_equal_tokenizers_encode_for_every_document(tmp_path, corpus, bpe_dir):
+    info = resolve_tokenizer(str(bpe_dir))
+    run_build(corpus, info, tmp_path / "r", num_proc=2, batch_size=37)
+    reference = Tokenizer.from_file(str(bpe_dir / "tokenizer.json"))
+    for split, parts in (("train", [0, 1]), ("validation", [2])):
+        texts = corpus_texts(corpus, split)
+        docs = []
+        for part in parts:
+            pair = megatron.MegatronPair(tmp_path / "r" / "shards" / split / f"part-{part:06d}.bin")
+            docs.extend(pair[i] for i in range(len(pair)))
+        assert len(docs) == len(texts)
+        for text, doc in zip(texts, docs):
+            assert doc[-1] == info.doc_sep_id
+            assert doc[:-1].tolist() == reference.encode(text, add_special_tokens=False).ids
+
+
+def test_llmc_stream_is_separator_then_document_in_corpus_order(tmp_path, corpus, bpe_dir):
+    info = resolve_tokenizer(str(bpe_dir))
+    run_build(corpus, info, tmp_path / "r", formats=("llmc",), max_tokens_per_file=3000)
+    reference = Tokenizer.from_file(str(bpe_dir / "tokenizer.json"))
+    directory = tmp_path / "r" / "tokens" / bpe_dir.name / "toy"
+    manifest = llmc.TokensManifest.read(directory / "_MANIFEST.json")
+    train = [f for f in manifest.files if f.split == "train"]
+    assert len(train) > 3, "the small limit must roll over"
+    stream = np.concatenate([llmc.open_tokens(directory / f.name) for f in train])
+    expected = []
+    for text in corpus_texts(corpus, "train"):
+        expected += [info.doc_sep_id, *reference.encode(text, add_special_tokens=False).ids]
+    assert stream.tolist() == expected
+    for f in train:
+        tokens = llmc.open_tokens(directory / f.name)
+        assert tokens[0] == info.doc_sep_id and f.n_tokens <= 3000
+    # Megatron was not asked for: no shards.
+    assert not (tmp_path / "r" / "shards").exists()
+
+
+def test_same_bytes_whatever_num_proc_and_batch_size(tmp_path, corpus, bpe_dir):
+    info = resolve_tokenizer(str(bpe_dir))
+    run_build(corpus, info, tmp_path / "a", num_proc=1, batch_size=1000)
+    run_build(corpus, info, tmp_path / "b", num_proc=2, batch_size=7)
+    a, b = tree_bytes(tmp_path / "a"), tree_bytes(tmp_path / "b")
+    assert a.keys() == b.keys() and a == b
+
+
+def test_release_layout_receipts_and_complete(tmp_path, corpus, bpe_dir):
+    info = resolve_tokenizer(str(bpe_dir))
+    out = tmp_path / "r"
+    run_build(corpus, info, out)
+    files = set(tree_bytes(out))
+    assert "shards/train/part-000000.bin" in files and "shards/validation/part-000002.idx" in files
+    # The empty input shard has a receipt but no pair.
+    assert not any(f.startswith("shards/") and "part-000003" in f for f in files)
+    empty = Receipt.read(out / "receipts/part-000003.json")
+    assert empty.files == () and empty.splits["train"].documents == 0
+    complete = Complete.read(out)
+    assert {f.path for f in complete.files} == files - {"COMPLETE.json"}
+    receipt = Receipt.read(out / "receipts/part-000000.json")
+    assert receipt.splits["train"].documents == 300 and receipt.splits["train"].eod_tokens == 300
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["splits"]["train"]["documents"] == 550 and stats["splits"]["validation"]["documents"] == 120
+    config = json.loads((out / "run_config.json").read_text())
+    assert config["tokenizer"]["sha256"] == info.sha256 and str(tmp_path) not in (out / "run_config.json").read_text()
+    report = verify_release(out)
+    assert report.splits["train"].documents == 550
+
+
+def test_manifest_follows_the_shipped_schema(tmp_path, corpus, bpe_dir):
+    import jsonschema
+
+    run_build(corpus, resolve_tokenizer(str(bpe_dir)), tmp_path / "r", formats=("llmc",))
+    schema = json.loads((Path(llmc.__file__).parent / "schemas" / "tokens-manifest.schema.json").read_text())
+    manifest = json.loads((tmp_path / "r" / "tokens" / bpe_dir.name / "toy" / "_MANIFEST.json").read_text())
+    jsonschema.validate(manifest, schema)
+    assert list(manifest) == ["tokenizer_id", "tokenizer_sha256", "vocab_size", "doc_sep_id", "dataset", "version", "corpus_manifest_sha256", "files"]
+
+
+def test_byte_tokenizer_llmc_has_no_separator_and_megatron_needs_one(tmp_path, corpus):
+    out = tmp_path / "r"
+    run_build(corpus, resolve_tokenizer("byte"), out, formats=("llmc",))
+    stream = llmc.open_tokens(out / "tokens/byte/toy/train-00000.bin")
+    assert bytes(stream.astype(np.uint8)) == "".join(corpus_texts(corpus, "train")).encode("utf-8")
+    with pytest.raises(BuildError, match="EOD"):
+        plan_build(corpus, resolve_tokenizer("byte"), tmp_path / "m", formats=("megatron",))
+    assert not (tmp_path / "m").exists()
+    run_build(corpus, resolve_tokenizer("byte", doc_sep_id=0), tmp_path / "m", formats=("megatron",))
+    assert verify_release(tmp_path / "m").splits["validation"].eod_tokens == 120
+
+
+def test_changed_or_broken_shard_is_refused_before_it_is_encoded(tmp_path, bpe_dir):
+    corpus = write_corpus(tmp_path / "c", [("train", ["one", "two"])])
+    other = write_corpus(tmp_path / "o", [("train", ["one", "three"])])
+    shard = corpus / "data/train-00000.parquet"
+    shard.write_bytes((other / "data/train-00000.parquet").read_bytes())
+    with pytest.raises(BuildError, match="differs from its _MANIFEST.json"):
+        run_build(corpus, resolve_tokenizer(str(bpe_dir)), tmp_path / "r")
+    assert not (tmp_path / "r" / "receipts").exists()
+    shard.write_bytes(shard.read_bytes()[:-1] + b"\0")
+    with pytest.raises(BuildError, match="not readable Parquet") as info:
+        run_build(corpus, resolve_tokenizer(str(bpe_dir)), tmp_path / "r")
+    assert str(shard) in str(info.value)
+
+
+def test_rerun_of_a_finished_build_changes_nothing_and_another_build_is_refused(tmp_path, corpus, bpe_dir):
+    info = resolve_tokenizer(str(bpe_dir))
+    out = tmp_path / "r"
+    run_build(corpus, info, out)
+    before = tree_bytes(out)
+    summary = run_build(corpus, info, out)
+    assert summary.parts_built == 0 and tree_bytes(out) == before
+    with pytest.raises(BuildError, match="different build"):
+        run_build(corpus, info, out, formats=("llmc",))
+
+
+def test_a_deleted_output_is_rebuilt_from_its_part(tmp_path, corpus, bpe_dir):
+    info = resolve_tokenizer(str(bpe_dir))
+    out = tmp_path / "r"
+    plan = plan_build(corpus, info, out)
+    # Simulate a build killed after two parts: run them, then break one output.
+    from hf_tokbin.build import build_part, start_release
+
+    start_release(plan)
+    build_part(plan, 0)
+    build_part(plan, 1)
+    (out / "shards/train/part-000001.idx").write_bytes(b"broken")
+    summary = build(plan, progress=False)
+    assert summary.parts_built == 3 and summary.parts_skipped == 1
+    run_build(corpus, info, tmp_path / "fresh")
+    assert tree_bytes(out) == tree_bytes(tmp_path / "fresh")
+
+
+def test_cli_build_prints_a_summary_and_verify_accepts_the_release(tmp_path, corpus, bpe_dir, capsys):
+    out = tmp_path / "r"
+    assert main(["build", "--corpus", str(corpus), "--tokenizer", str(bpe_dir), "--out", str(out), "--num-proc", "2", "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "documents" in printed and "550" in printed and "bytes/token" in printed
+    assert main(["verify", str(out)]) == 0
+    assert "OK" in capsys.readouterr().out
+
+
+def test_cli_build_error_is_one_line(tmp_path, corpus, capsys):
+    code = main(["build", "--corpus", str(corpus), "--tokenizer", "byte", "--format", "megatron", "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "EOD" in err
+
+
+def test_llama3_variant_writes_upstream_layout_and_verifies(tmp_path, corpus, bpe_dir):
+    from hf_tokbin import llmc_llama3
+
+    out = tmp_path / "r"
+    assert main(["build", "--corpus", str(corpus), "--tokenizer", str(bpe_dir), "--format", "llmc", "--llmc-variant", "llama3", "--out", str(out), "--quiet"]) == 0
+    directory = out / "tokens" / bpe_dir.name / "toy"
+    seed000 = tmp_path / "s"
+    run_build(corpus, resolve_tokenizer(str(bpe_dir)), seed000, formats=("llmc",))
+    for entry in llmc.TokensManifest.read(directory / "_MANIFEST.json").files:
+        ours = llmc_llama3.open_tokens(directory / entry.name)
+        reference = llmc.open_tokens(seed000 / "tokens" / bpe_dir.name / "toy" / entry.name)
+        assert ours.dtype == np.uint32 and ours.tolist() == reference.tolist()
+    assert verify_release(out).splits["train"].documents == 550

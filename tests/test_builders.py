@@ -1,0 +1,264 @@
+"""The datasets builders of hf_tokbin.builders: TinyStories text and JSONL/Parquet corpus shards."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hf_tokbin.builders import CorpusShards, TinyStories, read_stories, sha256_split
+from hf_tokbin.builders.tinystories import read_story_batches
+from hf_tokbin.errors import CorpusInputError
+
+DATA = Path(__file__).parent / "data"
+DELIMITER = "<|endoftext|>"
+
+
+def seed_stories(path: Path):
+    """Seed 002's reader, verbatim: the reference the builder must match."""
+    lines: list[str] = []
+    with path.open(encoding="utf-8", newline="") as file:
+        for line in file:
+            if line.rstrip("\r\n") != DELIMITER:
+                lines.append(line)
+                continue
+            story = "".join(lines).strip("\n")
+            lines = []
+            if story:
+                yield story
+    story = "".join(lines).strip("\n")
+    if story:
+        yield story
+
+
+# Seed 002's edge cases, with the stories a reader must return written out by hand.
+EDGE_TEXT = (
+    "and so the cat went home.\n"  # truncated first story, kept
+    "<|endoftext|>\n"
+    "\n\n"  # blank lines after a delimiter
+    "Once upon a time, Lily met Tom.\n\nThey played.\n"
+    "<|endoftext|> \n"  # trailing space: text, not a delimiter
+    "Still the same story.\n"
+    "<|endoftext|>\n"
+    "<|endoftext|>\n"  # empty story, dropped
+    "\n"
+    "<|endoftext|>\n"  # a story of blank lines only, dropped
+    "Mia said <|endoftext|> in the middle.\n"  # the marker inside a line is text
+    "<|endoftext|>x\n"  # text after the marker on its line: text
+    "x<|endoftext|>\n"
+    "<|endoftext|>\n"
+    "  Leading spaces stay, café ☕ too.  \n"
+    "<|endoftext|>"  # the last delimiter, with no line end
+)
+EDGE_STORIES = [
+    "and so the cat went home.",
+    "Once upon a time, Lily met Tom.\n\nThey played.\n<|endoftext|> \nStill the same story.",
+    "Mia said <|endoftext|> in the middle.\n<|endoftext|>x\nx<|endoftext|>",
+    "  Leading spaces stay, café ☕ too.  ",
+]
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_bytes(text.encode("utf-8"))
+    return path
+
+
+def test_edge_cases_match_hand_written_stories_and_the_seed_reader(tmp_path):
+    path = write(tmp_path, "edge.txt", EDGE_TEXT)
+    assert list(seed_stories(path)) == EDGE_STORIES  # the hand-written list is the seed's reading
+    assert list(read_stories(path)) == EDGE_STORIES
+
+
+@pytest.mark.parametrize("block_size", [1, 2, 13, 64, 1 << 20])
+def test_block_size_never_changes_the_stories(tmp_path, block_size):
+    path = write(tmp_path, "edge.txt", EDGE_TEXT + "\nA tail story\nwith two lines\n")
+    assert list(read_stories(path, block_size)) == EDGE_STORIES + ["A tail story\nwith two lines"]
+
+
+def test_crlf_file_gives_the_stories_of_the_lf_file(tmp_path):
+    crlf = write(tmp_path, "crlf.txt", EDGE_TEXT.replace("\n", "\r\n"))
+    stories = list(read_stories(crlf, block_size=5))
+    assert stories == EDGE_STORIES
+    assert not any("\r" in story for story in stories)
+    # What the seed's code does with the same file: stray "\r" kept (the reason for the choice).
+    assert list(seed_stories(crlf))[0] == "and so the cat went home.\r"
+
+
+def test_lone_cr_is_a_line_end_around_the_delimiter_and_text_elsewhere(tmp_path):
+    path = write(tmp_path, "cr.txt", "one\r<|endoftext|>\rtwo\rstill two\n")
+    assert list(seed_stories(path)) == ["one\r", "two\rstill two"]
+    assert list(read_stories(path, block_size=3)) == ["one\r", "two\rstill two"]
+
+
+FRAGMENTS = st.sampled_from([DELIMITER, "\n", "\r\n", "\r", " ", "Tom", "é", "<|", "endoftext|>", "\n\n", "x"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(FRAGMENTS, max_size=40), st.integers(1, 40))
+def test_reader_is_the_seed_reader_after_crlf_becomes_lf(tmp_path_factory, fragments, block_size):
+    text = "".join(fragments)
+    tmp = tmp_path_factory.mktemp("prop")
+    expected = list(seed_stories(write(tmp, "lf.txt", text.replace("\r\n", "\n"))))
+    assert list(read_stories(write(tmp, "in.txt", text), block_size)) == expected
+    if "\r" not in text:
+        assert list(seed_stories(tmp / "in.txt")) == expected
+
+
+def test_real_text_shakespeare_scenes(tmp_path):
+    fixture = DATA / "shakespeare_scenes.txt"
+    expected = list(seed_stories(fixture))
+    assert len(expected) == 46 and expected[1].startswith("SCENE I.")
+    assert list(read_stories(fixture, block_size=4096)) == expected
+    crlf = write(tmp_path, "crlf.txt", fixture.read_text(encoding="utf-8").replace("\n", "\r\n"))
+    assert list(read_stories(crlf, block_size=4096)) == expected
+
+
+def test_invalid_utf8_names_file_and_absolute_byte_offset(tmp_path):
+    good = "Lily ran.\n<|endoftext|>\n" * 10
+    path = tmp_path / "bad.txt"
+    path.write_bytes(good.encode() + b"Tom \xe9t\xe9\n")
+    with pytest.raises(CorpusInputError) as error:
+        list(read_stories(path, block_size=16))  # the bad byte is several blocks in
+    message = str(error.value)
+    assert str(path) in message and "invalid UTF-8" in message
+    assert f"byte offset {len(good) + 4}" in message
+
+
+def test_truncated_utf8_at_end_of_file_is_an_error(tmp_path):
+    path = tmp_path / "cut.txt"
+    path.write_bytes("Lily said ☕".encode()[:-1])
+    with pytest.raises(CorpusInputError, match="byte offset 10"):
+        list(read_stories(path))
+
+
+def test_empty_and_delimiter_only_files_give_no_batches(tmp_path):
+    assert list(read_story_batches(write(tmp_path, "empty.txt", ""))) == []
+    assert list(read_story_batches(write(tmp_path, "delims.txt", "<|endoftext|>\n\n<|endoftext|>\n"))) == []
+
+
+def test_tinystories_builder_through_datasets_public_api(tmp_path):
+    train = write(tmp_path, "train.txt", EDGE_TEXT)
+    valid = write(tmp_path, "valid.txt", "Valid one.\n<|endoftext|>\nValid two.\n")
+    builder = TinyStories(cache_dir=str(tmp_path / "cache"), data_files={"train": str(train), "validation": str(valid)}, block_size=7)
+    streamed = builder.as_streaming_dataset()
+    assert [row["text"] for row in streamed["train"]] == EDGE_STORIES
+    assert [row["text"] for row in streamed["validation"]] == ["Valid one.", "Valid two."]
+    builder.download_and_prepare()
+    prepared = builder.as_dataset()
+    assert prepared["train"]["text"][:] == EDGE_STORIES
+    assert prepared["validation"].num_rows == 2
+
+
+def test_tinystories_config_rejects_bad_block_size(tmp_path):
+    with pytest.raises(CorpusInputError, match="block_size"):
+        TinyStories(cache_dir=str(tmp_path), data_files={"train": str(write(tmp_path, "t.txt", "a"))}, block_size=0)
+
+
+# --- CorpusShards -------------------------------------------------------------------------------
+
+
+def rows_of(tmp_path, files, **config):
+    builder = CorpusShards(cache_dir=str(tmp_path / "cache"), data_files={"input": [str(f) for f in files]}, **config)
+    return [(row["text"], row["split"]) for row in builder.as_streaming_dataset(split="input")]
+
+
+def write_jsonl(path: Path, rows) -> Path:
+    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def reference_split(text: str) -> str:
+    """Seed 004's rule, written out independently of the code under test."""
+    value = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], byteorder="big")
+    return "validation" if value % 1000 == 0 else "train"
+
+
+def test_split_column_from_jsonl_and_parquet_in_file_order(tmp_path):
+    rows = [{"text": "a", "split": "train"}, {"text": "b", "split": "val"}, {"text": "c", "split": "validation"}, {"text": "d", "split": "train"}]
+    jsonl = write_jsonl(tmp_path / "a.jsonl", rows)
+    parquet = tmp_path / "b.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), parquet)
+    expected = [("a", "train"), ("b", "validation"), ("c", "validation"), ("d", "train")]
+    assert rows_of(tmp_path, [jsonl, parquet], split_column="split", batch_rows=3) == expected * 2
+
+
+def test_no_split_option_makes_every_row_train(tmp_path):
+    jsonl = write_jsonl(tmp_path / "a.jsonl", [{"text": "x", "split": "validation"}, {"text": "y"}])
+    assert rows_of(tmp_path, [jsonl]) == [("x", "train"), ("y", "train")]
+
+
+def test_sha256_rule_matches_reference_and_keeps_repeats(tmp_path):
+    texts = [f"story number {i}" for i in range(3000)]
+    validation = [t for t in texts if reference_split(t) == "validation"]
+    assert validation, "the sample must hold validation documents for the test to mean anything"
+    texts += validation * 2  # repeats: kept, and in the same split
+    jsonl = write_jsonl(tmp_path / "a.jsonl", [{"body": t} for t in texts])
+    rows = rows_of(tmp_path, [jsonl], text_column="body", split_rule="sha256")
+    assert rows == [(t, reference_split(t)) for t in texts]
+    assert all(sha256_split(t) == "validation" for t in validation)
+
+
+def test_unknown_split_value_names_value_file_and_place(tmp_path):
+    jsonl = write_jsonl(tmp_path / "a.jsonl", [{"text": "a", "split": "train"}, {"text": "b", "split": "test"}])
+    with pytest.raises(CorpusInputError, match=r"a\.jsonl: line 2: unknown split .*got 'test'"):
+        rows_of(tmp_path, [jsonl], split_column="split")
+    parquet = tmp_path / "b.parquet"
+    pq.write_table(pa.table({"text": ["a", "b", "c"], "split": ["train", "dev", None]}), parquet)
+    with pytest.raises(CorpusInputError, match=r"b\.parquet: row 1: unknown split .*got 'dev'"):
+        rows_of(tmp_path, [parquet], split_column="split")
+
+
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        ({"content": "a"}, r"line 2: missing text column 'text'"),
+        ({"text": 5}, r"line 2: text column 'text' must hold a string: expected string, got int"),
+        ({"text": None}, r"line 2: text column 'text' must hold a string: expected string, got null"),
+    ],
+)
+def test_bad_jsonl_text_names_file_and_line(tmp_path, row, message):
+    jsonl = write_jsonl(tmp_path / "a.jsonl", [{"text": "fine"}, row])
+    with pytest.raises(CorpusInputError, match=message):
+        rows_of(tmp_path, [jsonl])
+
+
+def test_bad_parquet_text_names_file_and_row(tmp_path):
+    missing = tmp_path / "missing.parquet"
+    pq.write_table(pa.table({"content": ["a"]}), missing)
+    with pytest.raises(CorpusInputError, match=r"missing\.parquet: missing text column 'text'"):
+        rows_of(tmp_path, [missing])
+    numbers = tmp_path / "numbers.parquet"
+    pq.write_table(pa.table({"text": [1, 2]}), numbers)
+    with pytest.raises(CorpusInputError, match=r"numbers\.parquet: row 0: text column 'text' must hold strings: expected string, got int64"):
+        rows_of(tmp_path, [numbers])
+    nulls = tmp_path / "nulls.parquet"
+    pq.write_table(pa.table({"text": ["a", "b", None]}), nulls)
+    with pytest.raises(CorpusInputError, match=r"nulls\.parquet: row 2: .*got null"):
+        rows_of(tmp_path, [nulls], batch_rows=2)
+
+
+def test_bad_jsonl_lines(tmp_path):
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"text": "a"}\n\n{"text": \n', encoding="utf-8")
+    with pytest.raises(CorpusInputError, match=r"broken\.jsonl: line 3: not valid JSON"):
+        rows_of(tmp_path, [broken])
+    surrogate = tmp_path / "surrogate.jsonl"
+    surrogate.write_text('{"text": "a\\ud800b"}\n', encoding="utf-8")
+    with pytest.raises(CorpusInputError, match=r"line 1: text is not valid Unicode"):
+        rows_of(tmp_path, [surrogate])
+    bad_bytes = tmp_path / "bytes.jsonl"
+    bad_bytes.write_bytes(b'{"text": "a"}\n{"text": "\xff"}\n')
+    with pytest.raises(CorpusInputError, match=r"bytes\.jsonl: invalid UTF-8: .*byte offset 24 \(line 2\)"):
+        rows_of(tmp_path, [bad_bytes])
+
+
+def test_corpus_shards_config_rejects_column_and_rule_together(tmp_path):
+    with pytest.raises(CorpusInputError, match="not both"):
+        CorpusShards(cache_dir=str(tmp_path), data_files={"input": str(write_jsonl(tmp_path / "a.jsonl", []))}, split_column="split", split_rule="sha256")

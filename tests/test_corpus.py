@@ -1,0 +1,298 @@
+"""The corpus stage (hf_tokbin.corpus) and ``hf-tokbin corpus``: folders that load_dataset reads back exactly."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+from pathlib import Path
+
+import datasets
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from hf_tokbin.cli import main
+from hf_tokbin.corpus import ROW_GROUP_ROWS, import_corpus, write_tinystories_corpus
+from hf_tokbin.corpus_manifest import CorpusManifest
+from hf_tokbin.errors import CorpusInputError
+
+from test_builders import EDGE_STORIES, EDGE_TEXT, seed_stories
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).parent / "data"
+SAMPLE = ROOT / "hf_tokbin" / "data" / "sample"
+
+
+def load(directory: Path, tmp_path: Path) -> datasets.DatasetDict:
+    return datasets.load_dataset(str(directory), cache_dir=str(tmp_path / "hf-cache"))
+
+
+def files_of(directory: Path) -> dict[str, bytes]:
+    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def leftovers(parent: Path) -> list[str]:
+    """Temporary folders the stage may have left beside its output."""
+    return sorted(p.name for p in parent.iterdir() if p.name.startswith("."))
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_bytes(text.encode("utf-8"))
+    return path
+
+
+def test_tinystories_corpus_loads_back_every_story_in_order(tmp_path):
+    train = write(tmp_path / "train.txt", EDGE_TEXT)
+    valid = DATA / "shakespeare_scenes.txt"
+    manifest = write_tinystories_corpus(train, valid, tmp_path / "corpus", shard_rows=10)
+    corpus = load(tmp_path / "corpus", tmp_path)
+    assert corpus["train"]["text"][:] == EDGE_STORIES == list(seed_stories(train))
+    assert corpus["validation"]["text"][:] == list(seed_stories(valid))
+    assert set(corpus["train"]["split"]) == {"train"} and set(corpus["validation"]["split"]) == {"validation"}
+    assert manifest == CorpusManifest.read(tmp_path / "corpus")
+    assert manifest.split_rule == "files" and manifest.name == "tinystories"
+    assert [s.path for s in manifest.sources] == ["train.txt", "shakespeare_scenes.txt"]
+    assert manifest.sources[0].sha256 == hashlib.sha256(train.read_bytes()).hexdigest()
+    # Train shards first, then validation: the order of the build's input shards.
+    assert [s.path for s in manifest.shards] == ["data/train-00000.parquet"] + [f"data/validation-{i:05d}.parquet" for i in range(5)]
+    assert [s.rows for s in manifest.shards] == [4, 10, 10, 10, 10, 6]
+    for shard in manifest.shards:
+        data = (tmp_path / "corpus" / shard.path).read_bytes()
+        assert (len(data), hashlib.sha256(data).hexdigest()) == (shard.size, shard.sha256)
+        assert set(pq.read_table(tmp_path / "corpus" / shard.path).column("split").to_pylist()) == {shard.split}
+    assert leftovers(tmp_path) == []
+
+
+def test_crlf_input_writes_the_same_shards_as_lf_input(tmp_path):
+    lf = DATA / "shakespeare_scenes.txt"
+    crlf = write(tmp_path / "crlf.txt", lf.read_text(encoding="utf-8").replace("\n", "\r\n"))
+    a = write_tinystories_corpus(lf, None, tmp_path / "lf")
+    b = write_tinystories_corpus(crlf, None, tmp_path / "crlf")
+    assert a.sources != b.sources
+    assert a.shards == b.shards  # same paths, rows, sizes and SHA-256
+
+
+def test_same_input_gives_byte_identical_folders(tmp_path):
+    train, valid = SAMPLE / "train.txt", SAMPLE / "valid.txt"
+    write_tinystories_corpus(train, valid, tmp_path / "one", shard_bytes=50_000)
+    write_tinystories_corpus(train, valid, tmp_path / "two", shard_bytes=50_000)
+    one, two = files_of(tmp_path / "one"), files_of(tmp_path / "two")
+    assert len(one) == len([p for p in one if p.startswith("data/")]) + 2  # shards + manifest + card
+    assert one == two
+    assert str(tmp_path).encode() not in b"".join(one.values())  # no absolute paths anywhere
+
+
+def shard_texts(directory: Path, manifest: CorpusManifest) -> list[list[str]]:
+    return [pq.read_table(directory / s.path).column("text").to_pylist() for s in manifest.shards]
+
+
+def test_shard_bytes_bound_the_text_per_shard(tmp_path):
+    limit = 20_000
+    stories = [f"Story {i}: " + "Tom ran. " * (i % 40) for i in range(2000)]
+    stories.insert(1000, "x" * (limit + 1))  # bigger than the limit: a shard of its own
+    train = write(tmp_path / "train.txt", "".join(s + "\n<|endoftext|>\n" for s in stories))
+    manifest = write_tinystories_corpus(train, None, tmp_path / "corpus", shard_bytes=limit)
+    shards = shard_texts(tmp_path / "corpus", manifest)
+    assert [t for shard in shards for t in shard] == stories
+    assert [len(shard) for shard in shards].count(1) == 1 and ["x" * (limit + 1)] in shards
+    sizes = [sum(len(t.encode()) for t in shard) for shard in shards]
+    assert all(size <= limit for size, shard in zip(sizes, shards, strict=True) if len(shard) > 1)
+    # A shard closes only when the next story would not fit.
+    assert all(size + len(nxt[0].encode()) > limit for size, nxt in zip(sizes[:-1], shards[1:], strict=True))
+    assert [s.path for s in manifest.shards] == [f"data/train-{i:05d}.parquet" for i in range(len(shards))]
+
+
+def test_row_groups_are_counted_from_each_shard_start(tmp_path):
+    train = write(tmp_path / "train.txt", "".join(f"{i}\n<|endoftext|>\n" for i in range(30_000)))
+    manifest = write_tinystories_corpus(train, None, tmp_path / "corpus", shard_rows=25_000)
+    groups = []
+    for shard in manifest.shards:
+        metadata = pq.ParquetFile(tmp_path / "corpus" / shard.path).metadata
+        groups.append([metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)])
+    assert ROW_GROUP_ROWS == 10_000 and groups == [[10_000, 10_000, 5_000], [5_000]]
+
+
+def test_split_without_documents_is_left_out_and_load_dataset_still_works(tmp_path):
+    train = write(tmp_path / "train.txt", "One.\n<|endoftext|>\nTwo.\n")
+    valid = write(tmp_path / "valid.txt", "<|endoftext|>\n\n<|endoftext|>\n")
+    manifest = write_tinystories_corpus(train, valid, tmp_path / "corpus")
+    assert [s.split for s in manifest.shards] == ["train"]
+    assert manifest.rows("validation") == 0
+    corpus = load(tmp_path / "corpus", tmp_path)
+    assert list(corpus) == ["train"] and corpus["train"]["text"][:] == ["One.", "Two."]
+    card = (tmp_path / "corpus" / "README.md").read_text()
+    assert "split: train" in card and "split: validation" not in card and "data/validation-" not in card
+
+
+def test_no_stories_at_all_is_an_error_and_leaves_nothing(tmp_path):
+    empty = write(tmp_path / "empty.txt", "\n<|endoftext|>\n\n")
+    with pytest.raises(CorpusInputError, match=r"empty\.txt: no documents in the input"):
+        write_tinystories_corpus(empty, None, tmp_path / "corpus")
+    assert not (tmp_path / "corpus").exists() and leftovers(tmp_path) == []
+
+
+def test_invalid_utf8_in_validation_file_fails_after_train_and_leaves_nothing(tmp_path):
+    bad = tmp_path / "valid.txt"
+    bad.write_bytes(b"Fine.\n<|endoftext|>\nBad \xc3(\n")
+    with pytest.raises(CorpusInputError, match=r"valid\.txt: invalid UTF-8: .*byte offset 24"):
+        write_tinystories_corpus(SAMPLE / "train.txt", bad, tmp_path / "corpus")
+    assert not (tmp_path / "corpus").exists() and leftovers(tmp_path) == []
+
+
+def test_output_folder_rules(tmp_path):
+    train = write(tmp_path / "train.txt", "One.\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    write_tinystories_corpus(train, None, out)  # an empty folder is fine
+    with pytest.raises(CorpusInputError, match="not empty.*--overwrite"):
+        write_tinystories_corpus(train, None, out)
+    write(train, "Two.\n")
+    manifest = write_tinystories_corpus(train, None, out, overwrite=True)  # a corpus folder is replaced
+    assert load(out, tmp_path)["train"]["text"][:] == ["Two."] and manifest.rows("train") == 1
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(CorpusInputError, match="replaces only a corpus folder"):
+        write_tinystories_corpus(train, None, other, overwrite=True)
+    assert (other / "notes.txt").read_text() == "mine"
+    assert leftovers(tmp_path) == []
+
+
+def test_missing_input_and_bad_options(tmp_path):
+    with pytest.raises(CorpusInputError, match=r"nope\.txt: input file is missing"):
+        write_tinystories_corpus(tmp_path / "nope.txt", None, tmp_path / "corpus")
+    train = write(tmp_path / "train.txt", "One.\n")
+    with pytest.raises(CorpusInputError, match="not both"):
+        write_tinystories_corpus(train, None, tmp_path / "corpus", shard_rows=1, shard_bytes=1)
+    with pytest.raises(CorpusInputError, match="positive integer"):
+        write_tinystories_corpus(train, None, tmp_path / "corpus", shard_rows=0)
+    with pytest.raises(CorpusInputError, match="corpus name"):
+        write_tinystories_corpus(train, None, tmp_path / "corpus", name="a/b")
+    assert not (tmp_path / "corpus").exists()
+
+
+# --- import ------------------------------------------------------------------------------------
+
+
+def reference_split(text: str) -> str:
+    value = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], byteorder="big")
+    return "validation" if value % 1000 == 0 else "train"
+
+
+def write_inputs(tmp_path: Path, rows: list[dict]) -> Path:
+    """The rows split over a folder: a JSONL file, a nested Parquet file, and files that must be skipped."""
+    folder = tmp_path / "inputs"
+    (folder / "b").mkdir(parents=True)
+    half = len(rows) // 2
+    (folder / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:half]), encoding="utf-8")
+    pq.write_table(pa.Table.from_pylist(rows[half:]), folder / "b" / "part.parquet")
+    (folder / "_MANIFEST.json").write_text("{}")
+    (folder / ".hidden.jsonl").write_text("not json")
+    return folder
+
+
+def test_import_with_split_column_loads_back_by_split(tmp_path):
+    rows = [{"text": f"doc {i} " + "é" * (i % 3), "split": ["train", "val", "validation", "train"][i % 4]} for i in range(40)]
+    manifest = import_corpus([write_inputs(tmp_path, rows)], tmp_path / "corpus", split_column="split", shard_rows=7)
+    corpus = load(tmp_path / "corpus", tmp_path)
+    assert corpus["train"]["text"][:] == [r["text"] for r in rows if r["split"] == "train"]
+    assert corpus["validation"]["text"][:] == [r["text"] for r in rows if r["split"] != "train"]
+    assert manifest.split_rule == "column" and manifest.name == "corpus"
+    assert [s.path for s in manifest.sources] == ["inputs/a.jsonl", "inputs/b/part.parquet"]
+
+
+def test_import_source_names_are_relative_to_the_given_folder(tmp_path):
+    rows = [{"text": f"doc {i}"} for i in range(4)]
+    folder = write_inputs(tmp_path, rows)
+    manifest = import_corpus([folder / "b" / ".."], tmp_path / "corpus")  # a folder given by a ".." path
+    assert [s.path for s in manifest.sources] == ["inputs/a.jsonl", "inputs/b/part.parquet"]
+    assert manifest.rows("train") == 4
+
+
+def test_import_with_sha256_rule_loads_back_by_split(tmp_path):
+    texts = [f"A story about Lily, number {i}." for i in range(2500)]
+    assert any(reference_split(t) == "validation" for t in texts)
+    texts.append(next(t for t in texts if reference_split(t) == "validation"))  # a repeat: kept, same split
+    manifest = import_corpus([write_inputs(tmp_path, [{"text": t} for t in texts])], tmp_path / "corpus", split_rule="sha256", name="lily")
+    corpus = load(tmp_path / "corpus", tmp_path)
+    assert corpus["train"]["text"][:] == [t for t in texts if reference_split(t) == "train"]
+    assert corpus["validation"]["text"][:] == [t for t in texts if reference_split(t) == "validation"]
+    assert manifest.split_rule == "sha256" and manifest.name == "lily"
+
+
+def test_import_without_split_option_is_all_train_and_round_trips_a_corpus(tmp_path):
+    write_tinystories_corpus(SAMPLE / "train.txt", SAMPLE / "valid.txt", tmp_path / "tiny", shard_bytes=60_000)
+    again = import_corpus([tmp_path / "tiny"], tmp_path / "again", split_column="split", shard_bytes=60_000, name="tinystories")
+    assert again.shards == CorpusManifest.read(tmp_path / "tiny").shards  # a corpus folder imports to itself
+    flat = import_corpus([tmp_path / "tiny"], tmp_path / "flat")
+    assert flat.split_rule == "all-train" and flat.rows("validation") == 0
+    assert flat.rows("train") == again.rows("train") + again.rows("validation")
+
+
+def test_import_only_validation_rows_loads_only_validation(tmp_path):
+    source = tmp_path / "v.jsonl"
+    source.write_text('{"text": "a", "split": "val"}\n{"text": "b", "split": "val"}\n', encoding="utf-8")
+    import_corpus([source], tmp_path / "corpus", split_column="split")
+    corpus = load(tmp_path / "corpus", tmp_path)
+    assert list(corpus) == ["validation"] and corpus["validation"]["text"][:] == ["a", "b"]
+
+
+def test_import_errors_leave_nothing(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "a", "split": "train"}\n{"text": "b", "split": "test"}\n', encoding="utf-8")
+    with pytest.raises(CorpusInputError, match=r"bad\.jsonl: line 2: unknown split"):
+        import_corpus([bad], tmp_path / "corpus", split_column="split")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(CorpusInputError, match="folder holds no input files"):
+        import_corpus([empty], tmp_path / "corpus")
+    with pytest.raises(CorpusInputError, match="unknown input file type"):
+        import_corpus([write(tmp_path / "x.csv", "text\na\n")], tmp_path / "corpus")
+    assert not (tmp_path / "corpus").exists() and leftovers(tmp_path) == []
+
+
+# --- command line ---------------------------------------------------------------------------------
+
+
+def test_cli_tinystories_and_import(tmp_path, capsys):
+    out = tmp_path / "corpus"
+    assert main(["corpus", "tinystories", str(SAMPLE / "train.txt"), str(SAMPLE / "valid.txt"), "--out", str(out), "--shard-rows", "100"]) == 0
+    summary = capsys.readouterr().err
+    manifest = CorpusManifest.read(out)
+    assert f"train: {manifest.rows('train'):,} stories in {len([s for s in manifest.shards if s.split == 'train'])} shards" in summary
+    assert "MB/s" in summary
+    assert main(["corpus", "import", str(out), "--out", str(tmp_path / "again"), "--split-column", "split", "--shard-rows", "100", "--name", "tinystories"]) == 0
+    assert CorpusManifest.read(tmp_path / "again").shards == manifest.shards
+
+
+def test_cli_error_is_one_line_exit_1(tmp_path, capsys):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ok\n\xff\n")
+    assert main(["corpus", "tinystories", str(bad), "--out", str(tmp_path / "corpus")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "bad.txt: invalid UTF-8" in err and "byte offset 3" in err
+
+
+def test_cli_rejects_column_and_rule_together(tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["corpus", "import", "x.jsonl", "--out", str(tmp_path / "c"), "--split-column", "split", "--split-rule", "sha256"])
+    assert exit_info.value.code == 2
+
+
+# --- the shipped sample and its generator ------------------------------------------------------------
+
+
+def test_sample_files_are_the_generators_output(tmp_path):
+    spec = importlib.util.spec_from_file_location("make_tinystories_like", ROOT / "scripts" / "make_tinystories_like.py")
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    generator.write_file(tmp_path / "train.txt", 0.2, seed=0)
+    generator.write_file(tmp_path / "valid.txt", 0.04, seed=1, truncate_first=True)
+    assert (tmp_path / "train.txt").read_bytes() == (SAMPLE / "train.txt").read_bytes()
+    assert (tmp_path / "valid.txt").read_bytes() == (SAMPLE / "valid.txt").read_bytes()
+    size = sum((SAMPLE / name).stat().st_size for name in ("train.txt", "valid.txt"))
+    assert 150_000 <= size <= 300_000
+    valid = (SAMPLE / "valid.txt").read_text(encoding="utf-8")
+    assert not valid.startswith(("Once", "One day")) and "\n<|endoftext|>\n\n" in valid  # truncated first story, blank lines

@@ -1,0 +1,264 @@
+"""DocumentEncoder gives ``tokenizers``' ids whichever engine runs; the fast path is taken only when proven identical."""
+
+from __future__ import annotations
+
+import pickle
+import sys
+
+import numpy as np
+import pytest
+from datasets import Dataset
+from datasets.fingerprint import Hasher
+from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+from hf_tokbin.encoder import PROBE_TEXTS, ByteEncoder, DocumentEncoder, encoder_for
+from hf_tokbin.errors import TokenizerError
+from hf_tokbin.tokenizer import train_bpe
+
+from tokenizer_files import gpt2_tokenizer_json, llama3_tokenizer_json, story_texts
+
+TRICKY_TEXTS = [
+    "Hello world<|endoftext|> it's 12345 ok",
+    "x<|end_of_text|>y <mytok>z<mytok> <|begin_of_text|>",
+    "  many   spaces\n\n\ttabs  \r\n",
+    "café naïve ﬁne ＦＵＬＬ ½ Ⅻ ٣",
+    "emoji 😀👍🏽👨‍👩‍👧 🇫🇷 日本語のテキスト 한국어",
+    "I'm you'll they've she'd IT'S ’s 1234567",
+    "",
+]
+
+
+def _expected(tokenizer: Tokenizer, texts: list[str]) -> tuple[list[int], list[int]]:
+    """The definition: one Tokenizer.encode per text, flattened."""
+    per_text = [tokenizer.encode(text, add_special_tokens=False).ids for text in texts]
+    return [i for ids in per_text for i in ids], [len(ids) for ids in per_text]
+
+
+def _assert_encodes_like_tokenizers(encoder: DocumentEncoder, tokenizer: Tokenizer, texts: list[str]) -> None:
+    ids, lengths = encoder.encode_batch(texts)
+    assert ids.dtype == np.uint32 and lengths.dtype == np.int64
+    expected_ids, expected_lengths = _expected(tokenizer, texts)
+    assert lengths.tolist() == expected_lengths
+    assert ids.tolist() == expected_ids
+
+
+def _train(folder, vocab_size=600, normalizer=None, pre_tokenizer=None, added=(), byte_fallback=False) -> str:
+    """A small BPE trained with tokenizers, in one of the shapes a fast path could get wrong."""
+    if byte_fallback:  # SentencePiece-style (Llama 2): "▁" for spaces, unknown characters as <0xNN> bytes
+        tokenizer = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
+        tokenizer.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+        tokenizer.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
+        specials = ["<unk>", "<s>", "</s>", *(f"<0x{b:02X}>" for b in range(256))]
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size + 259, special_tokens=specials, show_progress=False)
+    else:
+        tokenizer = Tokenizer(models.BPE())
+        tokenizer.pre_tokenizer = pre_tokenizer or pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tokenizer.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+        )
+    if normalizer is not None:
+        tokenizer.normalizer = normalizer
+    tokenizer.train_from_iterator(story_texts(300, seed=7), trainer)
+    tokenizer.add_tokens(list(added))
+    path = folder / "tokenizer.json"
+    tokenizer.save(str(path))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def small_bpe(tmp_path_factory):
+    """The byte-level BPE ``hf-tokbin tokenizer train`` makes (seed 002's 8k, smaller here)."""
+    return str(train_bpe(story_texts(400, seed=1), 1000, tmp_path_factory.mktemp("bpe")))
+
+
+def _real_and_trained(small_bpe):
+    return {
+        "gpt2": str(gpt2_tokenizer_json() / "tokenizer.json"),
+        "llama3": str(llama3_tokenizer_json() / "tokenizer.json"),
+        "small_bpe": small_bpe,
+    }
+
+
+# ------------------------------------------------------------ fast path taken
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama3", "small_bpe"])
+def test_fast_path_is_used_and_ids_are_tokenizers_ids(small_bpe, name):
+    path = _real_and_trained(small_bpe)[name]
+    encoder = DocumentEncoder.from_tokenizer_json(path)
+    check = encoder.check_fast_path(story_texts(20, seed=8))
+    assert check.used and check.engine.startswith("gigatoken ") and encoder.engine == check.engine
+    _assert_encodes_like_tokenizers(encoder, Tokenizer.from_file(path), [*story_texts(50, seed=9), *TRICKY_TEXTS, *PROBE_TEXTS])
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama3", "small_bpe"])
+def test_tokenizers_path_gives_the_same_ids(small_bpe, name):
+    path = _real_and_trained(small_bpe)[name]
+    encoder = DocumentEncoder.from_tokenizer_json(path, fast="never")
+    check = encoder.check_fast_path(["anything"])
+    assert not check.used and encoder.engine.startswith("tokenizers ") and "never" in check.reason
+    _assert_encodes_like_tokenizers(encoder, Tokenizer.from_file(path), [*story_texts(20, seed=9), *TRICKY_TEXTS])
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        {"byte_fallback": True},
+        {"added": ["<mytok>", AddedToken("<strip>", lstrip=True, rstrip=True)]},
+        {"pre_tokenizer": pre_tokenizers.ByteLevel(add_prefix_space=True)},
+    ],
+    ids=["byte_fallback", "added_tokens_inside_text", "prefix_space"],
+)
+def test_fast_path_used_for_shapes_gigatoken_reproduces(tmp_path, shape):
+    path = _train(tmp_path, **shape)
+    encoder = DocumentEncoder.from_tokenizer_json(path)
+    assert encoder.check_fast_path(story_texts(10)).used
+    texts = [*story_texts(30, seed=10), *TRICKY_TEXTS, "a<mytok>b <strip> c<strip>d \u00e9\u0301 ☃ \x00"]
+    _assert_encodes_like_tokenizers(encoder, Tokenizer.from_file(path), texts)
+
+
+# ------------------------------------------------------------ fallback to tokenizers
+
+
+@pytest.mark.parametrize(
+    "shape, reason",
+    [
+        ({"normalizer": normalizers.NFKC()}, "cannot load"),
+        ({"normalizer": normalizers.Lowercase()}, "cannot load"),
+        (
+            {"pre_tokenizer": pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)])},
+            "cannot load",
+        ),
+        ({"added": [AddedToken("<mytok>", single_word=True)]}, "differs from tokenizers"),
+    ],
+    ids=["nfkc", "lowercase", "digit_splitting", "single_word_added_token"],
+)
+def test_fallback_when_gigatoken_fails_or_differs(tmp_path, shape, reason):
+    path = _train(tmp_path, **shape)
+    encoder = DocumentEncoder.from_tokenizer_json(path)
+    check = encoder.check_fast_path(story_texts(10))
+    assert not check.used and reason in check.reason
+    assert check.engine.startswith("tokenizers ") and encoder.engine == check.engine
+    _assert_encodes_like_tokenizers(encoder, Tokenizer.from_file(path), [*story_texts(20), *TRICKY_TEXTS, "ＦＵＬＬ 2024 x<mytok>y"])
+
+
+def test_require_raises_when_the_fast_path_is_unavailable(tmp_path):
+    path = _train(tmp_path, normalizer=normalizers.NFKC())
+    encoder = DocumentEncoder.from_tokenizer_json(path, fast="require")
+    with pytest.raises(TokenizerError, match=r"fast path required but unavailable: expected gigatoken ids identical to tokenizers, got gigatoken cannot load"):
+        encoder.check_fast_path([])
+
+
+class _EngineWrongOn:
+    """A stand-in fast engine that is right except on texts containing ``word``."""
+
+    def __init__(self, real, word: str):
+        self.real, self.word = real, word
+
+    def encode_batch(self, texts):
+        import awkward as ak
+
+        rows = self.real.encode_batch(texts).to_list()
+        return ak.Array([row[::-1] if self.word in text and len(row) > 1 else row for row, text in zip(rows, texts)])
+
+
+def test_the_corpus_sample_decides(monkeypatch, small_bpe):
+    # Only the sample holds the word the engine gets wrong: without it the check passes, with it it fails.
+    real_load = DocumentEncoder._load_gigatoken
+    monkeypatch.setattr(DocumentEncoder, "_load_gigatoken", lambda self: _EngineWrongOn(real_load(self), "zebra"))
+    encoder = DocumentEncoder.from_tokenizer_json(small_bpe)
+    assert encoder.check_fast_path(["a cat sat"]).used
+    check = encoder.check_fast_path(["a cat sat", "the zebra ran home"])
+    assert not check.used and "text 1 'the zebra ran home'" in check.reason
+    _assert_encodes_like_tokenizers(encoder, Tokenizer.from_file(small_bpe), ["the zebra ran home", "ok"])
+
+
+def test_fallback_when_gigatoken_is_not_installed(monkeypatch, small_bpe):
+    monkeypatch.setitem(sys.modules, "gigatoken", None)  # makes `import gigatoken` raise ImportError
+    encoder = DocumentEncoder.from_tokenizer_json(small_bpe)
+    check = encoder.check_fast_path(["hello"])
+    assert not check.used and "not installed" in check.reason
+
+
+def test_tokenizers_is_used_until_the_check_passes(small_bpe):
+    encoder = DocumentEncoder.from_tokenizer_json(small_bpe)
+    assert encoder.engine.startswith("tokenizers ")
+    _assert_encodes_like_tokenizers(encoder, Tokenizer.from_file(small_bpe), ["Lily went home."])
+
+
+# ------------------------------------------------------------ contract, pickling, worker processes
+
+
+@pytest.mark.parametrize("fast", ["auto", "never"])
+def test_empty_batch_and_empty_texts(small_bpe, fast):
+    encoder = DocumentEncoder.from_tokenizer_json(small_bpe, fast=fast)
+    encoder.check_fast_path()
+    ids, lengths = encoder.encode_batch([])
+    assert (ids.dtype, ids.shape, lengths.dtype, lengths.shape) == (np.uint32, (0,), np.int64, (0,))
+    ids, lengths = encoder.encode_batch(["", ""])
+    assert ids.shape == (0,) and lengths.tolist() == [0, 0]
+
+
+def test_pickle_keeps_the_decision_and_the_ids(small_bpe):
+    encoder = DocumentEncoder.from_tokenizer_json(small_bpe)
+    encoder.check_fast_path(story_texts(5))
+    copy = pickle.loads(pickle.dumps(encoder))
+    assert copy.engine == encoder.engine and copy.engine.startswith("gigatoken ")
+    texts = story_texts(10, seed=11)
+    for got, want in zip(copy.encode_batch(texts), encoder.encode_batch(texts)):
+        assert np.array_equal(got, want)
+
+
+def test_fingerprint_depends_on_the_tokenizer_only(small_bpe):
+    gpt2 = str(gpt2_tokenizer_json() / "tokenizer.json")
+    first, second, other = (DocumentEncoder.from_tokenizer_json(p) for p in (small_bpe, small_bpe, gpt2))
+    for encoder in (first, second, other):
+        encoder.check_fast_path(["same sample"])
+    assert Hasher.hash(first) == Hasher.hash(second)
+    assert Hasher.hash(first) != Hasher.hash(other)
+
+
+def _encode_column(batch, encoder):
+    ids, lengths = encoder.encode_batch(batch["text"])
+    return {"ids": np.split(ids, np.cumsum(lengths)[:-1]) if len(lengths) else []}
+
+
+def test_dataset_map_in_two_worker_processes(small_bpe):
+    # The check ran gigatoken's thread pool in this process before the workers fork: they must not hang.
+    encoder = DocumentEncoder.from_tokenizer_json(small_bpe)
+    assert encoder.check_fast_path(story_texts(5)).used
+    texts = story_texts(200, seed=12)
+    mapped = Dataset.from_dict({"text": texts}).map(
+        _encode_column, batched=True, batch_size=32, num_proc=2, fn_kwargs={"encoder": encoder}, remove_columns=["text"]
+    )
+    tokenizer = Tokenizer.from_file(small_bpe)
+    assert mapped["ids"] == [tokenizer.encode(t, add_special_tokens=False).ids for t in texts]
+
+
+# ------------------------------------------------------------ loading, byte tokenizer
+
+
+def test_missing_tokenizer_json_is_a_tokenizer_error(tmp_path):
+    with pytest.raises(TokenizerError, match=r"tokenizer.json: cannot load tokenizer.json"):
+        DocumentEncoder.from_tokenizer_json(tmp_path)
+
+
+def test_unknown_fast_mode_is_rejected(small_bpe):
+    with pytest.raises(TokenizerError, match="unknown fast-path mode: expected auto or never or require, got sometimes"):
+        DocumentEncoder.from_tokenizer_json(small_bpe, fast="sometimes")
+
+
+def test_byte_encoder_ids_are_utf8_bytes():
+    texts = ["héllo", "", "日本 😀", "\x00"]
+    ids, lengths = ByteEncoder().encode_batch(texts)
+    assert ids.dtype == np.uint8 and lengths.dtype == np.int64
+    assert lengths.tolist() == [len(t.encode("utf-8")) for t in texts]
+    assert ids.tobytes() == "".join(texts).encode("utf-8")
+    assert pickle.loads(pickle.dumps(ByteEncoder())).encode_batch(["ab"])[0].tolist() == [97, 98]
+
+
+def test_encoder_for_picks_the_byte_or_document_encoder(small_bpe):
+    assert isinstance(encoder_for(None), ByteEncoder)
+    encoder = encoder_for(small_bpe, fast="never")
+    assert isinstance(encoder, DocumentEncoder) and encoder.fast == "never"

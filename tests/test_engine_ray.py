@@ -1,0 +1,301 @@
+"""hf_tokbin.engine_ray: per-part tasks on a real two-node Ray cluster, on loopback only.
+
+Starting Ray is slow, so one cluster session (``cluster_report``) runs every
+cluster check in a single driver; the driver writes what it observed to
+``report.json`` and each test below asserts one part of it. The cluster runs
+in its own network namespace (see ``tests/ray_cluster.py``); these tests need
+root and the ``[ray]`` extra.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ray_cluster import run_in_ray_namespace
+
+from hf_tokbin import __version__
+from hf_tokbin.engine_ray import (
+    _PermanentFailure,
+    _run_part,
+    package_versions,
+    run_parts,
+)
+from hf_tokbin.errors import BuildError, CorpusInputError, MissingDependencyError
+
+INPUT_ERROR = "corpus/part-000003.parquet: text is not valid UTF-8: expected UTF-8, got byte 0xff at offset 7"
+
+# The driver run inside the namespace. Its task functions live in __main__,
+# which Ray ships to the workers by value; each attempt of a task appends a
+# line to an attempts file, so the tests can count retries.
+DRIVER = r'''
+import json, os, signal, subprocess, sys, time
+from dataclasses import dataclass
+
+import ray
+
+from hf_tokbin.engine_ray import run_parts
+from hf_tokbin.errors import CorpusInputError
+
+
+@dataclass(frozen=True)
+class Plan:
+    work_dir: str
+    name: str
+
+
+def count_attempt(plan, index):
+    path = os.path.join(plan.work_dir, f"attempts-{plan.name}-{index}")
+    with open(path, "a") as f:
+        f.write(f"{os.getpid()}\n")
+    with open(path) as f:
+        return len(f.read().splitlines())
+
+
+def attempts(plan, index):
+    path = os.path.join(plan.work_dir, f"attempts-{plan.name}-{index}")
+    if not os.path.exists(path):
+        return 0
+    with open(path) as f:
+        return len(f.read().splitlines())
+
+
+def where(plan, index):
+    count_attempt(plan, index)
+    time.sleep(0.3)  # long enough that the two one-CPU nodes both take tasks
+    return [index, ray.get_runtime_context().get_node_id(), os.getcwd()]
+
+
+def input_error_at_3(plan, index):
+    count_attempt(plan, index)
+    if index == 3:
+        raise CorpusInputError("corpus/part-000003.parquet", "text is not valid UTF-8", expected="UTF-8", got="byte 0xff at offset 7")
+    return index
+
+
+def killed_on_first_attempt(plan, index):
+    if count_attempt(plan, index) == 1 and index == 9:
+        os.kill(os.getpid(), signal.SIGKILL)  # as the OOM killer or a preempted node would
+    return index * 10
+
+
+def oserror_on_first_attempt(plan, index):
+    if count_attempt(plan, index) == 1:
+        raise ConnectionResetError("shared storage dropped the connection")
+    return index + 100
+
+
+def missing_file(plan, index):
+    count_attempt(plan, index)
+    open(os.path.join(plan.work_dir, "not-on-this-node.parquet"), "rb")
+
+
+def error_of(call):
+    try:
+        call()
+    except Exception as e:
+        return {"type": type(e).__name__, "message": str(e)}
+    return None
+
+
+work_dir = os.getcwd()
+report = {"driver_cwd": work_dir}
+plan = Plan(work_dir, "where")
+indices = [5, 2, 7, 0, 3, 1]
+report["where"] = run_parts(where, plan, indices, address=os.environ["RAY_ADDRESS"])
+report["where_attempts"] = [attempts(plan, i) for i in indices]
+report["connected_after_run"] = ray.is_initialized()
+
+plan = Plan(work_dir, "input_error")
+report["input_error"] = error_of(lambda: run_parts(input_error_at_3, plan, [1, 2, 3, 4]))
+report["input_error_attempts"] = attempts(plan, 3)
+
+plan = Plan(work_dir, "killed")
+report["killed"] = run_parts(killed_on_first_attempt, plan, [4, 9])
+report["killed_attempts"] = attempts(plan, 9)
+
+plan = Plan(work_dir, "killed_no_retry")
+report["killed_no_retry"] = error_of(lambda: run_parts(killed_on_first_attempt, plan, [9], max_retries=0))
+report["killed_no_retry_attempts"] = attempts(plan, 9)
+
+plan = Plan(work_dir, "transient")
+report["transient"] = run_parts(oserror_on_first_attempt, plan, [1, 2], progress=False)
+report["transient_attempts"] = [attempts(plan, 1), attempts(plan, 2)]
+
+plan = Plan(work_dir, "missing_file")
+report["missing_file"] = error_of(lambda: run_parts(missing_file, plan, [6], max_retries=1, progress=False))
+report["missing_file_attempts"] = attempts(plan, 6)
+
+report["interfaces"] = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=True).stdout
+report["addresses"] = subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True, check=True).stdout
+
+ray.init()
+report["cluster_nodes"] = sorted(node["NodeID"] for node in ray.nodes() if node["Alive"])
+report["in_open_connection"] = run_parts(oserror_on_first_attempt, Plan(work_dir, "in_open_connection"), [5], progress=False)
+report["connected_after_run_in_open_connection"] = ray.is_initialized()
+ray.shutdown()
+
+with open("report.json", "w") as f:
+    json.dump(report, f)
+'''
+
+
+# Without a cluster and without RAY_ADDRESS, run_parts starts Ray on this
+# machine for the call, and stops it after.
+LOCAL_DRIVER = r'''
+import json, os
+
+import ray
+
+from hf_tokbin.engine_ray import run_parts
+
+
+def node_of(plan, index):
+    return [index * plan, ray.get_runtime_context().get_node_id()]
+
+
+report = {"results": run_parts(node_of, 3, [2, 0, 1], progress=False), "connected_after_run": ray.is_initialized()}
+with open("report.json", "w") as f:
+    json.dump(report, f)
+'''
+
+
+def _driver_report(driver: str, work_dir: Path, cluster: bool):
+    process = run_in_ray_namespace(driver, work_dir, timeout=180, cluster=cluster)
+    if process.returncode != 0:
+        pytest.fail(f"driver failed ({process.returncode}), Ray's log in {work_dir / 'ray_cluster.log'}:\n{process.stderr[-6000:]}")
+    return process, json.loads((work_dir / "report.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def cluster_run(tmp_path_factory):
+    return _driver_report(DRIVER, tmp_path_factory.mktemp("ray_cluster"), cluster=True)
+
+
+@pytest.fixture(scope="module")
+def cluster_report(cluster_run):
+    return cluster_run[1]
+
+
+def test_results_come_back_in_the_order_of_indices(cluster_report):
+    assert [index for index, _, _ in cluster_report["where"]] == [5, 2, 7, 0, 3, 1]
+    assert cluster_report["where_attempts"] == [1] * 6
+
+
+def test_tasks_run_on_both_nodes(cluster_report):
+    nodes_used = {node for _, node, _ in cluster_report["where"]}
+    assert len(cluster_report["cluster_nodes"]) == 2
+    assert nodes_used == set(cluster_report["cluster_nodes"])
+
+
+def test_workers_do_not_run_in_the_drivers_directory(cluster_report):
+    # The fixture's realism: a build that hands relative paths to workers must fail here.
+    assert {cwd for _, _, cwd in cluster_report["where"]}.isdisjoint({cluster_report["driver_cwd"]})
+
+
+def test_run_parts_disconnects_from_the_cluster_it_joined(cluster_report):
+    assert cluster_report["connected_after_run"] is False
+
+
+def test_run_parts_keeps_a_connection_it_did_not_open(cluster_report):
+    assert cluster_report["in_open_connection"] == [105]
+    assert cluster_report["connected_after_run_in_open_connection"] is True
+
+
+def test_without_address_run_parts_starts_and_stops_a_local_ray(tmp_path):
+    _, report = _driver_report(LOCAL_DRIVER, tmp_path, cluster=False)
+    assert [value for value, _ in report["results"]] == [6, 0, 3]
+    assert len({node for _, node in report["results"]}) == 1
+    assert report["connected_after_run"] is False
+
+
+def test_input_error_arrives_as_raised_and_is_not_retried(cluster_report):
+    assert cluster_report["input_error"] == {"type": "CorpusInputError", "message": INPUT_ERROR}
+    assert cluster_report["input_error_attempts"] == 1
+
+
+def test_killed_worker_is_retried_and_the_result_is_right(cluster_report):
+    assert cluster_report["killed"] == [40, 90]
+    assert cluster_report["killed_attempts"] == 2
+
+
+def test_killed_worker_without_retries_is_one_clear_build_error(cluster_report):
+    error = cluster_report["killed_no_retry"]
+    assert error["type"] == "BuildError"
+    assert error["message"].startswith("input shard 9: Ray task did not finish: expected success within 0 retries, got WorkerCrashedError: ")
+    assert "\n" not in error["message"]
+    assert cluster_report["killed_no_retry_attempts"] == 1
+
+
+def test_transient_error_is_retried(cluster_report):
+    assert cluster_report["transient"] == [101, 102]
+    assert cluster_report["transient_attempts"] == [2, 2]
+
+
+def test_persistent_oserror_is_one_clear_build_error_after_retries(cluster_report):
+    error = cluster_report["missing_file"]
+    assert error["type"] == "BuildError"
+    assert error["message"].startswith("input shard 6: Ray task did not finish: expected success within 1 retries, got FileNotFoundError: ")
+    assert "not-on-this-node.parquet" in error["message"]
+    assert "\n" not in error["message"]
+    assert cluster_report["missing_file_attempts"] == 2
+
+
+def test_progress_bar_counts_finished_tasks(cluster_run):
+    process, _ = cluster_run
+    assert "ray tasks: 100%" in process.stderr
+    assert "6/6" in process.stderr
+
+
+def test_namespace_has_only_loopback(cluster_report):
+    links = [line.split(":")[1].strip() for line in cluster_report["interfaces"].splitlines()]
+    assert links == ["lo"]
+    addresses = [line.split()[3] for line in cluster_report["addresses"].splitlines()]
+    assert sorted(addresses) == ["127.0.0.1/8", "::1/128"]
+
+
+def test_core_never_imports_ray():
+    code = "import sys, hf_tokbin, hf_tokbin.engine_ray; print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))"
+    process = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert process.stdout.strip() == "[]"
+
+
+def test_missing_ray_is_a_missing_dependency_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # makes `import ray` raise ImportError
+    with pytest.raises(MissingDependencyError) as caught:
+        run_parts(abs, None, [0])
+    assert str(caught.value) == "--engine ray needs ray: pip install 'hf_tokbin[ray]'"
+
+
+def test_negative_max_retries_is_refused():
+    with pytest.raises(BuildError) as caught:
+        run_parts(abs, None, [0], max_retries=-1)
+    assert str(caught.value) == "max_retries: expected 0 or more, got -1"
+
+
+def _raise_input_error(plan, index):
+    raise CorpusInputError("corpus/part-000003.parquet", "text is not valid UTF-8", expected="UTF-8", got="byte 0xff at offset 7")
+
+
+def test_task_body_returns_input_errors_instead_of_raising():
+    outcome = _run_part(_raise_input_error, None, 3, package_versions())
+    assert isinstance(outcome, _PermanentFailure)
+    assert type(outcome.error) is CorpusInputError
+    assert str(outcome.error) == INPUT_ERROR
+
+
+def test_task_body_refuses_a_worker_with_other_package_versions():
+    tokenizers_version = importlib.metadata.version("tokenizers")
+    driver_versions = {"hf_tokbin": "0.0.0-driver", "tokenizers": tokenizers_version}
+    outcome = _run_part(_raise_input_error, None, 3, driver_versions)
+    assert isinstance(outcome, _PermanentFailure)
+    assert type(outcome.error) is BuildError
+    assert str(outcome.error) == (
+        "input shard 3: package versions on a Ray worker must be the driver's: "
+        f"expected hf_tokbin 0.0.0-driver, tokenizers {tokenizers_version}, got hf_tokbin {__version__}, tokenizers {tokenizers_version} "
+        "(HINT: install the same versions on every node)"
+    )

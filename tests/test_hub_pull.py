@@ -1,0 +1,162 @@
+"""Pull (hf_tokbin.hub.pull) against the Hub-protocol test server, with the real huggingface_hub client.
+
+Downloads never use Xet here (the server offers none), so pulls run in
+process; the client is pointed at the server by arguments (endpoint, token,
+cache_dir), never patched. Releases are placed on the server directly, so
+these tests do not depend on push.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from hf_tokbin.errors import FormatError, HubError, VerificationError
+from hf_tokbin.hub import RetryPolicy, pull_release
+from hub_server import HubServer, client_env, make_release, write_complete
+
+TOKEN = "hf_pull_test_token_0123456789"
+REPO = "tester/release"
+FAST = RetryPolicy(attempts=3, base_delay=0.01)
+
+
+@pytest.fixture
+def hub():
+    with HubServer(token=TOKEN) as server:
+        yield server
+
+
+def pull(hub, tmp_path, out, **kwargs):
+    return pull_release(REPO, out, endpoint=hub.url, token=TOKEN, cache_dir=tmp_path / "hf-cache", retry=FAST, progress=False, **kwargs)
+
+
+def files_under(root) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def leftovers(parent, out_name) -> list[str]:
+    return sorted(p.name for p in parent.iterdir() if p.name.startswith(f".{out_name}.pull-"))
+
+
+def test_pull_downloads_and_verifies_a_release(hub, tmp_path):
+    release = make_release(tmp_path / "release")
+    commit = hub.seed_repo(REPO, release)
+    out = tmp_path / "out"
+    summary = pull(hub, tmp_path, out)
+    assert files_under(out) == files_under(release)  # no .gitattributes, no client state
+    assert summary.commit == commit and summary.complete and summary.receipts == 3
+    assert summary.files == len(files_under(release))
+    assert leftovers(tmp_path, "out") == []
+
+
+def test_pull_refuses_a_release_without_complete_json(hub, tmp_path):
+    release = make_release(tmp_path / "release")
+    hub.seed_repo(REPO, release, skip=("COMPLETE.json",))
+    out = tmp_path / "out"
+    with pytest.raises(HubError, match="release is incomplete: COMPLETE.json is missing"):
+        pull(hub, tmp_path, out)
+    assert not out.exists() and leftovers(tmp_path, "out") == []
+
+
+def test_allow_incomplete_downloads_and_checks_what_receipts_vouch_for(hub, tmp_path):
+    release = make_release(tmp_path / "release")
+    hub.seed_repo(REPO, release, skip=("COMPLETE.json",))
+    out = tmp_path / "out"
+    summary = pull(hub, tmp_path, out, allow_incomplete=True)
+    expected = files_under(release)
+    expected.pop("COMPLETE.json")
+    assert files_under(out) == expected
+    assert not summary.complete and "INCOMPLETE" in str(summary)
+
+
+def test_allow_incomplete_still_checks_receipts(hub, tmp_path):
+    release = make_release(tmp_path / "release")
+    hub.seed_repo(REPO, release, skip=("COMPLETE.json",))
+    hub.flip_stored_byte(REPO, "shards/validation/part-000002.bin")
+    with pytest.raises(VerificationError, match="part-000002.bin: SHA-256 differs from receipt part-000002"):
+        pull(hub, tmp_path, tmp_path / "out", allow_incomplete=True)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_flipped_byte_is_an_error_naming_the_file_and_nothing_is_left(hub, tmp_path):
+    release = make_release(tmp_path / "release")
+    hub.seed_repo(REPO, release)
+    hub.flip_stored_byte(REPO, "shards/train/part-000001.idx")
+    out = tmp_path / "out"
+    with pytest.raises(VerificationError) as error:
+        pull(hub, tmp_path, out)
+    assert error.value.path.endswith("shards/train/part-000001.idx")
+    assert error.value.rule == "SHA-256 differs from COMPLETE.json"
+    assert not out.exists() and leftovers(tmp_path, "out") == []
+
+
+def test_a_receipt_that_disagrees_with_complete_json_is_an_error(hub, tmp_path):
+    release = make_release(tmp_path / "release")
+    receipt_path = release / "receipts/part-000000.json"
+    receipt = json.loads(receipt_path.read_text())
+    receipt["files"][0]["size"] += 1
+    receipt_path.write_text(json.dumps(receipt, indent=2) + "\n")
+    write_complete(release)  # COMPLETE.json vouches for the edited receipt's bytes
+    hub.seed_repo(REPO, release)
+    with pytest.raises(VerificationError, match="receipt disagrees with COMPLETE.json about " + receipt["files"][0]["path"]):
+        pull(hub, tmp_path, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_file_listed_but_missing_from_the_repo_is_named(hub, tmp_path):
+    release = make_release(tmp_path / "release")
+    hub.seed_repo(REPO, release, skip=("stats.json",))
+    with pytest.raises(HubError, match="download stats.json failed"):
+        pull(hub, tmp_path, tmp_path / "out")
+    assert not (tmp_path / "out").exists() and leftovers(tmp_path, "out") == []
+
+
+def test_pull_is_pinned_to_one_commit(hub, tmp_path):
+    release = make_release(tmp_path / "release")
+    first = hub.seed_repo(REPO, release)
+    other = make_release(tmp_path / "other", seed=1)
+    hub.seed_repo(REPO, other)
+    summary = pull(hub, tmp_path, tmp_path / "out", revision=first)
+    assert summary.commit == first
+    assert files_under(tmp_path / "out") == files_under(release)
+
+
+def test_existing_output_folder_is_refused(hub, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    with pytest.raises(HubError, match="output folder already exists and is not empty"):
+        pull(hub, tmp_path, out)
+    assert (out / "keep.txt").read_text() == "mine"
+
+
+def test_a_malformed_complete_json_is_a_format_error(hub, tmp_path):
+    release = make_release(tmp_path / "release")
+    (release / "COMPLETE.json").write_text('{"format": "something else", "files": []}\n')
+    hub.seed_repo(REPO, release)
+    with pytest.raises(FormatError, match="unknown release format"):
+        pull(hub, tmp_path, tmp_path / "out")
+    assert leftovers(tmp_path, "out") == []
+
+
+def test_cli_pull_reports_success_and_errors_in_one_line(hub, tmp_path):
+    release = make_release(tmp_path / "release")
+    hub.seed_repo(REPO, release, skip=("COMPLETE.json",))
+    home = tmp_path / "hf-home"
+    home.mkdir()
+    env = {**os.environ, **client_env(hub, home, TOKEN)}
+    code = "import sys; from hf_tokbin.cli import main; sys.exit(main(sys.argv[1:]))"
+    refused = subprocess.run([sys.executable, "-c", code, "pull", REPO, "--out", str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines()[-1].startswith("hf-tokbin pull: error: tester/release@")
+    assert "Traceback" not in refused.stderr and TOKEN not in refused.stderr
+
+    hub.seed_repo(REPO, release)
+    done = subprocess.run([sys.executable, "-c", code, "pull", REPO, "--out", str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("pulled tester/release@") and "checked against COMPLETE.json and 3 receipts" in done.stdout
+    assert files_under(tmp_path / "out") == files_under(release)

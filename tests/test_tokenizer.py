@@ -1,0 +1,96 @@
+"""Tokenizer identity, separators, and deterministic BPE training (seed 002)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from tokenizers import Tokenizer
+
+from hf_tokbin.cli import main
+from hf_tokbin.errors import TokenizerError
+from hf_tokbin.tokenizer import BYTE_DESCRIPTION, resolve_tokenizer, sample_texts, train_bpe
+
+from release_fixtures import stories, write_corpus
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    out = tmp_path_factory.mktemp("tok") / "tiny"
+    train_bpe(stories(300, seed=1), 400, out)
+    return out
+
+
+def test_byte_tokenizer_identity():
+    info = resolve_tokenizer("byte")
+    assert (info.tokenizer_id, info.vocab_size, info.doc_sep_id, info.path) == ("byte", 256, None, None)
+    assert info.sha256 == hashlib.sha256(BYTE_DESCRIPTION.encode()).hexdigest()
+    assert resolve_tokenizer("byte", doc_sep_id=10).doc_sep_id == 10
+    with pytest.raises(TokenizerError, match="valid id"):
+        resolve_tokenizer("byte", doc_sep_id=256)
+
+
+def test_folder_file_and_separator_sources(trained, tmp_path):
+    by_folder = resolve_tokenizer(str(trained))
+    by_file = resolve_tokenizer(str(trained / "tokenizer.json"))
+    assert by_folder == by_file
+    assert by_folder.tokenizer_id == "tiny" and by_folder.vocab_size == 400
+    assert by_folder.doc_sep_id == Tokenizer.from_file(str(trained / "tokenizer.json")).token_to_id("<|endoftext|>")
+    assert by_folder.sha256 == hashlib.sha256((trained / "tokenizer.json").read_bytes()).hexdigest()
+    assert resolve_tokenizer(str(trained), tokenizer_id="mine", doc_sep_id=7).to_record()["doc_sep_id"] == 7
+    assert "path" not in by_folder.to_record()
+
+
+def test_generation_config_rules(trained, tmp_path):
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "tokenizer.json").write_bytes((trained / "tokenizer.json").read_bytes())
+    assert resolve_tokenizer(str(folder)).doc_sep_id is None
+    (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": [3, 3]}))
+    assert resolve_tokenizer(str(folder)).doc_sep_id == 3
+    (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": [3, 4]}))
+    with pytest.raises(TokenizerError, match="several ids"):
+        resolve_tokenizer(str(folder))
+    assert resolve_tokenizer(str(folder), doc_sep_id=4).doc_sep_id == 4
+    (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": 999999}))
+    with pytest.raises(TokenizerError, match="valid id"):
+        resolve_tokenizer(str(folder))
+
+
+def test_bad_tokenizers_are_named(tmp_path):
+    with pytest.raises(TokenizerError, match="no tokenizer.json"):
+        resolve_tokenizer(str(tmp_path))
+    (tmp_path / "tokenizer.json").write_text("{not json")
+    with pytest.raises(TokenizerError, match="cannot load tokenizer.json") as info:
+        resolve_tokenizer(str(tmp_path))
+    assert str(tmp_path / "tokenizer.json") in str(info.value)
+    with pytest.raises(TokenizerError, match="not found"):
+        resolve_tokenizer("./nowhere")
+
+
+def test_training_is_deterministic_and_puts_the_separator_first(tmp_path):
+    texts = stories(300, seed=2)
+    train_bpe(texts, 410, tmp_path / "a")
+    train_bpe(texts, 410, tmp_path / "b")
+    assert (tmp_path / "a/tokenizer.json").read_bytes() == (tmp_path / "b/tokenizer.json").read_bytes()
+    tokenizer = Tokenizer.from_file(str(tmp_path / "a/tokenizer.json"))
+    assert tokenizer.get_vocab_size() == 410 and tokenizer.token_to_id("<|endoftext|>") == 0
+    assert json.loads((tmp_path / "a/generation_config.json").read_text()) == {"eos_token_id": 0}
+    text = "Lily saw 42 dogs! 日本 😀"
+    assert tokenizer.decode(tokenizer.encode(text).ids) == text
+
+
+def test_sample_is_the_first_n_characters():
+    texts = ["abcde", "fgh", "ijklmn"]
+    assert list(sample_texts(texts, 7)) == ["abcde", "fg"]
+    assert "".join(sample_texts(texts, 100)) == "abcdefghijklmn"
+    assert list(sample_texts(texts, 0)) == []
+
+
+def test_cli_tokenizer_train_uses_the_train_split_only(tmp_path, capsys):
+    corpus = write_corpus(tmp_path / "c", [("train", stories(200, seed=3)), ("validation", ["zzzzzzzz qqqqqqq " * 50])])
+    assert main(["tokenizer", "train", "--corpus", str(corpus), "--vocab-size", "400", "--sample-chars", "5000", "--out", str(tmp_path / "t")]) == 0
+    assert "400" in capsys.readouterr().out
+    vocab = Tokenizer.from_file(str(tmp_path / "t/tokenizer.json")).get_vocab()
+    assert not any("zz" in token or "qq" in token for token in vocab)
