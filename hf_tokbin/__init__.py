@@ -1,6 +1,14 @@
 """hf_tokbin: tokenized LLM pretraining releases from Hugging Face datasets."""
 
-from .errors import BuildError, CorpusInputError, FormatError, HubError, TokbinError, TokenizerError, VerificationError
+from .errors import (
+    BuildError,
+    CorpusInputError,
+    FormatError,
+    HubError,
+    TokbinError,
+    TokenizerError,
+    VerificationError,
+)
 from .llmc import LlmcWriter, TokensManifest, open_tokens, write_tokens
 from .megatron import MegatronPair, MegatronWriter
 

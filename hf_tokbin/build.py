@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import os
 import shutil
@@ -37,7 +38,7 @@ import numpy as np
 from . import __version__, llmc, llmc_llama3, megatron
 from ._io import TMP_SUFFIX, atomic_open, canonical_json, sha256_file, write_json_atomic
 from .corpus_manifest import MANIFEST_NAME as CORPUS_MANIFEST_NAME
-from .corpus_manifest import CorpusManifest, CorpusShard
+from .corpus_manifest import SPLIT_RULE_TEXT, CorpusManifest, CorpusShard
 from .encoder import FAST_MODES
 from .errors import BuildError, FormatError
 from .records import FileEntry
@@ -64,15 +65,6 @@ WORK_DIR = ".work"
 DEFAULT_BATCH_SIZE = 1000
 RUN_CONFIG_FORMAT = "hf_tokbin.run_config/1"
 STATS_FORMAT = "hf_tokbin.stats/1"
-SPLIT_RULE_TEXT = {
-    "files": "Each input file is one split: the training file gives train, the validation file gives validation.",
-    "column": "The split column of the input rows (train; validation or val) gives each document's split.",
-    "sha256": (
-        "Validation is selected by SHA-256 of the exact UTF-8 text: the first eight bytes, interpreted big-endian, "
-        "modulo 1000 equal zero. Identical texts always share a split."
-    ),
-    "all-train": "All documents are train; there is no validation split.",
-}
 
 
 @dataclass(frozen=True)
@@ -201,14 +193,15 @@ def plan_build(
         if not (corpus_root / shard.path).is_file():
             raise BuildError(corpus_root / shard.path, "corpus shard listed in _MANIFEST.json is missing")
     return BuildPlan(
-        corpus_root=os.fspath(corpus_root),
+        # Absolute: Ray workers run in other folders. Never written to reproducible files.
+        corpus_root=os.fspath(corpus_root.resolve()),
         corpus=manifest,
         corpus_manifest_sha256=sha256_file(corpus_root / CORPUS_MANIFEST_NAME),
         corpus_source=corpus_source,
         corpus_revision=corpus_revision,
         tokenizer=tokenizer,
         formats=formats,
-        out=os.fspath(out),
+        out=os.fspath(Path(out).resolve()),
         num_proc=num_proc,
         batch_size=batch_size,
         max_tokens_per_file=max_tokens_per_file,
@@ -463,11 +456,13 @@ def finish_build(plan: BuildPlan, receipts: list[Receipt]) -> tuple[dict[str, Sp
     """Pack llm.c files, write stats.json, the card and, last, COMPLETE.json."""
     out = Path(plan.out)
     counts = _split_totals(plan, receipts)
+    # Digests computed as the big files were written; COMPLETE.json need not hash them again.
+    known = {f.path: f for r in receipts for f in r.files}
     if "llmc" in plan.formats:
-        _write_llmc(plan, counts)
+        known.update((f.path, f) for f in _write_llmc(plan, counts))
     write_json_atomic(out / STATS_NAME, stats_record(plan, receipts, counts))
     _write_card(out)
-    complete = Complete(tuple(_list_release_files(out)))
+    complete = Complete(tuple(_list_release_files(out, known)))
     complete.write(out)
     shutil.rmtree(out / WORK_DIR, ignore_errors=True)
     return counts, len(complete.files) + 1
@@ -491,7 +486,8 @@ def _split_totals(plan: BuildPlan, receipts: list[Receipt]) -> dict[str, SplitCo
     return totals
 
 
-def _write_llmc(plan: BuildPlan, counts: dict[str, SplitCounts]) -> None:
+def _write_llmc(plan: BuildPlan, counts: dict[str, SplitCounts]) -> list[FileEntry]:
+    """Pack the llm.c token files and their manifest; return the token files as release entries."""
     out = Path(plan.out)
     directory = out / plan.llmc_dir
     if directory.exists():
@@ -524,6 +520,7 @@ def _write_llmc(plan: BuildPlan, counts: dict[str, SplitCounts]) -> None:
         files=tuple(entries),
     )
     manifest.write(directory)
+    return [FileEntry(f"{plan.llmc_dir}/{f.name}", (directory / f.name).stat().st_size, f.sha256) for f in entries]
 
 
 _FEED_DOCS = 1 << 16  # documents handed to the llm.c writer per step
@@ -562,13 +559,16 @@ def _write_card(out: Path) -> None:
         file.write(render_release_card(out))
 
 
-def _list_release_files(out: Path) -> list[FileEntry]:
+def _list_release_files(out: Path, known: dict[str, FileEntry]) -> list[FileEntry]:
+    """Every file of the release but COMPLETE.json; ``known`` digests are reused when the size agrees."""
     entries = []
     for path in sorted(out.rglob("*")):
         rel = path.relative_to(out).as_posix()
         if not path.is_file() or rel == COMPLETE_NAME or rel.split("/")[0] == WORK_DIR or path.name.startswith("."):
             continue
-        entries.append(FileEntry(rel, path.stat().st_size, sha256_file(path)))
+        size = path.stat().st_size
+        entry = known.get(rel)
+        entries.append(entry if entry is not None and entry.size == size else FileEntry(rel, size, sha256_file(path)))
     return sorted(entries, key=lambda e: e.path)
 
 
@@ -597,7 +597,9 @@ def build(plan: BuildPlan, engine: str = "local", ray_address: str | None = None
     elif engine == "ray":
         from .engine_ray import run_parts
 
-        results = run_parts(build_part, dataclasses.replace(plan, num_proc=1), indices, address=ray_address, progress=progress)
+        # One process per task (Ray spreads the tasks); per-part bars would only be noise from every worker.
+        task = functools.partial(build_part, progress=False)
+        results = run_parts(task, dataclasses.replace(plan, num_proc=1), indices, address=ray_address, progress=progress)
     else:
         raise BuildError(None, "engine must be local or ray", got=engine)
     receipts = [r for r, _ in results]

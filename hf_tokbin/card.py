@@ -28,21 +28,24 @@ from pathlib import Path
 from string import Template
 
 from ._io import read_json
+from .corpus_manifest import SPLIT_RULE_TEXT
 from .errors import FormatError
-from .release import RECEIPTS_DIR, RUN_CONFIG_NAME, SPLITS, STATS_NAME, TOKENS_DIR, Receipt
+from .release import (
+    RECEIPTS_DIR,
+    RUN_CONFIG_NAME,
+    SPLITS,
+    STATS_NAME,
+    TOKENS_DIR,
+    Receipt,
+)
 
-TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "dataset_card"
+# dataset_card/ of the repository, installed as the package hf_tokbin.dataset_card.
+TEMPLATE_PACKAGE = "hf_tokbin.dataset_card"
 RELEASE_TEMPLATE = "release_card.md"
 COUNT_FIELDS = ("documents", "text_tokens", "eod_tokens", "total_tokens")
 # The Hub's size_categories buckets, by number of documents.
 _SIZE_BUCKETS = [(10**3, "n<1K"), (10**4, "1K<n<10K"), (10**5, "10K<n<100K"), (10**6, "100K<n<1M"), (10**7, "1M<n<10M"), (10**8, "10M<n<100M"), (10**9, "100M<n<1B"), (10**10, "1B<n<10B"), (10**11, "10B<n<100B"), (10**12, "100B<n<1T")]
 _PLAIN_YAML = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/<>-]*$")
-SPLIT_RULES = {
-    "sha256": "Validation is selected by SHA-256 of the exact UTF-8 text of each document: the first eight bytes of the digest, read as a big-endian integer, modulo {modulus} equal zero. Identical texts always share a split, so no text is in both; the validation share is about 1/{modulus} of documents, not exactly.",
-    "files": "Train and validation come from separate input files of the corpus (for TinyStories, its train and validation text files).",
-    "column": "Train and validation come from the corpus's split column (`validation`, or `val`).",
-    "all-train": "Every document is a training document; there is no validation split.",
-}
 
 
 def size_category(documents: int) -> str:
@@ -54,9 +57,11 @@ def size_category(documents: int) -> str:
 
 
 def load_template(name: str = RELEASE_TEMPLATE) -> Template:
-    path = TEMPLATE_DIR / name
+    from importlib.resources import files
+
+    path = files(TEMPLATE_PACKAGE) / name
     if not path.is_file():
-        raise FormatError(path, "dataset card template is missing", hint="the dataset_card/ folder ships beside the hf_tokbin package")
+        raise FormatError(str(path), "dataset card template is missing", hint="reinstall hf_tokbin: the templates ship as hf_tokbin.dataset_card")
     return Template(path.read_text(encoding="utf-8"))
 
 
@@ -240,7 +245,11 @@ def _tokenizer_section(tokenizer: dict) -> str:
         if isinstance(tokenizer[key], (str, int, float)) and not isinstance(tokenizer[key], bool):
             lines.append(f"- {key}: `{tokenizer[key]}`")
     lines.append("")
-    lines.append("Other special-token-looking strings in the text are encoded as ordinary text; no BOS or padding is inserted, nothing is truncated, packed or deduplicated.")
+    lines.append(
+        "Each document is encoded once with `tokenizers` (`encode(text, add_special_tokens=False)`): an added token "
+        "written literally in the text (such as `<|endoftext|>`) is matched as that token, as `tokenizers` does. "
+        "No BOS or padding is inserted; nothing is truncated, packed or deduplicated."
+    )
     return "\n".join(lines)
 
 
@@ -249,9 +258,8 @@ def _split_section(rule) -> str:
     name = rule if isinstance(rule, str) else _first_text(details, "name", "rule", "kind")
     if name is None:
         return "Not recorded in `run_config.json`."
-    modulus = _count(details.get("modulus")) or 1000
-    text = SPLIT_RULES.get(name, f"`{name}`").format(modulus=modulus)
-    extra = [f"- {k}: `{v}`" for k, v in sorted(details.items()) if k not in ("name", "rule", "kind") and isinstance(v, (str, int))]
+    text = _first_text(details, "text") or SPLIT_RULE_TEXT.get(name, f"`{name}`")
+    extra = [f"- {k}: `{v}`" for k, v in sorted(details.items()) if k not in ("name", "rule", "kind", "text") and isinstance(v, (str, int))]
     return text + ("\n\n" + "\n".join(extra) if extra else "")
 
 

@@ -124,7 +124,7 @@ import numpy as np
 from . import llmc, llmc_llama3, megatron
 from ._io import read_json
 from .errors import FormatError
-from .readers import scan_positions, find_llmc_folder, find_megatron_pairs
+from .readers import find_llmc_folder, find_megatron_pairs, scan_positions
 from .release import RUN_CONFIG_NAME, SHARDS_DIR, SPLITS
 
 ERROR, WARNING, INFO = "error", "warning", "info"

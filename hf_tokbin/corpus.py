@@ -42,7 +42,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import string
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,7 +58,14 @@ from datasets.download.streaming_download_manager import StreamingDownloadManage
 from ._io import atomic_open, fsync_dir, sha256_file
 from .builders.corpus_shards import JSONL_SUFFIXES, PARQUET_SUFFIXES, CorpusShards
 from .builders.tinystories import TinyStories
-from .corpus_manifest import MANIFEST_NAME, SPLITS, CorpusManifest, CorpusShard
+from .card import load_template, size_category
+from .corpus_manifest import (
+    MANIFEST_NAME,
+    SPLIT_RULE_TEXT,
+    SPLITS,
+    CorpusManifest,
+    CorpusShard,
+)
 from .errors import CorpusInputError
 from .records import FileEntry
 
@@ -68,21 +74,12 @@ ROW_GROUP_ROWS = 10_000
 DATA_DIR = "data"
 MAX_SHARDS_PER_SPLIT = 100_000  # five-digit names keep glob order = manifest order
 CARD_NAME = "README.md"
-CARD_TEMPLATE = Path(__file__).resolve().parent.parent / "dataset_card" / "corpus_card.md"
+CARD_TEMPLATE = "corpus_card.md"  # in dataset_card/
 SCHEMA = pa.schema([("text", pa.string()), ("split", pa.string())])
 PARQUET_OPTIONS = {
     "compression": "zstd",
     "use_dictionary": ["split"],
     "write_statistics": ["split"],
-}
-SPLIT_RULE_TEXT = {
-    "files": "Each input file is one split: the training file gives train, the validation file gives validation.",
-    "column": "Each input row's split column gives its split (`train`; `validation` or `val`).",
-    "sha256": (
-        "A document is validation when the first eight bytes of the SHA-256 of its exact UTF-8 text, "
-        "read big-endian, are 0 modulo 1000; otherwise train. Identical texts share a split; repeats are all kept."
-    ),
-    "all-train": "Every document is train; there is no validation split.",
 }
 
 
@@ -213,10 +210,7 @@ def list_input_files(paths: Sequence[str | os.PathLike]) -> list[tuple[Path, str
 
 def render_card(manifest: CorpusManifest) -> str:
     """The dataset card ``README.md`` of a corpus folder, from ``dataset_card/corpus_card.md``."""
-    try:
-        template = string.Template(CARD_TEMPLATE.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CorpusInputError(CARD_TEMPLATE, "dataset card template is missing", hint="run from a source checkout of hf_tokbin") from None
+    template = load_template(CARD_TEMPLATE)
     present = [split for split in SPLITS if manifest.rows(split)]
     data_files = "".join(f"  - split: {split}\n    path: {DATA_DIR}/{split}-*.parquet\n" for split in present)
     splits = "".join(
@@ -233,6 +227,7 @@ def render_card(manifest: CorpusManifest) -> str:
         splits_table=splits.rstrip("\n"),
         sources_table=sources.rstrip("\n"),
         shard_count=len(manifest.shards),
+        size_category=size_category(sum(s.rows for s in manifest.shards)),
     )
 
 

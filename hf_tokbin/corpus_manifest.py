@@ -37,6 +37,16 @@ MANIFEST_NAME = "_MANIFEST.json"
 FORMAT = "hf_tokbin.corpus/1"
 SPLITS = ("train", "validation")
 SPLIT_RULES = ("files", "column", "sha256", "all-train")
+# How each rule assigns documents to splits, in words: for dataset cards and run_config.json.
+SPLIT_RULE_TEXT = {
+    "files": "Each input file is one split: the training file gives train, the validation file gives validation.",
+    "column": "Each input row's split column gives its split (`train`; `validation` or `val`).",
+    "sha256": (
+        "A document is validation when the first eight bytes of the SHA-256 of its exact UTF-8 text, "
+        "read big-endian, are 0 modulo 1000; otherwise train. Identical texts share a split; repeats are all kept."
+    ),
+    "all-train": "Every document is train; there is no validation split.",
+}
 
 
 @dataclass(frozen=True)
@@ -140,12 +150,13 @@ def resolve_corpus(name: str, revision: str | None = None) -> tuple[Path, str, s
     if len(parts) != 2 or not all(parts):
         raise FormatError(name, "corpus not found", expected="a corpus folder or a Hub dataset repo NS/NAME")
     from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    from .hub.retry import fetch_error
 
     try:
         root = Path(snapshot_download(name, repo_type="dataset", revision=revision))
-    except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as e:
-        raise FormatError(name, "cannot fetch the corpus from the Hub", got=str(e).splitlines()[0]) from e
+    except Exception as e:
+        raise fetch_error(f"{name}@{revision or 'main'}", "corpus", e) from e
     if not (root / MANIFEST_NAME).is_file():
         raise FormatError(name, f"Hub repo holds no corpus {MANIFEST_NAME}", hint="publish the corpus folder with hf-tokbin push")
     return root, name, root.name

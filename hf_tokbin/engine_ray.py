@@ -29,6 +29,8 @@ rest of hf_tokbin never import it.
 from __future__ import annotations
 
 import importlib.metadata
+import os
+import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +41,9 @@ from .errors import BuildError, MissingDependencyError, TokbinError
 #: Ray's name for "spread tasks over the nodes": a build's tasks each read and
 #: write whole shards, so using every node beats packing the head node first.
 SCHEDULING_STRATEGY = "SPREAD"
+
+#: Seconds to wait for a TCP connection to the head node before giving up on it.
+CONNECT_TIMEOUT_S = 10
 
 #: Packages whose versions decide a part's bytes (tokenizers defines the ids):
 #: a worker must have the driver's, or its output could differ from a local build.
@@ -97,6 +102,31 @@ def _import_ray():
     return ray
 
 
+def check_reachable(address: str | None) -> None:
+    """Fail at once if nothing listens at a ``HOST:PORT`` (or ``ray://HOST:PORT``) cluster address.
+
+    ``ray.init`` retries an unreachable head node for minutes before it gives
+    up; one TCP connection tells the same in a moment. ``None`` stands for
+    ``RAY_ADDRESS``; ``auto``, ``local`` and other schemes are left to Ray.
+    """
+    address = address or os.environ.get("RAY_ADDRESS")
+    if not address:
+        return
+    host, colon, port = address.removeprefix("ray://").rpartition(":")
+    if not colon or not host or not port.isdigit():
+        return  # auto, local, or a scheme Ray resolves itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as e:
+        raise BuildError(
+            address,
+            "Ray cluster must be reachable",
+            expected="a Ray head node listening at this address",
+            got=f"{type(e).__name__}: {e}",
+            hint="start one with `ray start --head`, or correct --ray-address",
+        ) from e
+
+
 def run_parts(
     fn: Callable[[Any, int], Any],
     plan: Any,
@@ -126,7 +156,8 @@ def run_parts(
     Raises:
         MissingDependencyError: Ray is not installed.
         TokbinError: a task's own input error, as the task raised it.
-        BuildError: a task still failing after ``max_retries`` retries.
+        BuildError: nothing listens at ``address`` (see :func:`check_reachable`),
+            or a task still failing after ``max_retries`` retries.
     """
     if max_retries < 0:  # Ray reads -1 as "retry forever"
         raise BuildError(None, "max_retries", expected="0 or more", got=max_retries)
@@ -134,6 +165,7 @@ def run_parts(
     indices = list(indices)
     connected_here = not ray.is_initialized()
     if connected_here:
+        check_reachable(address)
         ray.init(address=address)
     try:
         return _run_on_ray(ray, fn, plan, indices, max_retries, progress)
@@ -152,7 +184,8 @@ def _run_on_ray(ray, fn, plan, indices: list[int], max_retries: int, progress: b
         scheduling_strategy=SCHEDULING_STRATEGY,
     )(_run_part)
     driver_versions = package_versions()
-    fn_name = getattr(fn, "__name__", type(fn).__name__)  # a functools.partial has none
+    named = getattr(fn, "func", fn)  # a functools.partial: name the task after the function it wraps
+    fn_name = getattr(named, "__name__", type(named).__name__)
     position_of = {
         # Named after the part, so `ray list tasks` and Ray's retry messages say which.
         task.options(name=f"{fn_name}[{index}]").remote(fn, plan, index, driver_versions): position

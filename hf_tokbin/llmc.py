@@ -42,7 +42,14 @@ from typing import Sequence
 
 import numpy as np
 
-from ._io import atomic_open, canonical_json, commit_file, read_json, sha256_file, tmp_path_for
+from ._io import (
+    atomic_open,
+    canonical_json,
+    commit_file,
+    read_json,
+    sha256_file,
+    tmp_path_for,
+)
 from .errors import FormatError
 
 MAGIC = 20240520

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Iterable
 
 from ._io import atomic_open, canonical_json, sha256_bytes, sha256_file
@@ -93,7 +93,7 @@ def resolve_tokenizer(
         source,
         resolved_revision,
         subfolder,
-        os.fspath(json_path),
+        os.fspath(Path(json_path).resolve()),
     )
 
 
@@ -131,21 +131,32 @@ def _looks_like_repo_id(name: str) -> bool:
 
 
 def _download_from_hub(repo_id: str, revision: str | None, subfolder: str | None) -> tuple[Path, str]:
-    """Fetch tokenizer.json (and generation_config.json if any) at a pinned revision."""
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, LocalEntryNotFoundError
+    """Fetch tokenizer.json (and generation_config.json if any) at a pinned revision.
 
+    Returns the local tokenizer.json and the commit id it was read at.
+    """
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError
+
+    from .hub.retry import fetch_error
+
+    subfolder = subfolder.strip("/") if subfolder else None
+    folder = f"{subfolder}/" if subfolder else ""
     try:
         json_path = Path(hf_hub_download(repo_id, TOKENIZER_FILE, subfolder=subfolder, revision=revision))
-    except (HfHubHTTPError, LocalEntryNotFoundError, EntryNotFoundError, OSError) as e:
-        raise TokenizerError(f"{repo_id}/{subfolder or ''}", "cannot fetch tokenizer.json from the Hub", got=str(e).splitlines()[0]) from e
+    except Exception as e:
+        raise fetch_error(f"{repo_id}@{revision or 'main'}/{folder}{TOKENIZER_FILE}", "tokenizer", e) from e
+    # The cache's snapshot folder is named after the commit: that is the pinned revision.
+    commit = json_path.parents[len(PurePosixPath(folder + TOKENIZER_FILE).parts) - 1].name
     try:
-        hf_hub_download(repo_id, GENERATION_CONFIG_FILE, subfolder=subfolder, revision=revision)
-    except (EntryNotFoundError, LocalEntryNotFoundError, HfHubHTTPError):
+        # At the same commit, so a branch that moves in between cannot mix two versions.
+        hf_hub_download(repo_id, GENERATION_CONFIG_FILE, subfolder=subfolder, revision=commit)
+    except EntryNotFoundError:
         pass  # no generation_config.json: the separator comes from --doc-sep-id, if any
-    # The snapshot folder is named after the commit: that is the pinned revision.
-    snapshot = json_path.parent.parent if subfolder else json_path.parent
-    return json_path, snapshot.name
+    except Exception as e:
+        # Never go on without the separator because of a failed fetch: that would build other ids.
+        raise fetch_error(f"{repo_id}@{commit}/{folder}{GENERATION_CONFIG_FILE}", "generation config", e) from e
+    return json_path, commit
 
 
 # ---------------------------------------------------------------- training

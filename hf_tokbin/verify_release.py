@@ -26,7 +26,6 @@ from pathlib import Path
 from . import llmc, llmc_llama3, megatron
 from ._io import read_json
 from .errors import FormatError, VerificationError
-from .verify import file_magic
 from .release import (
     COMPLETE_NAME,
     LLMC_SPLIT,
@@ -41,6 +40,7 @@ from .release import (
     check_receipts,
     pair_path,
 )
+from .verify import file_magic
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """A Hub-protocol test server: the endpoints the unmodified ``huggingface_hub`` client uses.
 
 Standard library only (``http.server``), bound to 127.0.0.1 on a free port.
-It keeps dataset repos in memory as real snapshots: every commit has an id
+It keeps dataset repos (and, for downloads only, model repos) in memory as real snapshots: every commit has an id
 (the SHA-1 of its parent, tree and message) and its own tree, so a file can
 be read back at an exact commit id, as on the Hub.
 
@@ -19,6 +19,8 @@ Endpoints (``{repo}`` is ``NS/NAME``, ``{rev}`` a URL-quoted branch or commit id
     GET  /api/datasets/{repo}/tree/{rev}[/{path}]           tree listing (recursive, expand)
     GET|HEAD /datasets/{repo}/resolve/{rev}/{path}          file content (ETag, X-Repo-Commit, X-Linked-*)
     POST /api/validate-yaml                                 README metadata check (always valid)
+    GET  /api/models/{repo}[/revision/{rev}]                model repo info (models are seeded, never pushed)
+    GET|HEAD /{repo}/resolve/{rev}/{path}                   model file content, as for datasets
 
 No Xet: the server never offers it, and clients must run with
 ``HF_HUB_DISABLE_XET=1`` (huggingface_hub uploads through Xet whenever
@@ -135,7 +137,8 @@ class HubServer:
 
     def __init__(self, token: str | None = None):
         self.token = token
-        self.repos: dict[str, Repo] = {}
+        self.repos: dict[str, Repo] = {}  # dataset repos
+        self.models: dict[str, Repo] = {}  # model repos (a tokenizer to download)
         self.lfs_objects: dict[str, bytes] = {}
         self.faults = Faults()
         self.requests: list[tuple[float, str, str, int]] = []  # (time, method, path, status)
@@ -169,18 +172,21 @@ class HubServer:
         return sum(1 for _, m, p, _ in self.requests if m == method and re.search(pattern, p))
 
     # -- repo operations ---------------------------------------------------
-    def create_repo(self, repo_id: str, private: bool = False) -> Repo:
+    def repos_of(self, repo_type: str) -> dict[str, Repo]:
+        return self.models if repo_type == "model" else self.repos
+
+    def create_repo(self, repo_id: str, private: bool = False, repo_type: str = "dataset") -> Repo:
         repo = Repo(repo_id, private)
         repo.add_commit("main", "initial commit", {".gitattributes": Blob.store(GITATTRIBUTES, False)}, [".gitattributes"])
-        self.repos[repo_id] = repo
+        self.repos_of(repo_type)[repo_id] = repo
         return repo
 
-    def seed_repo(self, repo_id: str, folder, skip: tuple[str, ...] = ()) -> str:
+    def seed_repo(self, repo_id: str, folder, skip: tuple[str, ...] = (), repo_type: str = "dataset") -> str:
         """Publish every file of ``folder`` (but ``skip``) in one commit, bypassing the client; return its id."""
         from pathlib import Path
 
         folder = Path(folder)
-        repo = self.repos.get(repo_id) or self.create_repo(repo_id)
+        repo = self.repos_of(repo_type).get(repo_id) or self.create_repo(repo_id, repo_type=repo_type)
         tree = dict(repo.resolve("main").tree)
         for path in sorted(p for p in folder.rglob("*") if p.is_file()):
             name = path.relative_to(folder).as_posix()
@@ -224,6 +230,10 @@ _ROUTES = [
     ("GET", re.compile(rf"^/api/datasets/{_REPO}/tree/(?P<rev>[^/]+)(?:/(?P<path>.*))?$"), "tree"),
     ("GET", re.compile(rf"^/datasets/{_REPO}/resolve/(?P<rev>[^/]+)/(?P<path>.+)$"), "resolve"),
     ("HEAD", re.compile(rf"^/datasets/{_REPO}/resolve/(?P<rev>[^/]+)/(?P<path>.+)$"), "resolve"),
+    # Model repos have no URL prefix; these come after the dataset routes, which they cannot match.
+    ("GET", re.compile(rf"^/api/models/{_REPO}(?:/revision/(?P<rev>[^/]+))?$"), "model_info"),
+    ("GET", re.compile(rf"^/{_REPO}/resolve/(?P<rev>[^/]+)/(?P<path>.+)$"), "model_resolve"),
+    ("HEAD", re.compile(rf"^/{_REPO}/resolve/(?P<rev>[^/]+)/(?P<path>.+)$"), "model_resolve"),
 ]
 
 
@@ -316,8 +326,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authorized():
             raise _Reply(401, "Invalid credentials in Authorization header")
 
-    def _repo(self, repo_id: str) -> Repo:
-        repo = self.server_hub.repos.get(repo_id)
+    def _repo(self, repo_id: str, repo_type: str = "dataset") -> Repo:
+        repo = self.server_hub.repos_of(repo_type).get(repo_id)
         if repo is None or (repo.private and not self._authorized()):
             raise _Reply(404, "Repository not found", {"X-Error-Code": "RepoNotFound"})
         return repo
@@ -351,8 +361,8 @@ class _Handler(BaseHTTPRequestHandler):
     def route_validate_yaml(self):
         return self._ok({"errors": [], "warnings": []})
 
-    def route_repo_info(self, repo, rev="main"):
-        r = self._repo(repo)
+    def route_repo_info(self, repo, rev="main", repo_type="dataset"):
+        r = self._repo(repo, repo_type)
         commit = self._commit(r, rev)
         siblings = [{"rfilename": p} for p in sorted(commit.tree)]
         return self._ok({"id": repo, "sha": commit.oid, "private": r.private, "siblings": siblings, "tags": [], "lastModified": _DATE})
@@ -499,8 +509,14 @@ class _Handler(BaseHTTPRequestHandler):
         entries = [{"type": "directory", "path": f, "oid": _tree_oid(commit, f)} for f in sorted(folders)]
         return self._ok(entries + files)
 
-    def route_resolve(self, repo, rev, path):
-        commit = self._commit(self._repo(repo), rev)
+    def route_model_info(self, repo, rev="main"):
+        return self.route_repo_info(repo, rev, "model")
+
+    def route_model_resolve(self, repo, rev, path):
+        return self.route_resolve(repo, rev, path, "model")
+
+    def route_resolve(self, repo, rev, path, repo_type="dataset"):
+        commit = self._commit(self._repo(repo, repo_type), rev)
         blob = commit.tree.get(path)
         if blob is None:
             raise _Reply(404, f"Entry not found: {path}", {"X-Error-Code": "EntryNotFound", "X-Repo-Commit": commit.oid})

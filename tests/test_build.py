@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from release_fixtures import stories, write_corpus
 from tokenizers import Tokenizer
 
 from hf_tokbin import llmc, megatron
@@ -16,8 +17,6 @@ from hf_tokbin.errors import BuildError
 from hf_tokbin.release import Complete, Receipt
 from hf_tokbin.tokenizer import resolve_tokenizer, train_bpe
 from hf_tokbin.verify_release import verify_release
-
-from release_fixtures import stories, write_corpus
 
 
 @pytest.fixture(scope="module")

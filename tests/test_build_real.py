@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from real_text import real_documents
+from release_fixtures import stories, write_corpus
+from tokenizer_files import gpt2_tokenizer_json, llama3_tokenizer_json
 from tokenizers import Tokenizer
 
 from hf_tokbin import llmc, megatron
 from hf_tokbin.build import build, plan_build
 from hf_tokbin.tokenizer import resolve_tokenizer
 from hf_tokbin.verify_release import verify_release
-
-from real_text import real_documents
-from release_fixtures import stories, write_corpus
-from tokenizer_files import gpt2_tokenizer_json, llama3_tokenizer_json
 
 CASES = {
     # tokenizer folder, llm.c version, Megatron dtype code

@@ -10,10 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
+from release_fixtures import stories, write_corpus
 
 from hf_tokbin.tokenizer import train_bpe
-
-from release_fixtures import stories, write_corpus
 
 BUILD = "import sys; from hf_tokbin.cli import main; sys.exit(main())"
 

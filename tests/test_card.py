@@ -6,11 +6,12 @@ import json
 
 import pytest
 import yaml
+from hub_server import make_release
 
 from hf_tokbin import llmc
 from hf_tokbin.card import render_release_card, size_category
+from hf_tokbin.corpus_manifest import SPLIT_RULE_TEXT
 from hf_tokbin.release import Receipt
-from hub_server import make_release
 
 
 def front_matter(card: str) -> dict:
@@ -82,7 +83,7 @@ def test_missing_and_unknown_run_config_fields_are_handled(tmp_path):
     meta = front_matter(card)
     assert meta["license"] == "unknown" and "language" not in meta and "source_datasets" not in meta
     assert "- merges_digest: `abc`" in card  # an unknown tokenizer field is shown as it is
-    assert "separate input files" in card
+    assert SPLIT_RULE_TEXT["files"] in card
     (release / "run_config.json").unlink()
     assert "Not recorded in `run_config.json`." in render_release_card(release)
 

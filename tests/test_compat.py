@@ -7,8 +7,14 @@ import os
 
 import numpy as np
 import pytest
+from consumer_fixtures import (
+    SHA,
+    docs_of,
+    write_llmc_folder,
+    write_pairs,
+    write_release,
+)
 
-from consumer_fixtures import SHA, docs_of, write_llmc_folder, write_pairs, write_release
 from hf_tokbin import compat, llmc, llmc_llama3, megatron
 from hf_tokbin.cli import main
 from hf_tokbin.compat import LoaderSettings, check

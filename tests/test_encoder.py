@@ -9,13 +9,20 @@ import numpy as np
 import pytest
 from datasets import Dataset
 from datasets.fingerprint import Hasher
-from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizer_files import gpt2_tokenizer_json, llama3_tokenizer_json, story_texts
+from tokenizers import (
+    AddedToken,
+    Tokenizer,
+    decoders,
+    models,
+    normalizers,
+    pre_tokenizers,
+    trainers,
+)
 
 from hf_tokbin.encoder import PROBE_TEXTS, ByteEncoder, DocumentEncoder, encoder_for
 from hf_tokbin.errors import TokenizerError
 from hf_tokbin.tokenizer import train_bpe
-
-from tokenizer_files import gpt2_tokenizer_json, llama3_tokenizer_json, story_texts
 
 TRICKY_TEXTS = [
     "Hello world<|endoftext|> it's 12345 ok",

@@ -14,10 +14,10 @@ import subprocess
 import sys
 
 import pytest
+from hub_server import HubServer, client_env, make_release, write_complete
 
 from hf_tokbin.errors import FormatError, HubError, VerificationError
 from hf_tokbin.hub import RetryPolicy, pull_release
-from hub_server import HubServer, client_env, make_release, write_complete
 
 TOKEN = "hf_pull_test_token_0123456789"
 REPO = "tester/release"

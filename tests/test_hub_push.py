@@ -14,6 +14,7 @@ import sys
 
 import httpx2
 import pytest
+from hub_server import HubServer, client_env, make_corpus, make_release, write_complete
 from huggingface_hub.errors import HfHubHTTPError
 
 from hf_tokbin.errors import HubError
@@ -21,7 +22,6 @@ from hf_tokbin.hub import CommitRateLimiter, HubLimits, RetryPolicy, Upload
 from hf_tokbin.hub.push import pack_batches
 from hf_tokbin.hub.retry import call_with_retry
 from hf_tokbin.release import Receipt
-from hub_server import HubServer, client_env, make_corpus, make_release, write_complete
 
 TOKEN = "hf_test_secret_token_0123456789"
 REPO = "tester/release"

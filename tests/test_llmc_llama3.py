@@ -6,10 +6,10 @@ import hashlib
 
 import numpy as np
 import pytest
+from consumer_fixtures import flat
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from consumer_fixtures import flat
 from hf_tokbin import llmc, llmc_llama3
 from hf_tokbin.errors import FormatError
 from hf_tokbin.verify import verify_path

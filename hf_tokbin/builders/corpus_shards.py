@@ -34,13 +34,12 @@ import os
 from dataclasses import dataclass
 from typing import Iterator, Literal, Optional
 
+import datasets
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from tqdm.auto import tqdm
-
-import datasets
 from datasets.builder import Key
+from tqdm.auto import tqdm
 
 from ..errors import CorpusInputError
 

@@ -42,11 +42,10 @@ import os
 from dataclasses import dataclass
 from typing import Iterator
 
-import pyarrow as pa
-from tqdm.auto import tqdm
-
 import datasets
+import pyarrow as pa
 from datasets.builder import Key
+from tqdm.auto import tqdm
 
 from ..errors import CorpusInputError
 

@@ -26,7 +26,14 @@ from .._io import sha256_bytes, sha256_file
 from ..corpus_manifest import MANIFEST_NAME, CorpusManifest
 from ..errors import VerificationError
 from ..records import FileEntry
-from ..release import CARD_NAME, COMPLETE_NAME, RECEIPTS_DIR, Complete, check_files, check_receipts
+from ..release import (
+    CARD_NAME,
+    COMPLETE_NAME,
+    RECEIPTS_DIR,
+    Complete,
+    check_files,
+    check_receipts,
+)
 
 _BLOB_CHUNK = 1 << 20
 

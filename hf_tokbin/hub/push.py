@@ -31,7 +31,16 @@ from tqdm.auto import tqdm
 
 from ..errors import HubError
 from .files import Upload, publish_plan
-from .retry import CommitRateLimiter, RetryPolicy, as_hub_error, call_with_retry, is_transient, notify, short_reason, status_of
+from .retry import (
+    CommitRateLimiter,
+    RetryPolicy,
+    as_hub_error,
+    call_with_retry,
+    is_transient,
+    notify,
+    short_reason,
+    status_of,
+)
 
 REPO_TYPE = "dataset"
 

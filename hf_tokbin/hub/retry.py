@@ -137,6 +137,30 @@ def as_hub_error(where: str, what: str, error: BaseException) -> HubError:
     return HubError(where, f"{what} failed", got=short_reason(error), hint=hint)
 
 
+def fetch_error(where: str, what: str, error: BaseException) -> HubError:
+    """A :class:`HubError` for a failed download, naming which of the usual causes it is.
+
+    The client's own messages start with a bare ``404 Client Error.`` line, which
+    says nothing of whether the repo, the revision or the file is missing.
+    """
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    if isinstance(error, RepositoryNotFoundError):  # also a gated repo
+        return HubError(where, f"cannot fetch the {what}: repo not found", hint="check the repo id NS/NAME, and the token (HF_TOKEN) if the repo is private")
+    if isinstance(error, RevisionNotFoundError):
+        return HubError(where, f"cannot fetch the {what}: revision not found", hint="give a branch, tag or commit id of this repo")
+    if isinstance(error, LocalEntryNotFoundError):  # offline or unreachable, and not in the local cache
+        return HubError(where, f"cannot fetch the {what}: the Hub cannot be reached and the local cache does not hold it", hint="run once online (without HF_HUB_OFFLINE=1) to fill the cache")
+    if isinstance(error, EntryNotFoundError):
+        return HubError(where, f"cannot fetch the {what}: no such file in the repo at this revision")
+    return as_hub_error(where, f"fetch the {what}", error)
+
+
 class CommitRateLimiter:
     """At most ``per_hour`` commits in any sliding hour: :meth:`wait_turn` sleeps until one is allowed."""
 

@@ -1,0 +1,1 @@
+"""Dataset card templates (string.Template), installed as the package ``hf_tokbin.dataset_card``."""
