@@ -34,6 +34,30 @@ PLAYS = ("play", "run", "jump", "sing", "dance", "draw", "swim", "read", "build"
 DID = ("played", "ran", "jumped", "sang", "danced", "laughed", "looked", "walked", "shared", "helped")
 LESSONS = ("sharing is good", "it is important to be kind", "friends help each other", "it is good to say sorry", "being brave is not easy")
 
+# A long tail of invented words, so that a BPE trained on the text learns
+# thousands of merges as it does on TinyStories (whose vocabulary is small but
+# not tiny): without it an 8,192-entry training stops near 730 entries. Made
+# from syllables by their own fixed seed, so every --seed shares one lexicon.
+_ONSETS = ("b", "bl", "br", "c", "ch", "cl", "cr", "d", "dr", "f", "fl", "fr", "g", "gl", "gr", "h", "j", "k", "l", "m", "n", "p", "pl", "pr", "qu", "r", "s", "sh", "sl", "sn", "sp", "st", "sw", "t", "th", "tr", "v", "w", "wh", "y", "z")
+_NUCLEI = ("a", "e", "i", "o", "u", "ee", "oo", "ai", "ea", "ou", "ow", "ie", "oa", "ar", "er", "or", "ay", "y")
+_CODAS = ("", "", "", "b", "ck", "d", "g", "ll", "m", "n", "nd", "ng", "nk", "p", "r", "sh", "ss", "st", "t", "th", "x", "zz")
+
+
+def _invent(count: int, seed: int) -> tuple[str, ...]:
+    rng = random.Random(seed)
+    words: dict[str, None] = {}  # insertion-ordered set: the same order on every machine
+    while len(words) < count:
+        syllables = rng.choice((1, 2, 2, 3))
+        words["".join(rng.choice(_ONSETS) + rng.choice(_NUCLEI) + rng.choice(_CODAS) for _ in range(syllables))] = None
+    return tuple(words)
+
+
+_LEXICON = _invent(6000, seed=20240520)
+RARE_NAMES = tuple(w.capitalize() for w in _LEXICON[:1000])
+RARE_ANIMALS, RARE_THINGS, RARE_PLACES = _LEXICON[1000:2000], _LEXICON[2000:4000], _LEXICON[4000:5000]
+RARE_ADJECTIVES = _LEXICON[5000:]
+RARE_SHARE = 0.2  # how often a word comes from the long tail
+
 
 class StoryMaker:
     """Stories from sentence templates; every choice comes from one seeded ``random.Random``."""
@@ -41,38 +65,44 @@ class StoryMaker:
     def __init__(self, seed: int):
         self.rng = random.Random(seed)
 
+    def word(self, common: tuple[str, ...], rare: tuple[str, ...]) -> str:
+        """Mostly a common word; sometimes one of the long tail, the first ones far more often (Zipf-like)."""
+        if self.rng.random() < RARE_SHARE:
+            return rare[int(len(rare) * self.rng.random() ** 3)]
+        return self.rng.choice(common)
+
     def character(self) -> tuple[str, str, str, str]:
         """A name with its kind and pronouns (subject, possessive)."""
         if self.rng.random() < 0.5:
-            return self.rng.choice(GIRLS), "girl", "she", "her"
-        return self.rng.choice(BOYS), "boy", "he", "his"
+            return self.word(GIRLS, RARE_NAMES), "girl", "she", "her"
+        return self.word(BOYS, RARE_NAMES), "boy", "he", "his"
 
     def story(self) -> str:
         c = self.rng.choice
         name, kind, he, his = self.character()
-        friend = c(GIRLS + BOYS)
+        friend = self.word(GIRLS + BOYS, RARE_NAMES)
         while friend == name:
-            friend = c(GIRLS + BOYS)
-        thing, place, animal = c(THINGS), c(PLACES), c(ANIMALS)
+            friend = self.word(GIRLS + BOYS, RARE_NAMES)
+        thing, place, animal = self.word(THINGS, RARE_THINGS), self.word(PLACES, RARE_PLACES), self.word(ANIMALS, RARE_ANIMALS)
         opening = c(
             (
-                f"Once upon a time, there was a {c(ADJECTIVES)} {c((kind, animal))} named {name}.",
+                f"Once upon a time, there was a {self.word(ADJECTIVES, RARE_ADJECTIVES)} {c((kind, animal))} named {name}.",
                 f"One day, {name} went to the {place} with {his} mom.",
-                f"{name} was a {c(ADJECTIVES)} {animal} who lived near the {place}.",
-                f"Once upon a time, in a {c(ADJECTIVES)} {place}, there lived a child named {name}.",
+                f"{name} was a {self.word(ADJECTIVES, RARE_ADJECTIVES)} {animal} who lived near the {place}.",
+                f"Once upon a time, in a {self.word(ADJECTIVES, RARE_ADJECTIVES)} {place}, there lived a child named {name}.",
             )
         )
         middle = [
-            f"{he.capitalize()} liked to {c(PLAYS)} with {his} {c(ADJECTIVES)} {thing}.",
-            f"One day, {name} saw a {c(ADJECTIVES)} {c(THINGS)} in the {place}.",
+            f"{he.capitalize()} liked to {c(PLAYS)} with {his} {self.word(ADJECTIVES, RARE_ADJECTIVES)} {thing}.",
+            f"One day, {name} saw a {self.word(ADJECTIVES, RARE_ADJECTIVES)} {self.word(THINGS, RARE_THINGS)} in the {place}.",
             f'"Can I {c(PLAYS)} with your {thing}?" asked {friend}.',
             f'"Yes, you can!" said {name}. {he.capitalize()} felt {c(FEELINGS)}.',
             f"{name} and {friend} {c(DID)} together all day.",
-            f"Then a {c(ADJECTIVES)} {c(ANIMALS)} came and took the {thing}.",
+            f"Then a {self.word(ADJECTIVES, RARE_ADJECTIVES)} {self.word(ANIMALS, RARE_ANIMALS)} came and took the {thing}.",
             f"{name} felt {c(FEELINGS)}. {he.capitalize()} did not know what to do.",
             f'"Do not be {c(FEELINGS)}," said {friend}. "We can find it."',
-            f"They looked under the tree and behind the {c(THINGS)}.",
-            f"At last, they found the {thing} near the {c(PLACES)}.",
+            f"They looked under the tree and behind the {self.word(THINGS, RARE_THINGS)}.",
+            f"At last, they found the {thing} near the {self.word(PLACES, RARE_PLACES)}.",
         ]
         self.rng.shuffle(middle)
         sentences = [opening, *middle[: self.rng.randint(3, len(middle))]]

@@ -15,10 +15,12 @@ def add_arguments(parser) -> None:
 
 def run_train(args) -> int:
     from ..corpus_manifest import CorpusManifest, iter_texts
-    from ..tokenizer import sample_texts, train_bpe
+    from ..tokenizer import load_tokenizer_json, sample_texts, train_bpe
 
     manifest = CorpusManifest.read(args.corpus)
-    texts = sample_texts(iter_texts(args.corpus, manifest, "train"), args.sample_chars)
+    # At most --sample-chars characters (10 MB by default): small enough to hold at once.
+    texts = list(sample_texts(iter_texts(args.corpus, manifest, "train"), args.sample_chars))
     path = train_bpe(texts, args.vocab_size, args.out)
-    print(f"wrote {path} ({args.vocab_size:,} entries, trained on the first {args.sample_chars:,} characters of train)")
+    vocab_size = load_tokenizer_json(path).get_vocab_size(with_added_tokens=True)
+    print(f"wrote {path} ({vocab_size:,} entries, trained on the first {sum(map(len, texts)):,} characters of train)")
     return 0
