@@ -73,9 +73,14 @@ def canonical_json(obj) -> str:
     return json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def write_json_atomic(path: str | os.PathLike, obj) -> None:
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write UTF-8 ``text`` to ``path`` under a temporary name, fsync, rename."""
     with atomic_open(path, "w") as file:
-        file.write(canonical_json(obj))
+        file.write(text)
+
+
+def write_json_atomic(path: str | os.PathLike, obj) -> None:
+    write_text_atomic(path, canonical_json(obj))
 
 
 def sha256_file(path: str | os.PathLike) -> str:

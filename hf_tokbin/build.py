@@ -36,7 +36,13 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__, llmc, llmc_llama3, megatron
-from ._io import TMP_SUFFIX, atomic_open, canonical_json, sha256_file, write_json_atomic
+from ._io import (
+    TMP_SUFFIX,
+    canonical_json,
+    sha256_file,
+    write_json_atomic,
+    write_text_atomic,
+)
 from .corpus_manifest import MANIFEST_NAME as CORPUS_MANIFEST_NAME
 from .corpus_manifest import SPLIT_RULE_TEXT, CorpusManifest, CorpusShard
 from .encoder import FAST_MODES
@@ -555,8 +561,7 @@ def _write_card(out: Path) -> None:
     """The dataset card README.md, from dataset_card/ via the card module."""
     from .card import render_release_card
 
-    with atomic_open(out / CARD_NAME, "w") as file:
-        file.write(render_release_card(out))
+    write_text_atomic(out / CARD_NAME, render_release_card(out))
 
 
 def _list_release_files(out: Path, known: dict[str, FileEntry]) -> list[FileEntry]:

@@ -113,6 +113,7 @@ Targets and rules
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -249,6 +250,21 @@ def _raw_header(file: Path) -> np.ndarray | None:
     return np.frombuffer(raw, "<i4") if len(raw) == llmc.HEADER_BYTES else None
 
 
+def _readable_files(files: list[Path], magic: int, version: int, where: str, hint: str, opener, findings: list[Finding]):
+    """Yield (file, tokens) for each file with the loader's magic and version that our reader accepts.
+
+    The others become error findings: the loader would refuse them too.
+    """
+    for file in files:
+        problem = _magic_version(file, magic, version, where, hint)
+        if problem:
+            findings.append(problem)
+            continue
+        tokens = _open(file, opener, findings)
+        if tokens is not None:
+            yield file, tokens
+
+
 def _magic_version(file: Path, magic: int, version: int, where: str, hint: str) -> Finding | None:
     header = _raw_header(file)
     got = "a file shorter than the 1024-byte header" if header is None else f"magic {int(header[0])} version {int(header[1])}"
@@ -286,14 +302,8 @@ def check_llmc(path: Path, s: LoaderSettings) -> list[Finding]:
     inputs = _llmc_inputs(path)
     for split, files in inputs.splits:
         findings += _file_order(files, "llm.c's glob") if files else []
-        for file in files:
-            problem = _magic_version(file, llmc.MAGIC, llmc.VERSION_UINT16, "llm.c's dataloader_load_shard_ (and train_gpt2.py _peek_data_shard)", "uint16 ids only: a vocabulary <= 65,536")
-            if problem:
-                findings.append(problem)
-                continue
-            tokens = _open(file, lambda f: llmc.open_tokens(f, check_ids=True), findings)
-            if tokens is None:
-                continue
+        where = "llm.c's dataloader_load_shard_ (and train_gpt2.py _peek_data_shard)"
+        for file, tokens in _readable_files(files, llmc.MAGIC, llmc.VERSION_UINT16, where, "uint16 ids only: a vocabulary <= 65,536", llmc.open_tokens, findings):
             if tokens.size == 0:
                 findings.append(Finding(ERROR, str(file), "empty-file", "dataloader_load_shard_ asserts ntok > 0"))
                 continue
@@ -339,14 +349,7 @@ def check_modded_nanogpt(path: Path, s: LoaderSettings) -> list[Finding]:
                 Finding(ERROR, str(files[0]), "single-file", "distributed_data_generator preloads the next shard with next(file_iter) after the first: one train file raises StopIteration inside the generator")
             )
         findings += _file_order(files, "sorted(glob.glob(...))") if files else []
-        for file in files:
-            problem = _magic_version(file, llmc.MAGIC, llmc.VERSION_UINT16, "modded-nanogpt's _load_data_shard", "uint16 ids only")
-            if problem:
-                findings.append(problem)
-                continue
-            tokens = _open(file, lambda f: llmc.open_tokens(f, check_ids=True), findings)
-            if tokens is None:
-                continue
+        for file, tokens in _readable_files(files, llmc.MAGIC, llmc.VERSION_UINT16, "modded-nanogpt's _load_data_shard", "uint16 ids only", llmc.open_tokens, findings):
             vocab = int(_raw_header(file)[3]) or (manifest.vocab_size if manifest else 0)
             if vocab > GPT2_VOCAB:
                 findings.append(Finding(ERROR, str(file), "vocab", f"the model is GPT(vocab_size={GPT2_VOCAB}); this vocabulary has {vocab:,}"))
@@ -381,14 +384,9 @@ def check_llmc_llama3(path: Path, s: LoaderSettings) -> list[Finding]:
         findings.append(Finding(WARNING, str(inputs.manifest_path), "vocab", f"train_llama3.py's LlamaConfig has vocab_size {LLAMA3_VOCAB:,}; this vocabulary has {vocab:,}"))
     for split, files in inputs.splits:
         findings += _file_order(files, "sorted(glob.glob(...))") if files else []
-        for file in files:
-            problem = _magic_version(file, llmc_llama3.MAGIC, llmc_llama3.VERSION, "train_llama3.py's _peek_data_shard", "build with --llmc-variant llama3")
-            if problem:
-                findings.append(problem)
-                continue
-            tokens = _open(file, lambda f: llmc_llama3.open_tokens(f, vocab), findings)
-            if tokens is not None:
-                findings += _capacity(file, int(tokens.size), s, "train_llama3.py's DistributedShardedDataLoader")
+        opener = functools.partial(llmc_llama3.open_tokens, vocab_size=vocab)
+        for file, tokens in _readable_files(files, llmc_llama3.MAGIC, llmc_llama3.VERSION, "train_llama3.py's _peek_data_shard", "build with --llmc-variant llama3", opener, findings):
+            findings += _capacity(file, int(tokens.size), s, "train_llama3.py's DistributedShardedDataLoader")
     return findings
 
 

@@ -55,7 +55,7 @@ from datasets import DownloadConfig
 from datasets.data_files import DataFilesDict, DataFilesList
 from datasets.download.streaming_download_manager import StreamingDownloadManager
 
-from ._io import atomic_open, fsync_dir, sha256_file
+from ._io import fsync_dir, sha256_file, write_text_atomic
 from .builders.corpus_shards import JSONL_SUFFIXES, PARQUET_SUFFIXES, CorpusShards
 from .builders.tinystories import TinyStories
 from .card import load_template, size_category
@@ -418,8 +418,7 @@ class _CorpusFolder:
         manifest = CorpusManifest(name, split_rule, entries, tuple(shards))
         shutil.rmtree(self.cache, ignore_errors=True)
         manifest.write(self.path)
-        with atomic_open(self.path / CARD_NAME, "w") as file:
-            file.write(render_card(manifest))
+        write_text_atomic(self.path / CARD_NAME, render_card(manifest))
         fsync_dir(self.path / DATA_DIR)
         self._check_out()  # again: something may have appeared while we worked
         self._replace_out()

@@ -29,7 +29,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._io import atomic_open, canonical_json, read_json
+from ._io import canonical_json, read_json, write_text_atomic
 from .errors import FormatError
 from .records import FileEntry, check_keys, is_count, require
 
@@ -95,8 +95,7 @@ class CorpusManifest:
 
     def write(self, directory: str | os.PathLike) -> Path:
         path = Path(directory) / MANIFEST_NAME
-        with atomic_open(path, "w") as file:
-            file.write(self.to_json())
+        write_text_atomic(path, self.to_json())
         return path
 
     @classmethod

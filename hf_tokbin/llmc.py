@@ -49,6 +49,7 @@ from ._io import (
     read_json,
     sha256_file,
     tmp_path_for,
+    write_text_atomic,
 )
 from .errors import FormatError
 
@@ -215,8 +216,7 @@ class LlmcWriter:
         self.directory = Path(directory)
         self.split = split
         self.vocab_size = vocab_size
-        self.version = version_for_vocab(vocab_size)
-        self.dtype = VERSIONS[self.version]
+        self.version, self.dtype = self._layout(vocab_size)
         self.doc_sep_id = doc_sep_id
         self.max_tokens = max_tokens
         self.files: list[LlmcFileEntry] = []
@@ -297,6 +297,11 @@ class LlmcWriter:
         """The number of the file being (or next to be) written."""
         return len(self.files) + len(self._hashing)
 
+    def _layout(self, vocab_size: int) -> tuple[int, np.dtype]:
+        """The version and id dtype of the files (a subclass may write another layout)."""
+        version = version_for_vocab(vocab_size)
+        return version, VERSIONS[version]
+
     def _header(self) -> bytes:
         """The 1,024-byte header of the file being finished (a subclass may write another layout)."""
         return encode_header(self._n_tokens, self.vocab_size, self.version)
@@ -355,8 +360,7 @@ class TokensManifest:
 
     def write(self, directory: str | os.PathLike) -> Path:
         path = Path(directory) / MANIFEST_NAME
-        with atomic_open(path, "w") as file:
-            file.write(self.to_json())
+        write_text_atomic(path, self.to_json())
         return path
 
     @classmethod

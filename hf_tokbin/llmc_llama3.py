@@ -116,18 +116,9 @@ def verify_token_file(path: str | os.PathLike, entry: llmc.LlmcFileEntry | None 
 class LlmcLlama3Writer(llmc.LlmcWriter):
     """:class:`~hf_tokbin.llmc.LlmcWriter` writing upstream's Llama 3 layout (magic 20240801, version 7, uint32)."""
 
-    def __init__(
-        self,
-        directory: str | os.PathLike,
-        split: str,
-        vocab_size: int,
-        doc_sep_id: int | None = None,
-        max_tokens: int = llmc.DEFAULT_MAX_TOKENS,
-    ):
-        super().__init__(directory, split, vocab_size, doc_sep_id, max_tokens)
+    def _layout(self, vocab_size: int) -> tuple[int, np.dtype]:
         # Always uint32, whatever the vocabulary: that is what train_llama3.py reads.
-        self.version = VERSION
-        self.dtype = DTYPE
+        return VERSION, DTYPE
 
     def _header(self) -> bytes:
         return encode_header(self._n_tokens)

@@ -32,7 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from ._io import atomic_open, canonical_json, read_json, sha256_file, write_json_atomic
+from ._io import (
+    canonical_json,
+    read_json,
+    sha256_file,
+    write_json_atomic,
+    write_text_atomic,
+)
 from .errors import FormatError, VerificationError
 from .records import FileEntry, check_keys, is_count, require
 
@@ -104,8 +110,7 @@ class Receipt:
     def write(self, root: str | os.PathLike) -> Path:
         path = Path(root) / receipt_path(self.part)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_open(path, "w") as file:
-            file.write(self.to_json())
+        write_text_atomic(path, self.to_json())
         return path
 
     @classmethod
@@ -146,8 +151,7 @@ class Complete:
 
     def write(self, root: str | os.PathLike) -> Path:
         path = Path(root) / COMPLETE_NAME
-        with atomic_open(path, "w") as file:
-            file.write(self.to_json())
+        write_text_atomic(path, self.to_json())
         return path
 
     @classmethod

@@ -1,4 +1,8 @@
-"""Seed 002's encoder: pure-Python byte-level BPE with a chunk cache (the speed baseline).
+"""Seed 002's code: its story reader and its chunk-cache BPE encoder (the baselines).
+
+:func:`stories` is seed 002's TinyStories reader, verbatim: the reference the
+fast reader in :mod:`hf_tokbin.builders.tinystories` must match, and the
+baseline of ``scripts/bench_corpus.py`` and ``scripts/bench_build.py``.
 
 This is the encoder seed 002 measured (2.56 MB/s on TinyStories): split a
 text into chunks with GPT-2's pre-tokenizer, run the BPE merge loop on each
@@ -43,6 +47,26 @@ import unicodedata
 import numpy as np
 
 from .errors import TokenizerError
+
+DELIMITER = "<|endoftext|>"
+
+
+def stories(path: str | os.PathLike):
+    """Seed 002's reader, verbatim: stories split on lines holding only the delimiter."""
+    lines: list[str] = []
+    with open(path, encoding="utf-8", newline="") as file:
+        for line in file:
+            if line.rstrip("\r\n") != DELIMITER:
+                lines.append(line)
+                continue
+            story = "".join(lines).strip("\n")
+            lines = []
+            if story:
+                yield story
+    story = "".join(lines).strip("\n")
+    if story:
+        yield story
+
 
 _WHITESPACE_CONTROLS = "\t\n\x0b\x0c\r\x85"
 _WHITESPACE_CATEGORIES = ("Zs", "Zl", "Zp")

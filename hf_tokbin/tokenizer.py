@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import Iterable
 
-from ._io import atomic_open, canonical_json, sha256_bytes, sha256_file
+from ._io import canonical_json, sha256_bytes, sha256_file, write_text_atomic
 from .errors import TokenizerError
 
 BYTE = "byte"
@@ -195,9 +195,7 @@ def train_bpe(texts: Iterable[str], vocab_size: int, out: str | os.PathLike, spe
     tokenizer.train_from_iterator(texts, trainer=trainer)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    with atomic_open(out / TOKENIZER_FILE, "w") as file:
-        file.write(tokenizer.to_str(pretty=True))
+    write_text_atomic(out / TOKENIZER_FILE, tokenizer.to_str(pretty=True))
     eos_id = tokenizer.token_to_id(special_tokens[0])
-    with atomic_open(out / GENERATION_CONFIG_FILE, "w") as file:
-        file.write(canonical_json({"eos_token_id": eos_id}))
+    write_text_atomic(out / GENERATION_CONFIG_FILE, canonical_json({"eos_token_id": eos_id}))
     return out / TOKENIZER_FILE

@@ -33,29 +33,13 @@ from pathlib import Path
 
 import numpy as np
 
+from hf_tokbin.seed002_encoder import stories
+
 HERE = Path(__file__).resolve().parent
-DELIMITER = "<|endoftext|>"
 BATCH = 512
 
 
 # ---------------------------------------------------------------- seed 002's job (run in its own process)
-
-
-def stories(path: Path):
-    """Seed 002's reader, verbatim."""
-    lines: list[str] = []
-    with path.open(encoding="utf-8", newline="") as file:
-        for line in file:
-            if line.rstrip("\r\n") != DELIMITER:
-                lines.append(line)
-                continue
-            story = "".join(lines).strip("\n")
-            lines = []
-            if story:
-                yield story
-    story = "".join(lines).strip("\n")
-    if story:
-        yield story
 
 
 def batched(iterable, size: int):
@@ -88,7 +72,7 @@ def seed002_job(tokenizer_json: str, out: str, num_proc: int, texts: list[str]) 
     with open(out + ".ids", "wb") as ids_file, open(out + ".lengths", "wb") as lengths_file:
         with multiprocessing.Pool(num_proc, initializer=_init, initargs=(tokenizer_json,)) as pool:
             for path in texts:
-                for ids, lengths in pool.imap(_encode, batched(stories(Path(path)), BATCH), chunksize=4):
+                for ids, lengths in pool.imap(_encode, batched(stories(path), BATCH), chunksize=4):
                     ids.astype(np.uint16).tofile(ids_file)
                     lengths.tofile(lengths_file)
 

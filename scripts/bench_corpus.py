@@ -31,26 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_tinystories_like import write_file  # noqa: E402
 
 from hf_tokbin.builders.tinystories import read_stories  # noqa: E402
+from hf_tokbin.seed002_encoder import stories as seed_stories  # noqa: E402
 
-DELIMITER = "<|endoftext|>"
 CLI = "import sys; from hf_tokbin.cli import main; sys.exit(main())"
-
-
-def seed_stories(path: Path):
-    """Seed 002's reader, verbatim: the baseline."""
-    lines: list[str] = []
-    with path.open(encoding="utf-8", newline="") as file:
-        for line in file:
-            if line.rstrip("\r\n") != DELIMITER:
-                lines.append(line)
-                continue
-            story = "".join(lines).strip("\n")
-            lines = []
-            if story:
-                yield story
-    story = "".join(lines).strip("\n")
-    if story:
-        yield story
 
 
 def time_reader(reader, path: Path, repeat: int) -> tuple[float, int, int]:

@@ -26,14 +26,13 @@ from pathlib import Path
 
 import pytest
 from ray_cluster import run_in_ray_namespace
+from release_fixtures import stories, write_corpus
 
 from hf_tokbin.cli import main
 from hf_tokbin.engine_ray import check_reachable
 from hf_tokbin.errors import BuildError
 from hf_tokbin.release import part_name
 from hf_tokbin.tokenizer import train_bpe
-
-from release_fixtures import stories, write_corpus
 
 # Shards large enough that a part takes a moment to encode (the worker kill
 # must land mid-part), small enough that the whole file runs in about a minute.

@@ -15,26 +15,10 @@ from hypothesis import strategies as st
 from hf_tokbin.builders import CorpusShards, TinyStories, read_stories, sha256_split
 from hf_tokbin.builders.tinystories import read_story_batches
 from hf_tokbin.errors import CorpusInputError
+from hf_tokbin.seed002_encoder import DELIMITER
+from hf_tokbin.seed002_encoder import stories as seed_stories
 
 DATA = Path(__file__).parent / "data"
-DELIMITER = "<|endoftext|>"
-
-
-def seed_stories(path: Path):
-    """Seed 002's reader, verbatim: the reference the builder must match."""
-    lines: list[str] = []
-    with path.open(encoding="utf-8", newline="") as file:
-        for line in file:
-            if line.rstrip("\r\n") != DELIMITER:
-                lines.append(line)
-                continue
-            story = "".join(lines).strip("\n")
-            lines = []
-            if story:
-                yield story
-    story = "".join(lines).strip("\n")
-    if story:
-        yield story
 
 
 # Seed 002's edge cases, with the stories a reader must return written out by hand.
