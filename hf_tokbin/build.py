@@ -586,12 +586,18 @@ def build(plan: BuildPlan, engine: str = "local", ray_address: str | None = None
 
     started = time.perf_counter()
     out = Path(plan.out)
+    if engine not in ("local", "ray"):
+        raise BuildError(None, "engine must be local or ray", got=engine)
     if (out / COMPLETE_NAME).exists():
         start_release(plan)  # same build? (raises if not)
         receipts = [Receipt.read(out / receipt_path(part_name(i))) for i in range(len(plan.corpus.shards))]
         counts = _split_totals(plan, receipts)
         complete = Complete.read(out)
         return _summary(plan, counts, len(complete.files) + 1, started, 0, len(receipts))
+    if engine == "ray":
+        from .engine_ray import check_reachable
+
+        check_reachable(ray_address)  # before the first byte is written
     start_release(plan)
     plan = prepare_encoder(plan)
     indices = list(range(len(plan.corpus.shards)))
@@ -599,14 +605,12 @@ def build(plan: BuildPlan, engine: str = "local", ray_address: str | None = None
         results = []
         for i in tqdm(indices, desc="parts", unit="part", disable=not progress or len(indices) < 2):
             results.append(build_part(plan, i, progress))
-    elif engine == "ray":
+    else:
         from .engine_ray import run_parts
 
         # One process per task (Ray spreads the tasks); per-part bars would only be noise from every worker.
         task = functools.partial(build_part, progress=False)
         results = run_parts(task, dataclasses.replace(plan, num_proc=1), indices, address=ray_address, progress=progress)
-    else:
-        raise BuildError(None, "engine must be local or ray", got=engine)
     receipts = [r for r, _ in results]
     built = sum(1 for _, b in results if b)
     counts, n_files = finish_build(plan, receipts)
