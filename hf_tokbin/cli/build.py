@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..build import DEFAULT_BATCH_SIZE
 from ..llmc import DEFAULT_MAX_TOKENS
 
 
@@ -16,7 +17,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--format", default="llmc,megatron", help="comma-separated: llmc, megatron (default both)")
     parser.add_argument("--out", required=True, help="release folder")
     parser.add_argument("--num-proc", type=int, default=1, help="processes for Dataset.map (default 1)")
-    parser.add_argument("--batch-size", type=int, default=1000, help="documents per Dataset.map batch")
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help=f"documents per Dataset.map batch (default {DEFAULT_BATCH_SIZE:,})")
     parser.add_argument("--max-tokens-per-file", type=int, default=DEFAULT_MAX_TOKENS, help="llm.c roll-over limit")
     parser.add_argument("--llmc-variant", choices=("seed000", "llama3"), default="seed000", help="llm.c layout: seed000 (magic 20240520, default) or llama3 (upstream's magic 20240801, version 7, uint32)")
     parser.add_argument("--fast", choices=("auto", "never", "require"), default="auto", help="use a faster encoder (gigatoken) where it gives tokenizers' ids on a corpus sample (default auto)")
