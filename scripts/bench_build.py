@@ -149,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-proc", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2, help="runs of each job, alternating; the best counts")
     parser.add_argument("--vocab-size", type=int, default=8192)
+    parser.add_argument("--shard-mb", type=float, default=None, help="corpus shard size in MB of text (default: hf-tokbin's); fix it to compare memory across corpus sizes")
     parser.add_argument("--work", type=Path, default=Path("bench-build"), help="folder for inputs and outputs")
     parser.add_argument("--seed002-job", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -161,10 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     text_mb = (train.stat().st_size + valid.stat().st_size) / 1e6
     hf_tokbin = [sys.executable, "-m", "hf_tokbin"]
     corpus, release, baseline = args.work / "corpus", args.work / "release", args.work / "seed002"
+    shard_option = ["--shard-bytes", str(int(args.shard_mb * 1e6))] if args.shard_mb else []
     jobs = {
         "seed 002 encoder": [[sys.executable, __file__, "--num-proc", str(args.num_proc), "--seed002-job", str(tokenizer / "tokenizer.json"), str(baseline), str(train), str(valid)]],
         "hf_tokbin corpus + build": [
-            [*hf_tokbin, "corpus", "tinystories", str(train), str(valid), "--out", str(corpus)],
+            [*hf_tokbin, "corpus", "tinystories", str(train), str(valid), "--out", str(corpus), *shard_option],
             [*hf_tokbin, "build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--format", "llmc,megatron", "--num-proc", str(args.num_proc), "--out", str(release), "--quiet"],
         ],
     }
