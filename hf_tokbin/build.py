@@ -3,9 +3,10 @@
 A build is a set of independent per-input-shard tasks plus a cheap,
 sequential finish:
 
-1. :func:`plan_build` reads the corpus manifest and the tokenizer, checks every
-   option (a format that needs a separator and has none fails here, before any
-   work), and writes ``run_config.json``. A re-run must pin the same inputs.
+1. :func:`plan_build` reads the corpus manifest and the tokenizer and checks
+   every option (a format that needs a separator and has none fails here,
+   before any work); :func:`start_release` writes ``run_config.json``, and a
+   re-run must pin the same inputs.
 2. :func:`build_part` encodes one corpus shard once, with
    ``Dataset.map(batched=True, num_proc=N)``, and writes from the same ids its
    Megatron pair (EOD appended to every document) and its llm.c staging pair
@@ -109,6 +110,9 @@ class BuildPlan:
             "dataset": self.corpus.name,
             "version": self.release_version,
             "corpus": {
+                "name": self.corpus.name,
+                "license": self.corpus.license,
+                "language": list(self.corpus.language),
                 "source": self.corpus_source,
                 "revision": self.corpus_revision,
                 "manifest_sha256": self.corpus_manifest_sha256,

@@ -111,6 +111,8 @@ def write_tinystories_corpus(
     out: str | os.PathLike,
     *,
     name: str = "tinystories",
+    license: str = "cdla-sharing-1.0",
+    language: Sequence[str] = ("en",),
     shard_rows: int | None = None,
     shard_bytes: int | None = None,
     overwrite: bool = False,
@@ -119,7 +121,8 @@ def write_tinystories_corpus(
     """Write the stories of TinyStories text files (seed 002's rules) as a corpus folder.
 
     ``train`` gives the train split, ``valid`` (optional) the validation
-    split. An input without a single story is an error.
+    split. An input without a single story is an error. ``license`` and
+    ``language`` default to TinyStories' (CDLA-Sharing-1.0, English).
     """
     files = {"train": Path(train)}
     if valid is not None:
@@ -135,7 +138,8 @@ def write_tinystories_corpus(
         for split in files:
             for table in _stream_tables(builder, split):
                 writer.write_split(split, table.column("text"))
-        return folder.finish(name, "files", sources, writer.close())
+        shards = tuple(writer.close())
+        return folder.finish(CorpusManifest(name, "files", _source_entries(sources), shards, license, tuple(language)), sources)
 
 
 def import_corpus(
@@ -146,6 +150,8 @@ def import_corpus(
     text_column: str = "text",
     split_column: str | None = None,
     split_rule: str | None = None,
+    license: str = "unknown",
+    language: Sequence[str] = (),
     shard_rows: int | None = None,
     shard_bytes: int | None = None,
     overwrite: bool = False,
@@ -174,7 +180,8 @@ def import_corpus(
         writer = _CorpusWriter(folder.path, limit)
         for table in _stream_tables(builder, "input"):
             writer.write_rows(table.column("text"), table.column("split"))
-        return folder.finish(name, rule, sources, writer.close())
+        shards = tuple(writer.close())
+        return folder.finish(CorpusManifest(name, rule, _source_entries(sources), shards, license, tuple(language)), sources)
 
 
 def list_input_files(paths: Sequence[str | os.PathLike]) -> list[tuple[Path, str]]:
@@ -208,6 +215,11 @@ def list_input_files(paths: Sequence[str | os.PathLike]) -> list[tuple[Path, str
     return found
 
 
+def _source_entries(sources: list[tuple[Path, str]]) -> tuple[FileEntry, ...]:
+    """The inputs as the manifest names them: base name, size, SHA-256."""
+    return tuple(FileEntry(source, path.stat().st_size, sha256_file(path)) for path, source in sources)
+
+
 def render_card(manifest: CorpusManifest) -> str:
     """The dataset card ``README.md`` of a corpus folder, from ``dataset_card/corpus_card.md``."""
     template = load_template(CARD_TEMPLATE)
@@ -227,6 +239,8 @@ def render_card(manifest: CorpusManifest) -> str:
         splits_table=splits.rstrip("\n"),
         sources_table=sources.rstrip("\n"),
         shard_count=len(manifest.shards),
+        license=manifest.license,
+        language="".join(f"\n- {code}" for code in manifest.language) if manifest.language else " []",
         size_category=size_category(sum(s.rows for s in manifest.shards)),
     )
 
@@ -410,12 +424,10 @@ class _CorpusFolder:
         if self.path.exists():
             shutil.rmtree(self.path, ignore_errors=True)
 
-    def finish(self, name: str, split_rule: str, sources: list[tuple[Path, str]], shards: list[CorpusShard]) -> CorpusManifest:
+    def finish(self, manifest: CorpusManifest, sources: list[tuple[Path, str]]) -> CorpusManifest:
         """Write the manifest and card, then move the folder to ``out``."""
-        if not shards:
+        if not manifest.shards:
             raise CorpusInputError(", ".join(os.fspath(path) for path, _ in sources), "no documents in the input", expected="at least one document", got=0)
-        entries = tuple(FileEntry(source, path.stat().st_size, sha256_file(path)) for path, source in sources)
-        manifest = CorpusManifest(name, split_rule, entries, tuple(shards))
         shutil.rmtree(self.cache, ignore_errors=True)
         manifest.write(self.path)
         write_text_atomic(self.path / CARD_NAME, render_card(manifest))

@@ -15,11 +15,14 @@ input shards of a build: shard i becomes ``part-{i:06d}`` of the release.
 
     {"name": "tinystories", "format": "hf_tokbin.corpus/1",
      "split_rule": "files" | "column" | "sha256" | "all-train",
+     "license": "cdla-sharing-1.0", "language": ["en"],
      "sources": [{"path": "TinyStoriesV2-GPT4-train.txt", "size": N, "sha256": "<hex>"}],
      "shards": [{"path": "data/train-00000.parquet", "split": "train", "rows": N,
                  "size": N, "sha256": "<hex>"}]}
 
-``sources`` names the raw inputs by base name only (no absolute paths, so the
+``license`` (a Hub license id, ``unknown`` when not given) and ``language``
+(ISO codes) are carried into the dataset cards of the corpus and of every
+release built from it. ``sources`` names the raw inputs by base name only (no absolute paths, so the
 manifest is reproducible on another machine).
 """
 
@@ -72,8 +75,12 @@ class CorpusManifest:
     split_rule: str
     sources: tuple[FileEntry, ...]
     shards: tuple[CorpusShard, ...]
+    license: str = "unknown"
+    language: tuple[str, ...] = ()
 
     def __post_init__(self):
+        require(isinstance(self.license, str) and self.license and " " not in self.license, None, "license must be a Hub license id such as apache-2.0", self.license)
+        require(isinstance(self.language, tuple) and all(isinstance(x, str) and x.isalnum() for x in self.language), None, "language must be a list of ISO codes such as en", self.language)
         require(isinstance(self.name, str) and self.name and "/" not in self.name, None, "corpus name must be a non-empty string without '/'", self.name)
         require(self.split_rule in SPLIT_RULES, None, f"split_rule must be one of {SPLIT_RULES}", self.split_rule)
         paths = [s.path for s in self.shards]
@@ -88,6 +95,8 @@ class CorpusManifest:
                 "name": self.name,
                 "format": FORMAT,
                 "split_rule": self.split_rule,
+                "license": self.license,
+                "language": list(self.language),
                 "sources": [s.to_dict() for s in self.sources],
                 "shards": [s.to_dict() for s in self.shards],
             }
@@ -104,7 +113,7 @@ class CorpusManifest:
         if path.is_dir():
             path = path / MANIFEST_NAME
         obj = read_json(path, FormatError)
-        check_keys(obj, ["name", "format", "split_rule", "sources", "shards"], path, "corpus manifest")
+        check_keys(obj, ["name", "format", "split_rule", "license", "language", "sources", "shards"], path, "corpus manifest")
         if obj["format"] != FORMAT:
             raise FormatError(path, "unknown corpus manifest format", expected=FORMAT, got=obj["format"])
         try:
@@ -113,7 +122,8 @@ class CorpusManifest:
             for i, s in enumerate(obj["shards"]):
                 check_keys(s, ["path", "split", "rows", "size", "sha256"], path, f"shards[{i}]")
                 shards.append(CorpusShard(**s))
-            return cls(obj["name"], obj["split_rule"], sources, tuple(shards))
+            language = tuple(obj["language"]) if isinstance(obj["language"], list) else obj["language"]
+            return cls(obj["name"], obj["split_rule"], sources, tuple(shards), obj["license"], language)
         except FormatError as e:
             if e.path is not None:
                 raise

@@ -2,9 +2,9 @@
 
 ::
 
-    hf-tokbin corpus tinystories TRAIN.txt [VALID.txt] --out DIR [--name NAME]
+    hf-tokbin corpus tinystories TRAIN.txt [VALID.txt] --out DIR [--name NAME] [--license ID] [--language CODES]
               [--shard-rows N | --shard-bytes N] [--overwrite]
-    hf-tokbin corpus import FILE_OR_DIR... --out DIR [--name NAME] [--text-column text]
+    hf-tokbin corpus import FILE_OR_DIR... --out DIR [--name NAME] [--license ID] [--language CODES] [--text-column text]
               [--split-column split | --split-rule sha256] [--shard-rows N | --shard-bytes N] [--overwrite]
 """
 
@@ -22,6 +22,7 @@ def add_arguments(parser) -> None:
     tinystories.add_argument("train", help="training text file")
     tinystories.add_argument("valid", nargs="?", help="validation text file (optional)")
     tinystories.add_argument("--name", default="tinystories", help="corpus name (default: tinystories)")
+    _add_card_arguments(tinystories, "cdla-sharing-1.0", "en")
     _add_output_arguments(tinystories)
     tinystories.set_defaults(run=run_tinystories)
 
@@ -32,8 +33,18 @@ def add_arguments(parser) -> None:
     split = imports.add_mutually_exclusive_group()
     split.add_argument("--split-column", help="column giving each row's split: train, validation or val")
     split.add_argument("--split-rule", choices=["sha256"], help="validation by SHA-256 of the text (first 8 bytes big-endian mod 1000 == 0)")
+    _add_card_arguments(imports, "unknown", "")
     _add_output_arguments(imports)
     imports.set_defaults(run=run_import)
+
+
+def _add_card_arguments(parser, license: str, language: str) -> None:
+    parser.add_argument("--license", default=license, help=f"Hub license id for the dataset cards (default: {license})")
+    parser.add_argument("--language", default=language, help=f"comma-separated ISO codes for the dataset cards (default: {language or 'none'})")
+
+
+def _languages(text: str) -> tuple[str, ...]:
+    return tuple(code.strip() for code in text.split(",") if code.strip())
 
 
 def _add_output_arguments(parser) -> None:
@@ -59,7 +70,7 @@ def run_tinystories(args) -> int:
 
     started = time.perf_counter()
     manifest = write_tinystories_corpus(
-        args.train, args.valid, args.out, name=args.name, shard_rows=args.shard_rows, shard_bytes=args.shard_bytes, overwrite=args.overwrite, progress=True
+        args.train, args.valid, args.out, name=args.name, license=args.license, language=_languages(args.language), shard_rows=args.shard_rows, shard_bytes=args.shard_bytes, overwrite=args.overwrite, progress=True
     )
     _print_summary(manifest, args.out, time.perf_counter() - started, "stories")
     return 0
@@ -76,6 +87,8 @@ def run_import(args) -> int:
         text_column=args.text_column,
         split_column=args.split_column,
         split_rule=args.split_rule,
+        license=args.license,
+        language=_languages(args.language),
         shard_rows=args.shard_rows,
         shard_bytes=args.shard_bytes,
         overwrite=args.overwrite,
