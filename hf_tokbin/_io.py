@@ -26,18 +26,21 @@ def tmp_path_for(path: str | os.PathLike) -> Path:
     return path.with_name(f".{path.name}{TMP_SUFFIX}")
 
 
-def fsync_dir(path: str | os.PathLike) -> None:
-    """Make a rename inside ``path`` durable (no-op where directories cannot be opened)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
+def fsync_path(path: str | os.PathLike) -> None:
+    """Flush a file (or folder) written by someone else, e.g. a library's writer, to disk; errors propagate."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
-    except OSError:
-        pass
     finally:
         os.close(fd)
+
+
+def fsync_dir(path: str | os.PathLike) -> None:
+    """Make a rename inside ``path`` durable (no-op where directories cannot be opened or synced)."""
+    try:
+        fsync_path(path)
+    except OSError:
+        pass
 
 
 def commit_file(tmp: str | os.PathLike, final: str | os.PathLike) -> None:

@@ -52,6 +52,7 @@ from .records import FileEntry
 from .release import (
     CARD_NAME,
     COMPLETE_NAME,
+    FORMATS,
     LLMC_SPLIT,
     RUN_CONFIG_NAME,
     SPLITS,
@@ -60,18 +61,19 @@ from .release import (
     Complete,
     Receipt,
     SplitCounts,
+    list_release_paths,
     pair_path,
     part_name,
     receipt_path,
+    split_totals,
+    stats_record,
 )
 from .tokenizer import TokenizerInfo
 
-FORMATS = ("llmc", "megatron")
 LLMC_WRITERS = {"seed000": llmc.LlmcWriter, "llama3": llmc_llama3.LlmcLlama3Writer}
 WORK_DIR = ".work"
 DEFAULT_BATCH_SIZE = 10_000  # documents per Dataset.map batch: larger batches amortize per-call costs (scripts/bench_build.py)
 RUN_CONFIG_FORMAT = "hf_tokbin.run_config/1"
-STATS_FORMAT = "hf_tokbin.stats/1"
 
 
 @dataclass(frozen=True)
@@ -194,6 +196,16 @@ def plan_build(
         raise BuildError(out, "llm.c variant must be seed000 or llama3", got=llmc_variant)
     if num_proc < 1 or batch_size < 1:
         raise BuildError(out, "num_proc and batch_size must be at least 1", got=(num_proc, batch_size))
+    if not 0 < max_tokens_per_file <= llmc.MAX_TOKENS_PER_FILE:
+        raise BuildError(out, "--max-tokens-per-file out of range", expected=f"1..{llmc.MAX_TOKENS_PER_FILE}", got=max_tokens_per_file)
+    tokenizer_id = tokenizer.tokenizer_id
+    if not tokenizer_id or "/" in tokenizer_id or "\\" in tokenizer_id or tokenizer_id.startswith("."):
+        raise BuildError(
+            tokenizer.path or tokenizer.source,
+            "--tokenizer-id names the folder tokens/<tokenizer_id>/",
+            expected="one folder name: not empty, no '/' or '\\', not starting with '.'",
+            got=repr(tokenizer_id),
+        )
     llmc.version_for_vocab(tokenizer.vocab_size)
     if "megatron" in formats:
         megatron.dtype_code_for_vocab(tokenizer.vocab_size)
@@ -272,19 +284,23 @@ def build_part(plan: BuildPlan, index: int, progress: bool = True) -> tuple[Rece
         writers.append(megatron.MegatronWriter(staging_path(plan, part), plan.tokenizer.vocab_size, None))
     documents = text_tokens = text_bytes = 0
     try:
-        for flat, lengths, n_bytes in encode_shard(plan, shard_path, part, progress):
+        for flat, lengths, n_bytes in encode_shard(plan, index, progress):
+            if "llmc" in plan.formats:
+                _check_fits_llmc_file(plan, shard_path, lengths, documents)
             for writer in writers:
                 writer.add_documents(flat, lengths)
             documents += int(lengths.size)
             text_tokens += int(flat.size)
             text_bytes += n_bytes
+        # Before close() renames anything: a part that lost documents leaves no file under a final name.
+        if documents != shard.rows:
+            raise BuildError(shard_path, "documents out must equal rows in (nothing lost)", expected=shard.rows, got=documents)
         pairs = [writer.close() for writer in writers]
     except BaseException:
         for writer in writers:
             writer.abort()
         raise
-    if documents != shard.rows:
-        raise BuildError(shard_path, "documents out must equal rows in (nothing lost)", expected=shard.rows, got=documents)
+    _check_conserved_on_disk(writers, pairs, text_tokens, documents)
     files = []
     if "megatron" in plan.formats:
         pair = pairs[0]
@@ -292,13 +308,10 @@ def build_part(plan: BuildPlan, index: int, progress: bool = True) -> tuple[Rece
             pair.bin_path.unlink()
             pair.idx_path.unlink()
         else:
-            _check_conserved(pair.bin_path, pair.n_tokens, text_tokens + documents)
             files = [
                 FileEntry(pair_path(split, part, "bin"), pair.bin_size, pair.bin_sha256),
                 FileEntry(pair_path(split, part, "idx"), pair.idx_size, pair.idx_sha256),
             ]
-    if "llmc" in plan.formats:
-        _check_conserved(pairs[-1].bin_path, pairs[-1].n_tokens, text_tokens)
     eod_tokens = documents if "megatron" in plan.formats else 0
     receipt = Receipt(
         part=part,
@@ -317,9 +330,35 @@ def _check_shard(shard: CorpusShard, path: Path) -> None:
         raise BuildError(path, "corpus shard differs from its _MANIFEST.json entry (size or SHA-256)", expected=shard.sha256, got=f"{size} bytes")
 
 
-def _check_conserved(path, got: int, expected: int) -> None:
-    if got != expected:
-        raise BuildError(path, "tokens written must equal tokens encoded (token conservation)", expected=expected, got=got)
+def _check_fits_llmc_file(plan: BuildPlan, shard_path: Path, lengths: np.ndarray, first_document: int) -> None:
+    """A document that no llm.c file can hold (with its separator) fails its part now, not the finish."""
+    sep = 0 if plan.tokenizer.doc_sep_id is None else 1
+    if not lengths.size or int(lengths.max()) + sep <= plan.max_tokens_per_file:
+        return
+    i = int(np.argmax(lengths + sep > plan.max_tokens_per_file))
+    raise BuildError(
+        shard_path,
+        f"document {first_document + i} of this shard is longer than one llm.c file may hold",
+        expected=f"<= {plan.max_tokens_per_file} tokens with its separator",
+        got=int(lengths[i]) + sep,
+        hint="files hold whole documents; raise --max-tokens-per-file",
+    )
+
+
+def _check_conserved_on_disk(writers: list[megatron.MegatronWriter], pairs: list[megatron.PairFiles], text_tokens: int, documents: int) -> None:
+    """Each ``.bin`` on disk must hold the tokens encoded, plus one EOD per document where the writer appends it.
+
+    The sizes are the files' own (not the writers' counters), so a short write
+    is caught; on failure the pairs are removed, leaving no file under a final name.
+    """
+    for writer, pair in zip(writers, pairs):
+        expected = text_tokens + (documents if writer.eod_id is not None else 0)
+        on_disk = pair.bin_size // writer.dtype.itemsize
+        if on_disk != expected:
+            for written in pairs:
+                written.bin_path.unlink(missing_ok=True)
+                written.idx_path.unlink(missing_ok=True)
+            raise BuildError(pair.bin_path, "tokens on disk must equal tokens encoded (token conservation)", expected=expected, got=on_disk)
 
 
 def finished_receipt(plan: BuildPlan, index: int) -> Receipt | None:
@@ -418,13 +457,16 @@ def datasets_progress(enabled: bool):
         (datasets.enable_progress_bars if before else datasets.disable_progress_bars)()
 
 
-def encode_shard(plan: BuildPlan, shard_path: Path, part: str, progress: bool = True):
-    """Yield (flat ids, lengths, text bytes) for the shard's documents in order, encoded once with Dataset.map."""
+def encode_shard(plan: BuildPlan, index: int, progress: bool = True):
+    """Yield (flat ids, lengths, text bytes) for the documents of input shard ``index`` in order, encoded once with Dataset.map."""
     import datasets
     import pyarrow.compute as pc
 
-    if plan.corpus.shards[int(part[5:])].rows == 0:
+    shard = plan.corpus.shards[index]
+    if shard.rows == 0:
         return  # datasets cannot read an empty Parquet file (batch size 0); nothing to encode
+    shard_path = Path(plan.corpus_root) / shard.path
+    part = part_name(index)
     work = Path(plan.out) / WORK_DIR / "datasets" / part
     if work.exists():
         shutil.rmtree(work)  # leftovers of a killed run: this part starts over
@@ -432,7 +474,7 @@ def encode_shard(plan: BuildPlan, shard_path: Path, part: str, progress: bool = 
     try:
         with datasets_progress(False):  # converting the shard is quick; the encoding bar is the one to watch
             texts = datasets.Dataset.from_parquet(os.fspath(shard_path), columns=["text"], cache_dir=os.fspath(work / "cache"))
-        fingerprint = hashlib.sha256(f"{plan.corpus.shards[int(part[5:])].sha256}:{plan.tokenizer.sha256}".encode()).hexdigest()[:32]
+        fingerprint = hashlib.sha256(f"{shard.sha256}:{plan.tokenizer.sha256}".encode()).hexdigest()[:32]
         with datasets_progress(progress):
             encoded = texts.with_format("arrow").map(
                 EncodeBatch(plan.encoder, plan.tokenizer.vocab_size),
@@ -445,13 +487,13 @@ def encode_shard(plan: BuildPlan, shard_path: Path, part: str, progress: bool = 
                 new_fingerprint=fingerprint,
                 desc=f"encoding {part}",
             )
-        text_lengths = texts.data.column("text")
+        text_column = texts.data.column("text")
         first = 0
         for batch in encoded.data.to_batches():
             ids = batch.column(0)
             offsets = ids.offsets.to_numpy()
             flat = ids.values.to_numpy()[offsets[0] : offsets[-1]]
-            n_bytes = pc.sum(pc.binary_length(text_lengths.slice(first, len(ids)))).as_py() or 0
+            n_bytes = pc.sum(pc.binary_length(text_column.slice(first, len(ids)))).as_py() or 0
             first += len(ids)
             yield flat, np.diff(offsets), n_bytes
         del encoded, texts
@@ -470,7 +512,7 @@ def finish_build(plan: BuildPlan, receipts: list[Receipt]) -> tuple[dict[str, Sp
     known = {f.path: f for r in receipts for f in r.files}
     if "llmc" in plan.formats:
         known.update((f.path, f) for f in _write_llmc(plan, counts))
-    write_json_atomic(out / STATS_NAME, stats_record(plan, receipts, counts))
+    write_json_atomic(out / STATS_NAME, stats_record(plan.corpus.name, plan.tokenizer.tokenizer_id, receipts))
     _write_card(out)
     complete = Complete(tuple(_list_release_files(out, known)))
     complete.write(out)
@@ -479,20 +521,12 @@ def finish_build(plan: BuildPlan, receipts: list[Receipt]) -> tuple[dict[str, Sp
 
 
 def _split_totals(plan: BuildPlan, receipts: list[Receipt]) -> dict[str, SplitCounts]:
-    totals = {}
+    """The receipts' counts per split, checked against the corpus rows (nothing lost)."""
+    totals = split_totals(receipts)
     for split in SPLITS:
-        parts = [r.splits[split] for r in receipts if split in r.splits]
-        if not parts:
-            continue
-        totals[split] = SplitCounts(
-            sum(c.documents for c in parts),
-            sum(c.text_tokens for c in parts),
-            sum(c.eod_tokens for c in parts),
-            sum(c.text_bytes for c in parts),
-        )
-        rows = plan.corpus.rows(split)
-        if totals[split].documents != rows:
-            raise BuildError(plan.out, f"{split}: documents out must equal corpus rows (nothing lost)", expected=rows, got=totals[split].documents)
+        rows, documents = plan.corpus.rows(split), totals[split].documents if split in totals else 0
+        if documents != rows:
+            raise BuildError(plan.out, f"{split}: documents out must equal corpus rows (nothing lost)", expected=rows, got=documents)
     return totals
 
 
@@ -547,20 +581,6 @@ def _feed_staging(writer: llmc.LlmcWriter, staging: megatron.MegatronPair) -> No
         writer.add_documents(staging.tokens[begin:end], chunk)
 
 
-def stats_record(plan: BuildPlan, receipts: list[Receipt], counts: dict[str, SplitCounts]) -> dict:
-    def entry(c: SplitCounts) -> dict:
-        return {**c.to_dict(), "total_tokens": c.total_tokens}
-
-    return {
-        "format": STATS_FORMAT,
-        "dataset": plan.corpus.name,
-        "tokenizer_id": plan.tokenizer.tokenizer_id,
-        "splits": {split: entry(c) for split, c in counts.items()},
-        "sources": {plan.corpus.name: {split: entry(c) for split, c in counts.items()}},
-        "parts": {r.part: {split: entry(c) for split, c in r.splits.items()} for r in receipts},
-    }
-
-
 def _write_card(out: Path) -> None:
     """The dataset card README.md, from dataset_card/ via the card module."""
     from .card import render_release_card
@@ -571,14 +591,11 @@ def _write_card(out: Path) -> None:
 def _list_release_files(out: Path, known: dict[str, FileEntry]) -> list[FileEntry]:
     """Every file of the release but COMPLETE.json; ``known`` digests are reused when the size agrees."""
     entries = []
-    for path in sorted(out.rglob("*")):
-        rel = path.relative_to(out).as_posix()
-        if not path.is_file() or rel == COMPLETE_NAME or rel.split("/")[0] == WORK_DIR or path.name.startswith("."):
-            continue
-        size = path.stat().st_size
+    for rel in list_release_paths(out):
+        size = (out / rel).stat().st_size
         entry = known.get(rel)
-        entries.append(entry if entry is not None and entry.size == size else FileEntry(rel, size, sha256_file(path)))
-    return sorted(entries, key=lambda e: e.path)
+        entries.append(entry if entry is not None and entry.size == size else FileEntry(rel, size, sha256_file(out / rel)))
+    return entries
 
 
 # ---------------------------------------------------------------- the whole job
@@ -593,7 +610,9 @@ def build(plan: BuildPlan, engine: str = "local", ray_address: str | None = None
     if engine not in ("local", "ray"):
         raise BuildError(None, "engine must be local or ray", got=engine)
     if (out / COMPLETE_NAME).exists():
-        start_release(plan)  # same build? (raises if not)
+        start_release(plan)  # same build? (raises if not); removes stale temporaries
+        # A build killed after COMPLETE.json, before its own clean-up, left the scratch folder: verify would reject it.
+        shutil.rmtree(out / WORK_DIR, ignore_errors=True)
         receipts = [Receipt.read(out / receipt_path(part_name(i))) for i in range(len(plan.corpus.shards))]
         counts = _split_totals(plan, receipts)
         complete = Complete.read(out)

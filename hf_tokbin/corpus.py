@@ -6,10 +6,12 @@ Two entry points, mirroring ``hf-tokbin corpus tinystories`` and
     write_tinystories_corpus("train.txt", "valid.txt", "corpus/")   # split_rule "files"
     import_corpus(["shards/"], "corpus/", split_rule="sha256")      # "column", "sha256" or "all-train"
 
-Both read their inputs through the ``datasets`` builders of
-:mod:`hf_tokbin.builders`, streamed (``as_streaming_dataset``: no Arrow cache
-copy of the input, memory flat), and write the folder described in
-:mod:`hf_tokbin.corpus_manifest`::
+Both read their inputs with the ``datasets`` builders of
+:mod:`hf_tokbin.builders`, streamed: :func:`_stream_tables` iterates the
+builder's own split and table generators (what ``as_streaming_dataset``
+iterates, without the ``IterableDataset`` wrapper), so there is no Arrow
+cache copy of the input and memory stays flat. They write the folder
+described in :mod:`hf_tokbin.corpus_manifest`::
 
     DIR/_MANIFEST.json
     DIR/README.md                        dataset card, from dataset_card/corpus_card.md
@@ -28,6 +30,14 @@ the same input, options and pyarrow version give byte-identical shards,
 manifest and card. A split with no documents has no shards and is left out
 of the card's ``configs:``, so ``load_dataset(DIR)`` returns only the splits
 that hold documents.
+
+Inputs. Each input file must be given once: the same file twice (also
+through a symlink, a hard link or a folder that holds it) is an error, not
+a duplicated corpus. Each source is recorded in the manifest under a name
+without the folder it came from (see :func:`list_input_files`); two
+different files that would get the same name (``a/x.jsonl b/x.jsonl``) are
+an error too: give their common parent folder instead, whose files are
+named by their paths inside it.
 
 Atomic. Everything is written into a temporary folder beside ``out``
 (``.NAME.tmp-XXXXXXXX``), fsynced, and renamed to ``out`` at the end; a failed
@@ -55,7 +65,7 @@ from datasets import DownloadConfig
 from datasets.data_files import DataFilesDict, DataFilesList
 from datasets.download.streaming_download_manager import StreamingDownloadManager
 
-from ._io import fsync_dir, sha256_file, write_text_atomic
+from ._io import fsync_dir, fsync_path, sha256_file, write_text_atomic
 from .builders.corpus_shards import JSONL_SUFFIXES, PARQUET_SUFFIXES, CorpusShards
 from .builders.tinystories import TinyStories
 from .card import load_template, size_category
@@ -132,6 +142,7 @@ def write_tinystories_corpus(
     for path in files.values():
         _check_input_file(path)
     sources = [(path, path.name) for path in files.values()]
+    _check_distinct(sources)
     with _CorpusFolder(out, overwrite) as folder:
         builder = TinyStories(cache_dir=folder.cache, data_files=_data_files({split: [path] for split, path in files.items()}), progress=progress)
         writer = _CorpusWriter(folder.path, limit)
@@ -191,7 +202,8 @@ def list_input_files(paths: Sequence[str | os.PathLike]) -> list[tuple[Path, str
     argument's parent folder: ``shards/a.parquet`` for a folder ``in/shards``,
     ``a.jsonl`` for a file ``in/a.jsonl``. In folders, names starting with ``.``
     or ``_`` are skipped (hidden files, ``_MANIFEST.json``, ``_SUCCESS``), so a
-    corpus folder can itself be imported.
+    corpus folder can itself be imported. The same file found twice, or two
+    files with the same source name, is an error (:func:`_check_distinct`).
     """
     if not paths:
         raise CorpusInputError(None, "no input given", expected="JSONL or Parquet files or folders", got="nothing")
@@ -212,7 +224,28 @@ def list_input_files(paths: Sequence[str | os.PathLike]) -> list[tuple[Path, str
             if not given.name.lower().endswith(suffixes):
                 raise CorpusInputError(given, "unknown input file type", expected=" or ".join(suffixes), got=given.suffix or "no suffix")
             found.append((given, given.name))
+    _check_distinct(found)
     return found
+
+
+def _check_distinct(sources: list[tuple[Path, str]]) -> None:
+    """Every input is a different file (``os.path.samefile``'s test: device and inode) with its own source name."""
+    by_file: dict[tuple[int, int], Path] = {}
+    by_name: dict[str, Path] = {}
+    for path, name in sources:
+        stat = path.stat()
+        first = by_file.setdefault((stat.st_dev, stat.st_ino), path)
+        if first is not path:
+            raise CorpusInputError(path, "the same input file is given twice", expected="each input file once", got=f"{first} and {path}")
+        first = by_name.setdefault(name, path)
+        if first is not path:
+            raise CorpusInputError(
+                path,
+                "two input files would have the same source name in the manifest",
+                expected="distinct names",
+                got=f"{name!r} for {first} and {path}",
+                hint="give their common parent folder instead: files in a folder are named by their paths inside it",
+            )
 
 
 def _source_entries(sources: list[tuple[Path, str]]) -> tuple[FileEntry, ...]:
@@ -342,7 +375,7 @@ class _ShardSequence:
         self._writer.close()
         self._writer = None
         path = self.root / self._path
-        _fsync_file(path)
+        fsync_path(path)  # ParquetWriter closes without fsync
         self.shards.append(CorpusShard(self._path, self.split, self._rows, path.stat().st_size, sha256_file(path)))
         self._rows = self._text_bytes = 0
 
@@ -381,14 +414,6 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
-
-
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class _CorpusFolder:

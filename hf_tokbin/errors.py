@@ -19,8 +19,10 @@ def _message(path: str | os.PathLike | None, rule: str, expected=None, got=None,
     if path is not None:
         parts.append(f"{os.fspath(path)}: ")
     parts.append(rule)
-    if expected is not None or got is not None:
+    if expected is not None:
         parts.append(f": expected {expected}, got {got}")
+    elif got is not None:
+        parts.append(f": got {got}")
     if hint:
         parts.append(f" (HINT: {hint})")
     return "".join(parts)

@@ -52,6 +52,7 @@ from ._io import (
     write_text_atomic,
 )
 from .errors import FormatError
+from .records import is_sha256, require
 
 MAGIC = 20240520
 HEADER_INTS = 256
@@ -169,14 +170,25 @@ def write_tokens(path: str | os.PathLike, ids: Sequence[int] | np.ndarray, vocab
         file.write(array.tobytes())
 
 
-def _as_ids(ids, dtype: np.dtype, vocab_size: int, path) -> np.ndarray:
+def checked_ids(ids, vocab_size: int, path) -> np.ndarray:
+    """``ids`` as an array, after checking they are integers in ``0..vocab_size-1``.
+
+    The one id check of every writer (llm.c, Llama 3 and Megatron): no id is
+    cast to the file's dtype before it has been checked, so none wraps around.
+    """
     array = np.asarray(ids)
-    if array.size and array.dtype.kind not in "iu":
+    if not array.size:
+        return array
+    if array.dtype.kind not in "iu":
         raise FormatError(path, "token ids must be integers", got=f"dtype {array.dtype}")
-    if array.size and (array.min() < 0 or array.max() >= vocab_size):
-        bad = int(array.max()) if array.max() >= vocab_size else int(array.min())
-        raise FormatError(path, "token id out of range", expected=f"0 <= id < {vocab_size}", got=bad)
-    return array.astype(dtype, copy=False)
+    low, high = int(array.min()), int(array.max())
+    if low < 0 or high >= vocab_size:
+        raise FormatError(path, "token id out of range", expected=f"0 <= id < {vocab_size}", got=high if high >= vocab_size else low)
+    return array
+
+
+def _as_ids(ids, dtype: np.dtype, vocab_size: int, path) -> np.ndarray:
+    return checked_ids(ids, vocab_size, path).astype(dtype, copy=False)
 
 
 @dataclass(frozen=True)
@@ -385,29 +397,23 @@ class TokensManifest:
 
 
 def _check_manifest_fields(m: TokensManifest, path) -> None:
-    def need(cond, rule, got):
-        if not cond:
-            raise FormatError(path, rule, got=got)
-
     for name in ("tokenizer_id", "tokenizer_sha256", "dataset", "version", "corpus_manifest_sha256"):
-        need(isinstance(getattr(m, name), str) and getattr(m, name), f"{name} must be a non-empty string", getattr(m, name))
+        require(isinstance(getattr(m, name), str) and getattr(m, name), path, f"{name} must be a non-empty string", getattr(m, name))
     for name in ("tokenizer_sha256", "corpus_manifest_sha256"):
-        need(_is_sha256(getattr(m, name)), f"{name} must be 64 lowercase hex digits", getattr(m, name))
-    need(isinstance(m.vocab_size, int) and m.vocab_size > 0, "vocab_size must be a positive integer", m.vocab_size)
-    need(m.doc_sep_id is None or (isinstance(m.doc_sep_id, int) and 0 <= m.doc_sep_id < m.vocab_size), "doc_sep_id must be null or an id < vocab_size", m.doc_sep_id)
+        require(is_sha256(getattr(m, name)), path, f"{name} must be 64 lowercase hex digits", getattr(m, name))
+    require(isinstance(m.vocab_size, int) and m.vocab_size > 0, path, "vocab_size must be a positive integer", m.vocab_size)
+    require(
+        m.doc_sep_id is None or (isinstance(m.doc_sep_id, int) and 0 <= m.doc_sep_id < m.vocab_size), path, "doc_sep_id must be null or an id < vocab_size", m.doc_sep_id
+    )
     seen = set()
     for f in m.files:
-        need(f.split in SPLITS, "file split must be train or val", f.split)
-        need(isinstance(f.name, str) and f.name.startswith(f.split + "-") and f.name.endswith(".bin"), "file name must be <split>-NNNNN.bin", f.name)
-        need(f.name not in seen, "file listed twice", f.name)
+        require(f.split in SPLITS, path, "file split must be train or val", f.split)
+        require(isinstance(f.name, str) and f.name.startswith(f.split + "-") and f.name.endswith(".bin"), path, "file name must be <split>-NNNNN.bin", f.name)
+        require(f.name not in seen, path, "file listed twice", f.name)
         seen.add(f.name)
-        need(isinstance(f.n_tokens, int) and 0 <= f.n_tokens <= MAX_TOKENS_PER_FILE, "n_tokens out of range", f.n_tokens)
-        need(isinstance(f.n_docs, int) and 0 <= f.n_docs, "n_docs must be a non-negative integer", f.n_docs)
-        need(_is_sha256(f.sha256), "sha256 must be 64 lowercase hex digits", f.sha256)
-
-
-def _is_sha256(value) -> bool:
-    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+        require(isinstance(f.n_tokens, int) and 0 <= f.n_tokens <= MAX_TOKENS_PER_FILE, path, "n_tokens out of range", f.n_tokens)
+        require(isinstance(f.n_docs, int) and 0 <= f.n_docs, path, "n_docs must be a non-negative integer", f.n_docs)
+        require(is_sha256(f.sha256), path, "sha256 must be 64 lowercase hex digits", f.sha256)
 
 
 def verify_token_file(path: str | os.PathLike, entry: LlmcFileEntry | None = None, vocab_size: int | None = None, doc_sep_id: int | None = None) -> LlmcHeader:

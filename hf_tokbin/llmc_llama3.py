@@ -94,10 +94,7 @@ def open_tokens(path: str | os.PathLike, vocab_size: int | None = None) -> np.nd
 
 def write_tokens(path: str | os.PathLike, ids: Sequence[int] | np.ndarray, vocab_size: int) -> None:
     """Write one file holding ``ids`` exactly (no separators added), atomically."""
-    array = np.asarray(ids)
-    if array.size and (int(array.min()) < 0 or int(array.max()) >= vocab_size):
-        bad = int(array.max()) if int(array.max()) >= vocab_size else int(array.min())
-        raise FormatError(path, "token id out of range", expected=f"0 <= id < {vocab_size}", got=bad)
+    array = llmc.checked_ids(ids, vocab_size, path)
     if array.size > llmc.MAX_TOKENS_PER_FILE:
         raise FormatError(path, "too many tokens for one file", expected=f"<= {llmc.MAX_TOKENS_PER_FILE}", got=array.size)
     with atomic_open(path) as file:

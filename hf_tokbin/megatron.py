@@ -36,6 +36,7 @@ import numpy as np
 
 from ._io import BackgroundSha256, commit_file, fsync_dir, sha256_file, tmp_path_for
 from .errors import FormatError
+from .llmc import checked_ids
 
 MAGIC = b"MMIDIDX\x00\x00"
 VERSION = 1
@@ -123,16 +124,11 @@ class MegatronWriter:
     def add_documents(self, flat_ids: np.ndarray, lengths: np.ndarray) -> None:
         """Append documents given as one flat id array (without EOD) and each one's length."""
         lengths = np.asarray(lengths, dtype=np.int64)
-        flat_ids = np.asarray(flat_ids)
         if lengths.size and int(lengths.min()) < 0:
             raise FormatError(self.bin_path, "document lengths must not be negative", got=int(lengths.min()))
-        if flat_ids.size and flat_ids.dtype.kind not in "iu":
-            raise FormatError(self.bin_path, "token ids must be integers", got=f"dtype {flat_ids.dtype}")
+        flat_ids = checked_ids(flat_ids, self.vocab_size, self.bin_path)
         if int(lengths.sum()) != flat_ids.size:
             raise FormatError(self.bin_path, "document lengths must add up to the ids given", expected=flat_ids.size, got=int(lengths.sum()))
-        if flat_ids.size and (int(flat_ids.min()) < 0 or int(flat_ids.max()) >= self.vocab_size):
-            bad = int(flat_ids.max()) if int(flat_ids.max()) >= self.vocab_size else int(flat_ids.min())
-            raise FormatError(self.bin_path, "token id out of range", expected=f"0 <= id < {self.vocab_size}", got=bad)
         eod = 0 if self.eod_id is None else 1
         seq_lengths = lengths + eod  # the EOD token counts in each sequence's length
         if seq_lengths.size and int(seq_lengths.max()) > np.iinfo(np.int32).max:

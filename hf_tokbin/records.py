@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .errors import FormatError
 
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def require(condition: bool, path, rule: str, got=None) -> None:
@@ -24,7 +24,7 @@ def require(condition: bool, path, rule: str, got=None) -> None:
 
 
 def is_sha256(value) -> bool:
-    return isinstance(value, str) and bool(_SHA256.match(value))
+    return isinstance(value, str) and bool(_SHA256.fullmatch(value))  # fullmatch: "$" would let a final newline through
 
 
 def is_count(value) -> bool:

@@ -22,23 +22,18 @@ A receipt (``receipts/part-000000.json``)::
     {"format": "hf_tokbin.release/1", "files": [{"path": ..., "size": N, "sha256": ...}, ...]}
 
 with files sorted by path. The release is complete only when ``COMPLETE.json``
-is present.
+is present. A path with a component starting with "." (``.work/``,
+``.NAME.tmp``, ``.cache/``) is no part of a release (:func:`is_release_path`).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Iterable
 
-from ._io import (
-    canonical_json,
-    read_json,
-    sha256_file,
-    write_json_atomic,
-    write_text_atomic,
-)
+from ._io import canonical_json, read_json, sha256_file, write_text_atomic
 from .errors import FormatError, VerificationError
 from .records import FileEntry, check_keys, is_count, require
 
@@ -51,6 +46,8 @@ SHARDS_DIR = "shards"
 RECEIPTS_DIR = "receipts"
 TOKENS_DIR = "tokens"
 SPLITS = ("train", "validation")
+FORMATS = ("llmc", "megatron")  # the output formats, in their canonical order
+STATS_FORMAT = "hf_tokbin.stats/1"
 LLMC_SPLIT = {"train": "train", "validation": "val"}  # seed 000 names the validation split "val"
 
 
@@ -85,6 +82,45 @@ class SplitCounts:
     def to_dict(self) -> dict:
         return {"documents": self.documents, "text_tokens": self.text_tokens, "eod_tokens": self.eod_tokens, "text_bytes": self.text_bytes}
 
+    def stats_dict(self) -> dict:
+        """The counts as ``stats.json`` shows them: :meth:`to_dict` plus ``total_tokens``."""
+        return {**self.to_dict(), "total_tokens": self.total_tokens}
+
+
+def split_totals(receipts: Iterable[Receipt]) -> dict[str, SplitCounts]:
+    """Every :class:`SplitCounts` field summed over the receipts, per split (in ``SPLITS`` order, only splits present)."""
+    receipts = list(receipts)
+    totals = {}
+    for split in SPLITS:
+        parts = [r.splits[split] for r in receipts if split in r.splits]
+        if parts:
+            totals[split] = SplitCounts(**{f.name: sum(getattr(c, f.name) for c in parts) for f in fields(SplitCounts)})
+    return totals
+
+
+def stats_record(dataset: str, tokenizer_id: str, receipts: Sequence[Receipt]) -> dict:
+    """``stats.json``: the receipts' exact counts per split, per source (the corpus) and per part.
+
+    ::
+
+        {"format": "hf_tokbin.stats/1", "dataset": NAME, "tokenizer_id": ID,
+         "splits":  {SPLIT: COUNTS, ...},
+         "sources": {NAME: {SPLIT: COUNTS, ...}},
+         "parts":   {"part-NNNNNN": {SPLIT: COUNTS}, ...}}
+
+    where COUNTS is :meth:`SplitCounts.stats_dict`. The build writes it and
+    ``hf-tokbin verify`` recomputes it from the receipts.
+    """
+    splits = {split: c.stats_dict() for split, c in split_totals(receipts).items()}
+    return {
+        "format": STATS_FORMAT,
+        "dataset": dataset,
+        "tokenizer_id": tokenizer_id,
+        "splits": splits,
+        "sources": {dataset: splits},
+        "parts": {r.part: {split: c.stats_dict() for split, c in r.splits.items()} for r in receipts},
+    }
+
 
 @dataclass(frozen=True)
 class Receipt:
@@ -114,7 +150,7 @@ class Receipt:
         return path
 
     @classmethod
-    def read(cls, path: str | os.PathLike) -> "Receipt":
+    def read(cls, path: str | os.PathLike) -> Receipt:
         obj = read_json(path, FormatError)
         check_keys(obj, ["part", "input_shard", "splits", "files"], path, "receipt")
         try:
@@ -155,7 +191,7 @@ class Complete:
         return path
 
     @classmethod
-    def read(cls, path: str | os.PathLike) -> "Complete":
+    def read(cls, path: str | os.PathLike) -> Complete:
         path = Path(path)
         if path.is_dir():
             path = path / COMPLETE_NAME
@@ -170,6 +206,31 @@ class Complete:
             return cls(files)
         except FormatError as e:
             raise FormatError(path, e.rule, got=e.got) from None
+
+
+def is_release_path(rel: str) -> bool:
+    """Whether the relative posix path ``rel`` names a file of a release.
+
+    It does unless one of its components starts with ".": the build's
+    ``.work/`` folder, temporary ``.NAME.tmp`` files and the ``.cache/`` that
+    ``hf download --local-dir`` leaves are no part of a release.
+    ``COMPLETE.json`` itself is the caller's to handle.
+    """
+    return not any(part.startswith(".") for part in rel.split("/"))
+
+
+def list_release_paths(root: str | os.PathLike) -> list[str]:
+    """The sorted relative posix paths of the files of the release at ``root``, ``COMPLETE.json`` excluded."""
+    root = Path(root)
+    paths = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]  # never descend into .work/ or .cache/
+        base = Path(folder).relative_to(root)
+        for name in files:
+            rel = (base / name).as_posix()
+            if rel != COMPLETE_NAME and is_release_path(rel):
+                paths.append(rel)
+    return sorted(paths)
 
 
 def check_files(root: Path, entries: Iterable[FileEntry], listed_in: str, progress: bool = True) -> None:
@@ -211,8 +272,3 @@ def check_receipts(root: Path, complete: Complete) -> list[Receipt]:
         receipts.append(receipt)
     return receipts
 
-
-def write_json(root: str | os.PathLike, name: str, obj: dict) -> Path:
-    path = Path(root) / name
-    write_json_atomic(path, obj)
-    return path

@@ -71,7 +71,9 @@ def resolve_tokenizer(
         json_path = path / TOKENIZER_FILE if path.is_dir() else path
         if not json_path.is_file():
             raise TokenizerError(path, f"no {TOKENIZER_FILE} in this folder")
-        default_id = json_path.parent.name
+        # Absolute ("." and "tokenizer.json" have no folder name of their own) but not resolved:
+        # a symlink (as in a Hub cache snapshot) is named after the folder it sits in, not its target's.
+        default_id = Path(os.path.abspath(json_path)).parent.name
         source, resolved_revision = "local", None
     elif _looks_like_repo_id(name):
         json_path, resolved_revision = _download_from_hub(name, revision, subfolder)
@@ -117,6 +119,8 @@ def read_eos_token_id(path: Path) -> int | None:
         raise TokenizerError(path, "not valid JSON", got=str(e)) from e
     eos = config.get("eos_token_id") if isinstance(config, dict) else None
     if isinstance(eos, list):
+        if not eos:
+            raise TokenizerError(path, "eos_token_id is an empty list; give the separator with --doc-sep-id", got=eos)
         if len(set(eos)) != 1:
             raise TokenizerError(path, "eos_token_id lists several ids; choose the separator with --doc-sep-id", got=eos)
         eos = eos[0]

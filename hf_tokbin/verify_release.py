@@ -1,46 +1,100 @@
 """``hf-tokbin verify DIR``: re-check a whole release, every byte the seeds promise.
 
-In order, stopping at the first broken promise (the error names the file):
+The checks run in this order and stop at the first broken promise; the error
+names the file (in a JSON file, the field) and the rule.
 
-1. ``COMPLETE.json`` exists and lists exactly the files present, each with
-   its size and SHA-256.
-2. ``run_config.json`` names the tokenizer (vocab size, separator) and formats.
-3. Each receipt matches ``COMPLETE.json``; each Megatron pair is valid, one
-   document per sequence, every sequence ends with EOD, ids < vocab_size, and
-   its counts equal the receipt's.
-4. The llm.c manifest and every token file: header, size, ids < vocab_size,
-   SHA-256 and n_tokens as listed, a separator before each document.
-5. Conservation: per split, the receipts' documents equal the corpus rows
-   pinned in ``run_config.json``, and tokens agree across receipts, Megatron
-   pairs, llm.c files and ``stats.json``.
-6. Split disjointness: every part's outputs sit in the split of its input
-   shard, and no input shard appears twice.
+1. **Files.** ``COMPLETE.json`` exists, and the files it lists are exactly the
+   release's files on disk, each with its size and SHA-256. A path with a
+   component starting with "." (``.work/``, ``.cache/``, ``.NAME.tmp``) is no
+   part of a release (:func:`hf_tokbin.release.is_release_path`): ignored on
+   disk, never listed.
+2. **run_config.json.** Every field used below is present and well formed,
+   read in one place (:class:`RunConfig`): ``dataset``, ``version``,
+   ``formats``, ``corpus.manifest_sha256``, each input shard of
+   ``corpus.shards`` (path, split, rows, size, SHA-256; no non-empty shard
+   twice, so the splits are disjoint), ``tokenizer`` (tokenizer_id, sha256,
+   vocab_size, doc_sep_id), ``llmc.variant`` with the llmc format, and
+   ``eod_id``: the tokenizer's doc_sep_id (never null) with the megatron
+   format, null without.
+3. **Receipts.** ``receipts/`` holds exactly ``part-NNNNNN.json`` for input
+   shard N. Each receipt names its input shard as run_config.json pins it,
+   agrees with ``COMPLETE.json`` about every file it names, counts only its
+   shard's split, with documents equal to the shard's rows (so, per split,
+   documents equal corpus rows: nothing lost) and one EOD token per document
+   with the megatron format (none without), and names its part's
+   ``shards/<split>/part-NNNNNN.bin`` and ``.idx`` when it has Megatron
+   documents, no file otherwise.
+4. **Layout.** ``shards/`` holds exactly the files the receipts name, and
+   ``tokens/`` exactly the llm.c folder ``tokens/<tokenizer_id>/<dataset>/``
+   (``_MANIFEST.json`` and the files it lists) with the llmc format, nothing
+   without.
+5. **Megatron pairs.** Each pair is valid (header, sizes, pointers inside the
+   ``.bin``), its dtype code is the one vocab_size needs, ids < vocab_size, one
+   document per sequence, every sequence ends with ``eod_id``, and its
+   sequence and token counts equal its receipt's.
+6. **llm.c files.** The manifest's tokenizer_id, tokenizer_sha256,
+   vocab_size, doc_sep_id, dataset, version and corpus_manifest_sha256 equal
+   run_config.json's. Files are numbered from 00000 per split without gaps.
+   Each file has the magic of the llm.c variant and, for seed 000, header[3]
+   = vocab_size; its header, size, ids < vocab_size, n_tokens and SHA-256 are
+   as listed, and it starts with the separator (when there is one). For both
+   splits (a split absent from the receipts counts zero), documents and
+   tokens equal the receipts' (text tokens + one separator per document), and
+   a split without documents has no file.
+7. **Both formats agree.** Per split, the llm.c token stream is the Megatron
+   documents in part order: ``[sep] + doc`` for each document in llm.c,
+   ``doc + [eod]`` in Megatron, with sep = eod = the tokenizer's doc_sep_id.
+   The streams are compared id by id in chunks of bounded size. Each llm.c
+   file begins where a document begins, and its ``n_docs`` is the number of
+   documents it holds.
+8. **stats.json** equals what the receipts give
+   (:func:`hf_tokbin.release.stats_record`): dataset, tokenizer_id, and the
+   counts per split, per source and per part.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from . import llmc, llmc_llama3, megatron
 from ._io import read_json
 from .errors import FormatError, VerificationError
+from .readers import open_llmc_file
+from .records import FileEntry, is_count, is_sha256
 from .release import (
     COMPLETE_NAME,
+    FORMATS,
     LLMC_SPLIT,
     RECEIPTS_DIR,
     RUN_CONFIG_NAME,
+    SHARDS_DIR,
     SPLITS,
     STATS_NAME,
+    TOKENS_DIR,
     Complete,
     Receipt,
     SplitCounts,
     check_files,
     check_receipts,
+    is_release_path,
+    list_release_paths,
     pair_path,
+    part_name,
+    receipt_path,
+    split_totals,
+    stats_record,
 )
 from .verify import file_magic
+
+# run_config.json's llmc.variant -> the magic of its token files
+LLMC_MAGIC = {"seed000": llmc.MAGIC, "llama3": llmc_llama3.MAGIC}
+_COMPARE_CHUNK = 1 << 22  # ids compared per step when matching llm.c against Megatron: memory stays flat
 
 
 @dataclass
@@ -58,99 +112,236 @@ class ReleaseReport:
         return "\n".join(lines)
 
 
+# ---------------------------------------------------------------- run_config.json
+
+
+@dataclass(frozen=True)
+class ShardPin:
+    """One input shard as ``run_config.json`` pins it; part N is built from shard N."""
+
+    file: FileEntry
+    split: str
+    rows: int
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The fields of ``run_config.json`` a release is checked against, each validated on reading."""
+
+    dataset: str
+    version: str
+    formats: tuple[str, ...]
+    corpus_manifest_sha256: str
+    shards: tuple[ShardPin, ...]
+    tokenizer_id: str
+    tokenizer_sha256: str
+    vocab_size: int
+    doc_sep_id: int | None
+    eod_id: int | None  # the doc_sep_id with the megatron format, else None
+    llmc_variant: str | None  # a key of LLMC_MAGIC with the llmc format, else None
+
+    @property
+    def llmc_dir(self) -> str:
+        return f"{TOKENS_DIR}/{self.tokenizer_id}/{self.dataset}"
+
+    def llmc_identity(self) -> dict:
+        """What the llm.c ``_MANIFEST.json`` must say about the tokenizer and corpus, by its field names."""
+        return {
+            "tokenizer_id": self.tokenizer_id,
+            "tokenizer_sha256": self.tokenizer_sha256,
+            "vocab_size": self.vocab_size,
+            "doc_sep_id": self.doc_sep_id,
+            "dataset": self.dataset,
+            "version": self.version,
+            "corpus_manifest_sha256": self.corpus_manifest_sha256,
+        }
+
+    @classmethod
+    def read(cls, path: Path) -> RunConfig:
+        obj = read_json(path, VerificationError)
+
+        def get(name: str, ok: Callable, rule: str):
+            return _field(path, obj, name, ok, rule)
+
+        formats = get("formats", lambda v: isinstance(v, list) and v and all(f in FORMATS for f in v) and len(set(v)) == len(v), f"a list of distinct formats among {', '.join(FORMATS)}")
+        vocab_size = get("tokenizer.vocab_size", lambda v: is_count(v) and v > 0, "a positive integer")
+        for fmt, limit in (("llmc", llmc.version_for_vocab), ("megatron", megatron.dtype_code_for_vocab)):
+            if fmt in formats:
+                try:
+                    limit(vocab_size)
+                except FormatError as e:
+                    raise VerificationError(path, f"tokenizer.vocab_size: {e.rule} ({fmt} format)", expected=e.expected, got=e.got) from None
+        doc_sep_id = get("tokenizer.doc_sep_id", lambda v: v is None or (is_count(v) and v < vocab_size), f"null or an id < vocab_size ({vocab_size})")
+        if "megatron" in formats:
+            if doc_sep_id is None:
+                raise VerificationError(path, "tokenizer.doc_sep_id must be an id: the megatron format ends every document with it", got=None)
+            eod_id = get("eod_id", lambda v: is_count(v) and v == doc_sep_id, f"the tokenizer's doc_sep_id {doc_sep_id} (Megatron pairs end every document with it)")
+        else:
+            eod_id = get("eod_id", lambda v: v is None, "null without the megatron format")
+        variant = get("llmc.variant", lambda v: isinstance(v, str) and v in LLMC_MAGIC, f"one of {', '.join(LLMC_MAGIC)}") if "llmc" in formats else None
+        return cls(
+            dataset=get("dataset", _is_name, "a non-empty name without '/' or a leading '.'"),
+            version=get("version", lambda v: isinstance(v, str) and v != "", "a non-empty string"),
+            formats=tuple(formats),
+            corpus_manifest_sha256=get("corpus.manifest_sha256", is_sha256, "64 lowercase hex digits"),
+            shards=_read_shards(path, get("corpus.shards", lambda v: isinstance(v, list), "a list")),
+            tokenizer_id=get("tokenizer.tokenizer_id", _is_name, "a non-empty name without '/' or a leading '.'"),
+            tokenizer_sha256=get("tokenizer.sha256", is_sha256, "64 lowercase hex digits"),
+            vocab_size=vocab_size,
+            doc_sep_id=doc_sep_id,
+            eod_id=eod_id,
+            llmc_variant=variant,
+        )
+
+
+def _read_shards(path: Path, shards: list) -> tuple[ShardPin, ...]:
+    pins = []
+    seen = set()
+    for i, shard in enumerate(shards):
+        where = f"corpus.shards[{i}]."
+        file_path = _field(path, shard, "path", lambda v: isinstance(v, str) and v != "", "a non-empty string", where)
+        split = _field(path, shard, "split", lambda v: isinstance(v, str) and v in SPLITS, f"one of {', '.join(SPLITS)}", where)
+        rows = _field(path, shard, "rows", is_count, "a non-negative integer", where)
+        size = _field(path, shard, "size", is_count, "a non-negative integer", where)
+        sha256 = _field(path, shard, "sha256", is_sha256, "64 lowercase hex digits", where)
+        try:
+            entry = FileEntry(file_path, size, sha256)
+        except FormatError as e:
+            raise VerificationError(path, f"{where}path: {e.rule}", got=e.got) from None
+        if rows and sha256 in seen:
+            raise VerificationError(path, f"{where}sha256: the same input shard appears twice (splits must be disjoint)", got=file_path)
+        seen.add(sha256)
+        pins.append(ShardPin(entry, split, rows))
+    return tuple(pins)
+
+
+def _field(path: Path, obj, name: str, ok: Callable, rule: str, prefix: str = ""):
+    """The field ``name`` of ``obj`` ("a.b" is ``obj["a"]["b"]``), which must satisfy ``ok``; errors say ``prefix + name``."""
+    value = obj
+    for key in name.split("."):
+        if not isinstance(value, dict) or key not in value:
+            raise VerificationError(path, f"{prefix}{name} is missing")
+        value = value[key]
+    if not ok(value):
+        raise VerificationError(path, f"{prefix}{name} must be {rule}", got=value)
+    return value
+
+
+def _is_name(value) -> bool:
+    """A folder name under ``tokens/``: non-empty, one path component, not hidden."""
+    return isinstance(value, str) and value != "" and "/" not in value and not value.startswith(".")
+
+
+# ---------------------------------------------------------------- the release
+
+
 def verify_release(root: str | os.PathLike) -> ReleaseReport:
     root = Path(root)
+    complete = _check_complete(root)
+    listed = {f.path for f in complete.files}
+    config = RunConfig.read(root / RUN_CONFIG_NAME)
+    parts = {receipt_path(part_name(i)) for i in range(len(config.shards))}
+    _check_area(root, listed, RECEIPTS_DIR, parts, "the receipts of the input shards of run_config.json")
+    receipts = _check_receipts(root, complete, config)
+    _check_area(root, listed, SHARDS_DIR, {f.path for r in receipts for f in r.files}, "the files the receipts name")
+    manifest, llmc_files = None, set()
+    if "llmc" in config.formats:
+        manifest = _read_llmc_manifest(root, listed, config)
+        llmc_files = {f"{config.llmc_dir}/{name}" for name in [llmc.MANIFEST_NAME, *(f.name for f in manifest.files)]}
+    _check_area(root, listed, TOKENS_DIR, llmc_files, f"the llm.c folder {config.llmc_dir}/ and the files its manifest lists")
+    if "megatron" in config.formats:
+        for receipt, shard in zip(receipts, config.shards):
+            _check_pair(root, receipt, shard.split, config)
+    totals = split_totals(receipts)
+    if manifest is not None:
+        _check_llmc(root, config, manifest, totals)
+        if "megatron" in config.formats:
+            _check_llmc_is_megatron(root, config, manifest, receipts)
+    _check_stats(root, config, receipts)
+    return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, config.formats)
+
+
+def _check_complete(root: Path) -> Complete:
+    """``COMPLETE.json`` lists exactly the release's files, each with its size and SHA-256."""
     if not (root / COMPLETE_NAME).exists():
         raise VerificationError(root, "release is incomplete: no COMPLETE.json", hint="a release is complete only when COMPLETE.json is present")
     complete = Complete.read(root)
-    listed = {f.path: f for f in complete.files}
-    present = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
-    for rel in present:
-        if rel != COMPLETE_NAME and rel not in listed:
+    listed = {f.path for f in complete.files}
+    hidden = sorted(p for p in listed if not is_release_path(p))
+    if hidden:
+        raise VerificationError(root / COMPLETE_NAME, "lists a hidden path (a component starting with '.'), which is no part of a release", got=hidden[0])
+    for rel in list_release_paths(root):
+        if rel not in listed:
             raise VerificationError(root / rel, "file is not listed in COMPLETE.json")
     check_files(root, complete.files, COMPLETE_NAME, progress=False)
-
-    config = read_json(root / RUN_CONFIG_NAME, VerificationError)
-    try:
-        vocab_size = int(config["tokenizer"]["vocab_size"])
-        doc_sep_id = config["tokenizer"]["doc_sep_id"]
-        formats = tuple(config["formats"])
-        shards = config["corpus"]["shards"]
-        dataset = config["dataset"]
-        tokenizer_id = config["tokenizer"]["tokenizer_id"]
-    except (KeyError, TypeError, ValueError) as e:
-        raise VerificationError(root / RUN_CONFIG_NAME, "run_config.json lacks a field", got=str(e)) from None
-
-    receipts = _check_receipts(root, complete, shards, formats, vocab_size, config.get("eod_id"))
-    totals = _totals(receipts)
-    for split in SPLITS:
-        rows = sum(s["rows"] for s in shards if s["split"] == split)
-        docs = totals[split].documents if split in totals else 0
-        if docs != rows:
-            raise VerificationError(root / RECEIPTS_DIR, f"{split}: documents in receipts must equal corpus rows (nothing lost)", expected=rows, got=docs)
-    if "llmc" in formats:
-        _check_llmc(root, f"tokens/{tokenizer_id}/{dataset}", listed, totals, vocab_size, doc_sep_id)
-    _check_stats(root, totals)
-    return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, formats)
+    return complete
 
 
-def _check_receipts(root: Path, complete: Complete, shards: list, formats, vocab_size: int, eod_id) -> list[Receipt]:
+def _check_area(root: Path, listed: set[str], area: str, expected: set[str], named_by: str) -> None:
+    """The files listed under ``area/`` must be exactly ``expected``."""
+    present = {p for p in listed if p.startswith(f"{area}/")}
+    extra, missing = sorted(present - expected), sorted(expected - present)
+    if extra:
+        raise VerificationError(root / extra[0], f"file under {area}/ is not one of {named_by}")
+    if missing:
+        raise VerificationError(root / missing[0], f"file is missing from COMPLETE.json: it is one of {named_by}")
+
+
+def _check_receipts(root: Path, complete: Complete, config: RunConfig) -> list[Receipt]:
+    """One receipt per input shard, in shard order, each agreeing with its shard and its formats."""
     by_part = {r.part: r for r in check_receipts(root, complete)}
-    if len(by_part) != len(shards):
-        raise VerificationError(root / RECEIPTS_DIR, "one receipt per input shard of run_config.json", expected=len(shards), got=len(by_part))
+    megatron_format = "megatron" in config.formats
     receipts = []
-    seen_inputs = set()
-    for i, shard in enumerate(shards):
-        path = root / RECEIPTS_DIR / f"part-{i:06d}.json"
-        receipt = by_part.get(f"part-{i:06d}")
-        if receipt is None:
-            raise VerificationError(path, "receipt of an input shard is missing")
-        if receipt.input_shard.path != shard["path"] or receipt.input_shard.sha256 != shard["sha256"]:
-            raise VerificationError(path, "receipt names a different input shard than run_config.json", expected=shard["path"], got=receipt.input_shard.path)
-        if receipt.input_shard.sha256 in seen_inputs and shard["rows"]:
-            raise VerificationError(path, "the same input shard appears twice (splits must be disjoint)", got=receipt.input_shard.path)
-        seen_inputs.add(receipt.input_shard.sha256)
-        if set(receipt.splits) - {shard["split"]}:
-            raise VerificationError(path, "a part's documents must all be in its input shard's split", expected=shard["split"], got=sorted(receipt.splits))
-        if "megatron" in formats:
-            _check_pair(root, receipt, shard["split"], vocab_size, eod_id)
+    for i, shard in enumerate(config.shards):
+        part = part_name(i)
+        path = root / receipt_path(part)
+        receipt = by_part[part]  # _check_area made sure every shard's receipt is listed, and check_receipts read it
+        if receipt.input_shard != shard.file:
+            raise VerificationError(path, "receipt names a different input shard than run_config.json", expected=shard.file.to_dict(), got=receipt.input_shard.to_dict())
+        if list(receipt.splits) != [shard.split]:
+            raise VerificationError(path, "a part counts its input shard's split only (splits are disjoint)", expected=[shard.split], got=list(receipt.splits))
+        counts = receipt.splits[shard.split]
+        if counts.documents != shard.rows:
+            raise VerificationError(path, f"documents must equal the rows of {shard.file.path} in run_config.json (nothing lost)", expected=shard.rows, got=counts.documents)
+        eod_tokens = counts.documents if megatron_format else 0
+        if counts.eod_tokens != eod_tokens:
+            raise VerificationError(path, "eod_tokens must be one per document with the megatron format, 0 without", expected=eod_tokens, got=counts.eod_tokens)
+        files = [pair_path(shard.split, part, "bin"), pair_path(shard.split, part, "idx")] if megatron_format and counts.documents else []
+        if sorted(f.path for f in receipt.files) != files:
+            raise VerificationError(path, "receipt must name its part's .bin and .idx (none without Megatron documents)", expected=files, got=[f.path for f in receipt.files])
         receipts.append(receipt)
     return receipts
 
 
-def _check_pair(root: Path, receipt: Receipt, split: str, vocab_size: int, eod_id) -> None:
-    counts = receipt.splits.get(split)
-    bin_rel = pair_path(split, receipt.part, "bin")
-    expected = {bin_rel, pair_path(split, receipt.part, "idx")} if counts and counts.documents else set()
-    if {f.path for f in receipt.files} != expected:
-        raise VerificationError(root / RECEIPTS_DIR / f"{receipt.part}.json", "receipt must list its part's .bin and .idx (none for an empty split)", expected=sorted(expected), got=[f.path for f in receipt.files])
-    if not expected:
+def _check_pair(root: Path, receipt: Receipt, split: str, config: RunConfig) -> None:
+    counts = receipt.splits[split]
+    if not counts.documents:
         return
-    pair = megatron.MegatronPair(root / bin_rel, vocab_size=vocab_size)
-    pair.check_one_document_per_sequence(eod_id)
-    code = megatron.dtype_code_for_vocab(vocab_size)
+    pair = megatron.MegatronPair(root / pair_path(split, receipt.part, "bin"), vocab_size=config.vocab_size)
+    code = megatron.dtype_code_for_vocab(config.vocab_size)
     if pair.header.code != code:
         raise FormatError(pair.idx_path, "dtype code does not match vocab_size", expected=code, got=pair.header.code)
-    if len(pair) != counts.documents or pair.n_tokens != counts.text_tokens + counts.eod_tokens or counts.eod_tokens != counts.documents:
+    pair.check_one_document_per_sequence(config.eod_id)
+    if len(pair) != counts.documents or pair.n_tokens != counts.total_tokens:
         raise VerificationError(pair.bin_path, "pair counts differ from the receipt (token conservation)", expected=(counts.documents, counts.total_tokens), got=(len(pair), pair.n_tokens))
 
 
-def _totals(receipts: list[Receipt]) -> dict[str, SplitCounts]:
-    totals = {}
-    for split in SPLITS:
-        parts = [r.splits[split] for r in receipts if split in r.splits]
-        if parts:
-            totals[split] = SplitCounts(*(sum(getattr(c, name) for c in parts) for name in ("documents", "text_tokens", "eod_tokens", "text_bytes")))
-    return totals
+# ---------------------------------------------------------------- llm.c
 
 
 def verify_llmc_folder(directory: Path) -> llmc.TokensManifest:
     """An llm.c token folder: the files on disk are the manifest's, numbered without gaps, each intact."""
     manifest = llmc.TokensManifest.read(directory / llmc.MANIFEST_NAME)
     names = {f.name for f in manifest.files}
-    on_disk = {p.name for p in directory.glob("*.bin")}
+    on_disk = {p.name for p in directory.glob("*.bin") if is_release_path(p.name)}
     if names != on_disk:
         raise VerificationError(directory, "token files on disk differ from the manifest", expected=sorted(names), got=sorted(on_disk))
+    _check_llmc_files(directory, manifest)
+    return manifest
+
+
+def _check_llmc_files(directory: Path, manifest: llmc.TokensManifest) -> None:
+    """Each split's files numbered from 00000 without gaps; each file intact and as its manifest entry says."""
     for split in llmc.SPLITS:
         files = sorted((f for f in manifest.files if f.split == split), key=lambda f: f.name)
         if [f.name for f in files] != [llmc.file_name(split, i) for i in range(len(files))]:
@@ -160,28 +351,151 @@ def verify_llmc_folder(directory: Path) -> llmc.TokensManifest:
             # Upstream llm.c's Llama 3 layout (--llmc-variant llama3) has its own magic and reader.
             check = llmc_llama3.verify_token_file if file_magic(path) == llmc_llama3.MAGIC else llmc.verify_token_file
             check(path, entry, manifest.vocab_size, manifest.doc_sep_id)
+
+
+def _read_llmc_manifest(root: Path, listed: set[str], config: RunConfig) -> llmc.TokensManifest:
+    """The llm.c manifest of the release, naming the tokenizer and corpus run_config.json pins."""
+    path = root / config.llmc_dir / llmc.MANIFEST_NAME
+    if f"{config.llmc_dir}/{llmc.MANIFEST_NAME}" not in listed:
+        raise VerificationError(path, "llm.c manifest is missing", hint=f"run_config.json has the llmc format, so {config.llmc_dir}/ holds the token files")
+    manifest = llmc.TokensManifest.read(path)
+    for name, expected in config.llmc_identity().items():
+        got = getattr(manifest, name)
+        if got != expected:
+            raise VerificationError(path, f"{name} differs from run_config.json", expected=expected, got=got)
     return manifest
 
 
-def _check_llmc(root: Path, directory: str, listed: dict, totals: dict[str, SplitCounts], vocab_size: int, doc_sep_id) -> None:
-    manifest_path = root / directory / llmc.MANIFEST_NAME
-    if f"{directory}/{llmc.MANIFEST_NAME}" not in listed:
-        raise VerificationError(manifest_path, "llm.c manifest is missing")
-    manifest = verify_llmc_folder(root / directory)
-    if manifest.vocab_size != vocab_size or manifest.doc_sep_id != doc_sep_id:
-        raise VerificationError(manifest_path, "manifest tokenizer differs from run_config.json", expected=(vocab_size, doc_sep_id), got=(manifest.vocab_size, manifest.doc_sep_id))
-    sep = 0 if doc_sep_id is None else 1
-    for split, c in totals.items():
+def _check_llmc(root: Path, config: RunConfig, manifest: llmc.TokensManifest, totals: dict[str, SplitCounts]) -> None:
+    directory = root / config.llmc_dir
+    manifest_path = directory / llmc.MANIFEST_NAME
+    magic = LLMC_MAGIC[config.llmc_variant]
+    # The seed 000 writer fills header[3] (0 only for a vocabulary beyond int32, as llmc.encode_header does).
+    header_vocab = config.vocab_size if config.vocab_size <= np.iinfo(np.int32).max else 0
+    for entry in manifest.files:
+        path = directory / entry.name
+        if file_magic(path) != magic:
+            raise FormatError(path, f"magic in header[0] must be that of llm.c variant {config.llmc_variant} (run_config.json)", expected=magic, got=file_magic(path))
+        if config.llmc_variant == "seed000":  # upstream's Llama 3 header has no vocab_size field
+            header = llmc.read_header(path)
+            if header.vocab_size != header_vocab:
+                raise FormatError(path, "header[3] must be the release's vocab_size", expected=header_vocab, got=header.vocab_size)
+    _check_llmc_files(directory, manifest)
+    sep = 0 if config.doc_sep_id is None else 1
+    for split in SPLITS:
+        counts = totals.get(split, SplitCounts(0, 0, 0))
         files = [f for f in manifest.files if f.split == LLMC_SPLIT[split]]
-        tokens, docs = sum(f.n_tokens for f in files), sum(f.n_docs for f in files)
-        if docs != c.documents or tokens != c.text_tokens + sep * c.documents:
-            raise VerificationError(manifest_path, f"{split}: llm.c tokens must equal the receipts' (token conservation)", expected=(c.documents, c.text_tokens + sep * c.documents), got=(docs, tokens))
+        if not counts.documents and files:
+            raise VerificationError(manifest_path, f"{split}: a split without documents has no llm.c files", expected=[], got=[f.name for f in files])
+        expected = (counts.documents, counts.text_tokens + sep * counts.documents)
+        got = (sum(f.n_docs for f in files), sum(f.n_tokens for f in files))
+        if got != expected:
+            raise VerificationError(manifest_path, f"{split}: llm.c (documents, tokens) must equal the receipts' (token conservation)", expected=expected, got=got)
 
 
-def _check_stats(root: Path, totals: dict[str, SplitCounts]) -> None:
+# ---------------------------------------------------------------- llm.c = Megatron
+
+
+def _check_llmc_is_megatron(root: Path, config: RunConfig, manifest: llmc.TokensManifest, receipts: list[Receipt]) -> None:
+    """Per split, the llm.c files hold the Megatron documents in part order, whole, each after the separator.
+
+    Runs after the counts agree, so both streams of a split hold the same number of ids.
+    """
+    directory = root / config.llmc_dir
+    for split in SPLITS:
+        entries = [f for f in manifest.files if f.split == LLMC_SPLIT[split]]
+        pairs = [root / pair_path(split, r.part, "bin") for r in receipts if split in r.splits and r.splits[split].documents]
+        _check_same_ids(directory, entries, pairs, config.doc_sep_id)
+        _check_documents_per_file(directory, entries, pairs)
+
+
+def _check_documents_per_file(directory: Path, entries: list[llmc.LlmcFileEntry], pairs: list[Path]) -> None:
+    """Each llm.c file begins where a Megatron document begins and holds ``n_docs`` documents.
+
+    Document d starts at the same position in both streams (``[sep] + doc``
+    against ``doc + [eod]``), so file k, spanning positions [b_k, b_k+1),
+    holds the documents whose Megatron start lies in that span. ``rank(x)``,
+    the number of documents starting before x, is a binary search in each
+    pair's pointers: no index is loaded whole.
+    """
+    bounds = np.concatenate(([0], np.cumsum([e.n_tokens for e in entries], dtype=np.int64)))
+    points = np.concatenate((bounds, bounds[:-1] + 1))  # b_k starts a document iff rank(b_k + 1) - rank(b_k) == 1
+    rank = np.zeros(points.size, dtype=np.int64)
+    offset = 0
+    for path in pairs:
+        pair = megatron.MegatronPair(path)
+        rank += np.searchsorted(pair.pointers, (points - offset) * pair.dtype.itemsize)
+        offset += pair.n_tokens
+    n = len(entries)
+    documents = np.diff(rank[: n + 1])
+    starts = rank[n + 1 :] - rank[:n]
+    for k, entry in enumerate(entries):
+        if starts[k] != 1:
+            raise VerificationError(directory / entry.name, "an llm.c file must begin where a Megatron document begins (files hold whole documents)", got=f"position {int(bounds[k])} of the split")
+        if documents[k] != entry.n_docs:
+            raise VerificationError(directory / llmc.MANIFEST_NAME, f"{entry.name}: n_docs must be the number of documents the file holds (by the Megatron pairs)", expected=int(documents[k]), got=entry.n_docs)
+
+
+def _check_same_ids(directory: Path, entries: list[llmc.LlmcFileEntry], pairs: list[Path], sep: int) -> None:
+    """llm.c ids = [sep] + the Megatron ids (whose last id, the final EOD, has no llm.c counterpart)."""
+    llmc_ids = _chunks((directory / e.name, open_llmc_file(directory / e.name, check_ids=False)) for e in entries)
+    megatron_ids = _chunks(itertools.chain([("the separator before the first document", np.array([sep]))], ((p, megatron.MegatronPair(p).tokens) for p in pairs)))
+    mismatch = _first_mismatch(llmc_ids, megatron_ids)
+    if mismatch is not None:
+        (path, position, got), (source, source_position, expected) = mismatch
+        raise VerificationError(
+            path,
+            f"token {position}: llm.c ids must be the Megatron documents in part order, each after the separator",
+            expected=f"{expected} (as {source} token {source_position})",
+            got=got,
+        )
+
+
+def _chunks(sources: Iterable[tuple[object, np.ndarray]]) -> Iterator[tuple[object, int, np.ndarray]]:
+    """``(name, first position, ids)`` slices of at most ``_COMPARE_CHUNK`` ids of each ``(name, ids)`` source in turn."""
+    for name, ids in sources:
+        for start in range(0, ids.size, _COMPARE_CHUNK):
+            yield name, start, ids[start : start + _COMPARE_CHUNK]
+
+
+def _first_mismatch(left: Iterator, right: Iterator) -> tuple[tuple, tuple] | None:
+    """Walk two chunk streams in step until either ends; ``(name, position, id)`` of each at the first differing id."""
+    a = b = None
+    while True:
+        if a is None or not a[2].size:
+            a = next(left, None)
+        if b is None or not b[2].size:
+            b = next(right, None)
+        if a is None or b is None:
+            return None
+        n = min(a[2].size, b[2].size)
+        bad = np.flatnonzero(a[2][:n] != b[2][:n])
+        if bad.size:
+            i = int(bad[0])
+            return (a[0], a[1] + i, int(a[2][i])), (b[0], b[1] + i, int(b[2][i]))
+        a, b = (a[0], a[1] + n, a[2][n:]), (b[0], b[1] + n, b[2][n:])
+
+
+# ---------------------------------------------------------------- stats.json
+
+
+def _check_stats(root: Path, config: RunConfig, receipts: list[Receipt]) -> None:
     path = root / STATS_NAME
     stats = read_json(path, VerificationError)
-    splits = stats.get("splits")
-    expected = {s: {**c.to_dict(), "total_tokens": c.total_tokens} for s, c in totals.items()}
-    if splits != expected:
-        raise VerificationError(path, "stats.json splits differ from the receipts", expected=expected, got=splits)
+    difference = _first_difference(stats_record(config.dataset, config.tokenizer_id, receipts), stats)
+    if difference is not None:
+        name, expected, got = difference
+        raise VerificationError(path, f"{name} differs from the receipts and run_config.json", expected=expected, got=got)
+
+
+def _first_difference(expected, got, name: str = "") -> tuple[str, object, object] | None:
+    """The first field (a dotted name) where ``got`` differs from ``expected``, looking inside objects."""
+    if isinstance(expected, dict) and isinstance(got, dict):
+        if sorted(expected) != sorted(got):
+            return name or "top level", f"keys {sorted(expected)}", f"keys {sorted(got)}"
+        for key in expected:
+            difference = _first_difference(expected[key], got[key], f"{name}.{key}" if name else key)
+            if difference is not None:
+                return difference
+        return None
+    return None if expected == got else (name, expected, got)

@@ -26,7 +26,7 @@ No Xet: the server never offers it, and clients must run with
 ``HF_HUB_DISABLE_XET=1`` (huggingface_hub uploads through Xet whenever
 ``hf_xet`` is installed unless that variable is set before it is imported).
 
-Faults (:class:`Faults`) are switched on by tests; each fires a given number of times.
+Faults (:class:`Faults`) are switched on by tests; each counter fires a given number of times.
 """
 
 from __future__ import annotations
@@ -130,6 +130,7 @@ class Faults:
     paths_info_resets: int = 0  # close the connection without an answer
     stale_parent: int = 0  # another writer lands a commit just before ours
     store_flipped: set[str] = field(default_factory=set)  # paths stored with their first byte flipped
+    slow_downloads: dict[str, float] = field(default_factory=dict)  # path -> seconds each resolve of it waits (outside the lock)
 
 
 class HubServer:
@@ -274,6 +275,8 @@ class _Handler(BaseHTTPRequestHandler):
             match = pattern.match(split.path)
             if route_method == method and match:
                 params = {k: unquote(v) for k, v in match.groupdict().items() if v is not None}
+                if name == "resolve" and params["path"] in hub.faults.slow_downloads:
+                    time.sleep(hub.faults.slow_downloads[params["path"]])  # a slow file; other requests go on
                 try:
                     with hub.lock:
                         status, body, headers = getattr(self, f"route_{name}")(**params)
@@ -566,16 +569,18 @@ def client_env(server: HubServer, home, token: str | None = None) -> dict[str, s
 # -- fixtures: tiny releases and corpora, written with the project's own writers -------------------
 
 
-def make_release(root, parts: int = 3, vocab_size: int = 300, eod_id: int = 0, card: bool = True, seed: int = 0):
-    """A small release: ``parts`` parts (part 1 has no validation pair), receipts, stats, run_config,
-    the dataset card (when ``card``) and COMPLETE.json listing every other file."""
+def make_release(root, parts: int = 3, vocab_size: int = 300, eod_id: int = 0, card: bool = True, seed: int = 0, corpus_source: str = "local"):
+    """A small Megatron release: ``parts`` parts (part 1 has no validation pair), receipts, stats,
+    run_config.json (written by the build's own BuildPlan.run_config; the corpus came from
+    ``corpus_source``), the dataset card (when ``card``) and COMPLETE.json listing every other file."""
     import random
     from pathlib import Path
 
+    from hf_tokbin._io import write_json_atomic
     from hf_tokbin.card import render_release_card
     from hf_tokbin.megatron import MegatronWriter
     from hf_tokbin.records import FileEntry
-    from hf_tokbin.release import Receipt, SplitCounts, pair_path, part_name, write_json
+    from hf_tokbin.release import Receipt, SplitCounts, pair_path, part_name
 
     root = Path(root)
     rng = random.Random(seed)
@@ -601,17 +606,29 @@ def make_release(root, parts: int = 3, vocab_size: int = 300, eod_id: int = 0, c
         Receipt(part, shard, splits, tuple(sorted(files, key=lambda f: f.path))).write(root)
     for row in totals.values():
         row["total_tokens"] = row["text_tokens"] + row["eod_tokens"]
-    write_json(root, "stats.json", {"splits": totals, "sources": {"tinystories": totals}})
-    write_json(root, "run_config.json", {
-        "tokenizer": {"id": "byte-test", "sha256": "ab" * 32, "vocab_size": vocab_size, "eod_id": eod_id, "source": "local", "revision": "none"},
-        "corpus": {"name": "tinystories-mini", "repo_id": "roneneldan/TinyStories", "license": "cdla-sharing-1.0", "language": "en"},
-        "split_rule": {"name": "sha256", "modulus": 1000},
-        "formats": ["megatron"],
-    })
+    write_json_atomic(root / "stats.json", {"splits": totals, "sources": {"tinystories": totals}})
+    write_json_atomic(root / "run_config.json", _release_run_config(root, parts, vocab_size, eod_id, corpus_source))
     if card:
         (root / "README.md").write_text(render_release_card(root), encoding="utf-8")
     write_complete(root)
     return root
+
+
+def _release_run_config(root, parts: int, vocab_size: int, eod_id: int, corpus_source: str) -> dict:
+    """run_config.json as a Megatron build of a ``parts``-shard corpus with a byte-like tokenizer writes it."""
+    from hf_tokbin.build import BuildPlan
+    from hf_tokbin.corpus_manifest import CorpusManifest, CorpusShard
+    from hf_tokbin.tokenizer import TokenizerInfo
+
+    shards = tuple(CorpusShard(f"data/train-{i:05d}.parquet", "train", 5, 1000 + i, f"{i:064x}") for i in range(parts))
+    corpus = CorpusManifest("tinystories-mini", "sha256", (), shards, "cdla-sharing-1.0", ("en",))
+    tokenizer = TokenizerInfo("byte-test", "ab" * 32, vocab_size, eod_id, "local", None, None, None)
+    revision = None if corpus_source == "local" else "c0" * 20
+    plan = BuildPlan(
+        corpus_root="corpus", corpus=corpus, corpus_manifest_sha256="cd" * 32, corpus_source=corpus_source,
+        corpus_revision=revision, tokenizer=tokenizer, formats=("megatron",), out=str(root),
+    )
+    return plan.run_config()
 
 
 def write_complete(root) -> None:

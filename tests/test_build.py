@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from release_fixtures import stories, write_corpus
 from tokenizers import Tokenizer
 
 from hf_tokbin import llmc, megatron
-from hf_tokbin.build import build, plan_build
+from hf_tokbin.build import build, build_part, plan_build, start_release
 from hf_tokbin.cli import main
 from hf_tokbin.errors import BuildError
 from hf_tokbin.release import Complete, Receipt
@@ -168,8 +169,6 @@ def test_a_deleted_output_is_rebuilt_from_its_part(tmp_path, corpus, bpe_dir):
     out = tmp_path / "r"
     plan = plan_build(corpus, info, out)
     # Simulate a build killed after two parts: run them, then break one output.
-    from hf_tokbin.build import build_part, start_release
-
     start_release(plan)
     build_part(plan, 0)
     build_part(plan, 1)
@@ -208,3 +207,91 @@ def test_llama3_variant_writes_upstream_layout_and_verifies(tmp_path, corpus, bp
         reference = llmc.open_tokens(seed000 / "tokens" / bpe_dir.name / "toy" / entry.name)
         assert ours.dtype == np.uint32 and ours.tolist() == reference.tolist()
     assert verify_release(out).splits["train"].documents == 550
+
+
+def test_rerun_removes_what_a_build_killed_after_complete_json_left(tmp_path, corpus, bpe_dir):
+    info = resolve_tokenizer(str(bpe_dir))
+    out = tmp_path / "r"
+    run_build(corpus, info, out)
+    before = tree_bytes(out)
+    # Killed between COMPLETE.json and the clean-up: the scratch folder stays, maybe a temporary too.
+    (out / ".work" / "llmc").mkdir(parents=True)
+    (out / ".work" / "llmc" / "part-000000.bin").write_bytes(b"staging")
+    (out / "shards" / "train" / ".part-000000.bin.tmp").write_bytes(b"half")
+    summary = run_build(corpus, info, out)
+    assert summary.parts_built == 0 and tree_bytes(out) == before
+    assert verify_release(out).splits["train"].documents == 550
+
+
+@pytest.mark.parametrize("tokenizer_id", ["", "a/b", "a\\b", ".hidden", ".."])
+def test_tokenizer_id_must_be_one_folder_name_before_any_work(tmp_path, corpus, tokenizer_id):
+    info = dataclasses.replace(resolve_tokenizer("byte"), tokenizer_id=tokenizer_id)
+    with pytest.raises(BuildError, match="--tokenizer-id"):
+        plan_build(corpus, info, tmp_path / "r", formats=("llmc",))
+    assert not (tmp_path / "r").exists()
+
+
+def test_cli_build_with_the_tokenizer_in_the_working_folder(tmp_path, corpus, bpe_dir, monkeypatch):
+    monkeypatch.chdir(bpe_dir)
+    out = tmp_path / "r"
+    assert main(["build", "--corpus", str(corpus), "--tokenizer", ".", "--format", "llmc", "--out", str(out), "--quiet"]) == 0
+    assert (out / "tokens" / bpe_dir.name / "toy" / "_MANIFEST.json").is_file()
+
+
+@pytest.mark.parametrize("limit", [0, -5, llmc.MAX_TOKENS_PER_FILE + 1])
+def test_max_tokens_per_file_out_of_range_is_refused_before_any_work(tmp_path, corpus, limit):
+    with pytest.raises(BuildError, match="--max-tokens-per-file"):
+        plan_build(corpus, resolve_tokenizer("byte"), tmp_path / "r", formats=("llmc",), max_tokens_per_file=limit)
+    assert not (tmp_path / "r").exists()
+
+
+def files_under(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+def test_document_longer_than_an_llmc_file_fails_its_part_before_the_receipt(tmp_path):
+    corpus = write_corpus(tmp_path / "c", [("train", ["short", "x" * 50, "short"])])
+    byte = resolve_tokenizer("byte", doc_sep_id=0)
+    plan = plan_build(corpus, byte, tmp_path / "r", formats=("llmc",), max_tokens_per_file=50)  # 50 bytes + separator > 50
+    start_release(plan)
+    with pytest.raises(BuildError, match="document 1 of this shard") as info:
+        build_part(plan, 0, progress=False)
+    assert str(corpus / "data/train-00000.parquet") in str(info.value)
+    assert files_under(tmp_path / "r") == ["run_config.json"]
+    # One more token of room and the same document fits.
+    run_build(corpus, byte, tmp_path / "ok", formats=("llmc",), max_tokens_per_file=51)
+    assert verify_release(tmp_path / "ok").splits["train"].documents == 3
+
+
+def test_part_that_loses_documents_leaves_nothing_under_a_final_name(tmp_path, corpus, monkeypatch):
+    from hf_tokbin import build as build_module
+
+    encode_shard = build_module.encode_shard
+
+    def drop_last_document(*args, **kwargs):
+        for flat, lengths, n_bytes in encode_shard(*args, **kwargs):
+            yield flat[: flat.size - int(lengths[-1])], lengths[:-1], n_bytes
+
+    monkeypatch.setattr(build_module, "encode_shard", drop_last_document)
+    plan = plan_build(corpus, resolve_tokenizer("byte", doc_sep_id=0), tmp_path / "r")
+    start_release(plan)
+    with pytest.raises(BuildError, match="nothing lost"):
+        build_part(plan, 0, progress=False)
+    assert files_under(tmp_path / "r") == ["run_config.json"]
+
+
+def test_tokens_lost_on_disk_fail_the_part_and_leave_nothing(tmp_path, corpus, monkeypatch):
+    add_documents = megatron.MegatronWriter.add_documents
+
+    def lose_the_last_token_on_disk(self, flat_ids, lengths):
+        add_documents(self, flat_ids, lengths)
+        self._bin.flush()
+        self._bin.truncate(self._bin.tell() - self.dtype.itemsize)
+        self._bin.seek(0, 2)
+
+    monkeypatch.setattr(megatron.MegatronWriter, "add_documents", lose_the_last_token_on_disk)
+    plan = plan_build(corpus, resolve_tokenizer("byte", doc_sep_id=0), tmp_path / "r")
+    start_release(plan)
+    with pytest.raises(BuildError, match="token conservation"):
+        build_part(plan, 0, progress=False)
+    assert files_under(tmp_path / "r") == ["run_config.json"]

@@ -246,3 +246,54 @@ def test_bad_jsonl_lines(tmp_path):
 def test_corpus_shards_config_rejects_column_and_rule_together(tmp_path):
     with pytest.raises(CorpusInputError, match="not both"):
         CorpusShards(cache_dir=str(tmp_path), data_files={"input": str(write_jsonl(tmp_path / "a.jsonl", []))}, split_column="split", split_rule="sha256")
+
+
+def corrupt(path: Path, start: int, stop: int) -> Path:
+    """Flip every bit of bytes ``start:stop`` (negative: from the end)."""
+    data = bytearray(path.read_bytes())
+    for i in range(start % len(data), stop % len(data)):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_unreadable_parquet_names_the_file(tmp_path):
+    not_parquet = write(tmp_path, "text.parquet", '{"text": "I am JSON"}\n')
+    with pytest.raises(CorpusInputError, match=r"text\.parquet: not a readable Parquet file: .*magic bytes"):
+        rows_of(tmp_path, [not_parquet])
+    good = tmp_path / "good.parquet"
+    pq.write_table(pa.table({"text": [f"document {i} " * 20 for i in range(500)]}), good)
+    footer = tmp_path / "footer.parquet"
+    footer.write_bytes(good.read_bytes())
+    corrupt(footer, -60, -20)  # inside the footer metadata, before its length and magic
+    with pytest.raises(CorpusInputError, match=r"footer\.parquet: not a readable Parquet file"):
+        rows_of(tmp_path, [footer])
+    pages = tmp_path / "pages.parquet"
+    pages.write_bytes(good.read_bytes())
+    corrupt(pages, 8, 200)  # the first page header: the footer opens, reading the rows fails
+    assert pq.ParquetFile(pages).metadata.num_rows == 500
+    with pytest.raises(CorpusInputError, match=r"pages\.parquet: not a readable Parquet file"):
+        rows_of(tmp_path, [pages])
+
+
+@pytest.mark.parametrize("value", [["train"], {"name": "train"}, 1, None])
+def test_a_split_value_that_is_not_a_string_names_file_and_line(tmp_path, value):
+    jsonl = write_jsonl(tmp_path / "a.jsonl", [{"text": "a", "split": "train"}, {"text": "b", "split": value}])
+    with pytest.raises(CorpusInputError, match=r"a\.jsonl: line 2: unknown split in column 'split'") as error:
+        rows_of(tmp_path, [jsonl], split_column="split")
+    assert error.value.got == repr(value)
+
+
+def test_invalid_utf8_in_a_parquet_string_column_names_file_and_row(tmp_path):
+    raw = [b"fine", b"also fine", "caf\u00e9".encode(), b"bad \xc3( here", b"after"]
+    # Parquet writers and readers take string bytes as they are: view binary data as strings.
+    texts = pa.array(raw, pa.binary()).view(pa.string())
+    path = tmp_path / "latin.parquet"
+    pq.write_table(pa.table({"text": texts}), path)
+    with pytest.raises(CorpusInputError, match=r"latin\.parquet: row 3: text column 'text' is not valid UTF-8") as error:
+        rows_of(tmp_path, [path], batch_rows=2)  # the bad row is in the second batch
+    assert "\\xc3(" in error.value.got
+    splits = tmp_path / "splits.parquet"
+    pq.write_table(pa.table({"text": ["a", "b"], "split": pa.array([b"train", b"va\xffl"], pa.binary()).view(pa.string())}), splits)
+    with pytest.raises(CorpusInputError, match=r"splits\.parquet: row 1: split column 'split' is not valid UTF-8"):
+        rows_of(tmp_path, [splits], split_column="split")

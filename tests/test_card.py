@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
 from hub_server import make_release
 
-from hf_tokbin import llmc
 from hf_tokbin.card import render_release_card, size_category
+from hf_tokbin.cli import main
 from hf_tokbin.corpus_manifest import SPLIT_RULE_TEXT
 from hf_tokbin.release import Receipt
+
+STORIES = "One story.\n<|endoftext|>\nTwo stories here.\n<|endoftext|>\nThree.\n"
 
 
 def front_matter(card: str) -> dict:
@@ -29,17 +32,26 @@ def test_card_is_deterministic_and_holds_no_local_path(tmp_path):
 
 
 def test_metadata_comes_from_run_config_and_counts(tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_release(tmp_path / "release", corpus_source="tester/tinystories-corpus")
     stats = json.loads((release / "stats.json").read_text())
     documents = sum(s["documents"] for s in stats["splits"].values())
-    meta = front_matter(render_release_card(release))
+    card = render_release_card(release)
+    meta = front_matter(card)
     assert meta["license"] == "cdla-sharing-1.0"
     assert meta["language"] == ["en"]
     assert meta["task_categories"] == ["text-generation"]
-    assert meta["source_datasets"] == ["roneneldan/TinyStories"]
+    assert meta["source_datasets"] == ["tester/tinystories-corpus"]
     assert meta["tokenizer"] == "byte-test"
     assert meta["size_categories"] == [size_category(documents)]
     assert meta["viewer"] is False
+    assert meta["tags"] == ["tokenized", "megatron", "hf-tokbin"]
+    assert meta["pretty_name"] == "tinystories-mini tokenized with byte-test for Megatron"
+    assert "\n# tinystories-mini tokenized with byte-test for Megatron\n" in card
+
+
+def test_a_local_corpus_is_no_source_dataset(tmp_path):
+    meta = front_matter(render_release_card(make_release(tmp_path / "release")))
+    assert "source_datasets" not in meta and meta["license"] == "cdla-sharing-1.0"
 
 
 def test_arguments_override_run_config(tmp_path):
@@ -78,11 +90,13 @@ def test_counts_fall_back_to_the_receipts_when_stats_json_is_missing(tmp_path):
 
 def test_missing_and_unknown_run_config_fields_are_handled(tmp_path):
     release = make_release(tmp_path / "release", card=False)
-    (release / "run_config.json").write_text(json.dumps({"tokenizer": {"id": "tok", "merges_digest": "abc"}, "split_rule": "files"}) + "\n")
+    (release / "run_config.json").write_text(json.dumps({"tokenizer": {"tokenizer_id": "tok", "merges_digest": "abc"}, "split_rule": {"name": "files"}}) + "\n")
     card = render_release_card(release)
     meta = front_matter(card)
     assert meta["license"] == "unknown" and "language" not in meta and "source_datasets" not in meta
+    assert meta["tokenizer"] == "tok" and "- id: `tok`" in card
     assert "- merges_digest: `abc`" in card  # an unknown tokenizer field is shown as it is
+    assert meta["tags"] == ["tokenized", "megatron", "hf-tokbin"]  # no "formats": the pairs in the folder say Megatron
     assert SPLIT_RULE_TEXT["files"] in card
     (release / "run_config.json").unlink()
     assert "Not recorded in `run_config.json`." in render_release_card(release)
@@ -95,14 +109,45 @@ def test_format_section_reads_the_dtype_from_the_index(tmp_path):
     assert "int32 (dtype code 4)" in large
 
 
-def test_llmc_files_are_described_when_present(tmp_path):
-    release = make_release(tmp_path / "release", card=False)
-    assert "llm.c token files" not in render_release_card(release)
-    folder = release / "tokens/byte-test/tinystories"
-    folder.mkdir(parents=True)
-    llmc.write_tokens(folder / "train-00000.bin", [1, 2, 3], 300)
-    (folder / "_MANIFEST.json").write_text(json.dumps({"files": [{"name": "train-00000.bin", "split": "train"}]}) + "\n")
-    card = render_release_card(release)
-    assert "`tokens/byte-test/tinystories/{train,val}-NNNNN.bin`" in card
+def build_release(tmp_path: Path, *build_args: str) -> Path:
+    """A real corpus and build through the command line; returns the release folder."""
+    (tmp_path / "train.txt").write_text(STORIES, encoding="utf-8")
+    (tmp_path / "valid.txt").write_text("Valid.\n", encoding="utf-8")
+    assert main(["corpus", "tinystories", str(tmp_path / "train.txt"), str(tmp_path / "valid.txt"), "--out", str(tmp_path / "corpus")]) == 0
+    assert main(["build", "--corpus", str(tmp_path / "corpus"), "--tokenizer", "byte", "--out", str(tmp_path / "release"), "--quiet", *build_args]) == 0
+    return tmp_path / "release"
+
+
+def test_llmc_only_build_card_describes_llmc_and_nothing_of_megatron(tmp_path):
+    release = build_release(tmp_path, "--format", "llmc")
+    card = (release / "README.md").read_text(encoding="utf-8")
+    assert card == render_release_card(release)  # what the build wrote
+    meta = front_matter(card)
+    assert meta["pretty_name"] == "tinystories tokenized with byte for llm.c"
+    assert meta["tags"] == ["tokenized", "llm.c", "hf-tokbin"]
+    assert (meta["license"], meta["language"]) == ("cdla-sharing-1.0", ["en"])  # from the corpus manifest
+    assert "source_datasets" not in meta  # a local corpus
+    for megatron_word in ("Megatron", "IndexedDataset", "MaxText", "shards/", ".idx", "EOD token"):
+        assert megatron_word not in card, megatron_word
+    assert "`tokens/byte/tinystories/{train,val}-NNNNN.bin`" in card
     assert "Here: version 1 (uint16 ids)." in card
-    assert "- llm.c" in card
+    assert "no separator" in card and "preceded by" not in card  # the byte tokenizer has none
+    assert "one id per byte" in card and "add_special_tokens" not in card
+
+
+def test_both_formats_card_describes_both_with_their_ids(tmp_path):
+    release = build_release(tmp_path, "--format", "llmc,megatron", "--doc-sep-id", "0")
+    card = (release / "README.md").read_text(encoding="utf-8")
+    meta = front_matter(card)
+    assert meta["pretty_name"] == "tinystories tokenized with byte for Megatron and llm.c"
+    assert meta["tags"] == ["tokenized", "megatron", "llm.c", "hf-tokbin"]
+    assert "ends with one EOD token (id 0)" in card
+    assert "preceded by the document separator (id 0)" in card
+    assert "IndexedDataset(\"shards/train/part-000000\")" in card and "./train_gpt2cu" in card
+
+
+def test_llama3_variant_card_points_at_train_llama3(tmp_path):
+    release = build_release(tmp_path, "--format", "llmc", "--llmc-variant", "llama3", "--doc-sep-id", "0")
+    card = (release / "README.md").read_text(encoding="utf-8")
+    assert "upstream llm.c's Llama 3 layout" in card and "train_llama3.py" in card
+    assert "./train_gpt2cu" not in card and "Here: version" not in card

@@ -28,6 +28,13 @@ def llmc_file(path: Path, ids, vocab_size=256, header_ints=None, cut=0) -> Path:
     return path
 
 
+def llama3_file(path: Path, ids) -> Path:
+    """Upstream llm.c's Llama 3 layout, as data_common.write_datafile(model_desc="llama-3") writes it."""
+    header = [20240801, 7, len(ids)] + [0] * 253
+    path.write_bytes(struct.pack("<256i", *header) + struct.pack(f"<{len(ids)}I", *ids))
+    return path
+
+
 def megatron_pair(folder: Path, lengths, tokens, pointers=None, doc_indices=None, cut_idx=0, cut_bin=0) -> Path:
     """A uint16 pair built by hand; returns the .idx path."""
     if pointers is None:
@@ -72,6 +79,29 @@ def test_verify_and_info_of_a_good_llmc_file(tmp_path, capsys):
     code, out, err = run_main(capsys, "info", str(path))
     assert (code, err) == (0, "")
     assert "llm.c token file" in out and "tokens      3" in out and "first ids   [1, 2, 3]" in out
+
+
+def test_info_of_an_upstream_llama3_file(tmp_path, capsys):
+    path = llama3_file(tmp_path / "train-00000.bin", [0, 70000, 128255])
+    code, out, err = run_main(capsys, "info", str(path))
+    assert (code, err) == (0, "")
+    assert f"{path}: upstream llm.c Llama 3 token file (magic 20240801)" in out
+    assert "version     7 (uint32 ids)" in out and "tokens      3" in out and "first ids   [0, 70000, 128255]" in out
+
+
+def test_info_of_a_truncated_llama3_file_is_one_line(tmp_path, capsys):
+    path = llama3_file(tmp_path / "train-00000.bin", [1, 2])
+    path.write_bytes(path.read_bytes()[:-1])
+    code, out, err = run_main(capsys, "info", str(path))
+    assert (code, out) == (1, "")
+    assert_one_line_error(err, path, "truncated file: size must be 1024 + n_tokens * 4")
+
+
+def test_info_of_a_release_whose_stats_json_is_broken_is_one_line(tmp_path, capsys):
+    (tmp_path / "stats.json").write_text("{not json")
+    code, out, err = run_main(capsys, "info", str(tmp_path))
+    assert (code, out) == (1, "")
+    assert_one_line_error(err, tmp_path / "stats.json", "not valid UTF-8 JSON")
 
 
 @pytest.mark.parametrize("name", ["part-000000.idx", "part-000000.bin"])

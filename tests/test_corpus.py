@@ -295,3 +295,47 @@ def test_sample_files_are_the_generators_output(tmp_path):
     assert 150_000 <= size <= 300_000
     valid = (SAMPLE / "valid.txt").read_text(encoding="utf-8")
     assert not valid.startswith(("Once", "One day")) and "\n<|endoftext|>\n\n" in valid  # truncated first story, blank lines
+
+
+# --- the same input twice ------------------------------------------------------------------------
+
+
+def test_the_same_file_as_train_and_validation_is_refused(tmp_path):
+    stories = write(tmp_path / "v.txt", "One.\n<|endoftext|>\nTwo.\n")
+    with pytest.raises(CorpusInputError, match=r"v\.txt: the same input file is given twice"):
+        write_tinystories_corpus(stories, stories, tmp_path / "corpus")
+    (tmp_path / "link.txt").symlink_to(stories)  # another name, the same file
+    with pytest.raises(CorpusInputError, match=r"link\.txt: the same input file is given twice"):
+        write_tinystories_corpus(stories, tmp_path / "link.txt", tmp_path / "corpus")
+    assert not (tmp_path / "corpus").exists() and leftovers(tmp_path) == []
+
+
+def test_import_refuses_a_file_given_twice_directly_or_through_its_folder(tmp_path):
+    folder = tmp_path / "a"
+    folder.mkdir()
+    source = folder / "x.jsonl"
+    source.write_text('{"text": "only once"}\n', encoding="utf-8")
+    for inputs in ([source, source], [folder, source]):
+        with pytest.raises(CorpusInputError, match=r"x\.jsonl: the same input file is given twice"):
+            import_corpus(inputs, tmp_path / "corpus")
+    assert not (tmp_path / "corpus").exists()
+
+
+def test_import_refuses_two_files_with_the_same_source_name_and_takes_their_folder(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / "in" / name).mkdir(parents=True)
+        (tmp_path / "in" / name / "x.jsonl").write_text(json.dumps({"text": f"from {name}"}) + "\n", encoding="utf-8")
+    with pytest.raises(CorpusInputError, match=r"b/x\.jsonl: two input files would have the same source name.*'x\.jsonl'.*common parent folder"):
+        import_corpus([tmp_path / "in" / "a" / "x.jsonl", tmp_path / "in" / "b" / "x.jsonl"], tmp_path / "corpus")
+    manifest = import_corpus([tmp_path / "in"], tmp_path / "corpus")
+    assert [s.path for s in manifest.sources] == ["in/a/x.jsonl", "in/b/x.jsonl"]
+    assert load(tmp_path / "corpus", tmp_path)["train"]["text"][:] == ["from a", "from b"]
+
+
+def test_cli_unreadable_parquet_is_one_line_naming_the_file(tmp_path, capsys):
+    fake = write(tmp_path / "fake.parquet", "PAR1 but not really\n")
+    assert main(["corpus", "import", str(fake), "--out", str(tmp_path / "corpus")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"{fake}: not a readable Parquet file" in err
+    assert leftovers(tmp_path) == []

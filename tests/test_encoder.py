@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import re
 import sys
 
 import numpy as np
@@ -179,6 +180,25 @@ def test_the_corpus_sample_decides(monkeypatch, small_bpe):
     check = encoder.check_fast_path(["a cat sat", "the zebra ran home"])
     assert not check.used and "text 1 'the zebra ran home'" in check.reason
     _assert_encodes_like_tokenizers(encoder, Tokenizer.from_file(small_bpe), ["the zebra ran home", "ok"])
+
+
+class _EngineDroppingTheLastText:
+    """A gigatoken engine that returns one row fewer than the texts it was given."""
+
+    def __init__(self, real):
+        self.real = real
+
+    def encode_batch(self, texts):
+        return self.real.encode_batch(texts)[:-1]
+
+
+def test_fewer_documents_than_texts_is_a_difference_not_a_crash(monkeypatch, small_bpe):
+    real_load = DocumentEncoder._load_gigatoken
+    monkeypatch.setattr(DocumentEncoder, "_load_gigatoken", lambda self: _EngineDroppingTheLastText(real_load(self)))
+    encoder = DocumentEncoder.from_tokenizer_json(small_bpe)
+    check = encoder.check_fast_path(["a cat sat"])
+    counts = re.fullmatch(r"gigatoken returned (\d+) documents for (\d+) texts", check.reason)
+    assert not check.used and counts and int(counts[1]) == int(counts[2]) - 1
 
 
 def test_fallback_when_gigatoken_is_not_installed(monkeypatch, small_bpe):

@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import pytest
-from hub_server import HubServer, client_env, make_release, write_complete
+from hub_server import HubServer, client_env, make_corpus, make_release, write_complete
 
 from hf_tokbin.errors import FormatError, HubError, VerificationError
 from hf_tokbin.hub import RetryPolicy, pull_release
@@ -84,12 +84,14 @@ def test_allow_incomplete_still_checks_receipts(hub, tmp_path):
 
 def test_a_flipped_byte_is_an_error_naming_the_file_and_nothing_is_left(hub, tmp_path):
     release = make_release(tmp_path / "release")
-    hub.seed_repo(REPO, release)
+    commit = hub.seed_repo(REPO, release)
     hub.flip_stored_byte(REPO, "shards/train/part-000001.idx")
     out = tmp_path / "out"
     with pytest.raises(VerificationError) as error:
         pull(hub, tmp_path, out)
-    assert error.value.path.endswith("shards/train/part-000001.idx")
+    # The file on the Hub, not the temporary folder (removed by now).
+    assert error.value.path == f"hf://datasets/{REPO}@{commit}/shards/train/part-000001.idx"
+    assert ".pull-" not in str(error.value)
     assert error.value.rule == "SHA-256 differs from COMPLETE.json"
     assert not out.exists() and leftovers(tmp_path, "out") == []
 
@@ -101,9 +103,10 @@ def test_a_receipt_that_disagrees_with_complete_json_is_an_error(hub, tmp_path):
     receipt["files"][0]["size"] += 1
     receipt_path.write_text(json.dumps(receipt, indent=2) + "\n")
     write_complete(release)  # COMPLETE.json vouches for the edited receipt's bytes
-    hub.seed_repo(REPO, release)
-    with pytest.raises(VerificationError, match="receipt disagrees with COMPLETE.json about " + receipt["files"][0]["path"]):
+    commit = hub.seed_repo(REPO, release)
+    with pytest.raises(VerificationError, match="receipt disagrees with COMPLETE.json about " + receipt["files"][0]["path"]) as error:
         pull(hub, tmp_path, tmp_path / "out")
+    assert error.value.path == f"hf://datasets/{REPO}@{commit}/receipts/part-000000.json"
     assert not (tmp_path / "out").exists()
 
 
@@ -113,6 +116,36 @@ def test_a_file_listed_but_missing_from_the_repo_is_named(hub, tmp_path):
     with pytest.raises(HubError, match="download stats.json failed"):
         pull(hub, tmp_path, tmp_path / "out")
     assert not (tmp_path / "out").exists() and leftovers(tmp_path, "out") == []
+
+
+def test_a_failed_download_stops_the_pull_without_starting_the_queued_ones(hub, tmp_path):
+    release = make_release(tmp_path / "release")
+    # COMPLETE.json lists README.md first, then receipts/part-000000.json: one worker is held by the slow
+    # README.md while the other fails on the missing receipt; 15 more files are still queued.
+    commit = hub.seed_repo(REPO, release, skip=("receipts/part-000000.json",))
+    hub.faults.slow_downloads["README.md"] = 0.5
+    with pytest.raises(HubError, match="download receipts/part-000000.json failed"):
+        pull(hub, tmp_path, tmp_path / "out", max_workers=2)
+    fetched = {p.rsplit(f"/resolve/{commit}/", 1)[1] for _, m, p, _ in hub.requests if f"/resolve/{commit}/" in p}
+    started_after_the_failure = fetched - {"COMPLETE.json", "README.md", "receipts/part-000000.json"}
+    assert len(started_after_the_failure) <= 1, sorted(started_after_the_failure)  # at most one raced the cancel
+    assert leftovers(tmp_path, "out") == []
+
+
+def test_a_corpus_repo_is_refused_as_not_a_release(hub, tmp_path):
+    corpus, _ = make_corpus(tmp_path / "corpus")
+    hub.seed_repo(REPO, corpus)
+    with pytest.raises(HubError, match=r"not a release: the repo holds a raw corpus \(_MANIFEST.json\).*load_dataset"):
+        pull(hub, tmp_path, tmp_path / "out", allow_incomplete=True)
+    assert not (tmp_path / "out").exists() and leftovers(tmp_path, "out") == []
+
+
+def test_an_output_path_that_is_a_file_is_refused_as_a_file(hub, tmp_path):
+    out = tmp_path / "out"
+    out.write_text("mine")
+    with pytest.raises(HubError, match="output path exists and is a file"):
+        pull(hub, tmp_path, out)
+    assert out.read_text() == "mine"
 
 
 def test_pull_is_pinned_to_one_commit(hub, tmp_path):
@@ -152,7 +185,8 @@ def test_cli_pull_reports_success_and_errors_in_one_line(hub, tmp_path):
     code = "import sys; from hf_tokbin.cli import main; sys.exit(main(sys.argv[1:]))"
     refused = subprocess.run([sys.executable, "-c", code, "pull", REPO, "--out", str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1
-    assert refused.stderr.strip().splitlines()[-1].startswith("hf-tokbin pull: error: tester/release@")
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hf-tokbin pull: error: tester/release@"), refused.stderr
     assert "Traceback" not in refused.stderr and TOKEN not in refused.stderr
 
     hub.seed_repo(REPO, release)

@@ -11,15 +11,17 @@ import json
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import httpx2
 import pytest
 from hub_server import HubServer, client_env, make_corpus, make_release, write_complete
 from huggingface_hub.errors import HfHubHTTPError
 
+from hf_tokbin.corpus import write_tinystories_corpus
 from hf_tokbin.errors import HubError
 from hf_tokbin.hub import CommitRateLimiter, HubLimits, RetryPolicy, Upload
-from hf_tokbin.hub.push import pack_batches
+from hf_tokbin.hub.push import _Publisher, pack_batches
 from hf_tokbin.hub.retry import call_with_retry
 from hf_tokbin.release import Receipt
 
@@ -34,6 +36,29 @@ from hf_tokbin.hub import HubLimits, push_folder
 args = json.loads(sys.argv[1])
 try:
     print(push_folder(args["folder"], args["repo"], revision=args["revision"], limits=HubLimits(**args["limits"]), progress=False))
+except TokbinError as e:
+    print(f"error: {e}", file=sys.stderr)
+    sys.exit(1)
+"""
+
+# Another writer changes a checked file (same size, one bit) between the local check and the upload.
+_PUSH_WHILE_WRITING = """
+import sys
+from pathlib import Path
+import hf_tokbin.hub.push as push
+from hf_tokbin.errors import TokbinError
+folder, repo, victim = sys.argv[1:4]
+planned = push.publish_plan
+def plan_then_rewrite(root, progress=True):
+    plan = planned(root, progress)
+    path = Path(root) / victim
+    data = bytearray(path.read_bytes())
+    data[-2] ^= 0x01
+    path.write_bytes(bytes(data))
+    return plan
+push.publish_plan = plan_then_rewrite
+try:
+    print(push.push_folder(folder, repo, progress=False))
 except TokbinError as e:
     print(f"error: {e}", file=sys.stderr)
     sys.exit(1)
@@ -154,6 +179,69 @@ def test_corpus_folder_pushes_and_loads_with_datasets(hub, env, tmp_path):
     assert json.loads(loaded.stdout.strip().splitlines()[-1]) == rows
 
 
+def stories_file(path, texts):
+    path.write_text("".join(t + "\n<|endoftext|>\n" for t in texts), encoding="utf-8")
+    return path
+
+
+def test_smaller_corpus_pushed_over_a_bigger_one_leaves_only_its_own_files(hub, env, tmp_path):
+    old = write_tinystories_corpus(stories_file(tmp_path / "old.txt", [f"old story {i}" for i in range(6)]), None, tmp_path / "old", shard_rows=2)
+    assert [s.path for s in old.shards] == ["data/train-00000.parquet", "data/train-00001.parquet", "data/train-00002.parquet"]
+    assert cli(env, "push", tmp_path / "old", "--repo", "tester/corpus").returncode == 0
+    write_tinystories_corpus(stories_file(tmp_path / "new.txt", ["new story a", "new story b"]), None, tmp_path / "new")
+    result = cli(env, "push", tmp_path / "new", "--repo", "tester/corpus")
+    assert result.returncode == 0, result.stderr
+    remote = hub.head_files("tester/corpus")
+    remote.pop(".gitattributes")
+    assert remote == local_files(tmp_path / "new")  # train-00001/00002 of the old corpus are gone
+    assert "2 remote files the folder does not hold deleted" in result.stdout
+    code = "import json, datasets; d = datasets.load_dataset('tester/corpus'); print(json.dumps({k: list(d[k]['text']) for k in d}))"
+    loaded = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert json.loads(loaded.stdout.strip().splitlines()[-1]) == {"train": ["new story a", "new story b"]}
+
+
+def test_smaller_release_pushed_over_a_bigger_one_leaves_only_its_own_files(hub, env, tmp_path):
+    big = make_release(tmp_path / "big", parts=3)
+    assert cli(env, "push", big, "--repo", REPO).returncode == 0
+    small = make_release(tmp_path / "small", parts=1, seed=1)
+    result = cli(env, "push", small, "--repo", REPO)
+    assert result.returncode == 0, result.stderr
+    remote = hub.head_files(REPO)
+    remote.pop(".gitattributes")
+    assert remote == local_files(small)
+    gone = set(local_files(big)) - set(local_files(small))
+    assert {p for p in gone if p.startswith(("shards/", "receipts/"))} == gone and len(gone) == 8
+    new_commits = pushed_commits(hub)[-2:]
+    assert gone <= set(new_commits[0].changed) and "COMPLETE.json" not in new_commits[0].tree  # deleted with the stale record
+    assert new_commits[1].changed == ("COMPLETE.json",)
+    assert f"{len(gone)} remote files the folder does not hold deleted" in result.stdout
+
+
+def test_a_foreign_file_on_a_published_branch_is_deleted_alone(hub, env, tmp_path):
+    release = make_release(tmp_path / "release")
+    assert cli(env, "push", release, "--repo", REPO).returncode == 0
+    hub.land_foreign_commit(REPO, "main")
+    before = len(pushed_commits(hub))
+    result = cli(env, "push", release, "--repo", REPO)
+    assert result.returncode == 0, result.stderr
+    remote = hub.head_files(REPO)
+    remote.pop(".gitattributes")
+    assert remote == local_files(release)
+    new_commits = pushed_commits(hub)[before:]
+    assert [c.changed for c in new_commits] == [("NOTES.txt",)]  # COMPLETE.json was right all along: it stays
+    assert "1 remote files the folder does not hold deleted" in result.stdout
+
+
+@pytest.mark.parametrize("victim", ["stats.json", "shards/train/part-000001.bin"])
+def test_a_file_changed_after_the_check_stops_the_push(hub, env, tmp_path, victim):
+    release = make_release(tmp_path / "release")
+    result = subprocess.run([sys.executable, "-c", _PUSH_WHILE_WRITING, str(release), REPO, victim], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stdout
+    assert victim in result.stderr and "file changed after it was checked" in result.stderr
+    assert pushed_commits(hub) == []  # nothing landed, COMPLETE.json least of all
+
+
 # -- what stops a push -----------------------------------------------------------
 
 
@@ -163,10 +251,11 @@ def test_local_corruption_stops_the_push_before_anything_goes_up(hub, env, tmp_p
     data = bytearray(target.read_bytes())
     data[3] ^= 0x01
     target.write_bytes(bytes(data))
-    result = cli(env, "push", release, "--repo", REPO)
+    result = cli(env, "push", release, "--repo", REPO, "--quiet")
     assert result.returncode == 1
-    assert str(target) in result.stderr and "SHA-256 differs from COMPLETE.json" in result.stderr
-    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr  # the error alone: no traceback, no bar
+    assert str(target) in lines[0] and "SHA-256 differs from COMPLETE.json" in lines[0]
     assert hub.requests == []
 
 
@@ -191,15 +280,15 @@ def test_hub_storing_other_bytes_stops_naming_the_file_and_a_rerun_completes(hub
     assert sent_first & sent_second == {bad}
 
 
-def test_stale_parent_stops_with_a_clear_message(hub, env, tmp_path):
+def test_stale_parent_stops_with_a_one_line_message(hub, env, tmp_path):
     release = make_release(tmp_path / "release")
     hub.faults.stale_parent = 1
-    result = cli(env, "push", release, "--repo", REPO)
+    result = cli(env, "push", release, "--repo", REPO, "--quiet")
     assert result.returncode == 1
-    last_line = result.stderr.strip().splitlines()[-1]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
     foreign_head = hub.repo(REPO).branches["main"]
-    assert last_line.startswith("hf-tokbin push: error: ") and "someone else pushed" in last_line and foreign_head in last_line
-    assert "Traceback" not in result.stderr
+    assert lines[0].startswith("hf-tokbin push: error: ") and "someone else pushed" in lines[0] and foreign_head in lines[0]
     files = hub.head_files(REPO)
     assert "NOTES.txt" in files and "COMPLETE.json" not in files
 
@@ -345,6 +434,33 @@ def test_retry_does_not_repeat_a_permanent_error():
     assert len(calls) == 1
 
 
+class DroppingUploads:
+    """An HfApi stand-in whose uploads always drop the connection; the branch head never moves."""
+
+    def __init__(self):
+        self.preuploads = self.commits = 0
+
+    def preupload_lfs_files(self, *args, **kwargs):
+        self.preuploads += 1
+        raise ConnectionError("connection reset by peer")
+
+    def create_commit(self, *args, **kwargs):
+        self.commits += 1
+
+    def dataset_info(self, repo_id, revision=None):
+        return SimpleNamespace(sha="a" * 40)
+
+
+def test_a_failing_upload_is_tried_attempts_times_not_attempts_squared():
+    api = DroppingUploads()
+    slept = []
+    publisher = _Publisher(api, "tester/release", "main", HubLimits(), RetryPolicy(attempts=3, base_delay=0.5, sleep=slept.append), head="a" * 40)
+    with pytest.raises(HubError, match=r"tester/release@main: upload files failed: .*ConnectionError"):
+        publisher.commit([Upload.from_bytes("stats.json", b"{}\n")], [], "Add stats.json")
+    assert api.preuploads == 3 and api.commits == 0
+    assert slept == [0.5, 1.0]
+
+
 def test_bad_limits_and_repo_ids_are_refused():
     from hf_tokbin.hub import push_folder
 
@@ -352,3 +468,15 @@ def test_bad_limits_and_repo_ids_are_refused():
         HubLimits(files_per_commit=0)
     with pytest.raises(HubError, match="repo id must be NAMESPACE/NAME"):
         push_folder(".", "no-namespace")
+
+
+def test_retry_settings_from_the_environment_say_what_they_must_be(monkeypatch):
+    monkeypatch.setenv("HF_TOKBIN_HUB_ATTEMPTS", "2.5")
+    with pytest.raises(HubError, match="HF_TOKBIN_HUB_ATTEMPTS: environment variable must be an integer: expected an integer such as 5, got '2.5'"):
+        RetryPolicy.from_env()
+    monkeypatch.setenv("HF_TOKBIN_HUB_ATTEMPTS", "3")
+    monkeypatch.setenv("HF_TOKBIN_HUB_BACKOFF", "soon")
+    with pytest.raises(HubError, match="HF_TOKBIN_HUB_BACKOFF: environment variable must be a number"):
+        RetryPolicy.from_env()
+    monkeypatch.setenv("HF_TOKBIN_HUB_BACKOFF", "0.5")
+    assert RetryPolicy.from_env() == RetryPolicy(attempts=3, base_delay=0.5)

@@ -5,6 +5,7 @@ Expected bytes are built here with ``struct``, independently of the encoder.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import struct
 import tracemalloc
@@ -16,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_tokbin import llmc
+from hf_tokbin import llmc, llmc_llama3, megatron
 from hf_tokbin.errors import FormatError
 
 MAGIC = 20240520
@@ -90,6 +91,36 @@ def test_writer_rejects_out_of_range_ids_and_non_integers(tmp_path):
     with pytest.raises(FormatError, match="document lengths must not be negative"):
         writer.add_documents(np.array([1, 2]), np.array([3, -1]))
     assert writer.close() == []
+    assert list(tmp_path.iterdir()) == []
+
+
+def _write_llmc(path, ids, vocab_size):
+    llmc.write_tokens(path, ids, vocab_size)
+
+
+def _write_llama3(path, ids, vocab_size):
+    llmc_llama3.write_tokens(path, ids, vocab_size)
+
+
+def _write_megatron(path, ids, vocab_size):
+    with megatron.MegatronWriter(path, vocab_size, eod_id=None) as writer:
+        writer.add_document(ids)
+        writer.close()
+
+
+@pytest.mark.parametrize("write", [_write_llmc, _write_llama3, _write_megatron], ids=["llmc", "llama3", "megatron"])
+@pytest.mark.parametrize(
+    "ids, rule",
+    [
+        (np.array([1.0, 2.0]), "token ids must be integers: got dtype float64"),
+        (np.array([3, 256]), "token id out of range: expected 0 <= id < 256, got 256"),
+        (np.array([-1, 3]), "token id out of range: expected 0 <= id < 256, got -1"),
+    ],
+)
+def test_every_writer_checks_ids_the_same_way(tmp_path, write, ids, rule):
+    with pytest.raises(FormatError) as info:
+        write(tmp_path / "t.bin", ids, 256)
+    assert str(info.value) == f"{tmp_path / 't.bin'}: {rule}"
     assert list(tmp_path.iterdir()) == []
 
 
@@ -325,6 +356,16 @@ def test_schema_allows_a_null_separator_and_rejects_broken_manifests(tmp_path):
     for bad in broken:
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema())
+
+
+@pytest.mark.parametrize("digest", ["a" * 64 + "\n", "A" * 64, "a" * 63, 64])
+def test_manifest_digests_are_exactly_64_lowercase_hex_digits(tmp_path, digest):
+    manifest = make_manifest(tmp_path)
+    with pytest.raises(FormatError, match="tokenizer_sha256 must be"):
+        dataclasses.replace(manifest, tokenizer_sha256=digest)
+    bad_file = dataclasses.replace(manifest.files[0], sha256=digest)
+    with pytest.raises(FormatError, match="sha256 must be 64 lowercase hex digits"):
+        dataclasses.replace(manifest, files=(bad_file,))
 
 
 def test_manifest_reader_rejects_a_missing_key(tmp_path):

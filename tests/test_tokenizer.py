@@ -46,6 +46,22 @@ def test_folder_file_and_separator_sources(trained, tmp_path):
     assert "path" not in by_folder.to_record()
 
 
+@pytest.mark.parametrize("name", [".", "tokenizer.json"])
+def test_a_tokenizer_in_the_working_folder_is_named_after_that_folder(trained, monkeypatch, name):
+    monkeypatch.chdir(trained)
+    info = resolve_tokenizer(name)
+    assert info.tokenizer_id == "tiny" and info == resolve_tokenizer(str(trained))
+
+
+def test_a_symlinked_tokenizer_is_named_after_the_folder_of_the_link(trained, tmp_path):
+    # The layout of a Hub cache snapshot: snapshots/<commit>/tokenizer.json -> ../../blobs/<sha>.
+    (tmp_path / "blobs").mkdir()
+    (tmp_path / "blobs" / "abc").write_bytes((trained / "tokenizer.json").read_bytes())
+    (tmp_path / "snapshot").mkdir()
+    (tmp_path / "snapshot" / "tokenizer.json").symlink_to(tmp_path / "blobs" / "abc")
+    assert resolve_tokenizer(str(tmp_path / "snapshot")).tokenizer_id == "snapshot"
+
+
 def test_generation_config_rules(trained, tmp_path):
     folder = tmp_path / "t"
     folder.mkdir()
@@ -57,6 +73,9 @@ def test_generation_config_rules(trained, tmp_path):
     with pytest.raises(TokenizerError, match="several ids"):
         resolve_tokenizer(str(folder))
     assert resolve_tokenizer(str(folder), doc_sep_id=4).doc_sep_id == 4
+    (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": []}))
+    with pytest.raises(TokenizerError, match="eos_token_id is an empty list"):
+        resolve_tokenizer(str(folder))
     (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": 999999}))
     with pytest.raises(TokenizerError, match="valid id"):
         resolve_tokenizer(str(folder))

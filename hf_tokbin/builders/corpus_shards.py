@@ -17,10 +17,12 @@ Inputs:
 - ``.jsonl`` / ``.json``: JSON Lines, one object per line, UTF-8; blank lines
   are skipped. Places are named ``line N`` (1-based, as an editor shows).
 - ``.parquet``: read in batches of ``batch_rows``. Places are named
-  ``row N`` (0-based, as ``pyarrow`` indexes).
+  ``row N`` (0-based, as ``pyarrow`` indexes). A file ``pyarrow`` cannot
+  read (not Parquet, a corrupt footer or page) stops with the file named.
 
-A missing text column, or a text that is not a string (including null),
-stops with the file and the place named. The builder yields one ``datasets``
+A missing text column, a text that is not a string (including null), or a
+string that is not valid UTF-8 (Parquet does not check it) stops with the
+file and the place named. The builder yields one ``datasets``
 split per ``data_files`` key (usually one); the ``split`` column, not the
 ``datasets`` split, says where each row belongs, so interleaved train and
 validation rows are read in one pass.
@@ -28,6 +30,7 @@ validation rows are read in one pass.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -166,7 +169,7 @@ class CorpusShards(datasets.ArrowBasedBuilder):
 
     def _split_of(self, value, text: str, path, where: str) -> str:
         if self.config.split_column is not None:
-            if value not in SPLIT_VALUES:  # also catches null and non-strings
+            if not isinstance(value, str) or value not in SPLIT_VALUES:  # null, numbers, lists, objects
                 raise CorpusInputError(path, f"{where}: unknown split in column {self.config.split_column!r}", expected="train, validation or val", got=repr(value))
             return SPLIT_VALUES[value]
         if self.config.split_rule == "sha256":
@@ -175,7 +178,8 @@ class CorpusShards(datasets.ArrowBasedBuilder):
 
     # Parquet: columnar checks, Python only for the SHA-256 rule.
     def _read_parquet(self, path) -> Iterator[tuple[pa.Array, pa.Array, int]]:
-        parquet = pq.ParquetFile(path)
+        with _readable_parquet(path):
+            parquet = pq.ParquetFile(path)
         text_column, split_column = self.config.text_column, self.config.split_column
         names = parquet.schema_arrow.names
         for what, column in (("text", text_column), ("split", split_column)):
@@ -184,8 +188,13 @@ class CorpusShards(datasets.ArrowBasedBuilder):
         size = os.path.getsize(path)
         rows_total = max(parquet.metadata.num_rows, 1)
         first_row = 0
-        for batch in parquet.iter_batches(batch_size=self.config.batch_rows, columns=[c for c in (text_column, split_column) if c]):
-            texts = _as_strings(batch.column(text_column), path, first_row, f"text column {text_column!r} must hold strings")
+        batches = parquet.iter_batches(batch_size=self.config.batch_rows, columns=[c for c in (text_column, split_column) if c])
+        while True:
+            with _readable_parquet(path):  # pages are read and decoded here, batch by batch
+                batch = next(batches, None)
+            if batch is None:
+                return
+            texts = _as_strings(batch.column(text_column), path, first_row, "text", text_column)
             yield texts, self._parquet_splits(batch, texts, path, first_row), size * (first_row + batch.num_rows) // rows_total
             first_row += batch.num_rows
 
@@ -193,7 +202,7 @@ class CorpusShards(datasets.ArrowBasedBuilder):
         if self.config.split_column is not None:
             values = batch.column(self.config.split_column)
             if not pa.types.is_null(values.type):
-                values = _as_strings(values, path, first_row, f"split column {self.config.split_column!r} must hold strings", nulls_ok=True)
+                values = _as_strings(values, path, first_row, "split", self.config.split_column, nulls_ok=True)
             known = pc.fill_null(pc.is_in(values.cast(pa.string()), value_set=pa.array(list(SPLIT_VALUES))), False)
             if not pc.all(known).as_py():
                 index = pc.index(known, False).as_py()
@@ -214,12 +223,41 @@ def _parse_json_object(line: str, path, where: str) -> dict:
     return row
 
 
-def _as_strings(values: pa.Array, path, first_row: int, rule: str, nulls_ok: bool = False) -> pa.Array:
-    """``values`` as a plain string array, or an error naming the first row that is not a string."""
+@contextlib.contextmanager
+def _readable_parquet(path):
+    """Turn pyarrow's errors about an unreadable file (not Parquet, corrupt footer or pages) into one naming it."""
+    try:
+        yield
+    except (pa.ArrowException, OSError) as e:  # ArrowInvalid, ArrowIOError (= OSError), thrift errors
+        first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CorpusInputError(path, "not a readable Parquet file", expected="a Parquet file", got=first_line) from None
+
+
+def _as_strings(values: pa.Array, path, first_row: int, what: str, column: str, nulls_ok: bool = False) -> pa.Array:
+    """``values`` as a plain, valid UTF-8 string array, or an error naming the first row that is not one."""
+    rule = f"{what} column {column!r} must hold strings"
     value_type = values.type.value_type if pa.types.is_dictionary(values.type) else values.type
     if not (pa.types.is_string(value_type) or pa.types.is_large_string(value_type) or pa.types.is_string_view(value_type)):
         raise CorpusInputError(path, f"row {first_row}: {rule}", expected="string", got=str(values.type))
     if values.null_count and not nulls_ok:
         index = pc.index(pc.is_null(values), True).as_py()
         raise CorpusInputError(path, f"row {first_row + index}: {rule}", expected="string", got="null")
-    return values.cast(pa.string())
+    strings = values.cast(pa.string())
+    try:
+        strings.validate(full=True)  # Parquet readers take string bytes as they are: check the UTF-8 here
+    except pa.ArrowInvalid:
+        index, sample = _first_invalid_utf8(strings)
+        raise CorpusInputError(path, f"row {first_row + index}: {what} column {column!r} is not valid UTF-8", expected="UTF-8 text", got=repr(sample)) from None
+    return strings
+
+
+def _first_invalid_utf8(strings: pa.Array) -> tuple[int, bytes]:
+    """Row and first bytes of the first value that is not UTF-8 (only called once validation failed)."""
+    for index, value in enumerate(strings.view(pa.binary()).to_pylist()):
+        if value is None:
+            continue
+        try:
+            value.decode("utf-8")
+        except UnicodeDecodeError as e:
+            return index, value[max(e.start - 8, 0) : e.end + 8]
+    raise AssertionError("validate() rejected an array whose values all decode")  # cannot happen: same rule

@@ -39,10 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     try:
         return int(args.run(args) or 0)
-    except TokbinError as e:
-        print(f"hf-tokbin {args.command}: error: {e}", file=sys.stderr)
-        return 1
-    except OSError as e:
+    except (TokbinError, OSError) as e:
+        # Bad input and OS errors (a missing file, a full disk) are one line; any other exception is a bug and shows its traceback.
         print(f"hf-tokbin {args.command}: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -14,6 +14,8 @@ import argparse
 import sys
 import time
 
+from ..corpus_manifest import SPLITS
+
 
 def add_arguments(parser) -> None:
     sub = parser.add_subparsers(dest="corpus_command", required=True, metavar="SOURCE")
@@ -100,7 +102,7 @@ def run_import(args) -> int:
 
 def _print_summary(manifest, out, seconds: float, unit: str) -> None:
     read_mb = sum(s.size for s in manifest.sources) / 1e6
-    for split in ("train", "validation"):
+    for split in SPLITS:
         shards = [s for s in manifest.shards if s.split == split]
         written_mb = sum(s.size for s in shards) / 1e6
         print(f"{split}: {manifest.rows(split):,} {unit} in {len(shards)} shards ({written_mb:,.1f} MB)", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""``hf-tokbin push DIR --repo NS/NAME [--revision BRANCH] [--private] [--endpoint URL]``."""
+"""``hf-tokbin push DIR --repo NS/NAME [--revision BRANCH] [--private] [--endpoint URL] [--quiet]``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--revision", default="main", metavar="BRANCH", help="branch to push to (created from main if missing; default main)")
     parser.add_argument("--private", action="store_true", help="create the repo private (an existing repo keeps its visibility)")
     parser.add_argument("--endpoint", default=None, metavar="URL", help="Hub endpoint (default: HF_ENDPOINT or https://huggingface.co)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.set_defaults(run=run)
 
 
@@ -18,6 +19,6 @@ def run(args) -> int:
     from ..hub import push_folder
 
     disable_progress_bars()  # the client's per-file bars would break hf-tokbin's own
-    summary = push_folder(args.folder, args.repo, revision=args.revision, private=args.private, endpoint=args.endpoint)
+    summary = push_folder(args.folder, args.repo, revision=args.revision, private=args.private, endpoint=args.endpoint, progress=not args.quiet)
     print(f"pushed {args.folder}: {summary}")
     return 0

@@ -1,6 +1,9 @@
-"""Publish and fetch releases on the Hugging Face Hub in verified commits (see ``docs/hub.md``)."""
+"""Publish and fetch releases on the Hugging Face Hub in verified commits (see ``docs/hub.md``).
 
-from .files import PublishPlan, Upload, check_files, check_receipts, publish_plan
+The file checks both use (``check_files``, ``check_receipts``) live in :mod:`hf_tokbin.release`.
+"""
+
+from .files import PublishPlan, Upload, publish_plan
 from .pull import PullSummary, pull_release
 from .push import HubLimits, PushSummary, push_folder
 from .retry import CommitRateLimiter, RetryPolicy
@@ -13,8 +16,6 @@ __all__ = [
     "PushSummary",
     "RetryPolicy",
     "Upload",
-    "check_files",
-    "check_receipts",
     "publish_plan",
     "pull_release",
     "push_folder",

@@ -4,29 +4,41 @@
    so a push landing meanwhile cannot mix two versions.
 2. Download ``COMPLETE.json``; without it the release is incomplete and is
    refused (``allow_incomplete`` downloads what is there, checks what the
-   receipts vouch for, and says so).
+   receipts vouch for, and says so). Pull handles releases only: a raw corpus
+   repo (``_MANIFEST.json`` at the top) is refused, it loads with
+   ``datasets.load_dataset`` or ``hf-tokbin build --corpus NS/NAME``.
 3. Download every file ``COMPLETE.json`` lists into a temporary folder beside
    the output (``.<name>.pull-<commit>``), check each file's size and SHA-256
-   against ``COMPLETE.json`` and each receipt against ``COMPLETE.json``.
+   against ``COMPLETE.json`` and each receipt against ``COMPLETE.json``. The
+   first failed download cancels the ones still queued. Errors name the file
+   as ``hf://datasets/NS/NAME@COMMIT/PATH``, never the temporary folder.
 4. Only then rename the temporary folder to the output. On any failure the
    temporary folder is removed: nothing partial is left under the output name.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
 from .._io import fsync_dir
+from ..corpus_manifest import MANIFEST_NAME as CORPUS_MANIFEST_NAME
 from ..errors import HubError, TokbinError
 from ..records import FileEntry
-from ..release import COMPLETE_NAME, RECEIPTS_DIR, Complete, Receipt
-from .files import check_files, check_receipts
+from ..release import (
+    COMPLETE_NAME,
+    RECEIPTS_DIR,
+    Complete,
+    Receipt,
+    check_files,
+    check_receipts,
+)
 from .retry import RetryPolicy, as_hub_error, call_with_retry
 
 REPO_TYPE = "dataset"
@@ -67,7 +79,9 @@ def pull_release(
     from huggingface_hub import HfApi
 
     out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    if out.exists() and not out.is_dir():
+        raise HubError(out, "output path exists and is a file, not a folder", hint="choose a new --out")
+    if out.exists() and any(out.iterdir()):
         raise HubError(out, "output folder already exists and is not empty", hint="choose a new --out")
     retry = retry or RetryPolicy.from_env()
     api = HfApi(endpoint=endpoint, token=token)
@@ -94,28 +108,33 @@ def pull_release(
 
     try:
         tree = call("list files", lambda: [f.path for f in api.list_repo_tree(repo_id, repo_type=REPO_TYPE, revision=commit, recursive=True) if hasattr(f, "blob_id")])
-        if COMPLETE_NAME in tree:
-            download(COMPLETE_NAME)
-            complete = Complete.read(staging / COMPLETE_NAME)
-            entries = list(complete.files)
-        elif allow_incomplete:
-            complete = None
-            entries = None
-        else:
+        if COMPLETE_NAME not in tree and CORPUS_MANIFEST_NAME in tree:
+            raise HubError(
+                f"{repo_id}@{commit}",
+                f"not a release: the repo holds a raw corpus ({CORPUS_MANIFEST_NAME}), and pull handles releases ({COMPLETE_NAME}) only",
+                hint=f"load it with datasets.load_dataset('{repo_id}'), or build from it with hf-tokbin build --corpus {repo_id}",
+            )
+        if COMPLETE_NAME not in tree and not allow_incomplete:
             raise HubError(f"{repo_id}@{commit}", f"release is incomplete: {COMPLETE_NAME} is missing", hint="a push may still be running; --allow-incomplete downloads what is there")
+        with _named_on_the_hub(staging, repo_id, commit):
+            if COMPLETE_NAME in tree:
+                download(COMPLETE_NAME)
+                complete = Complete.read(staging / COMPLETE_NAME)
+                names = [e.path for e in complete.files]
+            else:
+                complete = None
+                names = [p for p in tree if p not in _GIT_FILES]
+            for name in names:
+                FileEntry(name, 0, "0" * 64)  # the path rules: relative, inside the folder
+            _download_all(names, download, max_workers, progress)
 
-        names = [e.path for e in entries] if entries is not None else [p for p in tree if p not in _GIT_FILES and p != COMPLETE_NAME]
-        for name in names:
-            FileEntry(name, 0, "0" * 64)  # the path rules: relative, inside the folder
-        _download_all(names, download, max_workers, progress)
-
-        if complete is not None:
-            check_files(staging, complete.files, COMPLETE_NAME, progress)
-            receipts = check_receipts(staging, complete)
-        else:
-            receipts = [Receipt.read(staging / p) for p in names if p.startswith(f"{RECEIPTS_DIR}/") and p.endswith(".json")]
-            for receipt in receipts:
-                check_files(staging, receipt.files, f"receipt {receipt.part}", progress)
+            if complete is not None:
+                check_files(staging, complete.files, COMPLETE_NAME, progress)
+                receipts = check_receipts(staging, complete)
+            else:
+                receipts = [Receipt.read(staging / p) for p in names if p.startswith(f"{RECEIPTS_DIR}/") and p.endswith(".json")]
+                for receipt in receipts:
+                    check_files(staging, receipt.files, f"receipt {receipt.part}", progress)
         shutil.rmtree(staging / _CLIENT_STATE, ignore_errors=True)
         if out.exists():
             out.rmdir()  # empty, checked above
@@ -130,6 +149,29 @@ def pull_release(
 
 
 def _download_all(names: list[str], download, max_workers: int, progress: bool) -> None:
-    with tqdm(total=len(names), unit="file", desc="download", disable=not progress) as bar, ThreadPoolExecutor(max_workers=max_workers) as pool:
-        for _ in pool.map(download, names):
-            bar.update(1)
+    """``download(name)`` for every name on ``max_workers`` threads; the first failure cancels the queued ones."""
+    pool = ThreadPoolExecutor(max_workers=max_workers)
+    try:
+        with tqdm(total=len(names), unit="file", desc="download", disable=not progress) as bar:
+            pending = {pool.submit(download, name) for name in names}
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                for future in done:
+                    future.result()  # raises the download's error
+                bar.update(len(done))
+    finally:
+        # Waits only for the downloads already running: they write into the folder about to be removed.
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _named_on_the_hub(staging: Path, repo_id: str, commit: str):
+    """Re-raise an error about a file of the temporary folder (removed on failure) as one about the file on the Hub."""
+    try:
+        yield
+    except TokbinError as error:
+        path = getattr(error, "path", None)
+        if path is None or not Path(path).is_relative_to(staging):
+            raise
+        uri = f"hf://datasets/{repo_id}@{commit}/{Path(path).relative_to(staging).as_posix()}"
+        raise type(error)(uri, error.rule, error.expected, error.got, error.hint) from error

@@ -2,15 +2,22 @@
 
 1. Check every local file against its record (``COMPLETE.json`` or the corpus
    ``_MANIFEST.json``) before anything goes up.
-2. Create the repo (and branch) if needed; read the branch head and the
-   remote size and SHA-256 of every file at that head: files already there
-   and equal are skipped, so a re-run resumes and a second push of the same
-   release makes no commit.
+2. Create the repo (and branch) if needed; read the branch head and list
+   every remote file at that head with its size and SHA-256: files already
+   there and equal are skipped, so a re-run resumes and a second push of the
+   same release makes no commit.
 3. Commit the rest in batches (a part's files with its receipt; at most
    ``files_per_commit`` files and ``bytes_per_commit`` bytes; at most
    ``commits_per_hour`` commits in any hour), each with ``parent_commit`` set
    to the head we last verified, so a branch moved by someone else stops the
-   push (HTTP 412) instead of mixing histories.
+   push (HTTP 412) instead of mixing histories. The first commit also deletes
+   every remote file the folder does not hold (a stale ``COMPLETE.json``, the
+   shards of an earlier, bigger release or corpus), but ``.gitattributes``,
+   which the Hub writes itself: the branch ends up holding exactly the
+   folder, and ``load_dataset`` never mixes old and new shards.
+   Each file is hashed again as its commit is prepared: a file that changed
+   since the local check stops the push instead of going up under the
+   digest of its old content.
 4. After each commit, read every file it carried back *at that commit id*
    (``get_paths_info(revision=commit)``): size, and LFS SHA-256 (or the git
    blob id of a small regular file) must equal the local value.
@@ -29,7 +36,7 @@ from typing import Callable, Iterable
 
 from tqdm.auto import tqdm
 
-from ..errors import HubError
+from ..errors import HubError, VerificationError
 from .files import Upload, publish_plan
 from .retry import (
     CommitRateLimiter,
@@ -43,6 +50,8 @@ from .retry import (
 )
 
 REPO_TYPE = "dataset"
+# Files the Hub writes into a new repo itself: never deleted by a push.
+HUB_OWNED_FILES = frozenset({".gitattributes"})
 
 
 @dataclass(frozen=True)
@@ -72,12 +81,15 @@ class PushSummary:
     files_already_there: int
     kind: str
     final_path: str
+    files_deleted: int = 0  # remote files the folder does not hold, deleted by the first commit
 
     def __str__(self) -> str:
         if self.commits == 0:
             what = f"already published: all {self.files_already_there} files present and verified, no commit made"
         else:
             what = f"{self.files_uploaded} files ({self.bytes_uploaded:,} bytes) in {self.commits} verified commits, {self.files_already_there} already there"
+            if self.files_deleted:
+                what += f", {self.files_deleted} remote files the folder does not hold deleted"
         return f"{self.repo_id}@{self.revision}: {what}; {self.final_path} verified at {self.head}"
 
 
@@ -160,6 +172,11 @@ class _Publisher:
         info = self.call("read branch head", lambda: self.api.dataset_info(self.repo_id, revision=self.revision))
         return info.sha
 
+    def remote_tree(self, commit: str) -> dict[str, RemoteFile]:
+        """Every file at ``commit`` with its size and digests."""
+        entries = self.call("list files", lambda: list(self.api.list_repo_tree(self.repo_id, repo_type=REPO_TYPE, revision=commit, recursive=True)))
+        return {e.path: RemoteFile.from_repo_file(e) for e in entries if hasattr(e, "blob_id")}  # files, not folders
+
     def remote_files(self, paths: list[str], commit: str) -> dict[str, RemoteFile]:
         """Size and digests of ``paths`` at ``commit`` (absent paths are left out)."""
         found: dict[str, RemoteFile] = {}
@@ -190,15 +207,18 @@ class _Publisher:
         """Create one commit on top of ``head``; return its id (after recovering a commit that landed)."""
         from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
-        operations = [CommitOperationAdd(path_in_repo=u.path, path_or_fileobj=_source(u)) for u in uploads]
-        for operation, upload in zip(operations, uploads):
-            # Every file was hashed and checked moments ago; spare the client a second read of each.
-            operation.upload_info.sha256 = bytes.fromhex(upload.sha256)
-        operations += [CommitOperationDelete(path_in_repo=p) for p in deletions]
+        # The client hashes each file as the operation is made: what goes up, under that digest.
+        additions = [CommitOperationAdd(path_in_repo=u.path, path_or_fileobj=_source(u)) for u in uploads]
+        for operation, upload in zip(additions, uploads):
+            _check_unchanged(upload, operation.upload_info)
+        operations = additions + [CommitOperationDelete(path_in_repo=p) for p in deletions]
         where = f"{self.repo_id}@{self.revision}"
         for attempt in range(1, self.retry.attempts + 1):
+            step = "upload files"
             try:
-                self.call("upload files", lambda: self.api.preupload_lfs_files(self.repo_id, additions=operations[: len(uploads)], repo_type=REPO_TYPE, revision=self.revision))
+                # Called bare: this loop is the retry (a retried call inside it would retry attempts² times).
+                self.api.preupload_lfs_files(self.repo_id, additions=additions, repo_type=REPO_TYPE, revision=self.revision)
+                step = "commit"
                 info = self.api.create_commit(self.repo_id, operations, commit_message=message, repo_type=REPO_TYPE, revision=self.revision, parent_commit=self.head)
                 return info.oid
             except HubError:
@@ -207,7 +227,7 @@ class _Publisher:
                 if status_of(error) == 412:
                     raise HubError(where, "the branch moved: someone else pushed to it during this push", expected=f"head {self.head}", got=f"head {self.read_head()}", hint="check the other commit, then re-run push: it resumes from the new head") from error
                 if not is_transient(error) or attempt == self.retry.attempts:
-                    raise as_hub_error(where, "commit", error) from error
+                    raise as_hub_error(where, step, error) from error
                 # The commit may have landed although its answer was lost: look before retrying.
                 head = self.read_head()
                 if head != self.head:
@@ -216,13 +236,26 @@ class _Publisher:
                         return head
                     raise HubError(where, "the branch moved during a failed commit and does not hold this batch: someone else pushed", expected=f"head {self.head}", got=f"head {head}", hint="check the other commit, then re-run push") from error
                 wait = self.retry.delay(attempt, error)
-                notify(f"commit: {short_reason(error)}; the head did not move; retrying in {wait:g}s (attempt {attempt + 1}/{self.retry.attempts})")
+                notify(f"{step}: {short_reason(error)}; the head did not move; retrying in {wait:g}s (attempt {attempt + 1}/{self.retry.attempts})")
                 self.retry.sleep(wait)
         raise AssertionError("unreachable")  # the loop returns or raises
 
     def _holds(self, commit: str, uploads: list[Upload], deletions: list[str]) -> bool:
         remote = self.remote_files([u.path for u in uploads] + deletions, commit)
         return all(compare(u, remote.get(u.path)) is None for u in uploads) and not any(p in remote for p in deletions)
+
+
+def _check_unchanged(upload: Upload, upload_info) -> None:
+    """The bytes about to go up must be the ones checked against the record file."""
+    got = upload_info.sha256.hex()
+    if upload_info.size != upload.size or got != upload.sha256:
+        raise VerificationError(
+            upload.source if not isinstance(upload.source, bytes) else upload.path,
+            "file changed after it was checked, before it went up",
+            expected=f"{upload.size} bytes, SHA-256 {upload.sha256}",
+            got=f"{upload_info.size} bytes, SHA-256 {got}",
+            hint="something is still writing to the folder; wait for it, then re-run push",
+        )
 
 
 def _source(upload: Upload):
@@ -261,14 +294,18 @@ def push_folder(
     publisher.ensure_repo(private)
     publisher.head = publisher.read_head()
 
-    remote = publisher.remote_files([u.path for u in plan.uploads], publisher.head)
+    remote = publisher.remote_tree(publisher.head)
     present = {u.path for u in plan.uploads if compare(u, remote.get(u.path)) is None}
     pending_groups = [tuple(u for u in group if u.path not in present) for group in plan.groups]
     batches = pack_batches([g for g in pending_groups if g], limits)
+    # The branch must end up holding exactly the folder: files it does not hold go in the first commit.
+    extra = sorted(set(remote) - {u.path for u in plan.uploads} - HUB_OWNED_FILES)
     # The record file must be the last thing to land: while any other file still has to go up,
     # a COMPLETE.json already on the branch (stale, or vouching for files now missing) is removed first.
     stale_final = [plan.final.path] if batches and plan.final.path in remote else []
     final_pending = plan.final.path not in present or bool(batches)
+    if extra and not batches and not final_pending:
+        batches = [[]]  # only deletions: the record file on the branch already vouches for the folder
 
     to_send = [u for batch in batches for u in batch] + ([plan.final] if final_pending else [])
     bar = tqdm(total=sum(u.size for u in to_send), unit="B", unit_scale=True, desc=f"push {repo_id}", disable=not progress)
@@ -283,8 +320,8 @@ def push_folder(
     commits = 0
     with bar:
         for number, batch in enumerate(batches, 1):
-            deletions = stale_final if number == 1 else []
-            message = f"Add {len(batch)} files ({batch[0].path} .. {batch[-1].path}), batch {number}/{len(batches)}"
+            deletions = stale_final + extra if number == 1 else []
+            message = _batch_message(batch, deletions, number, len(batches))
             publisher.head = _commit_verified(publisher, rate_limiter, batch, deletions, message)
             commits += 1
         if final_pending:
@@ -292,7 +329,14 @@ def push_folder(
             publisher.head = _commit_verified(publisher, rate_limiter, [plan.final], [], message)
             commits += 1
     already_there = len(present - {plan.final.path}) if final_pending else len(present)
-    return PushSummary(repo_id, revision, publisher.head, commits, len(to_send), sum(u.size for u in to_send), already_there, plan.kind, plan.final.path)
+    return PushSummary(repo_id, revision, publisher.head, commits, len(to_send), sum(u.size for u in to_send), already_there, plan.kind, plan.final.path, len(extra))
+
+
+def _batch_message(batch: list[Upload], deletions: list[str], number: int, total: int) -> str:
+    parts = [f"Add {len(batch)} files ({batch[0].path} .. {batch[-1].path})"] if batch else []
+    if deletions:
+        parts.append(f"delete {len(deletions)} files the folder does not hold")
+    return f"{', '.join(parts)}, batch {number}/{total}"
 
 
 def _commit_verified(publisher: _Publisher, rate_limiter: CommitRateLimiter, uploads: list[Upload], deletions: list[str], message: str) -> str:

@@ -56,14 +56,15 @@ class RetryPolicy:
         return min(wait, self.max_delay)
 
 
-def _env_number(name: str, default, kind):
+def _env_number(name: str, default, kind: type[int] | type[float]):
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
     try:
         return kind(raw)
     except ValueError:
-        raise HubError(None, f"environment variable {name} must be a number", got=raw) from None
+        what = "an integer" if kind is int else "a number"
+        raise HubError(name, f"environment variable must be {what}", expected=f"{what} such as {default}", got=repr(raw)) from None
 
 
 def status_of(error: BaseException) -> int | None:
