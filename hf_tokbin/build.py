@@ -20,6 +20,10 @@ sequential finish:
 
 Same inputs and options give byte-identical files whatever ``num_proc``,
 batch size or engine.
+
+``--out`` may be an fsspec URL: the steps above write into a local scratch
+folder and publish each part, then the finish, to the URL in the same
+completion order (see :mod:`hf_tokbin.remote`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
+import json
 import os
 import shutil
 import time
@@ -68,6 +73,7 @@ from .release import (
     split_totals,
     stats_record,
 )
+from .remote import RemoteOut, check_url, is_url, scratch_key, scratch_root
 from .tokenizer import TokenizerInfo
 
 LLMC_WRITERS = {"seed000": llmc.LlmcWriter, "llama3": llmc_llama3.LlmcLlama3Writer}
@@ -87,13 +93,14 @@ class BuildPlan:
     corpus_revision: str | None
     tokenizer: TokenizerInfo
     formats: tuple[str, ...]
-    out: str
+    out: str  # an absolute local folder, or an fsspec URL (see hf_tokbin.remote)
     num_proc: int = 1
     batch_size: int = DEFAULT_BATCH_SIZE
     max_tokens_per_file: int = llmc.DEFAULT_MAX_TOKENS
     llmc_variant: str = "seed000"  # or "llama3": upstream llm.c's uint32 layout for train_llama3.py
     release_version: str = "v1"
     fast: str = "auto"  # the fast-path mode of encoder.DocumentEncoder; never changes an id
+    scratch_key: str | None = None  # out is a URL: the name of the local scratch folder (remote.scratch_root)
     # The encoder after its fast-path check (prepare_encoder); not part of run_config.json.
     encoder: object = dataclasses.field(default=None, compare=False, repr=False)
 
@@ -181,6 +188,9 @@ def plan_build(
     fast: str = "auto",
 ) -> BuildPlan:
     """Check every input and option before any work starts."""
+    url = is_url(out)
+    if url:
+        check_url(out)
     if not formats or set(formats) - set(FORMATS):
         raise BuildError(out, "formats must be among llmc, megatron", got=",".join(formats) or "none")
     formats = tuple(f for f in FORMATS if f in formats)  # one canonical order
@@ -214,7 +224,7 @@ def plan_build(
     for shard in manifest.shards:
         if not (corpus_root / shard.path).is_file():
             raise BuildError(corpus_root / shard.path, "corpus shard listed in _MANIFEST.json is missing")
-    return BuildPlan(
+    plan = BuildPlan(
         # Absolute: Ray workers run in other folders. Never written to reproducible files.
         corpus_root=os.fspath(corpus_root.resolve()),
         corpus=manifest,
@@ -223,20 +233,40 @@ def plan_build(
         corpus_revision=corpus_revision,
         tokenizer=tokenizer,
         formats=formats,
-        out=os.fspath(Path(out).resolve()),
+        out=out.rstrip("/") if url else os.fspath(Path(out).resolve()),
         num_proc=num_proc,
         batch_size=batch_size,
         max_tokens_per_file=max_tokens_per_file,
         llmc_variant=llmc_variant,
         fast=fast,
     )
+    if url:
+        plan = dataclasses.replace(plan, scratch_key=scratch_key(plan.out, canonical_json(plan.run_config())))
+    return plan
+
+
+def local_root(plan: BuildPlan) -> Path:
+    """Where this machine writes the build: ``plan.out``, or the scratch folder of a URL build."""
+    return Path(plan.out) if plan.scratch_key is None else scratch_root(plan.scratch_key)
+
+
+def remote_out(plan: BuildPlan) -> RemoteOut | None:
+    """The URL the build publishes to, or None for a local folder."""
+    return None if plan.scratch_key is None else RemoteOut(plan.out)
 
 
 def start_release(plan: BuildPlan) -> None:
-    """Write ``run_config.json``, or check that the folder holds the same build."""
-    out = Path(plan.out)
+    """Write ``run_config.json``, or check that the folder (or URL) holds the same build."""
+    out = local_root(plan)
     config_path = out / RUN_CONFIG_NAME
     text = canonical_json(plan.run_config())
+    remote = remote_out(plan)
+    if remote is not None:
+        _start_remote(remote, text)
+        # The scratch key pins this very build, so whatever the scratch folder holds is this build's.
+        write_text_atomic(config_path, text)  # the card reads it at the finish
+        _remove_temporaries(out)
+        return
     if config_path.exists():
         if config_path.read_text(encoding="utf-8") != text:
             raise BuildError(
@@ -244,8 +274,7 @@ def start_release(plan: BuildPlan) -> None:
                 "this folder holds a different build (inputs, tokenizer or options differ)",
                 hint="use a new --out folder, or delete this one",
             )
-        for stale in out.rglob(f".*{TMP_SUFFIX}"):  # half-written files of a killed run
-            stale.unlink()
+        _remove_temporaries(out)
         return
     if out.exists() and any(p.name != WORK_DIR for p in out.iterdir()):
         raise BuildError(out, "output folder is not empty and holds no run_config.json", hint="use a new --out folder")
@@ -253,12 +282,38 @@ def start_release(plan: BuildPlan) -> None:
     write_json_atomic(config_path, plan.run_config())
 
 
+def _remove_temporaries(out: Path) -> None:
+    for stale in out.rglob(f".*{TMP_SUFFIX}"):  # half-written files of a killed run
+        stale.unlink()
+
+
+def _start_remote(remote: RemoteOut, text: str) -> None:
+    """``run_config.json`` at the URL: write it, or check that the URL holds the same build."""
+    existing = remote.read_bytes(RUN_CONFIG_NAME)
+    if existing is not None:
+        if existing != text.encode("utf-8"):
+            raise BuildError(
+                remote.location(RUN_CONFIG_NAME),
+                "this URL holds a different build (inputs, tokenizer or options differ)",
+                hint="use a new --out URL, or delete this one",
+            )
+        return
+    if any(name != WORK_DIR for name in remote.names()):
+        raise BuildError(remote.url, "output URL is not empty and holds no run_config.json", hint="use a new --out URL")
+    remote.write_bytes(RUN_CONFIG_NAME, text.encode("utf-8"))
+
+
 # ---------------------------------------------------------------- one part
 
 
 def staging_path(plan: BuildPlan, part: str) -> Path:
     """The llm.c staging pair of a part: its bare ids and document lengths."""
-    return Path(plan.out) / WORK_DIR / "llmc" / f"{part}.bin"
+    return local_root(plan) / staging_rel(part, "bin")
+
+
+def staging_rel(part: str, suffix: str) -> str:
+    """``.work/llmc/<part>.<suffix>``, relative to the release root: the staging pair (bin, idx) and, at a URL, its digests (json)."""
+    return f"{WORK_DIR}/llmc/{part}.{suffix}"
 
 
 def build_part(plan: BuildPlan, index: int, progress: bool = True) -> tuple[Receipt, bool]:
@@ -275,7 +330,7 @@ def build_part(plan: BuildPlan, index: int, progress: bool = True) -> tuple[Rece
     shard = plan.corpus.shards[index]
     shard_path = Path(plan.corpus_root) / shard.path
     _check_shard(shard, shard_path)
-    out = Path(plan.out)
+    out = local_root(plan)
     split = shard.split
     writers = []
     if "megatron" in plan.formats:
@@ -320,6 +375,9 @@ def build_part(plan: BuildPlan, index: int, progress: bool = True) -> tuple[Rece
         files=tuple(files),
     )
     receipt.write(out)
+    remote = remote_out(plan)
+    if remote is not None:
+        publish_part(plan, remote, receipt)
     return receipt, True
 
 
@@ -362,9 +420,26 @@ def _check_conserved_on_disk(writers: list[megatron.MegatronWriter], pairs: list
 
 
 def finished_receipt(plan: BuildPlan, index: int) -> Receipt | None:
-    """The part's receipt if the part is finished and intact, else None (build it again)."""
+    """The part's receipt if the part is finished and intact, else None (build it again).
+
+    At a URL the part is finished if it is intact there, or intact in this
+    machine's scratch folder (a task killed while publishing): then it is
+    published again.
+    """
+    remote = remote_out(plan)
+    if remote is None:
+        return _finished_locally(plan, index)
+    receipt = _finished_remotely(plan, remote, index)
+    if receipt is None:
+        receipt = _finished_locally(plan, index)
+        if receipt is not None:
+            publish_part(plan, remote, receipt)
+    return receipt
+
+
+def _finished_locally(plan: BuildPlan, index: int) -> Receipt | None:
     part = part_name(index)
-    path = Path(plan.out) / receipt_path(part)
+    path = local_root(plan) / receipt_path(part)
     if not path.exists():
         return None
     try:
@@ -375,8 +450,7 @@ def finished_receipt(plan: BuildPlan, index: int) -> Receipt | None:
     if receipt.input_shard != FileEntry(shard.path, shard.size, shard.sha256):
         return None
     for entry in receipt.files:
-        file = Path(plan.out) / entry.path
-        if not file.is_file() or file.stat().st_size != entry.size or sha256_file(file) != entry.sha256:
+        if not _local_matches(local_root(plan) / entry.path, entry):
             return None
     if "llmc" in plan.formats:
         counts = receipt.splits[shard.split]
@@ -387,6 +461,53 @@ def finished_receipt(plan: BuildPlan, index: int) -> Receipt | None:
         if len(staging) != counts.documents or staging.n_tokens != counts.text_tokens:
             return None
     return receipt
+
+
+def _finished_remotely(plan: BuildPlan, remote: RemoteOut, index: int) -> Receipt | None:
+    """The part's receipt at the URL if every file it names (and the staging pair) is there with its size and SHA-256."""
+    part = part_name(index)
+    try:
+        receipt = remote.read_record(receipt_path(part), Receipt.read)
+        staging = _remote_staging_entries(remote, part) if receipt is not None and "llmc" in plan.formats else []
+    except FormatError:
+        return None
+    shard = plan.corpus.shards[index]
+    if receipt is None or staging is None or receipt.input_shard != FileEntry(shard.path, shard.size, shard.sha256):
+        return None
+    if not all(remote.matches(entry) for entry in (*receipt.files, *staging)):
+        return None
+    return receipt
+
+
+def _remote_staging_entries(remote: RemoteOut, part: str) -> list[FileEntry] | None:
+    """The staging pair's entries recorded at the URL, or None if the record is missing."""
+    rel = staging_rel(part, "json")
+    data = remote.read_bytes(rel)
+    if data is None:
+        return None
+    try:
+        files = json.loads(data.decode("utf-8"))["files"]
+        return [FileEntry.from_dict(f, remote.location(rel), f"files[{i}]") for i, f in enumerate(files)]
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+        raise FormatError(remote.location(rel), "staging record is not valid", got=str(e)) from None
+
+
+def publish_part(plan: BuildPlan, remote: RemoteOut, receipt: Receipt) -> None:
+    """Upload a part's files from the scratch folder (pair, staging pair, staging digests, the receipt last), then delete them there."""
+    root = local_root(plan)
+    staging = []
+    if "llmc" in plan.formats:
+        for suffix in ("bin", "idx"):
+            rel = staging_rel(receipt.part, suffix)
+            staging.append(FileEntry(rel, (root / rel).stat().st_size, sha256_file(root / rel)))
+    for entry in (*receipt.files, *staging):
+        remote.upload(root / entry.path, entry.path)
+    if staging:
+        remote.write_bytes(staging_rel(receipt.part, "json"), canonical_json({"files": [e.to_dict() for e in staging]}).encode("utf-8"))
+    remote.upload(root / receipt_path(receipt.part), receipt_path(receipt.part))
+    # Published: a machine's scratch folder holds one part at a time; the finish fetches what it reads.
+    for rel in (*(e.path for e in receipt.files), *(e.path for e in staging), receipt_path(receipt.part)):
+        (root / rel).unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------- encoding
@@ -467,7 +588,7 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True):
         return  # datasets cannot read an empty Parquet file (batch size 0); nothing to encode
     shard_path = Path(plan.corpus_root) / shard.path
     part = part_name(index)
-    work = Path(plan.out) / WORK_DIR / "datasets" / part
+    work = local_root(plan) / WORK_DIR / "datasets" / part
     if work.exists():
         shutil.rmtree(work)  # leftovers of a killed run: this part starts over
     work.mkdir(parents=True)
@@ -505,8 +626,11 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True):
 
 
 def finish_build(plan: BuildPlan, receipts: list[Receipt]) -> tuple[dict[str, SplitCounts], int]:
-    """Pack llm.c files, write stats.json, the card and, last, COMPLETE.json."""
-    out = Path(plan.out)
+    """Pack llm.c files, write stats.json, the card and, last, COMPLETE.json (at a URL: publish them)."""
+    out = local_root(plan)
+    remote = remote_out(plan)
+    if remote is not None:
+        _fetch_parts(plan, remote, receipts)
     counts = _split_totals(plan, receipts)
     # Digests computed as the big files were written; COMPLETE.json need not hash them again.
     known = {f.path: f for r in receipts for f in r.files}
@@ -514,10 +638,51 @@ def finish_build(plan: BuildPlan, receipts: list[Receipt]) -> tuple[dict[str, Sp
         known.update((f.path, f) for f in _write_llmc(plan, counts))
     write_json_atomic(out / STATS_NAME, stats_record(plan.corpus.name, plan.tokenizer.tokenizer_id, receipts))
     _write_card(out)
-    complete = Complete(tuple(_list_release_files(out, known)))
+    files = _list_release_files(out, known)
+    if remote is not None:
+        # Pairs built on other machines are at the URL only; their receipts name them.
+        files = sorted({**{f.path: f for f in files}, **{f.path: f for r in receipts for f in r.files}}.values(), key=lambda f: f.path)
+    complete = Complete(tuple(files))
+    if remote is not None:
+        _publish_finish(remote, out, complete)
+        shutil.rmtree(out, ignore_errors=True)
+        return counts, len(complete.files) + 1
     complete.write(out)
     shutil.rmtree(out / WORK_DIR, ignore_errors=True)
     return counts, len(complete.files) + 1
+
+
+def _fetch_parts(plan: BuildPlan, remote: RemoteOut, receipts: list[Receipt]) -> None:
+    """Bring what the finish reads into the scratch folder: every receipt and staging pair, and the Megatron ``.idx`` files (the card reads one's header)."""
+    out = local_root(plan)
+    for receipt in receipts:
+        receipt.write(out)  # canonical JSON: the same bytes as the published receipt
+        needed = [f for f in receipt.files if f.path.endswith(".idx")]
+        if "llmc" in plan.formats:
+            staging = _remote_staging_entries(remote, receipt.part)
+            if staging is None:
+                raise BuildError(remote.location(staging_rel(receipt.part, "json")), "staging record of a finished part is missing", hint="run the build again")
+            needed.extend(staging)
+        for entry in needed:
+            local = out / entry.path
+            if _local_matches(local, entry):
+                continue
+            remote.download(entry.path, local)
+            if not _local_matches(local, entry):
+                raise BuildError(remote.location(entry.path), "file must match its recorded size and SHA-256", expected=entry.sha256, got=f"{local.stat().st_size} bytes", hint="run the build again")
+
+
+def _local_matches(path: Path, entry: FileEntry) -> bool:
+    return path.is_file() and path.stat().st_size == entry.size and sha256_file(path) == entry.sha256
+
+
+def _publish_finish(remote: RemoteOut, out: Path, complete: Complete) -> None:
+    """Upload the finish's files, COMPLETE.json last, then remove the remote ``.work/``."""
+    for entry in complete.files:
+        if entry.path.startswith(f"{TOKENS_DIR}/") or entry.path in (STATS_NAME, CARD_NAME):
+            remote.upload(out / entry.path, entry.path)
+    remote.write_bytes(COMPLETE_NAME, complete.to_json().encode("utf-8"))
+    remote.remove_tree(WORK_DIR)
 
 
 def _split_totals(plan: BuildPlan, receipts: list[Receipt]) -> dict[str, SplitCounts]:
@@ -532,7 +697,7 @@ def _split_totals(plan: BuildPlan, receipts: list[Receipt]) -> dict[str, SplitCo
 
 def _write_llmc(plan: BuildPlan, counts: dict[str, SplitCounts]) -> list[FileEntry]:
     """Pack the llm.c token files and their manifest; return the token files as release entries."""
-    out = Path(plan.out)
+    out = local_root(plan)
     directory = out / plan.llmc_dir
     if directory.exists():
         shutil.rmtree(directory)  # a killed finish: pack again from the staging pairs
@@ -606,16 +771,23 @@ def build(plan: BuildPlan, engine: str = "local", ray_address: str | None = None
     from tqdm.auto import tqdm
 
     started = time.perf_counter()
-    out = Path(plan.out)
+    out = local_root(plan)
+    remote = remote_out(plan)
     if engine not in ("local", "ray"):
         raise BuildError(None, "engine must be local or ray", got=engine)
-    if (out / COMPLETE_NAME).exists():
+    if engine == "ray" and remote is not None and plan.out.startswith("memory://"):
+        raise BuildError(plan.out, "--engine ray needs an --out every node can write", expected="a shared folder or a URL such as s3://, gs://, file://", got="memory:// (one process's memory)")
+    if _has_complete(plan):
         start_release(plan)  # same build? (raises if not); removes stale temporaries
         # A build killed after COMPLETE.json, before its own clean-up, left the scratch folder: verify would reject it.
-        shutil.rmtree(out / WORK_DIR, ignore_errors=True)
-        receipts = [Receipt.read(out / receipt_path(part_name(i))) for i in range(len(plan.corpus.shards))]
+        if remote is not None:
+            remote.remove_tree(WORK_DIR)
+            shutil.rmtree(out, ignore_errors=True)
+        else:
+            shutil.rmtree(out / WORK_DIR, ignore_errors=True)
+        receipts = [_read_receipt(plan, part_name(i)) for i in range(len(plan.corpus.shards))]
         counts = _split_totals(plan, receipts)
-        complete = Complete.read(out)
+        complete = _read_complete(plan)
         return _summary(plan, counts, len(complete.files) + 1, started, 0, len(receipts))
     if engine == "ray":
         from .engine_ray import check_reachable
@@ -640,8 +812,37 @@ def build(plan: BuildPlan, engine: str = "local", ray_address: str | None = None
     return _summary(plan, counts, n_files, started, built, len(results) - built)
 
 
+def _has_complete(plan: BuildPlan) -> bool:
+    """Whether the release (in the folder, or at the URL) has its COMPLETE.json."""
+    remote = remote_out(plan)
+    if remote is not None:
+        return remote.read_bytes(COMPLETE_NAME) is not None
+    return (Path(plan.out) / COMPLETE_NAME).exists()
+
+
+def _read_complete(plan: BuildPlan) -> Complete:
+    """The release's COMPLETE.json, in the folder or at the URL."""
+    remote = remote_out(plan)
+    if remote is None:
+        return Complete.read(plan.out)
+    complete = remote.read_record(COMPLETE_NAME, Complete.read)
+    if complete is None:
+        raise FormatError(remote.location(COMPLETE_NAME), "file is missing")
+    return complete
+
+
+def _read_receipt(plan: BuildPlan, part: str) -> Receipt:
+    remote = remote_out(plan)
+    if remote is None:
+        return Receipt.read(Path(plan.out) / receipt_path(part))
+    receipt = remote.read_record(receipt_path(part), Receipt.read)
+    if receipt is None:
+        raise FormatError(remote.location(receipt_path(part)), "file is missing")
+    return receipt
+
+
 def _summary(plan: BuildPlan, counts, n_files: int, started: float, built: int, skipped: int) -> BuildSummary:
-    complete = Complete.read(plan.out)
+    complete = _read_complete(plan)
     total = sum(f.size for f in complete.files)
     engine = plan.encoder.engine if plan.encoder is not None else "none (nothing to encode)"
     return BuildSummary(plan.out, counts, n_files, total, time.perf_counter() - started, built, skipped, engine)

@@ -15,7 +15,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--tokenizer-id", default=None, help="name used in paths and records (default: the folder's name)")
     parser.add_argument("--doc-sep-id", type=int, default=None, help="document separator / EOD id (default: eos_token_id of generation_config.json)")
     parser.add_argument("--format", default="llmc,megatron", help="comma-separated: llmc, megatron (default both)")
-    parser.add_argument("--out", required=True, help="release folder")
+    parser.add_argument("--out", required=True, help="release folder, or an fsspec URL (s3://..., gs://..., hf://buckets/...; see docs/ray.md)")
     parser.add_argument("--num-proc", type=int, default=1, help="processes for Dataset.map (default 1)")
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help=f"documents per Dataset.map batch (default {DEFAULT_BATCH_SIZE:,})")
     parser.add_argument("--max-tokens-per-file", type=int, default=DEFAULT_MAX_TOKENS, help="llm.c roll-over limit")
