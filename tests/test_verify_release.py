@@ -141,19 +141,13 @@ def test_missing_eod_is_found_even_when_sealed(copy):
 
 
 def test_receipt_counts_that_do_not_add_up(copy):
-    path = copy / "receipts/part-000000.json"
-    obj = json.loads(path.read_text())
-    obj["splits"]["train"]["text_tokens"] += 1
-    write_json_atomic(path, obj)
+    edit_json(copy / "receipts/part-000000.json", lambda obj: obj["splits"]["train"].update(text_tokens=obj["splits"]["train"]["text_tokens"] + 1))
     reseal(copy)
     expect_error(copy, "part-000000.bin", "conservation")
 
 
 def test_stats_that_disagree(copy):
-    path = copy / "stats.json"
-    obj = json.loads(path.read_text())
-    obj["splits"]["train"]["documents"] += 1
-    write_json_atomic(path, obj)
+    edit_json(copy / "stats.json", lambda obj: obj["splits"]["train"].update(documents=obj["splits"]["train"]["documents"] + 1))
     reseal(copy)
     expect_error(copy, "stats.json", "receipts")
 
