@@ -1,6 +1,22 @@
-"""hf_tokbin: tokenized LLM pretraining releases from Hugging Face datasets."""
+"""hf_tokbin: tokenized LLM pretraining releases from Hugging Face datasets.
 
-from .errors import (
+The main job, in Python (the CLI ``hf-tokbin`` is a thin layer over these)::
+
+    import hf_tokbin
+
+    hf_tokbin.write_tinystories_corpus(["train.txt", "valid.txt"], "corpus/")   # or import_corpus([...], "corpus/")
+    tokenizer = hf_tokbin.resolve_tokenizer("tok/")                              # "byte", a tokenizer.json, a folder, NS/NAME
+    plan = hf_tokbin.plan_build("corpus/", tokenizer, "release/", formats=("llmc", "megatron"), num_proc=2)
+    print(hf_tokbin.build.build(plan).table())
+    print(hf_tokbin.verify_release("release/").summary())
+    hf_tokbin.hub.push_folder("release/", "me/tinystories-tok8k")
+
+Readers for training: :mod:`hf_tokbin.readers`. Formats: :mod:`hf_tokbin.formats`.
+"""
+
+__version__ = "0.1.0"
+
+from .errors import (  # noqa: E402
     BuildError,
     CorpusInputError,
     FormatError,
@@ -9,13 +25,39 @@ from .errors import (
     TokenizerError,
     VerificationError,
 )
-from .llmc import LlmcWriter, TokensManifest, open_tokens, write_tokens
-from .megatron import MegatronPair, MegatronWriter
+from .formats.llmc import LlmcWriter, TokensManifest, open_tokens, write_tokens  # noqa: E402
+from .formats.megatron import MegatronPair, MegatronWriter  # noqa: E402
 
-__version__ = "0.1.0"
+# The stages import datasets, tokenizers or the Hub client: loaded on first use,
+# so `hf-tokbin verify` and a reader's `import hf_tokbin` stay quick.
+_LAZY = {
+    "BuildPlan": "build",
+    "BuildSummary": "build",
+    "plan_build": "build",
+    "import_corpus": "corpus",
+    "verify_corpus": "verify",
+    "write_tinystories_corpus": "corpus",
+    "TokenizerInfo": "tokenizer",
+    "resolve_tokenizer": "tokenizer",
+    "train_bpe": "tokenizer",
+    "verify_path": "verify",
+    "verify_release": "verify",
+}
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name in _LAZY:
+        module = importlib.import_module(f".{_LAZY[name]}", __name__)
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BuildError",
+    "BuildPlan",
+    "BuildSummary",
     "CorpusInputError",
     "FormatError",
     "HubError",
@@ -24,8 +66,17 @@ __all__ = [
     "MegatronWriter",
     "TokbinError",
     "TokenizerError",
+    "TokenizerInfo",
     "TokensManifest",
     "VerificationError",
+    "import_corpus",
     "open_tokens",
+    "plan_build",
+    "resolve_tokenizer",
+    "train_bpe",
+    "verify_corpus",
+    "verify_path",
+    "verify_release",
+    "write_tinystories_corpus",
     "write_tokens",
 ]

@@ -32,8 +32,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from hf_tokbin.seed002_encoder import stories
+from seed002 import stories
 
 HERE = Path(__file__).resolve().parent
 BATCH = 512
@@ -58,7 +57,7 @@ _encoder = None
 
 def _init(tokenizer_json: str) -> None:
     global _encoder
-    from hf_tokbin.seed002_encoder import Seed002Encoder
+    from seed002 import Seed002Encoder
 
     _encoder = Seed002Encoder.from_tokenizer_json(tokenizer_json)
 

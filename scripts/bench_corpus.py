@@ -28,10 +28,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_tinystories_like import write_file  # noqa: E402
-
 from hf_tokbin.builders.tinystories import read_stories  # noqa: E402
-from hf_tokbin.seed002_encoder import stories as seed_stories  # noqa: E402
+from make_tinystories_like import write_file  # noqa: E402
+from seed002 import stories as seed_stories  # noqa: E402
 
 CLI = "import sys; from hf_tokbin.cli import main; sys.exit(main())"
 

@@ -7,7 +7,7 @@ trained with ``hf_tokbin.tokenizer.train_bpe`` on the first ``--train-chars``
 characters (10 million), or the ``--tokenizer`` given. Stories are encoded
 in batches of ``--batch-size`` (1,000, ``Dataset.map``'s default) by:
 
-- ``seed002 1 proc``     :class:`~hf_tokbin.seed002_encoder.Seed002Encoder`, cache starting empty;
+- ``seed002 1 proc``     :class:`~seed002.Seed002Encoder (scripts/seed002.py)`, cache starting empty;
 - ``seed002 2 procs``    the same in a ``multiprocessing`` pool of two, one cache per process;
 - ``tokenizers``         :class:`~hf_tokbin.encoder.DocumentEncoder` with ``fast="never"``
                          (``Tokenizer.encode_batch_fast``, its own threads);
@@ -46,10 +46,10 @@ import numpy as np
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_tinystories_like import StoryMaker  # noqa: E402
-
 from hf_tokbin.encoder import DocumentEncoder  # noqa: E402
-from hf_tokbin.seed002_encoder import Seed002Encoder  # noqa: E402
+from make_tinystories_like import StoryMaker  # noqa: E402
+from seed002 import Seed002Encoder  # noqa: E402
+
 from hf_tokbin.tokenizer import sample_texts, train_bpe  # noqa: E402
 
 Batches = list[list[str]]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hf_tokbin import llmc, megatron
+from hf_tokbin.formats import llmc, megatron
 
 SHA = "0" * 64
 

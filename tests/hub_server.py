@@ -577,10 +577,10 @@ def make_release(root, parts: int = 3, vocab_size: int = 300, eod_id: int = 0, c
     from pathlib import Path
 
     from hf_tokbin._io import write_json_atomic
-    from hf_tokbin.card import render_release_card
+    from hf_tokbin.cards.release import render_release_card
+    from hf_tokbin.formats.records import FileEntry
+    from hf_tokbin.formats.release import Receipt, SplitCounts, pair_path, part_name
     from hf_tokbin.megatron import MegatronWriter
-    from hf_tokbin.records import FileEntry
-    from hf_tokbin.release import Receipt, SplitCounts, pair_path, part_name
 
     root = Path(root)
     rng = random.Random(seed)
@@ -617,7 +617,7 @@ def make_release(root, parts: int = 3, vocab_size: int = 300, eod_id: int = 0, c
 def _release_run_config(root, parts: int, vocab_size: int, eod_id: int, corpus_source: str) -> dict:
     """run_config.json as a Megatron build of a ``parts``-shard corpus with a byte-like tokenizer writes it."""
     from hf_tokbin.build import BuildPlan
-    from hf_tokbin.corpus_manifest import CorpusManifest, CorpusShard
+    from hf_tokbin.formats.corpus_manifest import CorpusManifest, CorpusShard
     from hf_tokbin.tokenizer import TokenizerInfo
 
     shards = tuple(CorpusShard(f"data/train-{i:05d}.parquet", "train", 5, 1000 + i, f"{i:064x}") for i in range(parts))
@@ -636,8 +636,8 @@ def write_complete(root) -> None:
     from pathlib import Path
 
     from hf_tokbin._io import sha256_file
-    from hf_tokbin.records import FileEntry
-    from hf_tokbin.release import COMPLETE_NAME, Complete
+    from hf_tokbin.formats.records import FileEntry
+    from hf_tokbin.formats.release import COMPLETE_NAME, Complete
 
     root = Path(root)
     paths = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and p.name != COMPLETE_NAME)
@@ -652,7 +652,7 @@ def make_corpus(root, name: str = "mini"):
     import pyarrow.parquet as pq
 
     from hf_tokbin._io import sha256_file
-    from hf_tokbin.corpus_manifest import CorpusManifest, CorpusShard
+    from hf_tokbin.formats.corpus_manifest import CorpusManifest, CorpusShard
 
     root = Path(root)
     (root / "data").mkdir(parents=True)

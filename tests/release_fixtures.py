@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hf_tokbin._io import sha256_file
-from hf_tokbin.corpus_manifest import CorpusManifest, CorpusShard
+from hf_tokbin.formats.corpus_manifest import CorpusManifest, CorpusShard
 
 WORDS = (
     "the a cat dog Lily Tom Ben Mia park ball tree sun happy sad big small little red blue went saw "

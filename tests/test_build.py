@@ -11,13 +11,13 @@ import pytest
 from release_fixtures import stories, write_corpus
 from tokenizers import Tokenizer
 
-from hf_tokbin import llmc, megatron
 from hf_tokbin.build import build, build_part, plan_build, start_release
 from hf_tokbin.cli import main
 from hf_tokbin.errors import BuildError
-from hf_tokbin.release import Complete, Receipt
+from hf_tokbin.formats import llmc, megatron
+from hf_tokbin.formats.release import Complete, Receipt
 from hf_tokbin.tokenizer import resolve_tokenizer, train_bpe
-from hf_tokbin.verify_release import verify_release
+from hf_tokbin.verify.release import verify_release
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,8 @@ def run_build(corpus, tokenizer, out, **options):
 
 
 def corpus_texts(corpus: Path, split: str) -> list[str]:
-    from hf_tokbin.corpus_manifest import CorpusManifest, iter_texts
+    from hf_tokbin.corpus.source import iter_texts
+    from hf_tokbin.formats.corpus_manifest import CorpusManifest
 
     return list(iter_texts(corpus, CorpusManifest.read(corpus), split))
 
@@ -195,7 +196,6 @@ def test_cli_build_error_is_one_line(tmp_path, corpus, capsys):
 
 
 def test_llama3_variant_writes_upstream_layout_and_verifies(tmp_path, corpus, bpe_dir):
-    from hf_tokbin import llmc_llama3
 
     out = tmp_path / "r"
     assert main(["build", "--corpus", str(corpus), "--tokenizer", str(bpe_dir), "--format", "llmc", "--llmc-variant", "llama3", "--out", str(out), "--quiet"]) == 0
@@ -203,7 +203,7 @@ def test_llama3_variant_writes_upstream_layout_and_verifies(tmp_path, corpus, bp
     seed000 = tmp_path / "s"
     run_build(corpus, resolve_tokenizer(str(bpe_dir)), seed000, formats=("llmc",))
     for entry in llmc.TokensManifest.read(directory / "_MANIFEST.json").files:
-        ours = llmc_llama3.open_tokens(directory / entry.name)
+        ours = llmc.open_tokens(directory / entry.name)
         reference = llmc.open_tokens(seed000 / "tokens" / bpe_dir.name / "toy" / entry.name)
         assert ours.dtype == np.uint32 and ours.tolist() == reference.tolist()
     assert verify_release(out).splits["train"].documents == 550
@@ -264,7 +264,7 @@ def test_document_longer_than_an_llmc_file_fails_its_part_before_the_receipt(tmp
 
 
 def test_part_that_loses_documents_leaves_nothing_under_a_final_name(tmp_path, corpus, monkeypatch):
-    from hf_tokbin import build as build_module
+    from hf_tokbin.build import part as build_module
 
     encode_shard = build_module.encode_shard
 

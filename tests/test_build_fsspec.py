@@ -12,11 +12,11 @@ import pytest
 from fsspec.core import url_to_fs
 from release_fixtures import stories, write_corpus
 
-from hf_tokbin import build as build_module
 from hf_tokbin.build import build, plan_build
+from hf_tokbin.build import part as build_module
 from hf_tokbin.cli import main
 from hf_tokbin.errors import BuildError
-from hf_tokbin.remote import RemoteOut
+from hf_tokbin.output import UrlFolder
 from hf_tokbin.tokenizer import resolve_tokenizer, train_bpe
 
 OPTIONS = {"max_tokens_per_file": 4000}  # several llm.c files per split: the finish rolls over
@@ -103,10 +103,10 @@ def _fail_on_call(number: int, function):
 
 
 def _fail_on_receipt_of_part_2(upload):
-    def wrapper(self, local, rel):
+    def wrapper(self, rel):
         if rel == "receipts/part-000002.json":
             raise Interrupted
-        return upload(self, local, rel)
+        return upload(self, rel)
 
     return wrapper
 
@@ -122,10 +122,10 @@ def _fail_on_complete(write_bytes):
 
 # moment -> (what to patch, how, whether the scratch folder is lost too, parts skipped on the re-run)
 MOMENTS = {
-    "before publishing the third part": (build_module, "publish_part", functools.partial(_fail_on_call, 3), False, 3),
-    "before publishing the third part, scratch lost": (build_module, "publish_part", functools.partial(_fail_on_call, 3), True, 2),
-    "uploading the third receipt": (RemoteOut, "upload", _fail_on_receipt_of_part_2, False, 3),
-    "uploading COMPLETE.json": (RemoteOut, "write_bytes", _fail_on_complete, False, 6),
+    "before publishing the third part": (build_module, "_publish_part", functools.partial(_fail_on_call, 3), False, 3),
+    "before publishing the third part, scratch lost": (build_module, "_publish_part", functools.partial(_fail_on_call, 3), True, 2),
+    "uploading the third receipt": (UrlFolder, "_upload", _fail_on_receipt_of_part_2, False, 3),
+    "uploading COMPLETE.json": (UrlFolder, "write_text", _fail_on_complete, False, 6),
 }
 
 
@@ -149,7 +149,7 @@ def test_interrupted_url_build_resumes_to_the_same_bytes(inputs, local_release, 
 def test_a_changed_part_at_the_url_is_built_again(inputs, local_release, tmp_path):
     target = tmp_path / "remote"
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(RemoteOut, "write_bytes", _fail_on_complete(RemoteOut.write_bytes))
+        patch.setattr(UrlFolder, "write_text", _fail_on_complete(UrlFolder.write_text))
         with pytest.raises(Interrupted):
             build(make_plan(inputs, target.as_uri()), progress=False)
     pair = target / "shards" / "train" / "part-000001.bin"
@@ -185,14 +185,14 @@ def test_unknown_url_scheme_is_one_error():
 def test_url_holding_another_build_is_refused(inputs):
     url = memory_url()
     build(make_plan(inputs, url), progress=False)
-    with pytest.raises(BuildError, match="this URL holds a different build"):
+    with pytest.raises(BuildError, match="this output holds a different build"):
         build(make_plan(inputs, url, formats=("megatron",)), progress=False)
 
 
 def test_url_holding_other_files_is_refused(inputs):
     url = memory_url()
-    RemoteOut(url).write_bytes("notes.txt", b"mine")
-    with pytest.raises(BuildError, match="output URL is not empty and holds no run_config.json"):
+    UrlFolder(url).write_text("notes.txt", "mine")
+    with pytest.raises(BuildError, match="output is not empty and holds no run_config.json"):
         build(make_plan(inputs, url), progress=False)
     assert remote_bytes(url) == {"notes.txt": b"mine"}
 

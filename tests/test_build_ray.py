@@ -29,9 +29,9 @@ from ray_cluster import run_in_ray_namespace
 from release_fixtures import stories, write_corpus
 
 from hf_tokbin.cli import main
-from hf_tokbin.engine_ray import check_reachable
+from hf_tokbin.engines.ray import check_reachable
 from hf_tokbin.errors import BuildError
-from hf_tokbin.release import part_name
+from hf_tokbin.formats.release import part_name
 from hf_tokbin.tokenizer import train_bpe
 
 # Shards large enough that a part takes a moment to encode (the worker kill

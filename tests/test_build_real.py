@@ -13,10 +13,10 @@ from release_fixtures import stories, write_corpus
 from tokenizer_files import gpt2_tokenizer_json, llama3_tokenizer_json
 from tokenizers import Tokenizer
 
-from hf_tokbin import llmc, megatron
 from hf_tokbin.build import build, plan_build
+from hf_tokbin.formats import llmc, megatron
 from hf_tokbin.tokenizer import resolve_tokenizer
-from hf_tokbin.verify_release import verify_release
+from hf_tokbin.verify.release import verify_release
 
 CASES = {
     # tokenizer folder, llm.c version, Megatron dtype code
@@ -47,7 +47,8 @@ def test_real_tokenizer_release(tmp_path, corpus, name):
     report = verify_release(out)
     reference = Tokenizer.from_file(str(folder() / "tokenizer.json"))
 
-    from hf_tokbin.corpus_manifest import CorpusManifest, iter_texts
+    from hf_tokbin.corpus.source import iter_texts
+    from hf_tokbin.formats.corpus_manifest import CorpusManifest
 
     manifest = CorpusManifest.read(corpus)
     for split, parts in (("train", (0, 1)), ("validation", (2,))):

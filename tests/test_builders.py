@@ -1,4 +1,4 @@
-"""The datasets builders of hf_tokbin.builders: TinyStories text and JSONL/Parquet corpus shards."""
+"""The datasets builders of hf_tokbin.corpus.builders: TinyStories text and JSONL/Parquet corpus shards."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from seed002 import DELIMITER
+from seed002 import stories as seed_stories
 
-from hf_tokbin.builders import CorpusShards, TinyStories, read_stories, sha256_split
-from hf_tokbin.builders.tinystories import read_story_batches
+from hf_tokbin.corpus.builders import CorpusShards, TinyStories, read_stories, sha256_split
+from hf_tokbin.corpus.builders.tinystories import read_story_batches
 from hf_tokbin.errors import CorpusInputError
-from hf_tokbin.seed002_encoder import DELIMITER
-from hf_tokbin.seed002_encoder import stories as seed_stories
 
 DATA = Path(__file__).parent / "data"
 

@@ -9,10 +9,10 @@ import pytest
 import yaml
 from hub_server import make_release
 
-from hf_tokbin.card import render_release_card, size_category
+from hf_tokbin.cards.release import render_release_card, size_category
 from hf_tokbin.cli import main
-from hf_tokbin.corpus_manifest import SPLIT_RULE_TEXT
-from hf_tokbin.release import Receipt
+from hf_tokbin.formats.corpus_manifest import SPLIT_RULE_TEXT
+from hf_tokbin.formats.release import Receipt
 
 STORIES = "One story.\n<|endoftext|>\nTwo stories here.\n<|endoftext|>\nThree.\n"
 

@@ -75,7 +75,7 @@ def test_verify_and_info_of_a_good_llmc_file(tmp_path, capsys):
     path = llmc_file(tmp_path / "train-00000.bin", [1, 2, 3])
     code, out, err = run_main(capsys, "verify", str(path))
     assert (code, err) == (0, "")
-    assert out == f"{path}: OK: llm.c version 1, 3 tokens, vocab_size 256\n"
+    assert out == f"{path}: OK: llm.c gpt2 layout (magic 20240520, version 1, uint16), 3 tokens, vocab_size 256\n"
     code, out, err = run_main(capsys, "info", str(path))
     assert (code, err) == (0, "")
     assert "llm.c token file" in out and "tokens      3" in out and "first ids   [1, 2, 3]" in out
@@ -122,7 +122,7 @@ def test_verify_and_info_of_a_good_megatron_pair(tmp_path, capsys, name):
 def broken_llmc(tmp_path, case) -> tuple[Path, str]:
     path = tmp_path / "train-00000.bin"
     if case == "wrong magic":
-        return llmc_file(path, [1, 2], header_ints={0: 1234}), "wrong magic in header[0]: expected 20240520, got 1234"
+        return llmc_file(path, [1, 2], header_ints={0: 1234}), "wrong magic in header[0]: expected 20240520 or 20240801, got 1234"
     if case == "unknown version":
         return llmc_file(path, [1, 2], header_ints={1: 9}), "unknown version in header[1]"
     if case == "size not matching the count":
@@ -226,7 +226,7 @@ def test_console_script_verifies_a_good_file(tmp_path):
     path = llmc_file(tmp_path / "val-00000.bin", [0, 255])
     result = subprocess.run([str(CONSOLE_SCRIPT), "verify", str(path)], capture_output=True, text=True, timeout=60)
     assert (result.returncode, result.stderr) == (0, "")
-    assert result.stdout == f"{path}: OK: llm.c version 1, 2 tokens, vocab_size 256\n"
+    assert result.stdout == f"{path}: OK: llm.c gpt2 layout (magic 20240520, version 1, uint16), 2 tokens, vocab_size 256\n"
 
 
 # ------------------------------------------------------------------ light core
@@ -234,7 +234,7 @@ def test_console_script_verifies_a_good_file(tmp_path):
 
 def test_core_never_imports_heavy_dependencies():
     code = (
-        "import sys, hf_tokbin, hf_tokbin.llmc, hf_tokbin.megatron, hf_tokbin.verify, hf_tokbin.info\n"
+        "import sys, hf_tokbin, hf_tokbin.llmc, hf_tokbin.megatron, hf_tokbin.verify, hf_tokbin.verify.info\n"
         "heavy = ('torch', 'ray', 'megatron', 'datasets', 'grain')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 
@@ -15,10 +16,11 @@ from consumer_fixtures import (
     write_release,
 )
 
-from hf_tokbin import compat, llmc, llmc_llama3, megatron
 from hf_tokbin.cli import main
-from hf_tokbin.compat import LoaderSettings, check
 from hf_tokbin.errors import FormatError
+from hf_tokbin.formats import llmc, megatron
+from hf_tokbin.verify import compat
+from hf_tokbin.verify.compat import LoaderSettings, check
 
 SMALL = LoaderSettings(batch_size=2, seq_len=8)  # B*T+1 = 17 tokens per file
 GPT2_EOT = 50256
@@ -79,7 +81,7 @@ def test_llmc_passes_a_gpt2_release_and_reports_capacity(gpt2_release):
 def test_llmc_refuses_uint32_and_llama3_files(tmp_path):
     v2 = lone_llmc(tmp_path, np.arange(40), 70000, "v2.bin")
     l3 = tmp_path / "l3.bin"
-    llmc_llama3.write_tokens(l3, np.arange(40), 128256)
+    llmc.write_tokens(l3, np.arange(40), 128256, family="llama3")
     for path, got in ((v2, "magic 20240520 version 2"), (l3, "magic 20240801 version 7")):
         finding = only(check(path, "llmc", SMALL), "magic-version")
         assert finding.level == "error" and got in finding.message and "accepts magic 20240520 version 1 only" in finding.message
@@ -166,7 +168,7 @@ def test_modded_nanogpt_vocab_and_version(tmp_path):
 
 def test_llmc_llama3_passes_its_files_and_refuses_seed000(tmp_path):
     vocab, sep = 128256, 128000
-    folder = write_llmc_folder(tmp_path / "l3", {"train": docs(6, vocab, sep), "val": docs(3, vocab, sep, 4)}, vocab, sep, writer=llmc_llama3.LlmcLlama3Writer)
+    folder = write_llmc_folder(tmp_path / "l3", {"train": docs(6, vocab, sep), "val": docs(3, vocab, sep, 4)}, vocab, sep, writer=functools.partial(llmc.LlmcWriter, family="llama3"))
     findings = check(folder, "llmc-llama3", SMALL)
     assert rules(findings) == ["capacity"]
     seed000 = write_llmc_folder(tmp_path / "v2", {"train": docs(6, vocab, sep)}, vocab, sep)
@@ -176,10 +178,10 @@ def test_llmc_llama3_passes_its_files_and_refuses_seed000(tmp_path):
 
 def test_llmc_llama3_min_tokens_seq_len_and_vocab(tmp_path):
     path = tmp_path / "x.bin"
-    llmc_llama3.write_tokens(path, np.arange(16), 128256)
+    llmc.write_tokens(path, np.arange(16), 128256, family="llama3")
     assert only(check(path, "llmc-llama3", SMALL), "min-tokens").level == "error"
     assert only(check(path, "llmc-llama3", LoaderSettings(seq_len=8193)), "seq-len").level == "error"
-    folder = write_llmc_folder(tmp_path / "big", {"train": docs(4, 200000, 1)}, 200000, 1, writer=llmc_llama3.LlmcLlama3Writer)
+    folder = write_llmc_folder(tmp_path / "big", {"train": docs(4, 200000, 1)}, 200000, 1, writer=functools.partial(llmc.LlmcWriter, family="llama3"))
     assert only(check(folder, "llmc-llama3", SMALL), "vocab").level == "warning"
 
 

@@ -14,9 +14,9 @@ import pytest
 from test_builders import EDGE_STORIES, EDGE_TEXT, seed_stories
 
 from hf_tokbin.cli import main
-from hf_tokbin.corpus import ROW_GROUP_ROWS, import_corpus, write_tinystories_corpus
-from hf_tokbin.corpus_manifest import CorpusManifest
+from hf_tokbin.corpus.write import ROW_GROUP_ROWS, import_corpus, write_tinystories_corpus
 from hf_tokbin.errors import CorpusInputError
+from hf_tokbin.formats.corpus_manifest import CorpusManifest
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data"

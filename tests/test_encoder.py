@@ -21,9 +21,9 @@ from tokenizers import (
     trainers,
 )
 
-from hf_tokbin.encoder import PROBE_TEXTS, ByteEncoder, DocumentEncoder, encoder_for
 from hf_tokbin.errors import TokenizerError
 from hf_tokbin.tokenizer import train_bpe
+from hf_tokbin.tokenizer.encoder import PROBE_TEXTS, ByteEncoder, DocumentEncoder, encoder_for
 
 TRICKY_TEXTS = [
     "Hello world<|endoftext|> it's 12345 ok",

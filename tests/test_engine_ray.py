@@ -1,4 +1,4 @@
-"""hf_tokbin.engine_ray: per-part tasks on a real two-node Ray cluster, on loopback only.
+"""hf_tokbin.engines.ray: per-part tasks on a real two-node Ray cluster, on loopback only.
 
 Starting Ray is slow, so one cluster session (``cluster_report``) runs every
 cluster check in a single driver; the driver writes what it observed to
@@ -19,7 +19,7 @@ import pytest
 from ray_cluster import run_in_ray_namespace
 
 from hf_tokbin import __version__
-from hf_tokbin.engine_ray import (
+from hf_tokbin.engines.ray import (
     _PermanentFailure,
     _run_part,
     package_versions,
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import ray
 
-from hf_tokbin.engine_ray import run_parts
+from hf_tokbin.engines.ray import run_parts
 from hf_tokbin.errors import CorpusInputError
 
 
@@ -151,7 +151,7 @@ import json, os
 
 import ray
 
-from hf_tokbin.engine_ray import run_parts
+from hf_tokbin.engines.ray import run_parts
 
 
 def node_of(plan, index):
@@ -259,7 +259,7 @@ def test_namespace_has_only_loopback(cluster_report):
 
 
 def test_core_never_imports_ray():
-    code = "import sys, hf_tokbin, hf_tokbin.engine_ray; print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))"
+    code = "import sys, hf_tokbin, hf_tokbin.engines.ray; print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))"
     process = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert process.stdout.strip() == "[]"
 

@@ -27,7 +27,7 @@ from hub_server import HubServer, client_env
 
 import hf_tokbin
 from hf_tokbin.cli import main
-from hf_tokbin.release import Complete
+from hf_tokbin.formats.release import Complete
 
 TOKEN = "hf_build_test_token_0123456789"
 TOKENIZER_REPO = "tester/tiny-bpe"

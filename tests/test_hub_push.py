@@ -20,10 +20,10 @@ from huggingface_hub.errors import HfHubHTTPError
 
 from hf_tokbin.corpus import write_tinystories_corpus
 from hf_tokbin.errors import HubError
+from hf_tokbin.formats.release import Receipt
 from hf_tokbin.hub import CommitRateLimiter, HubLimits, RetryPolicy, Upload
 from hf_tokbin.hub.push import _Publisher, pack_batches
 from hf_tokbin.hub.retry import call_with_retry
-from hf_tokbin.release import Receipt
 
 TOKEN = "hf_test_secret_token_0123456789"
 REPO = "tester/release"
@@ -147,7 +147,7 @@ def test_each_part_goes_up_with_its_receipt_within_the_commit_limit(hub, env, tm
 
 
 def test_release_without_a_card_gets_one_rendered_before_complete(hub, env, tmp_path):
-    from hf_tokbin.card import render_release_card
+    from hf_tokbin.cards.release import render_release_card
 
     release = make_release(tmp_path / "release", card=False)
     assert not (release / "README.md").exists()

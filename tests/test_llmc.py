@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_tokbin import llmc, llmc_llama3, megatron
 from hf_tokbin.errors import FormatError
+from hf_tokbin.formats import llmc, megatron
 
 MAGIC = 20240520
 
@@ -99,7 +99,7 @@ def _write_llmc(path, ids, vocab_size):
 
 
 def _write_llama3(path, ids, vocab_size):
-    llmc_llama3.write_tokens(path, ids, vocab_size)
+    llmc.write_tokens(path, ids, vocab_size, family="llama3")
 
 
 def _write_megatron(path, ids, vocab_size):
@@ -273,8 +273,8 @@ def test_reader_reads_version_2(tmp_path):
 @pytest.mark.parametrize(
     "data, rule",
     [
-        (llmc_bytes([1, 2], 256, header_ints={0: 20240521}), "wrong magic in header[0]: expected 20240520, got 20240521"),
-        (llmc_bytes([1, 2], 256, header_ints={0: 20240801}), "HINT: llm.c's Llama 3 files"),
+        (llmc_bytes([1, 2], 256, header_ints={0: 20240521}), "wrong magic in header[0]: expected 20240520 or 20240801, got 20240521"),
+        (llmc_bytes([1, 2], 256, header_ints={0: 20240801}), "unknown version in header[1]: expected 7 for magic 20240801, got 1"),
         (llmc_bytes([1, 2], 256, header_ints={1: 3}), "unknown version in header[1]"),
         (llmc_bytes([1, 2], 256, header_ints={2: 3}), "truncated file: size must be 1024 + n_tokens * 2: expected 1030 bytes, got 1028 bytes"),
         (llmc_bytes([1, 2], 256)[:-1], "truncated file: size must be 1024 + n_tokens * 2: expected 1028 bytes, got 1027 bytes"),
@@ -321,7 +321,7 @@ def make_manifest(tmp_path, doc_sep_id=0) -> llmc.TokensManifest:
 
 
 def schema() -> dict:
-    text = resources.files("hf_tokbin").joinpath("schemas/tokens-manifest.schema.json").read_text()
+    text = resources.files("hf_tokbin").joinpath("formats/schemas/tokens-manifest.schema.json").read_text()
     return json.loads(text)
 
 

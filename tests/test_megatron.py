@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_tokbin import megatron
 from hf_tokbin.errors import FormatError
+from hf_tokbin.formats import megatron
 
 MAGIC = b"MMIDIDX\x00\x00"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import pickle
 import subprocess
 import sys
@@ -10,8 +11,8 @@ import numpy as np
 import pytest
 from consumer_fixtures import docs_of, write_llmc_folder, write_pairs, write_release
 
-from hf_tokbin import llmc, llmc_llama3
 from hf_tokbin.errors import FormatError, MissingDependencyError
+from hf_tokbin.formats import llmc
 from hf_tokbin.readers import LlmcSplit, MegatronSplit, RandomWindows, TokenStream
 
 VOCAB, SEP = 300, 299
@@ -91,7 +92,7 @@ def test_llmc_split_checks_ids_against_manifest_vocab(tmp_path):
 
 def test_llmc_split_reads_upstream_llama3_files(tmp_path):
     docs = [[1, 70000, 2], [128000 - 5]]
-    folder = write_llmc_folder(tmp_path, {"train": docs}, 128256, 128000, writer=llmc_llama3.LlmcLlama3Writer)
+    folder = write_llmc_folder(tmp_path, {"train": docs}, 128256, 128000, writer=functools.partial(llmc.LlmcWriter, family="llama3"))
     split = LlmcSplit.open(folder)
     assert split.parts[0].dtype == np.dtype("<u4")
     assert split.parts[0].tolist() == [128000, 1, 70000, 2, 128000, 127995]
@@ -271,7 +272,7 @@ def test_megatron_split_is_a_grain_source(release):
 
 def test_torch_dataset_over_documents_and_windows(release):
     torch = pytest.importorskip("torch")
-    from hf_tokbin.torch_dataset import torch_dataset
+    from hf_tokbin.readers.torch import torch_dataset
 
     root, train, _ = release
     docs = torch_dataset(MegatronSplit.open(root))
@@ -291,7 +292,7 @@ def test_torch_dataset_over_documents_and_windows(release):
 
 
 def test_torch_missing_gives_an_install_hint(monkeypatch):
-    from hf_tokbin import torch_dataset as module
+    from hf_tokbin.readers import torch as module
 
     module._dataset_class.cache_clear()
     monkeypatch.setitem(sys.modules, "torch", None)  # makes `import torch` raise ImportError
@@ -303,6 +304,6 @@ def test_torch_missing_gives_an_install_hint(monkeypatch):
 
 
 def test_readers_never_import_torch_or_grain():
-    code = "import sys, hf_tokbin.readers, hf_tokbin.torch_dataset, hf_tokbin.compat; print(sorted(m for m in ('torch', 'grain') if m in sys.modules))"
+    code = "import sys, hf_tokbin.readers, hf_tokbin.readers.torch, hf_tokbin.verify.compat; print(sorted(m for m in ('torch', 'grain') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

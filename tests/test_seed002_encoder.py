@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tokenizer_files import gpt2_tokenizer_json, llama3_tokenizer_json, story_texts
-from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
-
-from hf_tokbin.errors import TokenizerError
-from hf_tokbin.seed002_encoder import (
+from seed002 import (
     Seed002Encoder,
     bytes_to_unicode,
     gpt2_pretokenizer,
 )
+from tokenizer_files import gpt2_tokenizer_json, llama3_tokenizer_json, story_texts
+from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+
+from hf_tokbin.errors import TokenizerError
 from hf_tokbin.tokenizer import train_bpe
 
 TRICKY_TEXTS = [

@@ -11,12 +11,8 @@ from tokenizers import Tokenizer
 
 from hf_tokbin.cli import main
 from hf_tokbin.errors import TokenizerError
-from hf_tokbin.tokenizer import (
-    BYTE_DESCRIPTION,
-    resolve_tokenizer,
-    sample_texts,
-    train_bpe,
-)
+from hf_tokbin.tokenizer.resolve import BYTE_DESCRIPTION, resolve_tokenizer
+from hf_tokbin.tokenizer.train import sample_texts, train_bpe
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..build import DEFAULT_BATCH_SIZE
-from ..llmc import DEFAULT_MAX_TOKENS
+from ..build.plan import DEFAULT_BATCH_SIZE
+from ..formats.llmc import DEFAULT_MAX_TOKENS
 
 
 def add_arguments(parser) -> None:
@@ -29,8 +29,8 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from ..build import build, plan_build
-    from ..corpus_manifest import resolve_corpus
-    from ..tokenizer import resolve_tokenizer
+    from ..corpus.source import resolve_corpus
+    from ..tokenizer.resolve import resolve_tokenizer
 
     tokenizer = resolve_tokenizer(args.tokenizer, args.tokenizer_id, args.doc_sep_id, args.tokenizer_revision, args.tokenizer_subfolder)
     root, source, revision = resolve_corpus(args.corpus, args.corpus_revision)

@@ -14,7 +14,7 @@ import argparse
 import sys
 import time
 
-from ..corpus_manifest import SPLITS
+from ..formats.corpus_manifest import SPLITS
 
 
 def add_arguments(parser) -> None:
@@ -68,7 +68,7 @@ def _positive_int(text: str) -> int:
 
 
 def run_tinystories(args) -> int:
-    from ..corpus import write_tinystories_corpus
+    from ..corpus.write import write_tinystories_corpus
 
     started = time.perf_counter()
     manifest = write_tinystories_corpus(
@@ -79,7 +79,7 @@ def run_tinystories(args) -> int:
 
 
 def run_import(args) -> int:
-    from ..corpus import import_corpus
+    from ..corpus.write import import_corpus
 
     started = time.perf_counter()
     manifest = import_corpus(

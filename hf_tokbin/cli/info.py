@@ -9,7 +9,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from ..info import describe
+    from ..verify.info import describe
 
     print(describe(args.path))
     return 0

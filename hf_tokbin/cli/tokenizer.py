@@ -14,8 +14,10 @@ def add_arguments(parser) -> None:
 
 
 def run_train(args) -> int:
-    from ..corpus_manifest import CorpusManifest, iter_texts
-    from ..tokenizer import load_tokenizer_json, sample_texts, train_bpe
+    from ..corpus.source import iter_texts
+    from ..formats.corpus_manifest import CorpusManifest
+    from ..tokenizer.resolve import load_tokenizer_json
+    from ..tokenizer.train import sample_texts, train_bpe
 
     manifest = CorpusManifest.read(args.corpus)
     # At most --sample-chars characters (10 MB by default): small enough to hold at once.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 
 def add_arguments(parser) -> None:
-    from ..compat import TARGETS, LoaderSettings
+    from ..verify.compat import TARGETS, LoaderSettings
 
     defaults = LoaderSettings()
     parser.add_argument("path", help="a release folder, an llm.c token folder or .bin, or a Megatron .idx/.bin or folder of pairs")
@@ -24,11 +24,11 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     if args.target is None:
-        from ..verify import verify_path
+        from ..verify.files import verify_path
 
         print(verify_path(args.path))
         return 0
-    from ..compat import ERROR, WARNING, LoaderSettings, check
+    from ..verify.compat import ERROR, WARNING, LoaderSettings, check
 
     settings = LoaderSettings(args.batch_size, args.seq_len, args.world_size, args.eod_id)
     findings = check(args.path, args.target, settings)

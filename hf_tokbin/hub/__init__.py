@@ -1,6 +1,6 @@
 """Publish and fetch releases on the Hugging Face Hub in verified commits (see ``docs/hub.md``).
 
-The file checks both use (``check_files``, ``check_receipts``) live in :mod:`hf_tokbin.release`.
+The file checks both use (``check_files``, ``check_receipts``) live in :mod:`hf_tokbin.verify.checks`.
 """
 
 from .files import PublishPlan, Upload, publish_plan

@@ -23,17 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._io import sha256_bytes, sha256_file
-from ..corpus_manifest import MANIFEST_NAME, CorpusManifest
 from ..errors import VerificationError
-from ..records import FileEntry
-from ..release import (
+from ..formats.corpus_manifest import MANIFEST_NAME, CorpusManifest
+from ..formats.records import FileEntry
+from ..formats.release import (
     CARD_NAME,
     COMPLETE_NAME,
     RECEIPTS_DIR,
     Complete,
-    check_files,
-    check_receipts,
 )
+from ..verify.checks import check_files, check_receipts
 
 _BLOB_CHUNK = 1 << 20
 
@@ -109,7 +108,7 @@ def release_plan(root: Path, progress: bool = True) -> PublishPlan:
     upload_groups = [tuple(by_path[p] for p in members) for members in groups]
     if CARD_NAME not in by_path:
         # A release built before cards were written: render its card now (it is then not in COMPLETE.json).
-        from ..card import render_release_card
+        from ..cards.release import render_release_card
 
         upload_groups.append((Upload.from_bytes(CARD_NAME, render_release_card(root).encode("utf-8")),))
     final = Upload.from_file(root, _entry_of(root, COMPLETE_NAME))

@@ -28,17 +28,16 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from .._io import fsync_dir
-from ..corpus_manifest import MANIFEST_NAME as CORPUS_MANIFEST_NAME
 from ..errors import HubError, TokbinError
-from ..records import FileEntry
-from ..release import (
+from ..formats.corpus_manifest import MANIFEST_NAME as CORPUS_MANIFEST_NAME
+from ..formats.records import FileEntry
+from ..formats.release import (
     COMPLETE_NAME,
     RECEIPTS_DIR,
     Complete,
     Receipt,
-    check_files,
-    check_receipts,
 )
+from ..verify.checks import check_files, check_receipts
 from .retry import RetryPolicy, as_hub_error, call_with_retry
 
 REPO_TYPE = "dataset"

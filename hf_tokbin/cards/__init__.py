@@ -1,0 +1,6 @@
+"""Dataset cards: a release's (:mod:`.release`) and a corpus's (:mod:`.corpus`), from the templates in ``dataset_card/``."""
+
+from .corpus import render_corpus_card
+from .release import render_release_card
+
+__all__ = ["render_corpus_card", "render_release_card"]

@@ -1,0 +1,203 @@
+r"""TinyStories text files as a ``datasets`` builder: one row per story.
+
+The format (seed 002, the TinyStories V2 files)::
+
+    ...end of a story.\n
+    <|endoftext|>\n          <- a delimiter line: exactly these 13 characters, then a line end
+    \n                       <- blank lines sometimes follow a delimiter
+    Once upon a time...\n
+
+Rules, exactly seed 002's ``stories()``:
+
+- A line holding only ``<|endoftext|>`` separates stories. A line with
+  anything more (even a trailing space) is story text. Lines end as in
+  Python's universal newlines (``\n``, ``\r\n`` or ``\r``); the last line
+  may have no end.
+- A story is the text between two delimiter lines with surrounding ``\n``
+  stripped (``str.strip("\n")``, nothing else). Empty stories are dropped.
+  The text before the first delimiter (the truncated first story of the
+  validation file) is kept, like any other story.
+
+Choice for ``\r\n`` files: every ``\r\n`` is read as ``\n`` before the
+rules apply (the reader yields ``stories(text.replace("\r\n", "\n"))``), so
+a ``\r\n`` file gives exactly the stories of the same file saved with
+``\n``. Applied literally to a ``\r\n`` file, the seed's code would keep
+``\r\n`` inside stories and a stray ``\r`` at the end of each (``strip("\n")``
+cannot remove it). A lone ``\r`` stays as it is, as in the seed.
+
+Reading is streamed in binary blocks (``block_size``) cut after their last
+``\n``, so every block starts at a line start, a UTF-8 character never
+straddles two blocks, and memory does not grow with the file. A block is
+decoded once (invalid UTF-8 stops with the file and byte offset) and split
+with ``str.split`` (C speed) on ``"\n<|endoftext|>\n"``; only a block where
+that does not account for every ``<|endoftext|>`` (or that holds ``\r``) has
+each occurrence checked against the line rules in Python, once per marker,
+never once per line. This reads about 1.2-1.6x faster than the seed's line
+loop (scripts/bench_corpus.py).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Iterator
+
+import datasets
+import pyarrow as pa
+from datasets.builder import Key
+from tqdm.auto import tqdm
+
+from ...errors import CorpusInputError
+
+DELIMITER = "<|endoftext|>"
+DEFAULT_BLOCK_SIZE = 1 << 20
+_DELIMITER_LINE = "\n" + DELIMITER + "\n"
+_LINE_ENDS = ("\n", "\r")
+
+
+@dataclass
+class TinyStoriesConfig(datasets.BuilderConfig):
+    """BuilderConfig for TinyStories text files.
+
+    Args:
+        block_size (`int`, defaults to 1 MiB):
+            Bytes read from the file at a time. Memory holds a few copies of one
+            block; the stories do not depend on it. 0.5-1 MiB blocks stay in
+            the CPU cache and read fastest (scripts/bench_corpus.py).
+        progress (`bool`, defaults to False):
+            Show a tqdm bar of bytes read for each split.
+    """
+
+    block_size: int = DEFAULT_BLOCK_SIZE
+    progress: bool = False
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not isinstance(self.block_size, int) or self.block_size < 1:
+            raise CorpusInputError(None, "block_size must be a positive integer", got=self.block_size)
+
+
+class TinyStories(datasets.ArrowBasedBuilder):
+    """Stories of TinyStories-format text files; ``data_files`` maps split names to files."""
+
+    BUILDER_CONFIG_CLASS = TinyStoriesConfig
+
+    def _info(self):
+        return datasets.DatasetInfo(features=datasets.Features({"text": datasets.Value("string")}))
+
+    def _split_generators(self, dl_manager):
+        if not self.config.data_files:
+            raise CorpusInputError(None, "TinyStories needs data_files", expected="{split: [paths]}", got=self.config.data_files)
+        files = dl_manager.download(self.config.data_files)
+        return [datasets.SplitGenerator(name=split, gen_kwargs={"files": list(paths), "split": split}) for split, paths in files.items()]
+
+    def _generate_shards(self, files, split):
+        yield from files
+
+    def _generate_tables(self, files, split) -> Iterator[tuple[Key, pa.Table]]:
+        total = sum(os.path.getsize(path) for path in files)
+        # disable=None lets tqdm hide the bar when stderr is not a terminal.
+        disable = None if self.config.progress else True
+        with tqdm(total=total, unit="B", unit_scale=True, desc=f"read {split}", disable=disable) as bar:
+            for file_index, path in enumerate(files):
+                batches = read_story_batches(path, self.config.block_size, progress=bar.update)
+                for batch_index, stories in enumerate(batches):
+                    yield Key(file_index, batch_index), pa.table({"text": pa.array(stories, type=pa.string())})
+
+
+def read_story_batches(path: str | os.PathLike, block_size: int = DEFAULT_BLOCK_SIZE, progress=None) -> Iterator[list[str]]:
+    """Yield the stories of one file, a block's worth at a time (lists, never empty).
+
+    ``progress(n)`` is called with the number of bytes read after each block.
+    """
+    pending: list[str] = []  # pieces of the story that runs past the blocks read so far
+    for text, final in _read_text_blocks(path, block_size, progress):
+        pieces = _split_on_delimiter_lines(text, final)
+        pending.append(pieces[0])
+        stories: list[str] = []
+        if len(pieces) > 1:
+            stories.append("".join(pending))
+            stories.extend(pieces[1:-1])
+            pending = [pieces[-1]]
+        if final:
+            stories.append("".join(pending))
+        batch = [story for story in (s.strip("\n") for s in stories) if story]
+        if batch:
+            yield batch
+
+
+def _split_on_delimiter_lines(text: str, final: bool) -> list[str]:
+    r"""The text between delimiter lines of one block (which starts at a line start).
+
+    The first piece continues the story of the previous block and the last one
+    runs on into the next. A piece may keep ``\n`` next to a delimiter line:
+    stories are stripped of them afterwards.
+    """
+    # Fast path, nearly every block: each marker sits on a line of its own
+    # between two "\n", so one C-level split finds every delimiter.
+    pieces = text.split(_DELIMITER_LINE)
+    if "\r" not in text and text.count(DELIMITER) == len(pieces) - 1:
+        return pieces
+    # Otherwise check every place the marker occurs against the line rules.
+    parts = text.split(DELIMITER)
+    last = len(parts) - 1
+    pieces = []
+    current = [parts[0]]
+    for i in range(1, len(parts)):
+        before, part = parts[i - 1], parts[i]
+        # A delimiter line: a line ends just before the marker (or the block
+        # starts there: blocks start at line starts) and a line end, or the
+        # end of the file, follows it.
+        line_start = before.endswith(_LINE_ENDS) or (i == 1 and not before)
+        line_end = part.startswith(_LINE_ENDS) or (final and i == last and not part)
+        if line_start and line_end:
+            pieces.append("".join(current))
+            # The delimiter line's own line end: a "\n" goes with strip("\n")
+            # later; a "\r" (alone or before "\n") would not.
+            current = [part[1:] if part.startswith("\r") else part]
+        else:
+            current += (DELIMITER, part)
+    pieces.append("".join(current))
+    return pieces
+
+
+def read_stories(path: str | os.PathLike, block_size: int = DEFAULT_BLOCK_SIZE) -> Iterator[str]:
+    """Yield the stories of one file, one at a time."""
+    for batch in read_story_batches(path, block_size):
+        yield from batch
+
+
+def _read_text_blocks(path, block_size: int, progress=None) -> Iterator[tuple[str, bool]]:
+    r"""Yield ``(text, is_last)``: the file decoded block by block, each block ending after a ``\n``.
+
+    ``\r\n`` is read as ``\n`` (see the module docstring). A block with no
+    ``\n`` at all is extended until one is found, so a single line longer
+    than ``block_size`` is held whole, as a line-based reader would.
+    """
+    offset = 0  # file offset of buffer[0]
+    buffer = b""
+    with open(path, "rb") as file:
+        while True:
+            chunk = file.read(block_size)
+            final = not chunk
+            buffer += chunk
+            cut = len(buffer) if final else buffer.rfind(b"\n") + 1
+            if cut == 0 and not final:
+                continue
+            text = _decode(buffer[:cut], path, offset)
+            if "\r" in text:
+                text = text.replace("\r\n", "\n")
+            yield text, final
+            if progress is not None:
+                progress(len(chunk))
+            if final:
+                return
+            offset += cut
+            buffer = buffer[cut:]
+
+
+def _decode(data: bytes, path, offset: int) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CorpusInputError(path, "invalid UTF-8", expected="UTF-8 text", got=f"byte {data[e.start]:#04x} at byte offset {offset + e.start}") from None

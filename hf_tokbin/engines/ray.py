@@ -1,0 +1,233 @@
+"""The Ray engine: a build's per-input-shard tasks run as Ray tasks on a cluster.
+
+A release is a set of independent, idempotent per-shard tasks plus a cheap
+sequential finish (see ``hf_tokbin.build``). Locally the tasks run in this
+machine's processes; with ``--engine ray`` :func:`run_parts` hands them to
+Ray, which places them on the cluster's nodes and re-runs the ones whose
+worker process or node died. hf_tokbin schedules nothing itself.
+
+Failures, and what the driver sees:
+
+- A :class:`~hf_tokbin.errors.TokbinError` inside a task is a property of
+  the input (bad UTF-8, an id out of range...): re-running cannot cure it.
+  It is not retried; the driver raises the same error, same class and
+  message, and cancels the tasks still pending.
+- Any other exception may be transient (shared storage hiccup, a dropped
+  connection): Ray retries the task up to ``max_retries`` times. An
+  ``OSError`` still failing after that becomes a one-line
+  :class:`~hf_tokbin.errors.BuildError` (the usual cause on a cluster is a
+  path that one node cannot see); any other exception is a bug and arrives
+  as Ray's error, with the worker's traceback.
+- A worker process or node that dies mid-task (killed, out of memory) is
+  retried by Ray up to ``max_retries`` times too; if it keeps dying the
+  driver raises a one-line ``BuildError``.
+
+Ray is imported only inside :func:`run_parts`, so the local engine and the
+rest of hf_tokbin never import it.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import socket
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .. import __version__
+from ..errors import BuildError, MissingDependencyError, TokbinError
+
+#: Ray's name for "spread tasks over the nodes": a build's tasks each read and
+#: write whole shards, so using every node beats packing the head node first.
+SCHEDULING_STRATEGY = "SPREAD"
+
+#: Seconds to wait for a TCP connection to the head node before giving up on it.
+CONNECT_TIMEOUT_S = 10
+
+#: Packages whose versions decide a part's bytes (tokenizers defines the ids):
+#: a worker must have the driver's, or its output could differ from a local build.
+PINNED_PACKAGES = ("hf_tokbin", "tokenizers")
+
+
+@dataclass(frozen=True)
+class _PermanentFailure:
+    """What a task returns instead of raising a TokbinError, so Ray does not retry it."""
+
+    error: TokbinError
+
+
+def package_versions() -> dict[str, str | None]:
+    """The versions of :data:`PINNED_PACKAGES` in this process (None: not installed)."""
+    versions: dict[str, str | None] = {}
+    for name in PINNED_PACKAGES:
+        if name == "hf_tokbin":
+            versions[name] = __version__  # the code running, even from a source tree
+            continue
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def _run_part(fn: Callable[[Any, int], Any], plan: Any, index: int, driver_versions: dict[str, str | None]) -> Any:
+    """The body of one Ray task: ``fn(plan, index)`` on a worker, input errors returned."""
+    worker_versions = package_versions()
+    if worker_versions != driver_versions:
+        return _PermanentFailure(
+            BuildError(
+                f"input shard {index}",
+                "package versions on a Ray worker must be the driver's",
+                expected=_describe(driver_versions),
+                got=_describe(worker_versions),
+                hint="install the same versions on every node",
+            )
+        )
+    try:
+        return fn(plan, index)
+    except TokbinError as error:
+        return _PermanentFailure(error)
+
+
+def _describe(versions: dict[str, str | None]) -> str:
+    return ", ".join(f"{name} {version or 'missing'}" for name, version in versions.items())
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError as e:
+        raise MissingDependencyError("ray", "ray", "--engine ray") from e
+    return ray
+
+
+def check_reachable(address: str | None) -> None:
+    """Fail at once if nothing listens at a ``HOST:PORT`` (or ``ray://HOST:PORT``) cluster address.
+
+    ``ray.init`` retries an unreachable head node for minutes before it gives
+    up; one TCP connection tells the same in a moment. ``None`` stands for
+    ``RAY_ADDRESS``; ``auto``, ``local`` and other schemes are left to Ray.
+    """
+    address = address or os.environ.get("RAY_ADDRESS")
+    if not address:
+        return
+    host, colon, port = address.removeprefix("ray://").rpartition(":")
+    if not colon or not host or not port.isdigit():
+        return  # auto, local, or a scheme Ray resolves itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as e:
+        raise BuildError(
+            address,
+            "Ray cluster must be reachable",
+            expected="a Ray head node listening at this address",
+            got=f"{type(e).__name__}: {e}",
+            hint="start one with `ray start --head`, or correct --ray-address",
+        ) from e
+
+
+def run_parts(
+    fn: Callable[[Any, int], Any],
+    plan: Any,
+    indices: Iterable[int],
+    address: str | None = None,
+    max_retries: int = 3,
+    progress: bool = True,
+) -> list:
+    """Run ``fn(plan, i)`` for every ``i`` in ``indices`` as Ray tasks; return the results in that order.
+
+    Args:
+        fn: a module-level function of hf_tokbin (workers import it by name).
+            Each call must be independent and idempotent: a retried call may
+            find the outputs of an earlier, killed attempt.
+        plan: plain, picklable values shared by every task (a frozen dataclass).
+        indices: the input shards to run.
+        address: a running cluster's address (``HOST:PORT``, ``ray://...``
+            or ``auto``). ``None`` follows Ray's own rule: ``RAY_ADDRESS`` if
+            set, else the cluster last started on this machine with
+            ``ray start``, else a Ray instance started here for the duration
+            of the call. If this process is already connected to Ray, that
+            connection is used and left open.
+        max_retries: how many times Ray re-runs a task whose worker died or
+            which raised an error other than a TokbinError (0: never).
+        progress: show a tqdm bar that advances as tasks finish.
+
+    Raises:
+        MissingDependencyError: Ray is not installed.
+        TokbinError: a task's own input error, as the task raised it.
+        BuildError: nothing listens at ``address`` (see :func:`check_reachable`),
+            or a task still failing after ``max_retries`` retries.
+    """
+    if max_retries < 0:  # Ray reads -1 as "retry forever"
+        raise BuildError(None, "max_retries", expected="0 or more", got=max_retries)
+    ray = _import_ray()
+    indices = list(indices)
+    connected_here = not ray.is_initialized()
+    if connected_here:
+        check_reachable(address)
+        ray.init(address=address)
+    try:
+        return _run_on_ray(ray, fn, plan, indices, max_retries, progress)
+    finally:
+        if connected_here:
+            ray.shutdown()
+
+
+def _run_on_ray(ray, fn, plan, indices: list[int], max_retries: int, progress: bool) -> list:
+    from tqdm.auto import tqdm
+
+    task = ray.remote(
+        num_cpus=1,
+        max_retries=max_retries,
+        retry_exceptions=True,  # TokbinErrors never reach Ray: _run_part returns them
+        scheduling_strategy=SCHEDULING_STRATEGY,
+    )(_run_part)
+    driver_versions = package_versions()
+    named = getattr(fn, "func", fn)  # a functools.partial: name the task after the function it wraps
+    fn_name = getattr(named, "__name__", type(named).__name__)
+    position_of = {
+        # Named after the part, so `ray list tasks` and Ray's retry messages say which.
+        task.options(name=f"{fn_name}[{index}]").remote(fn, plan, index, driver_versions): position
+        for position, index in enumerate(indices)
+    }
+    results: list = [None] * len(indices)
+    pending = list(position_of)
+    try:
+        with tqdm(total=len(indices), desc="ray tasks", unit="part", disable=not progress) as bar:
+            while pending:
+                (ref,), pending = ray.wait(pending, num_returns=1)
+                position = position_of[ref]
+                results[position] = _task_result(ray, ref, indices[position], max_retries)
+                bar.update(1)
+    except BaseException:
+        # A failed part (or Ctrl-C) ends the build: free the cluster.
+        for ref in pending:
+            ray.cancel(ref)
+        raise
+    return results
+
+
+def _task_result(ray, ref, index: int, max_retries: int) -> Any:
+    """The value of a finished task, or the error that ends the build."""
+    try:
+        value = ray.get(ref)
+    except ray.exceptions.RayTaskError as e:
+        if isinstance(e.cause, OSError):
+            raise _task_failed(index, max_retries, f"{type(e.cause).__name__}: {e.cause}", "every node must read the corpus and tokenizer, and write the output, at the same paths (shared storage)") from e
+        raise  # a bug: keep Ray's error and the worker's traceback
+    except ray.exceptions.RayError as e:
+        # The worker process or its node died on every attempt.
+        raise _task_failed(index, max_retries, f"{type(e).__name__}: {_first_line(e)}", "see `ray logs` on the cluster (killed? out of memory?), or allow more retries") from e
+    if isinstance(value, _PermanentFailure):
+        raise value.error
+    return value
+
+
+def _task_failed(index: int, max_retries: int, got: str, hint: str) -> BuildError:
+    return BuildError(f"input shard {index}", "Ray task did not finish", expected=f"success within {max_retries} retries", got=got, hint=hint)
+
+
+def _first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__

@@ -1,0 +1,132 @@
+"""The corpus ``_MANIFEST.json``: which Parquet shards a raw corpus holds.
+
+A corpus folder written by ``hf-tokbin corpus`` is::
+
+    DIR/_MANIFEST.json            this record
+    DIR/README.md                 dataset card (``configs:`` YAML, so load_dataset(DIR) works)
+    DIR/data/train-NNNNN.parquet  columns ``text`` (string) and ``split`` (string)
+    DIR/data/validation-NNNNN.parquet
+
+Each shard holds one split (the ``split`` column repeats it, so a shard read
+alone still says where it belongs). The shards, in manifest order, are the
+input shards of a build: shard i becomes ``part-{i:06d}`` of the release.
+
+``_MANIFEST.json``::
+
+    {"name": "tinystories", "format": "hf_tokbin.corpus/1",
+     "split_rule": "files" | "column" | "sha256" | "all-train",
+     "license": "cdla-sharing-1.0", "language": ["en"],
+     "sources": [{"path": "TinyStoriesV2-GPT4-train.txt", "size": N, "sha256": "<hex>"}],
+     "shards": [{"path": "data/train-00000.parquet", "split": "train", "rows": N,
+                 "size": N, "sha256": "<hex>"}]}
+
+``license`` (a Hub license id, ``unknown`` when not given) and ``language``
+(ISO codes) are carried into the dataset cards of the corpus and of every
+release built from it. ``sources`` names the raw inputs by base name only (no absolute paths, so the
+manifest is reproducible on another machine).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .._io import canonical_json, read_json, write_text_atomic
+from ..errors import FormatError
+from .records import FileEntry, check_keys, is_count, require
+
+MANIFEST_NAME = "_MANIFEST.json"
+FORMAT = "hf_tokbin.corpus/1"
+SPLITS = ("train", "validation")
+SPLIT_RULES = ("files", "column", "sha256", "all-train")
+# How each rule assigns documents to splits, in words: for dataset cards and run_config.json.
+SPLIT_RULE_TEXT = {
+    "files": "Each input file is one split: the training file gives train, the validation file gives validation.",
+    "column": "Each input row's split column gives its split (`train`; `validation` or `val`).",
+    "sha256": (
+        "A document is validation when the first eight bytes of the SHA-256 of its exact UTF-8 text, "
+        "read big-endian, are 0 modulo 1000; otherwise train. Identical texts share a split; repeats are all kept."
+    ),
+    "all-train": "Every document is train; there is no validation split.",
+}
+
+
+@dataclass(frozen=True)
+class CorpusShard:
+    path: str
+    split: str
+    rows: int
+    size: int
+    sha256: str
+
+    def __post_init__(self):
+        FileEntry(self.path, self.size, self.sha256)  # same path/size/sha256 rules
+        require(self.split in SPLITS, None, "shard split must be train or validation", self.split)
+        require(is_count(self.rows), None, "shard rows must be a non-negative integer", self.rows)
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "split": self.split, "rows": self.rows, "size": self.size, "sha256": self.sha256}
+
+
+@dataclass(frozen=True)
+class CorpusManifest:
+    name: str
+    split_rule: str
+    sources: tuple[FileEntry, ...]
+    shards: tuple[CorpusShard, ...]
+    license: str = "unknown"
+    language: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        require(isinstance(self.license, str) and self.license and " " not in self.license, None, "license must be a Hub license id such as apache-2.0", self.license)
+        require(isinstance(self.language, tuple) and all(isinstance(x, str) and x.isalnum() for x in self.language), None, "language must be a list of ISO codes such as en", self.language)
+        require(isinstance(self.name, str) and self.name and "/" not in self.name, None, "corpus name must be a non-empty string without '/'", self.name)
+        require(self.split_rule in SPLIT_RULES, None, f"split_rule must be one of {SPLIT_RULES}", self.split_rule)
+        paths = [s.path for s in self.shards]
+        require(len(set(paths)) == len(paths), None, "a shard is listed twice", paths)
+
+    def rows(self, split: str) -> int:
+        return sum(s.rows for s in self.shards if s.split == split)
+
+    def to_json(self) -> str:
+        return canonical_json(
+            {
+                "name": self.name,
+                "format": FORMAT,
+                "split_rule": self.split_rule,
+                "license": self.license,
+                "language": list(self.language),
+                "sources": [s.to_dict() for s in self.sources],
+                "shards": [s.to_dict() for s in self.shards],
+            }
+        )
+
+    def write(self, directory: str | os.PathLike) -> Path:
+        path = Path(directory) / MANIFEST_NAME
+        write_text_atomic(path, self.to_json())
+        return path
+
+    @classmethod
+    def read(cls, directory_or_file: str | os.PathLike) -> "CorpusManifest":
+        path = Path(directory_or_file)
+        if path.is_dir():
+            path = path / MANIFEST_NAME
+        obj = read_json(path, FormatError)
+        check_keys(obj, ["name", "format", "split_rule", "license", "language", "sources", "shards"], path, "corpus manifest")
+        if obj["format"] != FORMAT:
+            raise FormatError(path, "unknown corpus manifest format", expected=FORMAT, got=obj["format"])
+        try:
+            sources = tuple(FileEntry.from_dict(s, path, f"sources[{i}]") for i, s in enumerate(obj["sources"]))
+            shards = []
+            for i, s in enumerate(obj["shards"]):
+                check_keys(s, ["path", "split", "rows", "size", "sha256"], path, f"shards[{i}]")
+                shards.append(CorpusShard(**s))
+            language = tuple(obj["language"]) if isinstance(obj["language"], list) else obj["language"]
+            return cls(obj["name"], obj["split_rule"], sources, tuple(shards), obj["license"], language)
+        except FormatError as e:
+            if e.path is not None:
+                raise
+            raise FormatError(path, e.rule, got=e.got) from None
+        except TypeError as e:
+            raise FormatError(path, "sources and shards must be lists of objects", got=str(e)) from None

@@ -1,0 +1,233 @@
+"""A tokenized release folder: layout, receipts and ``COMPLETE.json`` (seed 004).
+
+::
+
+    DIR/shards/{train,validation}/part-NNNNNN.bin|.idx   Megatron pairs, one per input shard and split
+    DIR/receipts/part-NNNNNN.json                        one per input shard, written after its outputs
+    DIR/tokens/<tokenizer_id>/<dataset>/...              llm.c token files and _MANIFEST.json
+    DIR/run_config.json                                  pinned inputs, tokenizer, split rule, options
+    DIR/stats.json                                       exact counts by source and split
+    DIR/README.md                                        dataset card
+    DIR/COMPLETE.json                                    written last: every other file, size, SHA-256
+
+A receipt (``receipts/part-000000.json``)::
+
+    {"part": "part-000000",
+     "input_shard": {"path": "data/train-00000.parquet", "size": N, "sha256": "<hex>"},
+     "splits": {"train": {"documents": N, "text_tokens": N, "eod_tokens": N, "text_bytes": N}},
+     "files": [{"path": "shards/train/part-000000.bin", "size": N, "sha256": "<hex>"}, ...]}
+
+``COMPLETE.json``::
+
+    {"format": "hf_tokbin.release/1", "files": [{"path": ..., "size": N, "sha256": ...}, ...]}
+
+with files sorted by path. The release is complete only when ``COMPLETE.json``
+is present. A path with a component starting with "." (``.work/``,
+``.NAME.tmp``, ``.cache/``) is no part of a release (:func:`is_release_path`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from .._io import canonical_json, read_json, write_text_atomic
+from ..errors import FormatError
+from .records import FileEntry, check_keys, is_count, require
+
+FORMAT = "hf_tokbin.release/1"
+COMPLETE_NAME = "COMPLETE.json"
+RUN_CONFIG_NAME = "run_config.json"
+STATS_NAME = "stats.json"
+CARD_NAME = "README.md"
+SHARDS_DIR = "shards"
+RECEIPTS_DIR = "receipts"
+TOKENS_DIR = "tokens"
+SPLITS = ("train", "validation")
+FORMATS = ("llmc", "megatron")  # the output formats, in their canonical order
+STATS_FORMAT = "hf_tokbin.stats/1"
+LLMC_SPLIT = {"train": "train", "validation": "val"}  # seed 000 names the validation split "val"
+
+
+def part_name(index: int) -> str:
+    return f"part-{index:06d}"
+
+
+def pair_path(split: str, part: str, suffix: str) -> str:
+    """``shards/<split>/<part>.<suffix>``, relative to the release root."""
+    return f"{SHARDS_DIR}/{split}/{part}.{suffix}"
+
+
+def receipt_path(part: str) -> str:
+    return f"{RECEIPTS_DIR}/{part}.json"
+
+
+@dataclass(frozen=True)
+class SplitCounts:
+    documents: int
+    text_tokens: int
+    eod_tokens: int
+    text_bytes: int = 0  # UTF-8 bytes of the documents' text, for bytes/token
+
+    def __post_init__(self):
+        for name in ("documents", "text_tokens", "eod_tokens", "text_bytes"):
+            require(is_count(getattr(self, name)), None, f"{name} must be a non-negative integer", getattr(self, name))
+
+    @property
+    def total_tokens(self) -> int:
+        return self.text_tokens + self.eod_tokens
+
+    def to_dict(self) -> dict:
+        return {"documents": self.documents, "text_tokens": self.text_tokens, "eod_tokens": self.eod_tokens, "text_bytes": self.text_bytes}
+
+    def stats_dict(self) -> dict:
+        """The counts as ``stats.json`` shows them: :meth:`to_dict` plus ``total_tokens``."""
+        return {**self.to_dict(), "total_tokens": self.total_tokens}
+
+
+def split_totals(receipts: Iterable[Receipt]) -> dict[str, SplitCounts]:
+    """Every :class:`SplitCounts` field summed over the receipts, per split (in ``SPLITS`` order, only splits present)."""
+    receipts = list(receipts)
+    totals = {}
+    for split in SPLITS:
+        parts = [r.splits[split] for r in receipts if split in r.splits]
+        if parts:
+            totals[split] = SplitCounts(**{f.name: sum(getattr(c, f.name) for c in parts) for f in fields(SplitCounts)})
+    return totals
+
+
+def stats_record(dataset: str, tokenizer_id: str, receipts: Sequence[Receipt]) -> dict:
+    """``stats.json``: the receipts' exact counts per split, per source (the corpus) and per part.
+
+    ::
+
+        {"format": "hf_tokbin.stats/1", "dataset": NAME, "tokenizer_id": ID,
+         "splits":  {SPLIT: COUNTS, ...},
+         "sources": {NAME: {SPLIT: COUNTS, ...}},
+         "parts":   {"part-NNNNNN": {SPLIT: COUNTS}, ...}}
+
+    where COUNTS is :meth:`SplitCounts.stats_dict`. The build writes it and
+    ``hf-tokbin verify`` recomputes it from the receipts.
+    """
+    splits = {split: c.stats_dict() for split, c in split_totals(receipts).items()}
+    return {
+        "format": STATS_FORMAT,
+        "dataset": dataset,
+        "tokenizer_id": tokenizer_id,
+        "splits": splits,
+        "sources": {dataset: splits},
+        "parts": {r.part: {split: c.stats_dict() for split, c in r.splits.items()} for r in receipts},
+    }
+
+
+@dataclass(frozen=True)
+class Receipt:
+    part: str
+    input_shard: FileEntry
+    splits: dict[str, SplitCounts]
+    files: tuple[FileEntry, ...]
+
+    def __post_init__(self):
+        require(isinstance(self.part, str) and self.part.startswith("part-"), None, "part must be part-NNNNNN", self.part)
+        require(all(s in SPLITS for s in self.splits), None, f"splits must be among {SPLITS}", list(self.splits))
+
+    def to_json(self) -> str:
+        return canonical_json(
+            {
+                "part": self.part,
+                "input_shard": self.input_shard.to_dict(),
+                "splits": {s: self.splits[s].to_dict() for s in SPLITS if s in self.splits},
+                "files": [f.to_dict() for f in self.files],
+            }
+        )
+
+    def write(self, root: str | os.PathLike) -> Path:
+        path = Path(root) / receipt_path(self.part)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, self.to_json())
+        return path
+
+    @classmethod
+    def read(cls, path: str | os.PathLike) -> Receipt:
+        obj = read_json(path, FormatError)
+        check_keys(obj, ["part", "input_shard", "splits", "files"], path, "receipt")
+        try:
+            splits = {}
+            for name, counts in obj["splits"].items():
+                check_keys(counts, ["documents", "text_tokens", "eod_tokens", "text_bytes"], path, f"splits.{name}")
+                splits[name] = SplitCounts(**counts)
+            files = tuple(FileEntry.from_dict(f, path, f"files[{i}]") for i, f in enumerate(obj["files"]))
+            receipt = cls(obj["part"], FileEntry.from_dict(obj["input_shard"], path, "input_shard"), splits, files)
+        except (AttributeError, TypeError) as e:
+            raise FormatError(path, "receipt fields have the wrong types", got=str(e)) from None
+        except FormatError as e:
+            if e.path is not None:
+                raise
+            raise FormatError(path, e.rule, got=e.got) from None
+        if Path(path).name != f"{receipt.part}.json":
+            raise FormatError(path, "receipt file name must match its part", expected=f"{receipt.part}.json", got=Path(path).name)
+        return receipt
+
+
+@dataclass(frozen=True)
+class Complete:
+    """``COMPLETE.json``: every file of the release but itself, sorted by path."""
+
+    files: tuple[FileEntry, ...]
+
+    def __post_init__(self):
+        paths = [f.path for f in self.files]
+        require(paths == sorted(set(paths)), None, "files must be sorted by path, each once", paths[:5])
+        require(COMPLETE_NAME not in paths, None, "COMPLETE.json cannot list itself")
+
+    def to_json(self) -> str:
+        return canonical_json({"format": FORMAT, "files": [f.to_dict() for f in self.files]})
+
+    def write(self, root: str | os.PathLike) -> Path:
+        path = Path(root) / COMPLETE_NAME
+        write_text_atomic(path, self.to_json())
+        return path
+
+    @classmethod
+    def read(cls, path: str | os.PathLike) -> Complete:
+        path = Path(path)
+        if path.is_dir():
+            path = path / COMPLETE_NAME
+        obj = read_json(path, FormatError)
+        check_keys(obj, ["format", "files"], path, "COMPLETE.json")
+        if obj["format"] != FORMAT:
+            raise FormatError(path, "unknown release format", expected=FORMAT, got=obj["format"])
+        if not isinstance(obj["files"], list):
+            raise FormatError(path, "files must be a list", got=type(obj["files"]).__name__)
+        files = tuple(FileEntry.from_dict(f, path, f"files[{i}]") for i, f in enumerate(obj["files"]))
+        try:
+            return cls(files)
+        except FormatError as e:
+            raise FormatError(path, e.rule, got=e.got) from None
+
+
+def is_release_path(rel: str) -> bool:
+    """Whether the relative posix path ``rel`` names a file of a release.
+
+    It does unless one of its components starts with ".": the build's
+    ``.work/`` folder, temporary ``.NAME.tmp`` files and the ``.cache/`` that
+    ``hf download --local-dir`` leaves are no part of a release.
+    ``COMPLETE.json`` itself is the caller's to handle.
+    """
+    return not any(part.startswith(".") for part in rel.split("/"))
+
+
+def list_release_paths(root: str | os.PathLike) -> list[str]:
+    """The sorted relative posix paths of the files of the release at ``root``, ``COMPLETE.json`` excluded."""
+    root = Path(root)
+    paths = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]  # never descend into .work/ or .cache/
+        base = Path(folder).relative_to(root)
+        for name in files:
+            rel = (base / name).as_posix()
+            if rel != COMPLETE_NAME and is_release_path(rel):
+                paths.append(rel)
+    return sorted(paths)

@@ -1,0 +1,121 @@
+"""A release folder on this machine's file system (``--out DIR``), and the :class:`Output` interface."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, TypeVar
+
+from .._io import TMP_SUFFIX, sha256_file, write_text_atomic
+from ..errors import BuildError
+from ..formats.records import FileEntry
+
+R = TypeVar("R")
+
+
+def local_matches(path: Path, entry: FileEntry) -> bool:
+    """Whether ``path`` is a regular file (not a symlink) with the entry's size and SHA-256."""
+    return path.is_file() and not path.is_symlink() and path.stat().st_size == entry.size and sha256_file(path) == entry.sha256
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where a release goes. Paths are relative posix paths inside the release; plain values only (it pickles to Ray workers).
+
+    ``root`` is the folder or URL the user named; :attr:`work` the local folder this machine writes into.
+    """
+
+    root: str
+
+    @property
+    def work(self) -> Path:
+        raise NotImplementedError
+
+    def location(self, rel: str) -> str:
+        """Where ``rel`` is, for messages."""
+        raise NotImplementedError
+
+    def read_bytes(self, rel: str) -> bytes | None:
+        """The published bytes of ``rel``, or None if there is none."""
+        raise NotImplementedError
+
+    def write_text(self, rel: str, text: str) -> None:
+        """Publish a small file directly (``run_config.json``, ``COMPLETE.json``), atomically."""
+        raise NotImplementedError
+
+    def names(self) -> list[str]:
+        """The names directly inside the release ([] if it does not exist)."""
+        raise NotImplementedError
+
+    def matches(self, entry: FileEntry) -> bool:
+        """Whether the published ``entry.path`` has the entry's size and SHA-256 (read back in full)."""
+        raise NotImplementedError
+
+    def publish(self, rels: Iterable[str]) -> None:
+        """Make these files of :attr:`work` final at the output, in the order given."""
+        raise NotImplementedError
+
+    def fetch(self, entry: FileEntry) -> None:
+        """Make ``work/entry.path`` hold the published file, checked against its size and SHA-256."""
+        raise NotImplementedError
+
+    def remove_tree(self, rel: str) -> None:
+        raise NotImplementedError
+
+    def scratch(self) -> "Output | None":
+        """This machine's unpublished work as an output of its own (None when work is published as written)."""
+        return None
+
+    def discard_work(self) -> None:
+        """Remove what :attr:`work` still holds once the release is published (nothing for a local folder)."""
+
+    def read_record(self, rel: str, reader: Callable[[Path], R]) -> R | None:
+        """``reader(path)`` on the published ``rel`` (a receipt or COMPLETE.json), or None if missing."""
+        raise NotImplementedError
+
+    def remove_temporaries(self) -> None:
+        """Delete half-written files a killed run left in :attr:`work`."""
+        if self.work.exists():
+            for stale in self.work.rglob(f".*{TMP_SUFFIX}"):
+                stale.unlink()
+
+
+@dataclass(frozen=True)
+class LocalFolder(Output):
+    """``--out DIR``: this machine writes straight into the release folder."""
+
+    @property
+    def work(self) -> Path:
+        return Path(self.root)
+
+    def location(self, rel: str) -> str:
+        return str(Path(self.root) / rel)
+
+    def read_bytes(self, rel: str) -> bytes | None:
+        path = Path(self.root) / rel
+        return path.read_bytes() if path.is_file() else None
+
+    def write_text(self, rel: str, text: str) -> None:
+        write_text_atomic(Path(self.root) / rel, text)
+
+    def names(self) -> list[str]:
+        root = Path(self.root)
+        return sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+
+    def matches(self, entry: FileEntry) -> bool:
+        return local_matches(Path(self.root) / entry.path, entry)
+
+    def publish(self, rels: Iterable[str]) -> None:
+        pass  # written in place: already final
+
+    def fetch(self, entry: FileEntry) -> None:
+        if not self.matches(entry):
+            raise BuildError(self.location(entry.path), "file must match its recorded size and SHA-256", expected=entry.sha256, hint="run the build again")
+
+    def remove_tree(self, rel: str) -> None:
+        shutil.rmtree(Path(self.root) / rel, ignore_errors=True)
+
+    def read_record(self, rel: str, reader: Callable[[Path], R]) -> R | None:
+        path = Path(self.root) / rel
+        return reader(path) if path.exists() else None

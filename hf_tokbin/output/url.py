@@ -1,0 +1,187 @@
+"""A release written to an fsspec URL (``s3://``, ``gs://``, ``hf://buckets/...``, ``file://``, ``memory://``).
+
+The build writes every file exactly as it does into a local folder, but into
+a local scratch folder on whichever machine runs the task::
+
+    $HF_TOKBIN_CACHE/out/<key>/        (default ~/.cache/hf_tokbin/out/<key>/)
+
+where ``<key>`` is the first 16 hex digits of the SHA-256 of the URL, a
+newline and ``run_config.json``'s text, so two different builds never share
+a scratch folder. It then publishes the files to the URL with fsspec, in an
+order that keeps the completion rules of a local folder (on an object store
+an object appears only once its upload has finished):
+
+1. per part: the part's Megatron pair, its llm.c staging pair
+   ``.work/llmc/part-NNNNNN.bin|.idx``, the staging pair's sizes and digests
+   ``.work/llmc/part-NNNNNN.json`` (``{"files": [{"path", "size", "sha256"},
+   ...]}``, canonical JSON) and, last, the receipt;
+2. at the finish (on the driver): ``tokens/``, ``stats.json``, ``README.md``
+   and, last, ``COMPLETE.json``; then the remote ``.work/`` and the local
+   scratch folder are deleted.
+
+Nothing about the URL or its credentials is written into any release file;
+credentials come from the backend's own configuration (environment
+variables, ``~/.aws``, ``hf auth login``...) on every machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .._io import commit_file, tmp_path_for
+from ..errors import BuildError
+from ..formats.records import FileEntry
+from .local import LocalFolder, Output, local_matches
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_HASH_CHUNK = 1 << 22  # bytes read per step when hashing a remote file
+
+
+def is_url(out: str | os.PathLike) -> bool:
+    """Whether ``--out`` is a URL (``SCHEME://...``) rather than a local path."""
+    return isinstance(out, str) and _SCHEME.match(out) is not None
+
+
+def check_url(url: str) -> None:
+    """Fail at once, before any work, if no fsspec filesystem serves this URL's scheme."""
+    import fsspec
+
+    protocol = url.split("://", 1)[0]
+    try:
+        fsspec.get_filesystem_class(protocol)
+    except (ImportError, ValueError) as e:
+        raise BuildError(
+            url,
+            "--out URL needs an installed fsspec filesystem for its scheme",
+            expected=f"a backend for {protocol}://",
+            got=str(e).splitlines()[0] if str(e) else type(e).__name__,
+            hint="install it (s3fs for s3://, gcsfs for gs://, adlfs for az://), or give a local folder",
+        ) from None
+
+
+def scratch_key(url: str, run_config_text: str) -> str:
+    return hashlib.sha256(f"{url}\n{run_config_text}".encode()).hexdigest()[:16]
+
+
+def scratch_root(key: str) -> Path:
+    """The local scratch folder of a URL build on this machine."""
+    base = os.environ.get("HF_TOKBIN_CACHE") or Path.home() / ".cache" / "hf_tokbin"
+    return Path(base) / "out" / key
+
+
+@dataclass(frozen=True)
+class UrlFolder(Output):
+    """``--out URL``: this machine writes into a scratch folder (``work``) and publishes to the URL.
+
+    Holds the URL and the scratch folder only (it pickles to Ray workers); the
+    filesystem comes from fsspec's cache on every call.
+    """
+
+    scratch_folder: str = ""
+
+    @property
+    def url(self) -> str:
+        return self.root
+
+    @property
+    def work(self) -> Path:
+        return Path(self.scratch_folder)
+
+    def _fs(self):
+        from fsspec.core import url_to_fs
+
+        fs, root = url_to_fs(self.url)
+        return fs, root.rstrip("/")
+
+    def location(self, rel: str) -> str:
+        return f"{self.url}/{rel}"
+
+    def read_bytes(self, rel: str) -> bytes | None:
+        fs, root = self._fs()
+        try:
+            return fs.cat_file(f"{root}/{rel}")
+        except FileNotFoundError:
+            return None
+
+    def _writable(self, rel: str):
+        """The filesystem and full path of ``rel``, its parent folder made (object stores ignore it; file:// needs it)."""
+        fs, root = self._fs()
+        path = f"{root}/{rel}"
+        fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+        return fs, path
+
+    def write_text(self, rel: str, text: str) -> None:
+        fs, path = self._writable(rel)
+        fs.pipe_file(path, text.encode("utf-8"))
+
+    def publish(self, rels) -> None:
+        """Upload each file of the scratch folder in order (an object appears once its upload has finished), then delete the local copies."""
+        rels = list(rels)
+        for rel in rels:
+            self._upload(rel)
+        for rel in rels:
+            (self.work / rel).unlink(missing_ok=True)
+
+    def _upload(self, rel: str) -> None:
+        fs, path = self._writable(rel)
+        fs.put_file(os.fspath(self.work / rel), path)
+
+    def fetch(self, entry: FileEntry) -> None:
+        """Download ``entry.path`` into the scratch folder under a temporary name unless an intact copy is there."""
+        local = self.work / entry.path
+        if local_matches(local, entry):
+            return
+        fs, root = self._fs()
+        local.parent.mkdir(parents=True, exist_ok=True)
+        tmp = tmp_path_for(local)
+        fs.get_file(f"{root}/{entry.path}", os.fspath(tmp))
+        commit_file(tmp, local)
+        if not local_matches(local, entry):
+            raise BuildError(self.location(entry.path), "file must match its recorded size and SHA-256", expected=entry.sha256, got=f"{local.stat().st_size} bytes", hint="run the build again")
+
+    def matches(self, entry: FileEntry) -> bool:
+        fs, root = self._fs()
+        path = f"{root}/{entry.path}"
+        try:
+            if fs.size(path) != entry.size:
+                return False
+            sha = hashlib.sha256()
+            with fs.open(path, "rb") as file:
+                while chunk := file.read(_HASH_CHUNK):
+                    sha.update(chunk)
+        except FileNotFoundError:
+            return False
+        return sha.hexdigest() == entry.sha256
+
+    def names(self) -> list[str]:
+        fs, root = self._fs()
+        try:
+            return [p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(root, detail=False)]
+        except FileNotFoundError:
+            return []
+
+    def remove_tree(self, rel: str) -> None:
+        fs, root = self._fs()
+        if fs.exists(f"{root}/{rel}"):
+            fs.rm(f"{root}/{rel}", recursive=True)
+
+    def scratch(self) -> Output:
+        return LocalFolder(self.scratch_folder)
+
+    def discard_work(self) -> None:
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def read_record(self, rel: str, reader):
+        data = self.read_bytes(rel)
+        if data is None:
+            return None
+        with tempfile.TemporaryDirectory(prefix="hf_tokbin-") as folder:
+            path = Path(folder) / rel.rsplit("/", 1)[-1]  # a receipt or COMPLETE.json keeps its file name
+            path.write_bytes(data)
+            return reader(path)

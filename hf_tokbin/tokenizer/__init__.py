@@ -1,0 +1,28 @@
+"""Tokenizers: resolving ``--tokenizer`` (:mod:`.resolve`), training a BPE (:mod:`.train`), encoding (:mod:`.encoder`)."""
+
+from .resolve import (
+    BYTE,
+    BYTE_VOCAB_SIZE,
+    EOS_TOKEN,
+    GENERATION_CONFIG_FILE,
+    TOKENIZER_FILE,
+    TokenizerInfo,
+    load_tokenizer_json,
+    read_eos_token_id,
+    resolve_tokenizer,
+)
+from .train import sample_texts, train_bpe
+
+__all__ = [
+    "BYTE",
+    "BYTE_VOCAB_SIZE",
+    "EOS_TOKEN",
+    "GENERATION_CONFIG_FILE",
+    "TOKENIZER_FILE",
+    "TokenizerInfo",
+    "load_tokenizer_json",
+    "read_eos_token_id",
+    "resolve_tokenizer",
+    "sample_texts",
+    "train_bpe",
+]

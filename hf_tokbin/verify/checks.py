@@ -1,0 +1,52 @@
+"""The file checks verify, push and pull share: every file a record lists has its size and SHA-256."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from .._io import sha256_file
+from ..errors import VerificationError
+from ..formats.records import FileEntry
+from ..formats.release import COMPLETE_NAME, RECEIPTS_DIR, Complete, Receipt
+
+
+def check_files(root: Path, entries: Iterable[FileEntry], listed_in: str, progress: bool = True) -> None:
+    """Check that every entry's file under ``root`` has its size and SHA-256; raise on the first that does not.
+
+    ``listed_in`` names the record the entries come from (``COMPLETE.json``, a receipt...)
+    so the error says which promise is broken.
+    """
+    from tqdm.auto import tqdm
+
+    entries = list(entries)
+    with tqdm(total=sum(e.size for e in entries), unit="B", unit_scale=True, desc=f"checking {listed_in}", disable=not progress, leave=False) as bar:
+        for entry in entries:
+            path = root / entry.path
+            if not path.is_file():
+                raise VerificationError(path, f"file listed in {listed_in} is missing")
+            size = path.stat().st_size
+            if size != entry.size:
+                raise VerificationError(path, f"size differs from {listed_in}", expected=entry.size, got=size)
+            digest = sha256_file(path)
+            if digest != entry.sha256:
+                raise VerificationError(path, f"SHA-256 differs from {listed_in}", expected=entry.sha256, got=digest)
+            bar.update(entry.size)
+
+
+def check_receipts(root: Path, complete: Complete) -> list[Receipt]:
+    """Read every receipt ``COMPLETE.json`` lists; each file a receipt names must be listed identically.
+
+    With :func:`check_files` over ``COMPLETE.json`` this checks every file against its receipt too.
+    """
+    listed = {f.path: f for f in complete.files}
+    receipts = []
+    for path in sorted(p for p in listed if p.startswith(f"{RECEIPTS_DIR}/") and p.endswith(".json")):
+        receipt = Receipt.read(root / path)
+        for entry in receipt.files:
+            if listed.get(entry.path) != entry:
+                got = listed[entry.path].to_dict() if entry.path in listed else "not listed"
+                raise VerificationError(root / path, f"receipt disagrees with {COMPLETE_NAME} about {entry.path}", expected=entry.to_dict(), got=got)
+        receipts.append(receipt)
+    return receipts
+

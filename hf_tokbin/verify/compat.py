@@ -1,0 +1,471 @@
+"""``hf-tokbin verify --for TARGET``: what each real loader would trip on.
+
+A file can follow our format to the byte and still stop a trainer: llm.c's
+loader takes only uint16, modded-nanogpt hard-codes its BOS id, MaxText reads
+every ``*.idx`` in a folder in string order. Each target below lists the rules
+of that loader as its source has them (file and function named), checked
+against a release folder, an llm.c token folder, one token file, or a folder of
+Megatron pairs. Every file is first opened with our own validating readers
+(:mod:`hf_tokbin.readers`); a broken file is an ``error`` finding ("format").
+
+A :class:`Finding` is ``(level, file, rule, message)``; ``error`` means the loader
+as published stops or silently reads wrong data, ``warning`` that it runs but
+loses or misplaces something (or needs a setting), ``info`` a figure or
+setting worth knowing. The command exits 1 if any finding is an error.
+
+Loader settings (:class:`LoaderSettings`): ``batch_size`` B and ``seq_len`` T
+default to 4 and 1024, ``train_gpt2.cu``'s defaults (``int B = 4; int T =
+1024;``); ``world_size`` (processes reading the same files) defaults to 1. For
+modded-nanogpt, T stands for ``train_max_seq_len``; for Megatron,
+``--seq-length``; for MaxText, ``max_target_length``.
+
+Targets and rules
+-----------------
+
+``llmc`` -- llm.c's C loader (``llmc/dataloader.h``) and ``train_gpt2.py``:
+
+- magic-version (error): ``dataloader_load_shard_`` exits unless header[0] is
+  20240520 and header[1] is 1; ``train_gpt2.py`` ``_peek_data_shard`` asserts
+  the same. Only uint16 files (vocabularies <= 65,536) load.
+- empty-file (error): ``dataloader_load_shard_`` asserts ``ntok > 0``.
+- min-tokens (error), capacity (info): ``dataloader_init`` asserts
+  ``shard_ntok >= num_processes * B * T + 1`` for every file, as does
+  ``train_gpt2.py`` ``DistributedDataLoader.__init__``; the info line gives the
+  largest B*T each file supports, ``(ntok - 1) // world_size``.
+- seek-offset (error): ``dataloader_load_batch`` seeks with
+  ``fseekCheck(file, (int) current_offset, SEEK_SET)``, and ``fseek_check``
+  (``llmc/utils.h``) takes a ``long`` (32 bits on Windows). A batch starting at
+  byte 2**31 or beyond wraps; with uint16 ids that is a file past about 1.07
+  billion tokens (our writer rolls over at 100 million).
+- seq-len (error): ``train_gpt2.py`` asserts ``1 <= T <= 1024``.
+- gpt2-vocab (warning): llm.c's GPT-2 models have ``vocab_size=50257``
+  (``train_gpt2.py`` ``GPTConfig``); larger ids index past the embedding.
+- file-order (warning): the loaders read ``glob`` order (C ``glob``, sorted;
+  Python ``sorted(glob.glob(...))``), which must be the manifest's order.
+- no-val (warning): ``train_gpt2.cu`` globs the validation pattern too and
+  ``dataloader_init`` exits when nothing matches.
+
+``modded-nanogpt`` -- ``train_gpt.py`` (``_load_data_shard``, ``Shard``,
+``distributed_data_generator``):
+
+- magic-version (error): ``_load_data_shard`` asserts 20240520 and version 1.
+- bos-id (error): ``BOS_ID = 50256`` is hard-coded; the release's separator
+  (manifest ``doc_sep_id``) must be 50256, or no window is ever aligned.
+- no-bos (error): ``Shard.next_batch`` starts every sequence at a BOS position;
+  a file without one raises ``StopIteration`` at once and is skipped whole.
+- bos-first (warning): tokens before a file's first BOS are never read.
+- long-docs (warning): ``Shard.next_batch`` ends a sequence at
+  ``cur + max_seq_len``; the rest of a longer document is never trained on.
+- vocab (error): the model is built with ``GPT(vocab_size=50257, ...)``.
+- single-file (error): with ``align_to_bos`` (the train loader's default),
+  ``distributed_data_generator`` preloads the next shard with
+  ``next(file_iter)`` right after the first; one train file raises
+  ``StopIteration`` inside the generator (a ``RuntimeError``).
+- file-order (warning): ``sorted(glob.glob(filename_pattern))``.
+
+``llmc-llama3`` -- ``train_llama3.py`` (``_peek_data_shard``,
+``_load_data_shard``, ``DistributedShardedDataLoader``):
+
+- magic-version (error): magic 20240801 and version 7 (uint32), the layout of
+  :mod:`hf_tokbin.formats.llmc` (``--llmc-layout llama3``); seed-000 files are refused.
+- min-tokens (error), capacity (info): ``shard_ntok >= num_processes * B * T + 1``.
+- seq-len (error): ``assert 1 <= T <= 8192``.
+- vocab (warning): ``LlamaConfig.vocab_size = 128256``.
+- file-order (warning): ``sorted(glob.glob(...))``.
+
+``megatron`` -- megatron-core ``datasets/indexed_dataset.py`` and
+``datasets/gpt_dataset.py``:
+
+- format (error): ``_IndexReader`` asserts the ``MMIDIDX`` magic and version 1.
+- one-document-per-sequence (error): with the EOD id known (``run_config.json``
+  ``eod_id`` or ``--eod-id``), every sequence must end with it, or
+  ``GPTDatasetConfig``'s ``reset_position_ids``, ``reset_attention_mask`` and
+  ``eod_mask_loss`` (``_get_ltor_masks_and_position_ids``) find no boundaries.
+- eod (info): the tokenizer's ``eod`` that ``GPTDatasetConfig.tokenizer`` must have.
+- empty-pair (error): ``GPTDataset._get_num_epochs`` adds the pair's tokens
+  per epoch until the requested count is reached, which never happens with 0.
+- short-pair (warning): fewer than T + 1 tokens gives no full sample per epoch
+  (``(tokens - add_extra_token_to_sequence) // sequence_length`` in
+  ``_build_document_sample_shuffle_indices``); Megatron repeats it for epochs.
+- dtype-cutoff (warning): ``DType.optimal_dtype`` picks uint16 only below
+  65,500, our contract up to 65,536; a vocabulary in 65,500..65,536 is read
+  fine from our uint16 files (the dtype code is in the ``.idx``), but Megatron's
+  own ``preprocess_data.py`` would write int32: bytes differ from its output.
+
+``maxtext`` -- MaxText's Grain ``mmap``/``mmap_npy`` file types
+(``src/maxtext/input_pipeline/_mmap_datasource.py``, ``_mmap_index_utils.py``):
+
+- format (error): ``MMapIndexedDataset._read_index`` (magic, version, sizes,
+  no multimodal ``sequence_modes``).
+- one-document-per-sequence (error): ``mmap_split_sentences=false`` requires
+  documents == sequences (``MegatronNpyDataSource._check_split_sentences_consistency``),
+  and sequences must end with ``mmap_eod_id`` (``check_eod_presence``:
+  "MaxText does not insert EOD tokens").
+- eod (info): the ``mmap_eod_id=`` to set.
+- file-order (warning), stray-idx (warning): a shard directory is read as
+  ``sorted(glob(dir/*.idx))`` (``resolve_shard_prefixes``), string order, every
+  ``.idx`` in it.
+- path-chars (warning): ``grain_train_files`` uses ``|``, ``:``, ``;`` and ``,``
+  as separators (``<npy_index_dir>|<prefix>[:<prefix>...]``, ``prefix,weight;...``).
+- no-samples (error): ``mmap`` mode has ``total_tokens // seq_length`` samples
+  (``MMapSampleIndexDataSource``); a split below T tokens has none.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+
+from .._io import read_json
+from ..errors import FormatError
+from ..formats import llmc, megatron
+from ..formats.release import RUN_CONFIG_NAME, SHARDS_DIR, SPLITS
+from ..readers.views import find_llmc_folder, find_megatron_pairs, scan_positions
+
+ERROR, WARNING, INFO = "error", "warning", "info"
+INT32_MAX = 2**31 - 1
+GPT2_VOCAB = 50257  # llm.c train_gpt2.py GPTConfig, modded-nanogpt GPT(vocab_size=50257)
+MODDED_NANOGPT_BOS = 50256  # modded-nanogpt train_gpt.py BOS_ID
+LLAMA3_VOCAB = 128256  # llm.c train_llama3.py LlamaConfig.vocab_size
+MEGATRON_UINT16_BELOW = 65500  # megatron-core DType.optimal_dtype
+GRAIN_SEPARATORS = "|:;,"  # MaxText grain_train_files syntax
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str
+    file: str
+    rule: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.level}: {self.file}: {self.rule}: {self.message}"
+
+
+@dataclass(frozen=True)
+class LoaderSettings:
+    """The loader's batch size B, sequence length T, process count and (optionally) EOD id."""
+
+    batch_size: int = 4
+    seq_len: int = 1024
+    world_size: int = 1
+    eod_id: int | None = None
+
+    def __post_init__(self):
+        for name in ("batch_size", "seq_len", "world_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise FormatError(None, f"{name} must be a positive integer", got=value)
+        if self.eod_id is not None and (not isinstance(self.eod_id, int) or self.eod_id < 0):
+            raise FormatError(None, "eod_id must be a non-negative integer", got=self.eod_id)
+
+
+def check(path: str | os.PathLike, target: str, settings: LoaderSettings = LoaderSettings()) -> list[Finding]:
+    """Every finding of ``target``'s rules for ``path``, in file order."""
+    if target not in TARGETS:
+        raise FormatError(None, "unknown target", expected=", ".join(TARGETS), got=target)
+    path = Path(path)
+    if not path.exists():
+        raise FormatError(path, "no such file or folder")
+    return TARGETS[target](path, settings)
+
+
+def has_errors(findings: Iterable[Finding]) -> bool:
+    return any(f.level == ERROR for f in findings)
+
+
+# ------------------------------------------------------------------ inputs
+
+
+@dataclass(frozen=True)
+class _LlmcInputs:
+    """Files per split (manifest order), or one lone file under split None."""
+
+    splits: list[tuple[str | None, list[Path]]]
+    manifest: llmc.TokensManifest | None
+    manifest_path: Path | None
+
+
+def _llmc_inputs(path: Path) -> _LlmcInputs:
+    if path.is_file():
+        return _LlmcInputs([(None, [path])], None, None)
+    folder = find_llmc_folder(path)
+    manifest_path = folder / llmc.MANIFEST_NAME
+    manifest = llmc.TokensManifest.read(manifest_path)
+    splits = [(s, [folder / f.name for f in manifest.files if f.split == s]) for s in llmc.SPLITS]
+    return _LlmcInputs(splits, manifest, manifest_path)
+
+
+def _megatron_inputs(path: Path) -> tuple[list[tuple[str | None, list[Path]]], int | None, int | None]:
+    """Pairs per split, and the EOD id and vocab size of ``run_config.json`` when ``path`` is a release."""
+    if (path / SHARDS_DIR).is_dir():
+        splits = [(s, find_megatron_pairs(path, s)) for s in SPLITS if (path / SHARDS_DIR / s).is_dir()]
+        eod_id, vocab_size = _run_config_ids(path / RUN_CONFIG_NAME)
+        return splits, eod_id, vocab_size
+    return [(None, find_megatron_pairs(path))], None, None
+
+
+def _run_config_ids(run_config: Path) -> tuple[int | None, int | None]:
+    if not run_config.is_file():
+        return None, None
+    obj = read_json(run_config, FormatError)
+    eod_id = obj.get("eod_id")
+    tokenizer = obj.get("tokenizer")
+    vocab_size = tokenizer.get("vocab_size") if isinstance(tokenizer, dict) else None
+    for name, value in (("eod_id", eod_id), ("tokenizer.vocab_size", vocab_size)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise FormatError(run_config, f"{name} must be null or a non-negative integer", got=value)
+    return eod_id, vocab_size
+
+
+# ------------------------------------------------------------------ shared rules
+
+
+def _problem(e: Exception) -> str:
+    """An error's message without its leading ``PATH: `` (the finding names the file)."""
+    text = str(e)
+    path = getattr(e, "path", None) or getattr(e, "filename", None)
+    prefix = f"{path}: " if path else ""
+    return text[len(prefix) :] if prefix and text.startswith(prefix) else text
+
+
+def _open(file: Path, opener: Callable[[Path], object], findings: list[Finding]):
+    """``opener(file)``, or None with an error finding when our own reader refuses the file."""
+    try:
+        return opener(file)
+    except (FormatError, OSError) as e:
+        findings.append(Finding(ERROR, str(file), "format", _problem(e)))
+        return None
+
+
+def _raw_header(file: Path) -> np.ndarray | None:
+    with open(file, "rb") as f:
+        raw = f.read(llmc.HEADER_BYTES)
+    return np.frombuffer(raw, "<i4") if len(raw) == llmc.HEADER_BYTES else None
+
+
+def _readable_files(files: list[Path], magic: int, version: int, where: str, hint: str, opener, findings: list[Finding]):
+    """Yield (file, tokens) for each file with the loader's magic and version that our reader accepts.
+
+    The others become error findings: the loader would refuse them too.
+    """
+    for file in files:
+        problem = _magic_version(file, magic, version, where, hint)
+        if problem:
+            findings.append(problem)
+            continue
+        tokens = _open(file, opener, findings)
+        if tokens is not None:
+            yield file, tokens
+
+
+def _magic_version(file: Path, magic: int, version: int, where: str, hint: str) -> Finding | None:
+    header = _raw_header(file)
+    got = "a file shorter than the 1024-byte header" if header is None else f"magic {int(header[0])} version {int(header[1])}"
+    if header is not None and header[0] == magic and header[1] == version:
+        return None
+    return Finding(ERROR, str(file), "magic-version", f"{where} accepts magic {magic} version {version} only, got {got} ({hint})")
+
+
+def _capacity(file: Path, n_tokens: int, s: LoaderSettings, where: str) -> list[Finding]:
+    need = s.world_size * s.batch_size * s.seq_len + 1
+    largest = max(0, n_tokens - 1) // s.world_size
+    findings = [Finding(INFO, str(file), "capacity", f"{n_tokens:,} tokens: the largest B*T this file supports is {largest:,} at world size {s.world_size}")]
+    if n_tokens < need:
+        findings.append(
+            Finding(ERROR, str(file), "min-tokens", f"{where} needs world_size*B*T+1 = {need:,} tokens in every file, this one has {n_tokens:,}")
+        )
+    return findings
+
+
+def _file_order(files: list[Path], where: str) -> list[Finding]:
+    names = [f.name for f in files]
+    if names == sorted(names):
+        return []
+    return [Finding(WARNING, str(files[0].parent), "file-order", f"{where} reads files in sorted name order {sorted(names)[:3]}..., not the release's order {names[:3]}...")]
+
+
+# ------------------------------------------------------------------ llm.c
+
+
+def check_llmc(path: Path, s: LoaderSettings) -> list[Finding]:
+    """llm.c's C loader (``llmc/dataloader.h``) and ``train_gpt2.py``."""
+    findings = []
+    if s.seq_len > 1024:
+        findings.append(Finding(ERROR, str(path), "seq-len", f"train_gpt2.py asserts 1 <= T <= 1024 (GPT-2's block_size), got T={s.seq_len}"))
+    inputs = _llmc_inputs(path)
+    for split, files in inputs.splits:
+        findings += _file_order(files, "llm.c's glob") if files else []
+        where = "llm.c's dataloader_load_shard_ (and train_gpt2.py _peek_data_shard)"
+        for file, tokens in _readable_files(files, llmc.MAGIC, llmc.VERSION_UINT16, where, "uint16 ids only: a vocabulary <= 65,536", llmc.open_tokens, findings):
+            if tokens.size == 0:
+                findings.append(Finding(ERROR, str(file), "empty-file", "dataloader_load_shard_ asserts ntok > 0"))
+                continue
+            findings += _capacity(file, int(tokens.size), s, "llm.c's dataloader_init (and train_gpt2.py DistributedDataLoader)")
+            findings += _seek_offset(file, int(tokens.size), s)
+            vocab = int(_raw_header(file)[3]) or (inputs.manifest.vocab_size if inputs.manifest else 0)
+            if vocab > GPT2_VOCAB:
+                findings.append(Finding(WARNING, str(file), "gpt2-vocab", f"llm.c's GPT-2 models have vocab_size {GPT2_VOCAB:,}; this vocabulary has {vocab:,}, so larger ids need a model of that size"))
+    if inputs.manifest is not None and not any(files for split, files in inputs.splits if split == "val"):
+        findings.append(Finding(WARNING, str(inputs.manifest_path), "no-val", "no val files: train_gpt2.cu's validation glob would match nothing and dataloader_init exits"))
+    return findings
+
+
+def _seek_offset(file: Path, n_tokens: int, s: LoaderSettings) -> list[Finding]:
+    """dataloader_load_batch casts the batch's byte offset to int before fseekCheck."""
+    step = s.world_size * s.batch_size * s.seq_len
+    samples = (n_tokens - 1) // step
+    if samples < 1:
+        return []
+    last = llmc.HEADER_BYTES + ((samples - 1) * step + (s.world_size - 1) * s.batch_size * s.seq_len) * 2
+    if last <= INT32_MAX:
+        return []
+    return [
+        Finding(
+            ERROR,
+            str(file),
+            "seek-offset",
+            f"the last batch starts at byte {last:,}, past 2**31-1: dataloader_load_batch seeks with (int) current_offset, so it wraps (keep files under ~1.07 billion uint16 tokens)",
+        )
+    ]
+
+
+def check_modded_nanogpt(path: Path, s: LoaderSettings) -> list[Finding]:
+    """modded-nanogpt's ``train_gpt.py``: ``_load_data_shard``, ``Shard.next_batch``, ``distributed_data_generator``."""
+    findings = []
+    inputs = _llmc_inputs(path)
+    manifest = inputs.manifest
+    if manifest is not None and manifest.doc_sep_id != MODDED_NANOGPT_BOS:
+        findings.append(Finding(ERROR, str(inputs.manifest_path), "bos-id", f"train_gpt.py aligns sequences on BOS_ID = {MODDED_NANOGPT_BOS}; this release's separator is {manifest.doc_sep_id}"))
+    for split, files in inputs.splits:
+        if split == "train" and len(files) == 1:
+            findings.append(
+                Finding(ERROR, str(files[0]), "single-file", "distributed_data_generator preloads the next shard with next(file_iter) after the first: one train file raises StopIteration inside the generator")
+            )
+        findings += _file_order(files, "sorted(glob.glob(...))") if files else []
+        for file, tokens in _readable_files(files, llmc.MAGIC, llmc.VERSION_UINT16, "modded-nanogpt's _load_data_shard", "uint16 ids only", llmc.open_tokens, findings):
+            vocab = int(_raw_header(file)[3]) or (manifest.vocab_size if manifest else 0)
+            if vocab > GPT2_VOCAB:
+                findings.append(Finding(ERROR, str(file), "vocab", f"the model is GPT(vocab_size={GPT2_VOCAB}); this vocabulary has {vocab:,}"))
+            findings += _bos_rules(file, tokens, s.seq_len)
+    return findings
+
+
+def _bos_rules(file: Path, tokens: np.ndarray, max_seq_len: int) -> list[Finding]:
+    bos = scan_positions(tokens, MODDED_NANOGPT_BOS)
+    if bos.size == 0:
+        return [Finding(ERROR, str(file), "no-bos", f"no BOS ({MODDED_NANOGPT_BOS}) in the file: Shard.next_batch raises StopIteration at once and the file is skipped")]
+    findings = []
+    if bos[0] > 0:
+        findings.append(Finding(WARNING, str(file), "bos-first", f"the first {int(bos[0]):,} tokens come before the first BOS and are never read"))
+    lengths = np.diff(np.append(bos, tokens.size))
+    long_docs = int(np.count_nonzero(lengths > max_seq_len))
+    if long_docs:
+        findings.append(
+            Finding(WARNING, str(file), "long-docs", f"{long_docs:,} of {lengths.size:,} documents are longer than max_seq_len={max_seq_len}: Shard.next_batch cuts each there, the rest is never trained on")
+        )
+    return findings
+
+
+def check_llmc_llama3(path: Path, s: LoaderSettings) -> list[Finding]:
+    """llm.c's ``train_llama3.py``: ``_peek_data_shard``, ``_load_data_shard``, ``DistributedShardedDataLoader``."""
+    findings = []
+    if s.seq_len > 8192:
+        findings.append(Finding(ERROR, str(path), "seq-len", f"train_llama3.py asserts 1 <= T <= 8192, got T={s.seq_len}"))
+    inputs = _llmc_inputs(path)
+    vocab = inputs.manifest.vocab_size if inputs.manifest else None
+    if vocab is not None and vocab > LLAMA3_VOCAB:
+        findings.append(Finding(WARNING, str(inputs.manifest_path), "vocab", f"train_llama3.py's LlamaConfig has vocab_size {LLAMA3_VOCAB:,}; this vocabulary has {vocab:,}"))
+    for split, files in inputs.splits:
+        findings += _file_order(files, "sorted(glob.glob(...))") if files else []
+        opener = functools.partial(llmc.open_tokens, vocab_size=vocab)
+        for file, tokens in _readable_files(files, llmc.LLAMA3_MAGIC, 7, "train_llama3.py's _peek_data_shard", "build with --llmc-variant llama3", opener, findings):
+            findings += _capacity(file, int(tokens.size), s, "train_llama3.py's DistributedShardedDataLoader")
+    return findings
+
+
+# ------------------------------------------------------------------ Megatron pairs
+
+
+def _open_pair(idx: Path, vocab_size: int | None, eod_id: int | None, findings: list[Finding], where: str) -> megatron.MegatronPair | None:
+    pair = _open(idx, lambda f: megatron.MegatronPair(f, vocab_size), findings)
+    if pair is None:
+        return None
+    try:
+        pair.check_one_document_per_sequence(eod_id)
+    except FormatError as e:
+        findings.append(Finding(ERROR, str(idx), "one-document-per-sequence", f"{where}: {_problem(e)}"))
+    return pair
+
+
+def _eod_findings(path: Path, eod_id: int | None, setting: str, level_if_unknown: str) -> list[Finding]:
+    if eod_id is None:
+        return [Finding(level_if_unknown, str(path), "eod", "EOD id unknown (no run_config.json eod_id): pass --eod-id to check that sequences end with it")]
+    return [Finding(INFO, str(path), "eod", f"set {setting}{eod_id}")]
+
+
+def check_megatron(path: Path, s: LoaderSettings) -> list[Finding]:
+    """megatron-core's ``IndexedDataset`` and ``GPTDataset``."""
+    splits, eod_id, vocab_size = _megatron_inputs(path)
+    eod_id = s.eod_id if s.eod_id is not None else eod_id
+    findings = _eod_findings(path, eod_id, "the tokenizer's eod (GPTDatasetConfig.tokenizer.eod) to ", WARNING)
+    for split, pairs in splits:
+        for idx in pairs:
+            pair = _open_pair(idx, vocab_size, eod_id, findings, "GPTDataset's EOD masks need it")
+            if pair is None:
+                continue
+            if pair.n_tokens == 0:
+                findings.append(Finding(ERROR, str(idx), "empty-pair", "0 tokens: GPTDataset._get_num_epochs adds 0 tokens per epoch and never reaches the requested count"))
+            elif pair.n_tokens - 1 < s.seq_len:
+                findings.append(
+                    Finding(WARNING, str(idx), "short-pair", f"{pair.n_tokens:,} tokens < seq_length+1 = {s.seq_len + 1:,}: no full sample per epoch, GPTDataset repeats this pair over many epochs")
+                )
+            if pair.header.code == megatron.CODE_UINT16 and vocab_size is not None and MEGATRON_UINT16_BELOW <= vocab_size <= megatron.UINT16_VOCAB_LIMIT:
+                findings.append(
+                    Finding(WARNING, str(idx), "dtype-cutoff", f"vocab_size {vocab_size:,}: DType.optimal_dtype picks uint16 only below {MEGATRON_UINT16_BELOW:,}, so Megatron's preprocess_data.py would write int32; these uint16 files read the same")
+                )
+    return findings
+
+
+def _part_number(name: str) -> int | None:
+    match = re.fullmatch(r"part-(\d+)\.idx", name)
+    return int(match.group(1)) if match else None
+
+
+def check_maxtext(path: Path, s: LoaderSettings) -> list[Finding]:
+    """MaxText's Grain ``mmap`` / ``mmap_npy`` file types."""
+    splits, eod_id, vocab_size = _megatron_inputs(path)
+    eod_id = s.eod_id if s.eod_id is not None else eod_id
+    findings = _eod_findings(path, eod_id, "mmap_eod_id=", WARNING)
+    for split, pairs in splits:
+        folder = pairs[0].parent
+        if any(c in str(folder.resolve()) for c in GRAIN_SEPARATORS):
+            findings.append(Finding(WARNING, str(folder), "path-chars", f"grain_train_files uses {' '.join(GRAIN_SEPARATORS)} as separators; this path contains one: move or link the files"))
+        numbers = [_part_number(p.name) for p in pairs]
+        stray = [p.name for p, n in zip(pairs, numbers) if n is None]
+        if stray:
+            findings.append(Finding(WARNING, str(folder), "stray-idx", f"resolve_shard_prefixes reads every *.idx in the folder, including {stray[:3]}"))
+        elif numbers != sorted(numbers):
+            findings.append(Finding(WARNING, str(folder), "file-order", "resolve_shard_prefixes sorts prefixes as strings, which is not the part order here"))
+        total = 0
+        for idx in pairs:
+            pair = _open_pair(idx, vocab_size, eod_id, findings, "mmap_split_sentences=false and check_eod_presence need it")
+            total += pair.n_tokens if pair is not None else 0
+        if total // s.seq_len == 0:
+            findings.append(Finding(ERROR, str(folder), "no-samples", f"{total:,} tokens < max_target_length={s.seq_len}: MMapSampleIndexDataSource has total_tokens // seq_length = 0 samples"))
+    return findings
+
+
+TARGETS: dict[str, Callable[[Path, LoaderSettings], list[Finding]]] = {
+    "llmc": check_llmc,
+    "modded-nanogpt": check_modded_nanogpt,
+    "llmc-llama3": check_llmc_llama3,
+    "megatron": check_megatron,
+    "maxtext": check_maxtext,
+}

@@ -1,0 +1,47 @@
+"""Verification of token files, Megatron pairs and whole releases.
+
+:func:`verify_path` accepts what ``hf-tokbin verify`` accepts and returns a
+one-paragraph report; any broken rule raises a :class:`~hf_tokbin.errors.TokbinError`
+naming the file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..formats import llmc, megatron
+from ..formats.sniff import file_magic, sniff
+
+__all__ = ["file_magic", "verify_path", "verify_token_file"]
+
+
+def verify_token_file(path: str | os.PathLike) -> str:
+    """Check one llm.c token file or Megatron pair completely; one line saying what it holds."""
+    path = Path(path)
+    if sniff(path) == "llmc-file":
+        header = llmc.verify_token_file(path)
+        layout = header.layout
+        vocab = f"vocab_size {header.vocab_size}" if layout.vocab_in_header else "no vocab_size field"
+        return f"{path}: OK: llm.c {layout.family} layout (magic {layout.magic}, version {layout.version}, {layout.dtype.name}), {header.n_tokens:,} tokens, {vocab}"
+    pair = megatron.MegatronPair(path)
+    return f"{path}: OK: Megatron pair, {len(pair):,} sequences, {pair.n_tokens:,} tokens, dtype {pair.dtype.name}"
+
+
+def verify_path(path: str | os.PathLike) -> str:
+    """``hf-tokbin verify PATH``: whatever ``path`` holds (:func:`hf_tokbin.formats.sniff.sniff`), checked completely."""
+    from .release import verify_llmc_folder, verify_release
+
+    path = Path(path)
+    kind = sniff(path)
+    if kind == "release":
+        return verify_release(path).summary()
+    if kind == "llmc-folder":
+        manifest = verify_llmc_folder(path)
+        tokens = sum(f.n_tokens for f in manifest.files)
+        return f"{path}: OK: llm.c token folder, {len(manifest.files)} files, {tokens:,} tokens, vocab_size {manifest.vocab_size}"
+    if kind == "corpus":
+        from .corpus import verify_corpus
+
+        return verify_corpus(path)
+    return verify_token_file(path)

@@ -1,0 +1,377 @@
+"""``hf-tokbin verify DIR``: re-check a whole release, every byte the seeds promise.
+
+The checks run in this order and stop at the first broken promise; the error
+names the file (in a JSON file, the field) and the rule.
+
+1. **Files.** ``COMPLETE.json`` exists, and the files it lists are exactly the
+   release's files on disk, each with its size and SHA-256. A path with a
+   component starting with "." (``.work/``, ``.cache/``, ``.NAME.tmp``) is no
+   part of a release (:func:`hf_tokbin.release.is_release_path`): ignored on
+   disk, never listed.
+2. **run_config.json.** Every field used below is present and well formed,
+   read in one place (:class:`RunConfig`): ``dataset``, ``version``,
+   ``formats``, ``corpus.manifest_sha256``, each input shard of
+   ``corpus.shards`` (path, split, rows, size, SHA-256; no non-empty shard
+   twice, so the splits are disjoint), ``tokenizer`` (tokenizer_id, sha256,
+   vocab_size, doc_sep_id), ``llmc.variant`` with the llmc format, and
+   ``eod_id``: the tokenizer's doc_sep_id (never null) with the megatron
+   format, null without.
+3. **Receipts.** ``receipts/`` holds exactly ``part-NNNNNN.json`` for input
+   shard N. Each receipt names its input shard as run_config.json pins it,
+   agrees with ``COMPLETE.json`` about every file it names, counts only its
+   shard's split, with documents equal to the shard's rows (so, per split,
+   documents equal corpus rows: nothing lost) and one EOD token per document
+   with the megatron format (none without), and names its part's
+   ``shards/<split>/part-NNNNNN.bin`` and ``.idx`` when it has Megatron
+   documents, no file otherwise.
+4. **Layout.** ``shards/`` holds exactly the files the receipts name, and
+   ``tokens/`` exactly the llm.c folder ``tokens/<tokenizer_id>/<dataset>/``
+   (``_MANIFEST.json`` and the files it lists) with the llmc format, nothing
+   without.
+5. **Megatron pairs.** Each pair is valid (header, sizes, pointers inside the
+   ``.bin``), its dtype code is the one vocab_size needs, ids < vocab_size, one
+   document per sequence, every sequence ends with ``eod_id``, and its
+   sequence and token counts equal its receipt's.
+6. **llm.c files.** The manifest's tokenizer_id, tokenizer_sha256,
+   vocab_size, doc_sep_id, dataset, version and corpus_manifest_sha256 equal
+   run_config.json's. Files are numbered from 00000 per split without gaps.
+   Each file has the magic of the llm.c variant and, for seed 000, header[3]
+   = vocab_size; its header, size, ids < vocab_size, n_tokens and SHA-256 are
+   as listed, and it starts with the separator (when there is one). For both
+   splits (a split absent from the receipts counts zero), documents and
+   tokens equal the receipts' (text tokens + one separator per document), and
+   a split without documents has no file.
+7. **Both formats agree.** Per split, the llm.c token stream is the Megatron
+   documents in part order: ``[sep] + doc`` for each document in llm.c,
+   ``doc + [eod]`` in Megatron, with sep = eod = the tokenizer's doc_sep_id.
+   The streams are compared id by id in chunks of bounded size. Each llm.c
+   file begins where a document begins, and its ``n_docs`` is the number of
+   documents it holds.
+8. **stats.json** equals what the receipts give
+   (:func:`hf_tokbin.release.stats_record`): dataset, tokenizer_id, and the
+   counts per split, per source and per part.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .._io import read_json
+from ..errors import FormatError, VerificationError
+from ..formats import llmc, megatron
+from ..formats.release import (
+    COMPLETE_NAME,
+    LLMC_SPLIT,
+    RECEIPTS_DIR,
+    RUN_CONFIG_NAME,
+    SHARDS_DIR,
+    SPLITS,
+    STATS_NAME,
+    TOKENS_DIR,
+    Complete,
+    Receipt,
+    SplitCounts,
+    is_release_path,
+    list_release_paths,
+    pair_path,
+    part_name,
+    receipt_path,
+    split_totals,
+    stats_record,
+)
+from ..formats.run_config import LLMC_VARIANTS, RunConfig
+from ..formats.sniff import file_magic
+from ..readers.views import open_llmc_file
+from .checks import check_files, check_receipts
+
+# run_config.json's llmc.variant -> the magic of its token files
+LLMC_MAGIC = {variant: next(x.magic for x in llmc.LAYOUTS if x.family == family) for variant, family in LLMC_VARIANTS.items()}
+_COMPARE_CHUNK = 1 << 22  # ids compared per step when matching llm.c against Megatron: memory stays flat
+
+
+@dataclass
+class ReleaseReport:
+    path: Path
+    files: int = 0
+    bytes: int = 0
+    splits: dict[str, SplitCounts] = field(default_factory=dict)
+    formats: tuple[str, ...] = ()
+
+    def summary(self) -> str:
+        lines = [f"{self.path}: OK: {self.files} files, {self.bytes / 1e6:,.1f} MB, formats {', '.join(self.formats)}"]
+        for split, c in self.splits.items():
+            lines.append(f"  {split:<11}{c.documents:>12,} documents {c.text_tokens:>15,} text tokens {c.eod_tokens:>12,} EOD")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the release
+
+
+def verify_release(root: str | os.PathLike) -> ReleaseReport:
+    root = Path(root)
+    complete = _check_complete(root)
+    listed = {f.path for f in complete.files}
+    config = RunConfig.read(root / RUN_CONFIG_NAME)
+    parts = {receipt_path(part_name(i)) for i in range(len(config.shards))}
+    _check_area(root, listed, RECEIPTS_DIR, parts, "the receipts of the input shards of run_config.json")
+    receipts = _check_receipts(root, complete, config)
+    _check_area(root, listed, SHARDS_DIR, {f.path for r in receipts for f in r.files}, "the files the receipts name")
+    manifest, llmc_files = None, set()
+    if "llmc" in config.formats:
+        manifest = _read_llmc_manifest(root, listed, config)
+        llmc_files = {f"{config.llmc_dir}/{name}" for name in [llmc.MANIFEST_NAME, *(f.name for f in manifest.files)]}
+    _check_area(root, listed, TOKENS_DIR, llmc_files, f"the llm.c folder {config.llmc_dir}/ and the files its manifest lists")
+    if "megatron" in config.formats:
+        for receipt, shard in zip(receipts, config.shards):
+            _check_pair(root, receipt, shard.split, config)
+    totals = split_totals(receipts)
+    if manifest is not None:
+        _check_llmc(root, config, manifest, totals)
+        if "megatron" in config.formats:
+            _check_llmc_is_megatron(root, config, manifest, receipts)
+    _check_stats(root, config, receipts)
+    return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, config.formats)
+
+
+def _check_complete(root: Path) -> Complete:
+    """``COMPLETE.json`` lists exactly the release's files, each with its size and SHA-256."""
+    if not (root / COMPLETE_NAME).exists():
+        raise VerificationError(root, "release is incomplete: no COMPLETE.json", hint="a release is complete only when COMPLETE.json is present")
+    complete = Complete.read(root)
+    listed = {f.path for f in complete.files}
+    hidden = sorted(p for p in listed if not is_release_path(p))
+    if hidden:
+        raise VerificationError(root / COMPLETE_NAME, "lists a hidden path (a component starting with '.'), which is no part of a release", got=hidden[0])
+    for rel in list_release_paths(root):
+        if rel not in listed:
+            raise VerificationError(root / rel, "file is not listed in COMPLETE.json")
+    check_files(root, complete.files, COMPLETE_NAME, progress=False)
+    return complete
+
+
+def _check_area(root: Path, listed: set[str], area: str, expected: set[str], named_by: str) -> None:
+    """The files listed under ``area/`` must be exactly ``expected``."""
+    present = {p for p in listed if p.startswith(f"{area}/")}
+    extra, missing = sorted(present - expected), sorted(expected - present)
+    if extra:
+        raise VerificationError(root / extra[0], f"file under {area}/ is not one of {named_by}")
+    if missing:
+        raise VerificationError(root / missing[0], f"file is missing from COMPLETE.json: it is one of {named_by}")
+
+
+def _check_receipts(root: Path, complete: Complete, config: RunConfig) -> list[Receipt]:
+    """One receipt per input shard, in shard order, each agreeing with its shard and its formats."""
+    by_part = {r.part: r for r in check_receipts(root, complete)}
+    megatron_format = "megatron" in config.formats
+    receipts = []
+    for i, shard in enumerate(config.shards):
+        part = part_name(i)
+        path = root / receipt_path(part)
+        receipt = by_part[part]  # _check_area made sure every shard's receipt is listed, and check_receipts read it
+        if receipt.input_shard != shard.file:
+            raise VerificationError(path, "receipt names a different input shard than run_config.json", expected=shard.file.to_dict(), got=receipt.input_shard.to_dict())
+        if list(receipt.splits) != [shard.split]:
+            raise VerificationError(path, "a part counts its input shard's split only (splits are disjoint)", expected=[shard.split], got=list(receipt.splits))
+        counts = receipt.splits[shard.split]
+        if counts.documents != shard.rows:
+            raise VerificationError(path, f"documents must equal the rows of {shard.file.path} in run_config.json (nothing lost)", expected=shard.rows, got=counts.documents)
+        eod_tokens = counts.documents if megatron_format else 0
+        if counts.eod_tokens != eod_tokens:
+            raise VerificationError(path, "eod_tokens must be one per document with the megatron format, 0 without", expected=eod_tokens, got=counts.eod_tokens)
+        files = [pair_path(shard.split, part, "bin"), pair_path(shard.split, part, "idx")] if megatron_format and counts.documents else []
+        if sorted(f.path for f in receipt.files) != files:
+            raise VerificationError(path, "receipt must name its part's .bin and .idx (none without Megatron documents)", expected=files, got=[f.path for f in receipt.files])
+        receipts.append(receipt)
+    return receipts
+
+
+def _check_pair(root: Path, receipt: Receipt, split: str, config: RunConfig) -> None:
+    counts = receipt.splits[split]
+    if not counts.documents:
+        return
+    pair = megatron.MegatronPair(root / pair_path(split, receipt.part, "bin"), vocab_size=config.vocab_size)
+    code = megatron.dtype_code_for_vocab(config.vocab_size)
+    if pair.header.code != code:
+        raise FormatError(pair.idx_path, "dtype code does not match vocab_size", expected=code, got=pair.header.code)
+    pair.check_one_document_per_sequence(config.eod_id)
+    if len(pair) != counts.documents or pair.n_tokens != counts.total_tokens:
+        raise VerificationError(pair.bin_path, "pair counts differ from the receipt (token conservation)", expected=(counts.documents, counts.total_tokens), got=(len(pair), pair.n_tokens))
+
+
+# ---------------------------------------------------------------- llm.c
+
+
+def verify_llmc_folder(directory: Path) -> llmc.TokensManifest:
+    """An llm.c token folder: the files on disk are the manifest's, numbered without gaps, each intact."""
+    manifest = llmc.TokensManifest.read(directory / llmc.MANIFEST_NAME)
+    names = {f.name for f in manifest.files}
+    on_disk = {p.name for p in directory.glob("*.bin") if is_release_path(p.name)}
+    if names != on_disk:
+        raise VerificationError(directory, "token files on disk differ from the manifest", expected=sorted(names), got=sorted(on_disk))
+    _check_llmc_files(directory, manifest)
+    return manifest
+
+
+def _check_llmc_files(directory: Path, manifest: llmc.TokensManifest) -> None:
+    """Each split's files numbered from 00000 without gaps; each file intact and as its manifest entry says."""
+    for split in llmc.SPLITS:
+        files = sorted((f for f in manifest.files if f.split == split), key=lambda f: f.name)
+        if [f.name for f in files] != [llmc.file_name(split, i) for i in range(len(files))]:
+            raise VerificationError(directory / llmc.MANIFEST_NAME, f"{split}: token files must be numbered from 00000 without gaps", got=[f.name for f in files])
+        for entry in files:
+            path = directory / entry.name
+            llmc.verify_token_file(path, entry, manifest.vocab_size, manifest.doc_sep_id)
+
+
+def _read_llmc_manifest(root: Path, listed: set[str], config: RunConfig) -> llmc.TokensManifest:
+    """The llm.c manifest of the release, naming the tokenizer and corpus run_config.json pins."""
+    path = root / config.llmc_dir / llmc.MANIFEST_NAME
+    if f"{config.llmc_dir}/{llmc.MANIFEST_NAME}" not in listed:
+        raise VerificationError(path, "llm.c manifest is missing", hint=f"run_config.json has the llmc format, so {config.llmc_dir}/ holds the token files")
+    manifest = llmc.TokensManifest.read(path)
+    for name, expected in config.llmc_identity().items():
+        got = getattr(manifest, name)
+        if got != expected:
+            raise VerificationError(path, f"{name} differs from run_config.json", expected=expected, got=got)
+    return manifest
+
+
+def _check_llmc(root: Path, config: RunConfig, manifest: llmc.TokensManifest, totals: dict[str, SplitCounts]) -> None:
+    directory = root / config.llmc_dir
+    manifest_path = directory / llmc.MANIFEST_NAME
+    magic = LLMC_MAGIC[config.llmc_variant]
+    # The seed 000 writer fills header[3] (0 only for a vocabulary beyond int32, as llmc.encode_header does).
+    header_vocab = config.vocab_size if config.vocab_size <= np.iinfo(np.int32).max else 0
+    for entry in manifest.files:
+        path = directory / entry.name
+        if file_magic(path) != magic:
+            raise FormatError(path, f"magic in header[0] must be that of llm.c variant {config.llmc_variant} (run_config.json)", expected=magic, got=file_magic(path))
+        if config.llmc_variant == "seed000":  # upstream's Llama 3 header has no vocab_size field
+            header = llmc.read_header(path)
+            if header.vocab_size != header_vocab:
+                raise FormatError(path, "header[3] must be the release's vocab_size", expected=header_vocab, got=header.vocab_size)
+    _check_llmc_files(directory, manifest)
+    sep = 0 if config.doc_sep_id is None else 1
+    for split in SPLITS:
+        counts = totals.get(split, SplitCounts(0, 0, 0))
+        files = [f for f in manifest.files if f.split == LLMC_SPLIT[split]]
+        if not counts.documents and files:
+            raise VerificationError(manifest_path, f"{split}: a split without documents has no llm.c files", expected=[], got=[f.name for f in files])
+        expected = (counts.documents, counts.text_tokens + sep * counts.documents)
+        got = (sum(f.n_docs for f in files), sum(f.n_tokens for f in files))
+        if got != expected:
+            raise VerificationError(manifest_path, f"{split}: llm.c (documents, tokens) must equal the receipts' (token conservation)", expected=expected, got=got)
+
+
+# ---------------------------------------------------------------- llm.c = Megatron
+
+
+def _check_llmc_is_megatron(root: Path, config: RunConfig, manifest: llmc.TokensManifest, receipts: list[Receipt]) -> None:
+    """Per split, the llm.c files hold the Megatron documents in part order, whole, each after the separator.
+
+    Runs after the counts agree, so both streams of a split hold the same number of ids.
+    """
+    directory = root / config.llmc_dir
+    for split in SPLITS:
+        entries = [f for f in manifest.files if f.split == LLMC_SPLIT[split]]
+        pairs = [root / pair_path(split, r.part, "bin") for r in receipts if split in r.splits and r.splits[split].documents]
+        _check_same_ids(directory, entries, pairs, config.doc_sep_id)
+        _check_documents_per_file(directory, entries, pairs)
+
+
+def _check_documents_per_file(directory: Path, entries: list[llmc.LlmcFileEntry], pairs: list[Path]) -> None:
+    """Each llm.c file begins where a Megatron document begins and holds ``n_docs`` documents.
+
+    Document d starts at the same position in both streams (``[sep] + doc``
+    against ``doc + [eod]``), so file k, spanning positions [b_k, b_k+1),
+    holds the documents whose Megatron start lies in that span. ``rank(x)``,
+    the number of documents starting before x, is a binary search in each
+    pair's pointers: no index is loaded whole.
+    """
+    bounds = np.concatenate(([0], np.cumsum([e.n_tokens for e in entries], dtype=np.int64)))
+    points = np.concatenate((bounds, bounds[:-1] + 1))  # b_k starts a document iff rank(b_k + 1) - rank(b_k) == 1
+    rank = np.zeros(points.size, dtype=np.int64)
+    offset = 0
+    for path in pairs:
+        pair = megatron.MegatronPair(path)
+        rank += np.searchsorted(pair.pointers, (points - offset) * pair.dtype.itemsize)
+        offset += pair.n_tokens
+    n = len(entries)
+    documents = np.diff(rank[: n + 1])
+    starts = rank[n + 1 :] - rank[:n]
+    for k, entry in enumerate(entries):
+        if starts[k] != 1:
+            raise VerificationError(directory / entry.name, "an llm.c file must begin where a Megatron document begins (files hold whole documents)", got=f"position {int(bounds[k])} of the split")
+        if documents[k] != entry.n_docs:
+            raise VerificationError(directory / llmc.MANIFEST_NAME, f"{entry.name}: n_docs must be the number of documents the file holds (by the Megatron pairs)", expected=int(documents[k]), got=entry.n_docs)
+
+
+def _check_same_ids(directory: Path, entries: list[llmc.LlmcFileEntry], pairs: list[Path], sep: int) -> None:
+    """llm.c ids = [sep] + the Megatron ids (whose last id, the final EOD, has no llm.c counterpart)."""
+    llmc_ids = _chunks((directory / e.name, open_llmc_file(directory / e.name, check_ids=False)) for e in entries)
+    megatron_ids = _chunks(itertools.chain([("the separator before the first document", np.array([sep]))], ((p, megatron.MegatronPair(p).tokens) for p in pairs)))
+    mismatch = _first_mismatch(llmc_ids, megatron_ids)
+    if mismatch is not None:
+        (path, position, got), (source, source_position, expected) = mismatch
+        raise VerificationError(
+            path,
+            f"token {position}: llm.c ids must be the Megatron documents in part order, each after the separator",
+            expected=f"{expected} (as {source} token {source_position})",
+            got=got,
+        )
+
+
+def _chunks(sources: Iterable[tuple[object, np.ndarray]]) -> Iterator[tuple[object, int, np.ndarray]]:
+    """``(name, first position, ids)`` slices of at most ``_COMPARE_CHUNK`` ids of each ``(name, ids)`` source in turn."""
+    for name, ids in sources:
+        for start in range(0, ids.size, _COMPARE_CHUNK):
+            yield name, start, ids[start : start + _COMPARE_CHUNK]
+
+
+def _first_mismatch(left: Iterator, right: Iterator) -> tuple[tuple, tuple] | None:
+    """Walk two chunk streams in step until either ends; ``(name, position, id)`` of each at the first differing id."""
+    a = b = None
+    while True:
+        if a is None or not a[2].size:
+            a = next(left, None)
+        if b is None or not b[2].size:
+            b = next(right, None)
+        if a is None or b is None:
+            return None
+        n = min(a[2].size, b[2].size)
+        bad = np.flatnonzero(a[2][:n] != b[2][:n])
+        if bad.size:
+            i = int(bad[0])
+            return (a[0], a[1] + i, int(a[2][i])), (b[0], b[1] + i, int(b[2][i]))
+        a, b = (a[0], a[1] + n, a[2][n:]), (b[0], b[1] + n, b[2][n:])
+
+
+# ---------------------------------------------------------------- stats.json
+
+
+def _check_stats(root: Path, config: RunConfig, receipts: list[Receipt]) -> None:
+    path = root / STATS_NAME
+    stats = read_json(path, VerificationError)
+    difference = _first_difference(stats_record(config.dataset, config.tokenizer_id, receipts), stats)
+    if difference is not None:
+        name, expected, got = difference
+        raise VerificationError(path, f"{name} differs from the receipts and run_config.json", expected=expected, got=got)
+
+
+def _first_difference(expected, got, name: str = "") -> tuple[str, object, object] | None:
+    """The first field (a dotted name) where ``got`` differs from ``expected``, looking inside objects."""
+    if isinstance(expected, dict) and isinstance(got, dict):
+        if sorted(expected) != sorted(got):
+            return name or "top level", f"keys {sorted(expected)}", f"keys {sorted(got)}"
+        for key in expected:
+            difference = _first_difference(expected[key], got[key], f"{name}.{key}" if name else key)
+            if difference is not None:
+                return difference
+        return None
+    return None if expected == got else (name, expected, got)
