@@ -36,16 +36,17 @@ TRICKY_TEXTS = [
 ]
 
 
-def _expected(tokenizer: Tokenizer, texts: list[str]) -> tuple[list[int], list[int]]:
-    """The definition: one Tokenizer.encode per text, flattened."""
+def _expected(tokenizer: Tokenizer, texts: list[str], parse_special: bool = False) -> tuple[list[int], list[int]]:
+    """The definition: one Tokenizer.encode per text, flattened; special-token text is ordinary text unless parse_special."""
+    tokenizer.encode_special_tokens = not parse_special
     per_text = [tokenizer.encode(text, add_special_tokens=False).ids for text in texts]
     return [i for ids in per_text for i in ids], [len(ids) for ids in per_text]
 
 
-def _assert_encodes_like_tokenizers(encoder: DocumentEncoder, tokenizer: Tokenizer, texts: list[str]) -> None:
+def _assert_encodes_like_tokenizers(encoder: DocumentEncoder, tokenizer: Tokenizer, texts: list[str], parse_special: bool = False) -> None:
     ids, lengths = encoder.encode_batch(texts)
     assert ids.dtype == np.uint32 and lengths.dtype == np.int64
-    expected_ids, expected_lengths = _expected(tokenizer, texts)
+    expected_ids, expected_lengths = _expected(tokenizer, texts, parse_special)
     assert lengths.tolist() == expected_lengths
     assert ids.tolist() == expected_ids
 
@@ -115,8 +116,10 @@ def test_tokenizers_path_gives_the_same_ids(small_bpe, name):
         {"byte_fallback": True},
         {"added": ["<mytok>", AddedToken("<strip>", lstrip=True, rstrip=True)]},
         {"pre_tokenizer": pre_tokenizers.ByteLevel(add_prefix_space=True)},
+        # gigatoken gets x<mytok>y wrong; documents holding added-token text go to tokenizers.
+        {"added": [AddedToken("<mytok>", single_word=True)]},
     ],
-    ids=["byte_fallback", "added_tokens_inside_text", "prefix_space"],
+    ids=["byte_fallback", "added_tokens_inside_text", "prefix_space", "single_word_added_token"],
 )
 def test_fast_path_used_for_shapes_gigatoken_reproduces(tmp_path, shape):
     path = _train(tmp_path, **shape)
@@ -132,15 +135,14 @@ def test_fast_path_used_for_shapes_gigatoken_reproduces(tmp_path, shape):
 @pytest.mark.parametrize(
     "shape, reason",
     [
-        ({"normalizer": normalizers.NFKC()}, "cannot load"),
-        ({"normalizer": normalizers.Lowercase()}, "cannot load"),
+        ({"normalizer": normalizers.NFKC()}, "not proven for the normalizer NFKC"),
+        ({"normalizer": normalizers.Lowercase()}, "not proven for the normalizer Lowercase"),
         (
             {"pre_tokenizer": pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)])},
-            "cannot load",
+            "not proven for the pre-tokenizer Digits",
         ),
-        ({"added": [AddedToken("<mytok>", single_word=True)]}, "differs from tokenizers"),
     ],
-    ids=["nfkc", "lowercase", "digit_splitting", "single_word_added_token"],
+    ids=["nfkc", "lowercase", "digit_splitting"],
 )
 def test_fallback_when_gigatoken_fails_or_differs(tmp_path, shape, reason):
     path = _train(tmp_path, **shape)
@@ -154,7 +156,7 @@ def test_fallback_when_gigatoken_fails_or_differs(tmp_path, shape, reason):
 def test_require_raises_when_the_fast_path_is_unavailable(tmp_path):
     path = _train(tmp_path, normalizer=normalizers.NFKC())
     encoder = DocumentEncoder.from_tokenizer_json(path, fast="require")
-    with pytest.raises(TokenizerError, match=r"fast path required but unavailable: expected gigatoken ids identical to tokenizers, got gigatoken cannot load"):
+    with pytest.raises(TokenizerError, match=r"fast path required but unavailable: expected gigatoken ids identical to tokenizers, got fast path not proven for the normalizer NFKC"):
         encoder.check_fast_path([])
 
 
@@ -169,6 +171,9 @@ class _EngineWrongOn:
 
         rows = self.real.encode_batch(texts).to_list()
         return ak.Array([row[::-1] if self.word in text and len(row) > 1 else row for row, text in zip(rows, texts)])
+
+    def encode_batch_list(self, texts):
+        return self.encode_batch(texts).to_list()
 
 
 def test_the_corpus_sample_decides(monkeypatch, small_bpe):
@@ -190,6 +195,9 @@ class _EngineDroppingTheLastText:
 
     def encode_batch(self, texts):
         return self.real.encode_batch(texts)[:-1]
+
+    def encode_batch_list(self, texts):
+        return self.real.encode_batch_list(texts)
 
 
 def test_fewer_documents_than_texts_is_a_difference_not_a_crash(monkeypatch, small_bpe):
@@ -246,6 +254,11 @@ def test_fingerprint_depends_on_the_tokenizer_only(small_bpe):
     assert Hasher.hash(first) != Hasher.hash(other)
 
 
+def _expected_arrays(tokenizer, texts):
+    ids, lengths = _expected(tokenizer, texts)
+    return np.asarray(ids), np.cumsum(lengths)[:-1]
+
+
 def _encode_column(batch, encoder):
     ids, lengths = encoder.encode_batch(batch["text"])
     return {"ids": np.split(ids, np.cumsum(lengths)[:-1]) if len(lengths) else []}
@@ -259,8 +272,7 @@ def test_dataset_map_in_two_worker_processes(small_bpe):
     mapped = Dataset.from_dict({"text": texts}).map(
         _encode_column, batched=True, batch_size=32, num_proc=2, fn_kwargs={"encoder": encoder}, remove_columns=["text"]
     )
-    tokenizer = Tokenizer.from_file(small_bpe)
-    assert mapped["ids"] == [tokenizer.encode(t, add_special_tokens=False).ids for t in texts]
+    assert mapped["ids"] == [ids.tolist() for ids in np.split(*_expected_arrays(Tokenizer.from_file(small_bpe), texts))]
 
 
 # ------------------------------------------------------------ loading, byte tokenizer

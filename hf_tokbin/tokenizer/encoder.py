@@ -12,35 +12,92 @@ Every encoder here has the same batch contract, the one the build calls inside
 - ``lengths``: ``int64``, ``lengths[i]`` is the id count of ``texts[i]``, so
   ``lengths.sum() == len(ids)``.
 
-The fast path. ``tokenizers`` is the definition of the ids:
-``Tokenizer.encode(text, add_special_tokens=False).ids``. ``gigatoken`` (the
-``fast`` extra) encodes byte-level BPEs several times faster, but a speed-up
-must never change a token, so :class:`DocumentEncoder` uses it only after
-:meth:`DocumentEncoder.check_fast_path` has seen it give identical ids on the
-corpus sample the build passes plus :data:`PROBE_TEXTS` and every added token
-inside text. If gigatoken is missing, cannot load the tokenizer (it rejects
-normalizers and pre-tokenizers it does not implement) or differs on any
-document, encoding stays with ``tokenizers``; ``fast="require"`` makes that an
-error instead, ``fast="never"`` skips the check.
+The definition. A document's ids are ``tokenizers``'
+``Tokenizer.encode(text, add_special_tokens=False).ids`` with
+``Tokenizer.encode_special_tokens = True``: a special token's text inside a
+document (``<|endoftext|>``, ``<|begin_of_text|>``) is ordinary text, encoded
+as GPT-2's ``encode_ordinary`` encodes it, never a boundary token.
+``parse_special=True`` parses it as the token instead (added tokens that are
+not special are parsed either way, as ``tokenizers`` does).
+
+The fast path, and why it never changes an id. ``gigatoken`` encodes
+byte-level BPEs many times faster. It is a separate implementation: its
+pre-tokenizers are hand-written state machines for the regex patterns it
+recognises (GPT-2's, Llama 3's, ...), classifying characters with its own
+Unicode tables (``src/pretokenize/unicode.rs``, a newer Unicode than the
+Oniguruma tables ``tokenizers`` uses: U+A7CE, assigned in Unicode 16, is a
+letter to gigatoken and not to ``tokenizers``). So a sample of documents
+proves nothing about the next one. What can differ, and how each is closed:
+
+1. Added tokens. ``tokenizers`` cuts them out of the text before anything
+   else. gigatoken is given the tokenizer *without* added tokens, and every
+   document that contains the text of an added token that would be parsed
+   (none of the special ones by default) is encoded by ``tokenizers``.
+   Without such text, added tokens have no effect in ``tokenizers`` either.
+2. The normalizer. Only none, ``Prepend`` and one-character ``Replace``
+   (SentencePiece's space to "▁") are accepted: each maps a code point on
+   its own, so the per-code-point proof below covers it. Any other
+   normalizer (NFC, lowercasing, ...) keeps the whole build on ``tokenizers``.
+3. The pre-tokenizer. A regex split sees a character only through the
+   classes the pattern names. Accepted patterns name ``\\p{L}``, ``\\p{N}``,
+   ``\\s`` and ASCII literals (GPT-2's, Llama 3's, Qwen's; others keep the
+   build on ``tokenizers``). At check time every code point of
+   :func:`code_point_universe` (the ~150,000 code points Python's Unicode
+   tables assign, planes 15-16's private use excluded) is classified by both
+   engines: ``tokenizers``' classes come from its own regex engine
+   (a ``Replace`` with ``\\p{L}``, ``\\p{N}``, ``\\s``), gigatoken's from the
+   split its pre-tokenizer makes of ``a<c>a``, ``1<c>1`` and ``!<c>!`` (read
+   from the pieces themselves, so no merge can hide a boundary). A code
+   point whose classes differ is unproven. ASCII literals and case-insensitive
+   contractions (``(?i:'s|'t|...)``) are covered by encoding every pair of
+   ASCII characters in contraction contexts, and the non-ASCII characters that
+   ``tokenizers`` case-folds onto ASCII letters (``ſ``, the Kelvin sign) in them.
+4. The model. Each code point is encoded end to end by both engines in the
+   contexts of :data:`CODE_POINT_PROBE` (after and before letters, digits,
+   spaces, newlines, doubled, at the start): that covers its vocabulary
+   entry or byte fallback, and any class the real pattern reads differently.
+   The BPE merge loop itself is a deterministic function of a pre-token's
+   bytes and the merge ranks; gigatoken's implementation of it is the one
+   thing trusted, and it is checked on the corpus sample, :data:`PROBE_TEXTS`
+   and every added token inside text.
+
+Then every document is routed on its own (within the batch, order kept):
+gigatoken if all its code points are proven and it holds no parsed
+added-token text, ``tokenizers`` otherwise. A code point outside the universe
+(unassigned in Python's tables, a surrogate, private use of planes 15-16) is
+unproven, so a character newer than every table tested goes to ``tokenizers``.
+The check runs once per build, in the parent process; its outcome (the
+unproven code point ranges) travels to workers with the encoder.
+
+If gigatoken is missing, cannot load the tokenizer, or differs on any checked
+text even with this routing, encoding stays with ``tokenizers``;
+``fast="require"`` makes that an error instead, ``fast="never"`` skips the check.
 
 Worker processes. ``Dataset.map(num_proc=N)`` pickles the map function and
 its arguments to each worker, and ``datasets`` hashes them (with dill) for its
 cache fingerprint. Neither engine object is pickled: the state is the
-``tokenizer.json`` text, the mode and the decision of the check, which are
-deterministic, and each process loads its engine on first use.
+``tokenizer.json`` text, the options and the decision of the check, which are
+deterministic, and each process loads its engines on first use.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import importlib.metadata
+import json
 import os
+import re
+import time
+import unicodedata
 from dataclasses import dataclass
+from itertools import chain
 from typing import Literal
 
 import numpy as np
 
 from ..errors import TokenizerError
-from .resolve import TOKENIZER_FILE, load_tokenizer_json
+from .resolve import TOKENIZER_FILE, load_tokenizer_json, vocab_size_of
 
 FastMode = Literal["auto", "never", "require"]
 FAST_MODES: tuple[str, ...] = ("auto", "never", "require")
@@ -61,6 +118,23 @@ PROBE_TEXTS: tuple[str, ...] = (
     "<|endoftext|> <s> </s> <unk> [CLS] <|begin_of_text|> <pad>",
 )
 
+# Each code point c of the universe is encoded by both engines in this text
+# (c at the start, after and before a letter, a space, a digit and a newline, doubled).
+CODE_POINT_PROBE = "{c}a{c} {c}{c}1\n{c}"
+# Contexts of the contractions (?i:'s|'t|'re|'ve|'m|'ll|'d): every ASCII pair xy, and
+# every character tokenizers case-folds onto an ASCII letter, go through these.
+CONTRACTION_PROBE = "{x}{y} '{x}{y}'{y}{x}"
+_FOLD_PROBE = "'{c} '{c}e '{c}l 'r{c} 'v{c} 'l{c} {c}'{c}"
+
+# Regex escapes an accepted pre-tokenizer pattern may use: the classes the proof
+# compares (\p{L}, \p{N}, \s and their negations) and escaped ASCII literals.
+_ALLOWED_ESCAPE = re.compile(r"\\(?:[pP]\{[LN]\}|[sSrnt]|[^A-Za-z0-9])")
+_ANY_ESCAPE = re.compile(r"\\(?:[pP]\{[^}]*\}|.)")
+# GPT-2's pattern: what a ByteLevel pre-tokenizer with use_regex splits with.
+_GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+_LAST_CODE_POINT = 0x10FFFF
+_MARK = "\U0010ffff"  # a noncharacter, never in the universe: marks a class member in Replace output
+
 
 @dataclass(frozen=True)
 class FastPathCheck:
@@ -69,6 +143,8 @@ class FastPathCheck:
     used: bool
     engine: str  # "gigatoken 0.10.0" or "tokenizers 0.23.3": what run_config.json records
     reason: str
+    seconds: float = 0.0  # what the check cost
+    unproven_in_universe: int = 0  # universe code points left to tokenizers (all others outside it are too)
 
 
 def _engine_name(package: str) -> str:
@@ -78,26 +154,32 @@ def _engine_name(package: str) -> str:
 class DocumentEncoder:
     """Encode batches of documents with a ``tokenizers.Tokenizer``'s ids, fast where proven identical.
 
-    ``source`` names the tokenizer in error messages only.
+    ``source`` names the tokenizer in error messages only. ``parse_special``
+    parses special-token text inside documents as the special token (default:
+    ordinary text).
     """
 
-    def __init__(self, tokenizer, fast: FastMode = "auto", source: str = "tokenizer.json"):
+    def __init__(self, tokenizer, fast: FastMode = "auto", source: str = "tokenizer.json", parse_special: bool = False):
         if fast not in FAST_MODES:
             raise TokenizerError(source, "unknown fast-path mode", expected=" or ".join(FAST_MODES), got=fast)
         self.source = source
         self.fast = fast
+        self.parse_special = bool(parse_special)
+        tokenizer.encode_special_tokens = not self.parse_special
         self._tokenizer = tokenizer
         self._tokenizer_json: str | None = None
         self._gigatoken = None
         self._check = FastPathCheck(False, _engine_name("tokenizers"), "fast path not checked yet")
+        self._unproven: tuple[tuple[int, int], ...] = ()  # inclusive code point ranges routed to tokenizers
+        self._router = None
 
     @classmethod
-    def from_tokenizer_json(cls, path: str | os.PathLike, fast: FastMode = "auto") -> "DocumentEncoder":
+    def from_tokenizer_json(cls, path: str | os.PathLike, fast: FastMode = "auto", parse_special: bool = False) -> "DocumentEncoder":
         """Load ``tokenizer.json`` (or a folder holding one) with ``tokenizers``."""
         path = os.fspath(path)
         if os.path.isdir(path):
             path = os.path.join(path, TOKENIZER_FILE)
-        return cls(load_tokenizer_json(path), fast, source=path)
+        return cls(load_tokenizer_json(path), fast, source=path, parse_special=parse_special)
 
     # -------------------------------------------------------------- state
 
@@ -110,15 +192,24 @@ class DocumentEncoder:
 
     def __getstate__(self) -> dict:
         # Only what decides the ids; engines are reloaded per process (gigatoken's do not pickle).
-        return {"tokenizer_json": self.tokenizer_json, "fast": self.fast, "check": self._check}
+        return {
+            "tokenizer_json": self.tokenizer_json,
+            "fast": self.fast,
+            "parse_special": self.parse_special,
+            "check": dataclasses.replace(self._check, seconds=0.0),  # timing must not change the fingerprint
+            "unproven": self._unproven,
+        }
 
     def __setstate__(self, state: dict) -> None:
         self.source = "tokenizer.json"
         self.fast = state["fast"]
+        self.parse_special = state["parse_special"]
         self._tokenizer_json = state["tokenizer_json"]
-        self._tokenizer = None  # loaded on first use: a worker on the fast path never needs it
+        self._tokenizer = None  # loaded on first use
         self._gigatoken = None
         self._check = state["check"]
+        self._unproven = state["unproven"]
+        self._router = None
 
     @property
     def tokenizer(self):
@@ -127,6 +218,7 @@ class DocumentEncoder:
             from tokenizers import Tokenizer
 
             self._tokenizer = Tokenizer.from_str(self._tokenizer_json)
+            self._tokenizer.encode_special_tokens = not self.parse_special
         return self._tokenizer
 
     @property
@@ -136,39 +228,82 @@ class DocumentEncoder:
 
     @property
     def vocab_size(self) -> int:
-        return self.tokenizer.get_vocab_size(with_added_tokens=True)
+        """Largest id + 1 (see :func:`hf_tokbin.tokenizer.vocab_size_of`)."""
+        return vocab_size_of(self.tokenizer)
+
+    def parsed_added_tokens(self) -> list[str]:
+        """The added tokens ``tokenizers`` cuts out of document text: all, or only the non-special ones."""
+        tokens = self.tokenizer.get_added_tokens_decoder().values()
+        return [t.content for t in tokens if self.parse_special or not t.special]
 
     # -------------------------------------------------------------- fast path
 
     def check_fast_path(self, sample_texts=()) -> FastPathCheck:
-        """Decide the engine: gigatoken if it gives ``tokenizers``' ids on every text checked.
+        """Decide the engine: gigatoken for the documents it is proven to encode identically.
 
-        The texts checked are ``sample_texts`` (a sample of the corpus), then
-        :data:`PROBE_TEXTS`, then each added token inside text. With
+        Builds the per-code-point proof (module docstring), then checks the
+        routed encoding on ``sample_texts`` (a sample of the corpus),
+        :data:`PROBE_TEXTS` and each added token inside text. With
         ``fast="require"`` a failed check raises :class:`TokenizerError`.
         """
+        started = time.perf_counter()
         if self.fast == "never":
             self._check = FastPathCheck(False, _engine_name("tokenizers"), "fast path disabled (fast='never')")
             return self._check
+        self._gigatoken, self._router, self._unproven = None, None, ()
         texts = [*sample_texts, *PROBE_TEXTS, *self._added_token_probes()]
-        self._gigatoken = None
-        reason = None
-        try:
-            fast_encoded = _encode_with_gigatoken(self._load_gigatoken(), texts)
-        except ImportError:
-            reason = "gigatoken is not installed (pip install 'hf_tokbin[fast]')"
-        except Exception as e:  # gigatoken raises RuntimeError (and others) for what it does not implement
-            reason = f"gigatoken cannot load or run this tokenizer: {str(e).splitlines()[0][:200]}"
-        else:
-            reason = _first_difference(texts, self._encode_with_tokenizers(texts), fast_encoded)
+        reason = self._unsupported_shape()
+        unproven_count = 0
         if reason is None:
-            self._check = FastPathCheck(True, _engine_name("gigatoken"), f"identical ids on {len(texts)} texts")
+            try:
+                engine = self._load_gigatoken()
+                unproven = prove_code_points(self.tokenizer, engine)
+                unproven_count = int(unproven.sum())
+                self._unproven = _ranges(~_proven_mask(unproven))
+                reason = _first_difference(texts, self._encode_with_tokenizers(texts), self._encode_routed(texts))
+            except ImportError:
+                reason = "gigatoken is not installed (pip install gigatoken)"
+            except Exception as e:  # gigatoken raises RuntimeError (and others) for what it does not implement
+                reason = f"gigatoken cannot load or run this tokenizer: {str(e).splitlines()[0][:200]}"
+        seconds = time.perf_counter() - started
+        if reason is None:
+            self._check = FastPathCheck(
+                True,
+                _engine_name("gigatoken"),
+                f"identical ids on {len(texts)} texts; {unproven_count} of {len(code_point_universe())} code points unproven "
+                "(documents holding one, or any code point outside the universe, are encoded by tokenizers)",
+                seconds,
+                unproven_count,
+            )
         else:
-            self._gigatoken = None
-            self._check = FastPathCheck(False, _engine_name("tokenizers"), reason)
+            self._gigatoken, self._router, self._unproven = None, None, ()
+            self._check = FastPathCheck(False, _engine_name("tokenizers"), reason, seconds)
             if self.fast == "require":
                 raise TokenizerError(self.source, "fast path required but unavailable", expected="gigatoken ids identical to tokenizers", got=reason)
         return self._check
+
+    def _unsupported_shape(self) -> str | None:
+        """Why the proof cannot cover this tokenizer's normalizer or pre-tokenizer, or None."""
+        config = json.loads(self.tokenizer_json)
+        normalizer = config.get("normalizer")
+        for step in _steps(normalizer, "normalizers"):
+            kind = step.get("type")
+            if kind == "Prepend" or (kind == "Replace" and len(step.get("pattern", {}).get("String") or "") == 1):
+                continue
+            return f"fast path not proven for the normalizer {kind} (only Prepend and one-character Replace are)"
+        if normalizer and any(t.normalized for t in self.tokenizer.get_added_tokens_decoder().values() if t.content in self.parsed_added_tokens()):
+            return "fast path not proven for added tokens matched on normalized text"
+        for step in _steps(config.get("pre_tokenizer"), "pretokenizers"):
+            kind = step.get("type")
+            if kind == "ByteLevel" or kind == "Metaspace":
+                continue
+            pattern = (step.get("pattern") or {}).get("Regex") if kind == "Split" else None
+            if pattern is None:
+                return f"fast path not proven for the pre-tokenizer {kind}"
+            unknown = set(_ANY_ESCAPE.findall(pattern)) - set(_ALLOWED_ESCAPE.findall(pattern))
+            if unknown or "[:" in pattern:
+                return f"fast path not proven for a pattern using {sorted(unknown) or ['[:class:]']} (only \\p{{L}}, \\p{{N}}, \\s and ASCII literals are)"
+        return None
 
     def _added_token_probes(self) -> list[str]:
         """Each added token glued to words, after a space and doubled: where matching rules differ."""
@@ -176,27 +311,77 @@ class DocumentEncoder:
         return [f"a{c}b {c} c {c}{c}\n{c}" for c in contents]
 
     def _load_gigatoken(self):
+        """gigatoken with the tokenizer minus its added tokens: documents holding parsed added-token text never reach it."""
         if self._gigatoken is None:
             import gigatoken
 
-            self._gigatoken = gigatoken.Tokenizer.from_json(self.tokenizer_json)
+            config = json.loads(self.tokenizer_json)
+            config["added_tokens"] = []
+            self._gigatoken = gigatoken.Tokenizer.from_json(json.dumps(config))
         return self._gigatoken
+
+    def _route(self, texts: list[str]) -> list[int]:
+        """Indices of the texts gigatoken is not proven on: an unproven code point, or parsed added-token text."""
+        if self._router is None:
+            classes = "".join(f"{_escape(lo)}-{_escape(hi)}" for lo, hi in self._unproven)
+            alternatives = [f"[{classes}]"] if classes else []
+            alternatives += [re.escape(c) for c in sorted(self.parsed_added_tokens(), key=len, reverse=True)]
+            self._router = re.compile("|".join(alternatives)).search if alternatives else (lambda text: None)
+        search = self._router
+        return [i for i, text in enumerate(texts) if search(text) is not None]
 
     # -------------------------------------------------------------- encoding
 
     def encode_batch(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """Ids of every text, concatenated (``uint32``), and each text's id count (``int64``)."""
         if self._check.used:
-            return _encode_with_gigatoken(self._load_gigatoken(), texts)
+            return self._encode_routed(texts)
         return self._encode_with_tokenizers(texts)
+
+    def _encode_routed(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """gigatoken for the proven documents, tokenizers for the others, in the order given."""
+        slow = self._route(texts)
+        if not slow:
+            return _encode_with_gigatoken(self._load_gigatoken(), texts)
+        if len(slow) == len(texts):
+            return self._encode_with_tokenizers(texts)
+        slow_index = np.asarray(slow, dtype=np.int64)
+        fast_index = np.setdiff1d(np.arange(len(texts), dtype=np.int64), slow_index, assume_unique=True)
+        fast_ids, fast_lengths = _encode_with_gigatoken(self._load_gigatoken(), [texts[i] for i in fast_index])
+        slow_ids, slow_lengths = self._encode_with_tokenizers([texts[i] for i in slow])
+        lengths = np.empty(len(texts), dtype=np.int64)
+        lengths[fast_index], lengths[slow_index] = fast_lengths, slow_lengths
+        starts = np.cumsum(lengths) - lengths
+        ids = np.empty(int(lengths.sum()), dtype=np.uint32)
+        for index, part_ids, part_lengths in ((fast_index, fast_ids, fast_lengths), (slow_index, slow_ids, slow_lengths)):
+            # Each id of the part moves by (its document's place in the output - its place in the part).
+            part_starts = np.cumsum(part_lengths) - part_lengths
+            ids[np.repeat(starts[index] - part_starts, part_lengths) + np.arange(part_ids.size)] = part_ids
+        return ids, lengths
 
     def _encode_with_tokenizers(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         # encode_batch_fast skips offset tracking, which we do not use; same ids.
         encodings = self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
-        per_text = [np.asarray(e.ids, dtype=np.uint32) for e in encodings]
+        per_text = [e.ids for e in encodings]
         lengths = np.fromiter(map(len, per_text), dtype=np.int64, count=len(per_text))
-        ids = np.concatenate(per_text) if per_text else np.empty(0, dtype=np.uint32)
+        ids = np.fromiter(_chain(per_text), dtype=np.uint32, count=int(lengths.sum()))
         return ids, lengths
+
+
+_chain = chain.from_iterable
+
+
+def _steps(component: dict | None, key: str) -> list[dict]:
+    """A normalizer or pre-tokenizer as its flat list of steps (a Sequence unrolled)."""
+    if not component:
+        return []
+    if component.get("type") == "Sequence":
+        return [step for inner in component.get(key, []) for step in _steps(inner, key)]
+    return [component]
+
+
+def _escape(code_point: int) -> str:
+    return f"\\U{code_point:08x}"
 
 
 def _encode_with_gigatoken(engine, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -207,6 +392,128 @@ def _encode_with_gigatoken(engine, texts: list[str]) -> tuple[np.ndarray, np.nda
     ids = np.ascontiguousarray(ak.to_numpy(ak.flatten(rows, axis=1)), dtype=np.uint32)
     lengths = ak.to_numpy(ak.num(rows, axis=1)).astype(np.int64, copy=False)
     return ids, lengths
+
+
+# ---------------------------------------------------------------- the per-code-point proof
+
+
+@functools.lru_cache(maxsize=1)
+def code_point_universe() -> np.ndarray:
+    """The code points the check proves (sorted ``int64``): those Python's Unicode tables assign, below plane 15.
+
+    Anything else (unassigned, surrogates, the private use planes 15-16) is
+    never proven: documents holding it are encoded by ``tokenizers``.
+    """
+    return np.fromiter(
+        (c for c in range(0xF0000) if not 0xD800 <= c < 0xE000 and unicodedata.category(chr(c)) != "Cn"),
+        dtype=np.int64,
+    )
+
+
+def prove_code_points(tokenizer, engine) -> np.ndarray:
+    """For each code point of :func:`code_point_universe`, True where gigatoken is NOT proven identical."""
+    universe = code_point_universe()
+    unproven = _class_mismatches(universe)
+    unproven |= _probe_mismatches(tokenizer, engine, universe, CODE_POINT_PROBE)
+    ascii_pairs = [CONTRACTION_PROBE.format(x=chr(x), y=chr(y)) for x in range(128) for y in range(128)]
+    if not _same_ids(tokenizer, engine, ascii_pairs).all():
+        unproven[:128] = True  # ASCII is the first 128 code points of the universe
+    folds = _case_folds_onto_ascii(universe)
+    unproven[folds] |= _probe_mismatches(tokenizer, engine, universe[folds], _FOLD_PROBE)
+    return unproven
+
+
+def _proven_mask(unproven: np.ndarray) -> np.ndarray:
+    """A boolean per code point U+0000..U+10FFFF: proven (in the universe and not unproven)."""
+    mask = np.zeros(_LAST_CODE_POINT + 1, dtype=bool)
+    universe = code_point_universe()
+    mask[universe[~unproven]] = True
+    return mask
+
+
+def _ranges(mask: np.ndarray) -> tuple[tuple[int, int], ...]:
+    """The runs of True in ``mask`` as inclusive (first, last) code point pairs."""
+    edges = np.flatnonzero(np.diff(np.concatenate(([False], mask, [False])).astype(np.int8)))
+    return tuple((int(lo), int(hi) - 1) for lo, hi in zip(edges[0::2], edges[1::2]))
+
+
+def _as_text(code_points: np.ndarray) -> str:
+    return np.asarray(code_points, dtype="<u4").tobytes().decode("utf-32-le")
+
+
+def _tokenizers_classes(universe: np.ndarray) -> np.ndarray:
+    """Per code point, tokenizers' own regex classes as bits: 1 \\p{L}, 2 \\p{N}, 4 neither and not \\s."""
+    from tokenizers import Regex, normalizers
+
+    text = _as_text(universe)
+    member = {}
+    for name, atom in (("L", r"\p{L}"), ("N", r"\p{N}"), ("s", r"\s")):
+        marked = normalizers.Replace(Regex(atom), _MARK).normalize_str(text)
+        member[name] = np.frombuffer(marked.encode("utf-32-le"), dtype="<u4") == ord(_MARK)
+    other = ~(member["L"] | member["N"] | member["s"])
+    return member["L"] * 1 + member["N"] * 2 + other * 4
+
+
+def _gigatoken_classes(universe: np.ndarray) -> np.ndarray:
+    """Per code point, gigatoken's classes read from its GPT-2 pre-tokenizer's pieces (same bits as above).
+
+    c is a letter if ``a c a`` stays one piece, a number if ``1 c 1`` does,
+    other (punctuation, symbols, ...) if ``! c !`` does, white space if none does.
+    """
+    import gigatoken
+
+    width = 1 + (universe >= 0x80) + (universe >= 0x800) + (universe >= 0x10000)  # UTF-8 bytes of each c
+    classes = np.zeros(universe.size, dtype=np.int64)
+    for bit, context in ((1, "a"), (2, "1"), (4, "!")):
+        triples = np.empty((universe.size, 3), dtype=np.int64)
+        triples[:, 0] = triples[:, 2] = ord(context)
+        triples[:, 1] = universe
+        data = _as_text(triples.ravel()).encode("utf-8")
+        piece_ends = np.cumsum(np.fromiter(map(len, gigatoken.pretokenizer(data)), dtype=np.int64))
+        boundary = np.zeros(len(data) + 1, dtype=bool)
+        boundary[piece_ends] = True
+        starts = np.cumsum(width + 2) - (width + 2)
+        joined = ~boundary[starts + 1] & ~boundary[starts + 1 + width]
+        classes += joined * bit
+    return classes
+
+
+def _class_mismatches(universe: np.ndarray) -> np.ndarray:
+    """True where gigatoken's \\p{L} / \\p{N} / \\s class of a code point differs from tokenizers'."""
+    return _tokenizers_classes(universe) != _gigatoken_classes(universe)
+
+
+def _case_folds_onto_ascii(universe: np.ndarray) -> np.ndarray:
+    """Indices of the non-ASCII code points tokenizers' regex matches case-insensitively with an ASCII letter."""
+    from tokenizers import Regex, normalizers
+
+    text = _as_text(universe)
+    marked = normalizers.Replace(Regex("(?i)[a-z]"), _MARK).normalize_str(text)
+    hits = np.frombuffer(marked.encode("utf-32-le"), dtype="<u4") == ord(_MARK)
+    hits &= universe >= 0x80
+    return np.flatnonzero(hits) if len(marked) == len(text) else np.flatnonzero(universe >= 0x80)
+
+
+def _probe_mismatches(tokenizer, engine, code_points: np.ndarray, template: str, group: int = 64) -> np.ndarray:
+    """True where ``template`` with the code point gives different ids in the two engines.
+
+    Group testing: the probes of ``group`` code points are encoded as one text;
+    only a group that differs is encoded again probe by probe, which decides.
+    """
+    probes = [template.format(c=chr(c)) for c in code_points.tolist()]
+    groups = ["".join(probes[i : i + group]) for i in range(0, len(probes), group)]
+    unproven = np.zeros(len(probes), dtype=bool)
+    for g in np.flatnonzero(~_same_ids(tokenizer, engine, groups)).tolist():
+        members = slice(g * group, min((g + 1) * group, len(probes)))
+        unproven[members] = ~_same_ids(tokenizer, engine, probes[members])
+    return unproven
+
+
+def _same_ids(tokenizer, engine, texts: list[str]) -> np.ndarray:
+    """Per text, whether tokenizers and gigatoken give the same ids."""
+    want = tokenizer.encode_batch_fast(texts, add_special_tokens=False)
+    got = engine.encode_batch_list(list(texts))
+    return np.fromiter((w.ids == g for w, g in zip(want, got)), dtype=bool, count=len(texts))
 
 
 def _first_difference(texts, expected: tuple[np.ndarray, np.ndarray], got: tuple[np.ndarray, np.ndarray]) -> str | None:
@@ -242,8 +549,13 @@ class ByteEncoder:
         return np.frombuffer(b"".join(encoded), dtype=np.uint8), lengths
 
 
-def encoder_for(tokenizer_json: str | os.PathLike | None, fast: FastMode = "auto") -> DocumentEncoder | ByteEncoder:
-    """The encoder for a resolved tokenizer: ``None`` (no tokenizer.json) is the byte tokenizer."""
+def encoder_for(tokenizer_json: str | os.PathLike | None, fast: FastMode = "auto", parse_special: bool = False) -> DocumentEncoder | ByteEncoder:
+    """The encoder for a resolved tokenizer: ``None`` (no tokenizer.json) is the byte tokenizer.
+
+    ``parse_special``: special-token text inside documents becomes the special
+    token (``--parse-special-tokens``); by default it is ordinary text. The byte
+    tokenizer has no special tokens.
+    """
     if tokenizer_json is None:
         return ByteEncoder()
-    return DocumentEncoder.from_tokenizer_json(tokenizer_json, fast)
+    return DocumentEncoder.from_tokenizer_json(tokenizer_json, fast, parse_special=parse_special)

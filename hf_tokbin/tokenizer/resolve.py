@@ -81,7 +81,7 @@ def resolve_tokenizer(
     else:
         raise TokenizerError(name, "tokenizer not found", expected="'byte', a tokenizer.json, a folder holding one, or a Hub repo id NS/NAME")
     tokenizer = load_tokenizer_json(json_path)
-    vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
+    vocab_size = vocab_size_of(tokenizer)
     if doc_sep_id is None:
         doc_sep_id = read_eos_token_id(json_path.parent / GENERATION_CONFIG_FILE)
     if doc_sep_id is not None and not 0 <= doc_sep_id < vocab_size:
@@ -106,6 +106,17 @@ def load_tokenizer_json(path: str | os.PathLike):
         return Tokenizer.from_file(os.fspath(path))
     except Exception as e:  # tokenizers raises a bare Exception on malformed files
         raise TokenizerError(path, "cannot load tokenizer.json", got=str(e).splitlines()[0][:200]) from e
+
+
+def vocab_size_of(tokenizer) -> int:
+    """The size of the id space: largest id + 1, over the model's vocabulary and the added tokens.
+
+    Not ``get_vocab_size()``, which counts entries: a vocabulary with a gap
+    (50,257 entries whose largest id is 65,636) needs ids up to 65,636, and the
+    id width of every output file follows from this number.
+    """
+    ids = tokenizer.get_vocab(with_added_tokens=True).values()
+    return max(ids, default=-1) + 1
 
 
 def read_eos_token_id(path: Path) -> int | None:
