@@ -261,6 +261,41 @@ def verify_release(root: str | os.PathLike) -> ReleaseReport:
     return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, config.formats)
 
 
+def verify_release_records(root: str | os.PathLike, complete: Complete, held: Iterable[str] = ()) -> ReleaseReport:
+    """The rules of :func:`verify_release` that ``COMPLETE.json``'s listing and the small records decide.
+
+    For a copy holding the records (``run_config.json``, ``stats.json``, every
+    receipt, the llm.c ``_MANIFEST.json``) but maybe not the token files: a
+    partial pull, a remote verify. Checks 2-4 and 8 of the module docstring
+    against ``complete``; token files whose paths are in ``held`` (already
+    checked against ``COMPLETE.json``) are checked as in 5 and 6, one by one.
+    Sizes and digests of the records themselves are the caller's to check.
+    """
+    root, held = Path(root), set(held)
+    listed = {f.path for f in complete.files}
+    config = RunConfig.read(root / RUN_CONFIG_NAME)
+    parts = {receipt_path(part_name(i)) for i in range(len(config.shards))}
+    _check_area(root, listed, RECEIPTS_DIR, parts, "the receipts of the input shards of run_config.json")
+    receipts = _check_receipts(root, complete, config)
+    _check_area(root, listed, SHARDS_DIR, {f.path for r in receipts for f in r.files}, "the files the receipts name")
+    llmc_files = set()
+    if "llmc" in config.formats:
+        manifest = _read_llmc_manifest(root, listed, config)
+        llmc_files = {f"{config.llmc_dir}/{name}" for name in [llmc.MANIFEST_NAME, *(f.name for f in manifest.files)]}
+        for entry in manifest.files:
+            path = root / config.llmc_dir / entry.name
+            if f"{config.llmc_dir}/{entry.name}" in held:
+                check = llmc_llama3.verify_token_file if file_magic(path) == llmc_llama3.MAGIC else llmc.verify_token_file
+                check(path, entry, manifest.vocab_size, manifest.doc_sep_id)
+    _check_area(root, listed, TOKENS_DIR, llmc_files, f"the llm.c folder {config.llmc_dir}/ and the files its manifest lists")
+    if "megatron" in config.formats:
+        for receipt, shard in zip(receipts, config.shards):
+            if {pair_path(shard.split, receipt.part, suffix) for suffix in ("bin", "idx")} <= held:
+                _check_pair(root, receipt, shard.split, config)
+    _check_stats(root, config, receipts)
+    return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), split_totals(receipts), config.formats)
+
+
 def _check_complete(root: Path) -> Complete:
     """``COMPLETE.json`` lists exactly the release's files, each with its size and SHA-256."""
     if not (root / COMPLETE_NAME).exists():

@@ -1,0 +1,102 @@
+"""Which repo paths a pull may write, and which of them ``--include`` selects.
+
+A path from a server's record is written only when it is one of the layout's
+own paths (seed 004's release, or a corpus folder), as plain text:
+
+- relative, no empty, ``.`` or ``..`` component, no component starting with ``.``
+  (``.git/config`` would run the server's commands on the next ``git status``);
+- printable characters only, no backslash (no NUL, newline or terminal escape);
+- release: ``shards/{train,validation}/part-N.{bin,idx}``, ``receipts/part-N.json``,
+  ``tokens/<tokenizer_id>/<dataset>/<file>``, ``run_config.json``, ``stats.json``, ``README.md``;
+- corpus: ``data/...<name>.parquet`` and ``README.md``.
+
+``--include`` names parts of a release by format and split: ``FORMAT:SPLIT``,
+``FORMAT`` (every split) or ``SPLIT`` (every format), with FORMAT ``megatron``
+or ``llmc`` and SPLIT ``train`` or ``validation`` (``val`` accepted). A corpus
+takes splits only. The records (``run_config.json``, ``stats.json``,
+``README.md``, the receipts and the llm.c ``_MANIFEST.json``) are always
+fetched: they are what the selected files are verified against.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import HubError
+from ..release import CARD_NAME, FORMATS, RUN_CONFIG_NAME, SPLITS, STATS_NAME
+from .revision import shown
+
+_NAME = r"[A-Za-z0-9_][A-Za-z0-9_.+=@,-]*"  # one component: not hidden, no separators or control characters
+_RELEASE_PATH = re.compile(
+    rf"shards/(?:train|validation)/part-\d{{6,}}\.(?:bin|idx)"
+    rf"|receipts/part-\d{{6,}}\.json"
+    rf"|tokens/{_NAME}/{_NAME}/{_NAME}"
+    rf"|{re.escape(RUN_CONFIG_NAME)}|{re.escape(STATS_NAME)}|{re.escape(CARD_NAME)}"
+)
+_CORPUS_PATH = re.compile(rf"data/(?:{_NAME}/)*{_NAME}\.parquet|{re.escape(CARD_NAME)}")
+_LLMC_MANIFEST = "_MANIFEST.json"
+_LLMC_FILE = re.compile(r"tokens/[^/]+/[^/]+/(train|val)-\d+\.bin")
+_PAIR_FILE = re.compile(r"shards/(train|validation)/part-\d+\.(?:bin|idx)")
+_SPLIT_ALIASES = {"train": "train", "validation": "validation", "val": "validation"}
+
+
+def check_path(kind: str, path: str, listed_in: str) -> str:
+    """``path`` if a pull may write it for a ``kind`` ("release" or "corpus") repo; else a :class:`HubError`."""
+    pattern = _RELEASE_PATH if kind == "release" else _CORPUS_PATH
+    if not isinstance(path, str) or pattern.fullmatch(path) is None or any(part in ("", ".", "..") for part in path.split("/")):
+        raise HubError(
+            listed_in,
+            f"lists a path that is no part of a {kind}'s layout; nothing was written",
+            got=shown(path),
+            hint="a pull writes only relative, non-hidden paths of the layout (see docs/security.md)",
+        )
+    return path
+
+
+@dataclass(frozen=True)
+class Include:
+    """What ``--include`` selects: (format, split) pairs; ``None`` everywhere means the whole repo."""
+
+    pairs: frozenset[tuple[str, str]] | None = None
+    specs: tuple[str, ...] = ()
+    names_a_format: bool = False
+
+    @classmethod
+    def parse(cls, specs) -> "Include":
+        """``FORMAT:SPLIT``, ``FORMAT`` or ``SPLIT`` items, comma-separated or repeated."""
+        items = [item.strip() for spec in (specs or ()) for item in spec.split(",") if item.strip()]
+        if not items:
+            return cls()
+        pairs, names_a_format = set(), False
+        for item in items:
+            fmt, _, split = item.partition(":") if ":" in item else ((item, "", "") if item in FORMATS else ("", "", item))
+            if fmt and fmt not in FORMATS or split and split not in _SPLIT_ALIASES or not (fmt or split):
+                raise HubError(
+                    "--include", "each item is FORMAT:SPLIT, FORMAT or SPLIT", expected=f"FORMAT among {', '.join(FORMATS)}, SPLIT among {', '.join(SPLITS)}", got=shown(item)
+                )
+            names_a_format |= bool(fmt)
+            for f in [fmt] if fmt else FORMATS:
+                for s in [_SPLIT_ALIASES[split]] if split else SPLITS:
+                    pairs.add((f, s))
+        return cls(frozenset(pairs), tuple(items), names_a_format)
+
+    @property
+    def everything(self) -> bool:
+        return self.pairs is None
+
+    def selects(self, path: str) -> bool:
+        """Whether the release file ``path`` is fetched: a selected part, or a record."""
+        if self.pairs is None:
+            return True
+        if match := _PAIR_FILE.fullmatch(path):
+            return ("megatron", match.group(1)) in self.pairs
+        if match := _LLMC_FILE.fullmatch(path):
+            return ("llmc", _SPLIT_ALIASES[match.group(1)]) in self.pairs
+        return True  # records: run_config.json, stats.json, README.md, receipts, the llm.c _MANIFEST.json
+
+    def selects_split(self, split: str) -> bool:
+        """Whether a corpus shard of ``split`` is fetched (a corpus has no formats)."""
+        if self.names_a_format:
+            raise HubError("--include", "a corpus repo has no formats: name splits only", got=shown(", ".join(self.specs)))
+        return self.pairs is None or any(s == split for _, s in self.pairs)
