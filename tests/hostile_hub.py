@@ -3,12 +3,14 @@
 :class:`HostileHub` is :class:`hub_server.HubServer` (bound to 127.0.0.1) with
 its request handler subclassed; switches set by a test make it lie:
 
-- ``reported_sha``: the commit id repo info reports (``/../victim``, terminal escapes);
+- ``reported_sha``: the commit id repo info and downloads report (``/../victim``, terminal escapes);
+  requests at that "revision" are answered from the head of main, as an attacker's server would;
 - ``oversize[path] = n``: serve ``n`` bytes of zeros for ``path``, without a length, until the client hangs up;
 - ``trickle[path] = s``: serve ``path`` one byte every ``s`` seconds;
 - ``fail[path] = n``: answer the next ``n`` downloads of ``path`` with HTTP 500;
 - ``deny = (status, error_code, message)``: answer every repo-info call with that error;
-- ``barrier``: a ``threading.Barrier`` every download waits at (proves parallel downloads).
+- ``gate(n)``: hold downloads (but ``COMPLETE.json``'s) until ``n`` are in flight at once, then let all through;
+  ``gate_opened`` says whether that happened (proves ``n`` parallel downloads without a timed assertion).
 
 ``sent[path]`` counts the bytes actually written for the streaming faults.
 """
@@ -52,9 +54,24 @@ class HostileHub(HubServer):
         self.trickle: dict[str, float] = {}
         self.fail: dict[str, int] = {}
         self.deny: tuple[int, str | None, str] | None = None
-        self.barrier: threading.Barrier | None = None
+        self._gate: int | None = None
+        self._in_flight = 0
+        self._gate_timeout = 0.0
+        self.gate_opened = threading.Event()
         self.sent: dict[str, int] = {}
         self.httpd.RequestHandlerClass = type("Handler", (_HostileHandler,), {"server_hub": self})
+
+    def gate(self, n: int, timeout: float = 20.0) -> None:
+        self._gate, self._gate_timeout = n, timeout
+
+    def _wait_at_gate(self) -> None:
+        with self.lock:
+            self._in_flight += 1
+            if self._in_flight >= self._gate:
+                self.gate_opened.set()
+        self.gate_opened.wait(self._gate_timeout)  # on time-out the download goes on; gate_opened stays unset
+        with self.lock:
+            self._in_flight -= 1
 
     def downloads(self, commit: str) -> list[str]:
         """Paths fetched with GET at ``commit`` so far, in order."""
@@ -77,12 +94,19 @@ class _HostileHandler(_Handler):
             body = json.dumps(info).encode()
         return status, body, headers
 
+    def _commit(self, repo, rev):
+        if rev == self.server_hub.reported_sha:
+            rev = "main"
+        return super()._commit(repo, rev)
+
     def route_resolve(self, repo, rev, path, repo_type="dataset"):
         hub = self.server_hub
         if hub.fail.get(path, 0) > 0:
             hub.fail[path] -= 1
             raise _Reply(500, "injected: storage unavailable")
         status, body, headers = super().route_resolve(repo, rev, path, repo_type)
+        if hub.reported_sha is not None:
+            headers["X-Repo-Commit"] = hub.reported_sha
         if path in hub.oversize:
             headers.pop("Content-Length", None)
             return status, _Stream(path, hub.oversize[path]), headers
@@ -91,9 +115,9 @@ class _HostileHandler(_Handler):
         return status, body, headers
 
     def _dispatch(self, method):
-        barrier = self.server_hub.barrier
-        if barrier is not None and method == "GET" and "/resolve/" in self.path:
-            barrier.wait()  # raises BrokenBarrierError on its timeout: the client then sees a dropped connection
+        hub = self.server_hub
+        if hub._gate is not None and method == "GET" and "/resolve/" in self.path and not self.path.endswith("/COMPLETE.json"):
+            hub._wait_at_gate()
         super()._dispatch(method)
 
     def _send(self, status, body, headers, head=False):

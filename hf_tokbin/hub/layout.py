@@ -70,8 +70,13 @@ class Include:
             return cls()
         pairs, names_a_format = set(), False
         for item in items:
-            fmt, _, split = item.partition(":") if ":" in item else ((item, "", "") if item in FORMATS else ("", "", item))
-            if fmt and fmt not in FORMATS or split and split not in _SPLIT_ALIASES or not (fmt or split):
+            if ":" in item:
+                fmt, _, split = item.partition(":")
+                bad = fmt not in FORMATS or split not in _SPLIT_ALIASES
+            else:
+                fmt, split = (item, "") if item in FORMATS else ("", item)
+                bad = not fmt and split not in _SPLIT_ALIASES
+            if bad:
                 raise HubError(
                     "--include", "each item is FORMAT:SPLIT, FORMAT or SPLIT", expected=f"FORMAT among {', '.join(FORMATS)}, SPLIT among {', '.join(SPLITS)}", got=shown(item)
                 )

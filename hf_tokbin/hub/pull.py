@@ -47,7 +47,7 @@ from ..release import CARD_NAME, COMPLETE_NAME, RECEIPTS_DIR, Complete, Receipt,
 from .download import DownloadLimits, Expected, Source, matches, read_error, safe_destination, safe_folder
 from .layout import Include, check_path
 from .retry import RetryPolicy, call_with_retry
-from .revision import resolve_commit, shown
+from .revision import escaped, resolve_commit, shown
 
 REPO_TYPE = "dataset"
 PARTIAL_NAME = "PARTIAL.json"
@@ -350,5 +350,5 @@ def _named_on_the_hub(staging: Path, records: Path, source: Source):
         if path is None or not Path(path).is_relative_to(staging):
             raise
         rel = Path(path).relative_to(records if Path(path).is_relative_to(records) else staging).as_posix()
-        show = lambda v: shown(v) if isinstance(v, str) else v  # noqa: E731
-        raise type(error)(source.uri(rel), error.rule, show(error.expected), show(error.got), error.hint) from error
+        error.path = source.uri(rel)
+        raise escaped(error) from error

@@ -31,6 +31,12 @@ def shown(value) -> str:
     return safe if len(safe) <= _SHOWN_MAX else safe[:_SHOWN_MAX] + f"... ({len(safe)} characters)"
 
 
+def escaped(error):
+    """The same located error with the server strings it may carry (expected, got) passed through :func:`shown`."""
+    show = lambda v: shown(v) if isinstance(v, str) else v  # noqa: E731
+    return type(error)(error.path, error.rule, show(error.expected), show(error.got), error.hint)
+
+
 def resolve_commit(api, repo_id: str, revision: str | None, repo_type: str = "dataset") -> str:
     """The commit id ``revision`` (default: main) of ``repo_id`` names, checked.
 
