@@ -13,13 +13,12 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 
 import pytest
 from hostile_hub import HostileHub, build_release
 from hub_server import client_env, make_corpus, write_complete
 
-from hf_tokbin.errors import FormatError, HubError, TokbinError, VerificationError
+from hf_tokbin.errors import FormatError, HubError, VerificationError
 from hf_tokbin.hub import RetryPolicy, pull_release
 from hf_tokbin.hub.download import DownloadLimits
 
@@ -106,7 +105,7 @@ def test_build_from_a_hub_corpus_with_a_forged_commit_id_writes_nothing_outside_
     before = {p for p in tree(tmp_path) if not p.startswith("a/b/home")}
     result = subprocess.run(
         [sys.executable, "-c", _CLI, "build", "--corpus", "tester/corpus", "--tokenizer", "byte", "--format", "llmc", "--out", str(tmp_path / "out"), "--quiet"],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env, capture_output=True, text=True, timeout=120, check=False,
     )
     assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
@@ -304,7 +303,7 @@ def test_a_bad_include_is_one_clear_error(hub, tmp_path, release, bad):
 
 
 def test_a_corpus_repo_can_be_pulled_one_split_at_a_time(hub, tmp_path):
-    corpus, rows = make_corpus(tmp_path / "corpus")
+    corpus, _ = make_corpus(tmp_path / "corpus")
     commit = hub.seed_repo(REPO, corpus)
     out = tmp_path / "out"
     summary = pull(hub, out, include=["validation"])

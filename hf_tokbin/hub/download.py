@@ -45,7 +45,7 @@ class DownloadLimits:
             raise HubError(None, "download limits must be positive", got=self)
 
     @classmethod
-    def from_env(cls) -> "DownloadLimits":
+    def from_env(cls) -> DownloadLimits:
         return cls(
             read_timeout=_env_number("HF_TOKBIN_PULL_READ_TIMEOUT", 60.0, float),
             min_rate=_env_number("HF_TOKBIN_PULL_MIN_RATE", 64.0 * 1024, float),

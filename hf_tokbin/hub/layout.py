@@ -54,6 +54,11 @@ def check_path(kind: str, path: str, listed_in: str) -> str:
     return path
 
 
+def is_token_file(path: str) -> bool:
+    """Whether a release path is a token file (a Megatron ``.bin``/``.idx`` or an llm.c ``.bin``): the big files."""
+    return _PAIR_FILE.fullmatch(path) is not None or _LLMC_FILE.fullmatch(path) is not None
+
+
 @dataclass(frozen=True)
 class Include:
     """What ``--include`` selects: (format, split) pairs; ``None`` everywhere means the whole repo."""
@@ -63,7 +68,7 @@ class Include:
     names_a_format: bool = False
 
     @classmethod
-    def parse(cls, specs) -> "Include":
+    def parse(cls, specs) -> Include:
         """``FORMAT:SPLIT``, ``FORMAT`` or ``SPLIT`` items, comma-separated or repeated."""
         items = [item.strip() for spec in (specs or ()) for item in spec.split(",") if item.strip()]
         if not items:

@@ -43,8 +43,23 @@ from ..corpus_manifest import MANIFEST_NAME as CORPUS_MANIFEST_NAME
 from ..corpus_manifest import CorpusManifest
 from ..errors import HubError, TokbinError
 from ..records import FileEntry
-from ..release import CARD_NAME, COMPLETE_NAME, RECEIPTS_DIR, Complete, Receipt, check_files
-from .download import DownloadLimits, Expected, Source, matches, read_error, safe_destination, safe_folder
+from ..release import (
+    CARD_NAME,
+    COMPLETE_NAME,
+    RECEIPTS_DIR,
+    Complete,
+    Receipt,
+    check_files,
+)
+from .download import (
+    DownloadLimits,
+    Expected,
+    Source,
+    matches,
+    read_error,
+    safe_destination,
+    safe_folder,
+)
 from .layout import Include, check_path
 from .retry import RetryPolicy, call_with_retry
 from .revision import escaped, resolve_commit, shown
@@ -53,7 +68,8 @@ REPO_TYPE = "dataset"
 PARTIAL_NAME = "PARTIAL.json"
 PARTIAL_FORMAT = "hf_tokbin.partial/1"
 RECORDS_DIR = ".records"  # inside the staging folder: the record as fetched, until it goes in last
-_GIT_FILES = (".gitattributes", ".gitignore")
+GIT_FILES = (".gitattributes", ".gitignore")  # the repo's own files, no part of a release
+_NAMED_MAX = 50  # files named in one error
 
 
 @dataclass(frozen=True)
@@ -135,15 +151,15 @@ def pull_release(
 
     staging = _open_staging(out, commit)
     records = safe_folder(staging, RECORDS_DIR)
-    with _named_on_the_hub(staging, records, source):
+    with named_on_the_hub(staging, records, source):
         if kind is None:
-            wanted = [Wanted(p, tree_expected(tree, p, source)) for p in sorted(tree) if p not in _GIT_FILES and _in_layout("release", p)]
+            wanted = [Wanted(p, tree_expected(tree, p, source)) for p in sorted(tree) if p not in GIT_FILES and _in_layout("release", p)]
             record = None
         else:
             record_name = COMPLETE_NAME if kind == "release" else CORPUS_MANIFEST_NAME
             record = call(f"download {record_name}", lambda: source.fetch(record_name, records, tree_expected(tree, record_name, source)))
             wanted = _wanted_from_record(kind, record, tree, include, source)
-        fetched = _fetch_all(wanted, staging, lambda w: call(f"download {w.path}", lambda: source.fetch(w.path, staging, w.expected)), max_workers, progress)
+        fetched = fetch_all(wanted, staging, lambda w: call(f"download {w.path}", lambda: source.fetch(w.path, staging, w.expected)), max_workers, progress)
 
         receipts = 0
         if kind is None:
@@ -193,9 +209,10 @@ def tree_disagreements(entries, tree: dict) -> list[str]:
     return problems
 
 
-def disagreement_error(where: str, rule: str, problems: list[str]) -> HubError:
-    shown_problems = "; ".join(problems[:10]) + (f"; and {len(problems) - 10} more" if len(problems) > 10 else "")
-    return HubError(where, f"{rule} ({len(problems)} file{'s' if len(problems) != 1 else ''})", got=shown_problems)
+def disagreement_error(where: str, rule: str, problems: list[str], error=HubError):
+    """One error naming every file in ``problems`` (up to ``_NAMED_MAX``, then how many more)."""
+    named = "; ".join(problems[:_NAMED_MAX]) + (f"; and {len(problems) - _NAMED_MAX} more" if len(problems) > _NAMED_MAX else "")
+    return error(where, f"{rule} ({len(problems)} file{'s' if len(problems) != 1 else ''})", got=named)
 
 
 def _wanted_from_record(kind: str, record: Path, tree: dict, include: Include, source: Source) -> list[Wanted]:
@@ -247,7 +264,7 @@ def _open_staging(out: Path, commit: str) -> Path:
     return staging
 
 
-def _fetch_all(wanted: list[Wanted], staging: Path, fetch, max_workers: int, progress: bool) -> int:
+def fetch_all(wanted: list[Wanted], staging: Path, fetch, max_workers: int, progress: bool) -> int:
     """Fetch every wanted file not already in ``staging`` with its size and SHA-256; return how many were downloaded.
 
     The first failure cancels the queued downloads; the running ones finish
@@ -341,7 +358,7 @@ def _check_incomplete(staging: Path, names: list[str], progress: bool) -> list[R
 
 
 @contextlib.contextmanager
-def _named_on_the_hub(staging: Path, records: Path, source: Source):
+def named_on_the_hub(staging: Path, records: Path, source: Source):
     """Re-raise an error about a file of the staging folder as one about the file on the Hub, server strings escaped."""
     try:
         yield

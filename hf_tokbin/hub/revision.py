@@ -33,7 +33,7 @@ def shown(value) -> str:
 
 def escaped(error):
     """The same located error with the server strings it may carry (expected, got) passed through :func:`shown`."""
-    show = lambda v: shown(v) if isinstance(v, str) else v  # noqa: E731
+    show = lambda v: shown(v) if isinstance(v, str) else v
     return type(error)(error.path, error.rule, show(error.expected), show(error.got), error.hint)
 
 
