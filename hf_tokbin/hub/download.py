@@ -92,14 +92,17 @@ class Source:
         blob = hashlib.sha1(b"blob %d\0" % expected.size)
         received = 0
         try:
-            with get_session().stream("GET", url, headers=build_hf_headers(token=self.token), timeout=timeout, follow_redirects=True) as response:
+            # The bytes as stored: no content coding, so what is counted and hashed is what is written (and no
+            # small compressed answer can expand in memory).
+            headers = {**build_hf_headers(token=self.token), "Accept-Encoding": "identity"}
+            with get_session().stream("GET", url, headers=headers, timeout=timeout, follow_redirects=True) as response:
                 _raise_for_status(response)
                 announced = response.headers.get("Content-Length", "")
                 if announced.isdigit() and int(announced) > expected.size:
                     raise HubError(self.uri(path), f"the server offers more bytes than {expected.listed_in} lists; refused before reading", expected=expected.size, got=int(announced))
                 fd = os.open(tmp, _OPEN_FLAGS, 0o644)
                 with os.fdopen(fd, "wb") as file:
-                    for chunk in response.iter_bytes():
+                    for chunk in response.iter_raw():
                         received += len(chunk)
                         if received > expected.size:
                             raise HubError(self.uri(path), f"the server sent more bytes than {expected.listed_in} lists; stopped reading", expected=expected.size, got=f"over {expected.size}")
@@ -136,7 +139,7 @@ def _raise_for_status(response) -> None:
     from huggingface_hub.utils import hf_raise_for_status
 
     body = b""
-    for chunk in response.iter_bytes():
+    for chunk in response.iter_raw():
         body += chunk
         if len(body) >= _ERROR_BODY_MAX:
             break

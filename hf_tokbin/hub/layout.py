@@ -8,7 +8,7 @@ own paths (seed 004's release, or a corpus folder), as plain text:
 - printable characters only, no backslash (no NUL, newline or terminal escape);
 - release: ``shards/{train,validation}/part-N.{bin,idx}``, ``receipts/part-N.json``,
   ``tokens/<tokenizer_id>/<dataset>/<file>``, ``run_config.json``, ``stats.json``, ``README.md``;
-- corpus: ``data/...<name>.parquet`` and ``README.md``.
+- corpus: ``data/...<name>.parquet`` (the shards ``_MANIFEST.json`` lists; ``README.md`` is fetched by name).
 
 ``--include`` names parts of a release by format and split: ``FORMAT:SPLIT``,
 ``FORMAT`` (every split) or ``SPLIT`` (every format), with FORMAT ``megatron``
@@ -34,7 +34,7 @@ _RELEASE_PATH = re.compile(
     rf"|tokens/{_NAME}/{_NAME}/{_NAME}"
     rf"|{re.escape(RUN_CONFIG_NAME)}|{re.escape(STATS_NAME)}|{re.escape(CARD_NAME)}"
 )
-_CORPUS_PATH = re.compile(rf"data/(?:{_NAME}/)*{_NAME}\.parquet|{re.escape(CARD_NAME)}")
+_CORPUS_PATH = re.compile(rf"data/(?:{_NAME}/)*{_NAME}\.parquet")  # the shards a corpus manifest lists (the card is fetched by name)
 _LLMC_MANIFEST = "_MANIFEST.json"
 _LLMC_FILE = re.compile(r"tokens/[^/]+/[^/]+/(train|val)-\d+\.bin")
 _PAIR_FILE = re.compile(r"shards/(train|validation)/part-\d+\.(?:bin|idx)")

@@ -29,6 +29,7 @@ name files as ``hf://datasets/NS/NAME@COMMIT/PATH``, never the staging folder.
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import shutil
 import stat
@@ -61,7 +62,7 @@ from .download import (
     safe_folder,
 )
 from .layout import Include, check_path
-from .retry import RetryPolicy, call_with_retry
+from .retry import RetryPolicy, call_with_retry, notify
 from .revision import escaped, resolve_commit, shown
 
 REPO_TYPE = "dataset"
@@ -153,7 +154,9 @@ def pull_release(
     records = safe_folder(staging, RECORDS_DIR)
     with named_on_the_hub(staging, records, source):
         if kind is None:
-            wanted = [Wanted(p, tree_expected(tree, p, source)) for p in sorted(tree) if p not in GIT_FILES and _in_layout("release", p)]
+            # No record: the tree's layout files, each as large as the tree says (there is nothing else to bound it by).
+            layout = [p for p in sorted(tree) if p not in GIT_FILES and _in_layout("release", p) and include.selects(p)]
+            wanted = [Wanted(p, tree_expected(tree, p, source, record=False)) for p in layout]
             record = None
         else:
             record_name = COMPLETE_NAME if kind == "release" else CORPUS_MANIFEST_NAME
@@ -185,10 +188,14 @@ def list_tree(api, repo_id: str, commit: str) -> dict:
     return {f.path: f for f in api.list_repo_tree(repo_id, repo_type=REPO_TYPE, revision=commit, recursive=True) if hasattr(f, "blob_id")}
 
 
-def tree_expected(tree: dict, path: str, source: Source) -> Expected:
-    """What a file no record lists must be, by the Hub's tree: its size (bounded) and LFS SHA-256 or git blob id."""
+def tree_expected(tree: dict, path: str, source: Source, record: bool = True) -> Expected:
+    """What a file no record lists must be, by the Hub's tree: its size and LFS SHA-256 or git blob id.
+
+    A ``record`` (COMPLETE.json, the card) is at most ``max_record_bytes``.
+    """
     entry = tree[path]
-    if not (isinstance(entry.size, int) and 0 <= entry.size <= source.limits.max_record_bytes):
+    limit = source.limits.max_record_bytes if record else float("inf")
+    if not (isinstance(entry.size, int) and 0 <= entry.size <= limit):
         raise HubError(source.uri(path), "the Hub's tree gives a size out of bounds for a record", expected=f"at most {source.limits.max_record_bytes:,} bytes", got=shown(entry.size))
     if entry.lfs is not None:
         return Expected(entry.size, sha256=entry.lfs.sha256)
@@ -261,6 +268,9 @@ def _open_staging(out: Path, commit: str) -> Path:
     for name in (COMPLETE_NAME, CORPUS_MANIFEST_NAME, PARTIAL_NAME):  # a record goes in last, after every check
         with contextlib.suppress(FileNotFoundError):
             os.unlink(staging / name)
+    for other in sorted(out.parent.glob(f".{glob.escape(out.name)}.pull-*")):
+        if other != staging:
+            notify(f"note: {other} is left by an interrupted pull of another commit; remove it when it is no longer needed")
     return staging
 
 
