@@ -114,6 +114,21 @@ def test_build_from_a_hub_corpus_with_a_forged_commit_id_writes_nothing_outside_
     assert not [p for p in tree(home) if "PWN" in p]
 
 
+def test_build_from_a_hub_corpus_fetched_at_a_checked_commit_still_builds_offline(hub, tmp_path):
+    corpus, _ = make_corpus(tmp_path / "corpus")
+    hub.seed_repo("tester/corpus", corpus)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, **client_env(hub, home, TOKEN)}
+    build = [sys.executable, "-c", _CLI, "build", "--corpus", "tester/corpus", "--tokenizer", "byte", "--format", "llmc", "--quiet", "--out"]
+    online = subprocess.run([*build, str(tmp_path / "online")], env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert online.returncode == 0, online.stderr
+    offline = subprocess.run([*build, str(tmp_path / "offline")], env={**env, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, timeout=120, check=False)
+    assert offline.returncode == 0, offline.stderr  # the branch's ref was recorded for the checked snapshot
+    assert tree(tmp_path / "online") == tree(tmp_path / "offline")
+    assert all((tmp_path / "online" / p).read_bytes() == (tmp_path / "offline" / p).read_bytes() for p in tree(tmp_path / "online") if (tmp_path / "online" / p).is_file())
+
+
 # -- 2. planted files ----------------------------------------------------------------------------
 
 

@@ -18,6 +18,7 @@ Limits come from :class:`DownloadLimits` (environment: ``HF_TOKBIN_PULL_READ_TIM
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import stat
@@ -197,11 +198,13 @@ def read_error(where: str, what: str, error: BaseException, endpoint: str | None
 
     status = status_of(error)
     message = getattr(error, "server_message", None)
-    got = short_reason(error) + (f": {shown(message)}" if message else "")
+    got = shown(short_reason(error) + (f": {message}" if message else ""))
     page = f"{(endpoint or constants.ENDPOINT).rstrip('/')}/{'datasets/' if repo_type == 'dataset' else ''}{repo_id}"
     if isinstance(error, GatedRepoError):
         return HubError(where, f"{what} failed: the repo is gated", got=got, hint=f"request access on {page}, then use a token of the account that has it")
     if status in (401, 403):
         return HubError(where, f"{what} failed: no read access", got=got, hint="check the token (HF_TOKEN, or `hf auth login`) and that it can read this repo (a fine-grained token needs read access to it)")
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        return HubError(where, f"{what} failed: the disk is full", got=got, hint="free space and re-run the same command: it resumes")
     generic = as_hub_error(where, what, error)
     return HubError(where, generic.rule, got=got, hint=generic.hint)

@@ -17,7 +17,7 @@ import re
 from ..errors import HubError
 
 COMMIT_ID = re.compile(r"[0-9a-f]{40}")
-_SHOWN_MAX = 200  # characters of a server string shown in a message
+_SHOWN_MAX = 500  # characters of a server string shown in a message
 
 
 def is_commit_id(value) -> bool:
