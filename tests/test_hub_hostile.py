@@ -148,7 +148,7 @@ def test_complete_json_listing_a_path_outside_the_layout_is_refused_before_any_w
     assert not (tmp_path / "x").exists() and not (tmp_path / "t.txt").exists()
 
 
-def test_a_symlink_planted_in_a_kept_staging_folder_is_never_followed(hub, tmp_path, release):
+def test_symlinks_and_files_planted_in_a_kept_staging_folder_are_removed_never_followed(hub, tmp_path, release):
     commit = hub.seed_repo(REPO, release)
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -158,10 +158,24 @@ def test_a_symlink_planted_in_a_kept_staging_folder_is_never_followed(hub, tmp_p
     staging.mkdir()
     (staging / "shards").symlink_to(outside)  # what someone else could leave between two runs
     (staging / "stats.json").symlink_to(outside / "keep.txt")
-    with pytest.raises(HubError, match="expected a folder the pull made, found a symlink"):
-        pull(hub, out)
+    (staging / "evil.txt").write_text("planted\n")
+    summary = pull(hub, out)
     assert tree(outside) == {"keep.txt"} and (outside / "keep.txt").read_text() == "mine"
-    assert not out.exists()
+    assert summary.complete and summary.fetched == summary.files - 1  # the links were removed, every file fetched
+    assert not [p for p in out.rglob("*") if p.is_symlink()] and not (out / "evil.txt").exists()
+    assert (out / "stats.json").read_bytes() == (release / "stats.json").read_bytes()
+
+
+def test_a_symlinked_folder_that_appears_during_a_pull_is_refused(tmp_path):
+    from hf_tokbin.hub.download import safe_destination
+
+    root, outside = tmp_path / "staging", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "shards").symlink_to(outside)
+    with pytest.raises(HubError, match="expected a folder the pull made, found a symlink"):
+        safe_destination(root, "shards/train/part-000000.bin")
+    assert tree(outside) == set()
 
 
 # -- 3. incomplete never looks complete ----------------------------------------------------------
@@ -301,6 +315,20 @@ def test_include_fetches_only_the_named_parts_and_the_records(hub, tmp_path, rel
     assert sorted(f["path"] for f in partial["files"]) == sorted(held - {"PARTIAL.json"})
     assert not summary.complete and "PARTIAL copy (megatron:train)" in str(summary)
     assert set(hub.downloads(commit)) == {"COMPLETE.json", *(held - {"PARTIAL.json"})}
+
+
+def test_a_partial_pull_after_an_interrupted_full_one_holds_only_what_it_names(hub, tmp_path, release):
+    commit = hub.seed_repo(REPO, release)
+    hub.fail["stats.json"] = FAST.attempts
+    out = tmp_path / "out"
+    with pytest.raises(HubError):
+        pull(hub, out, max_workers=1)  # leaves the files COMPLETE.json lists before stats.json
+    assert (staging_of(out, commit) / "shards/validation/part-000002.bin").is_file()
+    pull(hub, out, include=["train"])
+    held = {p for p in tree(out) if (out / p).is_file()}
+    assert not [p for p in held if "validation/" in p or p.endswith("val-00000.bin")]
+    partial = json.loads((out / "PARTIAL.json").read_text())
+    assert sorted(f["path"] for f in partial["files"]) == sorted(held - {"PARTIAL.json"})
 
 
 def test_include_still_verifies_what_it_holds(hub, tmp_path, release):

@@ -162,6 +162,7 @@ def pull_release(
             record_name = COMPLETE_NAME if kind == "release" else CORPUS_MANIFEST_NAME
             record = call(f"download {record_name}", lambda: source.fetch(record_name, records, tree_expected(tree, record_name, source)))
             wanted = _wanted_from_record(kind, record, tree, include, source)
+        _remove_strays(staging, {w.path for w in wanted})
         fetched = fetch_all(wanted, staging, lambda w: call(f"download {w.path}", lambda: source.fetch(w.path, staging, w.expected)), max_workers, progress)
 
         receipts = 0
@@ -272,6 +273,18 @@ def _open_staging(out: Path, commit: str) -> Path:
         if other != staging:
             notify(f"note: {other} is left by an interrupted pull of another commit; remove it when it is no longer needed")
     return staging
+
+
+def _remove_strays(staging: Path, keep: set[str]) -> None:
+    """Remove what a kept staging folder holds beyond the files this pull wants (another ``--include``, a planted
+    file or symlink): none of it may end up in the copy. Symlinks are unlinked, never followed; folders stay."""
+    for folder, dirs, files in os.walk(staging):  # does not descend into symlinked folders
+        base = Path(folder)
+        if base == staging and RECORDS_DIR in dirs:
+            dirs.remove(RECORDS_DIR)
+        for name in files + [d for d in dirs if (base / d).is_symlink()]:
+            if (base / name).relative_to(staging).as_posix() not in keep:
+                os.unlink(base / name)
 
 
 def fetch_all(wanted: list[Wanted], staging: Path, fetch, max_workers: int, progress: bool) -> int:
