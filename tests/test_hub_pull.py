@@ -213,3 +213,31 @@ def test_cli_pull_reports_success_and_errors_in_one_line(hub, tmp_path, verified
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("pulled tester/release@") and "checked against COMPLETE.json and 3 receipts" in done.stdout
     assert files_under(tmp_path / "out") == files_under(release)
+
+
+def test_cli_pull_include_and_workers(hub, tmp_path, verified_release, capsys):
+    from hf_tokbin.cli import main
+
+    commit = hub.seed_repo(REPO, verified_release)
+    out = tmp_path / "out"
+    assert main(["pull", REPO, "--out", str(out), "--endpoint", hub.url, "--include", "llmc:validation,megatron:validation", "--workers", "3", "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"pulled {REPO}@{commit}: PARTIAL copy (llmc:validation, megatron:validation)")
+    assert (out / "tokens/byte/toy/val-00000.bin").is_file() and not (out / "tokens/byte/toy/train-00000.bin").exists()
+    assert (out / "PARTIAL.json").is_file() and not (out / "COMPLETE.json").exists()
+    assert main(["pull", REPO, "--out", str(tmp_path / "other"), "--endpoint", hub.url, "--workers", "0"]) == 1
+    assert "--workers: must be a positive integer" in capsys.readouterr().err
+
+
+def test_a_release_in_a_folder_of_the_repo_is_pulled_with_path_in_repo(hub, tmp_path, verified_release):
+    repo_folder = tmp_path / "repo"
+    shutil.copytree(verified_release, repo_folder / "releases/v1")
+    (repo_folder / "NOTES.md").write_text("other things live here\n")
+    commit = hub.seed_repo(REPO, repo_folder)
+    summary = pull(hub, tmp_path, tmp_path / "out", path_in_repo="releases/v1/")
+    assert summary.complete and files_under(tmp_path / "out") == files_under(verified_release)
+    assert all(p.startswith("releases/v1/") for p in hub.downloads(commit))
+    with pytest.raises(HubError, match="release is incomplete"):
+        pull(hub, tmp_path, tmp_path / "top")  # the top of the repo holds no release
+    with pytest.raises(HubError, match="--path-in-repo: must be a folder of plain, non-hidden names"):
+        pull(hub, tmp_path, tmp_path / "bad", path_in_repo="releases/../..")

@@ -127,3 +127,15 @@ def test_cli_verify_of_a_hub_repo(hub, release, tmp_path):
     assert "shards/train/part-000000.idx has 1 bytes on the Hub" in bad.stderr
     local_flag = run(str(release), "--revision", "main")
     assert local_flag.returncode == 1 and "--revision apply to a Hub repo NS/NAME only" in local_flag.stderr
+
+
+def test_a_release_in_a_folder_is_verified_alone(hub, release, tmp_path):
+    repo_folder = tmp_path / "repo"
+    shutil.copytree(release, repo_folder / "releases/v1")
+    (repo_folder / "NOTES.md").write_text("beside the release, not part of it\n")
+    commit = hub.seed_repo(REPO, repo_folder)
+    report = verify(hub, path_in_repo="releases/v1")
+    assert report.summary().startswith(f"hf://datasets/{REPO}@{commit}/releases/v1: OK: 16 files")
+    replace_on_the_hub(hub, "releases/v1/extra.txt", b"planted\n")
+    with pytest.raises(VerificationError, match="extra.txt is on the Hub but not listed in COMPLETE.json"):
+        verify(hub, path_in_repo="releases/v1")

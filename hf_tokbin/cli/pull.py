@@ -1,4 +1,4 @@
-"""``hf-tokbin pull NS/NAME --out DIR [--revision REV] [--endpoint URL] [--include FORMAT:SPLIT] [--workers N] [--allow-incomplete] [--quiet]``.
+"""``hf-tokbin pull NS/NAME --out DIR [--revision REV] [--endpoint URL] [--include FORMAT:SPLIT] [--path-in-repo FOLDER] [--workers N] [--allow-incomplete] [--quiet]``.
 
 A killed or failed pull keeps its staging folder beside DIR; the same command resumes it.
 """
@@ -18,6 +18,7 @@ def add_arguments(parser) -> None:
         help="fetch only these parts (repeatable, or comma-separated): FORMAT:SPLIT, FORMAT or SPLIT, FORMAT megatron|llmc, SPLIT train|validation; "
         "a corpus takes SPLIT only. The records are always fetched; the copy gets PARTIAL.json, not COMPLETE.json",
     )
+    parser.add_argument("--path-in-repo", default=None, metavar="FOLDER", help="the repo folder holding the release (as pushed with --path-in-repo; default: the top)")
     parser.add_argument("--workers", type=int, default=8, metavar="N", help="parallel downloads (default: %(default)s)")
     parser.add_argument("--allow-incomplete", action="store_true", help="download a release without COMPLETE.json (only its receipts' files are checked)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -31,7 +32,7 @@ def run(args) -> int:
     if args.workers < 1:
         raise HubError("--workers", "must be a positive integer", got=args.workers)
     summary = pull_release(
-        args.repo, args.out, revision=args.revision, endpoint=args.endpoint, include=args.include,
+        args.repo, args.out, revision=args.revision, endpoint=args.endpoint, include=args.include, path_in_repo=args.path_in_repo,
         allow_incomplete=args.allow_incomplete, max_workers=args.workers, progress=not args.quiet,
     )
     print(f"pulled {summary}")

@@ -1,4 +1,4 @@
-"""``hf-tokbin verify PATH [--for TARGET]`` and ``hf-tokbin verify NS/NAME [--revision REV] [--endpoint URL] [--download-sample K]``.
+"""``hf-tokbin verify PATH [--for TARGET]`` and ``hf-tokbin verify NS/NAME [--revision REV] [--endpoint URL] [--path-in-repo FOLDER] [--download-sample K]``.
 
 A target that is no local path and reads NS/NAME is a Hub dataset repo:
 checked against the Hub's own sizes and SHA-256 at one commit without
@@ -20,6 +20,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("path", help="a release folder, an llm.c token folder or .bin, a Megatron .idx/.bin or folder of pairs, or a Hub dataset repo NS/NAME")
     parser.add_argument("--revision", default=None, metavar="REV", help="a Hub repo's branch, tag or commit id (default main)")
     parser.add_argument("--endpoint", default=None, metavar="URL", help="Hub endpoint (default: HF_ENDPOINT or https://huggingface.co)")
+    parser.add_argument("--path-in-repo", default=None, metavar="FOLDER", help="a Hub repo: the folder holding the release (default: the top)")
     parser.add_argument("--download-sample", type=int, default=None, metavar="K", help="a Hub repo: also download and fully verify the token files of K parts")
     parser.add_argument("--for", dest="target", choices=list(TARGETS), help="check against this trainer's loader instead")
     parser.add_argument("--batch-size", "-B", type=int, default=defaults.batch_size, help="the loader's batch size B (default: %(default)s, llm.c's)")
@@ -38,7 +39,7 @@ def is_hub_repo(target: str) -> bool:
 
 
 def run(args) -> int:
-    hub_flags = [f for f, v in (("--revision", args.revision), ("--endpoint", args.endpoint), ("--download-sample", args.download_sample)) if v is not None]
+    hub_flags = [f for f, v in (("--revision", args.revision), ("--endpoint", args.endpoint), ("--download-sample", args.download_sample), ("--path-in-repo", args.path_in_repo)) if v is not None]
     if is_hub_repo(args.path):
         if args.target is not None:
             from ..errors import HubError
@@ -46,7 +47,7 @@ def run(args) -> int:
             raise HubError(args.path, "--for checks local files; download the release first with hf-tokbin pull")
         from ..hub.remote_verify import verify_remote
 
-        print(verify_remote(args.path, revision=args.revision, endpoint=args.endpoint, download_sample=args.download_sample or 0, progress=False).summary())
+        print(verify_remote(args.path, revision=args.revision, endpoint=args.endpoint, download_sample=args.download_sample or 0, path_in_repo=args.path_in_repo, progress=False).summary())
         return 0
     if hub_flags:
         from ..errors import FormatError

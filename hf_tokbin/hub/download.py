@@ -70,11 +70,16 @@ class Expected:
 class Source:
     """One repo at one checked commit, read through huggingface_hub's HTTP session."""
 
-    def __init__(self, repo_id: str, commit: str, *, endpoint: str | None, token: str | None, repo_type: str, limits: DownloadLimits):
+    def __init__(self, repo_id: str, commit: str, *, endpoint: str | None, token: str | None, repo_type: str, limits: DownloadLimits, folder: str = ""):
         self.repo_id, self.commit, self.endpoint, self.token, self.repo_type, self.limits = repo_id, commit, endpoint, token, repo_type, limits
+        self.folder = folder  # the repo folder holding the release ("" for the top), checked by layout.check_path_in_repo
+
+    def repo_path(self, path: str) -> str:
+        """The path in the repo of the release file ``path``."""
+        return f"{self.folder}/{path}" if self.folder else path
 
     def uri(self, path: str) -> str:
-        return f"hf://{self.repo_type}s/{self.repo_id}@{self.commit}/{shown(path)}"
+        return f"hf://{self.repo_type}s/{self.repo_id}@{self.commit}/{shown(self.repo_path(path))}"
 
     def fetch(self, path: str, root: Path, expected: Expected) -> Path:
         """Download ``path`` to ``root/path`` (a regular file, renamed into place once checked); return it."""
@@ -86,7 +91,7 @@ class Source:
         tmp = dest.with_name(f".{dest.name}.download")
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)  # a killed pull's; unlink never follows a symlink
-        url = hf_hub_url(self.repo_id, path, repo_type=self.repo_type, revision=self.commit, endpoint=self.endpoint)
+        url = hf_hub_url(self.repo_id, self.repo_path(path), repo_type=self.repo_type, revision=self.commit, endpoint=self.endpoint)
         timeout = httpx2.Timeout(self.limits.read_timeout)
         deadline = time.monotonic() + self.limits.seconds_for(expected.size)
         sha256 = hashlib.sha256()

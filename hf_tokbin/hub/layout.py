@@ -59,6 +59,15 @@ def is_token_file(path: str) -> bool:
     return _PAIR_FILE.fullmatch(path) is not None or _LLMC_FILE.fullmatch(path) is not None
 
 
+def check_path_in_repo(value: str | None) -> str:
+    """``--path-in-repo``: the folder of the repo holding the release, as ``a/b`` ("" for the top); each component
+    a plain, non-hidden name."""
+    folder = (value or "").strip("/")
+    if folder and not all(re.fullmatch(_NAME, part) for part in folder.split("/")):
+        raise HubError("--path-in-repo", "must be a folder of plain, non-hidden names such as releases/v1", got=shown(value))
+    return folder
+
+
 @dataclass(frozen=True)
 class Include:
     """What ``--include`` selects: (format, split) pairs; ``None`` everywhere means the whole repo."""

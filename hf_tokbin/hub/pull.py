@@ -61,7 +61,7 @@ from .download import (
     safe_destination,
     safe_folder,
 )
-from .layout import Include, check_path
+from .layout import Include, check_path, check_path_in_repo
 from .retry import RetryPolicy, call_with_retry, notify
 from .revision import escaped, resolve_commit, shown
 
@@ -116,6 +116,7 @@ def pull_release(
     token: str | None = None,
     allow_incomplete: bool = False,
     include: Include | list[str] | None = None,
+    path_in_repo: str | None = None,
     retry: RetryPolicy | None = None,
     limits: DownloadLimits | None = None,
     max_workers: int = 8,
@@ -130,6 +131,7 @@ def pull_release(
     if out.exists() and any(out.iterdir()):
         raise HubError(out, "output folder already exists and is not empty", hint="choose a new --out")
     include = include if isinstance(include, Include) else Include.parse(include)
+    folder = check_path_in_repo(path_in_repo)
     retry = retry or RetryPolicy.from_env()
     api = HfApi(endpoint=endpoint, token=token)
     where = f"{repo_id}@{shown(revision or 'main')}"
@@ -144,8 +146,9 @@ def pull_release(
 
     commit = call("resolve revision", lambda: resolve_commit(api, repo_id, revision, REPO_TYPE))
     where = f"{repo_id}@{commit}"
-    tree = call("list files", lambda: list_tree(api, repo_id, commit))
-    source = Source(repo_id, commit, endpoint=endpoint, token=token, repo_type=REPO_TYPE, limits=limits or DownloadLimits.from_env())
+    tree = call("list files", lambda: list_tree(api, repo_id, commit, folder))
+    source = Source(repo_id, commit, endpoint=endpoint, token=token, repo_type=REPO_TYPE, limits=limits or DownloadLimits.from_env(), folder=folder)
+    where = f"{repo_id}@{commit}" + (f"/{folder}" if folder else "")
     kind = "release" if COMPLETE_NAME in tree else "corpus" if CORPUS_MANIFEST_NAME in tree else None
     if kind is None and not allow_incomplete:
         raise HubError(where, f"release is incomplete: {COMPLETE_NAME} is missing", hint="a push may still be running; --allow-incomplete downloads what is there")
@@ -155,7 +158,7 @@ def pull_release(
     with named_on_the_hub(staging, records, source):
         if kind is None:
             # No record: the tree's layout files, each as large as the tree says (there is nothing else to bound it by).
-            layout = [p for p in sorted(tree) if p not in GIT_FILES and _in_layout("release", p) and include.selects(p)]
+            layout = [p for p in sorted(tree) if (folder or p not in GIT_FILES) and _in_layout("release", p) and include.selects(p)]
             wanted = [Wanted(p, tree_expected(tree, p, source, record=False)) for p in layout]
             record = None
         else:
@@ -184,9 +187,12 @@ def pull_release(
     return PullSummary(repo_id, commit, out, len(names), total, receipts, kind == "release" and include.everything, kind or "release", include.specs, fetched)
 
 
-def list_tree(api, repo_id: str, commit: str) -> dict:
-    """The files of the repo at ``commit`` (huggingface_hub ``RepoFile``s: size, blob id, LFS SHA-256), by path."""
-    return {f.path: f for f in api.list_repo_tree(repo_id, repo_type=REPO_TYPE, revision=commit, recursive=True) if hasattr(f, "blob_id")}
+def list_tree(api, repo_id: str, commit: str, folder: str = "") -> dict:
+    """The files of the repo at ``commit`` under ``folder`` (huggingface_hub ``RepoFile``s: size, blob id, LFS
+    SHA-256), by their path relative to ``folder``."""
+    prefix = f"{folder}/" if folder else ""
+    entries = api.list_repo_tree(repo_id, path_in_repo=folder or None, repo_type=REPO_TYPE, revision=commit, recursive=True)
+    return {f.path[len(prefix) :]: f for f in entries if hasattr(f, "blob_id") and f.path.startswith(prefix)}
 
 
 def tree_expected(tree: dict, path: str, source: Source, record: bool = True) -> Expected:
@@ -364,6 +370,7 @@ def _finish_partial(staging: Path, kind: str, record: Path, wanted: list[Wanted]
         "format": PARTIAL_FORMAT,
         "repo": source.repo_id,
         "commit": source.commit,
+        "path_in_repo": source.folder,
         "record": record.name,
         "include": list(include.specs),
         "files": sorted(files, key=lambda f: f["path"]),

@@ -7,7 +7,8 @@ At one checked commit id (:func:`hf_tokbin.hub.revision.resolve_commit`):
    part of the release layout.
 2. The Hub's own tree at that commit is compared with it: the file set is
    exact (``COMPLETE.json``'s files, ``COMPLETE.json`` and the repo's
-   ``.gitattributes``/``.gitignore``, nothing else), and every file has the
+   ``.gitattributes``/``.gitignore``, nothing else; with ``path_in_repo``, the
+   files under that folder), and every file has the
    listed size and, for LFS files, the listed SHA-256. Every file that
    disagrees is named.
 3. The records (everything but the token files, and any token file the Hub
@@ -30,7 +31,7 @@ from pathlib import Path
 from ..errors import HubError, TokbinError, VerificationError
 from ..release import COMPLETE_NAME, RECEIPTS_DIR, Complete, Receipt
 from .download import DownloadLimits, Expected, Source, read_error, safe_folder
-from .layout import check_path, is_token_file
+from .layout import check_path, check_path_in_repo, is_token_file
 from .pull import (
     GIT_FILES,
     RECORDS_DIR,
@@ -56,12 +57,13 @@ class RemoteReport:
     downloaded: int  # bytes downloaded to check
     sampled: tuple[str, ...]  # parts whose token files were downloaded and checked
     report: object  # the ReleaseReport of the records
+    folder: str = ""  # --path-in-repo
 
     def summary(self) -> str:
         lines = self.report.summary().splitlines()
         sample = f"; token files of {len(self.sampled)} part(s) downloaded and verified ({', '.join(self.sampled)})" if self.sampled else ""
         lines[0] = (
-            f"hf://datasets/{self.repo_id}@{self.commit}: OK: {self.files} files, {self.bytes / 1e6:,.1f} MB on the Hub match COMPLETE.json "
+            f"hf://datasets/{self.repo_id}@{self.commit}{'/' + self.folder if self.folder else ''}: OK: {self.files} files, {self.bytes / 1e6:,.1f} MB on the Hub match COMPLETE.json "
             f"(sizes and LFS SHA-256 at this commit); records verified, {self.downloaded / 1e6:,.1f} MB downloaded{sample}"
         )
         return "\n".join(lines)
@@ -74,6 +76,7 @@ def verify_remote(
     endpoint: str | None = None,
     token: str | None = None,
     download_sample: int = 0,
+    path_in_repo: str | None = None,
     retry: RetryPolicy | None = None,
     limits: DownloadLimits | None = None,
     max_workers: int = 8,
@@ -86,6 +89,7 @@ def verify_remote(
 
     if not (isinstance(download_sample, int) and download_sample >= 0):
         raise HubError("--download-sample", "must be a non-negative integer", got=download_sample)
+    folder = check_path_in_repo(path_in_repo)
     retry = retry or RetryPolicy.from_env()
     api = HfApi(endpoint=endpoint, token=token)
     where = f"{repo_id}@{shown(revision or 'main')}"
@@ -100,10 +104,10 @@ def verify_remote(
 
     commit = call("resolve revision", lambda: resolve_commit(api, repo_id, revision, REPO_TYPE))
     where = f"{repo_id}@{commit}"
-    tree = call("list files", lambda: list_tree(api, repo_id, commit))
+    tree = call("list files", lambda: list_tree(api, repo_id, commit, folder))
+    source = Source(repo_id, commit, endpoint=endpoint, token=token, repo_type=REPO_TYPE, limits=limits or DownloadLimits.from_env(), folder=folder)
     if COMPLETE_NAME not in tree:
-        raise VerificationError(f"hf://datasets/{where}", "release is incomplete: no COMPLETE.json at this commit", hint="a push may still be running")
-    source = Source(repo_id, commit, endpoint=endpoint, token=token, repo_type=REPO_TYPE, limits=limits or DownloadLimits.from_env())
+        raise VerificationError(source.uri(""), "release is incomplete: no COMPLETE.json at this commit", hint="a push may still be running; --path-in-repo names a release in a folder of the repo")
 
     with tempfile.TemporaryDirectory(prefix="hf_tokbin-verify-") as tmp:
         root = Path(tmp)
@@ -115,7 +119,7 @@ def verify_remote(
                 check_path("release", entry.path, source.uri(COMPLETE_NAME))
             listed = {e.path for e in complete.files}
             problems = tree_disagreements(complete.files, tree)
-            problems += [f"{shown(p)} is on the Hub but not listed in COMPLETE.json" for p in sorted(set(tree) - listed - {COMPLETE_NAME, *GIT_FILES})]
+            problems += [f"{shown(p)} is on the Hub but not listed in COMPLETE.json" for p in sorted(set(tree) - listed - {COMPLETE_NAME, *([] if folder else GIT_FILES)})]
             if problems:
                 raise disagreement_error(source.uri(COMPLETE_NAME), "the Hub's files at this commit disagree with COMPLETE.json", problems, VerificationError)
 
@@ -134,7 +138,7 @@ def verify_remote(
             report = verify_release_records(root, complete, held=[e.path for e in small] + sample)
     downloaded = sum(e.size for e in small) + sum(by_path[p].size for p in sample) + tree[COMPLETE_NAME].size
     sampled = tuple(Path(p).stem for p in parts)
-    return RemoteReport(repo_id, commit, len(complete.files) + 1, sum(e.size for e in complete.files), downloaded, sampled, report)
+    return RemoteReport(repo_id, commit, len(complete.files) + 1, sum(e.size for e in complete.files), downloaded, sampled, report, folder)
 
 
 def _sample(receipts: list[str], k: int) -> list[str]:
