@@ -17,10 +17,13 @@ import sys
 import pytest
 from hostile_hub import HostileHub, build_release
 from hub_server import client_env, make_corpus, write_complete
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from hf_tokbin.errors import FormatError, HubError, VerificationError
 from hf_tokbin.hub import RetryPolicy, pull_release
 from hf_tokbin.hub.download import DownloadLimits
+from hf_tokbin.hub.layout import check_path
 
 TOKEN = "hf_hostile_test_token_0123456789"
 REPO = "tester/release"
@@ -146,6 +149,27 @@ def test_complete_json_listing_a_path_outside_the_layout_is_refused_before_any_w
     staged = tree(staging_of(out, commit))
     assert staged <= {".records", ".records/COMPLETE.json"}, staged
     assert not (tmp_path / "x").exists() and not (tmp_path / "t.txt").exists()
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["shards", "train", "validation", "part-000001.bin", "receipts", "part-000002.json", "tokens", "a", "README.md",
+                                 "stats.json", ".", "..", "", ".git", "config", "~", "a\\b", "x\ny", "\x00", "\x1b[2J", " ", "data", "s.parquet"]), min_size=1, max_size=5))
+@example(["shards", "train", "part-000001.bin"])
+@example(["tokens", "a", "a", "README.md"])
+@example(["data", "a", "s.parquet"])
+@example(["receipts", "part-000002.json"])
+def test_a_path_the_layout_accepts_stays_inside_and_is_never_hidden(parts):
+    path = "/".join(parts)
+    for kind in ("release", "corpus"):
+        try:
+            check_path(kind, path, "COMPLETE.json")
+        except HubError as error:
+            assert "\n" not in str(error) and "\x1b" not in str(error) and "\x00" not in str(error)
+            continue
+        root = "/r/staging"
+        assert os.path.normpath(os.path.join(root, path)).startswith(root + "/")
+        assert not any(part.startswith(".") or part == "" for part in path.split("/"))
+        assert all(c.isprintable() and c not in "\\ " for c in path)
 
 
 def test_symlinks_and_files_planted_in_a_kept_staging_folder_are_removed_never_followed(hub, tmp_path, release):
