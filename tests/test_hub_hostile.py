@@ -401,3 +401,39 @@ def test_read_errors_show_the_server_message_and_a_hint_for_reading(hub, tmp_pat
     assert "write access" not in text and TOKEN not in text
     if code == "GatedRepo":
         assert f"{hub.url}/datasets/{REPO}" in text
+
+
+def test_a_full_disk_is_one_clear_error_and_the_re_run_ends_byte_identical(hub, tmp_path, release, monkeypatch):
+    import errno
+
+    from hf_tokbin.hub import download
+
+    commit = hub.seed_repo(REPO, release)
+    real_fdopen = download.os.fdopen
+
+    class FullDisk:
+        def __init__(self, file):
+            self.file = file
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.file.close()
+
+        def write(self, chunk):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    def fdopen(fd, mode):
+        name = os.readlink(f"/proc/self/fd/{fd}")
+        file = real_fdopen(fd, mode)
+        return FullDisk(file) if name.endswith("part-000001.bin.download") else file
+
+    monkeypatch.setattr(download.os, "fdopen", fdopen)
+    out = tmp_path / "out"
+    with pytest.raises(HubError, match=r"download shards/train/part-000001.bin failed: the disk is full.*free space and re-run the same command: it resumes"):
+        pull(hub, out)
+    assert not out.exists() and not (staging_of(out, commit) / "COMPLETE.json").exists()
+    monkeypatch.undo()
+    pull(hub, out)
+    assert {p: (out / p).read_bytes() for p in tree(out) if (out / p).is_file()} == {p: (release / p).read_bytes() for p in tree(release) if (release / p).is_file()}
