@@ -172,6 +172,13 @@ def test_a_path_the_layout_accepts_stays_inside_and_is_never_hidden(parts):
         assert all(c.isprintable() and c not in "\\ " for c in path)
 
 
+def test_names_a_build_allows_are_pulled(hub, tmp_path):
+    release = build_release(tmp_path / "built", name="histoires courtes", tokenizer_id="octets 日本")
+    hub.seed_repo(REPO, release)
+    summary = pull(hub, tmp_path / "out")
+    assert summary.complete and (tmp_path / "out/tokens/octets 日本/histoires courtes/_MANIFEST.json").is_file()
+
+
 def test_symlinks_and_files_planted_in_a_kept_staging_folder_are_removed_never_followed(hub, tmp_path, release):
     commit = hub.seed_repo(REPO, release)
     outside = tmp_path / "outside"

@@ -5,7 +5,7 @@ own paths (seed 004's release, or a corpus folder), as plain text:
 
 - relative, no empty, ``.`` or ``..`` component, no component starting with ``.``
   (``.git/config`` would run the server's commands on the next ``git status``);
-- printable characters only, no backslash (no NUL, newline or terminal escape);
+- printable characters only, no backslash (no NUL, newline, terminal escape or bidi control);
 - release: ``shards/{train,validation}/part-N.{bin,idx}``, ``receipts/part-N.json``,
   ``tokens/<tokenizer_id>/<dataset>/<file>``, ``run_config.json``, ``stats.json``, ``README.md``;
 - corpus: ``data/...<name>.parquet`` (the shards ``_MANIFEST.json`` lists; ``README.md`` is fetched by name).
@@ -27,24 +27,22 @@ from ..errors import HubError
 from ..release import CARD_NAME, FORMATS, RUN_CONFIG_NAME, SPLITS, STATS_NAME
 from .revision import shown
 
-_NAME = r"[A-Za-z0-9_][A-Za-z0-9_.+=@,-]*"  # one component: not hidden, no separators or control characters
 _RELEASE_PATH = re.compile(
-    rf"shards/(?:train|validation)/part-\d{{6,}}\.(?:bin|idx)"
-    rf"|receipts/part-\d{{6,}}\.json"
-    rf"|tokens/{_NAME}/{_NAME}/{_NAME}"
+    r"shards/(?:train|validation)/part-[0-9]{6,}\.(?:bin|idx)"
+    r"|receipts/part-[0-9]{6,}\.json"
+    r"|tokens/[^/]+/[^/]+/[^/]+"  # tokens/<tokenizer_id>/<dataset>/<file>: the names a build allows
     rf"|{re.escape(RUN_CONFIG_NAME)}|{re.escape(STATS_NAME)}|{re.escape(CARD_NAME)}"
 )
-_CORPUS_PATH = re.compile(rf"data/(?:{_NAME}/)*{_NAME}\.parquet")  # the shards a corpus manifest lists (the card is fetched by name)
-_LLMC_MANIFEST = "_MANIFEST.json"
-_LLMC_FILE = re.compile(r"tokens/[^/]+/[^/]+/(train|val)-\d+\.bin")
-_PAIR_FILE = re.compile(r"shards/(train|validation)/part-\d+\.(?:bin|idx)")
+_CORPUS_PATH = re.compile(r"data/(?:[^/]+/)*[^/]+\.parquet")  # the shards a corpus manifest lists (the card is fetched by name)
+_LLMC_FILE = re.compile(r"tokens/[^/]+/[^/]+/(train|val)-[0-9]+\.bin")
+_PAIR_FILE = re.compile(r"shards/(train|validation)/part-[0-9]+\.(?:bin|idx)")
 _SPLIT_ALIASES = {"train": "train", "validation": "validation", "val": "validation"}
 
 
 def check_path(kind: str, path: str, listed_in: str) -> str:
     """``path`` if a pull may write it for a ``kind`` ("release" or "corpus") repo; else a :class:`HubError`."""
     pattern = _RELEASE_PATH if kind == "release" else _CORPUS_PATH
-    if not isinstance(path, str) or pattern.fullmatch(path) is None or any(part in ("", ".", "..") for part in path.split("/")):
+    if not isinstance(path, str) or pattern.fullmatch(path) is None or not all(map(_is_plain_name, path.split("/"))):
         raise HubError(
             listed_in,
             f"lists a path that is no part of a {kind}'s layout; nothing was written",
@@ -52,6 +50,12 @@ def check_path(kind: str, path: str, listed_in: str) -> str:
             hint="a pull writes only relative, non-hidden paths of the layout (see docs/security.md)",
         )
     return path
+
+
+def _is_plain_name(part: str) -> bool:
+    """One path component a pull may create: not empty, not hidden (so not "." or ".."), printable (no newline, NUL,
+    escape or bidi control), no backslash."""
+    return part != "" and not part.startswith(".") and part.isprintable() and "\\" not in part
 
 
 def is_token_file(path: str) -> bool:
@@ -63,14 +67,14 @@ def check_path_in_repo(value: str | None) -> str:
     """``--path-in-repo``: the folder of the repo holding the release, as ``a/b`` ("" for the top); each component
     a plain, non-hidden name."""
     folder = (value or "").strip("/")
-    if folder and not all(re.fullmatch(_NAME, part) for part in folder.split("/")):
+    if folder and not all(map(_is_plain_name, folder.split("/"))):
         raise HubError("--path-in-repo", "must be a folder of plain, non-hidden names such as releases/v1", got=shown(value))
     return folder
 
 
 @dataclass(frozen=True)
 class Include:
-    """What ``--include`` selects: (format, split) pairs; ``None`` everywhere means the whole repo."""
+    """What ``--include`` selects: (format, split) pairs, or (``pairs`` None) the whole repo."""
 
     pairs: frozenset[tuple[str, str]] | None = None
     specs: tuple[str, ...] = ()
