@@ -15,7 +15,8 @@ A pull trusts nothing it receives (see ``docs/security.md``):
    and time and checked against the record as it arrives
    (:mod:`hf_tokbin.hub.download`). A failed or killed pull keeps the staging
    folder: a re-run of the same command resumes, fetching only the files that
-   are missing or do not match the record.
+   are missing or do not match the record, after removing anything in it the
+   pull does not want (symlinks unlinked, never followed).
 4. Every rule ``hf-tokbin verify`` applies passes on the staging folder, the
    record goes in last, and only then is the folder renamed to the output.
    The output therefore never holds a record unless everything passed.
