@@ -19,7 +19,7 @@ A receipt (``receipts/part-000000.json``)::
 
 ``COMPLETE.json``::
 
-    {"format": "hf_tokbin.formats.release/1", "files": [{"path": ..., "size": N, "sha256": ...}, ...]}
+    {"format": "hf_tokbin.release/1", "files": [{"path": ..., "size": N, "sha256": ...}, ...]}
 
 with files sorted by path. The release is complete only when ``COMPLETE.json``
 is present. A path with a component starting with "." (``.work/``,
@@ -37,7 +37,7 @@ from .._io import canonical_json, read_json, write_text_atomic
 from ..errors import FormatError
 from .records import FileEntry, check_keys, is_count, require
 
-FORMAT = "hf_tokbin.formats.release/1"
+FORMAT = "hf_tokbin.release/1"
 COMPLETE_NAME = "COMPLETE.json"
 RUN_CONFIG_NAME = "run_config.json"
 STATS_NAME = "stats.json"
