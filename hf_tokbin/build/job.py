@@ -45,31 +45,37 @@ def build(plan: BuildPlan, engine: str = "local", ray_address: str | None = None
     Two builds into the same output would delete each other's temporary files:
     the second one refuses at once (:meth:`hf_tokbin.output.Output.lock`).
     """
-    with plan.output.lock():
-        return _build(plan, engine, ray_address, progress)
-
-
-def _build(plan: BuildPlan, engine: str, ray_address: str | None, progress: bool) -> BuildSummary:
-    from ..engines import run_parts
-
     started = time.perf_counter()
-    output = plan.output
     if engine not in ENGINES:
         raise BuildError(None, "engine must be local or ray", got=engine)
     if engine == "ray" and plan.out.startswith("memory://"):
         raise BuildError(plan.out, "--engine ray needs an --out every node can write", expected="a shared folder or a URL such as s3://, gs://, file://", got="memory:// (one process's memory)")
-    if output.read_bytes(COMPLETE_NAME) is not None:
-        start_release(plan)  # same build? (raises if not); removes stale temporaries
-        # A build killed after COMPLETE.json, before its own clean-up, left its work folder: verify would reject it.
-        output.remove_tree(WORK_DIR)
-        output.discard_work()
-        receipts = [_read_record(output, receipt_path(part_name(i)), Receipt.read) for i in range(len(plan.corpus.shards))]
-        counts = check_split_totals(plan, receipts)
-        return _summary(plan, counts, started, 0, len(receipts))
-    if engine == "ray":
+    complete = plan.output.read_bytes(COMPLETE_NAME) is not None
+    if engine == "ray" and not complete:
         from ..engines.ray import check_reachable
 
-        check_reachable(ray_address)  # before the first byte is written
+        check_reachable(ray_address)  # before the first byte (the lock included) is written
+    with plan.output.lock():
+        if complete:
+            return _summarize_complete(plan, started)
+        return _build(plan, engine, ray_address, progress, started)
+
+
+def _summarize_complete(plan: BuildPlan, started: float) -> BuildSummary:
+    """A build run again on its complete release: nothing is built; the summary is read back."""
+    output = plan.output
+    start_release(plan)  # same build? (raises if not); removes stale temporaries
+    # A build killed after COMPLETE.json, before its own clean-up, left its work folder: verify would reject it.
+    output.remove_tree(WORK_DIR)
+    output.discard_work()
+    receipts = [_read_record(output, receipt_path(part_name(i)), Receipt.read) for i in range(len(plan.corpus.shards))]
+    counts = check_split_totals(plan, receipts)
+    return _summary(plan, counts, started, 0, len(receipts))
+
+
+def _build(plan: BuildPlan, engine: str, ray_address: str | None, progress: bool, started: float) -> BuildSummary:
+    from ..engines import run_parts
+
     start_release(plan)
     plan = prepare_encoder(plan)
     results = run_parts(engine, build_part, plan, list(range(len(plan.corpus.shards))), ray_address=ray_address, progress=progress)

@@ -303,8 +303,13 @@ class MegatronPair:
                 i = start + int(bad[0]) + 1
                 raise FormatError(idx, f"document index {i} must not decrease", expected=f">= {int(docs[i - 1])}", got=int(docs[i]))
 
-    def check_ids(self, vocab_size: int) -> None:
-        """Raise if an id is >= ``vocab_size`` (or negative, for int32 files)."""
+    def check_ids(self, vocab_size: int | None = None) -> None:
+        """Raise if an id is >= ``vocab_size`` or negative (int32 files can hold negatives; no tokenizer has one).
+
+        Without ``vocab_size`` (a bare pair names none) only the sign is checked.
+        """
+        if vocab_size is None:
+            vocab_size = 1 << (8 * self.dtype.itemsize)
         tokens = self.tokens
         for start in range(0, tokens.size, _CHUNK):
             chunk = tokens[start : start + _CHUNK]

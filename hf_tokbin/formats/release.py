@@ -29,12 +29,13 @@ is present. A path with a component starting with "." (``.work/``,
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 from .._io import canonical_json, read_json, write_text_atomic
-from ..errors import FormatError
+from ..errors import FormatError, VerificationError
 from .records import FileEntry, check_keys, is_count, require
 
 FORMAT = "hf_tokbin.release/1"
@@ -130,7 +131,8 @@ class Receipt:
     files: tuple[FileEntry, ...]
 
     def __post_init__(self):
-        require(isinstance(self.part, str) and self.part.startswith("part-"), None, "part must be part-NNNNNN", self.part)
+        require(isinstance(self.part, str) and re.fullmatch(r"part-[0-9]{6}", self.part) is not None, None, "part must be part-NNNNNN", self.part)
+        require(isinstance(self.splits, dict) and len(self.splits) > 0, None, "splits must name the split of the input shard", self.splits)
         require(all(s in SPLITS for s in self.splits), None, f"splits must be among {SPLITS}", list(self.splits))
 
     def to_json(self) -> str:
@@ -220,14 +222,24 @@ def is_release_path(rel: str) -> bool:
 
 
 def list_release_paths(root: str | os.PathLike) -> list[str]:
-    """The sorted relative posix paths of the files of the release at ``root``, ``COMPLETE.json`` excluded."""
+    """The sorted relative posix paths of the files of the release at ``root``, ``COMPLETE.json`` excluded.
+
+    A release holds regular files only: a symlink (to a file or a folder) or any
+    other kind of file inside it is refused, never followed, so nothing outside
+    the folder can be listed, verified or published as part of it.
+    """
     root = Path(root)
     paths = []
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith(".")]  # never descend into .work/ or .cache/
         base = Path(folder).relative_to(root)
-        for name in files:
+        for name in [*dirs, *files]:
             rel = (base / name).as_posix()
-            if rel != COMPLETE_NAME and is_release_path(rel):
+            if rel == COMPLETE_NAME or not is_release_path(rel):
+                continue
+            path = root / rel
+            if path.is_symlink() or not (path.is_dir() if name in dirs else path.is_file()):
+                raise VerificationError(path, "a release holds only regular files and folders", got="a symlink" if path.is_symlink() else "another kind of file")
+            if name in files:
                 paths.append(rel)
     return sorted(paths)

@@ -23,8 +23,10 @@ def check_files(root: Path, entries: Iterable[FileEntry], listed_in: str, progre
     with tqdm(total=sum(e.size for e in entries), unit="B", unit_scale=True, desc=f"checking {listed_in}", disable=not progress, leave=False) as bar:
         for entry in entries:
             path = root / entry.path
-            if not path.is_file():
-                raise VerificationError(path, f"file listed in {listed_in} is missing")
+            linked = _through_symlink(root, entry.path)
+            if linked or not path.is_file():
+                rule = "is reached through a symlink: a release holds only regular files" if linked else "is missing"
+                raise VerificationError(path, f"file listed in {listed_in} {rule}")
             size = path.stat().st_size
             if size != entry.size:
                 raise VerificationError(path, f"size differs from {listed_in}", expected=entry.size, got=size)
@@ -32,6 +34,16 @@ def check_files(root: Path, entries: Iterable[FileEntry], listed_in: str, progre
             if digest != entry.sha256:
                 raise VerificationError(path, f"SHA-256 differs from {listed_in}", expected=entry.sha256, got=digest)
             bar.update(entry.size)
+
+
+def _through_symlink(root: Path, rel: str) -> bool:
+    """Whether ``root/rel`` or any folder on the way to it is a symlink (it could lead outside ``root``)."""
+    path = root
+    for part in rel.split("/"):
+        path = path / part
+        if path.is_symlink():
+            return True
+    return False
 
 
 def check_receipts(root: Path, complete: Complete) -> list[Receipt]:

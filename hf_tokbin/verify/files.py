@@ -25,6 +25,7 @@ def verify_token_file(path: str | os.PathLike) -> str:
         vocab = f"vocab_size {header.vocab_size}" if layout.vocab_in_header else "no vocab_size field"
         return f"{path}: OK: llm.c {layout.family} layout (magic {layout.magic}, version {layout.version}, {layout.dtype.name}), {header.n_tokens:,} tokens, {vocab}"
     pair = megatron.MegatronPair(path)
+    pair.check_ids()  # a bare pair names no vocabulary: at least no id is negative
     return f"{path}: OK: Megatron pair, {len(pair):,} sequences, {pair.n_tokens:,} tokens, dtype {pair.dtype.name}"
 
 

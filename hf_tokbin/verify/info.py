@@ -27,6 +27,7 @@ def describe(path: str | os.PathLike) -> str:
     if kind == "llmc-file":
         return describe_llmc_file(path)
     pair = megatron.MegatronPair(path)
+    pair.check_ids()
     lengths = pair.lengths
     mean = float(lengths.mean()) if len(pair) else 0.0
     return "\n".join(
