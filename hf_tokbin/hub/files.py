@@ -13,29 +13,92 @@ The Hub code knows two kinds of folder, by their record file:
 
 Nothing here knows token layouts: only paths, sizes, SHA-256 digests and the
 grouping "a part's files and its receipt go together".
+
+:func:`check_hub_limits` is the Hub's repository limits as a pure function of
+paths (and sizes), for push and for build planning alike.
 """
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import os
+import posixpath
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable, Mapping
 
 from .._io import sha256_bytes, sha256_file
 from ..corpus_manifest import MANIFEST_NAME, CorpusManifest
-from ..errors import VerificationError
+from ..errors import HubError, VerificationError
 from ..records import FileEntry
 from ..release import (
     CARD_NAME,
     COMPLETE_NAME,
     RECEIPTS_DIR,
+    SHARDS_DIR,
+    TOKENS_DIR,
     Complete,
     check_files,
     check_receipts,
 )
 
 _BLOB_CHUNK = 1 << 20
+
+# The Hub's repository limits (https://huggingface.co/docs/hub/repositories-recommendations,
+# https://huggingface.co/docs/hub/storage-limits): a folder holds fewer than 10k entries (files
+# and subfolders), a repo fewer than 100k files, a file at most 50 GB (20 GB recommended).
+HUB_MAX_ENTRIES_PER_FOLDER = 10_000
+HUB_MAX_FILES_PER_REPO = 100_000
+HUB_MAX_FILE_SIZE = 50 * 1000**3
+
+# Files up to this size are read into memory once at commit time: the bytes checked are the
+# bytes sent (the Hub's plain-git threshold; bigger files go up as LFS, which the Hub checks by SHA-256).
+INLINE_MAX_BYTES = 10 * 2**20
+
+# The folders a record's own files live in: remote files there that the record does not list
+# belong to another release or corpus, and would be mixed with this one.
+LAYOUT_DIRS = {"release": (SHARDS_DIR, RECEIPTS_DIR, TOKENS_DIR), "corpus": ("data",)}
+
+
+def folder_entries(paths: Iterable[str]) -> dict[str, int]:
+    """Entries (files and subfolders) directly inside each folder of a repo holding ``paths`` ("" is the top)."""
+    children: dict[str, set[str]] = collections.defaultdict(set)
+    for path in paths:
+        parts = path.split("/")
+        for depth in range(len(parts)):
+            children["/".join(parts[:depth])].add(parts[depth])
+    return {folder: len(names) for folder, names in children.items()}
+
+
+def check_hub_limits(paths: Iterable[str], sizes: Mapping[str, int] | None = None, where=None, hint: str | None = None) -> None:
+    """Raise :class:`HubError` when a repo holding ``paths`` would break one of the Hub's limits.
+
+    ``sizes`` (path -> bytes) is optional: build planning knows the paths before any file exists.
+    """
+    paths = list(paths)
+    for folder, count in sorted(folder_entries(paths).items()):
+        if count > HUB_MAX_ENTRIES_PER_FOLDER:
+            name = f"{folder}/" if folder else "the repo's top folder"
+            raise HubError(where, f"{name} would hold {count:,} entries, the Hub allows at most {HUB_MAX_ENTRIES_PER_FOLDER:,} per folder", hint=hint or "fewer, bigger parts (a larger shard size)")
+    if len(paths) > HUB_MAX_FILES_PER_REPO:
+        raise HubError(where, f"the repo would hold {len(paths):,} files, the Hub recommends at most {HUB_MAX_FILES_PER_REPO:,}", hint=hint or "fewer, bigger parts, or one repo per release")
+    for path, size in sorted((sizes or {}).items()):
+        if size > HUB_MAX_FILE_SIZE:
+            raise HubError(where, f"{path} is {size:,} bytes, the Hub's largest file is {HUB_MAX_FILE_SIZE:,} bytes", hint=hint or "smaller shards")
+
+
+def normalize_path_in_repo(prefix: str | None) -> str:
+    """``--path-in-repo`` as a folder prefix ("" or "a/b/"): relative, no ``.``/``..``, nothing hidden."""
+    if prefix is None or prefix.strip("/") == "":
+        return ""
+    if not isinstance(prefix, str) or "\\" in prefix or prefix.startswith("/"):
+        raise HubError(None, "path in repo must be a relative folder such as releases/v1", got=repr(prefix))
+    parts = prefix.strip("/").split("/")
+    for part in parts:
+        if part in ("", ".", "..") or part.startswith(".") or not part.isprintable():
+            raise HubError(None, "path in repo must be a relative folder such as releases/v1 (no empty, '.', '..' or hidden parts)", got=repr(prefix))
+    return posixpath.join(*parts) + "/"
 
 
 @dataclass(frozen=True)
@@ -59,15 +122,43 @@ class Upload:
         """Git's object id of the content: SHA-1 of ``b"blob <size>\\0"`` + content.
 
         The Hub stores small text files as plain git blobs and reports only this id for them.
+        The content read is checked against ``sha256`` in the same pass, so the id is never
+        that of a file changed since its record vouched for it.
         """
-        digest = hashlib.sha1(b"blob %d\0" % self.size)
+        digest, sha = hashlib.sha1(b"blob %d\0" % self.size), hashlib.sha256()
         if isinstance(self.source, bytes):
             digest.update(self.source)
+            sha.update(self.source)
         else:
             with open(self.source, "rb") as file:
                 while chunk := file.read(_BLOB_CHUNK):
                     digest.update(chunk)
+                    sha.update(chunk)
+        self._check_digest(sha.hexdigest(), self.size if isinstance(self.source, bytes) else os.path.getsize(self.source))
         return digest.hexdigest()
+
+    def inline(self) -> "Upload":
+        """This upload with a small file's bytes read once into memory and checked against the record.
+
+        What the client then hashes, sends and what the read-back compares are these bytes;
+        a big file stays a path (it goes up as LFS, whose SHA-256 the Hub checks on receipt).
+        """
+        if isinstance(self.source, bytes) or self.size > INLINE_MAX_BYTES:
+            return self
+        with open(self.source, "rb") as file:
+            data = file.read(INLINE_MAX_BYTES + 1)
+        self._check_digest(hashlib.sha256(data).hexdigest(), len(data))
+        return Upload(self.path, self.size, self.sha256, data)
+
+    def _check_digest(self, sha256: str, size: int) -> None:
+        if size != self.size or sha256 != self.sha256:
+            raise VerificationError(
+                self.source if not isinstance(self.source, bytes) else self.path,
+                "file changed after it was checked, before it went up",
+                expected=f"{self.size} bytes, SHA-256 {self.sha256}",
+                got=f"{size} bytes, SHA-256 {sha256}",
+                hint="something is still writing to the folder; wait for it, then re-run push",
+            )
 
 
 @dataclass(frozen=True)
