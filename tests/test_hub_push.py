@@ -48,15 +48,15 @@ from pathlib import Path
 import hf_tokbin.hub.push as push
 from hf_tokbin.errors import TokbinError
 folder, repo, victim = sys.argv[1:4]
-planned = push.publish_plan
-def plan_then_rewrite(root, progress=True):
-    plan = planned(root, progress)
-    path = Path(root) / victim
+checked = push._LocalFiles.check
+def check_then_rewrite(plan, prefix, progress):
+    local = checked(plan, prefix, progress)
+    path = Path(folder) / victim
     data = bytearray(path.read_bytes())
     data[-2] ^= 0x01
     path.write_bytes(bytes(data))
-    return plan
-push.publish_plan = plan_then_rewrite
+    return local
+push._LocalFiles.check = check_then_rewrite
 try:
     print(push.push_folder(folder, repo, progress=False))
 except TokbinError as e:

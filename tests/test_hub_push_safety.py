@@ -62,6 +62,46 @@ huggingface_hub.HfApi.preupload_lfs_files = preupload_then_rewrite
 """
 
 
+# Files above 64 bytes count as big (hashed by the client, sent by path); count every hash of a file.
+_BIG_FILES_COUNTED = """
+import collections, os
+import huggingface_hub
+import hf_tokbin.hub.files as files
+import hf_tokbin.hub.push as push
+files.INLINE_MAX_BYTES = 64
+hashed = collections.Counter()
+real_post_init = huggingface_hub.CommitOperationAdd.__post_init__
+def counting_post_init(self):
+    real_post_init(self)
+    if isinstance(self.path_or_fileobj, str):
+        hashed[self.path_or_fileobj] += 1
+huggingface_hub.CommitOperationAdd.__post_init__ = counting_post_init
+real_sha256_file = push.sha256_file
+def counting_sha256_file(path):
+    hashed[os.fspath(path)] += 1
+    return real_sha256_file(path)
+push.sha256_file = counting_sha256_file
+import atexit
+atexit.register(lambda: print("HASHED " + json.dumps(hashed), file=sys.stderr))
+"""
+
+# After the check, another writer rewrites a big file (same size; its mtime moves on, as any write's does).
+_REWRITE_BIG_AFTER_CHECK = """
+from pathlib import Path
+checked = push._LocalFiles.check
+def check_then_rewrite(plan, prefix, progress):
+    local = checked(plan, prefix, progress)
+    path = Path(args["folder"]) / "shards/train/part-000001.bin"
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0x01
+    stat = path.stat()
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # a clock tick coarser than the test is fast
+    return local
+push._LocalFiles.check = check_then_rewrite
+"""
+
+
 @pytest.fixture
 def hub():
     with HubServer(token=TOKEN) as server:
@@ -83,6 +123,7 @@ def cli(env, *args) -> subprocess.CompletedProcess:
 def push_api(env, folder, repo=REPO, setup="", limits=None, **kwargs):
     args = json.dumps({"folder": str(folder), "repo": repo, "setup": setup, "limits": limits or {}, "kwargs": kwargs})
     result = subprocess.run([sys.executable, "-c", _PUSH, args], env=env, capture_output=True, text=True, timeout=120)
+    assert result.stdout.strip(), result.stderr[-3000:]
     slept = json.loads(result.stdout.strip().splitlines()[-1].removeprefix("SLEPT "))
     return result, slept
 
@@ -409,6 +450,26 @@ def test_a_small_file_changed_during_its_commit_is_not_published_with_new_bytes(
         assert hashlib.sha256(remote["stats.json"]).hexdigest() == vouched["sha256"]
     else:
         assert "COMPLETE.json" not in remote
+
+
+def test_each_big_file_is_hashed_once_by_the_client_and_sent_by_path(hub, env, tmp_path):
+    release = make_release(tmp_path / "release")
+    result, _ = push_api(env, release, setup=_BIG_FILES_COUNTED)
+    assert result.returncode == 0, result.stderr
+    hashed = json.loads(result.stderr.split("HASHED ")[-1])
+    big = [p for p in local_files(release) if (release / p).stat().st_size > 64]
+    assert len(big) > 10 and all(hashed[str(release / p)] == 1 for p in big), hashed
+    remote = hub.head_files(REPO)
+    remote.pop(".gitattributes")
+    assert remote == local_files(release)
+
+
+def test_a_big_file_rewritten_after_its_check_stops_the_push(hub, env, tmp_path):
+    release = make_release(tmp_path / "release")
+    result, _ = push_api(env, release, setup=_BIG_FILES_COUNTED + _REWRITE_BIG_AFTER_CHECK)
+    assert result.returncode == 1
+    assert "part-000001.bin" in result.stderr and "file changed after it was checked" in result.stderr
+    assert pushed_commits(hub) == []
 
 
 # -- 10. hf_xet errors ------------------------------------------------------------------

@@ -26,7 +26,8 @@ import os
 import posixpath
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
+from stat import S_ISREG
+from typing import Callable, Iterable, Mapping
 
 from .._io import sha256_bytes, sha256_file
 from ..corpus_manifest import MANIFEST_NAME, CorpusManifest
@@ -134,8 +135,13 @@ class Upload:
                 while chunk := file.read(_BLOB_CHUNK):
                     digest.update(chunk)
                     sha.update(chunk)
-        self._check_digest(sha.hexdigest(), self.size if isinstance(self.source, bytes) else os.path.getsize(self.source))
+        self.check_digest(sha.hexdigest(), self.size if isinstance(self.source, bytes) else os.path.getsize(self.source))
         return digest.hexdigest()
+
+    @property
+    def is_small(self) -> bool:
+        """Read into memory once at commit time (see ``INLINE_MAX_BYTES``)."""
+        return self.size <= INLINE_MAX_BYTES
 
     def inline(self) -> "Upload":
         """This upload with a small file's bytes read once into memory and checked against the record.
@@ -143,14 +149,14 @@ class Upload:
         What the client then hashes, sends and what the read-back compares are these bytes;
         a big file stays a path (it goes up as LFS, whose SHA-256 the Hub checks on receipt).
         """
-        if isinstance(self.source, bytes) or self.size > INLINE_MAX_BYTES:
+        if isinstance(self.source, bytes) or not self.is_small:
             return self
         with open(self.source, "rb") as file:
             data = file.read(INLINE_MAX_BYTES + 1)
-        self._check_digest(hashlib.sha256(data).hexdigest(), len(data))
+        self.check_digest(hashlib.sha256(data).hexdigest(), len(data))
         return Upload(self.path, self.size, self.sha256, data)
 
-    def _check_digest(self, sha256: str, size: int) -> None:
+    def check_digest(self, sha256: str, size: int) -> None:
         if size != self.size or sha256 != self.sha256:
             raise VerificationError(
                 self.source if not isinstance(self.source, bytes) else self.path,
@@ -169,25 +175,31 @@ class PublishPlan:
     kind: str  # "release" or "corpus"
     groups: tuple[tuple[Upload, ...], ...]
     final: Upload
+    record: str = COMPLETE_NAME  # the record file the uploads' sizes and digests come from
 
     @property
     def uploads(self) -> list[Upload]:
         return [u for group in self.groups for u in group] + [self.final]
 
 
-def publish_plan(folder: str | os.PathLike, progress: bool = True) -> PublishPlan:
-    """Check a release or corpus folder byte for byte and say what goes up, in which groups."""
+def publish_plan(folder: str | os.PathLike, progress: bool = True, check: bool = True) -> PublishPlan:
+    """Check a release or corpus folder byte for byte and say what goes up, in which groups.
+
+    ``check=False`` reads and cross-checks the records only, for a caller that hashes each
+    file itself (push hashes every file once, as the client prepares it).
+    """
     root = Path(folder)
     if (root / COMPLETE_NAME).is_file():
-        return release_plan(root, progress)
+        return release_plan(root, progress, check)
     if (root / MANIFEST_NAME).is_file():
-        return corpus_plan(root, progress)
+        return corpus_plan(root, progress, check)
     raise VerificationError(root, "not a release or corpus folder", expected=f"{COMPLETE_NAME} (release) or {MANIFEST_NAME} (corpus)", got="neither")
 
 
-def release_plan(root: Path, progress: bool = True) -> PublishPlan:
+def release_plan(root: Path, progress: bool = True, check: bool = True) -> PublishPlan:
     complete = Complete.read(root / COMPLETE_NAME)
-    check_files(root, complete.files, COMPLETE_NAME, progress)
+    if check:
+        check_files(root, complete.files, COMPLETE_NAME, progress)
     receipts = check_receipts(root, complete)
     grouped: set[str] = set()
     groups = []
@@ -204,18 +216,39 @@ def release_plan(root: Path, progress: bool = True) -> PublishPlan:
 
         upload_groups.append((Upload.from_bytes(CARD_NAME, render_release_card(root).encode("utf-8")),))
     final = Upload.from_file(root, _entry_of(root, COMPLETE_NAME))
-    return PublishPlan(root, "release", tuple(upload_groups), final)
+    return PublishPlan(root, "release", tuple(upload_groups), final, COMPLETE_NAME)
 
 
-def corpus_plan(root: Path, progress: bool = True) -> PublishPlan:
+def corpus_plan(root: Path, progress: bool = True, check: bool = True) -> PublishPlan:
     manifest = CorpusManifest.read(root)
     shards = [FileEntry(s.path, s.size, s.sha256) for s in manifest.shards]
-    check_files(root, shards, MANIFEST_NAME, progress)
+    if check:
+        check_files(root, shards, MANIFEST_NAME, progress)
     if not (root / CARD_NAME).is_file():
         raise VerificationError(root / CARD_NAME, "a corpus folder needs its dataset card (its configs make load_dataset work)", hint="re-run hf-tokbin corpus")
     groups = [(Upload.from_file(root, s),) for s in shards]
     groups.append((Upload.from_file(root, _entry_of(root, CARD_NAME)),))
-    return PublishPlan(root, "corpus", tuple(groups), Upload.from_file(root, _entry_of(root, MANIFEST_NAME)))
+    return PublishPlan(root, "corpus", tuple(groups), Upload.from_file(root, _entry_of(root, MANIFEST_NAME)), MANIFEST_NAME)
+
+
+def check_local_file(root: Path, upload: Upload, record: str, digest: Callable[[Path], str]) -> tuple[int, int]:
+    """Check that ``upload``'s file is a regular file inside ``root`` (no symlink) with the record's
+    size and ``digest(path)`` (its SHA-256); return its (size, mtime_ns) stamp, to notice a later change."""
+    path = Path(upload.source)
+    if not path.resolve().is_relative_to(Path(root).resolve()):
+        raise VerificationError(path, "file is outside the folder (through a symlinked folder): push publishes only the files the build wrote")
+    try:
+        stat = os.lstat(path)
+    except FileNotFoundError:
+        raise VerificationError(path, f"file listed in {record} is missing") from None
+    if not S_ISREG(stat.st_mode):
+        raise VerificationError(path, "not a regular file (a symlink or special file): push publishes only the files the build wrote", hint="replace it with the file itself, or rebuild")
+    if stat.st_size != upload.size:
+        raise VerificationError(path, f"size differs from {record}", expected=upload.size, got=stat.st_size)
+    got = digest(path)
+    if got != upload.sha256:
+        raise VerificationError(path, f"SHA-256 differs from {record}", expected=upload.sha256, got=got)
+    return stat.st_size, stat.st_mtime_ns
 
 
 def _entry_of(root: Path, name: str) -> FileEntry:

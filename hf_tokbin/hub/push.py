@@ -39,15 +39,27 @@ retry is answered 412 or "file to delete does not exist".
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from tqdm.auto import tqdm
 
+from .._io import sha256_file
 from ..errors import HubError, VerificationError
 from ..release import CARD_NAME
-from .files import LAYOUT_DIRS, PublishPlan, Upload, check_hub_limits, normalize_path_in_repo, publish_plan
+from .files import (
+    LAYOUT_DIRS,
+    PublishPlan,
+    Upload,
+    check_hub_limits,
+    check_local_file,
+    normalize_path_in_repo,
+    publish_plan,
+)
 from .retry import (
     CommitRateLimiter,
     RetryPolicy,
@@ -201,6 +213,58 @@ class _Commit:
 
 
 @dataclass
+class _LocalFiles:
+    """Every local file checked once against its record, before any request.
+
+    A big file is hashed by the client itself (``CommitOperationAdd``), and that operation is
+    the one committed later: one hash per file. ``stamps`` (size, mtime_ns) notice a file
+    rewritten after its check.
+    """
+
+    operations: dict[str, object] = field(default_factory=dict)  # path -> CommitOperationAdd (big files)
+    stamps: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @classmethod
+    def check(cls, plan: PublishPlan, prefix: str, progress: bool) -> "_LocalFiles":
+        from huggingface_hub import CommitOperationAdd
+
+        local = cls()
+        files = [u for u in plan.uploads if not isinstance(u.source, bytes)]
+
+        def digest(upload: Upload):
+            def hash_it(path):
+                if upload.is_small:
+                    return sha256_file(path)
+                operation = CommitOperationAdd(path_in_repo=prefix + upload.path, path_or_fileobj=os.fspath(path))
+                local.operations[upload.path] = operation
+                return operation.upload_info.sha256.hex()
+
+            return hash_it
+
+        with tqdm(total=sum(u.size for u in files), unit="B", unit_scale=True, desc=f"checking {plan.record}", disable=not progress, leave=False) as bar:
+            for upload in files:
+                local.stamps[upload.path] = check_local_file(plan.root, upload, plan.record, digest(upload))
+                bar.update(upload.size)
+        return local
+
+    def check_unchanged(self, upload: Upload) -> None:
+        """A big file, hashed at the check, must not have been rewritten since (same size and mtime)."""
+        stat = os.stat(upload.source)
+        if (stat.st_size, stat.st_mtime_ns) != self.stamps.get(upload.path):
+            raise VerificationError(upload.source, "file changed after it was checked, before it went up", hint="something is still writing to the folder; wait for it, then re-run push")
+
+
+@dataclass
+class _Prepared:
+    """One commit's operations, ready to send; ``sent`` are the uploads as sent (small files in memory)."""
+
+    sent: list[Upload]
+    additions: list
+    operations: list
+    preupload: Future | None = None  # the LFS upload started ahead, while the previous commit ran
+
+
+@dataclass
 class _Publisher:
     """The calls of one push, against one branch, with retries; ``head`` is the last verified commit."""
 
@@ -212,6 +276,7 @@ class _Publisher:
     head: str = ""
     on_verified: Callable[[Upload], None] = field(default=lambda upload: None)
     prefix: str = ""  # the target folder in the repo, "" or ending in "/"
+    local: _LocalFiles = field(default_factory=_LocalFiles)
     sent: list[Upload] = field(default_factory=list)  # the last commit's uploads as sent (small files in memory)
     pr_url: str | None = None  # the pull request the first commit opened (create_pr)
 
@@ -288,8 +353,10 @@ class _Publisher:
         from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
         where = card.source if not isinstance(card.source, bytes) else f"{self.where}/{self.prefix}{CARD_NAME}"
+        data = card.source if isinstance(card.source, bytes) else Path(card.source).read_bytes()
+        card.check_digest(hashlib.sha256(data).hexdigest(), len(data))
         try:
-            content = (card.source if isinstance(card.source, bytes) else card.inline().source).decode("utf-8")
+            content = data.decode("utf-8")
         except UnicodeDecodeError as error:
             raise VerificationError(where, "dataset card is not UTF-8", got=str(error)) from None
 
@@ -321,26 +388,52 @@ class _Publisher:
             if path in remote:
                 raise HubError(self.file_uri(commit, path), "file should have been deleted by the commit")
 
-    def commit(self, uploads: Sequence[Upload], deletions: Sequence[str], message: str, description: str = "", create_pr: bool = False) -> str:
+    def prepare(self, uploads: Sequence[Upload], deletions: Sequence[str]) -> _Prepared:
+        """The operations of one commit: small files read once into memory and checked against the
+        record (those bytes are hashed, sent and read back); big files as checked before any request."""
+        from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+        sent, additions = [], []
+        for upload in uploads:
+            operation = self.local.operations.pop(upload.path, None)
+            if operation is not None:
+                self.local.check_unchanged(upload)
+            else:
+                upload = upload.inline()
+                operation = CommitOperationAdd(path_in_repo=self.prefix + upload.path, path_or_fileobj=_source(upload))
+                _check_unchanged(upload, operation.upload_info)
+            sent.append(upload)
+            additions.append(operation)
+        return _Prepared(sent, additions, additions + [CommitOperationDelete(path_in_repo=self.prefix + p) for p in deletions])
+
+    def preupload(self, prepared: _Prepared, create_pr: bool = False) -> None:
+        """Upload the LFS files of a commit (called bare: the caller's loop is the retry)."""
+        if prepared.additions:
+            self.api.preupload_lfs_files(self.repo_id, additions=prepared.additions, repo_type=REPO_TYPE, revision=self.revision, create_pr=create_pr or None)
+
+    def commit(self, uploads: Sequence[Upload], deletions: Sequence[str], message: str, description: str = "", create_pr: bool = False, prepared: _Prepared | None = None) -> str:
         """Create one commit on top of ``head``; return its id (after recovering a commit that landed).
 
         With ``create_pr`` the commit opens a pull request, and this publisher moves to its branch.
         The uploads as sent (small files read into memory) are kept in ``self.sent`` for the read-back.
         """
-        from huggingface_hub import CommitOperationAdd, CommitOperationDelete
-
-        sent = [u.inline() for u in uploads]  # small files: the bytes checked are the bytes sent
-        additions = [CommitOperationAdd(path_in_repo=self.prefix + u.path, path_or_fileobj=_source(u)) for u in sent]
-        for operation, upload in zip(additions, sent):
-            _check_unchanged(upload, operation.upload_info)  # big files: the client's digest is the record's
+        prepared = prepared or self.prepare(uploads, deletions)
+        sent, operations = prepared.sent, prepared.operations
         self.sent = sent
-        operations = additions + [CommitOperationDelete(path_in_repo=self.prefix + p) for p in deletions]
+        uploaded_ahead = False
+        if prepared.preupload is not None:
+            try:
+                prepared.preupload.result()
+                uploaded_ahead = True
+            except Exception:  # noqa: BLE001 - the loop below uploads again, with its retries and errors
+                pass
         failed_before = None  # the last transient failure: the commit may have landed since
         for attempt in range(1, self.retry.attempts + 1):
             step = "upload files"
             try:
                 # Called bare: this loop is the retry (a retried call inside it would retry attempts² times).
-                self.api.preupload_lfs_files(self.repo_id, additions=additions, repo_type=REPO_TYPE, revision=self.revision, create_pr=create_pr or None)
+                if not (uploaded_ahead and attempt == 1):
+                    self.preupload(prepared, create_pr)
                 step = "commit"
                 info = self.api.create_commit(
                     self.repo_id, operations, commit_message=message, commit_description=description or None, repo_type=REPO_TYPE,
@@ -395,7 +488,7 @@ class _Publisher:
 
 def _check_unchanged(upload: Upload, upload_info) -> None:
     """The bytes about to go up must be the ones checked against the record file."""
-    upload._check_digest(upload_info.sha256.hex(), upload_info.size)
+    upload.check_digest(upload_info.sha256.hex(), upload_info.size)
 
 
 def _source(upload: Upload):
@@ -497,10 +590,11 @@ def push_folder(
     delete = _check_patterns(delete)
     if create_pr and revision != "main":
         raise HubError(None, "--create-pr opens a pull request against main: it takes no --revision", got=revision, hint="to continue a pull request, push with --revision refs/pr/N")
-    plan = publish_plan(folder, progress)
+    plan = publish_plan(folder, progress, check=False)
+    local = _LocalFiles.check(plan, prefix, progress)  # every file hashed once, before any request
     retry = retry or RetryPolicy.from_env()
     rate_limiter = rate_limiter or CommitRateLimiter(limits.commits_per_hour)
-    publisher = _Publisher(HfApi(endpoint=endpoint, token=token), repo_id, revision, limits, retry, prefix=prefix)
+    publisher = _Publisher(HfApi(endpoint=endpoint, token=token), repo_id, revision, limits, retry, prefix=prefix, local=local)
 
     is_private, head = publisher.repo_state()
     if is_private is not None and private is not None and is_private != private:
@@ -535,13 +629,22 @@ def push_folder(
         bar.set_postfix_str(f"{verified['files']}/{len(to_send)} files verified")
 
     publisher.on_verified = on_verified
-    with bar:
+    with bar, ThreadPoolExecutor(max_workers=1, thread_name_prefix="hf_tokbin-upload-ahead") as ahead:
+        prepared = [None] * len(commits)
         for number, planned in enumerate(commits):
+            opens_pr = create_pr and number == 0
+            prepared[number] = prepared[number] or publisher.prepare(planned.uploads, planned.deletions)
+            following = number + 1
+            if following < len(commits) and not opens_pr:
+                # Throughput: the next batch's files upload while this one commits and is read back.
+                prepared[following] = publisher.prepare(commits[following].uploads, commits[following].deletions)
+                prepared[following].preupload = ahead.submit(publisher.preupload, prepared[following])
             rate_limiter.wait_turn()
-            commit = publisher.commit(planned.uploads, planned.deletions, planned.summary, planned.description, create_pr=create_pr and number == 0)
+            commit = publisher.commit(planned.uploads, planned.deletions, planned.summary, planned.description, create_pr=opens_pr, prepared=prepared[number])
             rate_limiter.record()
             publisher.verify(publisher.sent, commit, planned.deletions)
             publisher.head = commit
+            prepared[number] = None  # its small files' bytes
     already_there = len(survey.present - {plan.final.path}) if survey.final_pending else len(survey.present)
     return PushSummary(
         repo_id, publisher.revision, publisher.head, len(commits), len(to_send), sum(u.size for u in to_send), already_there,
