@@ -157,6 +157,7 @@ class Upload:
         return Upload(self.path, self.size, self.sha256, data)
 
     def check_digest(self, sha256: str, size: int) -> None:
+        """Raise unless ``size`` and ``sha256`` (of the bytes about to go up) are the record's."""
         if size != self.size or sha256 != self.sha256:
             raise VerificationError(
                 self.source if not isinstance(self.source, bytes) else self.path,
