@@ -53,9 +53,11 @@ HUB_MAX_ENTRIES_PER_FOLDER = 10_000
 HUB_MAX_FILES_PER_REPO = 100_000
 HUB_MAX_FILE_SIZE = 50 * 1000**3
 
-# Files up to this size are read into memory once at commit time: the bytes checked are the
-# bytes sent (the Hub's plain-git threshold; bigger files go up as LFS, which the Hub checks by SHA-256).
-INLINE_MAX_BYTES = 10 * 2**20
+# Files up to this size (receipts, JSON records, the card) are read into memory once at commit
+# time: the bytes checked are the bytes sent. Bigger files are hashed once, by the client, before
+# any request, and sent from their path; a rewrite is noticed by its size and mtime, and the
+# read-back of a plain git blob re-checks the file's SHA-256 with its blob id.
+INLINE_MAX_BYTES = 2**20
 
 # The folders a record's own files live in: remote files there that the record does not list
 # belong to another release or corpus, and would be mixed with this one.
