@@ -159,6 +159,12 @@ class Faults:
     validate_yaml_unavailable: int = 0  # answer 503 with an HTML page
     commit_refused: str = ""  # answer 403 to every commit with this message (e.g. a storage limit)
     echo_authorization: bool = False  # put the request's Authorization header into error messages (a careless proxy)
+    # Commits wait (outside the lock, at most gate_timeout s) until gate_after_lfs_objects LFS objects are stored:
+    # shows whether the next batch uploads while a commit is made. gate_timed_out says whether a commit gave up waiting.
+    gate_after_lfs_objects: int = 0
+    gate_timeout: float = 30.0
+    gate_timed_out: bool = False
+    gate: threading.Event = field(default_factory=threading.Event)
 
 
 class HubServer:
@@ -311,6 +317,8 @@ class _Handler(BaseHTTPRequestHandler):
                 params = {k: unquote(v) for k, v in match.groupdict().items() if v is not None}
                 if name == "resolve" and params["path"] in hub.faults.slow_downloads:
                     time.sleep(hub.faults.slow_downloads[params["path"]])  # a slow file; other requests go on
+                if name == "commit" and hub.faults.gate_after_lfs_objects and not hub.faults.gate.wait(hub.faults.gate_timeout):
+                    hub.faults.gate_timed_out = True
                 try:
                     with hub.lock:
                         status, body, headers = getattr(self, f"route_{name}")(**params)
@@ -473,6 +481,8 @@ class _Handler(BaseHTTPRequestHandler):
             faults.put_fails -= 1
             raise _Reply(500, "injected: storage write failed")
         self.server_hub.lfs_objects[oid] = self.body
+        if faults.gate_after_lfs_objects and len(self.server_hub.lfs_objects) >= faults.gate_after_lfs_objects:
+            faults.gate.set()
         return 200, b"", {"ETag": '"stored"'}
 
     def route_lfs_verify(self, oid):

@@ -472,6 +472,21 @@ def test_a_big_file_rewritten_after_its_check_stops_the_push(hub, env, tmp_path)
     assert pushed_commits(hub) == []
 
 
+# -- 12. throughput ---------------------------------------------------------------------
+
+
+def test_the_next_batch_uploads_while_a_commit_is_made(hub, env, tmp_path):
+    release = make_release(tmp_path / "release", parts=4)
+    first_batch_lfs = 4  # part 0: a train and a validation pair (its receipt is a plain file)
+    hub.faults.gate_after_lfs_objects = first_batch_lfs + 1  # the first commit is answered only once a later file arrived
+    result, _ = push_api(env, release, limits={"files_per_commit": 5})
+    assert result.returncode == 0, result.stderr
+    assert not hub.faults.gate_timed_out
+    part0 = json.loads((release / "receipts/part-000000.json").read_text())
+    assert set(pushed_commits(hub)[0].changed) == {f["path"] for f in part0["files"]} | {"receipts/part-000000.json"}
+    assert len(pushed_commits(hub)) > 2 and hub.head_files(REPO)["COMPLETE.json"] == (release / "COMPLETE.json").read_bytes()
+
+
 # -- 10. hf_xet errors ------------------------------------------------------------------
 
 
