@@ -110,6 +110,7 @@ class Commit:
     tree: dict[str, Blob]
     changed: tuple[str, ...]
     description: str = ""
+    created: float = field(default_factory=time.time)  # wall clock, reported as the commit's date
 
 
 @dataclass
@@ -613,7 +614,8 @@ class _Handler(BaseHTTPRequestHandler):
         history = []
         while oid is not None:
             c = r.commits[oid]
-            history.append({"id": c.oid, "authors": [{"user": "tester"}], "date": _DATE, "title": c.message, "message": c.description})
+            date = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(c.created)) + f".{int(c.created % 1 * 1000):03d}Z"
+            history.append({"id": c.oid, "authors": [{"user": "tester"}], "date": date, "title": c.message, "message": c.description})
             oid = c.parent
         return self._page(history)
 

@@ -472,6 +472,23 @@ def test_a_big_file_rewritten_after_its_check_stops_the_push(hub, env, tmp_path)
     assert pushed_commits(hub) == []
 
 
+def test_the_commit_cap_counts_the_repos_recent_commits(hub, env, tmp_path):
+    release = make_release(tmp_path / "release")
+    hub.create_repo(REPO)  # its initial commit, a moment ago, counts
+    setup = (
+        "import functools, atexit\n"
+        "import hf_tokbin.hub.push as push\n"
+        "capped = []\n"
+        "push.CommitRateLimiter = functools.partial(push.CommitRateLimiter, sleep=capped.append)\n"
+        "atexit.register(lambda: print('CAPPED ' + json.dumps(capped), file=sys.stderr))\n"
+    )
+    result, _ = push_api(env, release, setup=setup, limits={"commits_per_hour": 2})
+    assert result.returncode == 0, result.stderr
+    capped = json.loads(result.stderr.split("CAPPED ")[-1])
+    assert len(capped) == 1 and 3500 < capped[0] <= 3600  # the second commit waits for the initial one to leave the hour
+    assert "commit cap of 2 per hour reached" in result.stderr
+
+
 # -- 12. throughput ---------------------------------------------------------------------
 
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
+from urllib.parse import quote
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -316,6 +317,32 @@ class _Publisher:
         self.call("create repo", lambda: self.api.create_repo(self.repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True))
         if self.revision != "main" and not self.revision.startswith("refs/pr/"):
             self.call("create branch", lambda: self.api.create_branch(self.repo_id, branch=self.revision, repo_type=REPO_TYPE, exist_ok=True))
+
+    def recent_commit_ages(self, window: float, max_pages: int = 5) -> list[float]:
+        """Ages in seconds of the branch's commits of the last ``window`` seconds, newest first.
+
+        Reads the history page by page (``Link: rel="next"``) only as far back as the window.
+        """
+        import datetime
+
+        from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status, parse_datetime
+
+        url = f"{self.api.endpoint}/api/datasets/{self.repo_id}/commits/{quote(self.revision, safe='')}"
+        headers = build_hf_headers(token=self.api.token, library_name="hf_tokbin")
+        now = datetime.datetime.now(datetime.timezone.utc)
+        ages: list[float] = []
+        for _ in range(max_pages):
+            response = get_session().get(url, headers=headers)
+            hf_raise_for_status(response)
+            for item in response.json():
+                age = (now - parse_datetime(item["date"])).total_seconds()
+                if age >= window:
+                    return ages
+                ages.append(max(age, 0.0))
+            url = response.links.get("next", {}).get("url")
+            if not url:
+                break
+        return ages
 
     def read_head(self) -> str:
         info = self.call("read branch head", lambda: self.api.dataset_info(self.repo_id, revision=self.revision))
@@ -619,6 +646,8 @@ def push_folder(
         _check_limits(plan, survey, publisher, publisher.head, prefix)
         commits = _plan_commits(plan, survey, limits, prefix, commit_message)
 
+    if commits:
+        _seed_rate_limiter(publisher, rate_limiter)
     to_send = [u for c in commits for u in c.uploads]
     bar = tqdm(total=sum(u.size for u in to_send), unit="B", unit_scale=True, desc=f"push {repo_id}", disable=not progress)
     verified = {"files": 0}
@@ -650,6 +679,16 @@ def push_folder(
         repo_id, publisher.revision, publisher.head, len(commits), len(to_send), sum(u.size for u in to_send), already_there,
         plan.kind, plan.final.path, len(survey.delete), prefix, len(survey.leave), publisher.pr_url,
     )
+
+
+def _seed_rate_limiter(publisher: _Publisher, rate_limiter: CommitRateLimiter) -> None:
+    """Count the branch's commits of the last hour, so the cap holds across runs (a re-run after a stop)."""
+    try:
+        ages = publisher.call("read recent commits", lambda: publisher.recent_commit_ages(rate_limiter.window))
+    except HubError as error:  # the cap still holds for this run's own commits
+        notify(f"could not read the branch's recent commits ({error}); the commit cap counts this run's commits only")
+        return
+    rate_limiter.seed(ages)
 
 
 def _check_limits(plan: PublishPlan, survey: _Survey, publisher: _Publisher, head: str | None, prefix: str) -> None:

@@ -279,3 +279,8 @@ class CommitRateLimiter:
 
     def record(self) -> None:
         self._times.append(self.clock())
+
+    def seed(self, ages: list[float]) -> None:
+        """Count commits made ``ages`` seconds ago (by earlier runs, or anyone) as if this limiter had made them."""
+        now = self.clock()
+        self._times = collections.deque(sorted(now - age for age in ages if 0 <= age < self.window))
