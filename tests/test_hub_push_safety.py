@@ -565,3 +565,19 @@ def test_retry_policy_rate_limit_wait_is_bounded():
         RetryPolicy(max_delay=5).delay(1, error)
     remaining = httpx2.Response(429, headers={"RateLimit": '"api";r=3;t=9'}, request=request)  # not the reason for the 429
     assert RetryPolicy(base_delay=0.5).delay(1, HfHubHTTPError("429", response=remaining)) == 0.5
+
+
+def test_hints_fit_the_operation_and_a_gated_repo_asks_for_access():
+    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError
+
+    from hf_tokbin.hub.retry import as_hub_error, fetch_error
+
+    request = httpx2.Request("GET", "http://127.0.0.1/datasets/a/b/resolve/main/x")
+    forbidden = httpx2.Response(403, headers={"X-Error-Message": "no access to a/b"}, request=request)
+    error = HfHubHTTPError("403", response=forbidden, server_message="no access to a/b")
+    assert "write access" in str(as_hub_error("a/b@main", "commit", error))
+    read = str(fetch_error("a/b@main", "corpus", error))
+    assert "read access" in read and "write access" not in read and "HTTP 403: no access to a/b" in read
+    gated = GatedRepoError("403 gated", response=httpx2.Response(403, headers={"X-Error-Code": "GatedRepo"}, request=request), server_message="Access to dataset a/b is restricted")
+    message = str(fetch_error("a/b@main", "corpus", gated))
+    assert "gated" in message and "ask for access" in message and "Access to dataset a/b is restricted" in message

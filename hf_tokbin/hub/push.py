@@ -40,12 +40,13 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import itertools
 import os
 from urllib.parse import quote
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from tqdm.auto import tqdm
 
@@ -318,30 +319,37 @@ class _Publisher:
         if self.revision != "main" and not self.revision.startswith("refs/pr/"):
             self.call("create branch", lambda: self.api.create_branch(self.repo_id, branch=self.revision, repo_type=REPO_TYPE, exist_ok=True))
 
-    def recent_commit_ages(self, window: float, max_pages: int = 5) -> list[float]:
-        """Ages in seconds of the branch's commits of the last ``window`` seconds, newest first.
+    def history(self, revision: str, max_pages: int = 5) -> Iterator[dict]:
+        """The commits of ``revision``, newest first (``id``, ``title``, ``date``), page by page as read.
 
-        Reads the history page by page (``Link: rel="next"``) only as far back as the window.
+        Bounded (``max_pages``); the caller stops reading when it has seen enough, unlike
+        ``list_repo_commits``, which reads the whole history.
         """
-        import datetime
+        from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
-        from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status, parse_datetime
-
-        url = f"{self.api.endpoint}/api/datasets/{self.repo_id}/commits/{quote(self.revision, safe='')}"
+        url = f"{self.api.endpoint}/api/datasets/{self.repo_id}/commits/{quote(revision, safe='')}"
         headers = build_hf_headers(token=self.api.token, library_name="hf_tokbin")
-        now = datetime.datetime.now(datetime.timezone.utc)
-        ages: list[float] = []
         for _ in range(max_pages):
             response = get_session().get(url, headers=headers)
             hf_raise_for_status(response)
-            for item in response.json():
-                age = (now - parse_datetime(item["date"])).total_seconds()
-                if age >= window:
-                    return ages
-                ages.append(max(age, 0.0))
+            yield from response.json()
             url = response.links.get("next", {}).get("url")
             if not url:
+                return
+
+    def recent_commit_ages(self, window: float) -> list[float]:
+        """Ages in seconds of the branch's commits of the last ``window`` seconds, newest first."""
+        import datetime
+
+        from huggingface_hub.utils import parse_datetime
+
+        now = datetime.datetime.now(datetime.timezone.utc)
+        ages: list[float] = []
+        for item in self.history(self.revision):
+            age = (now - parse_datetime(item["date"])).total_seconds()
+            if age >= window:
                 break
+            ages.append(max(age, 0.0))
         return ages
 
     def read_head(self) -> str:
@@ -500,8 +508,8 @@ class _Publisher:
         head = self.read_head()
         if head == self.head:
             return None
-        commits = self.call("read history", lambda: self.api.list_repo_commits(self.repo_id, repo_type=REPO_TYPE, revision=head))
-        if len(commits) < 2 or commits[0].commit_id != head or commits[1].commit_id != self.head or commits[0].title != message:
+        newest = self.call("read history", lambda: list(itertools.islice(self.history(head, max_pages=1), 2)))
+        if len(newest) < 2 or newest[0].get("id") != head or newest[1].get("id") != self.head or newest[0].get("title") != message:
             return None
         return head if self._holds(head, uploads, deletions) else None
 
