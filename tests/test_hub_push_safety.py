@@ -382,11 +382,12 @@ def test_an_invalid_card_fails_before_any_lfs_upload(hub, env, tmp_path):
 
 def test_validate_yaml_answering_503_is_retried(hub, env, tmp_path):
     release = make_release(tmp_path / "release")
-    hub.faults.validate_yaml_unavailable = 1
+    hub.faults.validate_yaml_unavailable = 2  # our check first, then the client's own, inside create_commit
     result = cli(env, "push", release, "--repo", REPO)
     assert result.returncode == 0, result.stderr
     assert "validate the dataset card: HTTP 503" in result.stderr and "retrying" in result.stderr
-    assert "JSONDecodeError" not in result.stderr
+    assert hub.faults.validate_yaml_unavailable == 0
+    assert hub.head_files(REPO)["COMPLETE.json"] == (release / "COMPLETE.json").read_bytes()
 
 
 # -- 7. 429 with RateLimit headers ----------------------------------------------------
@@ -502,6 +503,18 @@ def test_the_next_batch_uploads_while_a_commit_is_made(hub, env, tmp_path):
     part0 = json.loads((release / "receipts/part-000000.json").read_text())
     assert set(pushed_commits(hub)[0].changed) == {f["path"] for f in part0["files"]} | {"receipts/part-000000.json"}
     assert len(pushed_commits(hub)) > 2 and hub.head_files(REPO)["COMPLETE.json"] == (release / "COMPLETE.json").read_bytes()
+
+
+def test_a_symlink_in_the_release_is_refused_not_followed(hub, env, tmp_path):
+    release = make_release(tmp_path / "release")
+    outside = tmp_path / "secret.json"
+    outside.write_bytes((release / "stats.json").read_bytes())  # same bytes: size and SHA-256 match the record
+    (release / "stats.json").unlink()
+    (release / "stats.json").symlink_to(outside)
+    result = cli(env, "push", release, "--repo", REPO, "--quiet")
+    assert result.returncode == 1
+    assert "stats.json" in result.stderr and "not a regular file" in result.stderr
+    assert hub.requests == []
 
 
 # -- 10. hf_xet errors ------------------------------------------------------------------

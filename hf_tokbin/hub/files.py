@@ -238,7 +238,7 @@ def check_local_file(root: Path, upload: Upload, record: str, digest: Callable[[
     """Check that ``upload``'s file is a regular file inside ``root`` (no symlink) with the record's
     size and ``digest(path)`` (its SHA-256); return its (size, mtime_ns) stamp, to notice a later change."""
     path = Path(upload.source)
-    if not path.resolve().is_relative_to(Path(root).resolve()):
+    if not path.parent.resolve().is_relative_to(Path(root).resolve()):
         raise VerificationError(path, "file is outside the folder (through a symlinked folder): push publishes only the files the build wrote")
     try:
         stat = os.lstat(path)
