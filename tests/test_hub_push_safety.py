@@ -517,6 +517,18 @@ def test_a_symlink_in_the_release_is_refused_not_followed(hub, env, tmp_path):
     assert hub.requests == []
 
 
+def test_a_symlinked_folder_in_the_release_is_refused(hub, env, tmp_path):
+    import shutil
+
+    release = make_release(tmp_path / "release")
+    shutil.move(release / "receipts", tmp_path / "elsewhere")
+    (release / "receipts").symlink_to(tmp_path / "elsewhere")
+    result = cli(env, "push", release, "--repo", REPO, "--quiet")
+    assert result.returncode == 1
+    assert "receipts/part-000000.json" in result.stderr and "file is outside the folder" in result.stderr
+    assert hub.requests == []
+
+
 # -- 10. hf_xet errors ------------------------------------------------------------------
 
 
