@@ -1,6 +1,7 @@
 """Publish and fetch releases on the Hugging Face Hub in verified commits (see ``docs/hub.md``).
 
-The file checks both use (``check_files``, ``check_receipts``) live in :mod:`hf_tokbin.release`.
+The file checks both use (``check_files``, ``check_receipts``) live in :mod:`hf_tokbin.release`;
+the Hub's repository limits as a pure function of paths are :func:`check_hub_limits`.
 """
 
 from .files import PublishPlan, Upload, check_hub_limits, publish_plan
