@@ -73,7 +73,7 @@ class RetryPolicy:
         if asked > self.max_delay:
             resume = datetime.datetime.now() + datetime.timedelta(seconds=asked)
             when = f"{resume:%H:%M}" if asked < 20 * 3600 else f"{resume:%Y-%m-%d %H:%M}"
-            raise HubError(None, f"rate limited: {short_reason(error)}; the Hub asks to wait {asked:g}s", hint=f"re-run the same command after {when} (local time): it resumes where it stopped")
+            raise HubError(None, f"rate limited: {short_reason(error)}; the Hub asks to wait {asked:g}s", hint=f"re-run after {when} (local time): the same command resumes where it stopped")
         return asked
 
     def pause(self, what: str, attempt: int, error: BaseException, note: str = "") -> None:
