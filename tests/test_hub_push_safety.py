@@ -204,7 +204,7 @@ def test_dry_run_of_a_new_repo_creates_nothing(hub, env, tmp_path):
     release = make_release(tmp_path / "release")
     result = cli(env, "push", release, "--repo", "tester/new", "--dry-run")
     assert result.returncode == 0, result.stderr
-    assert "repo would be created" in result.stdout and f"would add {len(local_files(release))} files" in result.stdout
+    assert "it would be created" in result.stdout and f"would add {len(local_files(release))} files" in result.stdout
     assert hub.repos == {} and changing_requests(hub) == []
 
 

@@ -142,7 +142,7 @@ class PushPreview:
     def __str__(self) -> str:
         where = f"{self.repo_id}@{self.revision}" + (f" in {self.path_in_repo}" if self.path_in_repo else "")
         head = (
-            f"dry run, nothing changed: {where}{'' if self.repo_exists else ' (repo would be created)'}: "
+            f"dry run, nothing changed: {where}{'' if self.repo_exists else ' (no such repo, or the token cannot see it: it would be created)'}: "
             f"would add {len(self.add)} files ({sum(u.size for u in self.add):,} bytes) in {self.commits} commits, "
             f"keep {len(self.keep)} present and verified, delete {len(self.delete)}, leave {len(self.leave)} other remote files alone"
         )
