@@ -14,17 +14,26 @@ Endpoints (``{repo}`` is ``NS/NAME``, ``{rev}`` a URL-quoted branch or commit id
     POST /datasets/{repo}.git/info/lfs/objects/batch        LFS batch: where to PUT each object
     PUT  /_lfs/{oid}                                        LFS object upload (basic transfer)
     POST /_lfs/{oid}/verify                                 LFS verify (size and SHA-256)
-    POST /api/datasets/{repo}/commit/{rev}                  NDJSON commit, honours parentCommit (412)
-    POST /api/datasets/{repo}/paths-info/{rev}              metadata of given paths
-    GET  /api/datasets/{repo}/tree/{rev}[/{path}]           tree listing (recursive, expand)
+    POST /api/datasets/{repo}/commit/{rev}                  NDJSON commit, honours parentCommit (412), create_pr
+    POST /api/datasets/{repo}/paths-info/{rev}              metadata of given paths (at most PATHS_INFO_LIMIT)
+    GET  /api/datasets/{repo}/tree/{rev}[/{path}]           tree listing (recursive, expand), paginated (Link)
+    GET  /api/datasets/{repo}/commits/{rev}                 commit history, newest first, paginated (Link)
     GET|HEAD /datasets/{repo}/resolve/{rev}/{path}          file content (ETag, X-Repo-Commit, X-Linked-*)
-    POST /api/validate-yaml                                 README metadata check (always valid)
+    POST /api/validate-yaml                                 README metadata check (the license id)
     GET  /api/models/{repo}[/revision/{rev}]                model repo info (models are seeded, never pushed)
     GET|HEAD /{repo}/resolve/{rev}/{path}                   model file content, as for datasets
 
 No Xet: the server never offers it, and clients must run with
 ``HF_HUB_DISABLE_XET=1`` (huggingface_hub uploads through Xet whenever
 ``hf_xet`` is installed unless that variable is set before it is imported).
+
+Where tests depend on it, it answers as the Hub does: 401 (``RepoNotFound``) for a private
+or missing repo asked without a token, 404 with a token; tree and commit listings in pages
+of ``HubServer.page_size`` with a ``Link: <...>; rel="next"`` header; 400 for more than
+``PATHS_INFO_LIMIT`` paths in one paths-info call; 404 (``EntryNotFound``) for a commit
+deleting a file that does not exist; 400 from validate-yaml for a license id the Hub
+does not know; the server's reason in the JSON ``error`` field and the ``X-Error-Message``
+header. ``HubServer.create_payloads`` keeps every create-repo request body as sent.
 
 Faults (:class:`Faults`) are switched on by tests; each counter fires a given number of times.
 """
@@ -39,10 +48,23 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 LFS_SUFFIXES = (".bin", ".idx", ".parquet", ".arrow", ".npy", ".safetensors")
 LFS_SIZE_THRESHOLD = 10 * 1024 * 1024
+PATHS_INFO_LIMIT = 1000  # paths per paths-info request
+PAGE_SIZE = 1000  # entries per page of a tree or commit listing
+# License ids the Hub accepts in a card's metadata (a subset of https://huggingface.co/docs/hub/repositories-licenses).
+KNOWN_LICENSES = frozenset(
+    """apache-2.0 mit openrail bigscience-openrail-m creativeml-openrail-m bigscience-bloom-rail-1.0 bigcode-openrail-m
+    afl-3.0 artistic-2.0 bsl-1.0 bsd bsd-2-clause bsd-3-clause bsd-3-clause-clear c-uda cc cc0-1.0 cc-by-2.0 cc-by-2.5
+    cc-by-3.0 cc-by-4.0 cc-by-sa-3.0 cc-by-sa-4.0 cc-by-nc-2.0 cc-by-nc-3.0 cc-by-nc-4.0 cc-by-nd-4.0 cc-by-nc-nd-3.0
+    cc-by-nc-nd-4.0 cc-by-nc-sa-2.0 cc-by-nc-sa-3.0 cc-by-nc-sa-4.0 cdla-sharing-1.0 cdla-permissive-1.0
+    cdla-permissive-2.0 wtfpl ecl-2.0 epl-1.0 epl-2.0 etalab-2.0 eupl-1.1 eupl-1.2 agpl-3.0 gfdl gpl gpl-2.0 gpl-3.0
+    lgpl lgpl-2.1 lgpl-3.0 isc h-research intel-research lppl-1.3c ms-pl apple-ascl apple-amlr mpl-2.0 odc-by odbl
+    openmdw-1.0 openrail++ osl-3.0 postgresql ofl-1.1 ncsa unlicense zlib pddl lgpl-lr deepfloyd-if-license fair-noncommercial-research-license
+    llama2 llama3 llama3.1 llama3.2 llama3.3 llama4 gemma unknown other""".split()
+)
 GITATTRIBUTES = "".join(f"*{s} filter=lfs diff=lfs merge=lfs -text\n" for s in LFS_SUFFIXES).encode()
 _DATE = "2026-01-01T00:00:00.000Z"
 
@@ -87,6 +109,8 @@ class Commit:
     message: str
     tree: dict[str, Blob]
     changed: tuple[str, ...]
+    description: str = ""
+    created: float = field(default_factory=time.time)  # wall clock, reported as the commit's date
 
 
 @dataclass
@@ -100,11 +124,11 @@ class Repo:
         oid = self.branches.get(rev, rev)
         return self.commits.get(oid)
 
-    def add_commit(self, branch: str, message: str, tree: dict[str, Blob], changed) -> Commit:
+    def add_commit(self, branch: str, message: str, tree: dict[str, Blob], changed, description: str = "") -> Commit:
         parent = self.branches.get(branch)
         listing = sorted((p, b.oid) for p, b in tree.items())
-        oid = hashlib.sha1(json.dumps([parent, message, listing]).encode()).hexdigest()
-        commit = Commit(oid, parent, message, tree, tuple(changed))
+        oid = hashlib.sha1(json.dumps([parent, message, description, listing]).encode()).hexdigest()
+        commit = Commit(oid, parent, message, tree, tuple(changed), description)
         self.commits[oid] = commit
         self.branches[branch] = oid
         return commit
@@ -131,6 +155,17 @@ class Faults:
     stale_parent: int = 0  # another writer lands a commit just before ours
     store_flipped: set[str] = field(default_factory=set)  # paths stored with their first byte flipped
     slow_downloads: dict[str, float] = field(default_factory=dict)  # path -> seconds each resolve of it waits (outside the lock)
+    commit_lands_late: int = 0  # answer 504 without applying; apply it when the next commit request arrives
+    commit_quota: dict | None = None  # {"remaining": r, "reset": t, "limit": q, "window": w}: a 429 with RateLimit headers
+    validate_yaml_unavailable: int = 0  # answer 503 with an HTML page
+    commit_refused: str = ""  # answer 403 to every commit with this message (e.g. a storage limit)
+    echo_authorization: bool = False  # put the request's Authorization header into error messages (a careless proxy)
+    # Commits wait (outside the lock, at most gate_timeout s) until gate_after_lfs_objects LFS objects are stored:
+    # shows whether the next batch uploads while a commit is made. gate_timed_out says whether a commit gave up waiting.
+    gate_after_lfs_objects: int = 0
+    gate_timeout: float = 30.0
+    gate_timed_out: bool = False
+    gate: threading.Event = field(default_factory=threading.Event)
 
 
 class HubServer:
@@ -142,6 +177,10 @@ class HubServer:
         self.models: dict[str, Repo] = {}  # model repos (a tokenizer to download)
         self.lfs_objects: dict[str, bytes] = {}
         self.faults = Faults()
+        self.page_size = PAGE_SIZE
+        self.create_payloads: list[dict] = []  # every create-repo request body, as received
+        self.gated: set[str] = set()  # repo ids whose files answer 403 GatedRepo
+        self._late_commit = None  # (repo_id, branch, message, description, tree, changed) of a commit not yet applied
         self.requests: list[tuple[float, str, str, int]] = []  # (time, method, path, status)
         self.lock = threading.RLock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -212,8 +251,9 @@ class HubServer:
 class _Reply(Exception):
     """Raised by route handlers to answer with an error."""
 
-    def __init__(self, status: int, message: str, headers: dict | None = None, extra: dict | None = None):
+    def __init__(self, status: int, message: str, headers: dict | None = None, extra: dict | None = None, body: bytes | None = None):
         self.status, self.message, self.headers, self.extra = status, message, headers or {}, extra or {}
+        self.body = body  # a raw body instead of the JSON error (e.g. a proxy's HTML page)
 
 
 _REPO = r"(?P<repo>[^/]+/[^/]+)"
@@ -229,6 +269,7 @@ _ROUTES = [
     ("POST", re.compile(rf"^/api/datasets/{_REPO}/commit/(?P<rev>[^/]+)$"), "commit"),
     ("POST", re.compile(rf"^/api/datasets/{_REPO}/paths-info/(?P<rev>[^/]+)$"), "paths_info"),
     ("GET", re.compile(rf"^/api/datasets/{_REPO}/tree/(?P<rev>[^/]+)(?:/(?P<path>.*))?$"), "tree"),
+    ("GET", re.compile(rf"^/api/datasets/{_REPO}/commits/(?P<rev>[^/]+)$"), "commits"),
     ("GET", re.compile(rf"^/datasets/{_REPO}/resolve/(?P<rev>[^/]+)/(?P<path>.+)$"), "resolve"),
     ("HEAD", re.compile(rf"^/datasets/{_REPO}/resolve/(?P<rev>[^/]+)/(?P<path>.+)$"), "resolve"),
     # Model repos have no URL prefix; these come after the dataset routes, which they cannot match.
@@ -277,13 +318,18 @@ class _Handler(BaseHTTPRequestHandler):
                 params = {k: unquote(v) for k, v in match.groupdict().items() if v is not None}
                 if name == "resolve" and params["path"] in hub.faults.slow_downloads:
                     time.sleep(hub.faults.slow_downloads[params["path"]])  # a slow file; other requests go on
+                if name == "commit" and hub.faults.gate_after_lfs_objects and not hub.faults.gate.wait(hub.faults.gate_timeout):
+                    hub.faults.gate_timed_out = True
                 try:
                     with hub.lock:
                         status, body, headers = getattr(self, f"route_{name}")(**params)
                 except _Reply as reply:
-                    status, headers = reply.status, reply.headers
-                    body = json.dumps({"error": reply.message, **reply.extra}).encode()
-                    headers.setdefault("X-Error-Message", reply.message)
+                    status, headers, message = reply.status, reply.headers, reply.message
+                    if hub.faults.echo_authorization:
+                        message += f" (request had Authorization: {self.headers.get('Authorization')})"
+                    body = reply.body if reply.body is not None else json.dumps({"error": message, **reply.extra}).encode()
+                    if reply.body is None:
+                        headers.setdefault("X-Error-Message", message)
                 except _Drop:
                     hub.requests.append((time.monotonic(), method, split.path, 0))
                     self.close_connection = True
@@ -332,8 +378,21 @@ class _Handler(BaseHTTPRequestHandler):
     def _repo(self, repo_id: str, repo_type: str = "dataset") -> Repo:
         repo = self.server_hub.repos_of(repo_type).get(repo_id)
         if repo is None or (repo.private and not self._authorized()):
-            raise _Reply(404, "Repository not found", {"X-Error-Code": "RepoNotFound"})
+            # As the Hub: without a token, a private or missing repo is a 401; with one, a 404.
+            status = 404 if self.headers.get("Authorization") else 401
+            raise _Reply(status, "Repository not found", {"X-Error-Code": "RepoNotFound"})
         return repo
+
+    def _page(self, entries: list) -> tuple[int, bytes, dict]:
+        """One page of a listing, with the Hub's ``Link: <next>; rel="next"`` header when more follow."""
+        start = int(self.query.get("cursor", ["0"])[0])
+        size = self.server_hub.page_size
+        headers = {}
+        if start + size < len(entries):
+            query = {k: v[0] for k, v in self.query.items()}
+            query["cursor"] = str(start + size)
+            headers["Link"] = f'<{self.server_hub.url}{urlsplit(self.path).path}?{urlencode(query)}>; rel="next"'
+        return 200, json.dumps(entries[start : start + size]).encode(), headers
 
     def _commit(self, repo: Repo, rev: str) -> Commit:
         commit = repo.resolve(rev)
@@ -352,6 +411,7 @@ class _Handler(BaseHTTPRequestHandler):
     def route_create_repo(self):
         self._require_write()
         payload = self._json()
+        self.server_hub.create_payloads.append(payload)
         repo_id = f"{payload.get('organization')}/{payload['name']}"
         if payload.get("type") != "dataset":
             raise _Reply(400, "this test server holds dataset repos only")
@@ -362,6 +422,15 @@ class _Handler(BaseHTTPRequestHandler):
         return self._ok({"url": f"{self.server_hub.url}/datasets/{repo_id}", "name": repo_id})
 
     def route_validate_yaml(self):
+        faults = self.server_hub.faults
+        if faults.validate_yaml_unavailable > 0:
+            faults.validate_yaml_unavailable -= 1
+            raise _Reply(503, "unavailable", {"Content-Type": "text/html"}, body=b"<html><body>503 Service Temporarily Unavailable</body></html>")
+        content = self._json().get("content", "")
+        license_id = _card_license(content)
+        if license_id is not None and license_id not in KNOWN_LICENSES:
+            message = f'"license" must be one of the Hub\'s license ids (got "{license_id}")'
+            return 400, json.dumps({"errors": [{"message": message}], "warnings": []}).encode(), {}
         return self._ok({"errors": [], "warnings": []})
 
     def route_repo_info(self, repo, rev="main", repo_type="dataset"):
@@ -413,6 +482,8 @@ class _Handler(BaseHTTPRequestHandler):
             faults.put_fails -= 1
             raise _Reply(500, "injected: storage write failed")
         self.server_hub.lfs_objects[oid] = self.body
+        if faults.gate_after_lfs_objects and len(self.server_hub.lfs_objects) >= faults.gate_after_lfs_objects:
+            faults.gate.set()
         return 200, b"", {"ETag": '"stored"'}
 
     def route_lfs_verify(self, oid):
@@ -429,9 +500,19 @@ class _Handler(BaseHTTPRequestHandler):
         r = self._repo(repo)
         if rev not in r.branches:
             raise _Reply(404, f"Invalid rev id: {rev}", {"X-Error-Code": "RevisionNotFound"})
+        if faults.commit_refused:
+            raise _Reply(403, faults.commit_refused)
         if faults.commit_rate_limited > 0:
             faults.commit_rate_limited -= 1
             raise _Reply(429, "injected: too many commits", {"Retry-After": str(faults.retry_after_seconds)})
+        if faults.commit_quota is not None:
+            q = faults.commit_quota
+            faults.commit_quota = None
+            headers = {"RateLimit": f'"commits";r={q["remaining"]};t={q["reset"]}', "RateLimit-Policy": f'"fixed window";"commits";q={q["limit"]};w={q["window"]}'}
+            raise _Reply(429, "You have exceeded the rate limit for repository commits", headers)
+        if hub._late_commit is not None:
+            late, hub._late_commit = hub._late_commit, None
+            hub.repos[late[0]].add_commit(*late[1:])
         lines = [json.loads(line) for line in self.body.splitlines() if line.strip()]
         header = next(line["value"] for line in lines if line["key"] == "header")
         if faults.stale_parent > 0:
@@ -452,7 +533,9 @@ class _Handler(BaseHTTPRequestHandler):
                     raise _Reply(422, f"LFS object {value['oid']} of {value['path']} was never uploaded")
                 tree[value["path"]] = Blob.store(self._maybe_flip(value["path"], data), True)
             elif key == "deletedFile":
-                tree.pop(value["path"], None)
+                if value["path"] not in tree:
+                    raise _Reply(404, f"A file with this name doesn't exist: {value['path']}", {"X-Error-Code": "EntryNotFound"})
+                del tree[value["path"]]
             elif key == "deletedFolder":
                 prefix = value["path"].rstrip("/") + "/"
                 tree = {p: b for p, b in tree.items() if not p.startswith(prefix)}
@@ -460,12 +543,23 @@ class _Handler(BaseHTTPRequestHandler):
                 raise _Reply(400, f"unknown commit operation {key}")
             if key != "header":
                 changed.append(value["path"])
-        commit = r.add_commit(rev, header.get("summary", ""), tree, changed)
+        summary, description = header.get("summary", ""), header.get("description", "")
+        if faults.commit_lands_late > 0:
+            faults.commit_lands_late -= 1
+            hub._late_commit = (repo, rev, summary, tree, changed, description)
+            raise _Reply(504, "Gateway Timeout")
+        pr_url = None
+        if self.query.get("create_pr", ["0"])[0] in ("1", "true", "True"):
+            number = 1 + sum(1 for b in r.branches if b.startswith("refs/pr/"))
+            rev = f"refs/pr/{number}"
+            r.branches[rev] = head
+            pr_url = f"{hub.url}/datasets/{repo}/discussions/{number}"
+        commit = r.add_commit(rev, summary, tree, changed, description)
         if faults.commit_applied_then_500 > 0:
             faults.commit_applied_then_500 -= 1
             raise _Reply(500, "injected: internal error after the commit was applied")
         url = f"{hub.url}/datasets/{repo}/commit/{commit.oid}"
-        return self._ok({"commitUrl": url, "commitOid": commit.oid, "pullRequestUrl": None, "success": True})
+        return self._ok({"commitUrl": url, "commitOid": commit.oid, "pullRequestUrl": pr_url, "success": True})
 
     def _maybe_flip(self, path: str, data: bytes) -> bytes:
         flipped = self.server_hub.faults.store_flipped
@@ -484,6 +578,8 @@ class _Handler(BaseHTTPRequestHandler):
         commit = self._commit(self._repo(repo), rev)
         form = parse_qs(self.body.decode())
         expand = form.get("expand", ["False"])[0].lower() == "true"
+        if len(form.get("paths", [])) > PATHS_INFO_LIMIT:
+            raise _Reply(400, f"Too many paths: at most {PATHS_INFO_LIMIT} per request")
         out = []
         for path in form.get("paths", []):
             if path in commit.tree:
@@ -510,7 +606,18 @@ class _Handler(BaseHTTPRequestHandler):
             if recursive or len(rest) == 1:
                 files.append(commit.tree[p].info(p, expand, self._last_commit(commit)))
         entries = [{"type": "directory", "path": f, "oid": _tree_oid(commit, f)} for f in sorted(folders)]
-        return self._ok(entries + files)
+        return self._page(entries + files)
+
+    def route_commits(self, repo, rev):
+        r = self._repo(repo)
+        oid = self._commit(r, rev).oid
+        history = []
+        while oid is not None:
+            c = r.commits[oid]
+            date = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(c.created)) + f".{int(c.created % 1 * 1000):03d}Z"
+            history.append({"id": c.oid, "authors": [{"user": "tester"}], "date": date, "title": c.message, "message": c.description})
+            oid = c.parent
+        return self._page(history)
 
     def route_model_info(self, repo, rev="main"):
         return self.route_repo_info(repo, rev, "model")
@@ -519,6 +626,8 @@ class _Handler(BaseHTTPRequestHandler):
         return self.route_resolve(repo, rev, path, "model")
 
     def route_resolve(self, repo, rev, path, repo_type="dataset"):
+        if repo in self.server_hub.gated:
+            raise _Reply(403, "Access to this repo is restricted: ask for access on its page", {"X-Error-Code": "GatedRepo"})
         commit = self._commit(self._repo(repo, repo_type), rev)
         blob = commit.tree.get(path)
         if blob is None:
@@ -536,6 +645,17 @@ class _Handler(BaseHTTPRequestHandler):
             data, status = data[start : end + 1], 206
             headers["Content-Range"] = f"bytes {start}-{start + len(data) - 1}/{len(blob.data)}"
         return status, data, headers
+
+
+def _card_license(content: str) -> str | None:
+    """The ``license:`` of a card's YAML front matter, when it has one (a plain ``key: value`` line)."""
+    match = re.match(r"---\n(.*?)\n---", content, re.S)
+    if match is None:
+        return None
+    for line in match.group(1).splitlines():
+        if line.startswith("license:"):
+            return line.split(":", 1)[1].strip().strip("'\"")
+    return None
 
 
 class _Drop(Exception):

@@ -169,7 +169,8 @@ def test_a_path_the_layout_accepts_stays_inside_and_is_never_hidden(parts):
         root = "/r/staging"
         assert os.path.normpath(os.path.join(root, path)).startswith(root + "/")
         assert not any(part.startswith(".") or part == "" for part in path.split("/"))
-        assert all(c.isprintable() and c not in "\\ " for c in path)
+        assert all(c.isprintable() and c != "\\" for c in path)
+        assert all(part.strip() == part for part in path.split("/"))  # a space inside a name is fine, a blank name is not
 
 
 def test_names_a_build_allows_are_pulled(hub, tmp_path):

@@ -48,15 +48,15 @@ from pathlib import Path
 import hf_tokbin.hub.push as push
 from hf_tokbin.errors import TokbinError
 folder, repo, victim = sys.argv[1:4]
-planned = push.publish_plan
-def plan_then_rewrite(root, progress=True):
-    plan = planned(root, progress)
-    path = Path(root) / victim
+checked = push._LocalFiles.check
+def check_then_rewrite(plan, prefix, progress):
+    local = checked(plan, prefix, progress)
+    path = Path(folder) / victim
     data = bytearray(path.read_bytes())
     data[-2] ^= 0x01
     path.write_bytes(bytes(data))
-    return plan
-push.publish_plan = plan_then_rewrite
+    return local
+push._LocalFiles.check = check_then_rewrite
 try:
     print(push.push_folder(folder, repo, progress=False))
 except TokbinError as e:
@@ -189,7 +189,9 @@ def test_smaller_corpus_pushed_over_a_bigger_one_leaves_only_its_own_files(hub, 
     assert [s.path for s in old.shards] == ["data/train-00000.parquet", "data/train-00001.parquet", "data/train-00002.parquet"]
     assert cli(env, "push", tmp_path / "old", "--repo", "tester/corpus").returncode == 0
     write_tinystories_corpus(stories_file(tmp_path / "new.txt", ["new story a", "new story b"]), None, tmp_path / "new")
-    result = cli(env, "push", tmp_path / "new", "--repo", "tester/corpus")
+    refused = cli(env, "push", tmp_path / "new", "--repo", "tester/corpus")
+    assert refused.returncode == 1 and "would be mixed with it" in refused.stderr and "--delete 'data/*'" in refused.stderr
+    result = cli(env, "push", tmp_path / "new", "--repo", "tester/corpus", "--delete", "data/*")
     assert result.returncode == 0, result.stderr
     remote = hub.head_files("tester/corpus")
     remote.pop(".gitattributes")
@@ -205,25 +207,30 @@ def test_smaller_release_pushed_over_a_bigger_one_leaves_only_its_own_files(hub,
     big = make_release(tmp_path / "big", parts=3)
     assert cli(env, "push", big, "--repo", REPO).returncode == 0
     small = make_release(tmp_path / "small", parts=1, seed=1)
-    result = cli(env, "push", small, "--repo", REPO)
+    before = len(pushed_commits(hub))
+    result = cli(env, "push", small, "--repo", REPO, "--mirror")
     assert result.returncode == 0, result.stderr
     remote = hub.head_files(REPO)
     remote.pop(".gitattributes")
     assert remote == local_files(small)
     gone = set(local_files(big)) - set(local_files(small))
     assert {p for p in gone if p.startswith(("shards/", "receipts/"))} == gone and len(gone) == 8
-    new_commits = pushed_commits(hub)[-2:]
-    assert gone <= set(new_commits[0].changed) and "COMPLETE.json" not in new_commits[0].tree  # deleted with the stale record
-    assert new_commits[1].changed == ("COMPLETE.json",)
+    new_commits = pushed_commits(hub)[before:]
+    assert set(new_commits[0].changed) == gone | {"COMPLETE.json"} and "COMPLETE.json" not in new_commits[0].tree  # deleted with the stale record
+    assert new_commits[-1].changed == ("COMPLETE.json",)
     assert f"{len(gone)} remote files the folder does not hold deleted" in result.stdout
 
 
-def test_a_foreign_file_on_a_published_branch_is_deleted_alone(hub, env, tmp_path):
+def test_a_foreign_file_on_a_published_branch_is_left_alone_and_deleted_by_mirror(hub, env, tmp_path):
     release = make_release(tmp_path / "release")
     assert cli(env, "push", release, "--repo", REPO).returncode == 0
     hub.land_foreign_commit(REPO, "main")
     before = len(pushed_commits(hub))
-    result = cli(env, "push", release, "--repo", REPO)
+    kept = cli(env, "push", release, "--repo", REPO)
+    assert kept.returncode == 0, kept.stderr
+    assert "NOTES.txt" in hub.head_files(REPO) and len(pushed_commits(hub)) == before
+    assert "1 other remote files left alone" in kept.stdout
+    result = cli(env, "push", release, "--repo", REPO, "--mirror")
     assert result.returncode == 0, result.stderr
     remote = hub.head_files(REPO)
     remote.pop(".gitattributes")

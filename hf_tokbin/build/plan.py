@@ -147,11 +147,11 @@ def plan_build(
     if not 0 < max_tokens_per_file <= llmc.MAX_TOKENS_PER_FILE:
         raise BuildError(out, "--max-tokens-per-file out of range", expected=f"1..{llmc.MAX_TOKENS_PER_FILE}", got=max_tokens_per_file)
     tokenizer_id = tokenizer.tokenizer_id
-    if not tokenizer_id or "/" in tokenizer_id or "\\" in tokenizer_id or tokenizer_id.startswith("."):
+    if not tokenizer_id or tokenizer_id.strip() != tokenizer_id or "/" in tokenizer_id or "\\" in tokenizer_id or tokenizer_id.startswith(".") or not tokenizer_id.isprintable():
         raise BuildError(
             tokenizer.path or tokenizer.source,
             "--tokenizer-id names the folder tokens/<tokenizer_id>/",
-            expected="one folder name: not empty, no '/' or '\\', not starting with '.'",
+            expected="one folder name: not empty, printable, no '/' or '\\', not starting with '.', no white space at either end",
             got=repr(tokenizer_id),
         )
     llmc.version_for_vocab(tokenizer.vocab_size)

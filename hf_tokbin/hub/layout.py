@@ -54,8 +54,8 @@ def check_path(kind: str, path: str, listed_in: str) -> str:
 
 def _is_plain_name(part: str) -> bool:
     """One path component a pull may create: not empty, not hidden (so not "." or ".."), printable (no newline, NUL,
-    escape or bidi control), no backslash."""
-    return part != "" and not part.startswith(".") and part.isprintable() and "\\" not in part
+    escape or bidi control), no backslash, no white space at either end."""
+    return part != "" and part.strip() == part and not part.startswith(".") and part.isprintable() and "\\" not in part
 
 
 def is_token_file(path: str) -> bool:

@@ -1,9 +1,20 @@
 """Bounded retries of transient Hub failures, a commits-per-hour cap, and Hub errors as :class:`HubError`.
 
-Transient: a dropped or reset connection, a timeout, HTTP 408/429/500/502/503/504.
-A retry waits ``Retry-After`` when the server sends it, else ``base_delay``
-doubled per attempt; every wait is capped by ``max_delay`` and the number of
-attempts by ``attempts``, so no loop here is unbounded.
+Transient: a dropped or reset connection, a timeout, HTTP 408/429/500/502/503/504,
+an answer that is not the JSON it should be (a proxy's 503 page). ``hf_xet``'s
+"not found" and "not allowed" errors are permanent, whatever class they come as.
+
+A retry waits what the server asks (a 429's ``RateLimit`` header, as parsed by
+``huggingface_hub.utils.parse_ratelimit_headers``, plus one second; else
+``Retry-After``), or else ``base_delay`` doubled per attempt, capped by
+``max_delay``. When the server asks for more than ``max_delay`` (a commit quota
+that resets in an hour), the call stops with "re-run after HH:MM" instead of
+holding the process. The number of attempts is bounded by ``attempts``, so no
+loop here is unbounded.
+
+Error messages carry the server's reason (``X-Error-Message`` / the JSON
+``error`` field, as huggingface_hub reads them), cleaned to one printable line;
+anything that looks like a token is masked.
 
 Environment (read by :meth:`RetryPolicy.from_env`, used by the command line):
 ``HF_TOKBIN_HUB_ATTEMPTS`` (default 5) and ``HF_TOKBIN_HUB_BACKOFF`` (seconds, default 2).
@@ -12,7 +23,10 @@ Environment (read by :meth:`RetryPolicy.from_env`, used by the command line):
 from __future__ import annotations
 
 import collections
+import datetime
+import json
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -35,7 +49,7 @@ def notify(message: str) -> None:
 class RetryPolicy:
     attempts: int = 5  # tries per call, the first included
     base_delay: float = 2.0  # seconds before the first retry; doubles each time
-    max_delay: float = 300.0  # cap on any single wait, Retry-After included
+    max_delay: float = 300.0  # cap on a backoff wait; a server asking for longer stops the call
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
 
     def __post_init__(self):
@@ -49,11 +63,24 @@ class RetryPolicy:
         return cls(attempts=_env_number("HF_TOKBIN_HUB_ATTEMPTS", 5, int), base_delay=_env_number("HF_TOKBIN_HUB_BACKOFF", 2.0, float))
 
     def delay(self, attempt: int, error: BaseException) -> float:
-        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
-        wait = retry_after_seconds(error)
-        if wait is None:
-            wait = self.base_delay * 2 ** (attempt - 1)
-        return min(wait, self.max_delay)
+        """Seconds to wait after failed attempt number ``attempt`` (1-based).
+
+        Raises :class:`HubError` ("re-run after HH:MM") when the server asks for more than ``max_delay``.
+        """
+        asked = server_wait_seconds(error)
+        if asked is None:
+            return min(self.base_delay * 2 ** (attempt - 1), self.max_delay)
+        if asked > self.max_delay:
+            resume = datetime.datetime.now() + datetime.timedelta(seconds=asked)
+            when = f"{resume:%H:%M}" if asked < 20 * 3600 else f"{resume:%Y-%m-%d %H:%M}"
+            raise HubError(None, f"rate limited: {short_reason(error)}; the Hub asks to wait {asked:g}s", hint=f"re-run after {when} (local time): the same command resumes where it stopped")
+        return asked
+
+    def pause(self, what: str, attempt: int, error: BaseException, note: str = "") -> None:
+        """Say why and sleep before attempt ``attempt + 1``."""
+        wait = self.delay(attempt, error)
+        notify(f"{what}: {short_reason(error)}{note}; retrying in {wait:g}s (attempt {attempt + 1}/{self.attempts})")
+        self.sleep(wait)
 
 
 def _env_number(name: str, default, kind: type[int] | type[float]):
@@ -81,14 +108,49 @@ def retry_after_seconds(error: BaseException) -> float | None:
     return None
 
 
+def server_wait_seconds(error: BaseException) -> float | None:
+    """How long the server asks us to wait: a 429's exhausted ``RateLimit`` (reset + 1 s), else ``Retry-After``."""
+    response = getattr(error, "response", None)
+    if response is not None and status_of(error) == 429:
+        from huggingface_hub.utils import parse_ratelimit_headers
+
+        info = parse_ratelimit_headers(response.headers)
+        if info is not None and info.remaining == 0:
+            return float(info.reset_in_seconds + 1)  # +1 s against rounding, as huggingface_hub's own backoff
+    return retry_after_seconds(error)
+
+
 def is_transient(error: BaseException) -> bool:
     """Whether trying the same call again may succeed."""
     status = status_of(error)
     if status is not None:
         return status in TRANSIENT_STATUS
+    if _is_permanent_xet_error(error):
+        return False
+    if isinstance(error, json.JSONDecodeError):
+        # An answer that should have been JSON and is not: a proxy's error page (huggingface_hub's
+        # validate-yaml reads the body before the status, so a 503 surfaces as this).
+        return True
     if isinstance(error, (ConnectionError, TimeoutError)):
         return True
     return isinstance(error, _transport_errors())
+
+
+_PERMANENT_XET_STATUS = re.compile(r"\b(400|401|403|404|409|410|413|422)\b")
+
+
+def _is_permanent_xet_error(error: BaseException) -> bool:
+    """``hf_xet`` errors that retrying cannot fix: not found, not allowed, refused.
+
+    ``hf_xet`` raises its own ``XetObjectNotFoundError`` (a ``FileNotFoundError``) and
+    ``XetAuthenticationError`` (a ``PermissionError``); older versions raised a bare
+    ``ConnectionError`` whose text holds the HTTP status, which must not read as transient.
+    """
+    if not type(error).__module__.startswith("hf_xet"):
+        return False
+    if isinstance(error, (FileNotFoundError, PermissionError)):
+        return True
+    return _PERMANENT_XET_STATUS.search(str(error)) is not None
 
 
 def _transport_errors() -> tuple[type[BaseException], ...]:
@@ -110,27 +172,55 @@ def call_with_retry(policy: RetryPolicy, what: str, fn: Callable[[], T]) -> T:
         except Exception as error:
             if attempt == policy.attempts or not is_transient(error):
                 raise
-            wait = policy.delay(attempt, error)
-            notify(f"{what}: {short_reason(error)}; retrying in {wait:g}s (attempt {attempt + 1}/{policy.attempts})")
-            policy.sleep(wait)
+            policy.pause(what, attempt, error)
     raise AssertionError("unreachable")  # the loop returns or raises
 
 
+_TOKEN_LIKE = re.compile(r"(?i)(bearer\s+)\S+|\bhf_[A-Za-z0-9_]{6,}")
+_MESSAGE_LIMIT = 300
+
+
+def scrub(text: str) -> str:
+    """``text`` as one printable line of bounded length, with anything token-like masked.
+
+    Server messages reach the terminal: control characters (escape sequences) are dropped.
+    """
+    text = _TOKEN_LIKE.sub(lambda m: f"{m.group(1)}***" if m.group(1) else "hf_***", text)
+    text = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 3] + "..."
+
+
+def server_message(error: BaseException) -> str:
+    """The server's own reason for an HTTP error (huggingface_hub collects it from ``X-Error-Message`` and the JSON body)."""
+    message = getattr(error, "server_message", None)
+    return scrub(message) if isinstance(message, str) else ""
+
+
 def short_reason(error: BaseException) -> str:
-    """One line saying what went wrong (HTTP status, or the exception), never a header or token."""
+    """One line saying what went wrong (HTTP status and the server's reason, or the exception), never a token."""
     status = status_of(error)
-    first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
     if status is not None:
-        return f"HTTP {status}"
+        reason = server_message(error)
+        return f"HTTP {status}: {reason}" if reason else f"HTTP {status}"
+    first_line = scrub(str(error).strip().splitlines()[0]) if str(error).strip() else ""
     return f"{type(error).__name__}: {first_line}" if first_line else type(error).__name__
 
 
-def as_hub_error(where: str, what: str, error: BaseException) -> HubError:
-    """A :class:`HubError` naming the repo/file and the failed step, with a hint for the usual causes."""
+def as_hub_error(where: str, what: str, error: BaseException, access: str = "write") -> HubError:
+    """A :class:`HubError` naming the repo/file, the failed step and the server's reason, with a hint.
+
+    ``access`` is what the operation needs of the token: ``"write"`` (push) or ``"read"`` (pull, fetch).
+    """
+    from huggingface_hub.errors import GatedRepoError
+
     status = status_of(error)
     hint = None
-    if status in (401, 403):
-        hint = "check the token (HF_TOKEN, or `hf auth login`) and its write access to this namespace"
+    if isinstance(error, GatedRepoError):
+        hint = "the repo is gated: ask for access on its page on the Hub, then use a token (HF_TOKEN, `hf auth login` or --token) of the account that was granted it"
+    elif status in (401, 403):
+        hint = f"check the token (HF_TOKEN, `hf auth login` or --token) and its {access} access to this repo"
+        if access == "read":
+            hint += "; a private repo needs a token that can see it"
     elif status == 404:
         hint = "check the repo id, the revision, and that the token can see a private repo"
     elif status in TRANSIENT_STATUS or is_transient(error):
@@ -146,12 +236,15 @@ def fetch_error(where: str, what: str, error: BaseException) -> HubError:
     """
     from huggingface_hub.errors import (
         EntryNotFoundError,
+        GatedRepoError,
         LocalEntryNotFoundError,
         RepositoryNotFoundError,
         RevisionNotFoundError,
     )
 
-    if isinstance(error, RepositoryNotFoundError):  # also a gated repo
+    if isinstance(error, GatedRepoError):  # a RepositoryNotFoundError too: ask for access, not for the id
+        return as_hub_error(where, f"fetch the {what}", error, access="read")
+    if isinstance(error, RepositoryNotFoundError):
         return HubError(where, f"cannot fetch the {what}: repo not found", hint="check the repo id NS/NAME, and the token (HF_TOKEN) if the repo is private")
     if isinstance(error, RevisionNotFoundError):
         return HubError(where, f"cannot fetch the {what}: revision not found", hint="give a branch, tag or commit id of this repo")
@@ -159,7 +252,7 @@ def fetch_error(where: str, what: str, error: BaseException) -> HubError:
         return HubError(where, f"cannot fetch the {what}: the Hub cannot be reached and the local cache does not hold it", hint="run once online (without HF_HUB_OFFLINE=1) to fill the cache")
     if isinstance(error, EntryNotFoundError):
         return HubError(where, f"cannot fetch the {what}: no such file in the repo at this revision")
-    return as_hub_error(where, f"fetch the {what}", error)
+    return as_hub_error(where, f"fetch the {what}", error, access="read")
 
 
 class CommitRateLimiter:
@@ -186,3 +279,8 @@ class CommitRateLimiter:
 
     def record(self) -> None:
         self._times.append(self.clock())
+
+    def seed(self, ages: list[float]) -> None:
+        """Count commits made ``ages`` seconds ago (by earlier runs, or anyone) as if this limiter had made them."""
+        now = self.clock()
+        self._times = collections.deque(sorted(now - age for age in ages if 0 <= age < self.window))
