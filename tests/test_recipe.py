@@ -150,8 +150,13 @@ def test_megatron_data_path_weights_are_tokens_and_prefixes_have_no_suffix(relea
     weights, prefixes = values[0::2], values[1::2]
     assert prefixes == [str(root / "shards" / "train" / f"part-{i:06d}") for i in range(3)]
     assert [int(w) for w in weights] == [sum(len(d) + 1 for d in part) for part in train]
-    assert flag_values(argv, "--valid-data-path") == [str(sum(len(d) + 1 for d in validation[0])), str(root / "shards" / "validation" / "part-000000")]
-    assert flag_values(argv, "--tokenizer-type") == ["NullTokenizer"] and flag_values(argv, "--vocab-size") == [str(EOT)]
+    assert flag_values(argv, "--valid-data-path") == [
+        str(sum(len(d) + 1 for d in validation[0])),
+        str(root / "shards" / "validation" / "part-000000"),
+    ]
+    assert flag_values(argv, "--tokenizer-type") == ["NullTokenizer"] and flag_values(argv, "--vocab-size") == [
+        str(EOT)
+    ]
 
 
 @pytest.fixture
@@ -188,7 +193,11 @@ def test_megatron_core_builds_the_printed_blend_and_samples_windows_of_its_docum
     config = GPTDatasetConfig(
         random_seed=int(flag_values(argv, "--seed")[0]),
         sequence_length=seq_len,
-        blend_per_split=[get_blend_from_list(flag_values(argv, "--train-data-path")), get_blend_from_list(flag_values(argv, "--valid-data-path")), None],
+        blend_per_split=[
+            get_blend_from_list(flag_values(argv, "--train-data-path")),
+            get_blend_from_list(flag_values(argv, "--valid-data-path")),
+            None,
+        ],
         path_to_cache=str(tmp_path / "cache"),
         tokenizer=tokenizer,
         reset_position_ids=True,
@@ -196,7 +205,9 @@ def test_megatron_core_builds_the_printed_blend_and_samples_windows_of_its_docum
         eod_mask_loss=True,
     )
     n_samples = 40
-    train_ds, valid_ds, test_ds = BlendedMegatronDatasetBuilder(GPTDataset, [n_samples, 10, None], lambda: True, config).build()
+    train_ds, valid_ds, test_ds = BlendedMegatronDatasetBuilder(
+        GPTDataset, [n_samples, 10, None], lambda: True, config
+    ).build()
     assert test_ds is None
     totals = np.array([sum(len(d) + 1 for d in part) for part in train], dtype=np.float64)
     assert np.allclose(train_ds.weights, totals / totals.sum())  # drawn in proportion to tokens
@@ -227,8 +238,14 @@ def test_megatron_core_blend_with_a_cache_needs_a_process_group(release, tmp_pat
     assert any("init_process_group" in n for n in r.notes)
     blend = get_blend_from_list(flag_values(command(r), "--train-data-path"))
     config = GPTDatasetConfig(
-        random_seed=1234, sequence_length=8, blend_per_split=[blend, None, None], path_to_cache=str(tmp_path / "cache"),
-        tokenizer=NullTokenizer(EOT), reset_position_ids=False, reset_attention_mask=False, eod_mask_loss=False,
+        random_seed=1234,
+        sequence_length=8,
+        blend_per_split=[blend, None, None],
+        path_to_cache=str(tmp_path / "cache"),
+        tokenizer=NullTokenizer(EOT),
+        reset_position_ids=False,
+        reset_attention_mask=False,
+        eod_mask_loss=False,
     )
     with pytest.raises((ValueError, RuntimeError), match="process group"):
         BlendedMegatronDatasetBuilder(GPTDataset, [10, None, None], lambda: True, config).build()
@@ -259,7 +276,11 @@ def test_maxtext_blend_syntax_one_spec_per_pair(release, tmp_path):
     root, train, validation = release
     r = recipe(root, "maxtext", SMALL, index_dir=tmp_path / "idx")
     args = dict(a.split("=", 1) for a in command(r))
-    assert args["grain_file_type"] == "mmap_npy" and args["mmap_eod_id"] == str(EOT) and args["mmap_split_sentences"] == "false"
+    assert (
+        args["grain_file_type"] == "mmap_npy"
+        and args["mmap_eod_id"] == str(EOT)
+        and args["mmap_split_sentences"] == "false"
+    )
     specs = args["grain_train_files"].split(";")
     assert len(specs) == 3
     for k, spec in enumerate(specs):
@@ -269,7 +290,10 @@ def test_maxtext_blend_syntax_one_spec_per_pair(release, tmp_path):
         assert prefix == str(root / "shards" / "train" / f"part-{k:06d}") and os.path.isfile(prefix + ".idx")
         assert int(weight) == sum(len(d) + 1 for d in train[k])
     # a lone pair takes no weight: without ';' MaxText reads the whole string as one spec
-    assert args["grain_eval_files"] == f"{tmp_path / 'idx' / 'validation-0'}|{root / 'shards' / 'validation' / 'part-000000'}"
+    assert (
+        args["grain_eval_files"]
+        == f"{tmp_path / 'idx' / 'validation-0'}|{root / 'shards' / 'validation' / 'part-000000'}"
+    )
 
 
 def test_findings_of_verify_for_are_carried(release):

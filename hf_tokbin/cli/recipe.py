@@ -15,11 +15,24 @@ def add_arguments(parser) -> None:
     defaults = LoaderSettings()
     parser.add_argument("path", help="a release folder (or an llm.c token folder, or a folder of Megatron pairs)")
     parser.add_argument("--for", dest="target", required=True, choices=list(TARGETS), help="the trainer")
-    parser.add_argument("--batch-size", "-B", type=int, default=defaults.batch_size, help="micro-batch size B (default: %(default)s)")
-    parser.add_argument("--seq-len", "-T", type=int, default=defaults.seq_len, help="sequence length T (default: %(default)s)")
-    parser.add_argument("--world-size", type=int, default=defaults.world_size, help="processes (GPUs) reading the files (default: %(default)s)")
+    parser.add_argument(
+        "--batch-size", "-B", type=int, default=defaults.batch_size, help="micro-batch size B (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--seq-len", "-T", type=int, default=defaults.seq_len, help="sequence length T (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--world-size",
+        type=int,
+        default=defaults.world_size,
+        help="processes (GPUs) reading the files (default: %(default)s)",
+    )
     parser.add_argument("--eod-id", type=int, default=None, help="the EOD id (default: run_config.json's)")
-    parser.add_argument("--index-dir", default=None, help="MaxText: where mmap_npy builds its .npy indices (default: RELEASE/.maxtext-index)")
+    parser.add_argument(
+        "--index-dir",
+        default=None,
+        help="MaxText: where mmap_npy builds its .npy indices (default: RELEASE/.maxtext-index)",
+    )
     parser.set_defaults(run=run)
 
 

@@ -65,7 +65,11 @@ class Recipe:
         return compat.has_errors(self.findings)
 
     def text(self) -> str:
-        out = [f"# hf-tokbin recipe --for {self.target}: {self.release}", f"# checked against {self.checked_against}", *self.lines]
+        out = [
+            f"# hf-tokbin recipe --for {self.target}: {self.release}",
+            f"# checked against {self.checked_against}",
+            *self.lines,
+        ]
         out += [f"# note: {n}" for n in self.notes]
         out += [f"# {f}" for f in self.findings]
         return "\n".join(out) + "\n"
@@ -98,7 +102,12 @@ def _read_tokenizer(root: Path) -> _Tokenizer:
     return _Tokenizer(text("tokenizer_id"), text("source"), text("revision"), text("subfolder"), vocab_size, eod_id)
 
 
-def recipe(path: str | os.PathLike, target: str, settings: LoaderSettings = LoaderSettings(), index_dir: str | os.PathLike | None = None) -> Recipe:
+def recipe(
+    path: str | os.PathLike,
+    target: str,
+    settings: LoaderSettings = LoaderSettings(),
+    index_dir: str | os.PathLike | None = None,
+) -> Recipe:
     """The recipe of ``target`` for the release (or token folder) at ``path``.
 
     ``index_dir`` is where MaxText's ``mmap_npy`` builds its index files
@@ -136,12 +145,16 @@ def _llmc_globs(root: Path, findings: list[Finding]) -> dict[str, tuple[str, lis
             continue
         folder = files[0].parent
         # A lone file is its own pattern; a split is every ``<split>-*.bin`` of the folder (the writer's names).
-        pattern = glob.escape(str(files[0])) if split is None else os.path.join(glob.escape(str(folder)), f"{split}-*.bin")
+        pattern = (
+            glob.escape(str(files[0])) if split is None else os.path.join(glob.escape(str(folder)), f"{split}-*.bin")
+        )
         selected = sorted(glob.glob(pattern))
         if selected != [str(f) for f in files]:
             extra = sorted(set(selected) - {str(f) for f in files})
             problem = f"also selects {extra[:3]}" if extra else "does not select the manifest's files in their order"
-            findings.append(Finding(ERROR, str(folder), "glob", f"the glob {pattern} {problem}: move the other files away"))
+            findings.append(
+                Finding(ERROR, str(folder), "glob", f"the glob {pattern} {problem}: move the other files away")
+            )
         globs[split or "train"] = (pattern, files)
     if "train" not in globs:
         raise FormatError(root, "no llm.c train files", hint="build with --format llmc")
@@ -155,7 +168,11 @@ def _world(settings: LoaderSettings, command: list[str], launcher: list[str]) ->
 def _llmc(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[str], list[str]]:
     train, val = globs["train"][0], globs.get("val", (None,))[0]
     total = s.batch_size * s.seq_len * s.world_size
-    c = ["./train_gpt2cu", "-i", train] + (["-j", val] if val else []) + ["-b", str(s.batch_size), "-t", str(s.seq_len), "-d", str(total)]
+    c = (
+        ["./train_gpt2cu", "-i", train]
+        + (["-j", val] if val else [])
+        + ["-b", str(s.batch_size), "-t", str(s.seq_len), "-d", str(total)]
+    )
     py = ["python", "train_gpt2.py", "--input_bin", train] + (["--input_val_bin", val] if val else [])
     py += ["--batch_size", str(s.batch_size), "--sequence_length", str(s.seq_len), "--total_batch_size", str(total)]
     lines = [
@@ -164,7 +181,8 @@ def _llmc(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[str], list[s
     ]
     notes = [
         "-d / --total_batch_size is B*T*world_size (one step, no gradient accumulation); a multiple of it accumulates",
-        "files are read in sorted-name order, which is the manifest's: documents train in the release's order (corpus order, or the build's --shuffle-seed order)",
+        "train_gpt2.cu shuffles the file order and the B*T windows inside each file every epoch (dataloader.h, permute_train_loader); "
+        "train_gpt2.py reads the files in sorted-name order, the manifest's, from start to end: documents come in the release's order",
     ]
     return lines, notes
 
@@ -177,7 +195,7 @@ def _llmc_llama3(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[str],
     lines = [shlex.join(_world(s, py, ["torchrun", "--standalone", f"--nproc_per_node={s.world_size}"]))]
     notes = [
         "--model (default meta-llama/Meta-Llama-3.1-8B) must be a model of this release's tokenizer",
-        "files are read in sorted-name order, which is the manifest's",
+        "files are read in sorted-name order, the manifest's, from start to end: documents come in the release's order",
     ]
     return lines, notes
 
@@ -185,7 +203,9 @@ def _llmc_llama3(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[str],
 def _modded_nanogpt(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[str], list[str]]:
     train, val = globs["train"][0], globs.get("val", (None,))[0]
     lines = ["# train_gpt.py class Hyperparameters: replace these lines", f"    train_files: str = {train!r}"]
-    notes = ["train_files/val_files are hard-coded (os.path.join(DATA_PATH, 'data/fineweb10B/...')): edit the two lines, or link the files to those names"]
+    notes = [
+        "train_files/val_files are hard-coded (os.path.join(DATA_PATH, 'data/fineweb10B/...')): edit the two lines, or link the files to those names"
+    ]
     if val:
         val_tokens = sum(llmc.read_header(f).n_tokens for f in globs["val"][1])
         lines.append(f"    val_files: str = {val!r}")
@@ -197,6 +217,9 @@ def _modded_nanogpt(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[st
             + ("" if usable else ": this val split is smaller than one val batch, lower val_batch_size")
         )
     notes.append("every sequence starts at a BOS (50256): the release's separator, written before each document")
+    notes.append(
+        "files are read in sorted-name order, the manifest's, from start to end: documents come in the release's order"
+    )
     return lines, notes
 
 
@@ -216,9 +239,13 @@ def _nanogpt(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[str], lis
         f"    return np.memmap(path, dtype=np.{dtype}, mode='r', offset={llmc.HEADER_BYTES})",
         f"# command line: --block_size={s.seq_len} --batch_size={s.batch_size}",
     ]
-    notes = [f"ids are {dtype} (the header's layout), after a {llmc.HEADER_BYTES}-byte header; nanoGPT's own train.bin has neither"]
+    notes = [
+        f"ids are {dtype} (the header's layout), after a {llmc.HEADER_BYTES}-byte header; nanoGPT's own train.bin has neither"
+    ]
     if "val" not in files:
-        notes.append("no val files: estimate_loss() calls get_batch('val'); add a validation split or skip evaluation (eval_iters)")
+        notes.append(
+            "no val files: estimate_loss() calls get_batch('val'); add a validation split or skip evaluation (eval_iters)"
+        )
     return lines, notes
 
 
@@ -255,11 +282,15 @@ def _megatron_tokenizer(tok: _Tokenizer, eod_id: int | None) -> tuple[list[str],
         flags = ["--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", model]
         notes = [f"HuggingFaceTokenizer's eod is the id of its eos_token, which must be {eod_id}"]
         if tok.revision or tok.subfolder:
-            notes.append(f"to pin the tokenizer the release was built with: hf download {tok.source}{' --revision ' + tok.revision if tok.revision else ''} --local-dir DIR, and pass DIR{'/' + tok.subfolder if tok.subfolder else ''} to --tokenizer-model")
+            notes.append(
+                f"to pin the tokenizer the release was built with: hf download {tok.source}{' --revision ' + tok.revision if tok.revision else ''} --local-dir DIR, and pass DIR{'/' + tok.subfolder if tok.subfolder else ''} to --tokenizer-model"
+            )
         return flags, notes
     if eod_id is not None and tok.vocab_size is not None and eod_id == tok.vocab_size - 1:
         # NullTokenizer(vocab_size=V) has eod = V and V + 1 ids: exactly this vocabulary.
-        return ["--tokenizer-type", "NullTokenizer", "--vocab-size", str(eod_id)], [f"NullTokenizer --vocab-size {eod_id} has eod {eod_id} and {eod_id + 1} ids, this vocabulary"]
+        return ["--tokenizer-type", "NullTokenizer", "--vocab-size", str(eod_id)], [
+            f"NullTokenizer --vocab-size {eod_id} has eod {eod_id} and {eod_id + 1} ids, this vocabulary"
+        ]
     name = tok.tokenizer_id or "the release's tokenizer"
     return ["--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", "TOKENIZER_DIR"], [
         f"TOKENIZER_DIR: the folder of {name} (tokenizer.json) the release was built with; its eos_token must be id {eod_id}"
@@ -271,11 +302,23 @@ def _megatron(root: Path, s: LoaderSettings) -> tuple[list[str], list[str]]:
     tok = _read_tokenizer(root)
     eod_id = s.eod_id if s.eod_id is not None else tok.eod_id
     tok_flags, notes = _megatron_tokenizer(tok, eod_id)
-    args = [["torchrun", f"--nproc_per_node={s.world_size}", "pretrain_gpt.py"], ["--train-data-path", *_data_path(blends["train"])]]
+    args = [
+        ["torchrun", f"--nproc_per_node={s.world_size}", "pretrain_gpt.py"],
+        ["--train-data-path", *_data_path(blends["train"])],
+    ]
     if blends.get("validation"):
         args.append(["--valid-data-path", *_data_path(blends["validation"])])
     args += [
-        ["--seq-length", str(s.seq_len), "--micro-batch-size", str(s.batch_size), "--global-batch-size", str(s.batch_size * s.world_size), "--seed", str(MEGATRON_SEED)],
+        [
+            "--seq-length",
+            str(s.seq_len),
+            "--micro-batch-size",
+            str(s.batch_size),
+            "--global-batch-size",
+            str(s.batch_size * s.world_size),
+            "--seed",
+            str(MEGATRON_SEED),
+        ],
         tok_flags,
         ["--reset-position-ids", "--reset-attention-mask", "--eod-mask-loss"],
     ]
