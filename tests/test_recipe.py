@@ -317,3 +317,17 @@ def test_cli_prints_the_recipe_and_exits_by_findings(release, capsys):
 def test_unknown_target_is_one_clear_error(release):
     with pytest.raises(FormatError, match="unknown recipe target"):
         recipe(release[0], "gpt-neox")
+
+
+@pytest.mark.parametrize("max_tokens, val_tokens", [(10_000_000, 2_097_152), (1_000_001, None)])
+def test_modded_nanogpt_val_tokens_fit_whole_batches_inside_each_file(tmp_path, max_tokens, val_tokens):
+    """Three validation documents of 1,000,000 ids: 3,000,003 tokens, in one file or in three."""
+    rng = np.random.default_rng(5)
+    val = [rng.integers(0, EOT, 1_000_000).tolist() for _ in range(3)]
+    root = write_release(tmp_path / "rel", [docs(4, 1), docs(4, 2)], [val], VOCAB, EOT, max_tokens=max_tokens)
+    r = recipe(root, "modded-nanogpt", SMALL)
+    printed = [line.strip() for line in r.lines if line.strip().startswith("val_tokens")]
+    if val_tokens is None:  # no file holds one val batch of 2,097,152 + 1 tokens
+        assert printed == [] and any("smaller than one val batch" in n for n in r.notes)
+    else:
+        assert printed == [f"val_tokens: int = {val_tokens}"]

@@ -207,14 +207,17 @@ def _modded_nanogpt(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[st
         "train_files/val_files are hard-coded (os.path.join(DATA_PATH, 'data/fineweb10B/...')): edit the two lines, or link the files to those names"
     ]
     if val:
-        val_tokens = sum(llmc.read_header(f).n_tokens for f in globs["val"][1])
+        sizes = [llmc.read_header(f).n_tokens for f in globs["val"][1]]
         lines.append(f"    val_files: str = {val!r}")
-        usable = (val_tokens - 1) // MODDED_NANOGPT_VAL_BATCH * MODDED_NANOGPT_VAL_BATCH
+        # The val loader reads each step's tokens (+1) inside one file and moves on when
+        # pos + n + 1 >= len(tokens): a file gives (n_tokens - 2) // val_batch_size whole batches at least.
+        usable = sum(max(0, n - 2) // MODDED_NANOGPT_VAL_BATCH for n in sizes) * MODDED_NANOGPT_VAL_BATCH
         if usable:
             lines.append(f"    val_tokens: int = {min(usable, MODDED_NANOGPT_VAL_TOKENS)}")
         notes.append(
-            f"val_tokens must be a multiple of val_batch_size ({MODDED_NANOGPT_VAL_BATCH:,}) and at most the val split's {val_tokens:,} tokens"
-            + ("" if usable else ": this val split is smaller than one val batch, lower val_batch_size")
+            f"val_tokens (default {MODDED_NANOGPT_VAL_TOKENS:,}) must be a multiple of val_batch_size ({MODDED_NANOGPT_VAL_BATCH:,}); "
+            f"the val split's {sum(sizes):,} tokens in {len(sizes)} file(s) give {usable:,}"
+            + ("" if usable else ": smaller than one val batch, lower val_batch_size (and val_tokens) to fit")
         )
     notes.append("every sequence starts at a BOS (50256): the release's separator, written before each document")
     notes.append(
