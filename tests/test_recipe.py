@@ -331,3 +331,42 @@ def test_modded_nanogpt_val_tokens_fit_whole_batches_inside_each_file(tmp_path, 
         assert printed == [] and any("smaller than one val batch" in n for n in r.notes)
     else:
         assert printed == [f"val_tokens: int = {val_tokens}"]
+
+
+def test_megatron_tokenizer_flags_follow_the_releases_tokenizer(tmp_path):
+    """A built release: the byte tokenizer with its last id as EOD is NullTokenizer; another EOD cannot be."""
+    from release_fixtures import stories, write_corpus
+
+    from hf_tokbin.build import build, plan_build
+    from hf_tokbin.tokenizer import resolve_tokenizer
+
+    corpus = write_corpus(tmp_path / "corpus", [("train", stories(20, 1)), ("validation", stories(5, 2))])
+    for eod, expected in ((255, ["NullTokenizer"]), (0, ["TOKENIZER_TYPE"])):
+        out = tmp_path / f"eod{eod}"
+        build(plan_build(corpus, resolve_tokenizer("byte", doc_sep_id=eod), out), progress=False)
+        r = recipe(out, "megatron", SMALL)
+        argv = command(r)
+        assert flag_values(argv, "--tokenizer-type") == expected
+        if eod == 255:
+            assert flag_values(argv, "--vocab-size") == ["255"]
+        else:
+            assert any("build with --doc-sep-id 255" in n for n in r.notes)
+        assert flag_values(argv, "--train-data-path")[1] == str(out / "shards" / "train" / "part-000000")
+
+
+def test_megatron_hub_tokenizer_is_named_with_its_pinned_revision(release):
+    import json
+
+    root = release[0]
+    config = json.loads((root / "run_config.json").read_text())
+    commit = "a" * 40
+    config["tokenizer"].update(
+        {"tokenizer_id": "gpt2", "source": "openai-community/gpt2", "revision": commit, "subfolder": None}
+    )
+    (root / "run_config.json").write_text(json.dumps(config))
+    r = recipe(root, "megatron", SMALL)
+    argv = command(r)
+    assert flag_values(argv, "--tokenizer-type") == ["HuggingFaceTokenizer"]
+    assert flag_values(argv, "--tokenizer-model") == ["openai-community/gpt2"]
+    assert any(f"eos_token, which must be {EOT}" in n for n in r.notes)
+    assert any(f"--revision {commit} --local-dir DIR" in n for n in r.notes)

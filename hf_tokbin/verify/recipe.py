@@ -294,6 +294,11 @@ def _megatron_tokenizer(tok: _Tokenizer, eod_id: int | None) -> tuple[list[str],
         return ["--tokenizer-type", "NullTokenizer", "--vocab-size", str(eod_id)], [
             f"NullTokenizer --vocab-size {eod_id} has eod {eod_id} and {eod_id + 1} ids, this vocabulary"
         ]
+    if tok.source == "byte":
+        return ["--tokenizer-type", "TOKENIZER_TYPE"], [
+            f"the byte tokenizer has no Megatron-LM --tokenizer-type with eod {eod_id}: NullTokenizer --vocab-size N has eod N "
+            f"and N + 1 ids, so build with --doc-sep-id {tok.vocab_size - 1 if tok.vocab_size else 255} to use it, or pass a tokenizer whose eod is {eod_id}"
+        ]
     name = tok.tokenizer_id or "the release's tokenizer"
     return ["--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", "TOKENIZER_DIR"], [
         f"TOKENIZER_DIR: the folder of {name} (tokenizer.json) the release was built with; its eos_token must be id {eod_id}"
