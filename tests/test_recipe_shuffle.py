@@ -122,3 +122,28 @@ def test_cli_shuffle_seed(corpus, tmp_path, releases, capsys):
     assert (tmp_path / "cli" / "COMPLETE.json").read_bytes() == (releases[1] / "COMPLETE.json").read_bytes()
     assert main([*argv, str(tmp_path / "bad"), "--shuffle-seed", "-3"]) == 1
     assert "--shuffle-seed must be an integer" in capsys.readouterr().err
+
+
+RAY_DRIVER = """
+import os, subprocess, sys
+command = ["hf-tokbin", "build", "--corpus", {corpus!r}, "--tokenizer", "byte", "--doc-sep-id", "0", "--max-tokens-per-file", "3000",
+           "--shuffle-seed", "{seed}", "--quiet", "--out", {out!r}, "--engine", "ray", "--ray-address", os.environ["RAY_ADDRESS"]]
+result = subprocess.run(command, capture_output=True, text=True)
+sys.stdout.write(result.stdout)
+sys.stderr.write(result.stderr)
+sys.exit(result.returncode)
+"""
+
+
+def test_a_shuffled_ray_build_equals_the_local_one(corpus, releases, tmp_path):
+    """Two Ray nodes build the parts (each shuffles its own); the release is byte for byte the local one."""
+    pytest.importorskip("ray")
+    from ray_cluster import run_in_ray_namespace
+
+    out = tmp_path / "ray-release"
+    (tmp_path / "driver").mkdir()
+    process = run_in_ray_namespace(
+        RAY_DRIVER.format(corpus=str(corpus), seed=SEED, out=str(out)), tmp_path / "driver", timeout=240
+    )
+    assert process.returncode == 0, process.stderr[-4000:]
+    assert (out / "COMPLETE.json").read_bytes() == (releases[1] / "COMPLETE.json").read_bytes()
