@@ -49,12 +49,12 @@ def make_release(root: Path, parts: int, total_mb: float, seed: int = 0) -> Path
     import numpy as np
 
     sys.path.insert(0, str(ROOT / "tests"))
-    from hf_tokbin.cards.release import render_release_card
-    from hf_tokbin.formats.records import FileEntry
-    from hf_tokbin.formats.release import Receipt, SplitCounts, pair_path, part_name
     from hub_server import _release_run_config, write_complete
 
     from hf_tokbin._io import write_json_atomic
+    from hf_tokbin.cards.release import render_release_card
+    from hf_tokbin.formats.records import FileEntry
+    from hf_tokbin.formats.release import Receipt, SplitCounts, pair_path, part_name
     from hf_tokbin.megatron import MegatronWriter
 
     rng = np.random.default_rng(seed)

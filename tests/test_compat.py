@@ -337,3 +337,18 @@ def test_megatron_rules_match_megatron_core(pair_release):
         real = indexed_dataset.IndexedDataset(str(pair.idx_path.with_suffix("")))
         assert len(real) == len(pair)
         assert all(real[i].tolist() == pair[i].tolist() for i in range(len(pair)))
+
+
+# ------------------------------------------------------------------ nanoGPT
+
+
+def test_nanogpt_dtype_min_tokens_and_vocab(tmp_path):
+    small = write_release(tmp_path / "small", [docs(2, 300, 299, 1, low=2, high=3)], [], 300, 299)
+    findings = check(small, "nanogpt", SMALL)  # 2 documents of 2 ids + separators: 6 tokens <= T=8
+    assert rules(findings, "error") == ["min-tokens"]
+    assert "dtype=np.uint16, offset=1024" in only(findings, "dtype").message
+    big = write_release(tmp_path / "big", [docs(4, 70000, 69999, 2)], [], 70000, 69999)
+    findings = check(big, "nanogpt", SMALL)
+    assert "dtype=np.uint32" in only(findings, "dtype").message
+    assert "meta.pkl with vocab_size=70000" in only(findings, "vocab").message
+    assert rules(check(big, "nanogpt", LoaderSettings(batch_size=1, seq_len=4)), "error") == []

@@ -23,6 +23,7 @@ from ..formats.release import Receipt, SplitCounts, pair_path, part_name, receip
 from ..output import Output
 from .encode import encode_shard, prepare_encoder
 from .plan import WORK_DIR, BuildPlan
+from .shuffle import shuffled_documents
 
 
 def staging_rel(part: str, suffix: str) -> str:
@@ -53,7 +54,7 @@ def build_part(plan: BuildPlan, index: int, progress: bool = True) -> tuple[Rece
         writers.append(megatron.MegatronWriter(work / staging_rel(part, "bin"), plan.tokenizer.vocab_size, None))
     documents = text_tokens = text_bytes = 0
     try:
-        for flat, lengths, n_bytes in encode_shard(plan, index, progress):
+        for flat, lengths, n_bytes in shuffled_documents(plan, index, encode_shard(plan, index, progress)):
             if "llmc" in plan.formats:
                 _check_fits_llmc_file(plan, shard_path, lengths, documents)
             for writer in writers:

@@ -49,6 +49,7 @@ from ..formats.run_config import LLMC_VARIANTS, run_config_record
 from ..output import Output, check_url, is_url, open_output, scratch_key
 from ..tokenizer.encoder import FAST_MODES
 from ..tokenizer.resolve import TokenizerInfo
+from .shuffle import check_seed
 
 WORK_DIR = ".work"
 DEFAULT_BATCH_SIZE = 10_000  # documents per Dataset.map batch: larger batches amortize per-call costs (scripts/bench_build.py)
@@ -73,6 +74,7 @@ class BuildPlan:
     release_version: str = "v1"
     fast: str = "auto"  # the fast-path mode of encoder.DocumentEncoder; never changes an id
     scratch_key: str | None = None  # out is a URL: the name of this machine's scratch folder (output.scratch_root)
+    shuffle_seed: int | None = None  # build --shuffle-seed: documents of each part in a seeded order (.shuffle); None: corpus order
     # The encoder after its fast-path check (prepare_encoder); not part of run_config.json.
     encoder: object = dataclasses.field(default=None, compare=False, repr=False)
 
@@ -109,6 +111,7 @@ class BuildPlan:
             llmc_variant=self.llmc_variant,
             max_tokens_per_file=self.max_tokens_per_file,
             versions={"hf_tokbin": __version__, "tokenizers": _version("tokenizers")},
+            shuffle_seed=self.shuffle_seed,
         )
 
 
@@ -124,6 +127,7 @@ def plan_build(
     corpus_revision: str | None = None,
     llmc_variant: str = "seed000",
     fast: str = "auto",
+    shuffle_seed: int | None = None,
 ) -> BuildPlan:
     """Check every input and option before any work starts."""
     url = is_url(out)
@@ -177,6 +181,7 @@ def plan_build(
         max_tokens_per_file=max_tokens_per_file,
         llmc_variant=llmc_variant,
         fast=fast,
+        shuffle_seed=check_seed(shuffle_seed, out),
     )
     if url:
         plan = dataclasses.replace(plan, scratch_key=scratch_key(plan.out, canonical_json(plan.run_config())))

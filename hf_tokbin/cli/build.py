@@ -21,6 +21,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--max-tokens-per-file", type=int, default=DEFAULT_MAX_TOKENS, help="llm.c roll-over limit")
     parser.add_argument("--llmc-variant", choices=("seed000", "llama3"), default="seed000", help="llm.c layout: seed000 (magic 20240520, default) or llama3 (upstream's magic 20240801, version 7, uint32)")
     parser.add_argument("--fast", choices=("auto", "never", "require"), default="auto", help="use a faster encoder (gigatoken) where it gives tokenizers' ids on a corpus sample (default auto)")
+    parser.add_argument("--shuffle-seed", type=int, default=None, help="write each part's documents in a seeded order (default: corpus order)")
     parser.add_argument("--engine", choices=("local", "ray"), default="local")
     parser.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start one locally)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -46,6 +47,7 @@ def run(args) -> int:
         corpus_revision=revision,
         llmc_variant=args.llmc_variant,
         fast=args.fast,
+        shuffle_seed=args.shuffle_seed,
     )
     summary = build(plan, engine=args.engine, ray_address=args.ray_address, progress=not args.quiet)
     print(summary.table())

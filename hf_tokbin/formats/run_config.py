@@ -10,6 +10,7 @@
      "tokenizer": {"tokenizer_id", "sha256", "vocab_size", "doc_sep_id", "source", "revision", "subfolder"},
      "eod_id": null | N,                       the doc_sep_id with the megatron format
      "split_rule": {"name", "text"},
+     "shuffle": {"seed": S, "scope": "documents within each part"},   only with build --shuffle-seed S
      "formats": ["llmc", "megatron"],
      "llmc": null | {"variant": "seed000" | "llama3", "max_tokens_per_file": N, "doc_sep_id": null | N},
      "megatron": null | {"dtype_code": 8 | 4},
@@ -37,6 +38,7 @@ from .release import FORMATS, SPLITS, TOKENS_DIR
 RUN_CONFIG_FORMAT = "hf_tokbin.run_config/1"
 # llmc.variant -> the llm.c layout family it writes (formats.llmc.LAYOUTS).
 LLMC_VARIANTS = {"seed000": "gpt2", "llama3": "llama3"}
+SHUFFLE_SCOPE = "documents within each part"  # build --shuffle-seed (hf_tokbin.build.shuffle)
 
 
 def run_config_record(
@@ -50,9 +52,12 @@ def run_config_record(
     llmc_variant: str,
     max_tokens_per_file: int,
     versions: dict,
+    shuffle_seed: int | None = None,
 ) -> dict:
     """The ``run_config.json`` object, keys in their fixed order."""
     doc_sep_id = tokenizer["doc_sep_id"]
+    # "shuffle" only when a seed is given, so a build in corpus order writes the same bytes as before.
+    shuffle = {"shuffle": {"seed": shuffle_seed, "scope": SHUFFLE_SCOPE}} if shuffle_seed is not None else {}
     return {
         "format": RUN_CONFIG_FORMAT,
         "dataset": dataset,
@@ -61,6 +66,7 @@ def run_config_record(
         "tokenizer": tokenizer,
         "eod_id": doc_sep_id if "megatron" in formats else None,
         "split_rule": split_rule,
+        **shuffle,
         "formats": list(formats),
         "llmc": (
             {"variant": llmc_variant, "max_tokens_per_file": max_tokens_per_file, "doc_sep_id": doc_sep_id}
@@ -96,6 +102,7 @@ class RunConfig:
     doc_sep_id: int | None
     eod_id: int | None  # the doc_sep_id with the megatron format, else None
     llmc_variant: str | None  # a key of LLMC_VARIANTS with the llmc format, else None
+    shuffle_seed: int | None = None  # build --shuffle-seed; None: corpus order
 
     @property
     def llmc_dir(self) -> str:
@@ -148,6 +155,7 @@ class RunConfig:
             doc_sep_id=doc_sep_id,
             eod_id=eod_id,
             llmc_variant=variant,
+            shuffle_seed=get("shuffle.seed", lambda v: is_count(v) and v < 2**63, "an integer in 0..2**63-1") if "shuffle" in obj else None,
         )
 
 

@@ -17,7 +17,8 @@ Loader settings (:class:`LoaderSettings`): ``batch_size`` B and ``seq_len`` T
 default to 4 and 1024, ``train_gpt2.cu``'s defaults (``int B = 4; int T =
 1024;``); ``world_size`` (processes reading the same files) defaults to 1. For
 modded-nanogpt, T stands for ``train_max_seq_len``; for Megatron,
-``--seq-length``; for MaxText, ``max_target_length``.
+``--seq-length``; for MaxText, ``max_target_length``; for nanoGPT,
+``block_size``.
 
 Targets and rules
 -----------------
@@ -109,6 +110,17 @@ Targets and rules
   as separators (``<npy_index_dir>|<prefix>[:<prefix>...]``, ``prefix,weight;...``).
 - no-samples (error): ``mmap`` mode has ``total_tokens // seq_length`` samples
   (``MMapSampleIndexDataSource``); a split below T tokens has none.
+
+``nanogpt`` -- nanoGPT's ``train.py`` ``get_batch`` with the memmap lines that
+``hf-tokbin recipe --for nanogpt`` prints (``np.memmap(FILE, dtype, offset=1024)``,
+one file per batch, chosen in proportion to its tokens):
+
+- dtype (info): the ``np.memmap`` dtype the file's header calls for (train.py
+  hard-codes ``np.uint16`` and no header, so the printed lines replace it).
+- min-tokens (error): ``torch.randint(len(data) - block_size, ...)`` needs more
+  than T (``block_size``) tokens in every file.
+- vocab (warning): without ``data_dir/meta.pkl`` the model has
+  ``vocab_size=50304``; a larger vocabulary needs ``meta.pkl`` with its size.
 """
 
 from __future__ import annotations
@@ -135,6 +147,7 @@ MODDED_NANOGPT_BOS = 50256  # modded-nanogpt train_gpt.py BOS_ID
 LLAMA3_VOCAB = 128256  # llm.c train_llama3.py LlamaConfig.vocab_size
 MEGATRON_UINT16_BELOW = 65500  # megatron-core DType.optimal_dtype
 GRAIN_SEPARATORS = "|:;,"  # MaxText grain_train_files syntax
+NANOGPT_VOCAB = 50304  # nanoGPT train.py: "defaulting to vocab_size of GPT-2 to 50304" without meta.pkl
 
 
 @dataclass(frozen=True)
@@ -462,10 +475,30 @@ def check_maxtext(path: Path, s: LoaderSettings) -> list[Finding]:
     return findings
 
 
+def check_nanogpt(path: Path, s: LoaderSettings) -> list[Finding]:
+    """nanoGPT's ``train.py`` ``get_batch``, reading our files with the recipe's ``np.memmap`` lines."""
+    findings = []
+    inputs = _llmc_inputs(path)
+    vocab = inputs.manifest.vocab_size if inputs.manifest else None
+    if vocab is not None and vocab > NANOGPT_VOCAB:
+        findings.append(Finding(WARNING, str(inputs.manifest_path), "vocab", f"without data_dir/meta.pkl train.py builds vocab_size={NANOGPT_VOCAB:,}; this vocabulary has {vocab:,}: write meta.pkl with vocab_size={vocab}"))
+    opener = functools.partial(llmc.open_tokens, vocab_size=vocab)
+    for split, files in inputs.splits:
+        for file in files:
+            tokens = _open(file, opener, findings)
+            if tokens is None:
+                continue
+            findings.append(Finding(INFO, str(file), "dtype", f"np.memmap(..., dtype=np.{tokens.dtype.name}, offset={llmc.HEADER_BYTES})"))
+            if tokens.size <= s.seq_len:
+                findings.append(Finding(ERROR, str(file), "min-tokens", f"get_batch's torch.randint(len(data) - block_size, ...) needs more than block_size={s.seq_len} tokens, this file has {tokens.size:,}"))
+    return findings
+
+
 TARGETS: dict[str, Callable[[Path, LoaderSettings], list[Finding]]] = {
     "llmc": check_llmc,
     "modded-nanogpt": check_modded_nanogpt,
     "llmc-llama3": check_llmc_llama3,
     "megatron": check_megatron,
     "maxtext": check_maxtext,
+    "nanogpt": check_nanogpt,
 }

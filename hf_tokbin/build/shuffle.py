@@ -1,0 +1,122 @@
+"""``build --shuffle-seed S``: the documents of each part in a seeded order instead of corpus order.
+
+Trainers that read files in order (llm.c's ``train_gpt2.py`` and
+``train_llama3.py``, modded-nanogpt) train on a corpus stored by category
+category by category. With a seed, every part (one input shard) writes its
+documents in the order of a full permutation of its document indices,
+``numpy.random.default_rng([seed, part_index]).permutation(documents)``, to
+both formats alike, so the Megatron pairs, the llm.c staging pairs and so the
+llm.c files all hold that order.
+
+Scope, and why: the permutation is within each part. Part N is input shard N
+(its receipt says so), parts are built independently on any engine, and the
+llm.c files are the parts' documents in part order (``verify`` rule 7);
+keeping those, a cross-shard permutation is not possible without a global
+pass. Parts keep their order: a corpus whose shards are categories needs its
+shards mixed when the corpus is made.
+
+Memory is bounded by the part's document count, not its tokens: the encoded
+documents stream to a scratch pair under ``.work/shuffle/`` (ids on disk), and
+are read back through a memory map in the permuted order, a bounded number of
+tokens at a time; held in memory are the part's document lengths, offsets and
+permutation (24 bytes a document). The order depends only on the seed, the part
+index and the document count, so the bytes are the same whatever
+``num_proc``, batch size or engine. Conservation is checked: the permutation
+holds every index exactly once, and the scratch pair holds exactly the
+documents and tokens encoded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from ..errors import BuildError
+from ..formats import megatron
+from ..formats.release import part_name
+
+SHUFFLE_DIR = "shuffle"
+MAX_SEED = 2**63 - 1
+_TOKENS_PER_CHUNK = 1 << 22  # ids gathered per yielded batch (a document longer than this comes alone)
+
+
+def check_seed(seed, where) -> int | None:
+    """``seed`` as given (None: corpus order), or an error naming the rule."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise BuildError(where, "--shuffle-seed must be an integer in 0..2**63-1", got=seed)
+    return seed
+
+
+def permutation(seed: int, index: int, documents: int) -> np.ndarray:
+    """The order in which part ``index`` writes its ``documents`` documents: ``order[k]`` is the corpus position of the k-th written."""
+    order = np.random.default_rng([seed, index]).permutation(documents)
+    if documents and not np.array_equal(np.bincount(order, minlength=documents), np.ones(documents, dtype=np.int64)):
+        raise BuildError(
+            None, "the shuffle must hold every document exactly once", got=f"{documents} documents"
+        )  # never: a guard
+    return order
+
+
+def shuffled_documents(
+    plan, index: int, batches: Iterable[tuple[np.ndarray, np.ndarray, int]]
+) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
+    """``batches`` (flat ids, lengths, text bytes) in corpus order, re-yielded in the part's seeded order.
+
+    Without a seed (``plan.shuffle_seed`` None) the batches pass through untouched.
+    """
+    seed = getattr(plan, "shuffle_seed", None)
+    if seed is None:
+        yield from batches
+        return
+    from .plan import WORK_DIR
+
+    scratch = plan.output.work / WORK_DIR / SHUFFLE_DIR / f"{part_name(index)}.bin"
+    writer = megatron.MegatronWriter(scratch, plan.tokenizer.vocab_size, None)
+    documents = tokens = text_bytes = 0
+    try:
+        for flat, lengths, n_bytes in batches:
+            writer.add_documents(flat, lengths)
+            documents += int(lengths.size)
+            tokens += int(flat.size)
+            text_bytes += n_bytes
+        staged = writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    try:
+        if (staged.n_documents, staged.n_tokens) != (documents, tokens):
+            raise BuildError(
+                scratch,
+                "the shuffle's scratch pair must hold the documents and tokens encoded",
+                expected=(documents, tokens),
+                got=(staged.n_documents, staged.n_tokens),
+            )
+        if documents:
+            yield from _gather(megatron.MegatronPair(scratch), permutation(seed, index, documents), text_bytes)
+    finally:
+        for path in (staged.bin_path, staged.idx_path):
+            path.unlink(missing_ok=True)
+
+
+def _gather(
+    pair: megatron.MegatronPair, order: np.ndarray, text_bytes: int
+) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
+    """The documents of ``pair`` in ``order``, a bounded number of tokens per batch; the text bytes come with the last."""
+    lengths = np.asarray(pair.lengths, dtype=np.int64)[order]
+    starts = (np.asarray(pair.pointers, dtype=np.int64) // pair.dtype.itemsize)[order]
+    ends = np.cumsum(lengths)
+    first = 0
+    while first < order.size:
+        # up to _TOKENS_PER_CHUNK tokens from here, at least one document
+        done = 0 if first == 0 else int(ends[first - 1])
+        last = max(first + 1, int(np.searchsorted(ends, done + _TOKENS_PER_CHUNK, side="right")))
+        chunk_lengths, chunk_starts = lengths[first:last], starts[first:last]
+        within = np.arange(int(chunk_lengths.sum()), dtype=np.int64) - np.repeat(
+            np.cumsum(chunk_lengths) - chunk_lengths, chunk_lengths
+        )
+        flat = np.asarray(pair.tokens[np.repeat(chunk_starts, chunk_lengths) + within])
+        first = last
+        yield flat, chunk_lengths, text_bytes if first == order.size else 0

@@ -1,0 +1,46 @@
+"""``hf-tokbin recipe RELEASE --for TARGET``: the flags or config lines that train on a release.
+
+Prints the lines (:mod:`hf_tokbin.verify.recipe`), the trainer version they
+were checked against, notes, and every warning and error of ``verify --for``;
+exits 1 if any finding is an error.
+"""
+
+from __future__ import annotations
+
+
+def add_arguments(parser) -> None:
+    from ..verify.compat import LoaderSettings
+    from ..verify.recipe import TARGETS
+
+    defaults = LoaderSettings()
+    parser.add_argument("path", help="a release folder (or an llm.c token folder, or a folder of Megatron pairs)")
+    parser.add_argument("--for", dest="target", required=True, choices=list(TARGETS), help="the trainer")
+    parser.add_argument(
+        "--batch-size", "-B", type=int, default=defaults.batch_size, help="micro-batch size B (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--seq-len", "-T", type=int, default=defaults.seq_len, help="sequence length T (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--world-size",
+        type=int,
+        default=defaults.world_size,
+        help="processes (GPUs) reading the files (default: %(default)s)",
+    )
+    parser.add_argument("--eod-id", type=int, default=None, help="the EOD id (default: run_config.json's)")
+    parser.add_argument(
+        "--index-dir",
+        default=None,
+        help="MaxText: where mmap_npy builds its .npy indices (default: RELEASE/.maxtext-index)",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from ..verify.compat import LoaderSettings
+    from ..verify.recipe import recipe
+
+    settings = LoaderSettings(args.batch_size, args.seq_len, args.world_size, args.eod_id)
+    result = recipe(args.path, args.target, settings, args.index_dir)
+    print(result.text(), end="")
+    return 1 if result.has_errors() else 0
