@@ -1,0 +1,96 @@
+"""The whole build: every part on an engine (skipping finished ones), then the finish."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from ..errors import BuildError, FormatError
+from ..formats.release import COMPLETE_NAME, Complete, Receipt, SplitCounts, part_name, receipt_path
+from .encode import prepare_encoder
+from .finish import check_split_totals, finish_build
+from .part import build_part
+from .plan import WORK_DIR, BuildPlan, start_release
+
+ENGINES = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class BuildSummary:
+    out: str
+    counts: dict[str, SplitCounts]
+    files: int
+    total_bytes: int
+    seconds: float
+    parts_built: int
+    parts_skipped: int
+    encoder: str
+
+    def table(self) -> str:
+        lines = [f"{'split':<11}{'documents':>12}{'tokens':>15}{'bytes/token':>13}"]
+        for split, c in self.counts.items():
+            tokens = c.text_tokens
+            bpt = c.text_bytes / tokens if tokens else 0.0
+            lines.append(f"{split:<11}{c.documents:>12,}{tokens:>15,}{bpt:>13.3f}")
+        lines.append(
+            f"{self.files} files, {self.total_bytes / 1e6:,.1f} MB in {self.out}; "
+            f"{self.parts_built} parts built, {self.parts_skipped} skipped; {self.seconds:.1f} s; encoder {self.encoder}"
+        )
+        return "\n".join(lines)
+
+
+def build(plan: BuildPlan, engine: str = "local", ray_address: str | None = None, progress: bool = True) -> BuildSummary:
+    """Run every part (skipping finished ones), then the finish. Returns a summary.
+
+    Two builds into the same output would delete each other's temporary files:
+    the second one refuses at once (:meth:`hf_tokbin.output.Output.lock`).
+    """
+    with plan.output.lock():
+        return _build(plan, engine, ray_address, progress)
+
+
+def _build(plan: BuildPlan, engine: str, ray_address: str | None, progress: bool) -> BuildSummary:
+    from ..engines import run_parts
+
+    started = time.perf_counter()
+    output = plan.output
+    if engine not in ENGINES:
+        raise BuildError(None, "engine must be local or ray", got=engine)
+    if engine == "ray" and plan.out.startswith("memory://"):
+        raise BuildError(plan.out, "--engine ray needs an --out every node can write", expected="a shared folder or a URL such as s3://, gs://, file://", got="memory:// (one process's memory)")
+    if output.read_bytes(COMPLETE_NAME) is not None:
+        start_release(plan)  # same build? (raises if not); removes stale temporaries
+        # A build killed after COMPLETE.json, before its own clean-up, left its work folder: verify would reject it.
+        output.remove_tree(WORK_DIR)
+        output.discard_work()
+        receipts = [_read_record(output, receipt_path(part_name(i)), Receipt.read) for i in range(len(plan.corpus.shards))]
+        counts = check_split_totals(plan, receipts)
+        return _summary(plan, counts, started, 0, len(receipts))
+    if engine == "ray":
+        from ..engines.ray import check_reachable
+
+        check_reachable(ray_address)  # before the first byte is written
+    start_release(plan)
+    plan = prepare_encoder(plan)
+    results = run_parts(engine, build_part, plan, list(range(len(plan.corpus.shards))), ray_address=ray_address, progress=progress)
+    receipts = [r for r, _ in results]
+    built = sum(1 for _, b in results if b)
+    counts, _ = finish_build(plan, receipts)
+    return _summary(plan, counts, started, built, len(results) - built)
+
+
+def _read_record(output, rel: str, reader):
+    record = output.read_record(rel, reader)
+    if record is None:
+        raise FormatError(output.location(rel), "file is missing")
+    return record
+
+
+def _summary(plan: BuildPlan, counts, started: float, built: int, skipped: int) -> BuildSummary:
+    complete = _read_record(plan.output, COMPLETE_NAME, Complete.read)
+    total = sum(f.size for f in complete.files)
+    engine = plan.encoder.engine if plan.encoder is not None else "none (nothing to encode)"
+    return BuildSummary(plan.out, counts, len(complete.files) + 1, total, time.perf_counter() - started, built, skipped, engine)
+
+
+

@@ -1,0 +1,197 @@
+"""One part of a release: one input shard encoded once, its outputs written, its receipt last.
+
+From the same ids a part writes its Megatron pair (EOD appended to every
+document) and its llm.c staging pair (the bare ids and document lengths, under
+``.work/llmc/``, with their sizes and digests in ``.work/llmc/part-NNNNNN.json``),
+then its receipt. The receipt is published last: it marks the part done, so a
+killed build skips the part on re-run, after checking every file it names.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .._io import canonical_json, sha256_file, write_text_atomic
+from ..errors import BuildError, FormatError
+from ..formats import megatron
+from ..formats.corpus_manifest import CorpusShard
+from ..formats.records import FileEntry
+from ..formats.release import Receipt, SplitCounts, pair_path, part_name, receipt_path
+from ..output import Output
+from .encode import encode_shard, prepare_encoder
+from .plan import WORK_DIR, BuildPlan
+
+
+def staging_rel(part: str, suffix: str) -> str:
+    """``.work/llmc/<part>.<suffix>``, relative to the release root: the staging pair (bin, idx) and its digests (json)."""
+    return f"{WORK_DIR}/llmc/{part}.{suffix}"
+
+
+def build_part(plan: BuildPlan, index: int, progress: bool = True) -> tuple[Receipt, bool]:
+    """Encode input shard ``index`` and write its outputs and receipt; skip it if already done.
+
+    Returns the receipt and whether the part was built (False: skipped).
+    """
+    part = part_name(index)
+    done = finished_receipt(plan, index)
+    if done is not None:
+        return done, False
+    if plan.encoder is None:
+        plan = prepare_encoder(plan)
+    shard = plan.corpus.shards[index]
+    shard_path = Path(plan.corpus_root) / shard.path
+    _check_shard(shard, shard_path)
+    work = plan.output.work
+    split = shard.split
+    writers = []
+    if "megatron" in plan.formats:
+        writers.append(megatron.MegatronWriter(work / pair_path(split, part, "bin"), plan.tokenizer.vocab_size, plan.eod_id))
+    if "llmc" in plan.formats:
+        writers.append(megatron.MegatronWriter(work / staging_rel(part, "bin"), plan.tokenizer.vocab_size, None))
+    documents = text_tokens = text_bytes = 0
+    try:
+        for flat, lengths, n_bytes in encode_shard(plan, index, progress):
+            if "llmc" in plan.formats:
+                _check_fits_llmc_file(plan, shard_path, lengths, documents)
+            for writer in writers:
+                writer.add_documents(flat, lengths)
+            documents += int(lengths.size)
+            text_tokens += int(flat.size)
+            text_bytes += n_bytes
+        # Before close() renames anything: a part that lost documents leaves no file under a final name.
+        if documents != shard.rows:
+            raise BuildError(shard_path, "documents out must equal rows in (nothing lost)", expected=shard.rows, got=documents)
+        pairs = [writer.close() for writer in writers]
+    except BaseException:
+        for writer in writers:
+            writer.abort()
+        raise
+    _check_conserved_on_disk(writers, pairs, text_tokens, documents)
+    files = []
+    if "megatron" in plan.formats:
+        pair = pairs[0]
+        if documents == 0:  # a split with no documents has no pair
+            pair.bin_path.unlink()
+            pair.idx_path.unlink()
+        else:
+            files = [
+                FileEntry(pair_path(split, part, "bin"), pair.bin_size, pair.bin_sha256),
+                FileEntry(pair_path(split, part, "idx"), pair.idx_size, pair.idx_sha256),
+            ]
+    staging = []
+    if "llmc" in plan.formats:
+        pair = pairs[-1]
+        staging = [FileEntry(staging_rel(part, "bin"), pair.bin_size, pair.bin_sha256), FileEntry(staging_rel(part, "idx"), pair.idx_size, pair.idx_sha256)]
+        # The staging digests, so a resumed build (here or at a URL) checks the staging pair as it checks the receipt's files.
+        write_text_atomic(work / staging_rel(part, "json"), canonical_json({"files": [e.to_dict() for e in staging]}))
+    eod_tokens = documents if "megatron" in plan.formats else 0
+    receipt = Receipt(
+        part=part,
+        input_shard=FileEntry(shard.path, shard.size, shard.sha256),
+        splits={split: SplitCounts(documents, text_tokens, eod_tokens, text_bytes)},
+        files=tuple(files),
+    )
+    receipt.write(work)
+    _publish_part(plan.output, receipt, staging)
+    return receipt, True
+
+
+def _publish_part(output: Output, receipt: Receipt, staging: list[FileEntry]) -> None:
+    """The part's files in completion order: its pair, the staging pair and its digests, the receipt last."""
+    digests = [staging_rel(receipt.part, "json")] if staging else []
+    output.publish([*(e.path for e in receipt.files), *(e.path for e in staging), *digests, receipt_path(receipt.part)])
+
+
+def _check_shard(shard: CorpusShard, path: Path) -> None:
+    """The shard must be the bytes the corpus manifest (and so run_config.json) pins."""
+    size = path.stat().st_size
+    if size != shard.size or sha256_file(path) != shard.sha256:
+        raise BuildError(path, "corpus shard differs from its _MANIFEST.json entry (size or SHA-256)", expected=shard.sha256, got=f"{size} bytes")
+
+
+def _check_fits_llmc_file(plan: BuildPlan, shard_path: Path, lengths: np.ndarray, first_document: int) -> None:
+    """A document that no llm.c file can hold (with its separator) fails its part now, not the finish."""
+    sep = 0 if plan.tokenizer.doc_sep_id is None else 1
+    if not lengths.size or int(lengths.max()) + sep <= plan.max_tokens_per_file:
+        return
+    i = int(np.argmax(lengths + sep > plan.max_tokens_per_file))
+    raise BuildError(
+        shard_path,
+        f"document {first_document + i} of this shard is longer than one llm.c file may hold",
+        expected=f"<= {plan.max_tokens_per_file} tokens with its separator",
+        got=int(lengths[i]) + sep,
+        hint="files hold whole documents; raise --max-tokens-per-file",
+    )
+
+
+def _check_conserved_on_disk(writers: list[megatron.MegatronWriter], pairs: list[megatron.PairFiles], text_tokens: int, documents: int) -> None:
+    """Each ``.bin`` on disk must hold the tokens encoded, plus one EOD per document where the writer appends it.
+
+    The sizes are the files' own (not the writers' counters), so a short write
+    is caught; on failure the pairs are removed, leaving no file under a final name.
+    """
+    for writer, pair in zip(writers, pairs):
+        expected = text_tokens + (documents if writer.eod_id is not None else 0)
+        on_disk = pair.bin_size // writer.dtype.itemsize
+        if on_disk != expected:
+            for written in pairs:
+                written.bin_path.unlink(missing_ok=True)
+                written.idx_path.unlink(missing_ok=True)
+            raise BuildError(pair.bin_path, "tokens on disk must equal tokens encoded (token conservation)", expected=expected, got=on_disk)
+
+
+def finished_receipt(plan: BuildPlan, index: int) -> Receipt | None:
+    """The part's receipt if the part is finished and intact, else None (build it again).
+
+    A part is finished if its receipt and every file it names (and the llm.c
+    staging pair) are intact at the output; or intact in this machine's
+    unpublished work (a task killed while publishing), which is then published.
+    """
+    output = plan.output
+    receipt = _intact_receipt(plan, output, index)
+    scratch = output.scratch()
+    if receipt is None and scratch is not None:
+        receipt = _intact_receipt(plan, scratch, index)
+        if receipt is not None:
+            _publish_part(output, receipt, _staging_entries(scratch, receipt.part) or [])
+    return receipt
+
+
+def _intact_receipt(plan: BuildPlan, output: Output, index: int) -> Receipt | None:
+    """The part's receipt at ``output`` if it pins this shard and every file it names (and the staging pair) matches its size and SHA-256."""
+    part = part_name(index)
+    try:
+        receipt = output.read_record(receipt_path(part), Receipt.read)
+        staging = _staging_entries(output, part) if receipt is not None and "llmc" in plan.formats else []
+    except FormatError:
+        return None
+    shard = plan.corpus.shards[index]
+    if receipt is None or staging is None or receipt.input_shard != FileEntry(shard.path, shard.size, shard.sha256):
+        return None
+    if not all(output.matches(entry) for entry in (*receipt.files, *staging)):
+        return None
+    return receipt
+
+
+def _staging_entries(output: Output, part: str) -> list[FileEntry] | None:
+    """The staging pair's entries recorded at ``output``, or None if the record is missing."""
+    rel = staging_rel(part, "json")
+    data = output.read_bytes(rel)
+    if data is None:
+        return None
+    try:
+        files = json.loads(data.decode("utf-8"))["files"]
+        return [FileEntry.from_dict(f, output.location(rel), f"files[{i}]") for i, f in enumerate(files)]
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+        raise FormatError(output.location(rel), "staging record is not valid", got=str(e)) from None
+
+
+def staging_entries(output: Output, part: str) -> list[FileEntry]:
+    """The staging pair of a finished part, for the finish; an error if its record is missing."""
+    staging = _staging_entries(output, part)
+    if staging is None:
+        raise BuildError(output.location(staging_rel(part, "json")), "staging record of a finished part is missing", hint="run the build again")
+    return staging

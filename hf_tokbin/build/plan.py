@@ -1,0 +1,211 @@
+"""``hf-tokbin build``: planning. A corpus and a tokenizer in, a verified release out.
+
+A build is a set of independent per-input-shard tasks plus a cheap,
+sequential finish:
+
+1. :func:`plan_build` reads the corpus manifest and the tokenizer and checks
+   every option (a format that needs a separator and has none fails here,
+   before any work); :func:`start_release` writes ``run_config.json``, and a
+   re-run must pin the same inputs.
+2. :func:`build_part` encodes one corpus shard once, with
+   ``Dataset.map(batched=True, num_proc=N)``, and writes from the same ids its
+   Megatron pair (EOD appended to every document) and its llm.c staging pair
+   (the bare ids and document lengths, under ``.work/``), then its receipt,
+   last: the receipt marks the part done, so a killed build skips it on re-run.
+3. :func:`finish_build` packs the llm.c token files in corpus order from the
+   staging pairs (separator before every document, roll-over before the
+   per-file limit), writes ``_MANIFEST.json``, ``stats.json``, the dataset
+   card and, last, ``COMPLETE.json``, after checking that documents and tokens
+   add up everywhere (token conservation).
+
+Same inputs and options give byte-identical files whatever ``num_proc``,
+batch size or engine.
+
+``--out`` may be an fsspec URL: every step writes into ``plan.output.work``
+and publishes through :mod:`hf_tokbin.output`, which for a URL is a local
+scratch folder uploaded in the same completion order; the build never asks.
+
+The stages: :mod:`.plan` (this planning and ``run_config.json``),
+:mod:`.encode` (``Dataset.map``), :mod:`.part` (one input shard's outputs and
+receipt), :mod:`.finish` (llm.c packing, stats, card, ``COMPLETE.json``) and
+:mod:`.job` (all parts on an engine, then the finish).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import __version__
+from .._io import canonical_json, sha256_file
+from ..errors import BuildError
+from ..formats import llmc, megatron
+from ..formats.corpus_manifest import MANIFEST_NAME as CORPUS_MANIFEST_NAME
+from ..formats.corpus_manifest import SPLIT_RULE_TEXT, CorpusManifest
+from ..formats.release import FORMATS, RUN_CONFIG_NAME, TOKENS_DIR
+from ..formats.run_config import LLMC_VARIANTS, run_config_record
+from ..output import Output, check_url, is_url, open_output, scratch_key
+from ..tokenizer.encoder import FAST_MODES
+from ..tokenizer.resolve import TokenizerInfo
+
+WORK_DIR = ".work"
+DEFAULT_BATCH_SIZE = 10_000  # documents per Dataset.map batch: larger batches amortize per-call costs (scripts/bench_build.py)
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """Everything a part task needs: plain values only, so it pickles to Ray workers."""
+
+    corpus_root: str
+    corpus: CorpusManifest
+    corpus_manifest_sha256: str
+    corpus_source: str  # "local" or the Hub repo id
+    corpus_revision: str | None
+    tokenizer: TokenizerInfo
+    formats: tuple[str, ...]
+    out: str  # an absolute local folder, or an fsspec URL (see hf_tokbin.output)
+    num_proc: int = 1
+    batch_size: int = DEFAULT_BATCH_SIZE
+    max_tokens_per_file: int = llmc.DEFAULT_MAX_TOKENS
+    llmc_variant: str = "seed000"  # or "llama3": upstream llm.c's uint32 layout for train_llama3.py
+    release_version: str = "v1"
+    fast: str = "auto"  # the fast-path mode of encoder.DocumentEncoder; never changes an id
+    scratch_key: str | None = None  # out is a URL: the name of this machine's scratch folder (output.scratch_root)
+    # The encoder after its fast-path check (prepare_encoder); not part of run_config.json.
+    encoder: object = dataclasses.field(default=None, compare=False, repr=False)
+
+    @property
+    def eod_id(self) -> int | None:
+        return self.tokenizer.doc_sep_id
+
+    @property
+    def llmc_dir(self) -> str:
+        return f"{TOKENS_DIR}/{self.tokenizer.tokenizer_id}/{self.corpus.name}"
+
+    @property
+    def output(self) -> Output:
+        """Where the release goes (a local folder, or a URL with this machine's scratch folder)."""
+        return open_output(self.out, self.scratch_key)
+
+    def run_config(self) -> dict:
+        """``run_config.json``: pinned inputs and options. Nothing here depends on num_proc, batch size or engine."""
+        return run_config_record(
+            dataset=self.corpus.name,
+            version=self.release_version,
+            corpus={
+                "name": self.corpus.name,
+                "license": self.corpus.license,
+                "language": list(self.corpus.language),
+                "source": self.corpus_source,
+                "revision": self.corpus_revision,
+                "manifest_sha256": self.corpus_manifest_sha256,
+                "shards": [s.to_dict() for s in self.corpus.shards],
+            },
+            tokenizer=self.tokenizer.to_record(),
+            split_rule={"name": self.corpus.split_rule, "text": SPLIT_RULE_TEXT[self.corpus.split_rule]},
+            formats=self.formats,
+            llmc_variant=self.llmc_variant,
+            max_tokens_per_file=self.max_tokens_per_file,
+            versions={"hf_tokbin": __version__, "tokenizers": _version("tokenizers")},
+        )
+
+
+def plan_build(
+    corpus_root: str | os.PathLike,
+    tokenizer: TokenizerInfo,
+    out: str | os.PathLike,
+    formats: tuple[str, ...] = FORMATS,
+    num_proc: int = 1,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    max_tokens_per_file: int = llmc.DEFAULT_MAX_TOKENS,
+    corpus_source: str = "local",
+    corpus_revision: str | None = None,
+    llmc_variant: str = "seed000",
+    fast: str = "auto",
+) -> BuildPlan:
+    """Check every input and option before any work starts."""
+    url = is_url(out)
+    if url:
+        check_url(out)
+    if not formats or set(formats) - set(FORMATS):
+        raise BuildError(out, "formats must be among llmc, megatron", got=",".join(formats) or "none")
+    formats = tuple(f for f in FORMATS if f in formats)  # one canonical order
+    if "megatron" in formats and tokenizer.doc_sep_id is None:
+        raise BuildError(
+            out,
+            "the megatron format appends an EOD token to every document and this tokenizer has none",
+            hint="give --doc-sep-id N, or put a generation_config.json with eos_token_id beside tokenizer.json",
+        )
+    if fast not in FAST_MODES:
+        raise BuildError(out, "fast-path mode must be auto, never or require", got=fast)
+    if llmc_variant not in LLMC_VARIANTS:
+        raise BuildError(out, "llm.c variant must be seed000 or llama3", got=llmc_variant)
+    if num_proc < 1 or batch_size < 1:
+        raise BuildError(out, "num_proc and batch_size must be at least 1", got=(num_proc, batch_size))
+    if not 0 < max_tokens_per_file <= llmc.MAX_TOKENS_PER_FILE:
+        raise BuildError(out, "--max-tokens-per-file out of range", expected=f"1..{llmc.MAX_TOKENS_PER_FILE}", got=max_tokens_per_file)
+    tokenizer_id = tokenizer.tokenizer_id
+    if not tokenizer_id or "/" in tokenizer_id or "\\" in tokenizer_id or tokenizer_id.startswith("."):
+        raise BuildError(
+            tokenizer.path or tokenizer.source,
+            "--tokenizer-id names the folder tokens/<tokenizer_id>/",
+            expected="one folder name: not empty, no '/' or '\\', not starting with '.'",
+            got=repr(tokenizer_id),
+        )
+    llmc.version_for_vocab(tokenizer.vocab_size)
+    if "megatron" in formats:
+        megatron.dtype_code_for_vocab(tokenizer.vocab_size)
+    corpus_root = Path(corpus_root)
+    manifest = CorpusManifest.read(corpus_root)
+    for shard in manifest.shards:
+        if not (corpus_root / shard.path).is_file():
+            raise BuildError(corpus_root / shard.path, "corpus shard listed in _MANIFEST.json is missing")
+    plan = BuildPlan(
+        # Absolute: Ray workers run in other folders. Never written to reproducible files.
+        corpus_root=os.fspath(corpus_root.resolve()),
+        corpus=manifest,
+        corpus_manifest_sha256=sha256_file(corpus_root / CORPUS_MANIFEST_NAME),
+        corpus_source=corpus_source,
+        corpus_revision=corpus_revision,
+        tokenizer=tokenizer,
+        formats=formats,
+        out=out.rstrip("/") if url else os.fspath(Path(out).resolve()),
+        num_proc=num_proc,
+        batch_size=batch_size,
+        max_tokens_per_file=max_tokens_per_file,
+        llmc_variant=llmc_variant,
+        fast=fast,
+    )
+    if url:
+        plan = dataclasses.replace(plan, scratch_key=scratch_key(plan.out, canonical_json(plan.run_config())))
+    return plan
+
+
+def start_release(plan: BuildPlan) -> None:
+    """Write ``run_config.json``, or check that the output holds the same build; drop a killed run's temporaries."""
+    output = plan.output
+    text = canonical_json(plan.run_config())
+    existing = output.read_bytes(RUN_CONFIG_NAME)
+    if existing is None:
+        if any(name != WORK_DIR for name in output.names()):
+            raise BuildError(output.root, "output is not empty and holds no run_config.json", hint="use a new --out")
+        output.write_text(RUN_CONFIG_NAME, text)
+    elif existing != text.encode("utf-8"):
+        raise BuildError(
+            output.location(RUN_CONFIG_NAME),
+            "this output holds a different build (inputs, tokenizer or options differ)",
+            hint="use a new --out, or delete this one",
+        )
+    scratch = output.scratch()
+    if scratch is not None:
+        # The scratch key pins this very build, so whatever the scratch folder holds is this build's.
+        scratch.write_text(RUN_CONFIG_NAME, text)  # the card reads it at the finish
+    output.remove_temporaries()
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import version
+
+    return version(package)
