@@ -28,9 +28,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hf_tokbin.builders.tinystories import read_stories  # noqa: E402
 from make_tinystories_like import write_file  # noqa: E402
 from seed002 import stories as seed_stories  # noqa: E402
+
+from hf_tokbin.corpus.builders.tinystories import read_stories  # noqa: E402
 
 CLI = "import sys; from hf_tokbin.cli import main; sys.exit(main())"
 

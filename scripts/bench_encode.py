@@ -9,9 +9,9 @@ in batches of ``--batch-size`` (1,000, ``Dataset.map``'s default) by:
 
 - ``seed002 1 proc``     :class:`~seed002.Seed002Encoder (scripts/seed002.py)`, cache starting empty;
 - ``seed002 2 procs``    the same in a ``multiprocessing`` pool of two, one cache per process;
-- ``tokenizers``         :class:`~hf_tokbin.encoder.DocumentEncoder` with ``fast="never"``
+- ``tokenizers``         :class:`~hf_tokbin.tokenizer.encoder.DocumentEncoder` with ``fast="never"``
                          (``Tokenizer.encode_batch_fast``, its own threads);
-- ``fast path``          :class:`~hf_tokbin.encoder.DocumentEncoder` after ``check_fast_path``
+- ``fast path``          :class:`~hf_tokbin.tokenizer.encoder.DocumentEncoder` after ``check_fast_path``
                          (gigatoken's threads, in this process);
 - ``fast path 2 procs``  the same pickled into a pool of two, as ``Dataset.map(num_proc=2)``
                          runs it (gigatoken then encodes on each worker's own thread).
@@ -46,11 +46,11 @@ import numpy as np
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hf_tokbin.encoder import DocumentEncoder  # noqa: E402
 from make_tinystories_like import StoryMaker  # noqa: E402
 from seed002 import Seed002Encoder  # noqa: E402
 
 from hf_tokbin.tokenizer import sample_texts, train_bpe  # noqa: E402
+from hf_tokbin.tokenizer.encoder import DocumentEncoder  # noqa: E402
 
 Batches = list[list[str]]
 Encoded = tuple[np.ndarray, np.ndarray]

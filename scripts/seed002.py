@@ -1,7 +1,7 @@
 """Seed 002's code: its story reader and its chunk-cache BPE encoder (the baselines).
 
 :func:`stories` is seed 002's TinyStories reader, verbatim: the reference the
-fast reader in :mod:`hf_tokbin.builders.tinystories` must match, and the
+fast reader in :mod:`hf_tokbin.corpus.builders.tinystories` must match, and the
 baseline of ``scripts/bench_corpus.py`` and ``scripts/bench_build.py``.
 
 This is the encoder seed 002 measured (2.56 MB/s on TinyStories): split a
@@ -241,7 +241,7 @@ class Seed002Encoder:
         return output
 
     def encode_batch(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Same contract as :meth:`hf_tokbin.encoder.DocumentEncoder.encode_batch`."""
+        """Same contract as :meth:`hf_tokbin.tokenizer.encoder.DocumentEncoder.encode_batch`."""
         flat: list[int] = []
         lengths = np.empty(len(texts), dtype=np.int64)
         for i, text in enumerate(texts):

@@ -1,4 +1,4 @@
-"""The release dataset card (hf_tokbin.card)."""
+"""The release dataset card (hf_tokbin.cards.release)."""
 
 from __future__ import annotations
 

@@ -25,7 +25,10 @@ COMMANDS = {
 
 
 def make_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
     parser = argparse.ArgumentParser(prog="hf-tokbin", description="Tokenized pretraining releases for llm.c, Megatron-LM and MaxText.")
+    parser.add_argument("--version", action="version", version=f"hf-tokbin {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         command = importlib.import_module(f"{__name__}.{module}")

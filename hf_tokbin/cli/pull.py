@@ -1,24 +1,39 @@
-"""``hf-tokbin pull NS/NAME --out DIR [--revision REV] [--endpoint URL] [--allow-incomplete] [--quiet]``."""
+"""``hf-tokbin pull NS/NAME --out DIR [--revision REV] [--endpoint URL] [--include FORMAT:SPLIT] [--path-in-repo FOLDER] [--workers N] [--allow-incomplete] [--quiet]``.
+
+A killed or failed pull keeps its staging folder beside DIR; the same command resumes it.
+"""
 
 from __future__ import annotations
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("repo", metavar="NS/NAME", help="the Hub dataset repo holding the release (releases only: a corpus repo loads with datasets.load_dataset)")
-    parser.add_argument("--out", required=True, metavar="DIR", help="where the verified release goes (must not exist, or be empty)")
+    parser.add_argument("repo", metavar="NS/NAME", help="the Hub dataset repo holding the release (or a corpus written by hf-tokbin corpus)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="where the verified copy goes (must not exist, or be empty)")
     parser.add_argument("--revision", default=None, metavar="REV", help="branch, tag or commit id (default main)")
     parser.add_argument("--endpoint", default=None, metavar="URL", help="Hub endpoint (default: HF_ENDPOINT or https://huggingface.co)")
+    parser.add_argument(
+        "--include",
+        action="append",
+        metavar="FORMAT:SPLIT",
+        help="fetch only these parts (repeatable, or comma-separated): FORMAT:SPLIT, FORMAT or SPLIT, FORMAT megatron|llmc, SPLIT train|validation; "
+        "a corpus takes SPLIT only. The records are always fetched; the copy gets PARTIAL.json, not COMPLETE.json",
+    )
+    parser.add_argument("--path-in-repo", default=None, metavar="FOLDER", help="the repo folder holding the release (as pushed with --path-in-repo; default: the top)")
+    parser.add_argument("--workers", type=int, default=8, metavar="N", help="parallel downloads (default: %(default)s)")
     parser.add_argument("--allow-incomplete", action="store_true", help="download a release without COMPLETE.json (only its receipts' files are checked)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
-    from huggingface_hub.utils import disable_progress_bars
-
+    from ..errors import HubError
     from ..hub import pull_release
 
-    disable_progress_bars()  # the client's per-file bars would break hf-tokbin's own
-    summary = pull_release(args.repo, args.out, revision=args.revision, endpoint=args.endpoint, allow_incomplete=args.allow_incomplete, progress=not args.quiet)
+    if args.workers < 1:
+        raise HubError("--workers", "must be a positive integer", got=args.workers)
+    summary = pull_release(
+        args.repo, args.out, revision=args.revision, endpoint=args.endpoint, include=args.include, path_in_repo=args.path_in_repo,
+        allow_incomplete=args.allow_incomplete, max_workers=args.workers, progress=not args.quiet,
+    )
     print(f"pulled {summary}")
     return 0

@@ -1,7 +1,11 @@
-"""``hf-tokbin verify PATH [--for TARGET]``.
+"""``hf-tokbin verify PATH [--for TARGET]`` and ``hf-tokbin verify NS/NAME [--revision REV] [--endpoint URL] [--path-in-repo FOLDER] [--download-sample K]``.
+
+A target that is no local path and reads NS/NAME is a Hub dataset repo:
+checked against the Hub's own sizes and SHA-256 at one commit without
+downloading its token files (:mod:`hf_tokbin.hub.remote_verify`).
 
 Without ``--for``: check every byte the seeds promise. With ``--for``: check
-what that trainer's own loader would trip on (:mod:`hf_tokbin.compat`), print
+what that trainer's own loader would trip on (:mod:`hf_tokbin.verify.compat`), print
 one finding per line (``LEVEL: FILE: RULE: MESSAGE``) and a summary; exit 1 if
 any finding is an error.
 """
@@ -13,7 +17,11 @@ def add_arguments(parser) -> None:
     from ..verify.compat import TARGETS, LoaderSettings
 
     defaults = LoaderSettings()
-    parser.add_argument("path", help="a release folder, an llm.c token folder or .bin, or a Megatron .idx/.bin or folder of pairs")
+    parser.add_argument("path", help="a release folder, an llm.c token folder or .bin, a Megatron .idx/.bin or folder of pairs, or a Hub dataset repo NS/NAME")
+    parser.add_argument("--revision", default=None, metavar="REV", help="a Hub repo's branch, tag or commit id (default main)")
+    parser.add_argument("--endpoint", default=None, metavar="URL", help="Hub endpoint (default: HF_ENDPOINT or https://huggingface.co)")
+    parser.add_argument("--path-in-repo", default=None, metavar="FOLDER", help="a Hub repo: the folder holding the release (default: the top)")
+    parser.add_argument("--download-sample", type=int, default=None, metavar="K", help="a Hub repo: also download and fully verify the token files of K parts")
     parser.add_argument("--for", dest="target", choices=list(TARGETS), help="check against this trainer's loader instead")
     parser.add_argument("--batch-size", "-B", type=int, default=defaults.batch_size, help="the loader's batch size B (default: %(default)s, llm.c's)")
     parser.add_argument("--seq-len", "-T", type=int, default=defaults.seq_len, help="the loader's sequence length T (default: %(default)s, llm.c's)")
@@ -22,7 +30,29 @@ def add_arguments(parser) -> None:
     parser.set_defaults(run=run)
 
 
+def is_hub_repo(target: str) -> bool:
+    """Whether ``target`` names a Hub repo: not an existing local path, and NS/NAME (two non-empty parts)."""
+    import os
+
+    parts = target.split("/")
+    return not os.path.lexists(target) and len(parts) == 2 and all(parts) and not any(p in (".", "..") for p in parts)
+
+
 def run(args) -> int:
+    hub_flags = [f for f, v in (("--revision", args.revision), ("--endpoint", args.endpoint), ("--download-sample", args.download_sample), ("--path-in-repo", args.path_in_repo)) if v is not None]
+    if is_hub_repo(args.path):
+        if args.target is not None:
+            from ..errors import HubError
+
+            raise HubError(args.path, "--for checks local files; download the release first with hf-tokbin pull")
+        from ..hub.remote_verify import verify_remote
+
+        print(verify_remote(args.path, revision=args.revision, endpoint=args.endpoint, download_sample=args.download_sample or 0, path_in_repo=args.path_in_repo, progress=False).summary())
+        return 0
+    if hub_flags:
+        from ..errors import FormatError
+
+        raise FormatError(args.path, f"{', '.join(hub_flags)} apply to a Hub repo NS/NAME only, and this is a local path (or not NS/NAME)")
     if args.target is None:
         from ..verify.files import verify_path
 

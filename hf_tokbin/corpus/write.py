@@ -7,11 +7,11 @@ Two entry points, mirroring ``hf-tokbin corpus tinystories`` and
     import_corpus(["shards/"], "corpus/", split_rule="sha256")      # "column", "sha256" or "all-train"
 
 Both read their inputs with the ``datasets`` builders of
-:mod:`hf_tokbin.builders`, streamed: :func:`_stream_tables` iterates the
+:mod:`hf_tokbin.corpus.builders`, streamed: :func:`_stream_tables` iterates the
 builder's own split and table generators (what ``as_streaming_dataset``
 iterates, without the ``IterableDataset`` wrapper), so there is no Arrow
 cache copy of the input and memory stays flat. They write the folder
-described in :mod:`hf_tokbin.corpus_manifest`::
+described in :mod:`hf_tokbin.formats.corpus_manifest`::
 
     DIR/_MANIFEST.json
     DIR/README.md                        dataset card, from dataset_card/corpus_card.md

@@ -2,12 +2,12 @@
 
 The Hub code knows two kinds of folder, by their record file:
 
-- a tokenized **release** (``COMPLETE.json``, see :mod:`hf_tokbin.release`):
+- a tokenized **release** (``COMPLETE.json``, see :mod:`hf_tokbin.formats.release`):
   every file ``COMPLETE.json`` lists goes up, each part's files together with
   its receipt (one group), then ``COMPLETE.json`` alone, last. If
   ``COMPLETE.json`` does not list a ``README.md``, the dataset card is rendered
   from the release and goes up with the other files.
-- a raw **corpus** (``_MANIFEST.json``, see :mod:`hf_tokbin.corpus_manifest`):
+- a raw **corpus** (``_MANIFEST.json``, see :mod:`hf_tokbin.formats.corpus_manifest`):
   every shard the manifest lists and the ``README.md`` card go up, then
   ``_MANIFEST.json`` alone, last.
 

@@ -1,48 +1,77 @@
-"""Download a release from a Hub dataset repo and verify every byte before it is called done.
+"""Download a release (or a raw corpus) from a Hub dataset repo; nothing is called done before it is verified.
 
-1. Resolve the revision to a commit id once; every download is pinned to it,
-   so a push landing meanwhile cannot mix two versions.
-2. Download ``COMPLETE.json``; without it the release is incomplete and is
-   refused (``allow_incomplete`` downloads what is there, checks what the
-   receipts vouch for, and says so). Pull handles releases only: a raw corpus
-   repo (``_MANIFEST.json`` at the top) is refused, it loads with
-   ``datasets.load_dataset`` or ``hf-tokbin build --corpus NS/NAME``.
-3. Download every file ``COMPLETE.json`` lists into a temporary folder beside
-   the output (``.<name>.pull-<commit>``), check each file's size and SHA-256
-   against ``COMPLETE.json`` and each receipt against ``COMPLETE.json``. The
-   first failed download cancels the ones still queued. Errors name the file
-   as ``hf://datasets/NS/NAME@COMMIT/PATH``, never the temporary folder.
-4. Only then rename the temporary folder to the output. On any failure the
-   temporary folder is removed: nothing partial is left under the output name.
+A pull trusts nothing it receives (see ``docs/security.md``):
+
+1. The revision is resolved to a commit id, checked (40 lowercase hex digits,
+   :mod:`hf_tokbin.hub.revision`); every request is pinned to it.
+2. The record is fetched: ``COMPLETE.json`` for a release, ``_MANIFEST.json``
+   for a corpus (a repo with neither is incomplete: refused, unless
+   ``allow_incomplete``, which takes the tree's layout files and checks what
+   the receipts vouch for). Every path it lists must be part of the layout
+   (:func:`hf_tokbin.hub.layout.check_path`) before anything is written, and
+   must agree with the Hub's tree (size, LFS SHA-256) at the commit.
+3. The files are fetched into a staging folder beside the output,
+   ``.<out>.pull-<commit>``, on ``max_workers`` threads, each bounded in size
+   and time and checked against the record as it arrives
+   (:mod:`hf_tokbin.hub.download`). A failed or killed pull keeps the staging
+   folder: a re-run of the same command resumes, fetching only the files that
+   are missing or do not match the record, after removing anything in it the
+   pull does not want (symlinks unlinked, never followed).
+4. Every rule ``hf-tokbin verify`` applies passes on the staging folder, the
+   record goes in last, and only then is the folder renamed to the output.
+   The output therefore never holds a record unless everything passed.
+
+``include`` (:class:`hf_tokbin.hub.layout.Include`) fetches only some formats
+and splits plus the records; such a copy is verified for what it holds, gets
+``PARTIAL.json`` instead of the record, and is reported as partial. Errors
+name files as ``hf://datasets/NS/NAME@COMMIT/PATH``, never the staging folder.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import shutil
+import stat
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from .._io import fsync_dir
+from .._io import canonical_json, fsync_dir, sha256_file, write_text_atomic
 from ..errors import HubError, TokbinError
 from ..formats.corpus_manifest import MANIFEST_NAME as CORPUS_MANIFEST_NAME
+from ..formats.corpus_manifest import CorpusManifest
 from ..formats.records import FileEntry
 from ..formats.release import (
+    CARD_NAME,
     COMPLETE_NAME,
     RECEIPTS_DIR,
     Complete,
     Receipt,
 )
-from ..verify.checks import check_files, check_receipts
-from .retry import RetryPolicy, as_hub_error, call_with_retry
+from ..verify.checks import check_files
+from .download import (
+    DownloadLimits,
+    Expected,
+    Source,
+    matches,
+    read_error,
+    safe_destination,
+    safe_folder,
+)
+from .layout import Include, check_path, check_path_in_repo
+from .retry import RetryPolicy, call_with_retry, notify
+from .revision import escaped, resolve_commit, shown
 
 REPO_TYPE = "dataset"
-_CLIENT_STATE = ".cache"  # huggingface_hub's download metadata inside a local_dir
-_GIT_FILES = (".gitattributes", ".gitignore")
+PARTIAL_NAME = "PARTIAL.json"
+PARTIAL_FORMAT = "hf_tokbin.partial/1"
+RECORDS_DIR = ".records"  # inside the staging folder: the record as fetched, until it goes in last
+GIT_FILES = (".gitattributes", ".gitignore")  # the repo's own files, no part of a release
+_NAMED_MAX = 50  # files named in one error
 
 
 @dataclass(frozen=True)
@@ -54,11 +83,29 @@ class PullSummary:
     bytes: int
     receipts: int
     complete: bool
+    kind: str = "release"  # or "corpus"
+    partial: tuple[str, ...] = ()  # the --include items of a partial copy
+    fetched: int = 0  # files downloaded by this run (the others were already in the staging folder)
 
     def __str__(self) -> str:
+        head = f"{self.repo_id}@{self.commit}: "
+        tail = f" ({self.fetched} downloaded now, {self.files - self.fetched} kept from an interrupted pull) -> {self.out}"
+        if self.partial:
+            record = COMPLETE_NAME if self.kind == "release" else CORPUS_MANIFEST_NAME
+            return head + f"PARTIAL copy ({', '.join(self.partial)}) of the {self.kind}: {self.files} files ({self.bytes:,} bytes) checked against its {record}, listed in {PARTIAL_NAME}" + tail
+        if self.kind == "corpus":
+            return head + f"corpus: {self.files} files ({self.bytes:,} bytes) checked against {CORPUS_MANIFEST_NAME}" + tail
         if self.complete:
-            return f"{self.repo_id}@{self.commit}: {self.files} files ({self.bytes:,} bytes) checked against {COMPLETE_NAME} and {self.receipts} receipts -> {self.out}"
-        return f"{self.repo_id}@{self.commit}: INCOMPLETE release (no {COMPLETE_NAME}); {self.files} files ({self.bytes:,} bytes) downloaded, those named by {self.receipts} receipts checked -> {self.out}"
+            return head + f"{self.files} files ({self.bytes:,} bytes) checked against {COMPLETE_NAME} and {self.receipts} receipts, and verified" + tail
+        return head + f"INCOMPLETE release (no {COMPLETE_NAME}); {self.files} files ({self.bytes:,} bytes) downloaded, those named by {self.receipts} receipts checked" + tail
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """A file to fetch: its repo path and what it must be."""
+
+    path: str
+    expected: Expected
 
 
 def pull_release(
@@ -69,22 +116,26 @@ def pull_release(
     endpoint: str | None = None,
     token: str | None = None,
     allow_incomplete: bool = False,
-    cache_dir: str | os.PathLike | None = None,
+    include: Include | list[str] | None = None,
+    path_in_repo: str | None = None,
     retry: RetryPolicy | None = None,
-    max_workers: int = 4,
+    limits: DownloadLimits | None = None,
+    max_workers: int = 8,
     progress: bool = True,
 ) -> PullSummary:
-    """Download the release in ``repo_id`` at ``revision`` to ``out``, verified; see the module docstring."""
+    """Download the release or corpus in ``repo_id`` at ``revision`` to ``out``, verified; see the module docstring."""
     from huggingface_hub import HfApi
 
     out = Path(out)
-    if out.exists() and not out.is_dir():
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise HubError(out, "output path exists and is a file, not a folder", hint="choose a new --out")
     if out.exists() and any(out.iterdir()):
         raise HubError(out, "output folder already exists and is not empty", hint="choose a new --out")
+    include = include if isinstance(include, Include) else Include.parse(include)
+    folder = check_path_in_repo(path_in_repo)
     retry = retry or RetryPolicy.from_env()
     api = HfApi(endpoint=endpoint, token=token)
-    where = f"{repo_id}@{revision or 'main'}"
+    where = f"{repo_id}@{shown(revision or 'main')}"
 
     def call(what: str, fn):
         try:
@@ -92,85 +143,260 @@ def pull_release(
         except TokbinError:
             raise
         except Exception as error:
-            raise as_hub_error(where, what, error) from error
+            raise read_error(where, what, error, endpoint, repo_id) from error
 
-    commit = call("resolve revision", lambda: api.dataset_info(repo_id, revision=revision)).sha
-    staging = out.parent / f".{out.name}.pull-{commit[:12]}"
-    shutil.rmtree(staging, ignore_errors=True)  # left by a killed pull: start clean
-    staging.mkdir(parents=True)
+    commit = call("resolve revision", lambda: resolve_commit(api, repo_id, revision, REPO_TYPE))
+    where = f"{repo_id}@{commit}"
+    tree = call("list files", lambda: list_tree(api, repo_id, commit, folder))
+    source = Source(repo_id, commit, endpoint=endpoint, token=token, repo_type=REPO_TYPE, limits=limits or DownloadLimits.from_env(), folder=folder)
+    where = f"{repo_id}@{commit}" + (f"/{folder}" if folder else "")
+    kind = "release" if COMPLETE_NAME in tree else "corpus" if CORPUS_MANIFEST_NAME in tree else None
+    if kind is None and not allow_incomplete:
+        raise HubError(where, f"release is incomplete: {COMPLETE_NAME} is missing", hint="a push may still be running; --allow-incomplete downloads what is there")
 
-    def download(path: str) -> None:
-        call(
-            f"download {path}",
-            lambda: api.hf_hub_download(repo_id, path, repo_type=REPO_TYPE, revision=commit, local_dir=staging, cache_dir=cache_dir),
-        )
+    staging = _open_staging(out, commit)
+    records = safe_folder(staging, RECORDS_DIR)
+    with named_on_the_hub(staging, records, source):
+        if kind is None:
+            # No record: the tree's layout files, each as large as the tree says (there is nothing else to bound it by).
+            layout = [p for p in sorted(tree) if (folder or p not in GIT_FILES) and _in_layout("release", p) and include.selects(p)]
+            wanted = [Wanted(p, tree_expected(tree, p, source, record=False)) for p in layout]
+            record = None
+        else:
+            record_name = COMPLETE_NAME if kind == "release" else CORPUS_MANIFEST_NAME
+            record = call(f"download {record_name}", lambda: source.fetch(record_name, records, tree_expected(tree, record_name, source)))
+            wanted = _wanted_from_record(kind, record, tree, include, source)
+        _remove_strays(staging, {w.path for w in wanted})
+        fetched = fetch_all(wanted, staging, lambda w: call(f"download {w.path}", lambda: source.fetch(w.path, staging, w.expected)), max_workers, progress)
 
+        receipts = 0
+        if kind is None:
+            receipts = len(_check_incomplete(staging, [w.path for w in wanted], progress))
+        elif not include.everything:
+            receipts = _finish_partial(staging, kind, record, wanted, include, source)
+        elif kind == "release":
+            receipts = _finish_release(staging, record)
+        else:
+            _finish_corpus(staging, record)
+    shutil.rmtree(records)  # our own hidden folder; rmtree unlinks symlinks, never follows them
+    if out.exists():
+        out.rmdir()  # empty, checked above
+    os.replace(staging, out)
+    fsync_dir(out.parent)
+    names = [w.path for w in wanted] + ([] if record is None else [PARTIAL_NAME if not include.everything else record.name])
+    total = sum(os.lstat(out / n).st_size for n in names)
+    return PullSummary(repo_id, commit, out, len(names), total, receipts, kind == "release" and include.everything, kind or "release", include.specs, fetched)
+
+
+def list_tree(api, repo_id: str, commit: str, folder: str = "") -> dict:
+    """The files of the repo at ``commit`` under ``folder`` (huggingface_hub ``RepoFile``s: size, blob id, LFS
+    SHA-256), by their path relative to ``folder``."""
+    prefix = f"{folder}/" if folder else ""
+    entries = api.list_repo_tree(repo_id, path_in_repo=folder or None, repo_type=REPO_TYPE, revision=commit, recursive=True)
+    return {f.path[len(prefix) :]: f for f in entries if hasattr(f, "blob_id") and f.path.startswith(prefix)}
+
+
+def tree_expected(tree: dict, path: str, source: Source, record: bool = True) -> Expected:
+    """What a file no record lists must be, by the Hub's tree: its size and LFS SHA-256 or git blob id.
+
+    A ``record`` (COMPLETE.json, the card) is at most ``max_record_bytes``.
+    """
+    entry = tree[path]
+    limit = source.limits.max_record_bytes if record else float("inf")
+    if not (isinstance(entry.size, int) and 0 <= entry.size <= limit):
+        raise HubError(source.uri(path), "the Hub's tree gives a size out of bounds for a record", expected=f"at most {source.limits.max_record_bytes:,} bytes", got=shown(entry.size))
+    if entry.lfs is not None:
+        return Expected(entry.size, sha256=entry.lfs.sha256)
+    return Expected(entry.size, git_blob_id=entry.blob_id)
+
+
+def tree_disagreements(entries, tree: dict) -> list[str]:
+    """Each listed file the Hub's tree at the commit does not hold with the same size (and LFS SHA-256, when it has one)."""
+    problems = []
+    for entry in entries:
+        remote = tree.get(entry.path)
+        if remote is None:
+            problems.append(f"{shown(entry.path)} is not in the repo")
+        elif remote.size != entry.size:
+            problems.append(f"{shown(entry.path)} has {shown(remote.size)} bytes on the Hub, {entry.size} in the record")
+        elif remote.lfs is not None and (remote.lfs.sha256 != entry.sha256 or remote.lfs.size != entry.size):
+            problems.append(f"{shown(entry.path)} has another LFS SHA-256 on the Hub ({shown(remote.lfs.sha256)}) than in the record")
+    return problems
+
+
+def disagreement_error(where: str, rule: str, problems: list[str], error=HubError):
+    """One error naming every file in ``problems`` (up to ``_NAMED_MAX``, then how many more)."""
+    named = "; ".join(problems[:_NAMED_MAX]) + (f"; and {len(problems) - _NAMED_MAX} more" if len(problems) > _NAMED_MAX else "")
+    return error(where, f"{rule} ({len(problems)} file{'s' if len(problems) != 1 else ''})", got=named)
+
+
+def _wanted_from_record(kind: str, record: Path, tree: dict, include: Include, source: Source) -> list[Wanted]:
+    """The files the record lists, each checked against the layout and the tree, then narrowed by ``include``."""
+    if kind == "release":
+        complete = Complete.read(record)
+        entries = list(complete.files)
+        if not entries:
+            raise HubError(source.uri(COMPLETE_NAME), "lists no files: a release lists at least its run_config.json, stats.json and receipts")
+        for entry in entries:
+            check_path(kind, entry.path, source.uri(COMPLETE_NAME))
+        selected = [e for e in entries if include.selects(e.path)]
+    else:
+        manifest = CorpusManifest.read(record)
+        entries = [FileEntry(s.path, s.size, s.sha256) for s in manifest.shards]
+        for entry in entries:
+            check_path(kind, entry.path, source.uri(CORPUS_MANIFEST_NAME))
+        selected = [FileEntry(s.path, s.size, s.sha256) for s in manifest.shards if include.selects_split(s.split)]
+    problems = tree_disagreements(entries, tree)
+    if problems:
+        raise disagreement_error(source.uri(record.name), "the record disagrees with the Hub's own tree at this commit", problems)
+    record_name = COMPLETE_NAME if kind == "release" else CORPUS_MANIFEST_NAME
+    wanted = [Wanted(e.path, Expected(e.size, sha256=e.sha256, listed_in=record_name)) for e in selected]
+    if kind == "corpus" and CARD_NAME in tree:  # the card's configs make load_dataset work; the tree vouches for it
+        wanted.append(Wanted(CARD_NAME, tree_expected(tree, CARD_NAME, source)))
+    return wanted
+
+
+def _in_layout(kind: str, path: str) -> bool:
     try:
-        tree = call("list files", lambda: [f.path for f in api.list_repo_tree(repo_id, repo_type=REPO_TYPE, revision=commit, recursive=True) if hasattr(f, "blob_id")])
-        if COMPLETE_NAME not in tree and CORPUS_MANIFEST_NAME in tree:
-            raise HubError(
-                f"{repo_id}@{commit}",
-                f"not a release: the repo holds a raw corpus ({CORPUS_MANIFEST_NAME}), and pull handles releases ({COMPLETE_NAME}) only",
-                hint=f"load it with datasets.load_dataset('{repo_id}'), or build from it with hf-tokbin build --corpus {repo_id}",
-            )
-        if COMPLETE_NAME not in tree and not allow_incomplete:
-            raise HubError(f"{repo_id}@{commit}", f"release is incomplete: {COMPLETE_NAME} is missing", hint="a push may still be running; --allow-incomplete downloads what is there")
-        with _named_on_the_hub(staging, repo_id, commit):
-            if COMPLETE_NAME in tree:
-                download(COMPLETE_NAME)
-                complete = Complete.read(staging / COMPLETE_NAME)
-                names = [e.path for e in complete.files]
-            else:
-                complete = None
-                names = [p for p in tree if p not in _GIT_FILES]
-            for name in names:
-                FileEntry(name, 0, "0" * 64)  # the path rules: relative, inside the folder
-            _download_all(names, download, max_workers, progress)
-
-            if complete is not None:
-                check_files(staging, complete.files, COMPLETE_NAME, progress)
-                receipts = check_receipts(staging, complete)
-            else:
-                receipts = [Receipt.read(staging / p) for p in names if p.startswith(f"{RECEIPTS_DIR}/") and p.endswith(".json")]
-                for receipt in receipts:
-                    check_files(staging, receipt.files, f"receipt {receipt.part}", progress)
-        shutil.rmtree(staging / _CLIENT_STATE, ignore_errors=True)
-        if out.exists():
-            out.rmdir()  # empty, checked above
-        os.replace(staging, out)
-        fsync_dir(out.parent)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    pulled = names + ([COMPLETE_NAME] if complete is not None else [])
-    total = sum((out / n).stat().st_size for n in pulled)
-    return PullSummary(repo_id, commit, out, len(pulled), total, len(receipts), complete is not None)
+        check_path(kind, path, "")
+    except HubError:
+        return False
+    return True
 
 
-def _download_all(names: list[str], download, max_workers: int, progress: bool) -> None:
-    """``download(name)`` for every name on ``max_workers`` threads; the first failure cancels the queued ones."""
-    pool = ThreadPoolExecutor(max_workers=max_workers)
+def _open_staging(out: Path, commit: str) -> Path:
+    """The staging folder of a pull of ``commit`` to ``out``: made, or kept from an interrupted pull (never a symlink)."""
+    staging = out.parent / f".{out.name}.pull-{commit}"
+    out.parent.mkdir(parents=True, exist_ok=True)
     try:
-        with tqdm(total=len(names), unit="file", desc="download", disable=not progress) as bar:
-            pending = {pool.submit(download, name) for name in names}
+        os.mkdir(staging)
+    except FileExistsError:
+        if not stat.S_ISDIR(os.lstat(staging).st_mode):
+            raise HubError(staging, "the staging folder of this pull is not a folder", hint="remove it and re-run") from None
+    for name in (COMPLETE_NAME, CORPUS_MANIFEST_NAME, PARTIAL_NAME):  # a record goes in last, after every check
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(staging / name)
+    for other in sorted(out.parent.glob(f".{glob.escape(out.name)}.pull-*")):
+        if other != staging:
+            notify(f"note: {other} is left by an interrupted pull of another commit; remove it when it is no longer needed")
+    return staging
+
+
+def _remove_strays(staging: Path, keep: set[str]) -> None:
+    """Remove what a kept staging folder holds beyond the files this pull wants (another ``--include``, a planted
+    file or symlink): none of it may end up in the copy. Symlinks are unlinked, never followed; folders stay."""
+    for folder, dirs, files in os.walk(staging):  # does not descend into symlinked folders
+        base = Path(folder)
+        if base == staging and RECORDS_DIR in dirs:
+            dirs.remove(RECORDS_DIR)
+        for name in files + [d for d in dirs if (base / d).is_symlink()]:
+            if (base / name).relative_to(staging).as_posix() not in keep:
+                os.unlink(base / name)
+
+
+def fetch_all(wanted: list[Wanted], staging: Path, fetch, max_workers: int, progress: bool) -> int:
+    """Fetch every wanted file not already in ``staging`` with its size and SHA-256; return how many were downloaded.
+
+    The first failure cancels the queued downloads; the running ones finish
+    (they write into the staging folder, which is kept for a re-run).
+    """
+
+    def one(w: Wanted) -> bool:
+        if _already_there(staging, w):
+            return False
+        fetch(w)
+        return True
+
+    downloaded = 0
+    pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="hf_tokbin-pull")
+    try:
+        with tqdm(total=len(wanted), unit="file", desc="download", disable=not progress) as bar:
+            pending = {pool.submit(one, w) for w in wanted}
             while pending:
                 done, pending = wait(pending, return_when=FIRST_EXCEPTION)
                 for future in done:
-                    future.result()  # raises the download's error
+                    downloaded += future.result()  # raises the download's error
                 bar.update(len(done))
     finally:
-        # Waits only for the downloads already running: they write into the folder about to be removed.
         pool.shutdown(wait=True, cancel_futures=True)
+    return downloaded
+
+
+def _already_there(staging: Path, w: Wanted) -> bool:
+    """Whether an interrupted pull left this file, a regular file of the right size and digest; a wrong one is removed."""
+    path = safe_destination(staging, w.path)  # every folder on the way is a real folder in staging
+    if matches(path, w.expected):
+        return True
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)  # a symlink, a partial file or another file: fetched again (unlink never follows a symlink)
+    return False
+
+
+def _finish_release(staging: Path, record: Path) -> int:
+    """Every rule of ``hf-tokbin verify`` on the staging folder, with COMPLETE.json put in last; taken out again on failure."""
+    from ..verify.release import verify_release
+
+    final = staging / COMPLETE_NAME
+    shutil.copyfile(record, final)
+    try:
+        verify_release(staging)
+    except BaseException:
+        os.unlink(final)
+        raise
+    return len([f for f in Complete.read(final).files if f.path.startswith(f"{RECEIPTS_DIR}/")])
+
+
+def _finish_corpus(staging: Path, record: Path) -> None:
+    manifest = CorpusManifest.read(record)
+    check_files(staging, [FileEntry(s.path, s.size, s.sha256) for s in manifest.shards], CORPUS_MANIFEST_NAME, progress=False)
+    shutil.copyfile(record, staging / CORPUS_MANIFEST_NAME)
+
+
+def _finish_partial(staging: Path, kind: str, record: Path, wanted: list[Wanted], include: Include, source: Source) -> int:
+    """Verify what a partial copy holds, then write ``PARTIAL.json`` (never the record: the copy is not the whole)."""
+    held = [w.path for w in wanted]
+    receipts = 0
+    if kind == "release":
+        from ..verify.release import verify_release_records
+
+        complete = Complete.read(record)
+        by_path = {f.path: f for f in complete.files}
+        check_files(staging, [by_path[p] for p in held], COMPLETE_NAME, progress=False)
+        verify_release_records(staging, complete, held)
+        receipts = len([p for p in held if p.startswith(f"{RECEIPTS_DIR}/")])
+        files = [by_path[p].to_dict() for p in held]
+    else:
+        files = [{"path": w.path, "size": w.expected.size, "sha256": sha256_file(staging / w.path)} for w in wanted]
+    partial = {
+        "format": PARTIAL_FORMAT,
+        "repo": source.repo_id,
+        "commit": source.commit,
+        "path_in_repo": source.folder,
+        "record": record.name,
+        "include": list(include.specs),
+        "files": sorted(files, key=lambda f: f["path"]),
+    }
+    write_text_atomic(staging / PARTIAL_NAME, canonical_json(partial))
+    return receipts
+
+
+def _check_incomplete(staging: Path, names: list[str], progress: bool) -> list[Receipt]:
+    """Without COMPLETE.json: each receipt's files have the size and SHA-256 it names."""
+    receipts = [Receipt.read(staging / p) for p in names if p.startswith(f"{RECEIPTS_DIR}/") and p.endswith(".json")]
+    for receipt in receipts:
+        check_files(staging, receipt.files, f"receipt {receipt.part}", progress)
+    return receipts
 
 
 @contextlib.contextmanager
-def _named_on_the_hub(staging: Path, repo_id: str, commit: str):
-    """Re-raise an error about a file of the temporary folder (removed on failure) as one about the file on the Hub."""
+def named_on_the_hub(staging: Path, records: Path, source: Source):
+    """Re-raise an error about a file of the staging folder as one about the file on the Hub, server strings escaped."""
     try:
         yield
     except TokbinError as error:
         path = getattr(error, "path", None)
         if path is None or not Path(path).is_relative_to(staging):
             raise
-        uri = f"hf://datasets/{repo_id}@{commit}/{Path(path).relative_to(staging).as_posix()}"
-        raise type(error)(uri, error.rule, error.expected, error.got, error.hint) from error
+        rel = Path(path).relative_to(records if Path(path).is_relative_to(records) else staging).as_posix()
+        error.path = source.uri(rel)
+        raise escaped(error) from error

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, TypeVar
@@ -12,6 +15,28 @@ from ..errors import BuildError
 from ..formats.records import FileEntry
 
 R = TypeVar("R")
+LOCK_NAME = ".work/lock"  # inside the work folder: never part of a release, removed with it
+
+
+@contextlib.contextmanager
+def folder_lock(work: Path, location: str):
+    """Hold an exclusive lock on a build's work folder; a second build of the same output refuses at once, naming the holder."""
+    import fcntl
+
+    path = work / LOCK_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
+            raise BuildError(location, "another build is writing this output", got=repr(holder), hint="wait for it to finish, or use another --out") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def local_matches(path: Path, entry: FileEntry) -> bool:
@@ -73,6 +98,10 @@ class Output:
     def read_record(self, rel: str, reader: Callable[[Path], R]) -> R | None:
         """``reader(path)`` on the published ``rel`` (a receipt or COMPLETE.json), or None if missing."""
         raise NotImplementedError
+
+    def lock(self):
+        """A context manager: this build alone writes the output from this machine (see :func:`folder_lock`)."""
+        return folder_lock(self.work, self.root)
 
     def remove_temporaries(self) -> None:
         """Delete half-written files a killed run left in :attr:`work`."""

@@ -6,7 +6,7 @@ names the file (in a JSON file, the field) and the rule.
 1. **Files.** ``COMPLETE.json`` exists, and the files it lists are exactly the
    release's files on disk, each with its size and SHA-256. A path with a
    component starting with "." (``.work/``, ``.cache/``, ``.NAME.tmp``) is no
-   part of a release (:func:`hf_tokbin.release.is_release_path`): ignored on
+   part of a release (:func:`hf_tokbin.formats.release.is_release_path`): ignored on
    disk, never listed.
 2. **run_config.json.** Every field used below is present and well formed,
    read in one place (:class:`RunConfig`): ``dataset``, ``version``,
@@ -48,7 +48,7 @@ names the file (in a JSON file, the field) and the rule.
    file begins where a document begins, and its ``n_docs`` is the number of
    documents it holds.
 8. **stats.json** equals what the receipts give
-   (:func:`hf_tokbin.release.stats_record`): dataset, tokenizer_id, and the
+   (:func:`hf_tokbin.formats.release.stats_record`): dataset, tokenizer_id, and the
    counts per split, per source and per part.
 """
 
@@ -137,6 +137,40 @@ def verify_release(root: str | os.PathLike) -> ReleaseReport:
             _check_llmc_is_megatron(root, config, manifest, receipts)
     _check_stats(root, config, receipts)
     return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, config.formats)
+
+
+def verify_release_records(root: str | os.PathLike, complete: Complete, held: Iterable[str] = ()) -> ReleaseReport:
+    """The rules of :func:`verify_release` that ``COMPLETE.json``'s listing and the small records decide.
+
+    For a copy holding the records (``run_config.json``, ``stats.json``, every
+    receipt, the llm.c ``_MANIFEST.json``) but maybe not the token files: a
+    partial pull, a remote verify. Checks 2-4 and 8 of the module docstring
+    against ``complete``; token files whose paths are in ``held`` (already
+    checked against ``COMPLETE.json``) are checked as in 5 and 6, one by one.
+    Sizes and digests of the records themselves are the caller's to check.
+    """
+    root, held = Path(root), set(held)
+    listed = {f.path for f in complete.files}
+    config = RunConfig.read(root / RUN_CONFIG_NAME)
+    parts = {receipt_path(part_name(i)) for i in range(len(config.shards))}
+    _check_area(root, listed, RECEIPTS_DIR, parts, "the receipts of the input shards of run_config.json")
+    receipts = _check_receipts(root, complete, config)
+    _check_area(root, listed, SHARDS_DIR, {f.path for r in receipts for f in r.files}, "the files the receipts name")
+    llmc_files = set()
+    if "llmc" in config.formats:
+        manifest = _read_llmc_manifest(root, listed, config)
+        llmc_files = {f"{config.llmc_dir}/{name}" for name in [llmc.MANIFEST_NAME, *(f.name for f in manifest.files)]}
+        for entry in manifest.files:
+            path = root / config.llmc_dir / entry.name
+            if f"{config.llmc_dir}/{entry.name}" in held:
+                llmc.verify_token_file(path, entry, manifest.vocab_size, manifest.doc_sep_id)
+    _check_area(root, listed, TOKENS_DIR, llmc_files, f"the llm.c folder {config.llmc_dir}/ and the files its manifest lists")
+    if "megatron" in config.formats:
+        for receipt, shard in zip(receipts, config.shards):
+            if {pair_path(shard.split, receipt.part, suffix) for suffix in ("bin", "idx")} <= held:
+                _check_pair(root, receipt, shard.split, config)
+    _check_stats(root, config, receipts)
+    return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), split_totals(receipts), config.formats)
 
 
 def _check_complete(root: Path) -> Complete:

@@ -1,0 +1,125 @@
+"""Which repo paths a pull may write, and which of them ``--include`` selects.
+
+A path from a server's record is written only when it is one of the layout's
+own paths (seed 004's release, or a corpus folder), as plain text:
+
+- relative, no empty, ``.`` or ``..`` component, no component starting with ``.``
+  (``.git/config`` would run the server's commands on the next ``git status``);
+- printable characters only, no backslash (no NUL, newline, terminal escape or bidi control);
+- release: ``shards/{train,validation}/part-N.{bin,idx}``, ``receipts/part-N.json``,
+  ``tokens/<tokenizer_id>/<dataset>/<file>``, ``run_config.json``, ``stats.json``, ``README.md``;
+- corpus: ``data/...<name>.parquet`` (the shards ``_MANIFEST.json`` lists; ``README.md`` is fetched by name).
+
+``--include`` names parts of a release by format and split: ``FORMAT:SPLIT``,
+``FORMAT`` (every split) or ``SPLIT`` (every format), with FORMAT ``megatron``
+or ``llmc`` and SPLIT ``train`` or ``validation`` (``val`` accepted). A corpus
+takes splits only. The records (``run_config.json``, ``stats.json``,
+``README.md``, the receipts and the llm.c ``_MANIFEST.json``) are always
+fetched: they are what the selected files are verified against.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import HubError
+from ..formats.release import CARD_NAME, FORMATS, RUN_CONFIG_NAME, SPLITS, STATS_NAME
+from .revision import shown
+
+_RELEASE_PATH = re.compile(
+    r"shards/(?:train|validation)/part-[0-9]{6,}\.(?:bin|idx)"
+    r"|receipts/part-[0-9]{6,}\.json"
+    r"|tokens/[^/]+/[^/]+/[^/]+"  # tokens/<tokenizer_id>/<dataset>/<file>: the names a build allows
+    rf"|{re.escape(RUN_CONFIG_NAME)}|{re.escape(STATS_NAME)}|{re.escape(CARD_NAME)}"
+)
+_CORPUS_PATH = re.compile(r"data/(?:[^/]+/)*[^/]+\.parquet")  # the shards a corpus manifest lists (the card is fetched by name)
+_LLMC_FILE = re.compile(r"tokens/[^/]+/[^/]+/(train|val)-[0-9]+\.bin")
+_PAIR_FILE = re.compile(r"shards/(train|validation)/part-[0-9]+\.(?:bin|idx)")
+_SPLIT_ALIASES = {"train": "train", "validation": "validation", "val": "validation"}
+
+
+def check_path(kind: str, path: str, listed_in: str) -> str:
+    """``path`` if a pull may write it for a ``kind`` ("release" or "corpus") repo; else a :class:`HubError`."""
+    pattern = _RELEASE_PATH if kind == "release" else _CORPUS_PATH
+    if not isinstance(path, str) or pattern.fullmatch(path) is None or not all(map(_is_plain_name, path.split("/"))):
+        raise HubError(
+            listed_in,
+            f"lists a path that is no part of a {kind}'s layout; nothing was written",
+            got=shown(path),
+            hint="a pull writes only relative, non-hidden paths of the layout (see docs/security.md)",
+        )
+    return path
+
+
+def _is_plain_name(part: str) -> bool:
+    """One path component a pull may create: not empty, not hidden (so not "." or ".."), printable (no newline, NUL,
+    escape or bidi control), no backslash."""
+    return part != "" and not part.startswith(".") and part.isprintable() and "\\" not in part
+
+
+def is_token_file(path: str) -> bool:
+    """Whether a release path is a token file (a Megatron ``.bin``/``.idx`` or an llm.c ``.bin``): the big files."""
+    return _PAIR_FILE.fullmatch(path) is not None or _LLMC_FILE.fullmatch(path) is not None
+
+
+def check_path_in_repo(value: str | None) -> str:
+    """``--path-in-repo``: the folder of the repo holding the release, as ``a/b`` ("" for the top); each component
+    a plain, non-hidden name."""
+    folder = (value or "").strip("/")
+    if folder and not all(map(_is_plain_name, folder.split("/"))):
+        raise HubError("--path-in-repo", "must be a folder of plain, non-hidden names such as releases/v1", got=shown(value))
+    return folder
+
+
+@dataclass(frozen=True)
+class Include:
+    """What ``--include`` selects: (format, split) pairs, or (``pairs`` None) the whole repo."""
+
+    pairs: frozenset[tuple[str, str]] | None = None
+    specs: tuple[str, ...] = ()
+    names_a_format: bool = False
+
+    @classmethod
+    def parse(cls, specs) -> Include:
+        """``FORMAT:SPLIT``, ``FORMAT`` or ``SPLIT`` items, comma-separated or repeated."""
+        items = [item.strip() for spec in (specs or ()) for item in spec.split(",") if item.strip()]
+        if not items:
+            return cls()
+        pairs, names_a_format = set(), False
+        for item in items:
+            if ":" in item:
+                fmt, _, split = item.partition(":")
+                bad = fmt not in FORMATS or split not in _SPLIT_ALIASES
+            else:
+                fmt, split = (item, "") if item in FORMATS else ("", item)
+                bad = not fmt and split not in _SPLIT_ALIASES
+            if bad:
+                raise HubError(
+                    "--include", "each item is FORMAT:SPLIT, FORMAT or SPLIT", expected=f"FORMAT among {', '.join(FORMATS)}, SPLIT among {', '.join(SPLITS)}", got=shown(item)
+                )
+            names_a_format |= bool(fmt)
+            for f in [fmt] if fmt else FORMATS:
+                for s in [_SPLIT_ALIASES[split]] if split else SPLITS:
+                    pairs.add((f, s))
+        return cls(frozenset(pairs), tuple(items), names_a_format)
+
+    @property
+    def everything(self) -> bool:
+        return self.pairs is None
+
+    def selects(self, path: str) -> bool:
+        """Whether the release file ``path`` is fetched: a selected part, or a record."""
+        if self.pairs is None:
+            return True
+        if match := _PAIR_FILE.fullmatch(path):
+            return ("megatron", match.group(1)) in self.pairs
+        if match := _LLMC_FILE.fullmatch(path):
+            return ("llmc", _SPLIT_ALIASES[match.group(1)]) in self.pairs
+        return True  # records: run_config.json, stats.json, README.md, receipts, the llm.c _MANIFEST.json
+
+    def selects_split(self, split: str) -> bool:
+        """Whether a corpus shard of ``split`` is fetched (a corpus has no formats)."""
+        if self.names_a_format:
+            raise HubError("--include", "a corpus repo has no formats: name splits only", got=shown(", ".join(self.specs)))
+        return self.pairs is None or any(s == split for _, s in self.pairs)

@@ -1,0 +1,153 @@
+"""``hf-tokbin verify NS/NAME``: check a release on the Hub without downloading its token files.
+
+At one checked commit id (:func:`hf_tokbin.hub.revision.resolve_commit`):
+
+1. ``COMPLETE.json`` is downloaded (bounded by the tree's size and checked
+   against its git blob id or LFS SHA-256), and every path it lists must be
+   part of the release layout.
+2. The Hub's own tree at that commit is compared with it: the file set is
+   exact (``COMPLETE.json``'s files, ``COMPLETE.json`` and the repo's
+   ``.gitattributes``/``.gitignore``, nothing else; with ``path_in_repo``, the
+   files under that folder), and every file has the
+   listed size and, for LFS files, the listed SHA-256. Every file that
+   disagrees is named.
+3. The records (everything but the token files, and any token file the Hub
+   does not store in LFS, whose digest the tree does not give) are downloaded
+   and checked against ``COMPLETE.json``, then the rules of ``hf-tokbin verify``
+   that the records decide are applied
+   (:func:`hf_tokbin.verify.release.verify_release_records`).
+4. ``download_sample=K`` also downloads the Megatron pairs of K parts, spread
+   over the release, and checks them as ``hf-tokbin verify`` does.
+
+Downloads go to a temporary folder, removed at the end.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import HubError, TokbinError, VerificationError
+from ..formats.release import COMPLETE_NAME, RECEIPTS_DIR, Complete, Receipt
+from .download import DownloadLimits, Expected, Source, read_error, safe_folder
+from .layout import check_path, check_path_in_repo, is_token_file
+from .pull import (
+    GIT_FILES,
+    RECORDS_DIR,
+    REPO_TYPE,
+    Wanted,
+    disagreement_error,
+    fetch_all,
+    list_tree,
+    named_on_the_hub,
+    tree_disagreements,
+    tree_expected,
+)
+from .retry import RetryPolicy, call_with_retry
+from .revision import resolve_commit, shown
+
+
+@dataclass(frozen=True)
+class RemoteReport:
+    repo_id: str
+    commit: str
+    files: int
+    bytes: int
+    downloaded: int  # bytes downloaded to check
+    sampled: tuple[str, ...]  # parts whose token files were downloaded and checked
+    report: object  # the ReleaseReport of the records
+    folder: str = ""  # --path-in-repo
+
+    def summary(self) -> str:
+        lines = self.report.summary().splitlines()
+        sample = f"; token files of {len(self.sampled)} part(s) downloaded and verified ({', '.join(self.sampled)})" if self.sampled else ""
+        lines[0] = (
+            f"hf://datasets/{self.repo_id}@{self.commit}{'/' + self.folder if self.folder else ''}: OK: {self.files} files, {self.bytes / 1e6:,.1f} MB on the Hub match COMPLETE.json "
+            f"(sizes and LFS SHA-256 at this commit); records verified, {self.downloaded / 1e6:,.1f} MB downloaded{sample}"
+        )
+        return "\n".join(lines)
+
+
+def verify_remote(
+    repo_id: str,
+    *,
+    revision: str | None = None,
+    endpoint: str | None = None,
+    token: str | None = None,
+    download_sample: int = 0,
+    path_in_repo: str | None = None,
+    retry: RetryPolicy | None = None,
+    limits: DownloadLimits | None = None,
+    max_workers: int = 8,
+    progress: bool = True,
+) -> RemoteReport:
+    """Check the release in ``repo_id`` at ``revision`` against the Hub's own metadata; see the module docstring."""
+    from huggingface_hub import HfApi
+
+    from ..verify.release import verify_release_records
+
+    if not (isinstance(download_sample, int) and download_sample >= 0):
+        raise HubError("--download-sample", "must be a non-negative integer", got=download_sample)
+    folder = check_path_in_repo(path_in_repo)
+    retry = retry or RetryPolicy.from_env()
+    api = HfApi(endpoint=endpoint, token=token)
+    where = f"{repo_id}@{shown(revision or 'main')}"
+
+    def call(what: str, fn):
+        try:
+            return call_with_retry(retry, what, fn)
+        except TokbinError:
+            raise
+        except Exception as error:
+            raise read_error(where, what, error, endpoint, repo_id) from error
+
+    commit = call("resolve revision", lambda: resolve_commit(api, repo_id, revision, REPO_TYPE))
+    where = f"{repo_id}@{commit}"
+    tree = call("list files", lambda: list_tree(api, repo_id, commit, folder))
+    source = Source(repo_id, commit, endpoint=endpoint, token=token, repo_type=REPO_TYPE, limits=limits or DownloadLimits.from_env(), folder=folder)
+    if COMPLETE_NAME not in tree:
+        raise VerificationError(source.uri(""), "release is incomplete: no COMPLETE.json at this commit", hint="a push may still be running; --path-in-repo names a release in a folder of the repo")
+
+    with tempfile.TemporaryDirectory(prefix="hf_tokbin-verify-") as tmp:
+        root = Path(tmp)
+        records = safe_folder(root, RECORDS_DIR)
+        with named_on_the_hub(root, records, source):
+            record = call(f"download {COMPLETE_NAME}", lambda: source.fetch(COMPLETE_NAME, records, tree_expected(tree, COMPLETE_NAME, source)))
+            complete = Complete.read(record)
+            for entry in complete.files:
+                check_path("release", entry.path, source.uri(COMPLETE_NAME))
+            listed = {e.path for e in complete.files}
+            problems = tree_disagreements(complete.files, tree)
+            problems += [f"{shown(p)} is on the Hub but not listed in COMPLETE.json" for p in sorted(set(tree) - listed - {COMPLETE_NAME, *([] if folder else GIT_FILES)})]
+            if problems:
+                raise disagreement_error(source.uri(COMPLETE_NAME), "the Hub's files at this commit disagree with COMPLETE.json", problems, VerificationError)
+
+            def wanted(entries):
+                return [Wanted(e.path, Expected(e.size, sha256=e.sha256, listed_in=COMPLETE_NAME)) for e in entries]
+
+            def fetch(w):
+                return call(f"download {w.path}", lambda: source.fetch(w.path, root, w.expected))
+
+            small = [e for e in complete.files if not is_token_file(e.path) or tree[e.path].lfs is None]
+            fetch_all(wanted(small), root, fetch, max_workers, progress)
+            parts = _sample(sorted(p for p in listed if p.startswith(f"{RECEIPTS_DIR}/")), download_sample)
+            by_path = {e.path: e for e in complete.files}
+            sample = sorted({f.path for p in parts for f in Receipt.read(root / p).files} - {e.path for e in small})
+            fetch_all(wanted(by_path[p] for p in sample), root, fetch, max_workers, progress)
+            report = verify_release_records(root, complete, held=[e.path for e in small] + sample)
+    downloaded = sum(e.size for e in small) + sum(by_path[p].size for p in sample) + tree[COMPLETE_NAME].size
+    sampled = tuple(Path(p).stem for p in parts)
+    return RemoteReport(repo_id, commit, len(complete.files) + 1, sum(e.size for e in complete.files), downloaded, sampled, report, folder)
+
+
+def _sample(receipts: list[str], k: int) -> list[str]:
+    """``k`` of the receipts, spread evenly from the first to the last (all of them when ``k`` is at least their number)."""
+    if k >= len(receipts):
+        return receipts
+    if k == 0:
+        return []
+    if k == 1:
+        return [receipts[0]]
+    step = (len(receipts) - 1) / (k - 1)
+    return [receipts[round(i * step)] for i in range(k)]

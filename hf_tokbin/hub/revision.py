@@ -1,0 +1,55 @@
+"""The one way the Hub is read at a revision: resolve it to a checked commit id first.
+
+A commit id comes from the server, so it is checked before it names anything
+on disk (a staging folder, a cache snapshot) or appears in a message: it is
+exactly 40 lowercase hex digits, or the read stops. Every later request is
+pinned to that id, so a push landing meanwhile cannot mix two versions.
+
+Strings from a server are shown with :func:`shown`: control characters
+(terminal escapes, newlines, bidi overrides) are escaped, and long strings
+cut, so a server cannot write to the user's terminal.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import HubError
+
+COMMIT_ID = re.compile(r"[0-9a-f]{40}")
+_SHOWN_MAX = 500  # characters of a server string shown in a message
+
+
+def is_commit_id(value) -> bool:
+    return isinstance(value, str) and COMMIT_ID.fullmatch(value) is not None  # fullmatch: "$" would let "\n" through
+
+
+def shown(value) -> str:
+    """``value`` as text safe to print: non-printable characters escaped, at most ``_SHOWN_MAX`` characters."""
+    text = value if isinstance(value, str) else repr(value)
+    safe = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return safe if len(safe) <= _SHOWN_MAX else safe[:_SHOWN_MAX] + f"... ({len(safe)} characters)"
+
+
+def escaped(error):
+    """The same located error with the server strings it may carry (expected, got) passed through :func:`shown`."""
+    def show(value):
+        return shown(value) if isinstance(value, str) else value
+
+    return type(error)(error.path, error.rule, show(error.expected), show(error.got), error.hint)
+
+
+def resolve_commit(api, repo_id: str, revision: str | None, repo_type: str = "dataset") -> str:
+    """The commit id ``revision`` (default: main) of ``repo_id`` names, checked.
+
+    ``api`` is a :class:`huggingface_hub.HfApi`. Errors of the call itself propagate
+    (the caller retries and words them); a malformed id, or another id than the
+    one asked for, is a :class:`HubError`.
+    """
+    where = f"{repo_id}@{shown(revision or 'main')}"
+    sha = api.repo_info(repo_id, revision=revision, repo_type=repo_type).sha
+    if not is_commit_id(sha):
+        raise HubError(where, "the Hub answered a commit id that is not 40 lowercase hex digits; nothing was written", got=shown(sha))
+    if is_commit_id(revision) and sha != revision:
+        raise HubError(where, "the Hub answered another commit than the one asked for", expected=revision, got=sha)
+    return sha

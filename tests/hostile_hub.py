@@ -1,0 +1,157 @@
+"""A Hub-protocol server that plays the attacker, and a release that passes ``hf-tokbin verify``.
+
+:class:`HostileHub` is :class:`hub_server.HubServer` (bound to 127.0.0.1) with
+its request handler subclassed; switches set by a test make it lie:
+
+- ``reported_sha``: the commit id repo info and downloads report (``/../victim``, terminal escapes);
+  requests at that "revision" are answered from the head of main, as an attacker's server would;
+- ``oversize[path] = n``: serve ``n`` bytes of zeros for ``path``, without a length, until the client hangs up;
+- ``trickle[path] = s``: serve ``path`` one byte every ``s`` seconds;
+- ``fail[path] = n``: answer the next ``n`` downloads of ``path`` with HTTP 500;
+- ``deny = (status, error_code, message)``: answer every repo-info call with that error;
+- ``gate(n)``: hold downloads (but ``COMPLETE.json``'s) until ``n`` are in flight at once, then let all through;
+  ``gate_opened`` says whether that happened (proves ``n`` parallel downloads without a timed assertion).
+
+``sent[path]`` counts the bytes actually written for the streaming faults.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+from hub_server import HubServer, _Handler, _Reply
+
+_STREAM_CHUNK = 64 * 1024
+
+
+class _Stream:
+    """A body written by :meth:`_HostileHandler._send` piece by piece, outside the server lock."""
+
+    def __init__(self, path: str, total: int, data: bytes | None = None, delay: float = 0.0):
+        self.path, self.total, self.data, self.delay = path, total, data, delay
+
+    def pieces(self):
+        if self.data is None:  # zeros, as many as asked, never held in memory at once
+            sent = 0
+            while sent < self.total:
+                piece = b"\0" * min(_STREAM_CHUNK, self.total - sent)
+                sent += len(piece)
+                yield piece
+        else:
+            for i in range(len(self.data)):
+                time.sleep(self.delay)
+                yield self.data[i : i + 1]
+
+
+class HostileHub(HubServer):
+    def __init__(self, token: str | None = None):
+        super().__init__(token=token)
+        self.reported_sha: str | None = None
+        self.oversize: dict[str, int] = {}
+        self.trickle: dict[str, float] = {}
+        self.fail: dict[str, int] = {}
+        self.deny: tuple[int, str | None, str] | None = None
+        self._gate: int | None = None
+        self._in_flight = 0
+        self._gate_timeout = 0.0
+        self.gate_opened = threading.Event()
+        self.sent: dict[str, int] = {}
+        self.httpd.RequestHandlerClass = type("Handler", (_HostileHandler,), {"server_hub": self})
+
+    def gate(self, n: int, timeout: float = 20.0) -> None:
+        self._gate, self._gate_timeout = n, timeout
+
+    def _wait_at_gate(self) -> None:
+        with self.lock:
+            self._in_flight += 1
+            if self._in_flight >= self._gate:
+                self.gate_opened.set()
+        self.gate_opened.wait(self._gate_timeout)  # on time-out the download goes on; gate_opened stays unset
+        with self.lock:
+            self._in_flight -= 1
+
+    def downloads(self, commit: str) -> list[str]:
+        """Paths fetched with GET at ``commit`` so far, in order."""
+        marker = f"/resolve/{commit}/"
+        return [p.split(marker, 1)[1] for _, m, p, _ in self.requests if m == "GET" and marker in p]
+
+
+class _HostileHandler(_Handler):
+    server_hub: HostileHub
+
+    def route_repo_info(self, repo, rev="main", repo_type="dataset"):
+        hub = self.server_hub
+        if hub.deny is not None:
+            status, code, message = hub.deny
+            raise _Reply(status, message, {"X-Error-Code": code} if code else {})
+        status, body, headers = super().route_repo_info(repo, rev, repo_type)
+        if hub.reported_sha is not None:
+            info = json.loads(body)
+            info["sha"] = hub.reported_sha
+            body = json.dumps(info).encode()
+        return status, body, headers
+
+    def _commit(self, repo, rev):
+        if rev == self.server_hub.reported_sha:
+            rev = "main"
+        return super()._commit(repo, rev)
+
+    def route_resolve(self, repo, rev, path, repo_type="dataset"):
+        hub = self.server_hub
+        if hub.fail.get(path, 0) > 0:
+            hub.fail[path] -= 1
+            raise _Reply(500, "injected: storage unavailable")
+        status, body, headers = super().route_resolve(repo, rev, path, repo_type)
+        if hub.reported_sha is not None:
+            headers["X-Repo-Commit"] = hub.reported_sha
+        if path in hub.oversize:
+            headers.pop("Content-Length", None)
+            return status, _Stream(path, hub.oversize[path]), headers
+        if path in hub.trickle:
+            return status, _Stream(path, len(body), body, hub.trickle[path]), {**headers, "Content-Length": str(len(body))}
+        return status, body, headers
+
+    def _dispatch(self, method):
+        hub = self.server_hub
+        if hub._gate is not None and method == "GET" and "/resolve/" in self.path and not self.path.endswith("/COMPLETE.json"):
+            hub._wait_at_gate()
+        super()._dispatch(method)
+
+    def _send(self, status, body, headers, head=False):
+        if not isinstance(body, _Stream):
+            return super()._send(status, body, headers, head)
+        self.send_response(status)
+        for key, value in {"Content-Type": "application/octet-stream", **headers}.items():
+            self.send_header(key, value)
+        if "Content-Length" not in headers:
+            self.send_header("Connection", "close")  # the body ends when the connection does
+        self.end_headers()
+        self.close_connection = True
+        sent = 0
+        try:
+            for piece in body.pieces():
+                self.wfile.write(piece)
+                self.wfile.flush()
+                sent += len(piece)
+        except OSError:  # the client hung up, as it should
+            pass
+        finally:
+            self.server_hub.sent[body.path] = self.server_hub.sent.get(body.path, 0) + sent
+
+
+def build_release(root: Path, name: str = "toy", tokenizer_id: str | None = None) -> Path:
+    """A small real release (llm.c + Megatron, 3 parts: two train, one validation) that ``hf-tokbin verify`` accepts."""
+    from release_fixtures import stories, write_corpus
+
+    from hf_tokbin.cli import main
+
+    root = Path(root)
+    corpus = write_corpus(root / "corpus", [("train", stories(30, 1)), ("train", stories(30, 2)), ("validation", stories(10, 3))], name=name)
+    out = root / "release"
+    ids = ["--tokenizer-id", tokenizer_id] if tokenizer_id else []
+    if main(["build", "--corpus", str(corpus), "--tokenizer", "byte", *ids, "--doc-sep-id", "0", "--out", str(out), "--num-proc", "1", "--quiet"]) != 0:
+        raise RuntimeError("fixture build failed")
+    return out

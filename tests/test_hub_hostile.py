@@ -1,0 +1,446 @@
+"""A pull (and ``build --corpus NS/NAME``) against a Hub-protocol server that lies (tests/hostile_hub.py).
+
+Each test sets one lie and checks that nothing is written, deleted or shown
+that the user did not ask for, that the pull stops with one clear error, and
+that a limit (size, time) holds. The real huggingface_hub client is used,
+unmodified, against 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from hostile_hub import HostileHub, build_release
+from hub_server import client_env, make_corpus, write_complete
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from hf_tokbin.errors import FormatError, HubError, VerificationError
+from hf_tokbin.hub import RetryPolicy, pull_release
+from hf_tokbin.hub.download import DownloadLimits
+from hf_tokbin.hub.layout import check_path
+
+TOKEN = "hf_hostile_test_token_0123456789"
+REPO = "tester/release"
+FAST = RetryPolicy(attempts=2, base_delay=0.01)
+TIGHT = DownloadLimits(read_timeout=2.0, min_rate=1e6, grace=0.5)  # every file here is well under 1 MB
+_CLI = "import sys; from hf_tokbin.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+@pytest.fixture
+def hub():
+    with HostileHub(token=TOKEN) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return build_release(tmp_path_factory.mktemp("built"))
+
+
+@pytest.fixture
+def release(built, tmp_path):
+    return shutil.copytree(built, tmp_path / "release")
+
+
+def pull(hub, out, **kwargs):
+    kwargs.setdefault("limits", TIGHT)
+    return pull_release(REPO, out, endpoint=hub.url, token=TOKEN, retry=FAST, progress=False, **kwargs)
+
+
+def tree(root) -> set[str]:
+    """Every path under ``root`` (files, folders, symlinks)."""
+    return {p.relative_to(root).as_posix() for p in root.rglob("*")}
+
+
+def staging_of(out, commit):
+    return out.parent / f".{out.name}.pull-{commit}"
+
+
+def edit_complete(release, edit) -> None:
+    path = release / "COMPLETE.json"
+    record = json.loads(path.read_text())
+    edit(record["files"])
+    path.write_text(json.dumps(record, indent=2) + "\n")
+
+
+# -- 1. the commit id ----------------------------------------------------------------------------
+
+
+def test_a_commit_id_that_climbs_out_cannot_delete_or_write_a_sibling_folder(hub, tmp_path, release):
+    hub.seed_repo(REPO, release)
+    victim = tmp_path / "victim00"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("mine")
+    hub.reported_sha = "/../victim" + "0" * 30  # an old pull named its staging folder from the first 12 characters
+    before = tree(tmp_path)
+    for _ in range(2):  # the second run is the one that used to remove the "staging folder" left by the first
+        with pytest.raises(HubError, match="commit id that is not 40 lowercase hex digits") as error:
+            pull(hub, tmp_path / "out")
+    assert (victim / "keep.txt").read_text() == "mine"
+    assert tree(tmp_path) == before
+    assert "/../victim" in str(error.value)
+
+
+def test_server_strings_are_escaped_never_printed_raw(hub, tmp_path, release):
+    hub.seed_repo(REPO, release)
+    hub.reported_sha = "\x1b]0;pwned\x07\x1b[2J" + "a" * 30
+    with pytest.raises(HubError) as error:
+        pull(hub, tmp_path / "out")
+    message = str(error.value)
+    assert "\x1b" not in message and "\x07" not in message
+    assert "\\x1b]0;pwned\\x07" in message
+    assert not any(tmp_path.glob(".out.pull-*"))
+
+
+def test_build_from_a_hub_corpus_with_a_forged_commit_id_writes_nothing_outside_the_cache(hub, tmp_path):
+    corpus, _ = make_corpus(tmp_path / "corpus")
+    hub.seed_repo("tester/corpus", corpus)
+    hub.reported_sha = "../../../../PWN"
+    home = tmp_path / "a/b/home"  # deep enough that ../../../.. from inside the cache stays under tmp_path
+    home.mkdir(parents=True)
+    env = {**os.environ, **client_env(hub, home, TOKEN)}
+    before = {p for p in tree(tmp_path) if not p.startswith("a/b/home")}
+    result = subprocess.run(
+        [sys.executable, "-c", _CLI, "build", "--corpus", "tester/corpus", "--tokenizer", "byte", "--format", "llmc", "--out", str(tmp_path / "out"), "--quiet"],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "commit id that is not 40 lowercase hex digits" in lines[0], result.stderr
+    assert {p for p in tree(tmp_path) if not p.startswith("a/b/home")} == before
+    assert not [p for p in tree(home) if "PWN" in p]
+
+
+def test_build_from_a_hub_corpus_fetched_at_a_checked_commit_still_builds_offline(hub, tmp_path):
+    corpus, _ = make_corpus(tmp_path / "corpus")
+    hub.seed_repo("tester/corpus", corpus)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, **client_env(hub, home, TOKEN)}
+    build = [sys.executable, "-c", _CLI, "build", "--corpus", "tester/corpus", "--tokenizer", "byte", "--format", "llmc", "--quiet", "--out"]
+    online = subprocess.run([*build, str(tmp_path / "online")], env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert online.returncode == 0, online.stderr
+    offline = subprocess.run([*build, str(tmp_path / "offline")], env={**env, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, timeout=120, check=False)
+    assert offline.returncode == 0, offline.stderr  # the branch's ref was recorded for the checked snapshot
+    assert tree(tmp_path / "online") == tree(tmp_path / "offline")
+    assert all((tmp_path / "online" / p).read_bytes() == (tmp_path / "offline" / p).read_bytes() for p in tree(tmp_path / "online") if (tmp_path / "online" / p).is_file())
+
+
+# -- 2. planted files ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("planted", [".git/config", "../x", "/etc/x", "~/t.txt", "shards/.hidden", "README.md\n.git/config", "shards\\x.bin", "notes.txt"])
+def test_complete_json_listing_a_path_outside_the_layout_is_refused_before_any_write(hub, tmp_path, release, planted):
+    entry = {"path": planted, "size": 5, "sha256": "ab" * 32}
+    edit_complete(release, lambda files: (files.append(entry), files.sort(key=lambda f: f["path"])))
+    commit = hub.seed_repo(REPO, release)
+    out = tmp_path / "out"
+    with pytest.raises((HubError, FormatError)) as error:
+        pull(hub, out)
+    assert "\n" not in str(error.value)
+    assert not out.exists()
+    assert hub.downloads(commit) == ["COMPLETE.json"]  # refused before any file was fetched
+    staged = tree(staging_of(out, commit))
+    assert staged <= {".records", ".records/COMPLETE.json"}, staged
+    assert not (tmp_path / "x").exists() and not (tmp_path / "t.txt").exists()
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["shards", "train", "validation", "part-000001.bin", "receipts", "part-000002.json", "tokens", "a", "README.md",
+                                 "stats.json", ".", "..", "", ".git", "config", "~", "a\\b", "x\ny", "\x00", "\x1b[2J", " ", "data", "s.parquet"]), min_size=1, max_size=5))
+@example(["shards", "train", "part-000001.bin"])
+@example(["tokens", "a", "a", "README.md"])
+@example(["data", "a", "s.parquet"])
+@example(["receipts", "part-000002.json"])
+def test_a_path_the_layout_accepts_stays_inside_and_is_never_hidden(parts):
+    path = "/".join(parts)
+    for kind in ("release", "corpus"):
+        try:
+            check_path(kind, path, "COMPLETE.json")
+        except HubError as error:
+            assert "\n" not in str(error) and "\x1b" not in str(error) and "\x00" not in str(error)
+            continue
+        root = "/r/staging"
+        assert os.path.normpath(os.path.join(root, path)).startswith(root + "/")
+        assert not any(part.startswith(".") or part == "" for part in path.split("/"))
+        assert all(c.isprintable() and c not in "\\ " for c in path)
+
+
+def test_names_a_build_allows_are_pulled(hub, tmp_path):
+    release = build_release(tmp_path / "built", name="histoires courtes", tokenizer_id="octets 日本")
+    hub.seed_repo(REPO, release)
+    summary = pull(hub, tmp_path / "out")
+    assert summary.complete and (tmp_path / "out/tokens/octets 日本/histoires courtes/_MANIFEST.json").is_file()
+
+
+def test_symlinks_and_files_planted_in_a_kept_staging_folder_are_removed_never_followed(hub, tmp_path, release):
+    commit = hub.seed_repo(REPO, release)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("mine")
+    out = tmp_path / "out"
+    staging = staging_of(out, commit)
+    staging.mkdir()
+    (staging / "shards").symlink_to(outside)  # what someone else could leave between two runs
+    (staging / "stats.json").symlink_to(outside / "keep.txt")
+    (staging / "evil.txt").write_text("planted\n")
+    summary = pull(hub, out)
+    assert tree(outside) == {"keep.txt"} and (outside / "keep.txt").read_text() == "mine"
+    assert summary.complete and summary.fetched == summary.files - 1  # the links were removed, every file fetched
+    assert not [p for p in out.rglob("*") if p.is_symlink()] and not (out / "evil.txt").exists()
+    assert (out / "stats.json").read_bytes() == (release / "stats.json").read_bytes()
+
+
+def test_a_symlinked_folder_that_appears_during_a_pull_is_refused(tmp_path):
+    from hf_tokbin.hub.download import safe_destination
+
+    root, outside = tmp_path / "staging", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "shards").symlink_to(outside)
+    with pytest.raises(HubError, match="expected a folder the pull made, found a symlink"):
+        safe_destination(root, "shards/train/part-000000.bin")
+    assert tree(outside) == set()
+
+
+# -- 3. incomplete never looks complete ----------------------------------------------------------
+
+
+def test_complete_json_listing_no_files_fails(hub, tmp_path, release):
+    edit_complete(release, lambda files: files.clear())
+    hub.seed_repo(REPO, release)
+    with pytest.raises(HubError, match="lists no files"):
+        pull(hub, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("omitted", ["tokens/byte/toy/val-00000.bin", "receipts/part-000002.json"])
+def test_complete_json_omitting_files_the_release_lists_fails_the_verify_rules(hub, tmp_path, release, omitted):
+    # Omit the file (and, for a receipt, the pair it names) from COMPLETE.json and from the repo.
+    gone = {omitted} | ({"shards/validation/part-000002.bin", "shards/validation/part-000002.idx"} if omitted.startswith("receipts/") else set())
+    for path in gone:
+        (release / path).unlink()
+    write_complete(release)
+    commit = hub.seed_repo(REPO, release)
+    out = tmp_path / "out"
+    with pytest.raises(VerificationError) as error:
+        pull(hub, out)
+    assert str(error.value).startswith(f"hf://datasets/{REPO}@{commit}/")
+    assert not out.exists()
+    assert not (staging_of(out, commit) / "COMPLETE.json").exists()  # taken out again: the staging folder does not look complete either
+
+
+def test_a_failed_verify_never_leaves_complete_json_under_out(hub, tmp_path, release):
+    stats = json.loads((release / "stats.json").read_text())
+    stats["splits"]["train"]["documents"] += 1  # consistent bytes, broken promise
+    (release / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+    write_complete(release)
+    commit = hub.seed_repo(REPO, release)
+    out = tmp_path / "out"
+    with pytest.raises(VerificationError, match="stats.json: splits.train.documents differs from the receipts"):
+        pull(hub, out)
+    assert not out.exists() and not (staging_of(out, commit) / "COMPLETE.json").exists()
+
+
+# -- 4. bounded downloads ------------------------------------------------------------------------
+
+
+def test_a_server_streaming_far_more_than_listed_is_cut_at_the_listed_size(hub, tmp_path, release):
+    path = "shards/train/part-000000.bin"
+    size = (release / path).stat().st_size
+    commit = hub.seed_repo(REPO, release)
+    hub.oversize[path] = 400 * 1024 * 1024
+    out = tmp_path / "out"
+    with pytest.raises(HubError, match=f"sent more bytes than COMPLETE.json lists; stopped reading: expected {size}"):
+        pull(hub, out)
+    assert hub.sent[path] < 64 * 1024 * 1024  # the client hung up long before 400 MB (socket buffers hold a few MB)
+    staged = staging_of(out, commit)
+    assert not (staged / path).exists() and not [p for p in tree(staged) if p.endswith(".download")]
+
+
+def test_a_server_trickling_bytes_cannot_hold_a_pull(hub, tmp_path, release):
+    path = "run_config.json"
+    hub.seed_repo(REPO, release)
+    hub.trickle[path] = 0.05  # a byte every 50 ms: a few KB would take minutes
+    with pytest.raises(HubError, match="download too slow.*re-run: it resumes"):
+        pull(hub, tmp_path / "out", limits=DownloadLimits(read_timeout=2.0, min_rate=1e6, grace=0.3))
+    assert hub.sent.get(path, 0) < (release / path).stat().st_size
+
+
+def test_a_server_that_stops_sending_times_out(hub, tmp_path, release):
+    hub.seed_repo(REPO, release)
+    hub.trickle["stats.json"] = 1.0  # longer than the read timeout
+    with pytest.raises(HubError, match="download stats.json failed"):
+        pull(hub, tmp_path / "out", limits=DownloadLimits(read_timeout=0.2, min_rate=1e6, grace=30))
+
+
+# -- 5, 6. resumable and parallel ----------------------------------------------------------------
+
+
+def test_an_interrupted_pull_resumes_and_downloads_only_the_rest(hub, tmp_path, release):
+    commit = hub.seed_repo(REPO, release)
+    listed = [f["path"] for f in json.loads((release / "COMPLETE.json").read_text())["files"]]
+    broken = "shards/train/part-000001.bin"  # in the middle of COMPLETE.json's order
+    hub.fail[broken] = FAST.attempts
+    out = tmp_path / "out"
+    with pytest.raises(HubError, match="re-run the same command: it resumes") as error:
+        pull(hub, out, max_workers=1)
+    assert "read access" not in str(error.value)
+    first = hub.downloads(commit)
+    kept = set(first) - {"COMPLETE.json", broken}
+    assert kept and not out.exists()
+
+    summary = pull(hub, out)
+    second = hub.downloads(commit)[len(first):]
+    assert sorted(second) == sorted({"COMPLETE.json", *listed} - kept)  # the record, and only the files not kept
+    assert summary.complete and summary.fetched == len(listed) - len(kept)
+    assert not any(tmp_path.glob(".out.pull-*"))
+
+
+def test_a_file_changed_in_the_kept_staging_folder_is_fetched_again(hub, tmp_path, release):
+    commit = hub.seed_repo(REPO, release)
+    hub.fail["stats.json"] = FAST.attempts
+    out = tmp_path / "out"
+    with pytest.raises(HubError):
+        pull(hub, out, max_workers=1)
+    staging = staging_of(out, commit)
+    readme = staging / "README.md"
+    assert readme.is_file()
+    readme.write_text("tampered\n")
+    before = len(hub.downloads(commit))
+    pull(hub, out)
+    assert "README.md" in hub.downloads(commit)[before:]
+    assert (out / "README.md").read_bytes() == (release / "README.md").read_bytes()
+
+
+def test_downloads_run_eight_at_a_time_without_a_head_request_per_file(hub, tmp_path, release):
+    commit = hub.seed_repo(REPO, release)
+    hub.gate(8)  # the first downloads wait until 8 are in flight together
+    summary = pull(hub, tmp_path / "out")
+    assert hub.gate_opened.is_set()
+    assert summary.complete and hub.count("HEAD", "/resolve/") == 0
+    assert sorted(hub.downloads(commit)) == sorted(p for p in tree(release) if (release / p).is_file())  # each file once
+
+
+# -- 7. --include and corpus repos ---------------------------------------------------------------
+
+
+def test_include_fetches_only_the_named_parts_and_the_records(hub, tmp_path, release):
+    commit = hub.seed_repo(REPO, release)
+    out = tmp_path / "out"
+    summary = pull(hub, out, include=["megatron:train"])
+    held = {p for p in tree(out) if (out / p).is_file()}
+    assert {p for p in held if p.startswith(("shards/", "tokens/")) and not p.endswith("_MANIFEST.json")} == {
+        "shards/train/part-000000.bin", "shards/train/part-000000.idx", "shards/train/part-000001.bin", "shards/train/part-000001.idx",
+    }
+    assert {"run_config.json", "stats.json", "README.md", "receipts/part-000002.json", "tokens/byte/toy/_MANIFEST.json", "PARTIAL.json"} <= held
+    assert "COMPLETE.json" not in held  # not the whole release, and not presented as one
+    partial = json.loads((out / "PARTIAL.json").read_text())
+    assert partial["commit"] == commit and partial["include"] == ["megatron:train"]
+    assert sorted(f["path"] for f in partial["files"]) == sorted(held - {"PARTIAL.json"})
+    assert not summary.complete and "PARTIAL copy (megatron:train)" in str(summary)
+    assert set(hub.downloads(commit)) == {"COMPLETE.json", *(held - {"PARTIAL.json"})}
+
+
+def test_a_partial_pull_after_an_interrupted_full_one_holds_only_what_it_names(hub, tmp_path, release):
+    commit = hub.seed_repo(REPO, release)
+    hub.fail["stats.json"] = FAST.attempts
+    out = tmp_path / "out"
+    with pytest.raises(HubError):
+        pull(hub, out, max_workers=1)  # leaves the files COMPLETE.json lists before stats.json
+    assert (staging_of(out, commit) / "shards/validation/part-000002.bin").is_file()
+    pull(hub, out, include=["train"])
+    held = {p for p in tree(out) if (out / p).is_file()}
+    assert not [p for p in held if "validation/" in p or p.endswith("val-00000.bin")]
+    partial = json.loads((out / "PARTIAL.json").read_text())
+    assert sorted(f["path"] for f in partial["files"]) == sorted(held - {"PARTIAL.json"})
+
+
+def test_include_still_verifies_what_it_holds(hub, tmp_path, release):
+    hub.seed_repo(REPO, release)
+    hub.flip_stored_byte(REPO, "shards/validation/part-000002.idx")
+    with pytest.raises(VerificationError, match="part-000002.idx: SHA-256 differs from COMPLETE.json"):
+        pull(hub, tmp_path / "out", include=["validation"])
+    assert pull(hub, tmp_path / "train", include=["train"]).files > 0  # the flipped file is not needed for train
+
+
+@pytest.mark.parametrize("bad", ["megatron:test", "parquet", ":", "llmc:"])
+def test_a_bad_include_is_one_clear_error(hub, tmp_path, release, bad):
+    with pytest.raises(HubError, match="--include: each item is FORMAT:SPLIT, FORMAT or SPLIT"):
+        pull(hub, tmp_path / "out", include=[bad])
+
+
+def test_a_corpus_repo_can_be_pulled_one_split_at_a_time(hub, tmp_path):
+    corpus, _ = make_corpus(tmp_path / "corpus")
+    commit = hub.seed_repo(REPO, corpus)
+    out = tmp_path / "out"
+    summary = pull(hub, out, include=["validation"])
+    assert {p for p in tree(out) if (out / p).is_file()} == {"data/validation-00000.parquet", "README.md", "PARTIAL.json"}
+    assert "data/train-00000.parquet" not in hub.downloads(commit)
+    assert summary.kind == "corpus" and summary.partial == ("validation",)
+    with pytest.raises(HubError, match="a corpus repo has no formats"):
+        pull(hub, tmp_path / "other", include=["megatron:train"])
+
+
+# -- 9. errors -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "message", "rule", "hint"),
+    [
+        (401, None, "Invalid credentials in Authorization header", "no read access", "can read this repo"),
+        (403, None, "Your token does not have read access to this repo", "no read access", "can read this repo"),
+        (403, "GatedRepo", "Access to dataset tester/release is restricted. You must have access to it", "the repo is gated", "request access on"),
+    ],
+)
+def test_read_errors_show_the_server_message_and_a_hint_for_reading(hub, tmp_path, status, code, message, rule, hint):
+    hub.deny = (status, code, message)
+    with pytest.raises(HubError) as error:
+        pull(hub, tmp_path / "out")
+    text = str(error.value)
+    assert rule in text and hint in text and message in text
+    assert "write access" not in text and TOKEN not in text
+    if code == "GatedRepo":
+        assert f"{hub.url}/datasets/{REPO}" in text
+
+
+def test_a_full_disk_is_one_clear_error_and_the_re_run_ends_byte_identical(hub, tmp_path, release, monkeypatch):
+    import errno
+
+    from hf_tokbin.hub import download
+
+    commit = hub.seed_repo(REPO, release)
+    real_fdopen = download.os.fdopen
+
+    class FullDisk:
+        def __init__(self, file):
+            self.file = file
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.file.close()
+
+        def write(self, chunk):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    def fdopen(fd, mode):
+        name = os.readlink(f"/proc/self/fd/{fd}")
+        file = real_fdopen(fd, mode)
+        return FullDisk(file) if name.endswith("part-000001.bin.download") else file
+
+    monkeypatch.setattr(download.os, "fdopen", fdopen)
+    out = tmp_path / "out"
+    with pytest.raises(HubError, match=r"download shards/train/part-000001.bin failed: the disk is full.*free space and re-run the same command: it resumes"):
+        pull(hub, out)
+    assert not out.exists() and not (staging_of(out, commit) / "COMPLETE.json").exists()
+    monkeypatch.undo()
+    pull(hub, out)
+    assert {p: (out / p).read_bytes() for p in tree(out) if (out / p).is_file()} == {p: (release / p).read_bytes() for p in tree(release) if (release / p).is_file()}
