@@ -159,3 +159,16 @@ def test_llama3_variant_card_points_at_train_llama3(tmp_path):
     card = (release / "README.md").read_text(encoding="utf-8")
     assert "upstream llm.c's Llama 3 layout" in card and "train_llama3.py" in card
     assert "./train_gpt2cu" not in card and "Here: version" not in card
+
+
+def test_card_states_the_boundary_tokens_the_layout_and_the_special_token_policy(tmp_path):
+    (tmp_path / "plain").mkdir()
+    release = build_release(tmp_path, "--doc-sep", "10", "--bos", "2", "--llmc-sep", "after")
+    card = (release / "README.md").read_text(encoding="utf-8")
+    assert "- document separator (EOD): `10`, from --doc-sep" in card and "- BOS, before every document: `2`, from --bos" in card
+    assert "`[bos] + ids + [eod]`" in card and "`[bos] + ids + [sep]`" in card and "followed by the document separator (id 10)" in card
+    assert "| bos tokens |" in card and "A BOS is inserted before every document" in card
+    plain = build_release(tmp_path / "plain", "--doc-sep", "10")
+    card = (plain / "README.md").read_text(encoding="utf-8")
+    assert "- BOS, before every document: none" in card and "`[sep] + ids`" in card and "bos tokens" not in card
+    assert "No BOS or padding is inserted" in card

@@ -298,7 +298,7 @@ def _id_text(value) -> str:
 def _token_note(eod_id, separator, formats: list[str], layout: _Layout) -> str:
     """What the counts mean for the files this release holds."""
     notes = []
-    bos = f" and begins with one BOS token{_id_text(layout.bos_id)}, counted in `bos tokens`" if layout.bos_id is not None else ""
+    bos = f", and begins with one BOS token{_id_text(layout.bos_id)}, counted in `bos tokens`" if layout.bos_id is not None else ""
     if MEGATRON in formats:
         notes.append(f"In the Megatron pairs every document ends with one EOD token{_id_text(eod_id)}, counted in `eod tokens`{bos}.")
     if LLMC in formats:
