@@ -173,7 +173,7 @@ def test_llmc_llama3_passes_its_files_and_refuses_seed000(tmp_path):
     assert rules(findings) == ["capacity"]
     seed000 = write_llmc_folder(tmp_path / "v2", {"train": docs(6, vocab, sep)}, vocab, sep)
     finding = only(check(seed000, "llmc-llama3", SMALL), "magic-version")
-    assert finding.level == "error" and "magic 20240520 version 2" in finding.message and "--llmc-variant llama3" in finding.message
+    assert finding.level == "error" and "magic 20240520 version 2" in finding.message and "--llmc-layout llama3" in finding.message
 
 
 def test_llmc_llama3_min_tokens_seq_len_and_vocab(tmp_path):

@@ -391,7 +391,7 @@ def check_llmc_llama3(path: Path, s: LoaderSettings) -> list[Finding]:
     for split, files in inputs.splits:
         findings += _file_order(files, "sorted(glob.glob(...))") if files else []
         opener = functools.partial(llmc.open_tokens, vocab_size=vocab)
-        for file, tokens in _readable_files(files, llmc.LLAMA3_MAGIC, 7, "train_llama3.py's _peek_data_shard", "build with --llmc-variant llama3", opener, findings):
+        for file, tokens in _readable_files(files, llmc.LLAMA3_MAGIC, 7, "train_llama3.py's _peek_data_shard", "build with --llmc-layout llama3", opener, findings):
             findings += _capacity(file, int(tokens.size), s, "train_llama3.py's DistributedShardedDataLoader")
     return findings
 
