@@ -49,7 +49,6 @@ from .._io import read_json
 from ..errors import FormatError
 from ..formats import llmc
 from ..formats.corpus_manifest import SPLIT_RULE_TEXT
-from ..formats.run_config import RunConfig
 from ..formats.release import (
     RECEIPTS_DIR,
     RUN_CONFIG_NAME,
@@ -58,6 +57,7 @@ from ..formats.release import (
     TOKENS_DIR,
     Receipt,
 )
+from ..formats.run_config import RunConfig
 from ..formats.sniff import file_magic
 
 # dataset_card/ of the repository, installed as the package hf_tokbin.dataset_card.
@@ -409,7 +409,7 @@ def _format_section(root: Path, receipts: list[Receipt], manifests: list[tuple[s
             "**Megatron pairs** are IndexedDataset version 1. `.bin` is a contiguous little-endian "
             f"stream of {dtype} token ids; each document is one sequence, {layout.megatron_document()}: it ends with one EOD token{_id_text(eod_id)}"
             + (f" and begins with one BOS token{_id_text(layout.bos_id)}. " if layout.bos_id is not None else ". ")
-            + 
+            +
             "`.idx`: magic `MMIDIDX\\0\\0`, version 1 (uint64), the dtype code (uint8), the sequence count and "
             "document count (uint64 each; documents + 1), then the int32 sequence lengths, the int64 byte "
             "pointers into `.bin`, and the int64 document indices `[0, 1, ..., N]`."

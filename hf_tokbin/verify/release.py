@@ -120,7 +120,8 @@ class ReleaseReport:
     def summary(self) -> str:
         lines = [f"{self.path}: OK: {self.files} files, {self.bytes / 1e6:,.1f} MB, formats {', '.join(self.formats)}"]
         for split, c in self.splits.items():
-            lines.append(f"  {split:<11}{c.documents:>12,} documents {c.text_tokens:>15,} text tokens {c.eod_tokens:>12,} EOD")
+            bos = f" {c.bos_tokens:>12,} BOS" if c.bos_tokens else ""
+            lines.append(f"  {split:<11}{c.documents:>12,} documents {c.text_tokens:>15,} text tokens {c.eod_tokens:>12,} EOD{bos}")
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
