@@ -316,3 +316,13 @@ def test_run_config_format_1_is_still_read(bos_release):
     path.write_text(json.dumps(v1))
     read = RunConfig.read(path)
     assert (read.doc_sep_id, read.eod_id, read.bos, read.llmc_layout, read.llmc_separator, read.special_tokens) == (1, 1, None, "gpt2", "before", "parsed")
+
+
+def test_one_id_as_both_bos_and_separator_is_at_home_at_both_ends(tmp_path, capsys):
+    corpus = write_corpus(tmp_path / "corpus", [("train", ["ab", "c\x00d", "e"])])
+    out = tmp_path / "release"
+    assert main(["build", "--corpus", str(corpus), "--tokenizer", "byte", "--doc-sep", "0", "--bos", "0", "--out", str(out), "--quiet"]) == 0
+    assert megatron_documents(out) == [[0, 97, 98, 0], [0, 99, 0, 100, 0], [0, 101, 0]]
+    assert llmc_stream(out) == [0, 0, 97, 98, 0, 0, 99, 0, 100, 0, 0, 101]
+    warnings = verify_release(out).warnings
+    assert len(warnings) == 1 and "document 1 of part-000000.bin, token 2" in warnings[0]  # only the NUL byte of the text

@@ -409,8 +409,7 @@ def _format_section(root: Path, receipts: list[Receipt], manifests: list[tuple[s
             "**Megatron pairs** are IndexedDataset version 1. `.bin` is a contiguous little-endian "
             f"stream of {dtype} token ids; each document is one sequence, {layout.megatron_document()}: it ends with one EOD token{_id_text(eod_id)}"
             + (f" and begins with one BOS token{_id_text(layout.bos_id)}. " if layout.bos_id is not None else ". ")
-            +
-            "`.idx`: magic `MMIDIDX\\0\\0`, version 1 (uint64), the dtype code (uint8), the sequence count and "
+            + "`.idx`: magic `MMIDIDX\\0\\0`, version 1 (uint64), the dtype code (uint8), the sequence count and "
             "document count (uint64 each; documents + 1), then the int32 sequence lengths, the int64 byte "
             "pointers into `.bin`, and the int64 document indices `[0, 1, ..., N]`."
         )

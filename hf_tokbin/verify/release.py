@@ -452,24 +452,19 @@ def _boundaries_inside_documents(root: Path, config: RunConfig, manifest: llmc.T
 
 
 def _inside_pair(bin_path: Path, tokens: dict[str, BoundaryToken]) -> list[tuple[Path, str, BoundaryToken, str]]:
-    """Boundary ids of one Megatron pair anywhere but their own place: the EOD last in a sequence, the BOS first."""
+    """Boundary ids of one Megatron pair anywhere but their own places: the EOD last in a sequence, the BOS first."""
     pair = megatron.MegatronPair(bin_path)
-    item = pair.dtype.itemsize
-    starts = np.asarray(pair.pointers, dtype=np.int64) // item
-    ends = starts + np.asarray(pair.lengths, dtype=np.int64) - 1
-    own_places = {"separator": ends, "BOS": starts}
+    starts = np.asarray(pair.pointers, dtype=np.int64) // pair.dtype.itemsize
+    places = {"separator": starts + np.asarray(pair.lengths, dtype=np.int64) - 1, "BOS": starts}
     found = []
-    for role, token in tokens.items():
-        # A BOS that is also the separator (one id for both) has both places.
-        own = np.union1d(*(own_places[r] for r, t in tokens.items() if t.id == token.id)) if len({t.id for t in tokens.values()}) < len(tokens) else own_places[role]
+    for token_id in sorted({t.id for t in tokens.values()}):
+        roles = [role for role, t in tokens.items() if t.id == token_id]  # a BOS may also be the separator
+        own = np.unique(np.concatenate([places[role] for role in roles]))
         for start in range(0, pair.n_tokens, _COMPARE_CHUNK):
-            positions = start + np.flatnonzero(pair.tokens[start : start + _COMPARE_CHUNK] == token.id)
-            positions = positions[~np.isin(positions, own)]
-            for position in positions[: MAX_WARNINGS + 1].tolist():
+            positions = start + np.flatnonzero(pair.tokens[start : start + _COMPARE_CHUNK] == token_id)
+            for position in positions[~np.isin(positions, own)][: MAX_WARNINGS + 1].tolist():
                 document = int(np.searchsorted(starts, position, side="right")) - 1
-                found.append((bin_path, role, token, f"document {document} of {bin_path.name}, token {position - int(starts[document])}"))
-        if len({t.id for t in tokens.values()}) < len(tokens):
-            break  # one id: one scan names every occurrence
+                found.append((bin_path, roles[0], tokens[roles[0]], f"document {document} of {bin_path.name}, token {position - int(starts[document])}"))
     return found
 
 
