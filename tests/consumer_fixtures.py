@@ -70,9 +70,30 @@ def write_release(
             folder = root / "shards" / split
             folder.mkdir(parents=True)
             write_pairs(folder, parts, vocab_size, sep)
-    config = {"format": "hf_tokbin.run_config/1", "eod_id": sep, "tokenizer": {"vocab_size": vocab_size, "doc_sep_id": sep}}
-    (root / "run_config.json").write_text(json.dumps(config))
+    (root / "run_config.json").write_text(json.dumps(release_run_config(vocab_size, sep)))
     return root
+
+
+def release_run_config(vocab_size: int, sep: int | None) -> dict:
+    """A valid run_config.json for these files (no corpus shards: the consumer checks read the ids only)."""
+    from hf_tokbin.formats.run_config import BoundaryToken, run_config_record
+
+    formats = ("llmc", "megatron") if sep is not None else ("llmc",)
+    return run_config_record(
+        dataset="toy",
+        version="v1",
+        corpus={"manifest_sha256": SHA, "shards": []},
+        tokenizer={"tokenizer_id": "tok", "sha256": SHA, "vocab_size": vocab_size},
+        special_tokens="ordinary",
+        doc_sep=BoundaryToken(sep, None, "--doc-sep", True) if sep is not None else None,
+        bos=None,
+        split_rule={"name": "files", "text": ""},
+        formats=formats,
+        llmc_layout="gpt2",
+        llmc_separator="before",
+        max_tokens_per_file=llmc.DEFAULT_MAX_TOKENS,
+        versions={},
+    )
 
 
 def docs_of(rng: np.random.Generator, n: int, vocab_size: int, low: int = 1, high: int = 20, avoid: int | None = None) -> list[list[int]]:

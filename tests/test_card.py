@@ -11,6 +11,7 @@ from hub_server import make_release
 
 from hf_tokbin.cards.release import render_release_card, size_category
 from hf_tokbin.cli import main
+from hf_tokbin.errors import VerificationError
 from hf_tokbin.formats.corpus_manifest import SPLIT_RULE_TEXT
 from hf_tokbin.formats.release import Receipt
 
@@ -90,16 +91,23 @@ def test_counts_fall_back_to_the_receipts_when_stats_json_is_missing(tmp_path):
 
 def test_missing_and_unknown_run_config_fields_are_handled(tmp_path):
     release = make_release(tmp_path / "release", card=False)
-    (release / "run_config.json").write_text(json.dumps({"tokenizer": {"tokenizer_id": "tok", "merges_digest": "abc"}, "split_rule": {"name": "files"}}) + "\n")
+    # run_config.json is read by RunConfig, the one reader: an unknown tokenizer field is shown as it is...
+    config = json.loads((release / "run_config.json").read_text())
+    config["tokenizer"]["merges_digest"] = "abc"
+    (release / "run_config.json").write_text(json.dumps(config))
+    card = render_release_card(release)
+    assert "- merges_digest: `abc`" in card and SPLIT_RULE_TEXT[config["split_rule"]["name"]] in card
+    # ...a malformed one is one clear error, never a card that guesses...
+    (release / "run_config.json").write_text(json.dumps({"tokenizer": {"tokenizer_id": "tok"}, "split_rule": {"name": "files"}}) + "\n")
+    with pytest.raises(VerificationError, match="run_config.json: format is missing"):
+        render_release_card(release)
+    # ...and without one, the formats are those whose files are here.
+    (release / "run_config.json").unlink()
     card = render_release_card(release)
     meta = front_matter(card)
     assert meta["license"] == "unknown" and "language" not in meta and "source_datasets" not in meta
-    assert meta["tokenizer"] == "tok" and "- id: `tok`" in card
-    assert "- merges_digest: `abc`" in card  # an unknown tokenizer field is shown as it is
-    assert meta["tags"] == ["tokenized", "megatron", "hf-tokbin"]  # no "formats": the pairs in the folder say Megatron
-    assert SPLIT_RULE_TEXT["files"] in card
-    (release / "run_config.json").unlink()
-    assert "Not recorded in `run_config.json`." in render_release_card(release)
+    assert meta["tags"] == ["tokenized", "megatron", "hf-tokbin"]  # the pairs in the folder say Megatron
+    assert "Not recorded in `run_config.json`." in card
 
 
 def test_format_section_reads_the_dtype_from_the_index(tmp_path):
@@ -151,3 +159,16 @@ def test_llama3_variant_card_points_at_train_llama3(tmp_path):
     card = (release / "README.md").read_text(encoding="utf-8")
     assert "upstream llm.c's Llama 3 layout" in card and "train_llama3.py" in card
     assert "./train_gpt2cu" not in card and "Here: version" not in card
+
+
+def test_card_states_the_boundary_tokens_the_layout_and_the_special_token_policy(tmp_path):
+    (tmp_path / "plain").mkdir()
+    release = build_release(tmp_path, "--doc-sep", "10", "--bos", "2", "--llmc-sep", "after")
+    card = (release / "README.md").read_text(encoding="utf-8")
+    assert "- document separator (EOD): `10`, from --doc-sep" in card and "- BOS, before every document: `2`, from --bos" in card
+    assert "`[bos] + ids + [eod]`" in card and "`[bos] + ids + [sep]`" in card and "followed by the document separator (id 10)" in card
+    assert "| bos tokens |" in card and "A BOS is inserted before every document" in card
+    plain = build_release(tmp_path / "plain", "--doc-sep", "10")
+    card = (plain / "README.md").read_text(encoding="utf-8")
+    assert "- BOS, before every document: none" in card and "`[sep] + ids`" in card and "bos tokens" not in card
+    assert "No BOS or padding is inserted" in card

@@ -17,7 +17,7 @@ from consumer_fixtures import (
 )
 
 from hf_tokbin.cli import main
-from hf_tokbin.errors import FormatError
+from hf_tokbin.errors import FormatError, VerificationError
 from hf_tokbin.formats import llmc, megatron
 from hf_tokbin.verify import compat
 from hf_tokbin.verify.compat import LoaderSettings, check
@@ -173,7 +173,7 @@ def test_llmc_llama3_passes_its_files_and_refuses_seed000(tmp_path):
     assert rules(findings) == ["capacity"]
     seed000 = write_llmc_folder(tmp_path / "v2", {"train": docs(6, vocab, sep)}, vocab, sep)
     finding = only(check(seed000, "llmc-llama3", SMALL), "magic-version")
-    assert finding.level == "error" and "magic 20240520 version 2" in finding.message and "--llmc-variant llama3" in finding.message
+    assert finding.level == "error" and "magic 20240520 version 2" in finding.message and "--llmc-layout llama3" in finding.message
 
 
 def test_llmc_llama3_min_tokens_seq_len_and_vocab(tmp_path):
@@ -313,14 +313,14 @@ def test_cli_prints_findings_and_exits_by_level(gpt2_release, tmp_path, capsys):
 
 def test_release_run_config_eod_is_used(pair_release):
     config = json.loads((pair_release / "run_config.json").read_text())
-    config["eod_id"] = 5
+    config["doc_sep"]["id"] = 5
     (pair_release / "run_config.json").write_text(json.dumps(config))
     finding = only(check(pair_release, "maxtext", SMALL), "eod")
     assert finding.message == "set mmap_eod_id=5"
     assert "one-document-per-sequence" in rules(check(pair_release, "maxtext", SMALL), "error")
-    config["eod_id"] = "x"
+    config["doc_sep"]["id"] = "x"
     (pair_release / "run_config.json").write_text(json.dumps(config))
-    with pytest.raises(FormatError, match="eod_id must be null or a non-negative integer"):
+    with pytest.raises(VerificationError, match="doc_sep.id must be an id < vocab_size"):  # read by RunConfig, the one reader
         check(pair_release, "maxtext", SMALL)
 
 

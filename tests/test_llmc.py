@@ -375,3 +375,34 @@ def test_manifest_reader_rejects_a_missing_key(tmp_path):
     path.write_text(json.dumps(obj))
     with pytest.raises(FormatError, match=r"files\[0\] keys"):
         llmc.TokensManifest.read(path)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 99), max_size=6), min_size=1, max_size=8),
+    st.sampled_from([None, 7]),
+    st.sampled_from(["before", "after"]),
+    st.integers(8, 20),
+)
+def test_separator_before_or_after_and_bos_first_in_every_document(tmp_path_factory, documents, bos, separator, max_tokens):
+    folder = tmp_path_factory.mktemp("layout")
+    with llmc.LlmcWriter(folder, "train", 100, doc_sep_id=99, max_tokens=max_tokens, bos_id=bos, separator=separator) as writer:
+        writer.add_documents(np.array([i for d in documents for i in d], dtype=np.int64), np.array([len(d) for d in documents]))
+    files = writer.files
+    head = [] if bos is None else [bos]
+    expected = [[99, *head, *d] if separator == "before" else [*head, *d, 99] for d in documents]
+    assert [i for f in files for i in llmc.open_tokens(folder / f.name).tolist()] == [i for d in expected for i in d]
+    assert sum(f.n_docs for f in files) == len(documents)
+    for f in files:  # every file holds whole documents in this layout
+        llmc.verify_token_file(folder / f.name, f, 100, 99, separator)
+        llmc.verify_token_file(folder / f.name, f, 100, 99, None)  # a folder whose layout is not recorded
+
+
+def test_separator_position_is_checked(tmp_path):
+    with pytest.raises(FormatError, match="separator must be before or after"):
+        llmc.LlmcWriter(tmp_path, "train", 10, doc_sep_id=9, separator="between")
+    with llmc.LlmcWriter(tmp_path, "train", 10, doc_sep_id=9, separator="after") as writer:
+        writer.add_document([1, 2])
+    entry = writer.files[0]
+    with pytest.raises(FormatError, match="a file must start with the document separator"):
+        llmc.verify_token_file(tmp_path / entry.name, entry, 10, 9, "before")

@@ -295,3 +295,23 @@ def test_without_eod_the_documents_are_written_as_given(tmp_path):
     assert (tmp_path / "s.bin").read_bytes() == struct.pack("<3H", 3, 4, 5)
     assert pair.bin_sha256 == hashlib.sha256(struct.pack("<3H", 3, 4, 5)).hexdigest()
     assert megatron.MegatronPair(tmp_path / "s.idx").lengths.tolist() == [2, 1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 99), max_size=6), min_size=1, max_size=8), st.sampled_from([None, 7]))
+def test_bos_and_eod_around_every_document_counted_in_its_length(tmp_path_factory, documents, bos):
+    folder = tmp_path_factory.mktemp("bos")
+    with megatron.MegatronWriter(folder / "p.bin", 100, 99, bos_id=bos) as writer:
+        writer.add_documents(np.array([i for d in documents for i in d], dtype=np.int64), np.array([len(d) for d in documents]))
+    pair = megatron.MegatronPair(folder / "p.idx", vocab_size=100)
+    head = [] if bos is None else [bos]
+    assert [pair[i].tolist() for i in range(len(pair))] == [head + d + [99] for d in documents]
+    pair.check_one_document_per_sequence(99, bos)
+    if bos is not None:
+        with pytest.raises(FormatError, match="sequence 0 must begin with BOS"):
+            pair.check_one_document_per_sequence(99, bos + 1)
+
+
+def test_bos_id_must_be_valid(tmp_path):
+    with pytest.raises(FormatError, match="bos_id must be a valid id"):
+        megatron.MegatronWriter(tmp_path / "p.bin", 10, 9, bos_id=10)

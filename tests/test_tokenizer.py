@@ -38,8 +38,10 @@ def test_folder_file_and_separator_sources(trained, tmp_path):
     assert by_folder.tokenizer_id == "tiny" and by_folder.vocab_size == 400
     assert by_folder.doc_sep_id == Tokenizer.from_file(str(trained / "tokenizer.json")).token_to_id("<|endoftext|>")
     assert by_folder.sha256 == hashlib.sha256((trained / "tokenizer.json").read_bytes()).hexdigest()
-    assert resolve_tokenizer(str(trained), tokenizer_id="mine", doc_sep_id=7).to_record()["doc_sep_id"] == 7
-    assert "path" not in by_folder.to_record()
+    given = resolve_tokenizer(str(trained), tokenizer_id="mine", doc_sep_id=7)
+    assert (given.doc_sep_id, given.doc_sep.source) == (7, "--doc-sep")
+    # run_config.json records the separator once, on its own: not in the tokenizer record.
+    assert "path" not in by_folder.to_record() and "doc_sep_id" not in by_folder.to_record()
 
 
 @pytest.mark.parametrize("name", [".", "tokenizer.json"])
@@ -95,7 +97,9 @@ def test_training_is_deterministic_and_puts_the_separator_first(tmp_path):
     assert (tmp_path / "a/tokenizer.json").read_bytes() == (tmp_path / "b/tokenizer.json").read_bytes()
     tokenizer = Tokenizer.from_file(str(tmp_path / "a/tokenizer.json"))
     assert tokenizer.get_vocab_size() == 410 and tokenizer.token_to_id("<|endoftext|>") == 0
-    assert json.loads((tmp_path / "a/generation_config.json").read_text()) == {"eos_token_id": 0}
+    # GPT-2's convention: one special token is both BOS and EOS.
+    assert json.loads((tmp_path / "a/generation_config.json").read_text()) == {"bos_token_id": 0, "eos_token_id": 0}
+    assert json.loads((tmp_path / "a/tokenizer_config.json").read_text())["eos_token"] == "<|endoftext|>"
     text = "Lily saw 42 dogs! 日本 😀"
     assert tokenizer.decode(tokenizer.encode(text).ids) == text
 

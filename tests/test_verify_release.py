@@ -42,12 +42,12 @@ def release(tmp_path_factory, tokenizer) -> Path:
 
 @pytest.fixture(scope="module")
 def train_only(tmp_path_factory, tokenizer) -> Path:
-    """Both formats, no validation split; document 10's text holds the separator token itself."""
+    """Both formats, no validation split; document 10's text holds the separator token itself (parsed as the token)."""
     root = tmp_path_factory.mktemp("t")
     texts = stories(30, seed=9)
     texts[10] = f"{texts[10]} {SEPARATOR} and then the end"
     corpus = write_corpus(root / "corpus", [("train", texts)])
-    build(plan_build(corpus, tokenizer, root / "release", max_tokens_per_file=300), progress=False)
+    build(plan_build(corpus, tokenizer, root / "release", max_tokens_per_file=300, parse_special=True), progress=False)
     return root / "release"
 
 
@@ -240,7 +240,11 @@ def test_files_no_record_names_are_found_even_when_sealed(copy, stray, rule):
         (lambda c: c["tokenizer"].update(vocab_size="431"), "tokenizer.vocab_size must be"),
         (lambda c: c.update(formats="llmc"), "formats must be"),
         (lambda c: c.pop("corpus"), "corpus.manifest_sha256 is missing"),
-        (lambda c: c.update(eod_id=None), "eod_id must be the tokenizer's doc_sep_id"),
+        (lambda c: c.update(doc_sep=None), "doc_sep must be an id: the megatron format ends every document with it"),
+        (lambda c: c["doc_sep"].update(id=10**6), "doc_sep.id must be an id < vocab_size"),
+        (lambda c: c.update(special_tokens="text"), "special_tokens must be ordinary or parsed"),
+        (lambda c: c["llmc"].update(separator="middle"), "llmc.separator must be before or after"),
+        (lambda c: c["llmc"].update(layout="seed000"), "llmc.layout must be gpt2 or llama3"),
     ],
 )
 def test_a_bad_run_config_field_is_one_line_naming_it(copy, capsys, change, field):
@@ -328,7 +332,7 @@ def llmc_train_ids(release: Path) -> tuple[list[dict], np.ndarray]:
 def embedded_separator(release: Path) -> tuple[int, int]:
     """The separator id and the llm.c position of the one separator inside a document's text."""
     pair = MegatronPair(release / "shards/train/part-000000.bin")
-    separator = json.loads((release / "run_config.json").read_text())["eod_id"]
+    separator = json.loads((release / "run_config.json").read_text())["doc_sep"]["id"]
     document_starts = set((np.asarray(pair.pointers) // pair.dtype.itemsize).tolist())
     _, ids = llmc_train_ids(release)
     inside = [int(p) for p in np.flatnonzero(ids == separator) if int(p) not in document_starts]

@@ -70,7 +70,7 @@ def prepare_encoder(plan: BuildPlan) -> BuildPlan:
     """Load the encoder once and check its fast path on a sample of the corpus."""
     from ..tokenizer.encoder import encoder_for
 
-    encoder = encoder_for(plan.tokenizer.path, plan.fast)
+    encoder = encoder_for(plan.tokenizer.path, plan.fast, parse_special=plan.parse_special)
     encoder.check_fast_path(sample_documents(plan))
     return dataclasses.replace(plan, encoder=encoder)
 

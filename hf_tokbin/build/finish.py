@@ -1,7 +1,8 @@
 """The finish of a build: cheap and sequential, after every part has its receipt.
 
 It packs the llm.c token files in corpus order from the parts' staging pairs
-(separator before every document, roll-over before the per-file limit),
+(the separator before or after every document, the BOS first, roll-over
+before the per-file limit),
 writes ``_MANIFEST.json``, ``stats.json`` and the dataset card, checks that
 documents and tokens add up everywhere (token conservation) and publishes
 ``COMPLETE.json`` last.
@@ -33,7 +34,6 @@ from ..formats.release import (
     split_totals,
     stats_record,
 )
-from ..formats.run_config import LLMC_VARIANTS
 from ..output import Output
 from .part import staging_entries, staging_rel
 from .plan import WORK_DIR, BuildPlan
@@ -101,13 +101,20 @@ def _write_llmc(plan: BuildPlan, counts: dict[str, SplitCounts]) -> list[FileEnt
         if not shards:
             continue
         writer = llmc.LlmcWriter(
-            directory, LLMC_SPLIT[split], plan.tokenizer.vocab_size, plan.tokenizer.doc_sep_id, plan.max_tokens_per_file, family=LLMC_VARIANTS[plan.llmc_variant]
+            directory,
+            LLMC_SPLIT[split],
+            plan.tokenizer.vocab_size,
+            plan.tokenizer.doc_sep_id,
+            plan.max_tokens_per_file,
+            family=plan.llmc_layout,
+            bos_id=plan.bos_id,
+            separator=plan.llmc_separator,
         )
         with writer:
             for i in shards:
                 _feed_staging(writer, megatron.MegatronPair(work / staging_rel(part_name(i), "bin")))
         files = writer.close()
-        sep = 0 if plan.tokenizer.doc_sep_id is None else 1
+        sep = (plan.tokenizer.doc_sep_id is not None) + (plan.bos_id is not None)  # tokens added to each document
         c = counts[split]
         written = sum(f.n_tokens for f in files)
         if sum(f.n_docs for f in files) != c.documents or written != c.text_tokens + sep * c.documents:

@@ -1,7 +1,7 @@
 """One part of a release: one input shard encoded once, its outputs written, its receipt last.
 
-From the same ids a part writes its Megatron pair (EOD appended to every
-document) and its llm.c staging pair (the bare ids and document lengths, under
+From the same ids a part writes its Megatron pair (``[bos] + ids + [eod]`` per
+document, BOS only when given) and its llm.c staging pair (the bare ids and document lengths, under
 ``.work/llmc/``, with their sizes and digests in ``.work/llmc/part-NNNNNN.json``),
 then its receipt. The receipt is published last: it marks the part done, so a
 killed build skips the part on re-run, after checking every file it names.
@@ -49,7 +49,7 @@ def build_part(plan: BuildPlan, index: int, progress: bool = True) -> tuple[Rece
     split = shard.split
     writers = []
     if "megatron" in plan.formats:
-        writers.append(megatron.MegatronWriter(work / pair_path(split, part, "bin"), plan.tokenizer.vocab_size, plan.eod_id))
+        writers.append(megatron.MegatronWriter(work / pair_path(split, part, "bin"), plan.tokenizer.vocab_size, plan.eod_id, plan.bos_id))
     if "llmc" in plan.formats:
         writers.append(megatron.MegatronWriter(work / staging_rel(part, "bin"), plan.tokenizer.vocab_size, None))
     documents = text_tokens = text_bytes = 0
@@ -88,11 +88,13 @@ def build_part(plan: BuildPlan, index: int, progress: bool = True) -> tuple[Rece
         staging = [FileEntry(staging_rel(part, "bin"), pair.bin_size, pair.bin_sha256), FileEntry(staging_rel(part, "idx"), pair.idx_size, pair.idx_sha256)]
         # The staging digests, so a resumed build (here or at a URL) checks the staging pair as it checks the receipt's files.
         write_text_atomic(work / staging_rel(part, "json"), canonical_json({"files": [e.to_dict() for e in staging]}))
+    # The receipt counts the Megatron pair's tokens: one EOD (and one BOS, if given) per document.
     eod_tokens = documents if "megatron" in plan.formats else 0
+    bos_tokens = documents if "megatron" in plan.formats and plan.bos_id is not None else 0
     receipt = Receipt(
         part=part,
         input_shard=FileEntry(shard.path, shard.size, shard.sha256),
-        splits={split: SplitCounts(documents, text_tokens, eod_tokens, text_bytes)},
+        splits={split: SplitCounts(documents, text_tokens, eod_tokens, text_bytes, bos_tokens)},
         files=tuple(files),
     )
     receipt.write(work)
@@ -114,28 +116,28 @@ def _check_shard(shard: CorpusShard, path: Path) -> None:
 
 
 def _check_fits_llmc_file(plan: BuildPlan, shard_path: Path, lengths: np.ndarray, first_document: int) -> None:
-    """A document that no llm.c file can hold (with its separator) fails its part now, not the finish."""
-    sep = 0 if plan.tokenizer.doc_sep_id is None else 1
+    """A document that no llm.c file can hold (with its separator and BOS) fails its part now, not the finish."""
+    sep = (plan.tokenizer.doc_sep_id is not None) + (plan.bos_id is not None)
     if not lengths.size or int(lengths.max()) + sep <= plan.max_tokens_per_file:
         return
     i = int(np.argmax(lengths + sep > plan.max_tokens_per_file))
     raise BuildError(
         shard_path,
         f"document {first_document + i} of this shard is longer than one llm.c file may hold",
-        expected=f"<= {plan.max_tokens_per_file} tokens with its separator",
+        expected=f"<= {plan.max_tokens_per_file} tokens with its separator and BOS",
         got=int(lengths[i]) + sep,
         hint="files hold whole documents; raise --max-tokens-per-file",
     )
 
 
 def _check_conserved_on_disk(writers: list[megatron.MegatronWriter], pairs: list[megatron.PairFiles], text_tokens: int, documents: int) -> None:
-    """Each ``.bin`` on disk must hold the tokens encoded, plus one EOD per document where the writer appends it.
+    """Each ``.bin`` on disk must hold the tokens encoded, plus the BOS and EOD per document the writer adds.
 
     The sizes are the files' own (not the writers' counters), so a short write
     is caught; on failure the pairs are removed, leaving no file under a final name.
     """
     for writer, pair in zip(writers, pairs):
-        expected = text_tokens + (documents if writer.eod_id is not None else 0)
+        expected = text_tokens + documents * writer.boundary_tokens
         on_disk = pair.bin_size // writer.dtype.itemsize
         if on_disk != expected:
             for written in pairs:

@@ -9,14 +9,20 @@ sequential finish:
    re-run must pin the same inputs.
 2. :func:`build_part` encodes one corpus shard once, with
    ``Dataset.map(batched=True, num_proc=N)``, and writes from the same ids its
-   Megatron pair (EOD appended to every document) and its llm.c staging pair
-   (the bare ids and document lengths, under ``.work/``), then its receipt,
-   last: the receipt marks the part done, so a killed build skips it on re-run.
+   Megatron pair (``[bos] + ids + [eod]`` per document) and its llm.c staging
+   pair (the bare ids and document lengths, under ``.work/``), then its
+   receipt, last: the receipt marks the part done, so a killed build skips it
+   on re-run.
 3. :func:`finish_build` packs the llm.c token files in corpus order from the
-   staging pairs (separator before every document, roll-over before the
-   per-file limit), writes ``_MANIFEST.json``, ``stats.json``, the dataset
-   card and, last, ``COMPLETE.json``, after checking that documents and tokens
-   add up everywhere (token conservation).
+   staging pairs (the layout of ``llmc_separator``: ``[sep] + [bos] + ids`` or
+   ``[bos] + ids + [sep]``; roll-over before the per-file limit), writes
+   ``_MANIFEST.json``, ``stats.json``, the dataset card and, last,
+   ``COMPLETE.json``, after checking that documents and tokens add up
+   everywhere (token conservation).
+
+The staging pairs hold bare ids: the layout is the writers' business
+(:class:`hf_tokbin.formats.megatron.MegatronWriter`,
+:class:`hf_tokbin.formats.llmc.LlmcWriter`), and ``run_config.json`` records it.
 
 Same inputs and options give byte-identical files whatever ``num_proc``,
 batch size or engine.
@@ -45,10 +51,10 @@ from ..formats import llmc, megatron
 from ..formats.corpus_manifest import MANIFEST_NAME as CORPUS_MANIFEST_NAME
 from ..formats.corpus_manifest import SPLIT_RULE_TEXT, CorpusManifest
 from ..formats.release import FORMATS, RUN_CONFIG_NAME, TOKENS_DIR
-from ..formats.run_config import LLMC_VARIANTS, run_config_record
+from ..formats.run_config import LLMC_LAYOUTS, SEPARATOR_POSITIONS, run_config_record
 from ..output import Output, check_url, is_url, open_output, scratch_key
 from ..tokenizer.encoder import FAST_MODES
-from ..tokenizer.resolve import TokenizerInfo
+from ..tokenizer.resolve import BYTE, TokenizerInfo
 from .shuffle import check_seed
 
 WORK_DIR = ".work"
@@ -70,7 +76,9 @@ class BuildPlan:
     num_proc: int = 1
     batch_size: int = DEFAULT_BATCH_SIZE
     max_tokens_per_file: int = llmc.DEFAULT_MAX_TOKENS
-    llmc_variant: str = "seed000"  # or "llama3": upstream llm.c's uint32 layout for train_llama3.py
+    llmc_layout: str = "gpt2"  # or "llama3": upstream llm.c's uint32 header for train_llama3.py (formats.llmc.LAYOUTS)
+    llmc_separator: str = "before"  # llm.c: the separator before each document (seed 000) or after it (seed 002)
+    parse_special: bool = False  # special-token text inside documents: ordinary text (default) or parsed as the token
     release_version: str = "v1"
     fast: str = "auto"  # the fast-path mode of encoder.DocumentEncoder; never changes an id
     scratch_key: str | None = None  # out is a URL: the name of this machine's scratch folder (output.scratch_root)
@@ -81,6 +89,25 @@ class BuildPlan:
     @property
     def eod_id(self) -> int | None:
         return self.tokenizer.doc_sep_id
+
+    @property
+    def bos_id(self) -> int | None:
+        return self.tokenizer.bos.id if self.tokenizer.bos is not None else None
+
+    @property
+    def special_tokens(self) -> str:
+        """``run_config.json``'s policy for special-token text inside documents."""
+        return "parsed" if self.parse_special else "ordinary"
+
+    def boundary_line(self) -> str:
+        """One line naming the boundary tokens, where they came from, and the special-token policy (printed before the work)."""
+        sep = self.tokenizer.doc_sep
+        parts = [f"separator/EOD {sep.describe() if sep is not None else 'none'}"]
+        parts.append(f"BOS {self.tokenizer.bos.describe()}" if self.tokenizer.bos is not None else "no BOS")
+        if "llmc" in self.formats and sep is not None:
+            parts.append(f"llm.c separator {self.llmc_separator} each document")
+        parts.append("special-token text " + ("parsed as tokens" if self.parse_special else "encoded as ordinary text"))
+        return "; ".join(parts)
 
     @property
     def llmc_dir(self) -> str:
@@ -106,9 +133,13 @@ class BuildPlan:
                 "shards": [s.to_dict() for s in self.corpus.shards],
             },
             tokenizer=self.tokenizer.to_record(),
+            special_tokens=self.special_tokens,
+            doc_sep=self.tokenizer.doc_sep,
+            bos=self.tokenizer.bos,
             split_rule={"name": self.corpus.split_rule, "text": SPLIT_RULE_TEXT[self.corpus.split_rule]},
             formats=self.formats,
-            llmc_variant=self.llmc_variant,
+            llmc_layout=self.llmc_layout,
+            llmc_separator=self.llmc_separator,
             max_tokens_per_file=self.max_tokens_per_file,
             versions={"hf_tokbin": __version__, "tokenizers": _version("tokenizers")},
             shuffle_seed=self.shuffle_seed,
@@ -125,8 +156,10 @@ def plan_build(
     max_tokens_per_file: int = llmc.DEFAULT_MAX_TOKENS,
     corpus_source: str = "local",
     corpus_revision: str | None = None,
-    llmc_variant: str = "seed000",
+    llmc_layout: str = "gpt2",
     fast: str = "auto",
+    llmc_separator: str = "before",
+    parse_special: bool = False,
     shuffle_seed: int | None = None,
 ) -> BuildPlan:
     """Check every input and option before any work starts."""
@@ -137,15 +170,20 @@ def plan_build(
         raise BuildError(out, "formats must be among llmc, megatron", got=",".join(formats) or "none")
     formats = tuple(f for f in FORMATS if f in formats)  # one canonical order
     if "megatron" in formats and tokenizer.doc_sep_id is None:
-        raise BuildError(
-            out,
-            "the megatron format appends an EOD token to every document and this tokenizer has none",
-            hint="give --doc-sep-id N, or put a generation_config.json with eos_token_id beside tokenizer.json",
+        hint = (
+            "the byte tokenizer has none of its own: give --doc-sep N, a byte value 0..255"
+            if tokenizer.source == BYTE
+            else "give --doc-sep TOKEN_OR_ID, or put beside tokenizer.json a generation_config.json with eos_token_id or a tokenizer_config.json with eos_token"
         )
+        raise BuildError(out, "the megatron format appends an EOD token to every document and this tokenizer has none", hint=hint)
     if fast not in FAST_MODES:
         raise BuildError(out, "fast-path mode must be auto, never or require", got=fast)
-    if llmc_variant not in LLMC_VARIANTS:
-        raise BuildError(out, "llm.c variant must be seed000 or llama3", got=llmc_variant)
+    if llmc_layout not in LLMC_LAYOUTS:
+        raise BuildError(out, "llm.c layout must be gpt2 or llama3", got=llmc_layout)
+    if llmc_separator not in SEPARATOR_POSITIONS:
+        raise BuildError(out, "--llmc-sep must be before or after", got=llmc_separator)
+    if llmc_separator != "before" and "llmc" in formats and tokenizer.doc_sep_id is None:
+        raise BuildError(out, f"--llmc-sep {llmc_separator} needs a separator and this tokenizer has none", hint="give --doc-sep TOKEN_OR_ID")
     if num_proc < 1 or batch_size < 1:
         raise BuildError(out, "num_proc and batch_size must be at least 1", got=(num_proc, batch_size))
     if not 0 < max_tokens_per_file <= llmc.MAX_TOKENS_PER_FILE:
@@ -179,7 +217,9 @@ def plan_build(
         num_proc=num_proc,
         batch_size=batch_size,
         max_tokens_per_file=max_tokens_per_file,
-        llmc_variant=llmc_variant,
+        llmc_layout=llmc_layout,
+        llmc_separator=llmc_separator,
+        parse_special=bool(parse_special),
         fast=fast,
         shuffle_seed=check_seed(shuffle_seed, out),
     )

@@ -8,22 +8,24 @@ none), the receipts (which Megatron pairs exist) and the llm.c
 ``_MANIFEST.json`` files. It never reads ``COMPLETE.json``: the build writes
 the card before it, and ``COMPLETE.json`` lists the card.
 
-The ``run_config.json`` fields it reads, and nothing else::
+``run_config.json`` is read through :class:`hf_tokbin.formats.run_config.RunConfig`
+(the one reader; a malformed file is an error). The fields it shows::
 
     dataset                          the title
     formats                          ["llmc", "megatron"] or one of them: which
                                      sections, tags and reading recipes appear
-    eod_id                           the EOD id the Megatron pairs append
+    doc_sep, bos                     the separator / EOD and the BOS: ids, tokens, sources
+    special_tokens                   how special-token text inside documents was encoded
     corpus.license, corpus.language  the YAML license and language
     corpus.source                    source_datasets, unless "local"
     split_rule.name, split_rule.text the split rule, in words
-    tokenizer.{tokenizer_id, sha256, vocab_size, doc_sep_id, source,
+    tokenizer.{tokenizer_id, sha256, vocab_size, source,
                revision, subfolder}  the tokenizer section
-    llmc.variant, llmc.doc_sep_id    the llm.c layout and its separator
+    llmc.layout, llmc.separator      the llm.c header layout and where the separator stands
     megatron.dtype_code              the pairs' dtype when no .idx is at hand
 
-A missing file or field leaves its line out (or says it was not recorded);
-``formats`` missing, the formats are those whose files the folder holds.
+Without ``run_config.json`` the sections say it was not recorded, and the
+formats are those whose files the folder holds.
 Other scalar fields of the tokenizer record are listed as they are.
 The output is deterministic: same release, same bytes (no dates, no absolute
 paths).
@@ -39,6 +41,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
@@ -54,12 +57,13 @@ from ..formats.release import (
     TOKENS_DIR,
     Receipt,
 )
+from ..formats.run_config import RunConfig
 from ..formats.sniff import file_magic
 
 # dataset_card/ of the repository, installed as the package hf_tokbin.dataset_card.
 TEMPLATE_PACKAGE = "hf_tokbin.dataset_card"
 RELEASE_TEMPLATE = "release_card.md"
-COUNT_FIELDS = ("documents", "text_tokens", "eod_tokens", "total_tokens")
+COUNT_FIELDS = ("documents", "text_tokens", "bos_tokens", "eod_tokens", "total_tokens")
 MEGATRON, LLMC = "megatron", "llmc"
 FORMAT_LABELS = {MEGATRON: "Megatron", LLMC: "llm.c"}
 # The Hub's size_categories buckets, by number of documents.
@@ -87,16 +91,16 @@ def load_template(name: str = RELEASE_TEMPLATE) -> Template:
 def render_release_card(release_dir: str | os.PathLike, *, license: str | None = None, language: str | list[str] | None = None, source_dataset: str | None = None) -> str:
     """The ``README.md`` text of the release in ``release_dir``; arguments override ``run_config.json``."""
     root = Path(release_dir)
-    run_config = _optional_json(root / RUN_CONFIG_NAME)
+    config = RunConfig.read(root / RUN_CONFIG_NAME) if (root / RUN_CONFIG_NAME).is_file() else None
     stats = _optional_json(root / STATS_NAME)
     receipts = [Receipt.read(p) for p in sorted((root / RECEIPTS_DIR).glob("part-*.json"))]
     manifests = _llmc_manifests(root)
-    tokenizer = _dict(run_config.get("tokenizer"))
-    corpus = _dict(run_config.get("corpus"))
-    formats = _formats(run_config, receipts, manifests)
+    tokenizer = _dict(config.tokenizer) if config else {}
+    corpus = _dict(config.corpus) if config else {}
+    formats = _formats(config, receipts, manifests)
     split_counts = _split_counts(stats, receipts)
 
-    dataset = _text(run_config.get("dataset"))
+    dataset = config.dataset if config else None
     tokenizer_id = _text(tokenizer.get("tokenizer_id")) or "unknown"
     corpus_source = _text(corpus.get("source"))
     source = source_dataset or (corpus_source if corpus_source != "local" else None)
@@ -105,9 +109,14 @@ def render_release_card(release_dir: str | os.PathLike, *, license: str | None =
     documents = sum(c.get("documents", 0) for c in split_counts.values())
     made_for = " and ".join(FORMAT_LABELS[f] for f in formats) or "training"
     title = f"{dataset} tokenized with {tokenizer_id} for {made_for}" if dataset else "Tokenized pretraining release"
-    eod_id = run_config.get("eod_id") if MEGATRON in formats else None
-    separator = _dict(run_config.get("llmc")).get("doc_sep_id", tokenizer.get("doc_sep_id")) if LLMC in formats else None
-    llmc_variant = _llmc_variant(run_config, root, manifests) if LLMC in formats else None
+    eod_id = config.eod_id if config and MEGATRON in formats else None
+    separator = _manifest_separator(config, manifests) if LLMC in formats else None
+    llmc_layout = _llmc_layout(config, root, manifests) if LLMC in formats else None
+    layout = _Layout(
+        bos_id=config.bos_id if config else None,
+        separator_position=(config.llmc_separator if config else None) or "before",
+        special_tokens=config.special_tokens if config else None,
+    )
 
     metadata = _yaml_metadata(license, language, size_category(documents), source, tokenizer_id, title, formats)
     return load_template().substitute(
@@ -116,11 +125,11 @@ def render_release_card(release_dir: str | os.PathLike, *, license: str | None =
         corpus_phrase=f"`{dataset}`" if dataset else "a text corpus",
         trainers=_trainers(formats),
         files_section=_files_section(root, receipts, manifests, formats),
-        counts_section=_counts_section(split_counts, stats, bool(stats.get("splits")), eod_id, separator, formats),
-        tokenizer_section=_tokenizer_section(tokenizer),
-        split_section=_split_section(run_config.get("split_rule")),
-        format_section=_format_section(root, receipts, manifests, formats, eod_id, separator, llmc_variant, _dict(run_config.get("megatron"))),
-        reading_section=_reading_section(receipts, manifests, formats, llmc_variant),
+        counts_section=_counts_section(split_counts, stats, bool(stats.get("splits")), eod_id, separator, formats, layout),
+        tokenizer_section=_tokenizer_section(tokenizer, config),
+        split_section=_split_section(config.split_rule if config else None),
+        format_section=_format_section(root, receipts, manifests, formats, eod_id, separator, llmc_layout, config.megatron_dtype_code if config else None, layout),
+        reading_section=_reading_section(receipts, manifests, formats, llmc_layout),
     )
 
 
@@ -146,24 +155,47 @@ def _count(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _formats(run_config: dict, receipts: list[Receipt], manifests: list[tuple[str, dict]]) -> list[str]:
+@dataclass(frozen=True)
+class _Layout:
+    """What the card says about document boundaries: the BOS, where llm.c's separator stands, how special-token text was encoded."""
+
+    bos_id: int | None
+    separator_position: str  # "before" or "after"
+    special_tokens: str | None  # "ordinary", "parsed" or None (not recorded)
+
+    def megatron_document(self) -> str:
+        return "`[bos] + ids + [eod]`" if self.bos_id is not None else "`ids + [eod]`"
+
+    def llmc_document(self, has_separator: bool) -> str:
+        bos = "[bos] + " if self.bos_id is not None else ""
+        if not has_separator:
+            return f"`{bos}ids`"
+        return f"`[sep] + {bos}ids`" if self.separator_position == "before" else f"`{bos}ids + [sep]`"
+
+
+def _formats(config: RunConfig | None, receipts: list[Receipt], manifests: list[tuple[str, dict]]) -> list[str]:
     """The formats ``run_config.json`` names, in a fixed order; without it, those whose files are here."""
-    named = run_config.get("formats")
-    if isinstance(named, list):
-        return [f for f in FORMAT_LABELS if f in named]
+    if config is not None:
+        return [f for f in FORMAT_LABELS if f in config.formats]
     held = {MEGATRON: any(f.path.endswith(".idx") for r in receipts for f in r.files), LLMC: bool(manifests)}
     return [f for f in FORMAT_LABELS if held[f]]
 
 
-def _llmc_variant(run_config: dict, root: Path, manifests: list[tuple[str, dict]]) -> str | None:
-    """``llmc.variant`` of run_config.json; without it, ``llama3`` when the first token file has that magic."""
-    named = _text(_dict(run_config.get("llmc")).get("variant"))
-    if named is not None:
-        return named
+def _manifest_separator(config: RunConfig | None, manifests: list[tuple[str, dict]]):
+    """The llm.c separator id: run_config.json's; without it, the first manifest's ``doc_sep_id``."""
+    if config is not None:
+        return config.doc_sep_id
+    return next((m.get("doc_sep_id") for _, m in manifests), None)
+
+
+def _llmc_layout(config: RunConfig | None, root: Path, manifests: list[tuple[str, dict]]) -> str | None:
+    """``llmc.layout`` of run_config.json; without it, ``llama3`` when the first token file has that magic."""
+    if config is not None:
+        return config.llmc_layout
     for folder, manifest in manifests:
         names = [f["name"] for f in manifest.get("files", []) if isinstance(f, dict) and isinstance(f.get("name"), str)]
         if names and (root / folder / names[0]).is_file():
-            return "llama3" if file_magic(root / folder / names[0]) == llmc.LLAMA3_MAGIC else "seed000"
+            return "llama3" if file_magic(root / folder / names[0]) == llmc.LLAMA3_MAGIC else "gpt2"
     return None
 
 
@@ -263,28 +295,34 @@ def _id_text(value) -> str:
     return f" (id {value})" if _count(value) is not None else ""
 
 
-def _token_note(eod_id, separator, formats: list[str]) -> str:
+def _token_note(eod_id, separator, formats: list[str], layout: _Layout) -> str:
     """What the counts mean for the files this release holds."""
     notes = []
+    bos = f", and begins with one BOS token{_id_text(layout.bos_id)}, counted in `bos tokens`" if layout.bos_id is not None else ""
     if MEGATRON in formats:
-        notes.append(f"In the Megatron pairs every document ends with one EOD token{_id_text(eod_id)}, counted in `eod tokens`.")
+        notes.append(f"In the Megatron pairs every document ends with one EOD token{_id_text(eod_id)}, counted in `eod tokens`{bos}.")
     if LLMC in formats:
+        bos_note = f" and one BOS{_id_text(layout.bos_id)}" if layout.bos_id is not None else ""
         if _count(separator) is not None:
-            notes.append(f"In the llm.c files every document is preceded by the separator{_id_text(separator)}: they hold the text tokens plus one separator per document.")
+            where = "preceded" if layout.separator_position == "before" else "followed"
+            notes.append(f"In the llm.c files every document is {where} by the separator{_id_text(separator)}: they hold the text tokens plus one separator{bos_note} per document.")
+        elif layout.bos_id is not None:
+            notes.append(f"The llm.c files hold the text tokens plus one BOS{_id_text(layout.bos_id)} per document: the tokenizer has no separator.")
         else:
             notes.append("The llm.c files hold the text tokens only: the tokenizer has no separator, so documents follow each other directly.")
     return " ".join(notes)
 
 
-def _counts_section(split_counts: dict[str, dict[str, int]], stats: dict, from_stats: bool, eod_id, separator, formats: list[str]) -> str:
+def _counts_section(split_counts: dict[str, dict[str, int]], stats: dict, from_stats: bool, eod_id, separator, formats: list[str], layout: _Layout) -> str:
     if not split_counts:
         return "Not recorded (no `stats.json` and no receipts)."
     # The known counts first, in their order, then any other count stats.json has (shown as it is).
-    columns = list(COUNT_FIELDS) + sorted({k for c in split_counts.values() for k in c} - set(COUNT_FIELDS))
+    present = {k for c in split_counts.values() for k in c}
+    columns = [k for k in COUNT_FIELDS if k in present or k != "bos_tokens"] + sorted({k for c in split_counts.values() for k in c} - set(COUNT_FIELDS))
     header = ["split"] + [k.replace("_", " ") for k in columns]
     rows = [[split] + [f"{counts[k]:,}" if k in counts else "" for k in columns] for split, counts in split_counts.items()]
     origin = "From `stats.json`." if from_stats else "Summed over the receipts (this release has no split counts in `stats.json`)."
-    note = _token_note(eod_id, separator, formats)
+    note = _token_note(eod_id, separator, formats, layout)
     text = origin + (" " + note if note else "") + "\n\n" + _table(header, rows)
     source_rows = []
     for name, value in sorted(_dict(stats.get("sources")).items()):
@@ -311,7 +349,7 @@ _TOKENIZER_LABELS = {
 }
 
 
-def _tokenizer_section(tokenizer: dict) -> str:
+def _tokenizer_section(tokenizer: dict, config: RunConfig | None) -> str:
     if not tokenizer:
         return "Not recorded in `run_config.json`."
     is_byte = tokenizer.get("source") == BYTE_SOURCE
@@ -323,15 +361,26 @@ def _tokenizer_section(tokenizer: dict) -> str:
     for key in sorted(set(tokenizer) - set(labels)):
         if isinstance(tokenizer[key], (str, int, float)) and not isinstance(tokenizer[key], bool):
             lines.append(f"- {key}: `{tokenizer[key]}`")
+    if config is not None and "doc_sep_id" not in tokenizer:
+        for label, token in (("document separator (EOD)", config.doc_sep), ("BOS, before every document", config.bos)):
+            lines.append(f"- {label}: " + (f"`{token.id}`{f' `{token.token}`' if token.token is not None else ''}, from {token.source}" if token is not None else "none"))
     lines.append("")
     if is_byte:
         lines.append("Each document is encoded as its UTF-8 bytes: one id per byte, the id being the byte value.")
+    elif config is not None and config.special_tokens == "ordinary":
+        lines.append(
+            "Each document is encoded once with `tokenizers` (`encode(text, add_special_tokens=False)`) with special-token "
+            "text as ordinary text (`encode_special_tokens = True`): `<|endoftext|>` written in a document is encoded as "
+            "the characters it is made of, never as the special token, so no document boundary comes from the text."
+        )
     else:
         lines.append(
             "Each document is encoded once with `tokenizers` (`encode(text, add_special_tokens=False)`): an added token "
-            "written literally in the text (such as `<|endoftext|>`) is matched as that token, as `tokenizers` does."
+            "written literally in the text (such as `<|endoftext|>`) is matched as that token, as `tokenizers` does"
+            + (" (`--parse-special-tokens`)." if config is not None else ".")
         )
-    lines.append("No BOS or padding is inserted; nothing is truncated, packed or deduplicated.")
+    bos = config.bos if config is not None else None
+    lines.append(("A BOS is inserted before every document; no" if bos is not None else "No BOS or") + " padding is inserted; nothing is truncated, packed or deduplicated.")
     return "\n".join(lines)
 
 
@@ -343,7 +392,7 @@ def _split_section(rule) -> str:
     return _text(details.get("text")) or SPLIT_RULE_TEXT.get(name, f"`{name}`")
 
 
-def _format_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, dict]], formats: list[str], eod_id, separator, llmc_variant, megatron_record: dict) -> str:
+def _format_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, dict]], formats: list[str], eod_id, separator, llmc_layout, dtype_code, layout: _Layout) -> str:
     from ..formats import llmc, megatron
 
     parts = []
@@ -353,27 +402,30 @@ def _format_section(root: Path, receipts: list[Receipt], manifests: list[tuple[s
         if idx_files:
             header = megatron.read_index_header(root / idx_files[0])
             dtype = f"{header.dtype.name} (dtype code {header.code})"
-        elif _count(megatron_record.get("dtype_code")) in megatron.DTYPE_CODES:
-            code = megatron_record["dtype_code"]
+        elif _count(dtype_code) in megatron.DTYPE_CODES:
+            code = dtype_code
             dtype = f"{megatron.DTYPE_CODES[code].name} (dtype code {code})"
         parts.append(
             "**Megatron pairs** are IndexedDataset version 1. `.bin` is a contiguous little-endian "
-            f"stream of {dtype} token ids; each document is one sequence and ends with one EOD token{_id_text(eod_id)}. "
-            "`.idx`: magic `MMIDIDX\\0\\0`, version 1 (uint64), the dtype code (uint8), the sequence count and "
+            f"stream of {dtype} token ids; each document is one sequence, {layout.megatron_document()}: it ends with one EOD token{_id_text(eod_id)}"
+            + (f" and begins with one BOS token{_id_text(layout.bos_id)}. " if layout.bos_id is not None else ". ")
+            + "`.idx`: magic `MMIDIDX\\0\\0`, version 1 (uint64), the dtype code (uint8), the sequence count and "
             "document count (uint64 each; documents + 1), then the int32 sequence lengths, the int64 byte "
             "pointers into `.bin`, and the int64 document indices `[0, 1, ..., N]`."
         )
     if LLMC in formats:
+        shape = layout.llmc_document(_count(separator) is not None)
         if _count(separator) is not None:
-            documents = f"Each document is preceded by the document separator{_id_text(separator)}; files hold whole documents."
+            where = "preceded" if layout.separator_position == "before" else "followed"
+            documents = f"Each document is {shape}: {where} by the document separator{_id_text(separator)}; files hold whole documents."
         else:
-            documents = "Documents follow each other with no separator (the tokenizer has none); files hold whole documents."
+            documents = f"Each document is {shape}, with no separator (the tokenizer has none); files hold whole documents."
         for folder, manifest in manifests:
             names = [f["name"] for f in manifest.get("files", []) if isinstance(f, dict) and isinstance(f.get("name"), str)]
             first = root / folder / names[0] if names else None
-            if llmc_variant == "llama3":
+            if llmc_layout == "llama3":
                 parts.append(
-                    f"**llm.c token files** (`{folder}/`) use upstream llm.c's Llama 3 layout (`--llmc-variant llama3`): "
+                    f"**llm.c token files** (`{folder}/`) use upstream llm.c's Llama 3 layout (`--llmc-layout llama3`): "
                     "a 1024-byte header of 256 little-endian int32 (magic 20240801, version 7, token count, zeros), "
                     f"then uint32 ids, as `train_llama3.py` reads them. {documents}"
                 )
@@ -390,7 +442,7 @@ def _format_section(root: Path, receipts: list[Receipt], manifests: list[tuple[s
     return "\n\n".join(parts) or "No token files recorded."
 
 
-def _reading_section(receipts: list[Receipt], manifests: list[tuple[str, dict]], formats: list[str], llmc_variant) -> str:
+def _reading_section(receipts: list[Receipt], manifests: list[tuple[str, dict]], formats: list[str], llmc_layout) -> str:
     parts = []
     if MEGATRON in formats:
         first_pair = next((f.path[: -len(".bin")] for r in receipts for f in r.files if f.path.endswith(".bin")), "shards/train/part-000000")
@@ -414,7 +466,7 @@ def _reading_section(receipts: list[Receipt], manifests: list[tuple[str, dict]],
         ]
     if LLMC in formats:
         for folder, _ in manifests:
-            if llmc_variant == "llama3":
+            if llmc_layout == "llama3":
                 parts.append(
                     f"**llm.c** `train_llama3.py` reads these files unchanged, e.g. "
                     f"`--input_bin \"{folder}/train-*.bin\" --input_val_bin \"{folder}/val-*.bin\"`."

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
+
 from ..build.plan import DEFAULT_BATCH_SIZE
+from ..errors import BuildError
 from ..formats.llmc import DEFAULT_MAX_TOKENS
+from ..formats.run_config import LLMC_LAYOUTS, LLMC_VARIANTS, SEPARATOR_POSITIONS
 
 
 def add_arguments(parser) -> None:
@@ -13,13 +17,28 @@ def add_arguments(parser) -> None:
     parser.add_argument("--tokenizer-revision", default=None, help="pinned revision of a Hub tokenizer")
     parser.add_argument("--tokenizer-subfolder", default=None, help="subfolder of a Hub tokenizer repo")
     parser.add_argument("--tokenizer-id", default=None, help="name used in paths and records (default: the folder's name)")
-    parser.add_argument("--doc-sep-id", type=int, default=None, help="document separator / EOD id (default: eos_token_id of generation_config.json)")
+    parser.add_argument(
+        "--doc-sep",
+        default=None,
+        metavar="TOKEN_OR_ID",
+        help="document separator (llm.c) and EOD (Megatron): a token string or an id (default: generation_config.json eos_token_id, "
+        "else tokenizer_config.json or special_tokens_map.json eos_token)",
+    )
+    parser.add_argument("--doc-sep-id", dest="doc_sep", default=None, metavar="ID", help=argparse.SUPPRESS)  # the older name of --doc-sep
+    parser.add_argument("--bos", default=None, metavar="TOKEN_OR_ID", help="a token put before every document, in both formats (default none)")
+    parser.add_argument("--llmc-sep", choices=SEPARATOR_POSITIONS, default="before", help="llm.c: the separator before each document (seed 000, default) or after it (seed 002)")
+    parser.add_argument(
+        "--parse-special-tokens",
+        action="store_true",
+        help="encode special-token text inside documents (<|endoftext|>) as the special token (default: as ordinary text)",
+    )
     parser.add_argument("--format", default="llmc,megatron", help="comma-separated: llmc, megatron (default both)")
     parser.add_argument("--out", required=True, help="release folder, or an fsspec URL (s3://..., gs://..., hf://buckets/...; see docs/ray.md)")
     parser.add_argument("--num-proc", type=int, default=1, help="processes for Dataset.map (default 1)")
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help=f"documents per Dataset.map batch (default {DEFAULT_BATCH_SIZE:,})")
     parser.add_argument("--max-tokens-per-file", type=int, default=DEFAULT_MAX_TOKENS, help="llm.c roll-over limit")
-    parser.add_argument("--llmc-variant", choices=("seed000", "llama3"), default="seed000", help="llm.c layout: seed000 (magic 20240520, default) or llama3 (upstream's magic 20240801, version 7, uint32)")
+    parser.add_argument("--llmc-layout", choices=LLMC_LAYOUTS, default=None, help="llm.c header: gpt2 (magic 20240520, seed 000, default) or llama3 (upstream's magic 20240801, version 7, uint32)")
+    parser.add_argument("--llmc-variant", choices=tuple(LLMC_VARIANTS), default=None, help=argparse.SUPPRESS)  # deprecated: seed000 = gpt2
     parser.add_argument("--fast", choices=("auto", "never", "require"), default="auto", help="use a faster encoder (gigatoken) where it gives tokenizers' ids on a corpus sample (default auto)")
     parser.add_argument("--shuffle-seed", type=int, default=None, help="write each part's documents in a seeded order (default: corpus order)")
     parser.add_argument("--engine", choices=("local", "ray"), default="local")
@@ -31,9 +50,19 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from ..build import build, plan_build
     from ..corpus.source import resolve_corpus
-    from ..tokenizer.resolve import resolve_tokenizer
+    from ..tokenizer.resolve import resolve_tokenizer, token_or_id
 
-    tokenizer = resolve_tokenizer(args.tokenizer, args.tokenizer_id, args.doc_sep_id, args.tokenizer_revision, args.tokenizer_subfolder)
+    if args.llmc_layout is not None and args.llmc_variant is not None:
+        raise BuildError(args.out, "give the llm.c layout once: --llmc-layout (--llmc-variant is its deprecated name)")
+    layout = args.llmc_layout or LLMC_VARIANTS[args.llmc_variant or "seed000"]
+    tokenizer = resolve_tokenizer(
+        args.tokenizer,
+        args.tokenizer_id,
+        revision=args.tokenizer_revision,
+        subfolder=args.tokenizer_subfolder,
+        doc_sep=token_or_id(args.doc_sep),
+        bos=token_or_id(args.bos),
+    )
     root, source, revision = resolve_corpus(args.corpus, args.corpus_revision)
     plan = plan_build(
         root,
@@ -45,10 +74,13 @@ def run(args) -> int:
         max_tokens_per_file=args.max_tokens_per_file,
         corpus_source=source,
         corpus_revision=revision,
-        llmc_variant=args.llmc_variant,
+        llmc_layout=layout,
+        llmc_separator=args.llmc_sep,
+        parse_special=args.parse_special_tokens,
         fast=args.fast,
         shuffle_seed=args.shuffle_seed,
     )
+    print(plan.boundary_line())
     summary = build(plan, engine=args.engine, ray_address=args.ray_address, progress=not args.quiet)
     print(summary.table())
     return 0

@@ -47,3 +47,28 @@ def checked_documents(flat_ids, lengths, vocab_size: int, path) -> tuple[np.ndar
     if int(lengths.sum()) != flat_ids.size:
         raise FormatError(path, "document lengths must add up to the ids given", expected=flat_ids.size, got=int(lengths.sum()))
     return flat_ids, lengths
+
+
+def with_boundaries(flat_ids: np.ndarray, lengths: np.ndarray, before: tuple[int, ...] = (), after: tuple[int, ...] = ()) -> np.ndarray:
+    """The documents of ``flat_ids`` (each ``lengths[i]`` ids) each as ``[*before] + ids + [*after]``, in ``flat_ids``' dtype.
+
+    One function for every layout: Megatron's ``[bos] + ids + [eod]``, llm.c's
+    ``[sep] + [bos] + ids`` (seed 000) and ``[bos] + ids + [sep]`` (seed 002).
+    The tokens must be valid ids of that dtype (the writers check them).
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    added = len(before) + len(after)
+    if not added:
+        return flat_ids
+    n = lengths.size
+    starts = np.cumsum(lengths) - lengths + np.arange(n, dtype=np.int64) * added  # where each document begins in the output
+    out = np.empty(flat_ids.size + n * added, dtype=flat_ids.dtype)
+    text = np.ones(out.size, dtype=bool)
+    for j, token in enumerate(before):
+        out[starts + j] = token
+        text[starts + j] = False
+    for j, token in enumerate(after):
+        out[starts + len(before) + lengths + j] = token
+        text[starts + len(before) + lengths + j] = False
+    out[text] = flat_ids
+    return out

@@ -18,8 +18,13 @@ magic, an unknown version, a non-zero reserved int, a size that disagrees with
 n_tokens, and an id >= vocab_size when header[3] is non-zero.
 
 Files hold whole documents in corpus order; when the tokenizer defines a
-document separator, every document is preceded by it (as llm.c does). The
-writer starts a new file (``train-00001.bin``...) before a document that would
+document separator, every document is preceded by it (as llm.c does; the
+writer's ``separator="before"``), or followed by it (``"after"``: seed 002's
+``<|bos|> story <|eos|>`` stream). A BOS, when given, begins every document::
+
+    before: [sep] + [bos] + ids        after: [bos] + ids + [sep]
+
+The writer starts a new file (``train-00001.bin``...) before a document that would
 push the current one past ``max_tokens`` (default 100,000,000); a single
 document longer than that is an error, never a split.
 
@@ -63,7 +68,7 @@ from .._io import (
     write_text_atomic,
 )
 from ..errors import FormatError
-from .ids import check_ids_below, checked_documents, checked_ids
+from .ids import check_ids_below, checked_documents, checked_ids, with_boundaries
 from .records import is_sha256, require
 
 MAGIC = 20240520  # the GPT-2 family (seed 000)
@@ -74,6 +79,7 @@ UINT16_VOCAB_LIMIT = 65536
 MAX_TOKENS_PER_FILE = 2**31 - 1
 DEFAULT_MAX_TOKENS = 100_000_000
 SPLITS = ("train", "val")
+SEPARATOR_POSITIONS = ("before", "after")
 MANIFEST_NAME = "_MANIFEST.json"
 _CHECK_CHUNK = 1 << 24  # ids checked per step, so a check never loads a whole file
 
@@ -258,19 +264,30 @@ class LlmcWriter:
         doc_sep_id: int | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         family: str = "gpt2",
+        bos_id: int | None = None,
+        separator: str = "before",
     ):
         if split not in SPLITS:
             raise FormatError(directory, "llm.c split must be train or val", got=split)
         if not 0 < max_tokens <= MAX_TOKENS_PER_FILE:
             raise FormatError(directory, "max_tokens per file out of range", expected=f"1..{MAX_TOKENS_PER_FILE}", got=max_tokens)
-        if doc_sep_id is not None and not 0 <= doc_sep_id < vocab_size:
-            raise FormatError(directory, "doc_sep_id must be a valid id", expected=f"0 <= id < {vocab_size}", got=doc_sep_id)
+        for name, value in (("doc_sep_id", doc_sep_id), ("bos_id", bos_id)):
+            if value is not None and not 0 <= value < vocab_size:
+                raise FormatError(directory, f"{name} must be a valid id", expected=f"0 <= id < {vocab_size}", got=value)
+        if separator not in SEPARATOR_POSITIONS:
+            raise FormatError(directory, "separator must be before or after each document", got=separator)
         self.directory = Path(directory)
         self.split = split
         self.vocab_size = vocab_size
         self.layout = layout_for(vocab_size, family)
         self.version, self.dtype = self.layout.version, self.layout.dtype
         self.doc_sep_id = doc_sep_id
+        self.bos_id = bos_id
+        self.separator = separator
+        sep = () if doc_sep_id is None else (doc_sep_id,)
+        bos = () if bos_id is None else (bos_id,)
+        # The tokens around each document's ids, by the layout.
+        self._before, self._after = (sep + bos, ()) if separator == "before" else (bos, sep)
         self.max_tokens = max_tokens
         self.files: list[LlmcFileEntry] = []
         # Finished files still being hashed: (name, n_tokens, n_docs, digest). A
@@ -289,8 +306,7 @@ class LlmcWriter:
         """Append documents given as one flat id array and the length of each document."""
         flat_ids, lengths = checked_documents(flat_ids, lengths, self.vocab_size, self.directory / file_name(self.split, self._file_index()))
         flat_ids = flat_ids.astype(self.dtype, copy=False)
-        sep = 0 if self.doc_sep_id is None else 1
-        sizes = lengths + sep
+        sizes = lengths + len(self._before) + len(self._after)
         if sizes.size and int(sizes.max()) > self.max_tokens:
             i = int(np.argmax(sizes > self.max_tokens))
             raise FormatError(
@@ -312,9 +328,7 @@ class LlmcWriter:
                 self._close_current()
                 continue
             last = first + fit
-            ids = flat_ids[doc_starts[first] : doc_starts[last]]
-            if sep:
-                ids = np.insert(ids, doc_starts[first:last] - doc_starts[first], self.doc_sep_id).astype(self.dtype, copy=False)
+            ids = with_boundaries(flat_ids[doc_starts[first] : doc_starts[last]], lengths[first:last], self._before, self._after)
             self._file.write(np.ascontiguousarray(ids))  # the buffer itself, no bytes copy
             self._n_tokens += int(sizes[first:last].sum())
             self._n_docs += fit
@@ -448,11 +462,14 @@ def _check_manifest_fields(m: TokensManifest, path) -> None:
         require(is_sha256(f.sha256), path, "sha256 must be 64 lowercase hex digits", f.sha256)
 
 
-def verify_token_file(path: str | os.PathLike, entry: LlmcFileEntry | None = None, vocab_size: int | None = None, doc_sep_id: int | None = None) -> LlmcHeader:
+def verify_token_file(
+    path: str | os.PathLike, entry: LlmcFileEntry | None = None, vocab_size: int | None = None, doc_sep_id: int | None = None, separator: str | None = "before"
+) -> LlmcHeader:
     """Check one token file completely; against its manifest entry when given.
 
-    With ``doc_sep_id`` the file must start with the separator and hold at
-    least ``entry.n_docs`` of them (every document is preceded by one).
+    With ``doc_sep_id`` the file must start with the separator (``separator``
+    "before") or end with it ("after"; None: either, for a folder whose layout
+    is not recorded) and hold at least ``entry.n_docs`` of them.
     """
     path = Path(path)
     header = read_header(path)
@@ -463,22 +480,31 @@ def verify_token_file(path: str | os.PathLike, entry: LlmcFileEntry | None = Non
         expected = layout_for(vocab_size, header.layout.family)
         raise FormatError(path, "version does not match vocab_size", expected=expected.version, got=header.version)
     if entry is not None:
-        check_against_entry(path, tokens, entry, doc_sep_id)
+        check_against_entry(path, tokens, entry, doc_sep_id, separator)
     return header
 
 
-def check_against_entry(path, tokens: np.ndarray, entry: LlmcFileEntry, doc_sep_id: int | None = None) -> None:
-    """Check a file's ids against its manifest entry: n_tokens, SHA-256 and, with ``doc_sep_id``, the separators."""
+def check_against_entry(path, tokens: np.ndarray, entry: LlmcFileEntry, doc_sep_id: int | None = None, separator: str | None = "before") -> None:
+    """Check a file's ids against its manifest entry: n_tokens, SHA-256 and, with ``doc_sep_id``, the separators (see :func:`verify_token_file`)."""
     if tokens.size != entry.n_tokens:
         raise FormatError(path, "n_tokens disagrees with the manifest", expected=entry.n_tokens, got=int(tokens.size))
     digest = sha256_file(path)
     if digest != entry.sha256:
         raise FormatError(path, "sha256 disagrees with the manifest", expected=entry.sha256, got=digest)
     if doc_sep_id is not None:
-        if entry.n_docs and (tokens.size == 0 or int(tokens[0]) != doc_sep_id):
-            raise FormatError(path, "a file must start with the document separator", expected=doc_sep_id, got=int(tokens[0]) if tokens.size else None)
-        n_seps = sum(int(np.count_nonzero(tokens[s : s + _CHECK_CHUNK] == doc_sep_id)) for s in range(0, tokens.size, _CHECK_CHUNK))
+        first, last = (int(tokens[0]), int(tokens[-1])) if tokens.size else (None, None)
+        if separator is None:
+            separator = "after" if first != doc_sep_id and last == doc_sep_id else "before"
+        if entry.n_docs and separator == "before" and first != doc_sep_id:
+            raise FormatError(path, "a file must start with the document separator", expected=doc_sep_id, got=first)
+        if entry.n_docs and separator == "after" and last != doc_sep_id:
+            raise FormatError(path, "a file must end with the document separator (it follows every document)", expected=doc_sep_id, got=last)
+        n_seps = count_id(tokens, doc_sep_id)
         # Text may itself encode to the separator id, so this is a lower bound.
         if n_seps < entry.n_docs:
-            raise FormatError(path, "every document must be preceded by the separator", expected=f">= {entry.n_docs} separators", got=n_seps)
+            raise FormatError(path, f"every document must be {'preceded' if separator == 'before' else 'followed'} by the separator", expected=f">= {entry.n_docs} separators", got=n_seps)
 
+
+def count_id(tokens: np.ndarray, token_id: int) -> int:
+    """How many times ``token_id`` occurs in ``tokens``, in chunks (memory stays flat)."""
+    return sum(int(np.count_nonzero(tokens[s : s + _CHECK_CHUNK] == token_id)) for s in range(0, tokens.size, _CHECK_CHUNK))

@@ -13,8 +13,9 @@
     34 + 4S       8 * S       sequence pointers, int64 (byte offsets into .bin)
     34 + 12S      8 * D       document indices, int64: [0, ..., S]
 
-Here one document is one sequence that ends with one EOD token, counted in its
-length, so the document indices are ``[0, 1, ..., S]``. Pointers start at 0
+Here one document is one sequence that ends with one EOD token (seed 004) and,
+when a BOS is given, begins with it: ``[bos] + ids + [eod]``, both counted in
+its length, so the document indices are ``[0, 1, ..., S]``. Pointers start at 0
 and are contiguous: ``pointer[i+1] = pointer[i] + length[i] * itemsize``, and
 the last sequence ends exactly at the end of ``.bin``. The layout is the one
 megatron-core's ``_IndexWriter`` writes (``megatron/core/datasets/
@@ -36,7 +37,7 @@ import numpy as np
 
 from .._io import BackgroundSha256, commit_file, fsync_dir, sha256_file, tmp_path_for
 from ..errors import FormatError
-from .ids import checked_documents
+from .ids import checked_documents, with_boundaries
 
 MAGIC = b"MMIDIDX\x00\x00"
 VERSION = 1
@@ -99,14 +100,17 @@ class MegatronWriter:
     at the end.
     """
 
-    def __init__(self, bin_path: str | os.PathLike, vocab_size: int, eod_id: int | None):
-        # eod_id None writes the documents as they are (the build's llm.c staging pairs).
-        if eod_id is not None and not 0 <= eod_id < vocab_size:
-            raise FormatError(bin_path, "eod_id must be a valid id", expected=f"0 <= id < {vocab_size}", got=eod_id)
+    def __init__(self, bin_path: str | os.PathLike, vocab_size: int, eod_id: int | None, bos_id: int | None = None):
+        # Each document is written as [bos_id] + ids + [eod_id]; None leaves that token out
+        # (both None: the documents as they are, the build's llm.c staging pairs).
+        for name, value in (("eod_id", eod_id), ("bos_id", bos_id)):
+            if value is not None and not 0 <= value < vocab_size:
+                raise FormatError(bin_path, f"{name} must be a valid id", expected=f"0 <= id < {vocab_size}", got=value)
         self.bin_path = Path(bin_path)
         self.idx_path = idx_path_for(self.bin_path)
         self.vocab_size = vocab_size
         self.eod_id = eod_id
+        self.bos_id = bos_id
         self.code = dtype_code_for_vocab(vocab_size)
         self.dtype = DTYPE_CODES[self.code]
         self.bin_path.parent.mkdir(parents=True, exist_ok=True)
@@ -123,14 +127,13 @@ class MegatronWriter:
         self.add_documents(ids, np.array([ids.size], dtype=np.int64))
 
     def add_documents(self, flat_ids: np.ndarray, lengths: np.ndarray) -> None:
-        """Append documents given as one flat id array (without EOD) and each one's length."""
+        """Append documents given as one flat id array (without BOS or EOD) and each one's length."""
         flat_ids, lengths = checked_documents(flat_ids, lengths, self.vocab_size, self.bin_path)
-        eod = 0 if self.eod_id is None else 1
-        seq_lengths = lengths + eod  # the EOD token counts in each sequence's length
+        seq_lengths = lengths + self.boundary_tokens  # BOS and EOD count in each sequence's length
         if seq_lengths.size and int(seq_lengths.max()) > np.iinfo(np.int32).max:
             raise FormatError(self.bin_path, "a sequence length must fit int32", got=int(seq_lengths.max()))
-        if eod:
-            ids = np.insert(flat_ids.astype(self.dtype, copy=False), np.cumsum(lengths), self.eod_id).astype(self.dtype, copy=False)
+        if self.boundary_tokens:
+            ids = with_boundaries(flat_ids.astype(self.dtype, copy=False), lengths, _present(self.bos_id), _present(self.eod_id))
         else:
             # A copy: the caller may reuse its array while the hash is still pending.
             ids = np.array(flat_ids, dtype=self.dtype)
@@ -140,6 +143,11 @@ class MegatronWriter:
         self._lengths.write(seq_lengths.astype("<i4").tobytes())
         self.n_documents += lengths.size
         self.n_tokens += ids.size
+
+    @property
+    def boundary_tokens(self) -> int:
+        """Tokens the writer adds to each document: the BOS and the EOD it was given."""
+        return (self.bos_id is not None) + (self.eod_id is not None)
 
     def close(self) -> PairFiles:
         """Finish ``.bin`` then ``.idx`` (each fsynced, renamed) and describe the pair; a second call returns the same."""
@@ -177,6 +185,10 @@ class MegatronWriter:
             self.close()
         else:
             self.abort()
+
+
+def _present(token: int | None) -> tuple[int, ...]:
+    return () if token is None else (token,)
 
 
 def write_index(path: str | os.PathLike, code: int, lengths: np.ndarray) -> None:
@@ -317,8 +329,8 @@ class MegatronPair:
                 i = start + int(np.argmax((chunk >= vocab_size) | (chunk < 0)))
                 raise FormatError(self.bin_path, f"token {i}: id must be in 0..vocab_size-1", expected=f"< {vocab_size}", got=int(tokens[i]))
 
-    def check_one_document_per_sequence(self, eod_id: int | None = None) -> None:
-        """The release rule: document indices are [0..S]; with ``eod_id`` every sequence ends with it."""
+    def check_one_document_per_sequence(self, eod_id: int | None = None, bos_id: int | None = None) -> None:
+        """The release rule: document indices are [0..S]; with ``eod_id`` every sequence ends with it, with ``bos_id`` begins with it."""
         s = self.header.sequence_count
         if self.header.document_count != s + 1:
             raise FormatError(self.idx_path, "document count must be sequences + 1", expected=s + 1, got=self.header.document_count)
@@ -328,19 +340,23 @@ class MegatronPair:
             if bad.size:
                 i = start + int(bad[0])
                 raise FormatError(self.idx_path, f"document index {i} must be {i} (one document per sequence)", got=int(chunk[bad[0]]))
-        if eod_id is None:
+        minimum = (eod_id is not None) + (bos_id is not None)
+        if not minimum:
             return
         item = self.dtype.itemsize
         for start in range(0, s, _CHUNK):
             lengths = self.lengths[start : start + _CHUNK].astype(np.int64)
-            if lengths.size and int(lengths.min()) < 1:
-                i = start + int(np.argmax(lengths < 1))
-                raise FormatError(self.idx_path, f"sequence {i} must hold at least its EOD token", got=0)
-            last = (self.pointers[start : start + _CHUNK] // item) + lengths - 1
-            bad = np.flatnonzero(self.tokens[last] != eod_id)
-            if bad.size:
-                i = start + int(bad[0])
-                raise FormatError(self.bin_path, f"sequence {i} must end with EOD", expected=eod_id, got=int(self.tokens[last[bad[0]]]))
+            if lengths.size and int(lengths.min()) < minimum:
+                i = start + int(np.argmax(lengths < minimum))
+                raise FormatError(self.idx_path, f"sequence {i} must hold at least its {'BOS and EOD tokens' if minimum == 2 else 'boundary token'}", got=int(lengths[i - start]))
+            first = self.pointers[start : start + _CHUNK] // item
+            for token, positions, rule in ((eod_id, first + lengths - 1, "end with EOD"), (bos_id, first, "begin with BOS")):
+                if token is None:
+                    continue
+                bad = np.flatnonzero(self.tokens[positions] != token)
+                if bad.size:
+                    i = start + int(bad[0])
+                    raise FormatError(self.bin_path, f"sequence {i} must {rule}", expected=token, got=int(self.tokens[positions[bad[0]]]))
 
     def __len__(self) -> int:
         return self.header.sequence_count

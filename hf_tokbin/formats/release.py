@@ -71,17 +71,21 @@ class SplitCounts:
     text_tokens: int
     eod_tokens: int
     text_bytes: int = 0  # UTF-8 bytes of the documents' text, for bytes/token
+    bos_tokens: int = 0  # one per Megatron document with --bos; recorded only when there are any
 
     def __post_init__(self):
-        for name in ("documents", "text_tokens", "eod_tokens", "text_bytes"):
+        for name in ("documents", "text_tokens", "eod_tokens", "text_bytes", "bos_tokens"):
             require(is_count(getattr(self, name)), None, f"{name} must be a non-negative integer", getattr(self, name))
 
     @property
     def total_tokens(self) -> int:
-        return self.text_tokens + self.eod_tokens
+        return self.text_tokens + self.eod_tokens + self.bos_tokens
 
     def to_dict(self) -> dict:
-        return {"documents": self.documents, "text_tokens": self.text_tokens, "eod_tokens": self.eod_tokens, "text_bytes": self.text_bytes}
+        counts = {"documents": self.documents, "text_tokens": self.text_tokens, "eod_tokens": self.eod_tokens, "text_bytes": self.text_bytes}
+        if self.bos_tokens:  # a release without BOS keeps seed 004's keys exactly
+            counts = {"documents": self.documents, "text_tokens": self.text_tokens, "bos_tokens": self.bos_tokens, "eod_tokens": self.eod_tokens, "text_bytes": self.text_bytes}
+        return counts
 
     def stats_dict(self) -> dict:
         """The counts as ``stats.json`` shows them: :meth:`to_dict` plus ``total_tokens``."""
@@ -158,7 +162,8 @@ class Receipt:
         try:
             splits = {}
             for name, counts in obj["splits"].items():
-                check_keys(counts, ["documents", "text_tokens", "eod_tokens", "text_bytes"], path, f"splits.{name}")
+                keys = ["documents", "text_tokens", "eod_tokens", "text_bytes"]
+                check_keys(counts, keys + ["bos_tokens"] if isinstance(counts, dict) and "bos_tokens" in counts else keys, path, f"splits.{name}")
                 splits[name] = SplitCounts(**counts)
             files = tuple(FileEntry.from_dict(f, path, f"files[{i}]") for i, f in enumerate(obj["files"]))
             receipt = cls(obj["part"], FileEntry.from_dict(obj["input_shard"], path, "input_shard"), splits, files)

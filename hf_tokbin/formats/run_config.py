@@ -2,30 +2,55 @@
 
 ::
 
-    {"format": "hf_tokbin.run_config/1",
+    {"format": "hf_tokbin.run_config/2",
      "dataset": "tinystories", "version": "v1",
      "corpus": {"name", "license", "language": [...], "source": "local" | "NS/NAME",
                 "revision": null | "<commit>", "manifest_sha256": "<hex>",
                 "shards": [{"path", "split", "rows", "size", "sha256"}, ...]},
-     "tokenizer": {"tokenizer_id", "sha256", "vocab_size", "doc_sep_id", "source", "revision", "subfolder"},
-     "eod_id": null | N,                       the doc_sep_id with the megatron format
+     "tokenizer": {"tokenizer_id", "sha256", "vocab_size", "source", "revision", "subfolder"},
+     "special_tokens": "ordinary" | "parsed",  special-token text inside documents
+     "doc_sep": null | BOUNDARY,               the separator (llm.c) and EOD (Megatron): one id
+     "bos": null | BOUNDARY,                   put before every document, in both formats
      "split_rule": {"name", "text"},
      "shuffle": {"seed": S, "scope": "documents within each part"},   only with build --shuffle-seed S
      "formats": ["llmc", "megatron"],
-     "llmc": null | {"variant": "seed000" | "llama3", "max_tokens_per_file": N, "doc_sep_id": null | N},
+     "llmc": null | {"layout": "gpt2" | "llama3", "separator": null | "before" | "after",
+                     "max_tokens_per_file": N},
      "megatron": null | {"dtype_code": 8 | 4},
      "versions": {"hf_tokbin": "...", "tokenizers": "..."}}
+
+    BOUNDARY = {"id": N, "token": null | "<|endoftext|>", "source": "--doc-sep" | "--bos" |
+                "generation_config.json eos_token_id" | "tokenizer_config.json eos_token" |
+                "special_tokens_map.json eos_token",
+                "ordinary_text_can_encode": true | false}
+
+The document layouts it pins (``[x]`` one token, ``ids`` a document's text):
+
+- Megatron: every document is one sequence ``[bos] + ids + [eod]`` (``bos`` only
+  when given), ``eod`` = ``doc_sep.id``; the lengths count both.
+- llm.c, ``separator: "before"`` (seed 000): ``[sep] + [bos] + ids`` per document;
+  ``"after"`` (seed 002): ``[bos] + ids + [sep]``; ``null`` (no separator):
+  ``[bos] + ids``.
+
+``special_tokens: "ordinary"``: a special token's text inside a document was
+encoded as ordinary text, so a boundary id whose ``ordinary_text_can_encode``
+is false never occurs inside a document. ``"parsed"``
+(``--parse-special-tokens``): such text was encoded as the token.
 
 Nothing in it depends on ``num_proc``, batch size or engine, and it holds no
 absolute path or time, so the same build writes the same bytes anywhere.
 :func:`run_config_record` is the one writer; :class:`RunConfig` the one
-reader (every field a release is checked against, validated on reading).
-Input shard i of ``corpus.shards`` is ``part-{i:06d}`` of the release.
+reader (every field a release is checked against, validated on reading), of
+this format and of ``hf_tokbin.run_config/1`` (older releases: their
+separator and EOD were ``tokenizer.doc_sep_id``, their llm.c layout
+``llmc.variant`` "seed000" = "gpt2", separator before, special-token text
+parsed, no BOS). Input shard i of ``corpus.shards`` is ``part-{i:06d}`` of
+the release.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -35,10 +60,38 @@ from . import llmc, megatron
 from .records import FileEntry, is_count, is_sha256
 from .release import FORMATS, SPLITS, TOKENS_DIR
 
-RUN_CONFIG_FORMAT = "hf_tokbin.run_config/1"
-# llmc.variant -> the llm.c layout family it writes (formats.llmc.LAYOUTS).
+RUN_CONFIG_FORMAT = "hf_tokbin.run_config/2"
+RUN_CONFIG_FORMAT_V1 = "hf_tokbin.run_config/1"
+# Format 1's llmc.variant -> the llm.c layout (formats.llmc.FAMILIES) it wrote; also the deprecated --llmc-variant.
 LLMC_VARIANTS = {"seed000": "gpt2", "llama3": "llama3"}
 SHUFFLE_SCOPE = "documents within each part"  # build --shuffle-seed (hf_tokbin.build.shuffle)
+LLMC_LAYOUTS = llmc.FAMILIES
+SEPARATOR_POSITIONS = ("before", "after")  # where llm.c puts the separator: before each document (seed 000) or after (seed 002)
+SPECIAL_TOKEN_POLICIES = ("ordinary", "parsed")
+
+
+@dataclass(frozen=True)
+class BoundaryToken:
+    """A token the writers put at document boundaries: the separator / EOD, or the BOS.
+
+    ``ordinary_text_can_encode`` says whether a document's text, encoded with
+    special-token text as ordinary text, can give this id (the byte tokenizer:
+    always; ``tokenizers``: :func:`hf_tokbin.tokenizer.resolve.ordinary_text_can_encode`).
+    When it cannot, the id inside a document is proof of a broken release.
+    """
+
+    id: int
+    token: str | None  # its text in the tokenizer's vocabulary; None for the byte tokenizer
+    source: str  # "--doc-sep", "generation_config.json eos_token_id", ...
+    ordinary_text_can_encode: bool
+
+    def to_record(self) -> dict:
+        return asdict(self)
+
+    def describe(self) -> str:
+        """``50256 '<|endoftext|>' (from generation_config.json eos_token_id)``, for the build's first line."""
+        token = f" {self.token!r}" if self.token is not None else ""
+        return f"{self.id}{token} (from {self.source})"
 
 
 def run_config_record(
@@ -47,16 +100,19 @@ def run_config_record(
     version: str,
     corpus: dict,
     tokenizer: dict,
+    special_tokens: str,
+    doc_sep: BoundaryToken | None,
+    bos: BoundaryToken | None,
     split_rule: dict,
     formats: tuple[str, ...],
-    llmc_variant: str,
+    llmc_layout: str,
+    llmc_separator: str,
     max_tokens_per_file: int,
     versions: dict,
     shuffle_seed: int | None = None,
 ) -> dict:
     """The ``run_config.json`` object, keys in their fixed order."""
-    doc_sep_id = tokenizer["doc_sep_id"]
-    # "shuffle" only when a seed is given, so a build in corpus order writes the same bytes as before.
+    # "shuffle" only when a seed is given, so a build in corpus order writes the same bytes as without the option.
     shuffle = {"shuffle": {"seed": shuffle_seed, "scope": SHUFFLE_SCOPE}} if shuffle_seed is not None else {}
     return {
         "format": RUN_CONFIG_FORMAT,
@@ -64,12 +120,14 @@ def run_config_record(
         "version": version,
         "corpus": corpus,
         "tokenizer": tokenizer,
-        "eod_id": doc_sep_id if "megatron" in formats else None,
+        "special_tokens": special_tokens,
+        "doc_sep": doc_sep.to_record() if doc_sep is not None else None,
+        "bos": bos.to_record() if bos is not None else None,
         "split_rule": split_rule,
         **shuffle,
         "formats": list(formats),
         "llmc": (
-            {"variant": llmc_variant, "max_tokens_per_file": max_tokens_per_file, "doc_sep_id": doc_sep_id}
+            {"layout": llmc_layout, "separator": llmc_separator if doc_sep is not None else None, "max_tokens_per_file": max_tokens_per_file}
             if "llmc" in formats
             else None
         ),
@@ -89,7 +147,7 @@ class ShardPin:
 
 @dataclass(frozen=True)
 class RunConfig:
-    """The fields of ``run_config.json`` a release is checked against, each validated on reading."""
+    """The fields of ``run_config.json`` a release is checked against (and its card shows), each validated on reading."""
 
     dataset: str
     version: str
@@ -99,10 +157,32 @@ class RunConfig:
     tokenizer_id: str
     tokenizer_sha256: str
     vocab_size: int
-    doc_sep_id: int | None
-    eod_id: int | None  # the doc_sep_id with the megatron format, else None
-    llmc_variant: str | None  # a key of LLMC_VARIANTS with the llmc format, else None
+    doc_sep: BoundaryToken | None  # the llm.c separator and the Megatron EOD
+    bos: BoundaryToken | None
+    special_tokens: str  # "ordinary" or "parsed"
+    llmc_layout: str | None  # "gpt2" or "llama3" with the llmc format, else None
+    llmc_separator: str | None  # "before" or "after" with the llmc format and a separator, else None
     shuffle_seed: int | None = None  # build --shuffle-seed; None: corpus order
+    format: str = RUN_CONFIG_FORMAT
+    # What the card shows, as recorded (not checked against the files).
+    tokenizer: dict | None = None  # the tokenizer record, as written
+    corpus: dict | None = None  # the corpus record but its shards
+    split_rule: dict | None = None
+    max_tokens_per_file: int | None = None
+    megatron_dtype_code: int | None = None
+
+    @property
+    def doc_sep_id(self) -> int | None:
+        return self.doc_sep.id if self.doc_sep is not None else None
+
+    @property
+    def bos_id(self) -> int | None:
+        return self.bos.id if self.bos is not None else None
+
+    @property
+    def eod_id(self) -> int | None:
+        """The id ending every Megatron sequence: the separator, with the megatron format."""
+        return self.doc_sep_id if "megatron" in self.formats else None
 
     @property
     def llmc_dir(self) -> str:
@@ -120,6 +200,11 @@ class RunConfig:
             "corpus_manifest_sha256": self.corpus_manifest_sha256,
         }
 
+    def boundary_tokens(self) -> dict[str, BoundaryToken]:
+        """The boundary tokens by role ("separator", "BOS"), for checks that look for them inside documents."""
+        roles = {"separator": self.doc_sep, "BOS": self.bos}
+        return {role: token for role, token in roles.items() if token is not None}
+
     @classmethod
     def read(cls, path: Path) -> RunConfig:
         obj = read_json(path, VerificationError)
@@ -127,22 +212,32 @@ class RunConfig:
         def get(name: str, ok: Callable, rule: str):
             return _field(path, obj, name, ok, rule)
 
+        version_1 = isinstance(obj, dict) and obj.get("format") == RUN_CONFIG_FORMAT_V1
+        fmt = get("format", lambda v: v in (RUN_CONFIG_FORMAT, RUN_CONFIG_FORMAT_V1), f"{RUN_CONFIG_FORMAT} (or {RUN_CONFIG_FORMAT_V1})")
         formats = get("formats", lambda v: isinstance(v, list) and v and all(f in FORMATS for f in v) and len(set(v)) == len(v), f"a list of distinct formats among {', '.join(FORMATS)}")
         vocab_size = get("tokenizer.vocab_size", lambda v: is_count(v) and v > 0, "a positive integer")
-        for fmt, limit in (("llmc", llmc.version_for_vocab), ("megatron", megatron.dtype_code_for_vocab)):
-            if fmt in formats:
+        for name, limit in (("llmc", llmc.version_for_vocab), ("megatron", megatron.dtype_code_for_vocab)):
+            if name in formats:
                 try:
                     limit(vocab_size)
                 except FormatError as e:
-                    raise VerificationError(path, f"tokenizer.vocab_size: {e.rule} ({fmt} format)", expected=e.expected, got=e.got) from None
-        doc_sep_id = get("tokenizer.doc_sep_id", lambda v: v is None or (is_count(v) and v < vocab_size), f"null or an id < vocab_size ({vocab_size})")
-        if "megatron" in formats:
-            if doc_sep_id is None:
-                raise VerificationError(path, "tokenizer.doc_sep_id must be an id: the megatron format ends every document with it", got=None)
-            eod_id = get("eod_id", lambda v: is_count(v) and v == doc_sep_id, f"the tokenizer's doc_sep_id {doc_sep_id} (Megatron pairs end every document with it)")
+                    raise VerificationError(path, f"tokenizer.vocab_size: {e.rule} ({name} format)", expected=e.expected, got=e.got) from None
+        is_id = lambda v: is_count(v) and v < vocab_size  # noqa: E731
+        if version_1:
+            doc_sep, bos, special_tokens, layout, separator = _read_version_1(path, obj, formats, is_id, vocab_size)
         else:
-            eod_id = get("eod_id", lambda v: v is None, "null without the megatron format")
-        variant = get("llmc.variant", lambda v: isinstance(v, str) and v in LLMC_VARIANTS, f"one of {', '.join(LLMC_VARIANTS)}") if "llmc" in formats else None
+            doc_sep = _read_boundary(path, obj, "doc_sep", is_id, vocab_size)
+            if "megatron" in formats and doc_sep is None:
+                raise VerificationError(path, "doc_sep must be an id: the megatron format ends every document with it", got=None)
+            bos = _read_boundary(path, obj, "bos", is_id, vocab_size)
+            special_tokens = get("special_tokens", lambda v: v in SPECIAL_TOKEN_POLICIES, " or ".join(SPECIAL_TOKEN_POLICIES))
+            layout = get("llmc.layout", lambda v: v in LLMC_LAYOUTS, " or ".join(LLMC_LAYOUTS)) if "llmc" in formats else None
+            separator = None
+            if "llmc" in formats:
+                allowed = SEPARATOR_POSITIONS if doc_sep is not None else (None,)
+                separator = get("llmc.separator", lambda v: v in allowed, " or ".join(SEPARATOR_POSITIONS) if doc_sep is not None else "null without doc_sep")
+        if "megatron" in formats and doc_sep is None:
+            raise VerificationError(path, "doc_sep must be an id: the megatron format ends every document with it", got=None)
         return cls(
             dataset=get("dataset", _is_name, "a non-empty name without '/' or a leading '.'"),
             version=get("version", lambda v: isinstance(v, str) and v != "", "a non-empty string"),
@@ -152,11 +247,49 @@ class RunConfig:
             tokenizer_id=get("tokenizer.tokenizer_id", _is_name, "a non-empty name without '/' or a leading '.'"),
             tokenizer_sha256=get("tokenizer.sha256", is_sha256, "64 lowercase hex digits"),
             vocab_size=vocab_size,
-            doc_sep_id=doc_sep_id,
-            eod_id=eod_id,
-            llmc_variant=variant,
+            doc_sep=doc_sep,
+            bos=bos,
+            special_tokens=special_tokens,
+            llmc_layout=layout,
+            llmc_separator=separator,
             shuffle_seed=get("shuffle.seed", lambda v: is_count(v) and v < 2**63, "an integer in 0..2**63-1") if "shuffle" in obj else None,
+            format=fmt,
+            # Both objects: their fields above were read.
+            tokenizer=dict(obj["tokenizer"]),
+            corpus={k: v for k, v in obj["corpus"].items() if k != "shards"},
+            split_rule=obj.get("split_rule") if isinstance(obj.get("split_rule"), dict) else None,
+            max_tokens_per_file=(obj.get("llmc") or {}).get("max_tokens_per_file") if isinstance(obj.get("llmc"), dict) else None,
+            megatron_dtype_code=(obj.get("megatron") or {}).get("dtype_code") if isinstance(obj.get("megatron"), dict) else None,
         )
+
+
+def _read_boundary(path: Path, obj: dict, name: str, is_id: Callable, vocab_size: int) -> BoundaryToken | None:
+    """``doc_sep`` or ``bos``: null, or a boundary token record."""
+    value = _field(path, obj, name, lambda v: v is None or isinstance(v, dict), "null or an object")
+    if value is None:
+        return None
+    return BoundaryToken(
+        id=_field(path, value, "id", is_id, f"an id < vocab_size ({vocab_size})", f"{name}."),
+        token=_field(path, value, "token", lambda v: v is None or isinstance(v, str), "null or a string", f"{name}."),
+        source=_field(path, value, "source", lambda v: isinstance(v, str) and v != "", "a non-empty string", f"{name}."),
+        ordinary_text_can_encode=_field(path, value, "ordinary_text_can_encode", lambda v: isinstance(v, bool), "true or false", f"{name}."),
+    )
+
+
+def _read_version_1(path: Path, obj: dict, formats: list, is_id: Callable, vocab_size: int):
+    """(doc_sep, bos, special_tokens, llmc layout, llmc separator) of a format-1 run_config.json."""
+    doc_sep_id = _field(path, obj, "tokenizer.doc_sep_id", lambda v: v is None or is_id(v), f"null or an id < vocab_size ({vocab_size})")
+    if "megatron" in formats:
+        _field(path, obj, "eod_id", lambda v: is_count(v) and v == doc_sep_id, f"the tokenizer's doc_sep_id {doc_sep_id} (Megatron pairs end every document with it)")
+    else:
+        _field(path, obj, "eod_id", lambda v: v is None, "null without the megatron format")
+    layout = separator = None
+    if "llmc" in formats:
+        variant = _field(path, obj, "llmc.variant", lambda v: isinstance(v, str) and v in LLMC_VARIANTS, f"one of {', '.join(LLMC_VARIANTS)}")
+        layout, separator = LLMC_VARIANTS[variant], "before" if doc_sep_id is not None else None
+    # Format 1 knew nothing of where its separator came from, and its builds parsed special-token text.
+    doc_sep = BoundaryToken(doc_sep_id, None, "tokenizer.doc_sep_id", True) if doc_sep_id is not None else None
+    return doc_sep, None, "parsed", layout, separator
 
 
 def _read_shards(path: Path, shards: list) -> tuple[ShardPin, ...]:

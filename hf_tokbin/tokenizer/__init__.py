@@ -5,11 +5,14 @@ from .resolve import (
     BYTE_VOCAB_SIZE,
     EOS_TOKEN,
     GENERATION_CONFIG_FILE,
+    TOKENIZER_CONFIG_FILE,
     TOKENIZER_FILE,
+    BoundaryToken,
     TokenizerInfo,
     load_tokenizer_json,
     read_eos_token_id,
     resolve_tokenizer,
+    token_or_id,
 )
 from .train import sample_texts, train_bpe
 
@@ -18,11 +21,14 @@ __all__ = [
     "BYTE_VOCAB_SIZE",
     "EOS_TOKEN",
     "GENERATION_CONFIG_FILE",
+    "TOKENIZER_CONFIG_FILE",
     "TOKENIZER_FILE",
+    "BoundaryToken",
     "TokenizerInfo",
     "load_tokenizer_json",
     "read_eos_token_id",
     "resolve_tokenizer",
+    "token_or_id",
     "sample_texts",
     "train_bpe",
 ]

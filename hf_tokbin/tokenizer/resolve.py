@@ -3,15 +3,24 @@
 A tokenizer is named by ``--tokenizer``:
 
 - ``byte``: 256 entries, id = byte value, no document separator;
-- a ``tokenizer.json`` file or a folder holding one (``generation_config.json``
-  beside it gives the separator, its ``eos_token_id``);
+- a ``tokenizer.json`` file or a folder holding one;
 - a Hub repo id ``NS/NAME`` (optionally with ``subfolder`` and a pinned
   ``revision``), fetched with ``huggingface_hub`` (the local cache serves it
   under ``HF_HUB_OFFLINE=1``).
 
 Its identity, recorded wherever ids are written, is a :class:`TokenizerInfo`:
 ``tokenizer_id``, the SHA-256 of ``tokenizer.json``, ``vocab_size``, the
-separator id and, for the Hub, the resolved revision.
+boundary tokens and, for the Hub, the resolved revision.
+
+Boundary tokens (:class:`BoundaryToken`). The document separator (llm.c) /
+EOD (Megatron) comes from, in order: ``--doc-sep TOKEN_OR_ID``; the
+``eos_token_id`` of ``generation_config.json``; the ``eos_token`` of
+``tokenizer_config.json``; the ``eos_token`` of ``special_tokens_map.json``
+(a string, or ``{"content": ...}`` as ``transformers`` writes an
+``AddedToken``). ``--bos TOKEN_OR_ID`` is given explicitly or not at all. A
+token string must be one token of the tokenizer (an added token or a
+vocabulary entry); an id must be below ``vocab_size``. The byte tokenizer has
+no token strings and no files: only ids 0..255.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from pathlib import Path, PurePosixPath
 
 from .._io import canonical_json, sha256_bytes, sha256_file
 from ..errors import TokenizerError
+from ..formats.run_config import BoundaryToken
 
 BYTE = "byte"
 BYTE_VOCAB_SIZE = 256
@@ -30,7 +40,15 @@ BYTE_VOCAB_SIZE = 256
 BYTE_DESCRIPTION = canonical_json({"model": "byte", "vocab_size": BYTE_VOCAB_SIZE})
 TOKENIZER_FILE = "tokenizer.json"
 GENERATION_CONFIG_FILE = "generation_config.json"
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+SPECIAL_TOKENS_MAP_FILE = "special_tokens_map.json"
 EOS_TOKEN = "<|endoftext|>"
+# Where a boundary token came from (BoundaryToken.source), as run_config.json records it.
+FROM_DOC_SEP_OPTION = "--doc-sep"
+FROM_BOS_OPTION = "--bos"
+FROM_GENERATION_CONFIG = f"{GENERATION_CONFIG_FILE} eos_token_id"
+FROM_TOKENIZER_CONFIG = f"{TOKENIZER_CONFIG_FILE} eos_token"
+FROM_SPECIAL_TOKENS_MAP = f"{SPECIAL_TOKENS_MAP_FILE} eos_token"
 
 
 @dataclass(frozen=True)
@@ -40,16 +58,26 @@ class TokenizerInfo:
     tokenizer_id: str
     sha256: str
     vocab_size: int
-    doc_sep_id: int | None
+    doc_sep_id: int | None  # the separator / EOD: doc_sep.id
     source: str  # "byte", "local" or the Hub repo id
     revision: str | None
     subfolder: str | None
     path: str | None  # the local tokenizer.json (None for byte)
+    doc_sep: BoundaryToken | None = None  # where doc_sep_id came from; filled in when only the id is given
+    bos: BoundaryToken | None = None  # the token put before every document (--bos), if any
+
+    def __post_init__(self):
+        if self.doc_sep is None and self.doc_sep_id is not None:
+            # Built from an id alone (a caller of the Python API): nothing proves text cannot encode to it.
+            object.__setattr__(self, "doc_sep", BoundaryToken(self.doc_sep_id, None, FROM_DOC_SEP_OPTION, True))
+        if (self.doc_sep.id if self.doc_sep is not None else None) != self.doc_sep_id:
+            raise TokenizerError(self.path or self.source, "doc_sep must describe doc_sep_id", expected=self.doc_sep_id, got=self.doc_sep)
 
     def to_record(self) -> dict:
-        """The identity as run_config.json records it (no local path)."""
+        """The identity as run_config.json records it: no local path; the boundary tokens are recorded on their own."""
         record = asdict(self)
-        del record["path"]
+        for name in ("path", "doc_sep_id", "doc_sep", "bos"):
+            del record[name]
         return record
 
 
@@ -59,12 +87,32 @@ def resolve_tokenizer(
     doc_sep_id: int | None = None,
     revision: str | None = None,
     subfolder: str | None = None,
+    *,
+    doc_sep: int | str | None = None,
+    bos: int | str | None = None,
 ) -> TokenizerInfo:
-    """Find the tokenizer ``name`` refers to and pin its identity."""
+    """Find the tokenizer ``name`` refers to and pin its identity and boundary tokens.
+
+    ``doc_sep`` (or its older name ``doc_sep_id``) and ``bos`` are a token
+    string or an id (:func:`token_or_id` reads the command line's).
+    """
+    if doc_sep_id is not None and doc_sep is not None:
+        raise TokenizerError(name, "give the separator once: --doc-sep or --doc-sep-id", got=(doc_sep, doc_sep_id))
+    doc_sep = doc_sep_id if doc_sep is None else doc_sep
     if name == BYTE:
-        if doc_sep_id is not None and not 0 <= doc_sep_id < BYTE_VOCAB_SIZE:
-            raise TokenizerError(name, "doc_sep_id must be a valid id", expected=f"0 <= id < {BYTE_VOCAB_SIZE}", got=doc_sep_id)
-        return TokenizerInfo(tokenizer_id or BYTE, sha256_bytes(BYTE_DESCRIPTION.encode()), BYTE_VOCAB_SIZE, doc_sep_id, BYTE, None, None, None)
+        separator = _byte_boundary(doc_sep, FROM_DOC_SEP_OPTION, "--doc-sep")
+        return TokenizerInfo(
+            tokenizer_id or BYTE,
+            sha256_bytes(BYTE_DESCRIPTION.encode()),
+            BYTE_VOCAB_SIZE,
+            separator.id if separator else None,
+            BYTE,
+            None,
+            None,
+            None,
+            separator,
+            _byte_boundary(bos, FROM_BOS_OPTION, "--bos"),
+        )
     path = Path(name)
     if path.exists():
         json_path = path / TOKENIZER_FILE if path.is_dir() else path
@@ -81,21 +129,113 @@ def resolve_tokenizer(
     else:
         raise TokenizerError(name, "tokenizer not found", expected="'byte', a tokenizer.json, a folder holding one, or a Hub repo id NS/NAME")
     tokenizer = load_tokenizer_json(json_path)
-    vocab_size = vocab_size_of(tokenizer)
-    if doc_sep_id is None:
-        doc_sep_id = read_eos_token_id(json_path.parent / GENERATION_CONFIG_FILE)
-    if doc_sep_id is not None and not 0 <= doc_sep_id < vocab_size:
-        raise TokenizerError(json_path, "document separator must be a valid id", expected=f"0 <= id < {vocab_size}", got=doc_sep_id)
+    vocab = _Vocabulary(json_path, tokenizer)
+    if doc_sep is not None:
+        separator = vocab.boundary(doc_sep, FROM_DOC_SEP_OPTION, json_path, "--doc-sep")
+    else:
+        separator = _separator_from_files(vocab, json_path.parent)
     return TokenizerInfo(
         tokenizer_id or default_id,
         sha256_file(json_path),
-        vocab_size,
-        doc_sep_id,
+        vocab.size,
+        separator.id if separator else None,
         source,
         resolved_revision,
         subfolder,
         os.fspath(Path(json_path).resolve()),
+        separator,
+        vocab.boundary(bos, FROM_BOS_OPTION, json_path, "--bos") if bos is not None else None,
     )
+
+
+def token_or_id(value: str | None) -> int | str | None:
+    """A ``--doc-sep``/``--bos`` value: ASCII digits are an id, anything else a token string."""
+    if value is None:
+        return None
+    return int(value) if value.isascii() and value.isdigit() else value
+
+
+def _byte_boundary(value: int | str | None, source: str, option: str) -> BoundaryToken | None:
+    """A boundary token of the byte tokenizer: an id 0..255 (a byte value, which text can hold)."""
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TokenizerError(BYTE, f"{option}: the byte tokenizer has no token strings, its ids are the byte values", expected="an id 0..255", got=value)
+    if not 0 <= value < BYTE_VOCAB_SIZE:
+        raise TokenizerError(BYTE, f"{option} must be a valid id", expected=f"0 <= id < {BYTE_VOCAB_SIZE}", got=value)
+    return BoundaryToken(value, None, source, True)
+
+
+def _separator_from_files(vocab: "_Vocabulary", folder: Path) -> BoundaryToken | None:
+    """The separator the tokenizer's own files name, in order: generation_config.json, tokenizer_config.json, special_tokens_map.json."""
+    eos_id = read_eos_token_id(folder / GENERATION_CONFIG_FILE)
+    if eos_id is not None:
+        return vocab.boundary(eos_id, FROM_GENERATION_CONFIG, folder / GENERATION_CONFIG_FILE, "eos_token_id")
+    for file_name, source in ((TOKENIZER_CONFIG_FILE, FROM_TOKENIZER_CONFIG), (SPECIAL_TOKENS_MAP_FILE, FROM_SPECIAL_TOKENS_MAP)):
+        token = read_eos_token(folder / file_name)
+        if token is not None:
+            return vocab.boundary(token, source, folder / file_name, "eos_token")
+    return None
+
+
+class _Vocabulary:
+    """The ids and token strings of a ``tokenizers.Tokenizer``, for naming boundary tokens."""
+
+    def __init__(self, json_path: Path, tokenizer):
+        self.json_path = json_path
+        self.tokenizer = tokenizer
+        self.size = vocab_size_of(tokenizer)
+        self._json = None
+
+    def boundary(self, value: int | str, source: str, where, what: str) -> BoundaryToken:
+        """``value`` (an id, or a token string that is one token) as a boundary token; ``where``/``what`` name it in errors."""
+        if isinstance(value, str):
+            token_id = self.tokenizer.token_to_id(value)
+            if token_id is None:
+                raise TokenizerError(
+                    where,
+                    f"{what} is not a single token of this tokenizer",
+                    expected=f"an added token or a vocabulary entry of {self.json_path.name}, or an id",
+                    got=repr(value),
+                )
+        elif isinstance(value, int) and not isinstance(value, bool):
+            token_id = value
+        else:
+            raise TokenizerError(where, f"{what} must be a token string or an id", got=value)
+        if not 0 <= token_id < self.size:
+            raise TokenizerError(where, f"{what}: a boundary token must be a valid id", expected=f"0 <= id < {self.size}", got=token_id)
+        if self._json is None:
+            self._json = json.loads(self.tokenizer.to_str())
+        return BoundaryToken(token_id, self.tokenizer.id_to_token(token_id), source, ordinary_text_can_encode(self._json, self.tokenizer, token_id))
+
+
+def ordinary_text_can_encode(tokenizer_json: dict, tokenizer, token_id: int) -> bool:
+    """Whether document text, with special-token text as ordinary text, can encode to ``token_id``.
+
+    False is a proof, True may be conservative. ``tokenizers`` cuts non-special
+    added tokens out of text (True); special ones it leaves to the model, which
+    gives only ids of its own vocabulary. A BPE model without ``ignore_merges``
+    or affixes gives a multi-character entry only as the result of a merge (or as
+    its unknown or byte-fallback token); any other model may give any entry.
+    """
+    added = tokenizer.get_added_tokens_decoder()
+    if token_id in added and not added[token_id].special:
+        return True
+    model = tokenizer_json.get("model") or {}
+    vocab = model.get("vocab")
+    if model.get("type") != "BPE" or not isinstance(vocab, dict):
+        return True
+    entry = next((token for token, i in vocab.items() if i == token_id), None)
+    if entry is None:
+        return False
+    if model.get("ignore_merges") or model.get("continuing_subword_prefix") or model.get("end_of_word_suffix"):
+        return True
+    if len(entry) == 1 or entry == model.get("unk_token"):
+        return True
+    if model.get("byte_fallback") and len(entry) == 6 and entry.startswith("<0x") and entry.endswith(">"):
+        return True
+    merges = model.get("merges") or []
+    return any((m.replace(" ", "", 1) if isinstance(m, str) else "".join(m)) == entry for m in merges)
 
 
 def load_tokenizer_json(path: str | os.PathLike):
@@ -130,12 +270,28 @@ def read_eos_token_id(path: Path) -> int | None:
     eos = config.get("eos_token_id") if isinstance(config, dict) else None
     if isinstance(eos, list):
         if not eos:
-            raise TokenizerError(path, "eos_token_id is an empty list; give the separator with --doc-sep-id", got=eos)
+            raise TokenizerError(path, "eos_token_id is an empty list; give the separator with --doc-sep TOKEN_OR_ID", got=eos)
         if len(set(eos)) != 1:
-            raise TokenizerError(path, "eos_token_id lists several ids; choose the separator with --doc-sep-id", got=eos)
+            raise TokenizerError(path, "eos_token_id lists several ids; choose the separator with --doc-sep TOKEN_OR_ID", got=eos)
         eos = eos[0]
     if eos is not None and (not isinstance(eos, int) or isinstance(eos, bool)):
         raise TokenizerError(path, "eos_token_id must be an integer", got=eos)
+    return eos
+
+
+def read_eos_token(path: Path) -> str | None:
+    """``eos_token`` of a ``tokenizer_config.json`` or ``special_tokens_map.json``: a string or ``{"content": ...}``; None without file or key."""
+    if not path.is_file():
+        return None
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise TokenizerError(path, "not valid JSON", got=str(e)) from e
+    eos = config.get("eos_token") if isinstance(config, dict) else None
+    if isinstance(eos, dict):  # transformers writes an AddedToken as {"__type": "AddedToken", "content": ...}
+        eos = eos.get("content")
+    if eos is not None and (not isinstance(eos, str) or not eos):
+        raise TokenizerError(path, 'eos_token must be a token string or {"content": TOKEN}', got=config.get("eos_token"))
     return eos
 
 
@@ -145,7 +301,7 @@ def _looks_like_repo_id(name: str) -> bool:
 
 
 def _download_from_hub(repo_id: str, revision: str | None, subfolder: str | None) -> tuple[Path, str]:
-    """Fetch tokenizer.json (and generation_config.json if any) at a pinned revision.
+    """Fetch tokenizer.json (and the files naming its separator, if any) at a pinned revision.
 
     Returns the local tokenizer.json and the commit id it was read at.
     """
@@ -162,14 +318,15 @@ def _download_from_hub(repo_id: str, revision: str | None, subfolder: str | None
         raise fetch_error(f"{repo_id}@{revision or 'main'}/{folder}{TOKENIZER_FILE}", "tokenizer", e) from e
     # The cache's snapshot folder is named after the commit: that is the pinned revision.
     commit = json_path.parents[len(PurePosixPath(folder + TOKENIZER_FILE).parts) - 1].name
-    try:
-        # At the same commit, so a branch that moves in between cannot mix two versions.
-        hf_hub_download(repo_id, GENERATION_CONFIG_FILE, subfolder=subfolder, revision=commit)
-    except EntryNotFoundError:
-        pass  # no generation_config.json: the separator comes from --doc-sep-id, if any
-    except Exception as e:
-        # Never go on without the separator because of a failed fetch: that would build other ids.
-        raise fetch_error(f"{repo_id}@{commit}/{folder}{GENERATION_CONFIG_FILE}", "generation config", e) from e
+    for name in (GENERATION_CONFIG_FILE, TOKENIZER_CONFIG_FILE, SPECIAL_TOKENS_MAP_FILE):
+        try:
+            # At the same commit, so a branch that moves in between cannot mix two versions.
+            hf_hub_download(repo_id, name, subfolder=subfolder, revision=commit)
+        except EntryNotFoundError:
+            pass  # not there: the separator comes from the next file, or --doc-sep
+        except Exception as e:
+            # Never go on without the separator because of a failed fetch: that would build other ids.
+            raise fetch_error(f"{repo_id}@{commit}/{folder}{name}", "tokenizer config", e) from e
     return json_path, commit
 
 

@@ -1,4 +1,10 @@
-"""Training a byte-level BPE on the first characters of a corpus (seed 002): deterministic, special tokens first, then the 256 bytes."""
+"""Training a byte-level BPE on the first characters of a corpus (seed 002): deterministic, special tokens first, then the 256 bytes.
+
+The output folder holds what a build (and ``transformers``) reads to name the
+boundary tokens: ``tokenizer.json``, ``tokenizer_config.json`` (``bos_token``,
+``eos_token``) and ``generation_config.json`` (``bos_token_id``,
+``eos_token_id``).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ from typing import Iterable
 
 from .._io import canonical_json, write_text_atomic
 from ..errors import TokenizerError
-from .resolve import EOS_TOKEN, GENERATION_CONFIG_FILE, TOKENIZER_FILE
+from .resolve import EOS_TOKEN, GENERATION_CONFIG_FILE, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE
 
 
 def sample_texts(texts: Iterable[str], max_chars: int) -> Iterable[str]:
@@ -21,14 +27,49 @@ def sample_texts(texts: Iterable[str], max_chars: int) -> Iterable[str]:
         remaining -= min(len(text), remaining)
 
 
-def train_bpe(texts: Iterable[str], vocab_size: int, out: str | os.PathLike, special_tokens: tuple[str, ...] = (EOS_TOKEN,)) -> Path:
-    """Train a byte-level BPE with ``tokenizers`` and write ``tokenizer.json`` + ``generation_config.json``.
+def check_special_tokens(out, special_tokens: tuple[str, ...], bos_token: str | None, eos_token: str | None) -> tuple[str, str]:
+    """The (bos, eos) tokens: by default the first and the last special token (both ``<|endoftext|>`` for GPT-2's one)."""
+    if not special_tokens or any(not isinstance(t, str) or not t for t in special_tokens) or len(set(special_tokens)) != len(special_tokens):
+        raise TokenizerError(out, "special tokens must be distinct non-empty strings", got=list(special_tokens))
+    bos_token = special_tokens[0] if bos_token is None else bos_token
+    eos_token = special_tokens[-1] if eos_token is None else eos_token
+    for name, token in (("bos token", bos_token), ("eos token", eos_token)):
+        if token not in special_tokens:
+            raise TokenizerError(out, f"the {name} must be one of the special tokens", expected=list(special_tokens), got=token)
+    return bos_token, eos_token
 
-    Special tokens take the first ids, then the 256 byte symbols, then the
-    merges. The first special token is the document separator.
+
+def check_output_folder(out, overwrite: bool) -> None:
+    """Refuse to write into an existing folder that holds anything, unless ``overwrite``."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise TokenizerError(out, "--out must be a folder", got="a file")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise TokenizerError(out, "output folder is not empty", hint="use a new --out, or --overwrite to replace its tokenizer files")
+
+
+def train_bpe(
+    texts: Iterable[str],
+    vocab_size: int,
+    out: str | os.PathLike,
+    special_tokens: tuple[str, ...] = (EOS_TOKEN,),
+    *,
+    bos_token: str | None = None,
+    eos_token: str | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Train a byte-level BPE with ``tokenizers``; write ``tokenizer.json``, ``tokenizer_config.json`` and ``generation_config.json``.
+
+    Special tokens take the first ids, in order, then the 256 byte symbols, then
+    the merges. ``eos_token`` (default: the last special token) is the
+    document separator a build finds; ``bos_token`` (default: the first) is
+    recorded for ``--bos``, which a build uses only when asked.
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
+    special_tokens = tuple(special_tokens)
+    bos_token, eos_token = check_special_tokens(out, special_tokens, bos_token, eos_token)
+    check_output_folder(out, overwrite)
     minimum = len(special_tokens) + 256
     if vocab_size <= minimum:
         raise TokenizerError(out, "vocab_size too small for a byte-level BPE", expected=f"> {minimum}", got=vocab_size)
@@ -45,6 +86,7 @@ def train_bpe(texts: Iterable[str], vocab_size: int, out: str | os.PathLike, spe
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / TOKENIZER_FILE, tokenizer.to_str(pretty=True))
-    eos_id = tokenizer.token_to_id(special_tokens[0])
-    write_text_atomic(out / GENERATION_CONFIG_FILE, canonical_json({"eos_token_id": eos_id}))
+    write_text_atomic(out / TOKENIZER_CONFIG_FILE, canonical_json({"bos_token": bos_token, "eos_token": eos_token, "tokenizer_class": "PreTrainedTokenizerFast"}))
+    ids = {"bos_token_id": tokenizer.token_to_id(bos_token), "eos_token_id": tokenizer.token_to_id(eos_token)}
+    write_text_atomic(out / GENERATION_CONFIG_FILE, canonical_json(ids))
     return out / TOKENIZER_FILE

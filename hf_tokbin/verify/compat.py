@@ -79,7 +79,7 @@ Targets and rules
 
 - format (error): ``_IndexReader`` asserts the ``MMIDIDX`` magic and version 1.
 - one-document-per-sequence (error): with the EOD id known (``run_config.json``
-  ``eod_id`` or ``--eod-id``), every sequence must end with it, or
+  ``doc_sep`` or ``--eod-id``), every sequence must end with it, or
   ``GPTDatasetConfig``'s ``reset_position_ids``, ``reset_attention_mask`` and
   ``eod_mask_loss`` (``_get_ltor_masks_and_position_ids``) find no boundaries.
 - eod (info): the tokenizer's ``eod`` that ``GPTDatasetConfig.tokenizer`` must have.
@@ -134,10 +134,10 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from .._io import read_json
 from ..errors import FormatError
 from ..formats import llmc, megatron
 from ..formats.release import RUN_CONFIG_NAME, SHARDS_DIR, SPLITS
+from ..formats.run_config import RunConfig
 from ..readers.views import find_llmc_folder, find_megatron_pairs, scan_positions
 
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -215,6 +215,15 @@ def _llmc_inputs(path: Path) -> _LlmcInputs:
     return _LlmcInputs(splits, manifest, manifest_path)
 
 
+def _document_start_token(path: Path, manifest: llmc.TokensManifest) -> tuple[int | None, str]:
+    """The id that begins every llm.c document, and what it is: by run_config.json's layout in a release, else the manifest's separator (seed 000: before)."""
+    if path.is_dir() and (path / RUN_CONFIG_NAME).is_file():
+        config = RunConfig.read(path / RUN_CONFIG_NAME)
+        if config.llmc_separator == "after" or config.doc_sep is None:
+            return config.bos_id, "BOS (each document's first token; the separator follows documents)" if config.bos is not None else "first token of each document: text (no BOS, no separator before)"
+    return manifest.doc_sep_id, "separator"
+
+
 def _megatron_inputs(path: Path) -> tuple[list[tuple[str | None, list[Path]]], int | None, int | None]:
     """Pairs per split, and the EOD id and vocab size of ``run_config.json`` when ``path`` is a release."""
     if (path / SHARDS_DIR).is_dir():
@@ -225,16 +234,11 @@ def _megatron_inputs(path: Path) -> tuple[list[tuple[str | None, list[Path]]], i
 
 
 def _run_config_ids(run_config: Path) -> tuple[int | None, int | None]:
+    """The EOD id and vocab size of a release's ``run_config.json`` (read by :class:`RunConfig`, the one reader)."""
     if not run_config.is_file():
         return None, None
-    obj = read_json(run_config, FormatError)
-    eod_id = obj.get("eod_id")
-    tokenizer = obj.get("tokenizer")
-    vocab_size = tokenizer.get("vocab_size") if isinstance(tokenizer, dict) else None
-    for name, value in (("eod_id", eod_id), ("tokenizer.vocab_size", vocab_size)):
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-            raise FormatError(run_config, f"{name} must be null or a non-negative integer", got=value)
-    return eod_id, vocab_size
+    config = RunConfig.read(run_config)
+    return config.eod_id, config.vocab_size
 
 
 # ------------------------------------------------------------------ shared rules
@@ -354,8 +358,10 @@ def check_modded_nanogpt(path: Path, s: LoaderSettings) -> list[Finding]:
     findings = []
     inputs = _llmc_inputs(path)
     manifest = inputs.manifest
-    if manifest is not None and manifest.doc_sep_id != MODDED_NANOGPT_BOS:
-        findings.append(Finding(ERROR, str(inputs.manifest_path), "bos-id", f"train_gpt.py aligns sequences on BOS_ID = {MODDED_NANOGPT_BOS}; this release's separator is {manifest.doc_sep_id}"))
+    if manifest is not None:
+        start, what = _document_start_token(path, manifest)
+        if start != MODDED_NANOGPT_BOS:
+            findings.append(Finding(ERROR, str(inputs.manifest_path), "bos-id", f"train_gpt.py aligns sequences on BOS_ID = {MODDED_NANOGPT_BOS}; this release's {what} is {start}"))
     for split, files in inputs.splits:
         if split == "train" and len(files) == 1:
             findings.append(
@@ -398,7 +404,7 @@ def check_llmc_llama3(path: Path, s: LoaderSettings) -> list[Finding]:
     for split, files in inputs.splits:
         findings += _file_order(files, "sorted(glob.glob(...))") if files else []
         opener = functools.partial(llmc.open_tokens, vocab_size=vocab)
-        for file, tokens in _readable_files(files, llmc.LLAMA3_MAGIC, 7, "train_llama3.py's _peek_data_shard", "build with --llmc-variant llama3", opener, findings):
+        for file, tokens in _readable_files(files, llmc.LLAMA3_MAGIC, 7, "train_llama3.py's _peek_data_shard", "build with --llmc-layout llama3", opener, findings):
             findings += _capacity(file, int(tokens.size), s, "train_llama3.py's DistributedShardedDataLoader")
     return findings
 
@@ -419,7 +425,7 @@ def _open_pair(idx: Path, vocab_size: int | None, eod_id: int | None, findings: 
 
 def _eod_findings(path: Path, eod_id: int | None, setting: str, level_if_unknown: str) -> list[Finding]:
     if eod_id is None:
-        return [Finding(level_if_unknown, str(path), "eod", "EOD id unknown (no run_config.json eod_id): pass --eod-id to check that sequences end with it")]
+        return [Finding(level_if_unknown, str(path), "eod", "EOD id unknown (no run_config.json doc_sep): pass --eod-id to check that sequences end with it")]
     return [Finding(INFO, str(path), "eod", f"set {setting}{eod_id}")]
 
 

@@ -13,15 +13,17 @@ names the file (in a JSON file, the field) and the rule.
    ``formats``, ``corpus.manifest_sha256``, each input shard of
    ``corpus.shards`` (path, split, rows, size, SHA-256; no non-empty shard
    twice, so the splits are disjoint), ``tokenizer`` (tokenizer_id, sha256,
-   vocab_size, doc_sep_id), ``llmc.variant`` with the llmc format, and
-   ``eod_id``: the tokenizer's doc_sep_id (never null) with the megatron
-   format, null without.
+   vocab_size), the boundary tokens ``doc_sep`` (never null with the megatron
+   format) and ``bos``, ``special_tokens``, and ``llmc.layout`` and
+   ``llmc.separator`` with the llmc format (format 1's ``eod_id``,
+   ``tokenizer.doc_sep_id`` and ``llmc.variant`` are read too).
 3. **Receipts.** ``receipts/`` holds exactly ``part-NNNNNN.json`` for input
    shard N. Each receipt names its input shard as run_config.json pins it,
    agrees with ``COMPLETE.json`` about every file it names, counts only its
    shard's split, with documents equal to the shard's rows (so, per split,
-   documents equal corpus rows: nothing lost) and one EOD token per document
-   with the megatron format (none without), and names its part's
+   documents equal corpus rows: nothing lost) and one EOD token (and one BOS
+   token, with ``bos``) per document with the megatron format (none without),
+   and names its part's
    ``shards/<split>/part-NNNNNN.bin`` and ``.idx`` when it has Megatron
    documents, no file otherwise.
 4. **Layout.** ``shards/`` holds exactly the files the receipts name, and
@@ -30,23 +32,33 @@ names the file (in a JSON file, the field) and the rule.
    without.
 5. **Megatron pairs.** Each pair is valid (header, sizes, pointers inside the
    ``.bin``), its dtype code is the one vocab_size needs, ids < vocab_size, one
-   document per sequence, every sequence ends with ``eod_id``, and its
-   sequence and token counts equal its receipt's.
+   document per sequence, every sequence ends with the EOD (``doc_sep.id``)
+   and, with ``bos``, begins with the BOS, and its sequence and token counts
+   equal its receipt's.
 6. **llm.c files.** The manifest's tokenizer_id, tokenizer_sha256,
    vocab_size, doc_sep_id, dataset, version and corpus_manifest_sha256 equal
    run_config.json's. Files are numbered from 00000 per split without gaps.
-   Each file has the magic of the llm.c variant and, for seed 000, header[3]
-   = vocab_size; its header, size, ids < vocab_size, n_tokens and SHA-256 are
-   as listed, and it starts with the separator (when there is one). For both
-   splits (a split absent from the receipts counts zero), documents and
-   tokens equal the receipts' (text tokens + one separator per document), and
-   a split without documents has no file.
+   Each file has the magic of the llm.c layout and, for gpt2 (seed 000),
+   header[3] = vocab_size; its header, size, ids < vocab_size, n_tokens and
+   SHA-256 are as listed, and it starts (separator "before") or ends
+   ("after") with the separator, when there is one. For both splits (a split
+   absent from the receipts counts zero), documents and tokens equal the
+   receipts' (text tokens + one separator and one BOS per document, as
+   recorded), and a split without documents has no file.
 7. **Both formats agree.** Per split, the llm.c token stream is the Megatron
-   documents in part order: ``[sep] + doc`` for each document in llm.c,
-   ``doc + [eod]`` in Megatron, with sep = eod = the tokenizer's doc_sep_id.
+   documents in part order, document by document: Megatron's
+   ``[bos] + doc + [eod]`` is llm.c's ``[sep] + [bos] + doc`` (separator
+   before) or the very same ``[bos] + doc + [sep]`` (after), with sep = eod.
    The streams are compared id by id in chunks of bounded size. Each llm.c
    file begins where a document begins, and its ``n_docs`` is the number of
    documents it holds.
+7b. **Boundary tokens inside documents.** A separator/EOD or BOS id anywhere
+   but its own place in a Megatron document (or, without Megatron, more of
+   them in an llm.c file than documents) is named with the file and document
+   index. With ``special_tokens: "ordinary"`` and a token whose
+   ``ordinary_text_can_encode`` is false, the text cannot have given it: an
+   error. Otherwise the text may hold that id (a byte, a vocabulary entry, or
+   special-token text parsed on request): a warning in the report.
 8. **stats.json** equals what the receipts give
    (:func:`hf_tokbin.formats.release.stats_record`): dataset, tokenizer_id, and the
    counts per split, per source and per part.
@@ -85,14 +97,15 @@ from ..formats.release import (
     split_totals,
     stats_record,
 )
-from ..formats.run_config import LLMC_VARIANTS, RunConfig
+from ..formats.run_config import BoundaryToken, RunConfig
 from ..formats.sniff import file_magic
 from ..readers.views import open_llmc_file
 from .checks import check_files, check_receipts
 
-# run_config.json's llmc.variant -> the magic of its token files
-LLMC_MAGIC = {variant: next(x.magic for x in llmc.LAYOUTS if x.family == family) for variant, family in LLMC_VARIANTS.items()}
+# run_config.json's llmc.layout -> the magic of its token files
+LLMC_MAGIC = {family: next(x.magic for x in llmc.LAYOUTS if x.family == family) for family in llmc.FAMILIES}
 _COMPARE_CHUNK = 1 << 22  # ids compared per step when matching llm.c against Megatron: memory stays flat
+MAX_WARNINGS = 20  # boundary tokens inside documents named in a report; the rest are counted
 
 
 @dataclass
@@ -102,11 +115,14 @@ class ReleaseReport:
     bytes: int = 0
     splits: dict[str, SplitCounts] = field(default_factory=dict)
     formats: tuple[str, ...] = ()
+    warnings: list[str] = field(default_factory=list)  # what holds but deserves a look (a boundary id inside a document)
 
     def summary(self) -> str:
         lines = [f"{self.path}: OK: {self.files} files, {self.bytes / 1e6:,.1f} MB, formats {', '.join(self.formats)}"]
         for split, c in self.splits.items():
-            lines.append(f"  {split:<11}{c.documents:>12,} documents {c.text_tokens:>15,} text tokens {c.eod_tokens:>12,} EOD")
+            bos = f" {c.bos_tokens:>12,} BOS" if c.bos_tokens else ""
+            lines.append(f"  {split:<11}{c.documents:>12,} documents {c.text_tokens:>15,} text tokens {c.eod_tokens:>12,} EOD{bos}")
+        lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
 
@@ -136,7 +152,8 @@ def verify_release(root: str | os.PathLike) -> ReleaseReport:
         if "megatron" in config.formats:
             _check_llmc_is_megatron(root, config, manifest, receipts)
     _check_stats(root, config, receipts)
-    return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, config.formats)
+    warnings = _boundaries_inside_documents(root, config, manifest, receipts)
+    return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, config.formats, warnings)
 
 
 def verify_release_records(root: str | os.PathLike, complete: Complete, held: Iterable[str] = ()) -> ReleaseReport:
@@ -163,7 +180,7 @@ def verify_release_records(root: str | os.PathLike, complete: Complete, held: It
         for entry in manifest.files:
             path = root / config.llmc_dir / entry.name
             if f"{config.llmc_dir}/{entry.name}" in held:
-                llmc.verify_token_file(path, entry, manifest.vocab_size, manifest.doc_sep_id)
+                llmc.verify_token_file(path, entry, manifest.vocab_size, manifest.doc_sep_id, config.llmc_separator)
     _check_area(root, listed, TOKENS_DIR, llmc_files, f"the llm.c folder {config.llmc_dir}/ and the files its manifest lists")
     if "megatron" in config.formats:
         for receipt, shard in zip(receipts, config.shards):
@@ -218,6 +235,9 @@ def _check_receipts(root: Path, complete: Complete, config: RunConfig) -> list[R
         eod_tokens = counts.documents if megatron_format else 0
         if counts.eod_tokens != eod_tokens:
             raise VerificationError(path, "eod_tokens must be one per document with the megatron format, 0 without", expected=eod_tokens, got=counts.eod_tokens)
+        bos_tokens = counts.documents if megatron_format and config.bos is not None else 0
+        if counts.bos_tokens != bos_tokens:
+            raise VerificationError(path, "bos_tokens must be one per document with the megatron format and a BOS (run_config.json bos), 0 otherwise", expected=bos_tokens, got=counts.bos_tokens)
         files = [pair_path(shard.split, part, "bin"), pair_path(shard.split, part, "idx")] if megatron_format and counts.documents else []
         if sorted(f.path for f in receipt.files) != files:
             raise VerificationError(path, "receipt must name its part's .bin and .idx (none without Megatron documents)", expected=files, got=[f.path for f in receipt.files])
@@ -233,7 +253,7 @@ def _check_pair(root: Path, receipt: Receipt, split: str, config: RunConfig) -> 
     code = megatron.dtype_code_for_vocab(config.vocab_size)
     if pair.header.code != code:
         raise FormatError(pair.idx_path, "dtype code does not match vocab_size", expected=code, got=pair.header.code)
-    pair.check_one_document_per_sequence(config.eod_id)
+    pair.check_one_document_per_sequence(config.eod_id, config.bos_id)
     if len(pair) != counts.documents or pair.n_tokens != counts.total_tokens:
         raise VerificationError(pair.bin_path, "pair counts differ from the receipt (token conservation)", expected=(counts.documents, counts.total_tokens), got=(len(pair), pair.n_tokens))
 
@@ -242,17 +262,21 @@ def _check_pair(root: Path, receipt: Receipt, split: str, config: RunConfig) -> 
 
 
 def verify_llmc_folder(directory: Path) -> llmc.TokensManifest:
-    """An llm.c token folder: the files on disk are the manifest's, numbered without gaps, each intact."""
+    """An llm.c token folder: the files on disk are the manifest's, numbered without gaps, each intact.
+
+    The manifest does not say where the separator stands (seed 000's keys), so
+    either layout is accepted here; a release's run_config.json says which.
+    """
     manifest = llmc.TokensManifest.read(directory / llmc.MANIFEST_NAME)
     names = {f.name for f in manifest.files}
     on_disk = {p.name for p in directory.glob("*.bin") if is_release_path(p.name)}
     if names != on_disk:
         raise VerificationError(directory, "token files on disk differ from the manifest", expected=sorted(names), got=sorted(on_disk))
-    _check_llmc_files(directory, manifest)
+    _check_llmc_files(directory, manifest, None)
     return manifest
 
 
-def _check_llmc_files(directory: Path, manifest: llmc.TokensManifest) -> None:
+def _check_llmc_files(directory: Path, manifest: llmc.TokensManifest, separator: str | None) -> None:
     """Each split's files numbered from 00000 without gaps; each file intact and as its manifest entry says."""
     for split in llmc.SPLITS:
         files = sorted((f for f in manifest.files if f.split == split), key=lambda f: f.name)
@@ -260,7 +284,7 @@ def _check_llmc_files(directory: Path, manifest: llmc.TokensManifest) -> None:
             raise VerificationError(directory / llmc.MANIFEST_NAME, f"{split}: token files must be numbered from 00000 without gaps", got=[f.name for f in files])
         for entry in files:
             path = directory / entry.name
-            llmc.verify_token_file(path, entry, manifest.vocab_size, manifest.doc_sep_id)
+            llmc.verify_token_file(path, entry, manifest.vocab_size, manifest.doc_sep_id, separator)
 
 
 def _read_llmc_manifest(root: Path, listed: set[str], config: RunConfig) -> llmc.TokensManifest:
@@ -279,19 +303,19 @@ def _read_llmc_manifest(root: Path, listed: set[str], config: RunConfig) -> llmc
 def _check_llmc(root: Path, config: RunConfig, manifest: llmc.TokensManifest, totals: dict[str, SplitCounts]) -> None:
     directory = root / config.llmc_dir
     manifest_path = directory / llmc.MANIFEST_NAME
-    magic = LLMC_MAGIC[config.llmc_variant]
+    magic = LLMC_MAGIC[config.llmc_layout]
     # The seed 000 writer fills header[3] (0 only for a vocabulary beyond int32, as llmc.encode_header does).
     header_vocab = config.vocab_size if config.vocab_size <= np.iinfo(np.int32).max else 0
     for entry in manifest.files:
         path = directory / entry.name
         if file_magic(path) != magic:
-            raise FormatError(path, f"magic in header[0] must be that of llm.c variant {config.llmc_variant} (run_config.json)", expected=magic, got=file_magic(path))
-        if config.llmc_variant == "seed000":  # upstream's Llama 3 header has no vocab_size field
+            raise FormatError(path, f"magic in header[0] must be that of llm.c layout {config.llmc_layout} (run_config.json)", expected=magic, got=file_magic(path))
+        if config.llmc_layout == "gpt2":  # upstream's Llama 3 header has no vocab_size field
             header = llmc.read_header(path)
             if header.vocab_size != header_vocab:
                 raise FormatError(path, "header[3] must be the release's vocab_size", expected=header_vocab, got=header.vocab_size)
-    _check_llmc_files(directory, manifest)
-    sep = 0 if config.doc_sep_id is None else 1
+    _check_llmc_files(directory, manifest, config.llmc_separator)
+    sep = (config.doc_sep is not None) + (config.bos is not None)  # tokens added to each document
     for split in SPLITS:
         counts = totals.get(split, SplitCounts(0, 0, 0))
         files = [f for f in manifest.files if f.split == LLMC_SPLIT[split]]
@@ -300,14 +324,14 @@ def _check_llmc(root: Path, config: RunConfig, manifest: llmc.TokensManifest, to
         expected = (counts.documents, counts.text_tokens + sep * counts.documents)
         got = (sum(f.n_docs for f in files), sum(f.n_tokens for f in files))
         if got != expected:
-            raise VerificationError(manifest_path, f"{split}: llm.c (documents, tokens) must equal the receipts' (token conservation)", expected=expected, got=got)
+            raise VerificationError(manifest_path, f"{split}: llm.c (documents, tokens) must equal the receipts' (token conservation: text tokens + separator and BOS per document)", expected=expected, got=got)
 
 
 # ---------------------------------------------------------------- llm.c = Megatron
 
 
 def _check_llmc_is_megatron(root: Path, config: RunConfig, manifest: llmc.TokensManifest, receipts: list[Receipt]) -> None:
-    """Per split, the llm.c files hold the Megatron documents in part order, whole, each after the separator.
+    """Per split, the llm.c files hold the Megatron documents in part order, whole, in run_config.json's layout.
 
     Runs after the counts agree, so both streams of a split hold the same number of ids.
     """
@@ -315,15 +339,15 @@ def _check_llmc_is_megatron(root: Path, config: RunConfig, manifest: llmc.Tokens
     for split in SPLITS:
         entries = [f for f in manifest.files if f.split == LLMC_SPLIT[split]]
         pairs = [root / pair_path(split, r.part, "bin") for r in receipts if split in r.splits and r.splits[split].documents]
-        _check_same_ids(directory, entries, pairs, config.doc_sep_id)
+        _check_same_ids(directory, entries, pairs, config.doc_sep_id, config.llmc_separator)
         _check_documents_per_file(directory, entries, pairs)
 
 
 def _check_documents_per_file(directory: Path, entries: list[llmc.LlmcFileEntry], pairs: list[Path]) -> None:
     """Each llm.c file begins where a Megatron document begins and holds ``n_docs`` documents.
 
-    Document d starts at the same position in both streams (``[sep] + doc``
-    against ``doc + [eod]``), so file k, spanning positions [b_k, b_k+1),
+    Document d starts at the same position in both streams (``[sep] + [bos] + doc``
+    against ``[bos] + doc + [eod]``, or the same ids), so file k, spanning positions [b_k, b_k+1),
     holds the documents whose Megatron start lies in that span. ``rank(x)``,
     the number of documents starting before x, is a binary search in each
     pair's pointers: no index is loaded whole.
@@ -346,16 +370,17 @@ def _check_documents_per_file(directory: Path, entries: list[llmc.LlmcFileEntry]
             raise VerificationError(directory / llmc.MANIFEST_NAME, f"{entry.name}: n_docs must be the number of documents the file holds (by the Megatron pairs)", expected=int(documents[k]), got=entry.n_docs)
 
 
-def _check_same_ids(directory: Path, entries: list[llmc.LlmcFileEntry], pairs: list[Path], sep: int) -> None:
-    """llm.c ids = [sep] + the Megatron ids (whose last id, the final EOD, has no llm.c counterpart)."""
+def _check_same_ids(directory: Path, entries: list[llmc.LlmcFileEntry], pairs: list[Path], sep: int, separator: str) -> None:
+    """llm.c ids = the Megatron ids ("after"), or [sep] + them ("before"; the last id, the final EOD, has no llm.c counterpart)."""
     llmc_ids = _chunks((directory / e.name, open_llmc_file(directory / e.name, check_ids=False)) for e in entries)
-    megatron_ids = _chunks(itertools.chain([("the separator before the first document", np.array([sep]))], ((p, megatron.MegatronPair(p).tokens) for p in pairs)))
+    first = [("the separator before the first document", np.array([sep]))] if separator == "before" else []
+    megatron_ids = _chunks(itertools.chain(first, ((p, megatron.MegatronPair(p).tokens) for p in pairs)))
     mismatch = _first_mismatch(llmc_ids, megatron_ids)
     if mismatch is not None:
         (path, position, got), (source, source_position, expected) = mismatch
         raise VerificationError(
             path,
-            f"token {position}: llm.c ids must be the Megatron documents in part order, each after the separator",
+            f"token {position}: llm.c ids must be the Megatron documents in part order, each {separator} the separator",
             expected=f"{expected} (as {source} token {source_position})",
             got=got,
         )
@@ -384,6 +409,63 @@ def _first_mismatch(left: Iterator, right: Iterator) -> tuple[tuple, tuple] | No
             i = int(bad[0])
             return (a[0], a[1] + i, int(a[2][i])), (b[0], b[1] + i, int(b[2][i]))
         a, b = (a[0], a[1] + n, a[2][n:]), (b[0], b[1] + n, b[2][n:])
+
+
+# ---------------------------------------------------------------- boundary tokens inside documents
+
+
+def _boundaries_inside_documents(root: Path, config: RunConfig, manifest: llmc.TokensManifest | None, receipts: list[Receipt]) -> list[str]:
+    """Each boundary id found inside a document: an error when the text cannot have given it, else a warning (returned).
+
+    Megatron pairs give every document's bounds, so each occurrence is named by
+    file and document index; the llm.c stream equals them (checked before).
+    Without Megatron, an llm.c file holding more of an id than it has documents
+    is named with the count.
+    """
+    tokens = config.boundary_tokens()
+    if not tokens:
+        return []
+    found: list[tuple[Path, str, BoundaryToken, str]] = []  # (file, role, token, where)
+    if "megatron" in config.formats:
+        for receipt, shard in zip(receipts, config.shards):
+            if receipt.splits[shard.split].documents:
+                found += _inside_pair(root / pair_path(shard.split, receipt.part, "bin"), tokens)
+    elif manifest is not None:
+        directory = root / config.llmc_dir
+        for entry in manifest.files:
+            ids = open_llmc_file(directory / entry.name, check_ids=False)
+            for role, token in tokens.items():
+                extra = llmc.count_id(ids, token.id) - entry.n_docs
+                if extra > 0:
+                    found.append((directory / entry.name, role, token, f"{extra} more than its {entry.n_docs} documents"))
+    warnings = []
+    for path, role, token, where in found:
+        text = f"the {role} id {token.id}{f' {token.token!r}' if token.token is not None else ''} is inside a document: {where}"
+        if config.special_tokens == "ordinary" and not token.ordinary_text_can_encode:
+            raise VerificationError(path, f"{text}; text encoded as ordinary text cannot give this id (a false document boundary)")
+        if len(warnings) < MAX_WARNINGS:
+            reason = "special-token text was parsed as tokens" if config.special_tokens == "parsed" else "the text itself may encode to it"
+            warnings.append(f"{path}: {text} ({reason})")
+    if len(found) > MAX_WARNINGS:
+        warnings.append(f"... and {len(found) - MAX_WARNINGS} more boundary ids inside documents")
+    return warnings
+
+
+def _inside_pair(bin_path: Path, tokens: dict[str, BoundaryToken]) -> list[tuple[Path, str, BoundaryToken, str]]:
+    """Boundary ids of one Megatron pair anywhere but their own places: the EOD last in a sequence, the BOS first."""
+    pair = megatron.MegatronPair(bin_path)
+    starts = np.asarray(pair.pointers, dtype=np.int64) // pair.dtype.itemsize
+    places = {"separator": starts + np.asarray(pair.lengths, dtype=np.int64) - 1, "BOS": starts}
+    found = []
+    for token_id in sorted({t.id for t in tokens.values()}):
+        roles = [role for role, t in tokens.items() if t.id == token_id]  # a BOS may also be the separator
+        own = np.unique(np.concatenate([places[role] for role in roles]))
+        for start in range(0, pair.n_tokens, _COMPARE_CHUNK):
+            positions = start + np.flatnonzero(pair.tokens[start : start + _COMPARE_CHUNK] == token_id)
+            for position in positions[~np.isin(positions, own)][: MAX_WARNINGS + 1].tolist():
+                document = int(np.searchsorted(starts, position, side="right")) - 1
+                found.append((bin_path, roles[0], tokens[roles[0]], f"document {document} of {bin_path.name}, token {position - int(starts[document])}"))
+    return found
 
 
 # ---------------------------------------------------------------- stats.json
