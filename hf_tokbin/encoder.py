@@ -118,9 +118,11 @@ PROBE_TEXTS: tuple[str, ...] = (
     "<|endoftext|> <s> </s> <unk> [CLS] <|begin_of_text|> <pad>",
 )
 
-# Each code point c of the universe is encoded by both engines in this text
-# (c at the start, after and before a letter, a space, a digit and a newline, doubled).
-CODE_POINT_PROBE = "{c}a{c} {c}{c}1\n{c}"
+# Each code point c of the universe is encoded by both engines in this text: c at the
+# start, after and before a letter, a space, a digit and a newline, doubled, and before
+# "'s" and "111", single tokens that split off only if c is a letter or a digit ("'s")
+# and only if it is not a digit ("111" under \p{N}{1,3}).
+CODE_POINT_PROBE = "{c}a{c} {c}{c}1\n{c}'s {c}111"
 # Contexts of the contractions (?i:'s|'t|'re|'ve|'m|'ll|'d): every ASCII pair xy, and
 # every character tokenizers case-folds onto an ASCII letter, go through these.
 CONTRACTION_PROBE = "{x}{y} '{x}{y}'{y}{x}"
@@ -410,14 +412,14 @@ def code_point_universe() -> np.ndarray:
     )
 
 
-def prove_code_points(tokenizer, engine) -> np.ndarray:
-    """For each code point of :func:`code_point_universe`, True where gigatoken is NOT proven identical."""
-    universe = code_point_universe()
+def prove_code_points(tokenizer, engine, universe: np.ndarray | None = None) -> np.ndarray:
+    """For each code point of ``universe`` (:func:`code_point_universe`), True where gigatoken is NOT proven identical."""
+    universe = code_point_universe() if universe is None else np.asarray(universe, dtype=np.int64)
     unproven = _class_mismatches(universe)
     unproven |= _probe_mismatches(tokenizer, engine, universe, CODE_POINT_PROBE)
     ascii_pairs = [CONTRACTION_PROBE.format(x=chr(x), y=chr(y)) for x in range(128) for y in range(128)]
     if not _same_ids(tokenizer, engine, ascii_pairs).all():
-        unproven[:128] = True  # ASCII is the first 128 code points of the universe
+        unproven[universe < 128] = True
     folds = _case_folds_onto_ascii(universe)
     unproven[folds] |= _probe_mismatches(tokenizer, engine, universe[folds], _FOLD_PROBE)
     return unproven
