@@ -119,10 +119,10 @@ PROBE_TEXTS: tuple[str, ...] = (
 )
 
 # Each code point c of the universe is encoded by both engines in this text: c at the
-# start, after and before a letter, a space, a digit and a newline, doubled, and before
+# start, after and before a letter, a space, a digit and a newline, and before
 # "'s" and "111", single tokens that split off only if c is a letter or a digit ("'s")
 # and only if it is not a digit ("111" under \p{N}{1,3}).
-CODE_POINT_PROBE = "{c}a{c} {c}{c}1\n{c}'s {c}111"
+CODE_POINT_PROBE = "{c}a{c} {c}1\n{c}'s {c}111"
 # Contexts of the contractions (?i:'s|'t|'re|'ve|'m|'ll|'d): every ASCII pair xy, and
 # every character tokenizers case-folds onto an ASCII letter, go through these.
 CONTRACTION_PROBE = "{x}{y} '{x}{y}'{y}{x}"
@@ -173,6 +173,7 @@ class DocumentEncoder:
         self._gigatoken = None
         self._check = FastPathCheck(False, _engine_name("tokenizers"), "fast path not checked yet")
         self._unproven: tuple[tuple[int, int], ...] = ()  # inclusive code point ranges routed to tokenizers
+        self._parsed_added: tuple[str, ...] = ()  # added-token texts whose documents are routed to tokenizers
         self._router = None
 
     @classmethod
@@ -200,6 +201,7 @@ class DocumentEncoder:
             "parse_special": self.parse_special,
             "check": dataclasses.replace(self._check, seconds=0.0),  # timing must not change the fingerprint
             "unproven": self._unproven,
+            "parsed_added": self._parsed_added,
         }
 
     def __setstate__(self, state: dict) -> None:
@@ -211,6 +213,7 @@ class DocumentEncoder:
         self._gigatoken = None
         self._check = state["check"]
         self._unproven = state["unproven"]
+        self._parsed_added = state["parsed_added"]
         self._router = None
 
     @property
@@ -253,12 +256,14 @@ class DocumentEncoder:
             self._check = FastPathCheck(False, _engine_name("tokenizers"), "fast path disabled (fast='never')")
             return self._check
         self._gigatoken, self._router, self._unproven = None, None, ()
+        self._parsed_added = tuple(self.parsed_added_tokens())
         texts = [*sample_texts, *PROBE_TEXTS, *self._added_token_probes()]
-        reason = self._unsupported_shape()
+        config = json.loads(self.tokenizer_json)
+        reason = self._unsupported_shape(config)
         unproven_count = 0
         if reason is None:
             try:
-                engine = self._load_gigatoken()
+                engine = self._load_gigatoken(config)
                 unproven = prove_code_points(self.tokenizer, engine)
                 unproven_count = int(unproven.sum())
                 self._unproven = _ranges(~_proven_mask(unproven))
@@ -284,9 +289,8 @@ class DocumentEncoder:
                 raise TokenizerError(self.source, "fast path required but unavailable", expected="gigatoken ids identical to tokenizers", got=reason)
         return self._check
 
-    def _unsupported_shape(self) -> str | None:
-        """Why the proof cannot cover this tokenizer's normalizer or pre-tokenizer, or None."""
-        config = json.loads(self.tokenizer_json)
+    def _unsupported_shape(self, config: dict) -> str | None:
+        """Why the proof cannot cover this tokenizer's normalizer or pre-tokenizer (``config``: tokenizer.json), or None."""
         normalizer = config.get("normalizer")
         for step in _steps(normalizer, "normalizers"):
             kind = step.get("type")
@@ -312,12 +316,12 @@ class DocumentEncoder:
         contents = [token.content for token in self.tokenizer.get_added_tokens_decoder().values()]
         return [f"a{c}b {c} c {c}{c}\n{c}" for c in contents]
 
-    def _load_gigatoken(self):
+    def _load_gigatoken(self, config: dict | None = None):
         """gigatoken with the tokenizer minus its added tokens: documents holding parsed added-token text never reach it."""
         if self._gigatoken is None:
             import gigatoken
 
-            config = json.loads(self.tokenizer_json)
+            config = dict(config or json.loads(self.tokenizer_json))
             config["added_tokens"] = []
             self._gigatoken = gigatoken.Tokenizer.from_json(json.dumps(config))
         return self._gigatoken
@@ -325,12 +329,8 @@ class DocumentEncoder:
     def _route(self, texts: list[str]) -> list[int]:
         """Indices of the texts gigatoken is not proven on: an unproven code point, or parsed added-token text."""
         if self._router is None:
-            classes = "".join(f"{_escape(lo)}-{_escape(hi)}" for lo, hi in self._unproven)
-            alternatives = [f"[{classes}]"] if classes else []
-            alternatives += [re.escape(c) for c in sorted(self.parsed_added_tokens(), key=len, reverse=True)]
-            self._router = re.compile("|".join(alternatives)).search if alternatives else (lambda text: None)
-        search = self._router
-        return [i for i, text in enumerate(texts) if search(text) is not None]
+            self._router = _Router(self._unproven, self._parsed_added)
+        return self._router.unproven_texts(texts)
 
     # -------------------------------------------------------------- encoding
 
@@ -373,6 +373,38 @@ class DocumentEncoder:
 _chain = chain.from_iterable
 
 
+class _Router:
+    """Finds the documents of a batch that must go to tokenizers, without a Python loop over characters.
+
+    Code points: the batch as one UTF-32 array, looked up in a table of the
+    1,114,112 code points (proven or not); an all-ASCII batch skips that when
+    ASCII is proven. Added-token text: one regex of the parsed tokens' texts.
+    """
+
+    def __init__(self, unproven: tuple[tuple[int, int], ...], added_tokens: tuple[str, ...]):
+        self.proven = np.ones(_LAST_CODE_POINT + 1, dtype=bool)
+        for first, last in unproven:
+            self.proven[first : last + 1] = False
+        self.ascii_proven = bool(self.proven[:128].all())
+        alternatives = [re.escape(t) for t in sorted(set(added_tokens), key=len, reverse=True) if t]
+        self.added_search = re.compile("|".join(alternatives)).search if alternatives else None
+
+    def unproven_texts(self, texts: list[str]) -> list[int]:
+        joined = "".join(texts)
+        found = set()
+        if not (self.ascii_proven and joined.isascii()):
+            # surrogatepass: a lone surrogate becomes its code point, which is never proven.
+            codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+            bad = np.flatnonzero(~self.proven[codes])
+            if bad.size:
+                ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
+                found.update(np.unique(np.searchsorted(ends, bad, side="right")).tolist())
+        if self.added_search is not None:
+            search = self.added_search
+            found.update(i for i, text in enumerate(texts) if search(text) is not None)
+        return sorted(found)
+
+
 def _steps(component: dict | None, key: str) -> list[dict]:
     """A normalizer or pre-tokenizer as its flat list of steps (a Sequence unrolled)."""
     if not component:
@@ -382,15 +414,13 @@ def _steps(component: dict | None, key: str) -> list[dict]:
     return [component]
 
 
-def _escape(code_point: int) -> str:
-    return f"\\U{code_point:08x}"
-
-
 def _encode_with_gigatoken(engine, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """gigatoken returns an awkward array (one flat buffer plus offsets): unpack it without copying per token."""
     import awkward as ak
 
     rows = engine.encode_batch(list(texts))  # in a worker process gigatoken encodes on the calling thread
+    if len(rows) != len(texts):  # never align ids to the wrong documents
+        raise RuntimeError(f"gigatoken returned {len(rows)} documents for {len(texts)} texts")
     ids = np.ascontiguousarray(ak.to_numpy(ak.flatten(rows, axis=1)), dtype=np.uint32)
     lengths = ak.to_numpy(ak.num(rows, axis=1)).astype(np.int64, copy=False)
     return ids, lengths
@@ -513,9 +543,16 @@ def _probe_mismatches(tokenizer, engine, code_points: np.ndarray, template: str,
 
 def _same_ids(tokenizer, engine, texts: list[str]) -> np.ndarray:
     """Per text, whether tokenizers and gigatoken give the same ids."""
-    want = tokenizer.encode_batch_fast(texts, add_special_tokens=False)
-    got = engine.encode_batch_list(list(texts))
-    return np.fromiter((w.ids == g for w, g in zip(want, got)), dtype=bool, count=len(texts))
+    want = [e.ids for e in tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
+    want_lengths = np.fromiter(map(len, want), dtype=np.int64, count=len(want))
+    want_ids = np.fromiter(_chain(want), dtype=np.uint32, count=int(want_lengths.sum()))
+    got_ids, got_lengths = _encode_with_gigatoken(engine, texts)
+    same = want_lengths == got_lengths
+    # Where the counts agree, compare id by id; a text with any differing id is not the same.
+    document = np.repeat(np.flatnonzero(same), want_lengths[same])
+    want_kept, got_kept = want_ids[np.repeat(same, want_lengths)], got_ids[np.repeat(same, got_lengths)]
+    same[document[want_kept != got_kept]] = False
+    return same
 
 
 def _first_difference(texts, expected: tuple[np.ndarray, np.ndarray], got: tuple[np.ndarray, np.ndarray]) -> str | None:

@@ -179,7 +179,7 @@ class _EngineWrongOn:
 def test_the_corpus_sample_decides(monkeypatch, small_bpe):
     # Only the sample holds the word the engine gets wrong: without it the check passes, with it it fails.
     real_load = DocumentEncoder._load_gigatoken
-    monkeypatch.setattr(DocumentEncoder, "_load_gigatoken", lambda self: _EngineWrongOn(real_load(self), "zebra"))
+    monkeypatch.setattr(DocumentEncoder, "_load_gigatoken", lambda self, config=None: _EngineWrongOn(real_load(self, config), "zebra"))
     encoder = DocumentEncoder.from_tokenizer_json(small_bpe)
     assert encoder.check_fast_path(["a cat sat"]).used
     check = encoder.check_fast_path(["a cat sat", "the zebra ran home"])
@@ -202,10 +202,10 @@ class _EngineDroppingTheLastText:
 
 def test_fewer_documents_than_texts_is_a_difference_not_a_crash(monkeypatch, small_bpe):
     real_load = DocumentEncoder._load_gigatoken
-    monkeypatch.setattr(DocumentEncoder, "_load_gigatoken", lambda self: _EngineDroppingTheLastText(real_load(self)))
+    monkeypatch.setattr(DocumentEncoder, "_load_gigatoken", lambda self, config=None: _EngineDroppingTheLastText(real_load(self, config)))
     encoder = DocumentEncoder.from_tokenizer_json(small_bpe)
     check = encoder.check_fast_path(["a cat sat"])
-    counts = re.fullmatch(r"gigatoken returned (\d+) documents for (\d+) texts", check.reason)
+    counts = re.search(r"gigatoken returned (\d+) documents for (\d+) texts$", check.reason)
     assert not check.used and counts and int(counts[1]) == int(counts[2]) - 1
 
 

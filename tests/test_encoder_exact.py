@@ -9,6 +9,7 @@ not prove go to ``tokenizers``.
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from pathlib import Path
 
@@ -30,9 +31,14 @@ NEW_LETTER, NEW_DIGIT = "\ua7ce", "\U00011de0"
 TOKENIZERS = {"gpt2": gpt2_tokenizer_json, "llama3": llama3_tokenizer_json}
 
 
+@functools.lru_cache(maxsize=None)
+def _reference(path) -> Tokenizer:
+    return Tokenizer.from_file(str(path))
+
+
 def _definition(path, texts: list[str], parse_special: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """tokenizers' ids, one encode per text: the definition."""
-    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer = _reference(path)
     tokenizer.encode_special_tokens = not parse_special
     per_text = [tokenizer.encode(t, add_special_tokens=False).ids for t in texts]
     flat = [i for ids in per_text for i in ids]
@@ -152,7 +158,7 @@ _TEXTS = st.lists(st.lists(_PIECES, max_size=12).map("".join), min_size=1, max_s
 
 
 @pytest.mark.parametrize("name", sorted(TOKENIZERS))
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=_TEXTS)
 def test_random_mixed_script_texts_give_tokenizers_ids(checked, name, texts):
     got, want = checked[name].encode_batch(texts), _definition(_json(name), texts)
