@@ -132,8 +132,6 @@ _FOLD_PROBE = "'{c} '{c}e '{c}l 'r{c} 'v{c} 'l{c} {c}'{c}"
 # compares (\p{L}, \p{N}, \s and their negations) and escaped ASCII literals.
 _ALLOWED_ESCAPE = re.compile(r"\\(?:[pP]\{[LN]\}|[sSrnt]|[^A-Za-z0-9])")
 _ANY_ESCAPE = re.compile(r"\\(?:[pP]\{[^}]*\}|.)")
-# GPT-2's pattern: what a ByteLevel pre-tokenizer with use_regex splits with.
-_GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 _LAST_CODE_POINT = 0x10FFFF
 _MARK = "\U0010ffff"  # a noncharacter, never in the universe: marks a class member in Replace output
 
@@ -297,7 +295,8 @@ class DocumentEncoder:
             if kind == "Prepend" or (kind == "Replace" and len(step.get("pattern", {}).get("String") or "") == 1):
                 continue
             return f"fast path not proven for the normalizer {kind} (only Prepend and one-character Replace are)"
-        if normalizer and any(t.normalized for t in self.tokenizer.get_added_tokens_decoder().values() if t.content in self.parsed_added_tokens()):
+        parsed = set(self._parsed_added)
+        if normalizer and any(t.normalized for t in self.tokenizer.get_added_tokens_decoder().values() if t.content in parsed):
             return "fast path not proven for added tokens matched on normalized text"
         for step in _steps(config.get("pre_tokenizer"), "pretokenizers"):
             kind = step.get("type")
@@ -307,8 +306,11 @@ class DocumentEncoder:
             if pattern is None:
                 return f"fast path not proven for the pre-tokenizer {kind}"
             unknown = set(_ANY_ESCAPE.findall(pattern)) - set(_ALLOWED_ESCAPE.findall(pattern))
+            if not pattern.isascii():
+                return "fast path not proven for a pattern with non-ASCII literals"
             if unknown or "[:" in pattern:
-                return f"fast path not proven for a pattern using {sorted(unknown) or ['[:class:]']} (only \\p{{L}}, \\p{{N}}, \\s and ASCII literals are)"
+                used = ", ".join(sorted(unknown) or ["[:class:]"])
+                return f"fast path not proven for a pattern using {used} (only \\p{{L}}, \\p{{N}}, \\s and ASCII literals are)"
         return None
 
     def _added_token_probes(self) -> list[str]:

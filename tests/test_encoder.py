@@ -13,6 +13,7 @@ from datasets.fingerprint import Hasher
 from tokenizer_files import gpt2_tokenizer_json, llama3_tokenizer_json, story_texts
 from tokenizers import (
     AddedToken,
+    Regex,
     Tokenizer,
     decoders,
     models,
@@ -141,8 +142,16 @@ def test_fast_path_used_for_shapes_gigatoken_reproduces(tmp_path, shape):
             {"pre_tokenizer": pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)])},
             "not proven for the pre-tokenizer Digits",
         ),
+        (
+            # o200k's pattern reads \p{Lu}, \p{Ll}, \p{M}...: classes the per-code-point proof does not compare.
+            {"pre_tokenizer": pre_tokenizers.Sequence([
+                pre_tokenizers.Split(Regex(r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"), "isolated"),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            ])},
+            r"not proven for a pattern using \p{Ll}, \p{Lm}, \p{Lo}, \p{Lt}, \p{Lu}, \p{M} (only",
+        ),
     ],
-    ids=["nfkc", "lowercase", "digit_splitting"],
+    ids=["nfkc", "lowercase", "digit_splitting", "o200k_classes"],
 )
 def test_fallback_when_gigatoken_fails_or_differs(tmp_path, shape, reason):
     path = _train(tmp_path, **shape)
