@@ -52,6 +52,10 @@ proves nothing about the next one. What can differ, and how each is closed:
    contractions (``(?i:'s|'t|...)``) are covered by encoding every pair of
    ASCII characters in contraction contexts, and the non-ASCII characters that
    ``tokenizers`` case-folds onto ASCII letters (``ſ``, the Kelvin sign) in them.
+   Reading gigatoken's classes through its GPT-2 pre-tokenizer assumes its
+   other pre-tokenizers read the same tables; measured over the 960,901 code
+   points outside the universe, the ones whose ids differ under Llama 3's and
+   GPT-2's own patterns are exactly the 4,657 whose classes differ here.
 4. The model. Each code point is encoded end to end by both engines in the
    contexts of :data:`CODE_POINT_PROBE` (after and before letters, digits,
    spaces, newlines, doubled, at the start): that covers its vocabulary
