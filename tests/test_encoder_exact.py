@@ -10,6 +10,7 @@ not prove go to ``tokenizers``.
 from __future__ import annotations
 
 import functools
+import os
 import unicodedata
 from pathlib import Path
 
@@ -229,3 +230,21 @@ def test_encoder_for_takes_parse_special():
 
     assert encoder_for(_json("gpt2"), fast="never", parse_special=True).parse_special
     assert not encoder_for(_json("gpt2"), fast="never").parse_special
+
+
+def test_the_check_runs_once_per_build_not_per_part_or_worker(tmp_path, monkeypatch):
+    # Every call, in this process or a forked worker, appends a line to the file.
+    calls = tmp_path / "calls.txt"
+    real_prove = encoder_module.prove_code_points
+
+    def counted(*args, **kwargs):
+        with open(calls, "a") as file:
+            file.write(f"{os.getpid()}\n")
+        return real_prove(*args, **kwargs)
+
+    monkeypatch.setattr(encoder_module, "prove_code_points", counted)
+    shards = [("train", story_texts(40, seed=s)) for s in range(3)] + [("validation", story_texts(5, seed=9))]
+    corpus = write_corpus(tmp_path / "corpus", shards)
+    summary = build(plan_build(corpus, resolve_tokenizer(str(TOKENIZERS["gpt2"]())), tmp_path / "r", num_proc=2, batch_size=8), progress=False)
+    assert summary.encoder.startswith("gigatoken ") and summary.parts_built == 4
+    assert calls.read_text().splitlines() == [str(os.getpid())]
