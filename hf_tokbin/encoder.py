@@ -138,6 +138,7 @@ _FOLD_PROBE = "'{c} '{c}e '{c}l 'r{c} 'v{c} 'l{c} {c}'{c}"
 _ALLOWED_ESCAPE = re.compile(r"\\(?:[pP]\{[LN]\}|[sSrnt]|[^A-Za-z0-9])")
 _ANY_ESCAPE = re.compile(r"\\(?:[pP]\{[^}]*\}|.)")
 _LAST_CODE_POINT = 0x10FFFF
+_chain = chain.from_iterable
 _MARK = "\U0010ffff"  # a noncharacter, never in the universe: marks a class member in Replace output
 
 
@@ -146,7 +147,7 @@ class FastPathCheck:
     """The outcome of :meth:`DocumentEncoder.check_fast_path`: the engine chosen, and why."""
 
     used: bool
-    engine: str  # "gigatoken 0.10.0" or "tokenizers 0.23.3": what run_config.json records
+    engine: str  # "gigatoken 0.10.0 (tokenizers 0.23.3 for documents it is not proven on)" or "tokenizers 0.23.3"
     reason: str
     seconds: float = 0.0  # what the check cost
     unproven_in_universe: int = 0  # universe code points left to tokenizers (all others outside it are too)
@@ -231,7 +232,7 @@ class DocumentEncoder:
 
     @property
     def engine(self) -> str:
-        """The engine encode_batch uses now, e.g. ``"gigatoken 0.10.0"`` or ``"tokenizers 0.23.3"``."""
+        """The engines encode_batch uses now, e.g. ``"gigatoken 0.10.0 (tokenizers 0.23.3 for ...)"`` or ``"tokenizers 0.23.3"``."""
         return self._check.engine
 
     @property
@@ -279,7 +280,7 @@ class DocumentEncoder:
         if reason is None:
             self._check = FastPathCheck(
                 True,
-                _engine_name("gigatoken"),
+                f"{_engine_name('gigatoken')} ({_engine_name('tokenizers')} for documents it is not proven on)",
                 f"identical ids on {len(texts)} texts; {unproven_count} of {len(code_point_universe())} code points unproven "
                 "(documents holding one, or any code point outside the universe, are encoded by tokenizers)",
                 seconds,
@@ -375,9 +376,6 @@ class DocumentEncoder:
         lengths = np.fromiter(map(len, per_text), dtype=np.int64, count=len(per_text))
         ids = np.fromiter(_chain(per_text), dtype=np.uint32, count=int(lengths.sum()))
         return ids, lengths
-
-
-_chain = chain.from_iterable
 
 
 class _Router:
