@@ -178,6 +178,7 @@ class DocumentEncoder:
         self._check = FastPathCheck(False, _engine_name("tokenizers"), "fast path not checked yet")
         self._unproven: tuple[tuple[int, int], ...] = ()  # inclusive code point ranges routed to tokenizers
         self._parsed_added: tuple[str, ...] = ()  # added-token texts whose documents are routed to tokenizers
+        self._gigatoken_json: str | None = None  # what gigatoken loads: tokenizer.json without added tokens
         self._router = None
 
     @classmethod
@@ -206,6 +207,8 @@ class DocumentEncoder:
             "check": dataclasses.replace(self._check, seconds=0.0),  # timing must not change the fingerprint
             "unproven": self._unproven,
             "parsed_added": self._parsed_added,
+            # Made once by the check: a worker loads gigatoken without parsing tokenizer.json again.
+            "gigatoken_json": self._gigatoken_json if self._check.used else None,
         }
 
     def __setstate__(self, state: dict) -> None:
@@ -218,6 +221,7 @@ class DocumentEncoder:
         self._check = state["check"]
         self._unproven = state["unproven"]
         self._parsed_added = state["parsed_added"]
+        self._gigatoken_json = state["gigatoken_json"]
         self._router = None
 
     @property
@@ -259,7 +263,7 @@ class DocumentEncoder:
         if self.fast == "never":
             self._check = FastPathCheck(False, _engine_name("tokenizers"), "fast path disabled (fast='never')")
             return self._check
-        self._gigatoken, self._router, self._unproven = None, None, ()
+        self._gigatoken, self._gigatoken_json, self._router, self._unproven = None, None, None, ()
         self._parsed_added = tuple(self.parsed_added_tokens())
         texts = [*sample_texts, *PROBE_TEXTS, *self._added_token_probes()]
         config = json.loads(self.tokenizer_json)
@@ -329,9 +333,11 @@ class DocumentEncoder:
         if self._gigatoken is None:
             import gigatoken
 
-            config = dict(config or json.loads(self.tokenizer_json))
-            config["added_tokens"] = []
-            self._gigatoken = gigatoken.Tokenizer.from_json(json.dumps(config))
+            if self._gigatoken_json is None:
+                config = dict(config or json.loads(self.tokenizer_json))
+                config["added_tokens"] = []
+                self._gigatoken_json = json.dumps(config)
+            self._gigatoken = gigatoken.Tokenizer.from_json(self._gigatoken_json)
         return self._gigatoken
 
     def _route(self, texts: list[str]) -> list[int]:

@@ -156,8 +156,8 @@ def main(argv: list[str] | None = None) -> int:
             "seed002 2 procs": lambda: run_in_pool(Seed002Encoder.from_tokenizer_json(tokenizer_json), batches, "seed002 2 procs"),
             "tokenizers": lambda: run_in_process(reference, batches, "tokenizers"),
             "tokenizers 2 procs": lambda: run_in_pool(reference, batches, "tokenizers 2 procs"),
-            f"fast path ({fast.engine})": lambda: run_in_process(fast, batches, "fast path"),
-            f"fast path 2 procs ({fast.engine})": lambda: run_in_pool(fast, batches, "fast path 2 procs"),
+            "fast path": lambda: run_in_process(fast, batches, "fast path"),
+            "fast path 2 procs": lambda: run_in_pool(fast, batches, "fast path 2 procs"),
         }
         results = {name: timed(run, args.rounds) for name, run in contestants.items()}
 
