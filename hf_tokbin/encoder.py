@@ -80,8 +80,10 @@ text even with this routing, encoding stays with ``tokenizers``;
 Worker processes. ``Dataset.map(num_proc=N)`` pickles the map function and
 its arguments to each worker, and ``datasets`` hashes them (with dill) for its
 cache fingerprint. Neither engine object is pickled: the state is the
-``tokenizer.json`` text, the options and the decision of the check, which are
-deterministic, and each process loads its engines on first use.
+``tokenizer.json`` text, the options and the outcome of the check (the
+unproven code point ranges, the parsed added-token texts and the JSON
+gigatoken loads), all deterministic; each process loads its engines on first
+use, ``tokenizers`` only when a document is routed to it.
 """
 
 from __future__ import annotations

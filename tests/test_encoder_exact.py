@@ -32,7 +32,7 @@ NEW_LETTER, NEW_DIGIT = "\ua7ce", "\U00011de0"
 TOKENIZERS = {"gpt2": gpt2_tokenizer_json, "llama3": llama3_tokenizer_json}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _reference(path) -> Tokenizer:
     return Tokenizer.from_file(str(path))
 
