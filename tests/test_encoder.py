@@ -162,6 +162,15 @@ def test_fallback_when_gigatoken_fails_or_differs(tmp_path, shape, reason):
     _assert_encodes_like_tokenizers(encoder, Tokenizer.from_file(path), [*story_texts(20), *TRICKY_TEXTS, "ＦＵＬＬ 2024 x<mytok>y"])
 
 
+def test_models_other_than_bpe_stay_on_tokenizers(tmp_path):
+    tokenizer = Tokenizer(models.Unigram([("<unk>", 0.0), ("a", -1.0), ("b", -2.0), ("ab", -1.5)], 0, byte_fallback=False))
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    encoder = DocumentEncoder.from_tokenizer_json(tmp_path / "tokenizer.json")
+    check = encoder.check_fast_path(["ab ba"])
+    assert not check.used and "not proven for the model Unigram" in check.reason
+    _assert_encodes_like_tokenizers(encoder, Tokenizer.from_file(str(tmp_path / "tokenizer.json")), ["ab", "ba", "abab"])
+
+
 def test_require_raises_when_the_fast_path_is_unavailable(tmp_path):
     path = _train(tmp_path, normalizer=normalizers.NFKC())
     encoder = DocumentEncoder.from_tokenizer_json(path, fast="require")
