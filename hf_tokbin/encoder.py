@@ -56,7 +56,7 @@ proves nothing about the next one. What can differ, and how each is closed:
    other pre-tokenizers read the same tables; measured over the 960,901 code
    points outside the universe, the ones whose ids differ under Llama 3's and
    GPT-2's own patterns are exactly the 4,657 whose classes differ here.
-4. The model. Each code point is encoded end to end by both engines in
+4. The model (BPE only; other models keep the build on ``tokenizers``). Each code point is encoded end to end by both engines in
    :data:`CODE_POINT_PROBE` (at the start, after a letter, before ``'s`` and
    ``111``): that covers its vocabulary entry or byte fallback, and the
    classes the real pattern reads.
