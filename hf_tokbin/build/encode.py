@@ -30,14 +30,19 @@ class EncodeBatch:
     and the fast-path decision); each process loads its engine once.
     """
 
-    def __init__(self, encoder, vocab_size: int):
+    def __init__(self, encoder, vocab_size: int, source: str | None = None):
         self.encoder = encoder
+        self.vocab_size = vocab_size
+        self.source = source  # the shard, for the error message
         self.dtype = np.uint16 if vocab_size <= 65536 else np.uint32
 
     def __call__(self, table):
         import pyarrow as pa
 
         flat, lengths = self.encoder.encode_batch(table.column("text").to_pylist())
+        # Before the narrowing cast: an id the width cannot hold would wrap silently.
+        if flat.size and int(flat.max()) >= self.vocab_size:
+            raise BuildError(self.source, "the encoder produced an id outside the tokenizer's vocabulary", expected=f"ids < {self.vocab_size}", got=int(flat.max()))
         offsets = np.zeros(lengths.size + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         ids = pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(np.asarray(flat, dtype=self.dtype)))
@@ -108,7 +113,7 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True):
         fingerprint = hashlib.sha256(f"{shard.sha256}:{plan.tokenizer.sha256}".encode()).hexdigest()[:32]
         with datasets_progress(progress):
             encoded = texts.with_format("arrow").map(
-                EncodeBatch(plan.encoder, plan.tokenizer.vocab_size),
+                EncodeBatch(plan.encoder, plan.tokenizer.vocab_size, os.fspath(shard_path)),
                 batched=True,
                 batch_size=plan.batch_size,
                 num_proc=plan.num_proc if plan.num_proc > 1 and len(texts) > 1 else None,

@@ -52,10 +52,14 @@ proves nothing about the next one. What can differ, and how each is closed:
    contractions (``(?i:'s|'t|...)``) are covered by encoding every pair of
    ASCII characters in contraction contexts, and the non-ASCII characters that
    ``tokenizers`` case-folds onto ASCII letters (``ſ``, the Kelvin sign) in them.
-4. The model. Each code point is encoded end to end by both engines in the
-   contexts of :data:`CODE_POINT_PROBE` (after and before letters, digits,
-   spaces, newlines, doubled, at the start): that covers its vocabulary
-   entry or byte fallback, and any class the real pattern reads differently.
+   Reading gigatoken's classes through its GPT-2 pre-tokenizer assumes its
+   other pre-tokenizers read the same tables; measured over the 960,901 code
+   points outside the universe, the ones whose ids differ under Llama 3's and
+   GPT-2's own patterns are exactly the 4,657 whose classes differ here.
+4. The model (BPE only; other models keep the build on ``tokenizers``). Each code point is encoded end to end by both engines in
+   :data:`CODE_POINT_PROBE` (at the start, after a letter, before ``'s`` and
+   ``111``): that covers its vocabulary entry or byte fallback, and the
+   classes the real pattern reads.
    The BPE merge loop itself is a deterministic function of a pre-token's
    bytes and the merge ranks; gigatoken's implementation of it is the one
    thing trusted, and it is checked on the corpus sample, :data:`PROBE_TEXTS`
@@ -76,8 +80,10 @@ text even with this routing, encoding stays with ``tokenizers``;
 Worker processes. ``Dataset.map(num_proc=N)`` pickles the map function and
 its arguments to each worker, and ``datasets`` hashes them (with dill) for its
 cache fingerprint. Neither engine object is pickled: the state is the
-``tokenizer.json`` text, the options and the decision of the check, which are
-deterministic, and each process loads its engines on first use.
+``tokenizer.json`` text, the options and the outcome of the check (the
+unproven code point ranges, the parsed added-token texts and the JSON
+gigatoken loads), all deterministic; each process loads its engines on first
+use, ``tokenizers`` only when a document is routed to it.
 """
 
 from __future__ import annotations
@@ -118,9 +124,12 @@ PROBE_TEXTS: tuple[str, ...] = (
     "<|endoftext|> <s> </s> <unk> [CLS] <|begin_of_text|> <pad>",
 )
 
-# Each code point c of the universe is encoded by both engines in this text
-# (c at the start, after and before a letter, a space, a digit and a newline, doubled).
-CODE_POINT_PROBE = "{c}a{c} {c}{c}1\n{c}"
+# Each code point c of the universe is encoded by both engines in this text: c at the
+# start and after a letter, before "'s" (a single token that splits off only if c is a
+# letter, digit or space) and before "111" (one token unless c is a digit under \p{N}{1,3}).
+# The classes themselves are compared exactly by _class_mismatches; this checks c's own
+# encoding (vocabulary entry, byte fallback) and the real pattern's reading of it.
+CODE_POINT_PROBE = "{c}'s a{c}111"
 # Contexts of the contractions (?i:'s|'t|'re|'ve|'m|'ll|'d): every ASCII pair xy, and
 # every character tokenizers case-folds onto an ASCII letter, go through these.
 CONTRACTION_PROBE = "{x}{y} '{x}{y}'{y}{x}"
@@ -130,9 +139,8 @@ _FOLD_PROBE = "'{c} '{c}e '{c}l 'r{c} 'v{c} 'l{c} {c}'{c}"
 # compares (\p{L}, \p{N}, \s and their negations) and escaped ASCII literals.
 _ALLOWED_ESCAPE = re.compile(r"\\(?:[pP]\{[LN]\}|[sSrnt]|[^A-Za-z0-9])")
 _ANY_ESCAPE = re.compile(r"\\(?:[pP]\{[^}]*\}|.)")
-# GPT-2's pattern: what a ByteLevel pre-tokenizer with use_regex splits with.
-_GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 _LAST_CODE_POINT = 0x10FFFF
+_chain = chain.from_iterable
 _MARK = "\U0010ffff"  # a noncharacter, never in the universe: marks a class member in Replace output
 
 
@@ -141,7 +149,7 @@ class FastPathCheck:
     """The outcome of :meth:`DocumentEncoder.check_fast_path`: the engine chosen, and why."""
 
     used: bool
-    engine: str  # "gigatoken 0.10.0" or "tokenizers 0.23.3": what run_config.json records
+    engine: str  # "gigatoken 0.10.0 (tokenizers 0.23.3 for documents it is not proven on)" or "tokenizers 0.23.3"
     reason: str
     seconds: float = 0.0  # what the check cost
     unproven_in_universe: int = 0  # universe code points left to tokenizers (all others outside it are too)
@@ -171,6 +179,8 @@ class DocumentEncoder:
         self._gigatoken = None
         self._check = FastPathCheck(False, _engine_name("tokenizers"), "fast path not checked yet")
         self._unproven: tuple[tuple[int, int], ...] = ()  # inclusive code point ranges routed to tokenizers
+        self._parsed_added: tuple[str, ...] = ()  # added-token texts whose documents are routed to tokenizers
+        self._gigatoken_json: str | None = None  # what gigatoken loads: tokenizer.json without added tokens
         self._router = None
 
     @classmethod
@@ -198,6 +208,9 @@ class DocumentEncoder:
             "parse_special": self.parse_special,
             "check": dataclasses.replace(self._check, seconds=0.0),  # timing must not change the fingerprint
             "unproven": self._unproven,
+            "parsed_added": self._parsed_added,
+            # Made once by the check: a worker loads gigatoken without parsing tokenizer.json again.
+            "gigatoken_json": self._gigatoken_json if self._check.used else None,
         }
 
     def __setstate__(self, state: dict) -> None:
@@ -209,6 +222,8 @@ class DocumentEncoder:
         self._gigatoken = None
         self._check = state["check"]
         self._unproven = state["unproven"]
+        self._parsed_added = state["parsed_added"]
+        self._gigatoken_json = state["gigatoken_json"]
         self._router = None
 
     @property
@@ -223,7 +238,7 @@ class DocumentEncoder:
 
     @property
     def engine(self) -> str:
-        """The engine encode_batch uses now, e.g. ``"gigatoken 0.10.0"`` or ``"tokenizers 0.23.3"``."""
+        """The engines encode_batch uses now, e.g. ``"gigatoken 0.10.0 (tokenizers 0.23.3 for ...)"`` or ``"tokenizers 0.23.3"``."""
         return self._check.engine
 
     @property
@@ -250,13 +265,15 @@ class DocumentEncoder:
         if self.fast == "never":
             self._check = FastPathCheck(False, _engine_name("tokenizers"), "fast path disabled (fast='never')")
             return self._check
-        self._gigatoken, self._router, self._unproven = None, None, ()
+        self._gigatoken, self._gigatoken_json, self._router, self._unproven = None, None, None, ()
+        self._parsed_added = tuple(self.parsed_added_tokens())
         texts = [*sample_texts, *PROBE_TEXTS, *self._added_token_probes()]
-        reason = self._unsupported_shape()
+        config = json.loads(self.tokenizer_json)
+        reason = self._unsupported_shape(config)
         unproven_count = 0
         if reason is None:
             try:
-                engine = self._load_gigatoken()
+                engine = self._load_gigatoken(config)
                 unproven = prove_code_points(self.tokenizer, engine)
                 unproven_count = int(unproven.sum())
                 self._unproven = _ranges(~_proven_mask(unproven))
@@ -269,7 +286,7 @@ class DocumentEncoder:
         if reason is None:
             self._check = FastPathCheck(
                 True,
-                _engine_name("gigatoken"),
+                f"{_engine_name('gigatoken')} ({_engine_name('tokenizers')} for documents it is not proven on)",
                 f"identical ids on {len(texts)} texts; {unproven_count} of {len(code_point_universe())} code points unproven "
                 "(documents holding one, or any code point outside the universe, are encoded by tokenizers)",
                 seconds,
@@ -282,16 +299,19 @@ class DocumentEncoder:
                 raise TokenizerError(self.source, "fast path required but unavailable", expected="gigatoken ids identical to tokenizers", got=reason)
         return self._check
 
-    def _unsupported_shape(self) -> str | None:
-        """Why the proof cannot cover this tokenizer's normalizer or pre-tokenizer, or None."""
-        config = json.loads(self.tokenizer_json)
+    def _unsupported_shape(self, config: dict) -> str | None:
+        """Why the proof cannot cover this tokenizer's model, normalizer or pre-tokenizer (``config``: tokenizer.json), or None."""
+        model = (config.get("model") or {}).get("type")
+        if model != "BPE":  # the merge loop is what the proof trusts; other models are not covered
+            return f"fast path not proven for the model {model} (only BPE is)"
         normalizer = config.get("normalizer")
         for step in _steps(normalizer, "normalizers"):
             kind = step.get("type")
             if kind == "Prepend" or (kind == "Replace" and len(step.get("pattern", {}).get("String") or "") == 1):
                 continue
             return f"fast path not proven for the normalizer {kind} (only Prepend and one-character Replace are)"
-        if normalizer and any(t.normalized for t in self.tokenizer.get_added_tokens_decoder().values() if t.content in self.parsed_added_tokens()):
+        parsed = set(self._parsed_added)
+        if normalizer and any(t.normalized for t in self.tokenizer.get_added_tokens_decoder().values() if t.content in parsed):
             return "fast path not proven for added tokens matched on normalized text"
         for step in _steps(config.get("pre_tokenizer"), "pretokenizers"):
             kind = step.get("type")
@@ -301,8 +321,11 @@ class DocumentEncoder:
             if pattern is None:
                 return f"fast path not proven for the pre-tokenizer {kind}"
             unknown = set(_ANY_ESCAPE.findall(pattern)) - set(_ALLOWED_ESCAPE.findall(pattern))
+            if not pattern.isascii():
+                return "fast path not proven for a pattern with non-ASCII literals"
             if unknown or "[:" in pattern:
-                return f"fast path not proven for a pattern using {sorted(unknown) or ['[:class:]']} (only \\p{{L}}, \\p{{N}}, \\s and ASCII literals are)"
+                used = ", ".join(sorted(unknown) or ["[:class:]"])
+                return f"fast path not proven for a pattern using {used} (only \\p{{L}}, \\p{{N}}, \\s and ASCII literals are)"
         return None
 
     def _added_token_probes(self) -> list[str]:
@@ -310,25 +333,23 @@ class DocumentEncoder:
         contents = [token.content for token in self.tokenizer.get_added_tokens_decoder().values()]
         return [f"a{c}b {c} c {c}{c}\n{c}" for c in contents]
 
-    def _load_gigatoken(self):
+    def _load_gigatoken(self, config: dict | None = None):
         """gigatoken with the tokenizer minus its added tokens: documents holding parsed added-token text never reach it."""
         if self._gigatoken is None:
             import gigatoken
 
-            config = json.loads(self.tokenizer_json)
-            config["added_tokens"] = []
-            self._gigatoken = gigatoken.Tokenizer.from_json(json.dumps(config))
+            if self._gigatoken_json is None:
+                config = dict(config or json.loads(self.tokenizer_json))
+                config["added_tokens"] = []
+                self._gigatoken_json = json.dumps(config)
+            self._gigatoken = gigatoken.Tokenizer.from_json(self._gigatoken_json)
         return self._gigatoken
 
     def _route(self, texts: list[str]) -> list[int]:
         """Indices of the texts gigatoken is not proven on: an unproven code point, or parsed added-token text."""
         if self._router is None:
-            classes = "".join(f"{_escape(lo)}-{_escape(hi)}" for lo, hi in self._unproven)
-            alternatives = [f"[{classes}]"] if classes else []
-            alternatives += [re.escape(c) for c in sorted(self.parsed_added_tokens(), key=len, reverse=True)]
-            self._router = re.compile("|".join(alternatives)).search if alternatives else (lambda text: None)
-        search = self._router
-        return [i for i, text in enumerate(texts) if search(text) is not None]
+            self._router = _Router(self._unproven, self._parsed_added)
+        return self._router.unproven_texts(texts)
 
     # -------------------------------------------------------------- encoding
 
@@ -368,7 +389,36 @@ class DocumentEncoder:
         return ids, lengths
 
 
-_chain = chain.from_iterable
+class _Router:
+    """Finds the documents of a batch that must go to tokenizers, without a Python loop over characters.
+
+    Code points: the batch as one UTF-32 array, looked up in a table of the
+    1,114,112 code points (proven or not); an all-ASCII batch skips that when
+    ASCII is proven. Added-token text: one regex of the parsed tokens' texts.
+    """
+
+    def __init__(self, unproven: tuple[tuple[int, int], ...], added_tokens: tuple[str, ...]):
+        self.proven = np.ones(_LAST_CODE_POINT + 1, dtype=bool)
+        for first, last in unproven:
+            self.proven[first : last + 1] = False
+        self.ascii_proven = bool(self.proven[:128].all())
+        alternatives = [re.escape(t) for t in sorted(set(added_tokens), key=len, reverse=True) if t]
+        self.added_search = re.compile("|".join(alternatives)).search if alternatives else None
+
+    def unproven_texts(self, texts: list[str]) -> list[int]:
+        joined = "".join(texts)
+        found = set()
+        if not (self.ascii_proven and joined.isascii()):
+            # surrogatepass: a lone surrogate becomes its code point, which is never proven.
+            codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+            bad = np.flatnonzero(~self.proven[codes])
+            if bad.size:
+                ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
+                found.update(np.unique(np.searchsorted(ends, bad, side="right")).tolist())
+        if self.added_search is not None:
+            search = self.added_search
+            found.update(i for i, text in enumerate(texts) if search(text) is not None)
+        return sorted(found)
 
 
 def _steps(component: dict | None, key: str) -> list[dict]:
@@ -380,15 +430,13 @@ def _steps(component: dict | None, key: str) -> list[dict]:
     return [component]
 
 
-def _escape(code_point: int) -> str:
-    return f"\\U{code_point:08x}"
-
-
 def _encode_with_gigatoken(engine, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """gigatoken returns an awkward array (one flat buffer plus offsets): unpack it without copying per token."""
     import awkward as ak
 
     rows = engine.encode_batch(list(texts))  # in a worker process gigatoken encodes on the calling thread
+    if len(rows) != len(texts):  # never align ids to the wrong documents
+        raise RuntimeError(f"gigatoken returned {len(rows)} documents for {len(texts)} texts")
     ids = np.ascontiguousarray(ak.to_numpy(ak.flatten(rows, axis=1)), dtype=np.uint32)
     lengths = ak.to_numpy(ak.num(rows, axis=1)).astype(np.int64, copy=False)
     return ids, lengths
@@ -410,14 +458,14 @@ def code_point_universe() -> np.ndarray:
     )
 
 
-def prove_code_points(tokenizer, engine) -> np.ndarray:
-    """For each code point of :func:`code_point_universe`, True where gigatoken is NOT proven identical."""
-    universe = code_point_universe()
+def prove_code_points(tokenizer, engine, universe: np.ndarray | None = None) -> np.ndarray:
+    """For each code point of ``universe`` (:func:`code_point_universe`), True where gigatoken is NOT proven identical."""
+    universe = code_point_universe() if universe is None else np.asarray(universe, dtype=np.int64)
     unproven = _class_mismatches(universe)
     unproven |= _probe_mismatches(tokenizer, engine, universe, CODE_POINT_PROBE)
     ascii_pairs = [CONTRACTION_PROBE.format(x=chr(x), y=chr(y)) for x in range(128) for y in range(128)]
     if not _same_ids(tokenizer, engine, ascii_pairs).all():
-        unproven[:128] = True  # ASCII is the first 128 code points of the universe
+        unproven[universe < 128] = True
     folds = _case_folds_onto_ascii(universe)
     unproven[folds] |= _probe_mismatches(tokenizer, engine, universe[folds], _FOLD_PROBE)
     return unproven
@@ -511,9 +559,16 @@ def _probe_mismatches(tokenizer, engine, code_points: np.ndarray, template: str,
 
 def _same_ids(tokenizer, engine, texts: list[str]) -> np.ndarray:
     """Per text, whether tokenizers and gigatoken give the same ids."""
-    want = tokenizer.encode_batch_fast(texts, add_special_tokens=False)
-    got = engine.encode_batch_list(list(texts))
-    return np.fromiter((w.ids == g for w, g in zip(want, got)), dtype=bool, count=len(texts))
+    want = [e.ids for e in tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
+    want_lengths = np.fromiter(map(len, want), dtype=np.int64, count=len(want))
+    want_ids = np.fromiter(_chain(want), dtype=np.uint32, count=int(want_lengths.sum()))
+    got_ids, got_lengths = _encode_with_gigatoken(engine, texts)
+    same = want_lengths == got_lengths
+    # Where the counts agree, compare id by id; a text with any differing id is not the same.
+    document = np.repeat(np.flatnonzero(same), want_lengths[same])
+    want_kept, got_kept = want_ids[np.repeat(same, want_lengths)], got_ids[np.repeat(same, got_lengths)]
+    same[document[want_kept != got_kept]] = False
+    return same
 
 
 def _first_difference(texts, expected: tuple[np.ndarray, np.ndarray], got: tuple[np.ndarray, np.ndarray]) -> str | None:

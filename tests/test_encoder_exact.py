@@ -1,0 +1,250 @@
+"""The fast path never changes an id, on any document: the per-code-point proof and per-document routing.
+
+gigatoken's Unicode tables are newer than those ``tokenizers`` uses: U+A7CE
+(Unicode 16) is a letter to gigatoken, other punctuation to ``tokenizers``, so
+``"\\ua7ce's"`` splits differently. A sample of the corpus cannot see that; the
+check classifies every code point instead, and documents holding one it could
+not prove go to ``tokenizers``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import unicodedata
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from release_fixtures import write_corpus
+from tokenizer_files import gpt2_tokenizer_json, llama3_tokenizer_json, story_texts
+from tokenizers import Tokenizer
+
+from hf_tokbin.build import build, plan_build
+from hf_tokbin.tokenizer import encoder as encoder_module
+from hf_tokbin.tokenizer.encoder import DocumentEncoder, code_point_universe, prove_code_points
+from hf_tokbin.tokenizer.resolve import resolve_tokenizer
+
+# Code points gigatoken 0.10 and tokenizers 0.23 classify differently (Unicode 16 letters and digits).
+NEW_LETTER, NEW_DIGIT = "\ua7ce", "\U00011de0"
+TOKENIZERS = {"gpt2": gpt2_tokenizer_json, "llama3": llama3_tokenizer_json}
+
+
+@functools.cache
+def _reference(path) -> Tokenizer:
+    return Tokenizer.from_file(str(path))
+
+
+def _definition(path, texts: list[str], parse_special: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """tokenizers' ids, one encode per text: the definition."""
+    tokenizer = _reference(path)
+    tokenizer.encode_special_tokens = not parse_special
+    per_text = [tokenizer.encode(t, add_special_tokens=False).ids for t in texts]
+    flat = [i for ids in per_text for i in ids]
+    return np.asarray(flat, dtype=np.uint32), np.asarray([len(ids) for ids in per_text], dtype=np.int64)
+
+
+def _json(name: str) -> Path:
+    return TOKENIZERS[name]() / "tokenizer.json"
+
+
+@pytest.fixture(scope="module")
+def checked():
+    """One checked fast-path encoder per real tokenizer (the check runs once, as in a build)."""
+    encoders = {}
+    for name in TOKENIZERS:
+        encoder = DocumentEncoder.from_tokenizer_json(_json(name))
+        assert encoder.check_fast_path(story_texts(5)).used
+        encoders[name] = encoder
+    return encoders
+
+
+def test_the_engines_really_differ_on_these_characters():
+    # The premise of the tests below: without routing, gigatoken changes ids on new characters.
+    import gigatoken
+
+    for name in TOKENIZERS:
+        engine = gigatoken.Tokenizer.from_json(_json(name).read_text())
+        for char in (NEW_LETTER, NEW_DIGIT):
+            text = f"Lily saw {char}'s toy"
+            assert engine.encode(text).tolist() != _definition(_json(name), [text])[0].tolist()
+
+
+def test_the_class_check_finds_what_ids_alone_would_miss(checked):
+    # In the one-character probes the difference is invisible in ids (no merge spans the
+    # boundary), but the classes read from gigatoken's own pieces disagree.
+    tokenizer = checked["llama3"].tokenizer
+    engine = checked["llama3"]._load_gigatoken()
+    universe = np.array([ord(c) for c in ("A", "é", "1", " ", "!", NEW_LETTER, NEW_DIGIT, "\u0301", "日")], dtype=np.int64)
+    assert prove_code_points(tokenizer, engine, universe).tolist() == [False] * 5 + [True, True, False, False]
+    assert not encoder_module._probe_mismatches(tokenizer, engine, universe[5:6], "a{c}").any()
+    assert encoder_module._class_mismatches(universe).tolist() == [False] * 5 + [True, True, False, False]
+
+
+@pytest.mark.parametrize("name", sorted(TOKENIZERS))
+def test_a_new_character_in_document_150_gives_the_same_ids_on_both_paths(checked, name):
+    texts = story_texts(200, seed=3)
+    texts[149] = f"{texts[149]} {NEW_LETTER}'s {NEW_DIGIT}'s end."
+    fast, slow = checked[name], DocumentEncoder.from_tokenizer_json(_json(name), fast="never")
+    slow.check_fast_path()
+    want = _definition(_json(name), texts)
+    for batch_size in (1000, 64, 7):
+        got = [fast.encode_batch(texts[i : i + batch_size]) for i in range(0, len(texts), batch_size)]
+        fast_ids, fast_lengths = np.concatenate([g[0] for g in got]), np.concatenate([g[1] for g in got])
+        assert np.array_equal(fast_lengths, want[1]) and np.array_equal(fast_ids, want[0])
+    slow_ids, slow_lengths = slow.encode_batch(texts)
+    assert np.array_equal(slow_ids, want[0]) and np.array_equal(slow_lengths, want[1])
+    assert fast._route(texts) == [149]  # only that document left the fast path
+
+
+def test_a_new_character_the_proof_covers_is_routed_by_the_proof_not_the_universe(checked, monkeypatch):
+    # Widen the universe to hold U+A7CE: the class check itself must leave it unproven.
+    universe = np.union1d(code_point_universe(), [ord(NEW_LETTER), ord(NEW_DIGIT)])
+    monkeypatch.setattr(encoder_module, "code_point_universe", lambda: universe)
+    encoder = DocumentEncoder.from_tokenizer_json(_json("llama3"))
+    check = encoder.check_fast_path(story_texts(3))
+    assert check.used and check.unproven_in_universe >= 2
+    texts = ["plain story", f"x {NEW_LETTER}'s", f"{NEW_DIGIT}'s 12", "Lily"]
+    assert encoder._route(texts) == [1, 2]
+    got, want = encoder.encode_batch(texts), _definition(_json("llama3"), texts)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+def test_build_with_a_new_character_in_document_150_is_byte_identical_fast_and_never(tmp_path):
+    texts = story_texts(200, seed=4)
+    texts[149] = f"Ben said {NEW_LETTER}'s name. {NEW_DIGIT}'s too."
+    corpus = write_corpus(tmp_path / "corpus", [("train", texts), ("validation", story_texts(3, seed=5))])
+    info = resolve_tokenizer(str(TOKENIZERS["llama3"]()))
+    outputs = {}
+    for fast in ("auto", "never"):
+        summary = build(plan_build(corpus, info, tmp_path / fast, fast=fast), progress=False)
+        assert summary.encoder.startswith("gigatoken " if fast == "auto" else "tokenizers ")
+        root = tmp_path / fast
+        outputs[fast] = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.bin"))}
+    assert outputs["auto"] and outputs["auto"] == outputs["never"]
+    from hf_tokbin.formats import megatron
+
+    pair = megatron.MegatronPair(tmp_path / "auto" / "shards" / "train" / "part-000000.bin")
+    want_ids, want_lengths = _definition(_json("llama3"), texts)
+    doc = pair[149]
+    start = int(want_lengths[:149].sum())
+    assert doc[:-1].tolist() == want_ids[start : start + want_lengths[149]].tolist()
+
+
+# ------------------------------------------------------------ randomized
+
+
+def _unassigned(low: int, high: int) -> list[str]:
+    return [chr(c) for c in range(low, high) if unicodedata.category(chr(c)) == "Cn" and not 0xD800 <= c < 0xE000]
+
+
+_PIECES = st.sampled_from(
+    [
+        *"aZé ß Ωжא日한ـ",  # scripts
+        *"0189٣३१²½Ⅻ",  # digits and numbers
+        *" \t\n\r\u00a0\u2003\u3000\u0085\u2028\x0b\x0c\x1c",  # white space variants
+        *"\u0301\u0308\u200d\ufe0f\u20e3",  # combining marks, joiners, selectors
+        *"'’\"!?.,-_/\\<|>",  # punctuation
+        "😀", "👍🏽", "👨‍👩‍👧", "🇫🇷", "🏴\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f",  # emoji
+        "'s", "'S", "'ll", "'VE", "ſ", "\u212a",  # contractions and case folds
+        NEW_LETTER, NEW_DIGIT, "\U0001e5d0", "\u1c89", "\U00010d4a",  # Unicode 15-16 assignments
+        *_unassigned(0x0870, 0x0890)[:4], *_unassigned(0x2FE0, 0x2FF0)[:3], "\U000e0200", "\U000f0000", "\U0010fffd",
+        "<|endoftext|>", "<|end_of_text|>", "<|begin_of_text|>",  # special-token text
+        "Hello", " world", "123456", "  ", "\n\n",
+    ]
+)
+_TEXTS = st.lists(st.lists(_PIECES, max_size=12).map("".join), min_size=1, max_size=8)
+
+
+@pytest.mark.parametrize("name", sorted(TOKENIZERS))
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=_TEXTS)
+def test_random_mixed_script_texts_give_tokenizers_ids(checked, name, texts):
+    got, want = checked[name].encode_batch(texts), _definition(_json(name), texts)
+    assert got[1].tolist() == want[1].tolist()
+    assert got[0].tolist() == want[0].tolist()
+
+
+# ------------------------------------------------------------ special-token text is ordinary text
+
+
+SPECIAL_TEXTS = ["Hello <|endoftext|> world", "x<|end_of_text|>y <|begin_of_text|>z", "no specials here", "<|endoftext|>"]
+
+
+@pytest.mark.parametrize("name", sorted(TOKENIZERS))
+@pytest.mark.parametrize("fast", ["auto", "never"])
+def test_special_token_text_is_ordinary_text_by_default(name, fast):
+    encoder = DocumentEncoder.from_tokenizer_json(_json(name), fast=fast)
+    assert encoder.check_fast_path(SPECIAL_TEXTS).used == (fast == "auto")
+    ids, lengths = encoder.encode_batch(SPECIAL_TEXTS)
+    want_ids, want_lengths = _definition(_json(name), SPECIAL_TEXTS)
+    assert ids.tolist() == want_ids.tolist() and lengths.tolist() == want_lengths.tolist()
+    specials = {t.content: i for i, t in Tokenizer.from_file(str(_json(name))).get_added_tokens_decoder().items() if t.special}
+    assert not set(ids.tolist()) & set(specials.values())  # no 50256, 128000 or 128001 anywhere
+
+
+def test_gpt2_ordinary_text_is_encode_ordinary():
+    # GPT-2's encode_ordinary is the BPE of the text with no special token at all:
+    # the same tokenizer without its added token gives it.
+    import json
+
+    config = json.loads(_json("gpt2").read_text())
+    config["added_tokens"] = []
+    ordinary = Tokenizer.from_str(json.dumps(config))
+    want = [ordinary.encode(t, add_special_tokens=False).ids for t in SPECIAL_TEXTS]
+    assert want[0] == [15496, 1279, 91, 437, 1659, 5239, 91, 29, 995]
+    for fast in ("auto", "never"):
+        encoder = DocumentEncoder.from_tokenizer_json(_json("gpt2"), fast=fast)
+        encoder.check_fast_path()
+        ids, lengths = encoder.encode_batch(SPECIAL_TEXTS)
+        assert np.split(ids, np.cumsum(lengths)[:-1])[0].tolist() == want[0]
+        assert ids.tolist() == [i for row in want for i in row]
+
+
+@pytest.mark.parametrize("name, expected", [("gpt2", {50256}), ("llama3", {128000, 128001})])
+@pytest.mark.parametrize("fast", ["auto", "never"])
+def test_parse_special_gives_the_parsed_ids(name, expected, fast):
+    encoder = DocumentEncoder.from_tokenizer_json(_json(name), fast=fast, parse_special=True)
+    encoder.check_fast_path(story_texts(3))
+    ids, lengths = encoder.encode_batch(SPECIAL_TEXTS)
+    want_ids, want_lengths = _definition(_json(name), SPECIAL_TEXTS, parse_special=True)
+    assert ids.tolist() == want_ids.tolist() and lengths.tolist() == want_lengths.tolist()
+    assert expected <= set(ids.tolist())
+
+
+def test_parse_special_survives_pickling():
+    import pickle
+
+    encoder = DocumentEncoder.from_tokenizer_json(_json("gpt2"), parse_special=True)
+    encoder.check_fast_path()
+    copy = pickle.loads(pickle.dumps(encoder))
+    assert copy.parse_special and 50256 in copy.encode_batch(["a<|endoftext|>b"])[0].tolist()
+    plain = pickle.loads(pickle.dumps(DocumentEncoder.from_tokenizer_json(_json("gpt2"), fast="never")))
+    assert 50256 not in plain.encode_batch(["a<|endoftext|>b"])[0].tolist()
+
+
+def test_encoder_for_takes_parse_special():
+    from hf_tokbin.tokenizer.encoder import encoder_for
+
+    assert encoder_for(_json("gpt2"), fast="never", parse_special=True).parse_special
+    assert not encoder_for(_json("gpt2"), fast="never").parse_special
+
+
+def test_the_check_runs_once_per_build_not_per_part_or_worker(tmp_path, monkeypatch):
+    # Every call, in this process or a forked worker, appends a line to the file.
+    calls = tmp_path / "calls.txt"
+    real_prove = encoder_module.prove_code_points
+
+    def counted(*args, **kwargs):
+        with open(calls, "a") as file:
+            file.write(f"{os.getpid()}\n")
+        return real_prove(*args, **kwargs)
+
+    monkeypatch.setattr(encoder_module, "prove_code_points", counted)
+    shards = [("train", story_texts(40, seed=s)) for s in range(3)] + [("validation", story_texts(5, seed=9))]
+    corpus = write_corpus(tmp_path / "corpus", shards)
+    summary = build(plan_build(corpus, resolve_tokenizer(str(TOKENIZERS["gpt2"]())), tmp_path / "r", num_proc=2, batch_size=8), progress=False)
+    assert summary.encoder.startswith("gigatoken ") and summary.parts_built == 4
+    assert calls.read_text().splitlines() == [str(os.getpid())]
