@@ -73,9 +73,11 @@ from ..formats.corpus_manifest import (
     SPLITS,
     CorpusManifest,
     CorpusShard,
+    sha256_rule_name,
 )
 from ..formats.records import FileEntry
-from .builders.corpus_shards import JSONL_SUFFIXES, PARQUET_SUFFIXES, CorpusShards
+from .builders.corpus_shards import CorpusShards
+from .inputs import InputFile, list_inputs
 from .builders.tinystories import TinyStories
 
 DEFAULT_SHARD_BYTES = 256 << 20
@@ -135,19 +137,20 @@ def write_tinystories_corpus(
     if valid is not None:
         files["validation"] = Path(valid)
     limit = ShardLimit.of(shard_rows, shard_bytes)
-    _check_name(name)
+    _check_name(name, "--name")
     for path in files.values():
         _check_input_file(path)
     sources = [(path, path.name) for path in files.values()]
-    _check_distinct(sources)
+    _check_distinct_inputs([InputFile(os.fspath(path), source, "text") for path, source in sources])
     with _CorpusFolder(out, overwrite) as folder:
-        builder = TinyStories(cache_dir=folder.cache, data_files=_data_files({split: [path] for split, path in files.items()}), progress=progress)
+        # keep_empty: the writer drops and counts empty stories, one policy with import_corpus.
+        builder = TinyStories(cache_dir=folder.cache, data_files=_data_files({split: [path] for split, path in files.items()}), progress=progress, keep_empty=True)
         writer = _CorpusWriter(folder.path, limit)
         for split in files:
             for table in _stream_tables(builder, split):
                 writer.write_split(split, table.column("text"))
         shards = tuple(writer.close())
-        return folder.finish(CorpusManifest(name, "files", _source_entries(sources), shards, license, tuple(language)), sources)
+        return folder.finish(CorpusManifest(name, "files", _source_entries(sources), shards, license, tuple(language), writer.empty_dropped), sources)
 
 
 def import_corpus(
@@ -155,9 +158,14 @@ def import_corpus(
     out: str | os.PathLike,
     *,
     name: str | None = None,
-    text_column: str = "text",
+    text_column: str | Sequence[str] = "text",
+    text_join: str = "\n\n",
+    split: str = "auto",
     split_column: str | None = None,
     split_rule: str | None = None,
+    split_map: dict[str, str] | None = None,
+    val_per_mille: int = 1,
+    limit: int | None = None,
     license: str = "unknown",
     language: Sequence[str] = (),
     shard_rows: int | None = None,
@@ -165,84 +173,124 @@ def import_corpus(
     overwrite: bool = False,
     progress: bool = False,
 ) -> CorpusManifest:
-    """Write the rows of JSONL and Parquet files (or folders of them) as a corpus folder.
+    """Write the rows of corpus input files (or folders, globs, ``hf://`` paths of them) as a corpus folder.
 
-    The split of each row comes from ``split_column``, or from
-    ``split_rule="sha256"`` (seed 004), or is train for all. ``name``
-    defaults to the name of ``out``.
+    The inputs are listed by :func:`hf_tokbin.corpus.inputs.list_inputs`
+    (JSON Lines, JSON arrays, Parquet, Arrow, text; compressed or not;
+    ``save_to_disk`` folders). The split of each row: ``split="auto"`` uses a
+    ``split`` column (or ``split_column``) when the files have one, else all
+    train; ``"sha256"`` is seed 004's rule at ``val_per_mille``; ``"all-train"``
+    ignores any column. ``split_map`` maps other split names. Empty documents
+    are dropped and counted (as ``corpus tinystories`` does, seed 002).
+    ``limit`` keeps the first N documents in input order. ``name`` defaults to
+    the name of ``out``.
     """
-    limit = ShardLimit.of(shard_rows, shard_bytes)
+    limit_rows = ShardLimit.of(shard_rows, shard_bytes)
     name = Path(out).name if name is None else name
-    _check_name(name)
-    sources = list_input_files(paths)
-    rule = "column" if split_column else "sha256" if split_rule == "sha256" else "all-train"
+    _check_name(name, "--name" if name != Path(out).name else "--out")
+    _check_limit(limit)
+    if split_rule is not None:
+        split = "sha256" if split_rule == "sha256" else split_rule
+    inputs = list_inputs(paths)
+    _check_distinct_inputs(inputs)
+    text_columns = (text_column,) if isinstance(text_column, str) else tuple(text_column)
     with _CorpusFolder(out, overwrite) as folder:
         builder = CorpusShards(
             cache_dir=folder.cache,
-            data_files=_data_files({"input": [path for path, _ in sources]}),
-            text_column=text_column,
+            data_files=DataFilesDict({"input": DataFilesList([f.uri for f in inputs], [()] * len(inputs))}),
+            text_columns=text_columns,
+            text_join=text_join,
+            split=split,
             split_column=split_column,
-            split_rule=split_rule,
+            split_map=dict(split_map or {}),
+            val_per_mille=val_per_mille,
+            file_splits={f.uri: f.split for f in inputs if f.split is not None},
             progress=progress,
         )
-        writer = _CorpusWriter(folder.path, limit)
-        for table in _stream_tables(builder, "input"):
+        writer = _CorpusWriter(folder.path, limit_rows)
+        for table in _limited(_stream_tables(builder, "input"), limit):
             writer.write_rows(table.column("text"), table.column("split"))
         shards = tuple(writer.close())
-        return folder.finish(CorpusManifest(name, rule, _source_entries(sources), shards, license, tuple(language)), sources)
+        rule = _split_rule_name(builder, inputs)
+        manifest = CorpusManifest(name, rule, tuple(_source_entry(f) for f in inputs), shards, license, tuple(language), writer.empty_dropped)
+        return folder.finish(manifest, [(Path(f.uri), f.name) for f in inputs])
+
+
+def _split_rule_name(builder, inputs) -> str:
+    """The manifest's split rule for what the builder did: column, files (DatasetDict splits), sha256[-per-mille-N] or all-train."""
+    config = builder.config
+    if config.split == "sha256":
+        return sha256_rule_name(config.val_per_mille)
+    if config.split == "column" or (config.split == "auto" and getattr(builder, "used_split_column", False)):
+        return "column"
+    if config.split == "auto" and any(f.split is not None for f in inputs):
+        return "files"
+    return "all-train"
+
+
+def _limited(tables: Iterator[pa.Table], limit: int | None) -> Iterator[pa.Table]:
+    """The tables up to ``limit`` rows in all (the first rows in input order), then stop reading."""
+    if limit is None:
+        yield from tables
+        return
+    left = limit
+    for table in tables:
+        if left <= 0:
+            return
+        yield table.slice(0, left)
+        left -= table.num_rows
+
+
+def _check_limit(limit) -> None:
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise CorpusInputError(None, "--limit must be a positive number of documents", got=limit)
+
+
+def _check_distinct_inputs(inputs: list[InputFile]) -> None:
+    """Every input is a different file (local: device and inode; remote: URL) with its own source name."""
+    by_file: dict[object, str] = {}
+    by_name: dict[str, str] = {}
+    for file in inputs:
+        if file.is_remote:
+            key = file.uri
+        else:
+            stat = os.stat(file.uri)
+            key = (stat.st_dev, stat.st_ino)
+        first = by_file.setdefault(key, file.uri)
+        if first is not file.uri:
+            raise CorpusInputError(file.uri, "the same input file is given twice", expected="each input file once", got=f"{first} and {file.uri}")
+        first = by_name.setdefault(file.name, file.uri)
+        if first is not file.uri:
+            raise CorpusInputError(
+                file.uri,
+                "two input files would have the same source name in the manifest",
+                expected="distinct names",
+                got=f"{file.name!r} for {first} and {file.uri}",
+                hint="give their common parent folder instead: files in a folder are named by their paths inside it",
+            )
+
+
+def _source_entry(file: InputFile) -> FileEntry:
+    """An input as the manifest names it: source name, size and SHA-256 of its bytes as stored (compressed or not)."""
+    if not file.is_remote:
+        return FileEntry(file.name, os.path.getsize(file.uri), sha256_file(file.uri))
+    import hashlib
+
+    import fsspec
+
+    digest, size = hashlib.sha256(), 0
+    with fsspec.open(file.uri, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return FileEntry(file.name, size, digest.hexdigest())
 
 
 def list_input_files(paths: Sequence[str | os.PathLike]) -> list[tuple[Path, str]]:
-    """``(path, source name)`` of every input file: files as given, folders searched recursively, sorted by name.
-
-    The source name (recorded in the manifest) is the path relative to the
-    argument's parent folder: ``shards/a.parquet`` for a folder ``in/shards``,
-    ``a.jsonl`` for a file ``in/a.jsonl``. In folders, names starting with ``.``
-    or ``_`` are skipped (hidden files, ``_MANIFEST.json``, ``_SUCCESS``), so a
-    corpus folder can itself be imported. The same file found twice, or two
-    files with the same source name, is an error (:func:`_check_distinct`).
-    """
-    if not paths:
-        raise CorpusInputError(None, "no input given", expected="JSONL or Parquet files or folders", got="nothing")
-    found: list[tuple[Path, str]] = []
-    suffixes = JSONL_SUFFIXES + PARQUET_SUFFIXES
-    for given in map(Path, paths):
-        if given.is_dir():
-            inside = sorted(
-                (p for p in given.rglob("*") if p.is_file() and p.name.lower().endswith(suffixes)),
-                key=lambda p: p.relative_to(given).as_posix(),
-            )
-            inside = [p for p in inside if not any(part.startswith((".", "_")) for part in p.relative_to(given).parts)]
-            if not inside:
-                raise CorpusInputError(given, "folder holds no input files", expected=f"files ending in {', '.join(suffixes)}", got="none")
-            found.extend((p, (Path(given.resolve().name) / p.relative_to(given)).as_posix()) for p in inside)
-        else:
-            _check_input_file(given)
-            if not given.name.lower().endswith(suffixes):
-                raise CorpusInputError(given, "unknown input file type", expected=" or ".join(suffixes), got=given.suffix or "no suffix")
-            found.append((given, given.name))
-    _check_distinct(found)
-    return found
-
-
-def _check_distinct(sources: list[tuple[Path, str]]) -> None:
-    """Every input is a different file (``os.path.samefile``'s test: device and inode) with its own source name."""
-    by_file: dict[tuple[int, int], Path] = {}
-    by_name: dict[str, Path] = {}
-    for path, name in sources:
-        stat = path.stat()
-        first = by_file.setdefault((stat.st_dev, stat.st_ino), path)
-        if first is not path:
-            raise CorpusInputError(path, "the same input file is given twice", expected="each input file once", got=f"{first} and {path}")
-        first = by_name.setdefault(name, path)
-        if first is not path:
-            raise CorpusInputError(
-                path,
-                "two input files would have the same source name in the manifest",
-                expected="distinct names",
-                got=f"{name!r} for {first} and {path}",
-                hint="give their common parent folder instead: files in a folder are named by their paths inside it",
-            )
+    """``(path, source name)`` of every local input file (see :func:`hf_tokbin.corpus.inputs.list_inputs`)."""
+    inputs = list_inputs(paths)
+    _check_distinct_inputs(inputs)
+    return [(Path(f.uri), f.name) for f in inputs]
 
 
 def _source_entries(sources: list[tuple[Path, str]]) -> tuple[FileEntry, ...]:
@@ -250,9 +298,12 @@ def _source_entries(sources: list[tuple[Path, str]]) -> tuple[FileEntry, ...]:
     return tuple(FileEntry(source, path.stat().st_size, sha256_file(path)) for path, source in sources)
 
 
-def _check_name(name) -> None:
-    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
-        raise CorpusInputError(None, "corpus name must be a non-empty name without '/' (not starting with '.')", got=repr(name))
+def _check_name(name, flag: str = "--name") -> None:
+    """A corpus name is one folder name: the flag that gave it is named, before anything is read or written."""
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith(".") or name.strip() != name:
+        raise CorpusInputError(
+            None, f"{flag}: the corpus name must be one folder name (not empty, no '/' or '\\', not starting with '.', e.g. not '..')", got=repr(name)
+        )
 
 
 def _check_input_file(path: Path) -> None:
@@ -358,12 +409,23 @@ class _CorpusWriter:
     def __init__(self, root: Path, limit: ShardLimit):
         self._splits = {split: _ShardSequence(root, split, limit) for split in SPLITS}
 
+    empty_dropped = 0  # empty documents seen and dropped (both importers: seed 002 drops empty stories)
+
     def write_split(self, split: str, texts: pa.Array | pa.ChunkedArray) -> None:
+        texts = self._without_empty(texts)
         for chunk in _chunks(texts):
             self._splits[split].write(chunk)
 
+    def _without_empty(self, texts):
+        nonempty = pc.greater(pc.binary_length(texts), 0)
+        kept = pc.sum(nonempty).as_py() or 0
+        if kept == len(texts):
+            return texts
+        self.empty_dropped += len(texts) - kept
+        return texts.filter(nonempty)
+
     def write_rows(self, texts: pa.ChunkedArray, splits: pa.ChunkedArray) -> None:
-        """Rows of mixed splits, in order; each split keeps the input order of its rows."""
+        """Rows of mixed splits, in order; each split keeps the input order of its rows (empty documents are dropped in write_split)."""
         is_validation = pc.equal(splits, "validation")
         validation = pc.sum(is_validation).as_py() or 0
         if validation == 0:

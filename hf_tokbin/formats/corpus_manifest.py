@@ -20,6 +20,10 @@ input shards of a build: shard i becomes ``part-{i:06d}`` of the release.
      "shards": [{"path": "data/train-00000.parquet", "split": "train", "rows": N,
                  "size": N, "sha256": "<hex>"}]}
 
+``empty_documents_dropped`` (present only when not 0): how many empty input
+documents were left out (both importers drop them, as seed 002 does).
+``split_rule`` ``sha256-per-mille-N``: the SHA-256 rule with N in 1000 in validation.
+
 ``license`` (a Hub license id, ``unknown`` when not given) and ``language``
 (ISO codes) are carried into the dataset cards of the corpus and of every
 release built from it. ``sources`` names the raw inputs by base name only (no absolute paths, so the
@@ -29,6 +33,7 @@ manifest is reproducible on another machine).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,9 +44,37 @@ from .records import FileEntry, check_keys, is_count, require
 MANIFEST_NAME = "_MANIFEST.json"
 FORMAT = "hf_tokbin.corpus/1"
 SPLITS = ("train", "validation")
-SPLIT_RULES = ("files", "column", "sha256", "all-train")
+SPLIT_RULES = ("files", "column", "sha256", "all-train")  # and sha256-per-mille-N (N of 1000 in validation, 2..999)
+_PER_MILLE_RULE = re.compile(r"sha256-per-mille-([1-9][0-9]{0,2})")
+
+
+def sha256_rule_name(val_per_mille: int) -> str:
+    """The split rule's name at a rate: ``sha256`` at seed 004's 1 in 1000, else ``sha256-per-mille-N``."""
+    return "sha256" if val_per_mille == 1 else f"sha256-per-mille-{val_per_mille}"
+
+
+def is_split_rule(name) -> bool:
+    if name in SPLIT_RULES:
+        return True
+    match = isinstance(name, str) and _PER_MILLE_RULE.fullmatch(name)
+    return bool(match) and 1 < int(match.group(1)) < 1000
+
+
+class _SplitRuleText(dict):
+    """The rule texts; ``sha256-per-mille-N`` is worded from its rate (so every reader of the table knows it)."""
+
+    def __missing__(self, name: str) -> str:
+        match = isinstance(name, str) and _PER_MILLE_RULE.fullmatch(name)
+        if not match:
+            raise KeyError(name)
+        return (
+            "A document is validation when the first eight bytes of the SHA-256 of its exact UTF-8 text, "
+            f"read big-endian, are below {int(match.group(1))} modulo 1000; otherwise train. Identical texts share a split; repeats are all kept."
+        )
+
+
 # How each rule assigns documents to splits, in words: for dataset cards and run_config.json.
-SPLIT_RULE_TEXT = {
+SPLIT_RULE_TEXT = _SplitRuleText({
     "files": "Each input file is one split: the training file gives train, the validation file gives validation.",
     "column": "Each input row's split column gives its split (`train`; `validation` or `val`).",
     "sha256": (
@@ -49,7 +82,7 @@ SPLIT_RULE_TEXT = {
         "read big-endian, are 0 modulo 1000; otherwise train. Identical texts share a split; repeats are all kept."
     ),
     "all-train": "Every document is train; there is no validation split.",
-}
+})
 
 
 @dataclass(frozen=True)
@@ -77,12 +110,14 @@ class CorpusManifest:
     shards: tuple[CorpusShard, ...]
     license: str = "unknown"
     language: tuple[str, ...] = ()
+    empty_documents_dropped: int = 0  # empty input documents left out (both importers drop them)
 
     def __post_init__(self):
         require(isinstance(self.license, str) and self.license and " " not in self.license, None, "license must be a Hub license id such as apache-2.0", self.license)
         require(isinstance(self.language, tuple) and all(isinstance(x, str) and x.isalnum() for x in self.language), None, "language must be a list of ISO codes such as en", self.language)
         require(isinstance(self.name, str) and self.name and "/" not in self.name, None, "corpus name must be a non-empty string without '/'", self.name)
-        require(self.split_rule in SPLIT_RULES, None, f"split_rule must be one of {SPLIT_RULES}", self.split_rule)
+        require(is_split_rule(self.split_rule), None, f"split_rule must be one of {SPLIT_RULES} or sha256-per-mille-N", self.split_rule)
+        require(is_count(self.empty_documents_dropped), None, "empty_documents_dropped must be a non-negative integer", self.empty_documents_dropped)
         paths = [s.path for s in self.shards]
         require(len(set(paths)) == len(paths), None, "a shard is listed twice", paths)
 
@@ -90,17 +125,18 @@ class CorpusManifest:
         return sum(s.rows for s in self.shards if s.split == split)
 
     def to_json(self) -> str:
-        return canonical_json(
-            {
-                "name": self.name,
-                "format": FORMAT,
-                "split_rule": self.split_rule,
-                "license": self.license,
-                "language": list(self.language),
-                "sources": [s.to_dict() for s in self.sources],
-                "shards": [s.to_dict() for s in self.shards],
-            }
-        )
+        record = {
+            "name": self.name,
+            "format": FORMAT,
+            "split_rule": self.split_rule,
+            "license": self.license,
+            "language": list(self.language),
+            "sources": [s.to_dict() for s in self.sources],
+            "shards": [s.to_dict() for s in self.shards],
+        }
+        if self.empty_documents_dropped:  # written only when some were: manifests of corpora without any keep their bytes
+            record["empty_documents_dropped"] = self.empty_documents_dropped
+        return canonical_json(record)
 
     def write(self, directory: str | os.PathLike) -> Path:
         path = Path(directory) / MANIFEST_NAME
@@ -113,7 +149,8 @@ class CorpusManifest:
         if path.is_dir():
             path = path / MANIFEST_NAME
         obj = read_json(path, FormatError)
-        check_keys(obj, ["name", "format", "split_rule", "license", "language", "sources", "shards"], path, "corpus manifest")
+        keys = ["name", "format", "split_rule", "license", "language", "sources", "shards"]
+        check_keys(obj, keys + ["empty_documents_dropped"] if isinstance(obj, dict) and "empty_documents_dropped" in obj else keys, path, "corpus manifest")
         if obj["format"] != FORMAT:
             raise FormatError(path, "unknown corpus manifest format", expected=FORMAT, got=obj["format"])
         try:
@@ -123,7 +160,7 @@ class CorpusManifest:
                 check_keys(s, ["path", "split", "rows", "size", "sha256"], path, f"shards[{i}]")
                 shards.append(CorpusShard(**s))
             language = tuple(obj["language"]) if isinstance(obj["language"], list) else obj["language"]
-            return cls(obj["name"], obj["split_rule"], sources, tuple(shards), obj["license"], language)
+            return cls(obj["name"], obj["split_rule"], sources, tuple(shards), obj["license"], language, obj.get("empty_documents_dropped", 0))
         except FormatError as e:
             if e.path is not None:
                 raise

@@ -66,10 +66,14 @@ class TinyStoriesConfig(datasets.BuilderConfig):
             the CPU cache and read fastest (scripts/bench_corpus.py).
         progress (`bool`, defaults to False):
             Show a tqdm bar of bytes read for each split.
+        keep_empty (`bool`, defaults to False):
+            Yield empty stories as empty rows instead of dropping them, so
+            that the caller can count what it drops.
     """
 
     block_size: int = DEFAULT_BLOCK_SIZE
     progress: bool = False
+    keep_empty: bool = False  # yield empty stories too (the corpus writer drops and counts them)
 
     def __post_init__(self):
         super().__post_init__()
@@ -100,15 +104,16 @@ class TinyStories(datasets.ArrowBasedBuilder):
         disable = None if self.config.progress else True
         with tqdm(total=total, unit="B", unit_scale=True, desc=f"read {split}", disable=disable) as bar:
             for file_index, path in enumerate(files):
-                batches = read_story_batches(path, self.config.block_size, progress=bar.update)
+                batches = read_story_batches(path, self.config.block_size, progress=bar.update, keep_empty=self.config.keep_empty)
                 for batch_index, stories in enumerate(batches):
                     yield Key(file_index, batch_index), pa.table({"text": pa.array(stories, type=pa.string())})
 
 
-def read_story_batches(path: str | os.PathLike, block_size: int = DEFAULT_BLOCK_SIZE, progress=None) -> Iterator[list[str]]:
+def read_story_batches(path: str | os.PathLike, block_size: int = DEFAULT_BLOCK_SIZE, progress=None, keep_empty: bool = False) -> Iterator[list[str]]:
     """Yield the stories of one file, a block's worth at a time (lists, never empty).
 
     ``progress(n)`` is called with the number of bytes read after each block.
+    ``keep_empty`` keeps empty stories (as ``""``) for the caller to count.
     """
     pending: list[str] = []  # pieces of the story that runs past the blocks read so far
     for text, final in _read_text_blocks(path, block_size, progress):
@@ -121,7 +126,7 @@ def read_story_batches(path: str | os.PathLike, block_size: int = DEFAULT_BLOCK_
             pending = [pieces[-1]]
         if final:
             stories.append("".join(pending))
-        batch = [story for story in (s.strip("\n") for s in stories) if story]
+        batch = [story for story in (s.strip("\n") for s in stories) if story or keep_empty]
         if batch:
             yield batch
 
