@@ -26,8 +26,10 @@ number is turned into its line number the same way.
 from __future__ import annotations
 
 import glob
+import io
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -198,6 +200,8 @@ def read_tables(file: InputFile, cache_dir: str, columns: list[str] | None = Non
 
     if file.reader == "parquet":
         _check_parquet_schema(file)
+    if file.reader == "json":
+        check_json_depth(file)
     builder = _builder(file, cache_dir, columns)
     try:
         manager = StreamingDownloadManager(base_path=builder.base_path, download_config=DownloadConfig())
@@ -209,6 +213,42 @@ def read_tables(file: InputFile, cache_dir: str, columns: list[str] | None = Non
         raise
     except Exception as e:  # noqa: BLE001 - any reader failure becomes one line naming the file (and line)
         raise reader_error(file, e) from None
+
+
+MAX_JSON_DEPTH = 256  # pyarrow's JSON parser crashes the process (SIGSEGV) somewhere past 5,000 levels
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')  # a JSON string, escapes included (unrolled: linear)
+_DEPTH_BLOCK = 8 << 20
+
+
+def check_json_depth(file: InputFile) -> None:
+    """Refuse JSON nested deeper than :data:`MAX_JSON_DEPTH` before any parser sees it (one pass, C speed).
+
+    Strings are blanked out first (a ``[`` inside a string is text), then the
+    running depth of ``[``/``{`` against ``]``/``}`` is taken over the
+    brackets only. Blocks end at a line end, so JSON Lines rows are whole.
+    """
+    import numpy as np
+
+    line = 1
+    depth = 0
+    with open_binary(file.uri) as handle:
+        while True:
+            block = handle.read(_DEPTH_BLOCK)
+            if not block:
+                return
+            block += handle.readline()
+            bare = np.frombuffer(_JSON_STRING.sub(b'""', block), dtype=np.uint8)
+            where = np.flatnonzero((bare == 0x5B) | (bare == 0x7B) | (bare == 0x5D) | (bare == 0x7D))
+            if where.size:
+                step = np.where((bare[where] == 0x5B) | (bare[where] == 0x7B), 1, -1).astype(np.int64)
+                running = depth + np.cumsum(step)
+                deepest = int(np.argmax(running))
+                if running[deepest] > MAX_JSON_DEPTH:
+                    first = int(np.argmax(running > MAX_JSON_DEPTH))
+                    at = line + int(np.count_nonzero(bare[: where[first]] == 0x0A))
+                    raise CorpusInputError(file.uri, f"line {at}: JSON nested too deeply", expected=f"at most {MAX_JSON_DEPTH} levels of arrays and objects", got="deeper nesting")
+                depth = int(running[-1])
+            line += int(np.count_nonzero(bare == 0x0A))
 
 
 def _check_parquet_schema(file: InputFile) -> None:
@@ -248,7 +288,12 @@ def open_binary(uri: str):
     import fsspec
 
     _, compression = reader_of(uri)
-    return fsspec.open(uri, "rb", compression=compression).open()
+    handle = fsspec.open(uri, "rb", compression=compression).open()
+    try:
+        handle.readline(0)
+    except (io.UnsupportedOperation, AttributeError):  # zstandard's reader reads blocks only: buffer it for lines
+        handle = io.BufferedReader(handle)
+    return handle
 
 
 def json_lines(file: InputFile) -> Iterator[tuple[int, bytes]]:
