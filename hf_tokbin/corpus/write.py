@@ -51,7 +51,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
+import socket
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,8 +68,9 @@ from datasets.data_files import DataFilesDict, DataFilesList
 from datasets.download.streaming_download_manager import StreamingDownloadManager
 
 from .._io import fsync_dir, fsync_path, sha256_file, write_text_atomic
-from ..cards.corpus import DATA_DIR, render_corpus_card
-from ..errors import CorpusInputError
+from ..cards.corpus import DATA_DIR, check_card_metadata, render_corpus_card
+from ..errors import CorpusInputError, FormatError
+from ..formats.corpus_manifest import FORMAT as CORPUS_FORMAT
 from ..formats.corpus_manifest import (
     MANIFEST_NAME,
     SPLITS,
@@ -126,6 +129,7 @@ def write_tinystories_corpus(
     shard_bytes: int | None = None,
     overwrite: bool = False,
     progress: bool = False,
+    any_license: bool = False,
 ) -> CorpusManifest:
     """Write the stories of TinyStories text files (seed 002's rules) as a corpus folder.
 
@@ -138,6 +142,7 @@ def write_tinystories_corpus(
         files["validation"] = Path(valid)
     limit = ShardLimit.of(shard_rows, shard_bytes)
     _check_name(name, "--name")
+    check_card_metadata(license, language, any_license)
     for path in files.values():
         _check_input_file(path)
     sources = [(path, path.name) for path in files.values()]
@@ -172,6 +177,7 @@ def import_corpus(
     shard_bytes: int | None = None,
     overwrite: bool = False,
     progress: bool = False,
+    any_license: bool = False,
 ) -> CorpusManifest:
     """Write the rows of corpus input files (or folders, globs, ``hf://`` paths of them) as a corpus folder.
 
@@ -189,6 +195,7 @@ def import_corpus(
     name = Path(out).name if name is None else name
     _check_name(name, "--name" if name != Path(out).name else "--out")
     _check_limit(limit)
+    check_card_metadata(license, language, any_license)
     if split_rule is not None:
         split = "sha256" if split_rule == "sha256" else split_rule
     inputs = list_inputs(paths)
@@ -450,6 +457,77 @@ def _umask() -> int:
     return mask
 
 
+OWNER_NAME = ".owner"  # in a temporary folder: "PID HOST" of the run writing it
+
+
+def _check_ours(out: Path) -> None:
+    """``out`` is a corpus folder this tool wrote: a valid corpus manifest (format checked), and nothing but its files.
+
+    ``--overwrite`` deletes ``out``: an llm.c token folder (whose
+    ``_MANIFEST.json`` is a different record), a release, or a corpus folder
+    someone added files to is refused, naming what does not belong.
+    """
+    import json
+
+    try:
+        record = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        record = None
+    if not isinstance(record, dict) or record.get("format") != CORPUS_FORMAT:
+        got = "no _MANIFEST.json" if not (out / MANIFEST_NAME).is_file() else f"a _MANIFEST.json of format {record.get('format')!r}" if isinstance(record, dict) else "an unreadable _MANIFEST.json"
+        raise CorpusInputError(out, f"--overwrite replaces only a corpus folder (a {MANIFEST_NAME} of format {CORPUS_FORMAT})", got=got)
+    try:
+        manifest = CorpusManifest.read(out)
+    except FormatError as e:
+        raise CorpusInputError(out, "--overwrite replaces only a valid corpus folder", got=str(e)) from None
+    ours = {MANIFEST_NAME, CARD_NAME, DATA_DIR, *(s.path for s in manifest.shards)}
+    for path in sorted(out.rglob("*")):
+        rel = path.relative_to(out).as_posix()
+        if rel not in ours or path.is_symlink():
+            raise CorpusInputError(path, "--overwrite replaces only a corpus folder holding nothing but its own files", got="a file the corpus does not list", hint="move it away, or choose another --out")
+
+
+def remove_stale_temporaries(out: Path) -> list[Path]:
+    """Delete the temporary folders of killed runs for ``out``: ``.NAME.tmp-XXXXXXXX`` and ``.NAME.old-XXXXXXXX``, ours only.
+
+    A folder qualifies only by its exact name (mkdtemp's 8 characters) and, for
+    ``.tmp-``, an owner record naming a process on this host that is gone; a
+    run still in progress, or anything else, is left alone.
+    """
+    pattern = re.compile(re.escape(f".{out.name}.") + r"(tmp|old)-[a-z0-9_]{8}")
+    removed = []
+    if not out.parent.is_dir():
+        return removed
+    for path in out.parent.iterdir():
+        match = pattern.fullmatch(path.name)
+        if not match or path.is_symlink() or not path.is_dir():
+            continue
+        if match.group(1) == "tmp" and not _owner_is_gone(path / OWNER_NAME):
+            continue
+        if match.group(1) == "old" and not out.exists():
+            continue  # killed between the two renames: this holds the only copy of the previous corpus
+        shutil.rmtree(path)
+        removed.append(path)
+    return removed
+
+
+def _owner_is_gone(owner: Path) -> bool:
+    try:
+        pid_text, host = owner.read_text(encoding="utf-8").split()
+        pid = int(pid_text)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False  # not our record: leave the folder alone
+    if host != socket.gethostname() or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 class _CorpusFolder:
     """A temporary folder beside ``out``, renamed to ``out`` by :meth:`finish`; removed on failure."""
 
@@ -468,13 +546,14 @@ class _CorpusFolder:
             return
         if not self.overwrite:
             raise CorpusInputError(out, "output folder exists and is not empty", hint="pass --overwrite to replace a corpus folder")
-        if not (out / MANIFEST_NAME).is_file():
-            raise CorpusInputError(out, f"--overwrite replaces only a corpus folder (one holding {MANIFEST_NAME})", got="a folder without it")
+        _check_ours(out)
 
     def __enter__(self) -> "_CorpusFolder":
         self.out.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(self.out)
         self.path = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.tmp-", dir=self.out.parent))
         self.path.chmod(0o777 & ~_umask())  # mkdtemp makes it private; the corpus folder is not
+        write_text_atomic(self.path / OWNER_NAME, f"{os.getpid()} {socket.gethostname()}\n")
         # The builders' lock files go here, not into the user's datasets cache.
         self.cache = os.fspath(self.path / ".builder-cache")
         return self
@@ -488,6 +567,7 @@ class _CorpusFolder:
         if not manifest.shards:
             raise CorpusInputError(", ".join(os.fspath(path) for path, _ in sources), "no documents in the input", expected="at least one document", got=0)
         shutil.rmtree(self.cache, ignore_errors=True)
+        (self.path / OWNER_NAME).unlink()
         manifest.write(self.path)
         write_text_atomic(self.path / CARD_NAME, render_corpus_card(manifest))
         fsync_dir(self.path / DATA_DIR)

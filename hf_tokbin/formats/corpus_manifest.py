@@ -45,6 +45,8 @@ MANIFEST_NAME = "_MANIFEST.json"
 FORMAT = "hf_tokbin.corpus/1"
 SPLITS = ("train", "validation")
 SPLIT_RULES = ("files", "column", "sha256", "all-train")  # and sha256-per-mille-N (N of 1000 in validation, 2..999)
+LICENSE_ID = re.compile(r"[a-z0-9][a-z0-9.+-]{0,63}")
+LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8})*")
 _PER_MILLE_RULE = re.compile(r"sha256-per-mille-([1-9][0-9]{0,2})")
 
 
@@ -113,8 +115,9 @@ class CorpusManifest:
     empty_documents_dropped: int = 0  # empty input documents left out (both importers drop them)
 
     def __post_init__(self):
-        require(isinstance(self.license, str) and self.license and " " not in self.license, None, "license must be a Hub license id such as apache-2.0", self.license)
-        require(isinstance(self.language, tuple) and all(isinstance(x, str) and x.isalnum() for x in self.language), None, "language must be a list of ISO codes such as en", self.language)
+        # The shapes of ids (what cards and YAML can carry safely); the Hub's own list is checked where a corpus is written.
+        require(isinstance(self.license, str) and bool(LICENSE_ID.fullmatch(self.license)), None, "license must be a Hub license id such as apache-2.0", self.license)
+        require(isinstance(self.language, tuple) and all(isinstance(x, str) and LANGUAGE_CODE.fullmatch(x) for x in self.language), None, "language must be a list of ISO codes such as en", self.language)
         require(isinstance(self.name, str) and self.name and "/" not in self.name, None, "corpus name must be a non-empty string without '/'", self.name)
         require(is_split_rule(self.split_rule), None, f"split_rule must be one of {SPLIT_RULES} or sha256-per-mille-N", self.split_rule)
         require(is_count(self.empty_documents_dropped), None, "empty_documents_dropped must be a non-negative integer", self.empty_documents_dropped)
