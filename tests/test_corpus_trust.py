@@ -15,7 +15,7 @@ import yaml
 
 from hf_tokbin.cli import main
 from hf_tokbin.corpus.builders.tinystories import read_story_batches
-from hf_tokbin.corpus.write import import_corpus, write_tinystories_corpus
+from hf_tokbin.corpus.write import import_corpus
 from hf_tokbin.errors import CorpusInputError
 
 

@@ -75,6 +75,14 @@ class BuildPlan:
     scratch_key: str | None = None  # out is a URL: the name of this machine's scratch folder (output.scratch_root)
     # The encoder after its fast-path check (prepare_encoder); not part of run_config.json.
     encoder: object = dataclasses.field(default=None, compare=False, repr=False)
+    # Where input shard i is read (hf_tokbin.corpus.source: a corpus folder, or Hub files fetched per part).
+    shards: object = dataclasses.field(default=None, compare=False, repr=False)
+
+    @property
+    def shard_source(self):
+        from ..corpus.source import LocalShards
+
+        return self.shards if self.shards is not None else LocalShards(self.corpus_root)
 
     @property
     def eod_id(self) -> int | None:
@@ -124,8 +132,13 @@ def plan_build(
     corpus_revision: str | None = None,
     llmc_variant: str = "seed000",
     fast: str = "auto",
+    shards=None,
 ) -> BuildPlan:
-    """Check every input and option before any work starts."""
+    """Check every input and option before any work starts.
+
+    ``shards`` says where input shard i is read (default: the corpus folder;
+    :func:`hf_tokbin.corpus.source.resolve_corpus_source` gives Hub files).
+    """
     url = is_url(out)
     if url:
         check_url(out)
@@ -159,9 +172,11 @@ def plan_build(
         megatron.dtype_code_for_vocab(tokenizer.vocab_size)
     corpus_root = Path(corpus_root)
     manifest = CorpusManifest.read(corpus_root)
-    for shard in manifest.shards:
-        if not (corpus_root / shard.path).is_file():
-            raise BuildError(corpus_root / shard.path, "corpus shard listed in _MANIFEST.json is missing")
+    if shards is None:
+        from ..corpus.source import LocalShards
+
+        shards = LocalShards(os.fspath(corpus_root.resolve()))
+    shards.check(manifest)
     plan = BuildPlan(
         # Absolute: Ray workers run in other folders. Never written to reproducible files.
         corpus_root=os.fspath(corpus_root.resolve()),
@@ -177,6 +192,7 @@ def plan_build(
         max_tokens_per_file=max_tokens_per_file,
         llmc_variant=llmc_variant,
         fast=fast,
+        shards=shards,
     )
     if url:
         plan = dataclasses.replace(plan, scratch_key=scratch_key(plan.out, canonical_json(plan.run_config())))

@@ -8,7 +8,11 @@ from ..formats.llmc import DEFAULT_MAX_TOKENS
 
 def add_arguments(parser) -> None:
     parser.add_argument("--corpus", required=True, help="a corpus folder (hf-tokbin corpus) or a Hub dataset repo NS/NAME")
-    parser.add_argument("--corpus-revision", default=None, help="pinned revision of a Hub corpus")
+    parser.add_argument("--corpus-revision", default=None, help="pinned revision of a Hub corpus (resolved to its commit id)")
+    # -- corpus choice and planning (docs/corpus.md)
+    parser.add_argument("--corpus-config", default=None, help="config of a plain Hub dataset repo (default: its default config)")
+    parser.add_argument("--corpus-split", action="append", default=None, metavar="SPLIT", help="split of a plain Hub dataset repo to build (repeatable; default: train and validation)")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan (shards, documents, estimated tokens and bytes, encoder, paths) and write nothing")
     parser.add_argument("--tokenizer", required=True, help="byte, a tokenizer.json, a folder holding one, or a Hub repo NS/NAME")
     parser.add_argument("--tokenizer-revision", default=None, help="pinned revision of a Hub tokenizer")
     parser.add_argument("--tokenizer-subfolder", default=None, help="subfolder of a Hub tokenizer repo")
@@ -29,11 +33,12 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from ..build import build, plan_build
-    from ..corpus.source import resolve_corpus
+    from ..corpus.source import resolve_corpus_source
     from ..tokenizer.resolve import resolve_tokenizer
 
     tokenizer = resolve_tokenizer(args.tokenizer, args.tokenizer_id, args.doc_sep_id, args.tokenizer_revision, args.tokenizer_subfolder)
-    root, source, revision = resolve_corpus(args.corpus, args.corpus_revision)
+    corpus = resolve_corpus_source(args.corpus, args.corpus_revision, args.corpus_config, args.corpus_split)
+    root, source, revision = corpus.root, corpus.source, corpus.revision
     plan = plan_build(
         root,
         tokenizer,
@@ -46,7 +51,13 @@ def run(args) -> int:
         corpus_revision=revision,
         llmc_variant=args.llmc_variant,
         fast=args.fast,
+        shards=corpus.shards,
     )
+    if args.dry_run:
+        from ..build.dry_run import describe_plan
+
+        print(describe_plan(plan))
+        return 0
     summary = build(plan, engine=args.engine, ray_address=args.ray_address, progress=not args.quiet)
     print(summary.table())
     return 0

@@ -80,8 +80,8 @@ from ..formats.corpus_manifest import (
 )
 from ..formats.records import FileEntry
 from .builders.corpus_shards import CorpusShards
-from .inputs import InputFile, list_inputs
 from .builders.tinystories import TinyStories
+from .inputs import InputFile, list_inputs
 
 DEFAULT_SHARD_BYTES = 256 << 20
 ROW_GROUP_ROWS = 10_000

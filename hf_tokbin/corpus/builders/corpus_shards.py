@@ -32,7 +32,6 @@ elsewhere.
 from __future__ import annotations
 
 import hashlib
-
 import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Literal, Optional
