@@ -113,9 +113,12 @@ def read_story_batches(path: str | os.PathLike, block_size: int = DEFAULT_BLOCK_
     """Yield the stories of one file, a block's worth at a time (lists, never empty).
 
     ``progress(n)`` is called with the number of bytes read after each block.
-    ``keep_empty`` keeps empty stories (as ``""``) for the caller to count.
+    ``keep_empty`` keeps empty stories (as ``""``) for the caller to count:
+    those between two delimiter lines. Nothing before a file's first
+    delimiter, or after its last, is not a story at all, and is never kept.
     """
     pending: list[str] = []  # pieces of the story that runs past the blocks read so far
+    first = True  # the next story is the text before the file's first delimiter
     for text, final in _read_text_blocks(path, block_size, progress):
         pieces = _split_on_delimiter_lines(text, final)
         pending.append(pieces[0])
@@ -126,7 +129,12 @@ def read_story_batches(path: str | os.PathLike, block_size: int = DEFAULT_BLOCK_
             pending = [pieces[-1]]
         if final:
             stories.append("".join(pending))
-        batch = [story for story in (s.strip("\n") for s in stories) if story or keep_empty]
+        stories = [s.strip("\n") for s in stories]
+        edges = {0} if first and stories else set()
+        if final and stories:
+            edges.add(len(stories) - 1)
+        first = first and not stories
+        batch = [story for i, story in enumerate(stories) if story or (keep_empty and i not in edges)]
         if batch:
             yield batch
 
