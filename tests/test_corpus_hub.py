@@ -148,3 +148,24 @@ def test_a_split_the_repo_does_not_have_is_one_line(env, plain_repo, tokenizer_d
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "--corpus-split names a split the dataset does not have" in lines[0], result.stderr[-2000:]
+
+
+def corpus_texts(folder: Path, split: str) -> list[str]:
+    manifest = json.loads((folder / "_MANIFEST.json").read_text())
+    return [t for s in manifest["shards"] if s["split"] == split for t in pq.read_table(folder / s["path"]).column("text").to_pylist()]
+
+
+def test_corpus_import_of_a_hub_repo_id_and_of_hf_paths(hub, env, plain_repo, tmp_path):
+    imported = run(env, "corpus", "import", REPO, "--out", tmp_path / "c")
+    assert imported.returncode == 0, imported.stderr[-3000:]
+    for split, shards in plain_repo.items():
+        assert corpus_texts(tmp_path / "c", split) == [t for docs in shards for t in docs]
+    manifest = json.loads((tmp_path / "c" / "_MANIFEST.json").read_text())
+    assert manifest["split_rule"] == "files"
+    assert [s["path"] for s in manifest["sources"]][0] == "data/train-00000-of-00004.parquet"
+    # An hf:// glob at a branch: pinned to the commit, read in path order.
+    globbed = run(env, "corpus", "import", f"hf://datasets/{REPO}@main/data/train-*.parquet", "--out", tmp_path / "g")
+    assert globbed.returncode == 0, globbed.stderr[-3000:]
+    assert corpus_texts(tmp_path / "g", "train") == [t for docs in plain_repo["train"] for t in docs]
+    missing = run(env, "corpus", "import", "tester/no-such-repo", "--out", tmp_path / "m")
+    assert missing.returncode == 1 and len(missing.stderr.strip().splitlines()) == 1, missing.stderr[-2000:]

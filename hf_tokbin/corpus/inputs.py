@@ -85,6 +85,8 @@ def list_inputs(paths: Sequence[str | os.PathLike]) -> list[InputFile]:
         text = os.fspath(given)
         if text.startswith(HF_PREFIX):
             found.extend(_hub_inputs(text))
+        elif _looks_like_repo_id(text):
+            found.extend(_hub_repo_inputs(text))
         elif Path(text).is_dir():
             found.extend(_folder_inputs(Path(text)))
         elif any(c in text for c in _GLOB_CHARS) and not Path(text).exists():
@@ -144,12 +146,59 @@ def _saved_dataset_inputs(folder: Path) -> list[InputFile]:
     return found
 
 
+def _looks_like_repo_id(text: str) -> bool:
+    parts = text.split("/")
+    return not Path(text).exists() and len(parts) == 2 and all(parts) and not any(p in (".", "..") for p in parts) and reader_of(text)[0] is None and not any(c in text for c in _GLOB_CHARS)
+
+
+def _hub_repo_inputs(repo_id: str) -> list[InputFile]:
+    """A whole Hub dataset repo at its current commit: its data files per split, as ``load_dataset`` finds them."""
+    from huggingface_hub import HfApi
+
+    from ..errors import TokbinError
+    from ..hub.retry import fetch_error
+    from ..hub.revision import escaped, resolve_commit
+    from .source import _data_files_by_split
+
+    try:
+        commit = resolve_commit(HfApi(), repo_id, None, "dataset")
+    except TokbinError:
+        raise
+    except Exception as e:  # noqa: BLE001 - no such repo, no access, unreachable: one line
+        raise escaped(fetch_error(f"{repo_id}@main", "corpus input", e)) from e
+    found = []
+    for split, paths in _data_files_by_split(repo_id, commit, None).items():
+        for path in paths:
+            reader = reader_of(path)[0]
+            if reader is None:
+                raise CorpusInputError(f"{repo_id}@{commit}/{path}", "unknown input file type", expected=_accepted(), got=os.path.splitext(path)[1] or "no suffix")
+            found.append(InputFile(f"{HF_PREFIX}datasets/{repo_id}@{commit}/{path}", path, reader, split))
+    if not found:
+        raise CorpusInputError(f"{repo_id}@{commit}", "the dataset has no data files")
+    return found
+
+
+def _pinned(url: str) -> str:
+    """``hf://datasets/NS/NAME[@REV]/PATH`` with REV resolved to its checked commit id."""
+    from huggingface_hub import HfApi, HfFileSystem
+
+    from ..hub.revision import resolve_commit
+
+    resolved = HfFileSystem().resolve_path(url)
+    commit = resolve_commit(HfApi(), resolved.repo_id, resolved.revision, resolved.repo_type)
+    kind = {"dataset": "datasets/", "model": "", "space": "spaces/"}[resolved.repo_type]
+    return f"{HF_PREFIX}{kind}{resolved.repo_id}@{commit}/{resolved.path_in_repo}".rstrip("/")
+
+
 def _hub_inputs(url: str) -> list[InputFile]:
-    """Files under an ``hf://`` URL (a file, a folder or a glob), sorted by path."""
+    """Files under an ``hf://`` URL (a file, a folder or a glob), sorted by path, at the commit its revision names."""
     from huggingface_hub import HfFileSystem
+
+    from ..errors import TokbinError
 
     fs = HfFileSystem()
     try:
+        url = _pinned(url)
         if any(c in url for c in _GLOB_CHARS):
             names = sorted(fs.glob(url))
         elif fs.isdir(url):
@@ -157,6 +206,8 @@ def _hub_inputs(url: str) -> list[InputFile]:
         else:
             names = [url.removeprefix(HF_PREFIX)]
             fs.info(url)
+    except TokbinError:
+        raise
     except FileNotFoundError:
         raise CorpusInputError(url, "input file is missing on the Hub") from None
     except Exception as e:  # the Hub client's errors: no such repo, no access, unreachable
