@@ -56,7 +56,7 @@ def sample_documents(plan: BuildPlan) -> list[str]:
     for shard in plan.corpus.shards:
         if not shard.rows or len(sample) >= SAMPLE_DOCS:
             continue
-        path = shard.path
+        path = plan.shard_source.location(shard)
         try:
             with plan.shard_source.open_for_sample(shard) as handle, pq.ParquetFile(handle) as file:
                 batch = next(file.iter_batches(batch_size=SAMPLE_DOCS_PER_SHARD, columns=["text"]))

@@ -79,6 +79,10 @@ class LocalShards:
     def open_for_sample(self, shard: CorpusShard):
         return open(Path(self.root) / shard.path, "rb")
 
+    def location(self, shard: CorpusShard) -> str:
+        """Where the shard is, for messages."""
+        return os.fspath(Path(self.root) / shard.path)
+
 
 @dataclass(frozen=True)
 class HubShards:
@@ -135,6 +139,9 @@ class HubShards:
             from ..hub.retry import fetch_error
 
             raise fetch_error(f"{self.repo_id}@{self.commit}/{path}", "corpus shard", e) from e
+
+    def location(self, shard: CorpusShard) -> str:
+        return f"{self.repo_id}@{self.commit}/{shard.path}"
 
     def open_for_sample(self, shard: CorpusShard):
         """A seekable remote file: pyarrow reads the footer and the first row group with range requests."""
