@@ -169,3 +169,22 @@ def test_corpus_import_of_a_hub_repo_id_and_of_hf_paths(hub, env, plain_repo, tm
     assert corpus_texts(tmp_path / "g", "train") == [t for docs in plain_repo["train"] for t in docs]
     missing = run(env, "corpus", "import", "tester/no-such-repo", "--out", tmp_path / "m")
     assert missing.returncode == 1 and len(missing.stderr.strip().splitlines()) == 1, missing.stderr[-2000:]
+
+
+def test_build_limit_takes_the_first_documents_in_corpus_order_and_reads_no_further(hub, env, plain_repo, tokenizer_dir, tmp_path):
+    before = whole_downloads(hub, r"/data/(train-00003|validation)")
+    out = tmp_path / "first50"
+    built = build(env, tokenizer_dir, out, "--limit", "50")
+    assert built.returncode == 0, built.stderr[-3000:]
+    tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+    expected = [t for docs in plain_repo["train"] for t in docs][:50]
+    pairs = sorted((out / "shards" / "train").glob("*.idx"))
+    got = [MegatronPair(p)[i].tolist()[:-1] for p in pairs for i in range(len(MegatronPair(p)))]
+    assert got == [tokenizer.encode(t, add_special_tokens=False).ids for t in expected]
+    assert not (out / "shards" / "validation").exists()
+    assert whole_downloads(hub, r"/data/(train-00003|validation)") == before
+    config = json.loads((out / "run_config.json").read_text())
+    assert config["corpus"]["source"] == REPO
+    dry = build(env, tokenizer_dir, tmp_path / "dry", "--dry-run")
+    assert dry.returncode == 0 and "nothing was written" in dry.stdout and not (tmp_path / "dry").exists(), dry.stderr[-2000:]
+    assert "train: 4 shards" in dry.stdout

@@ -12,6 +12,7 @@ def add_arguments(parser) -> None:
     # -- corpus choice and planning (docs/corpus.md)
     parser.add_argument("--corpus-config", default=None, help="config of a plain Hub dataset repo (default: its default config)")
     parser.add_argument("--corpus-split", action="append", default=None, metavar="SPLIT", help="split of a plain Hub dataset repo to build (repeatable; default: train and validation)")
+    parser.add_argument("--limit", type=int, default=None, metavar="N", help="build only the first N documents in corpus order (train first, then validation)")
     parser.add_argument("--dry-run", action="store_true", help="print the plan (shards, documents, estimated tokens and bytes, encoder, paths) and write nothing")
     parser.add_argument("--tokenizer", required=True, help="byte, a tokenizer.json, a folder holding one, or a Hub repo NS/NAME")
     parser.add_argument("--tokenizer-revision", default=None, help="pinned revision of a Hub tokenizer")
@@ -34,10 +35,17 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from ..build import build, plan_build
     from ..corpus.source import resolve_corpus_source
+    from ..errors import BuildError
     from ..tokenizer.resolve import resolve_tokenizer
 
     tokenizer = resolve_tokenizer(args.tokenizer, args.tokenizer_id, args.doc_sep_id, args.tokenizer_revision, args.tokenizer_subfolder)
     corpus = resolve_corpus_source(args.corpus, args.corpus_revision, args.corpus_config, args.corpus_split)
+    if args.limit is not None:
+        from ..corpus.source import first_documents
+
+        if args.limit < 1:
+            raise BuildError(None, "--limit must be a positive number of documents", got=args.limit)
+        corpus = first_documents(corpus, args.limit)
     root, source, revision = corpus.root, corpus.source, corpus.revision
     plan = plan_build(
         root,

@@ -52,6 +52,8 @@ class InputFile:
     name: str  # the source name recorded in the corpus manifest
     reader: str  # json, parquet, arrow or text
     split: str | None = None  # the split its container names (DatasetDict split), else None
+    size: int | None = None  # known size and SHA-256 (a corpus's own shard), else computed from the bytes
+    sha256: str | None = None
 
     @property
     def is_remote(self) -> bool:
@@ -82,6 +84,9 @@ def list_inputs(paths: Sequence[str | os.PathLike]) -> list[InputFile]:
         raise CorpusInputError(None, "no input given", expected="files, folders or globs of " + _accepted(), got="nothing")
     found: list[InputFile] = []
     for given in paths:
+        if isinstance(given, InputFile):  # already resolved (a corpus's own shards, see corpus.source.first_documents)
+            found.append(given)
+            continue
         text = os.fspath(given)
         if text.startswith(HF_PREFIX):
             found.extend(_hub_inputs(text))

@@ -239,10 +239,20 @@ def resolve_corpus_source(name: str, revision: str | None = None, config: str | 
         root, source, commit = resolve_corpus(name, revision)  # the commit is resolved again: a push meanwhile is read whole
         return CorpusSource(root, source, commit, LocalShards(os.fspath(root)))
     manifest = synthesize_hub_manifest(name, commit, files, config, splits)
-    root = Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="hf_tokbin-hub-corpus-"))
+    root = Path(work_dir) if work_dir is not None else _temporary_folder("hf_tokbin-hub-corpus-")
     root.mkdir(parents=True, exist_ok=True)
     manifest.write(root)
     return CorpusSource(root, name, commit, HubShards(name, commit, _endpoint()))
+
+
+def _temporary_folder(prefix: str) -> Path:
+    """A new temporary folder, removed when the process exits (it holds only what this process derived)."""
+    import atexit
+    import shutil
+
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 def _endpoint() -> str | None:
@@ -388,3 +398,27 @@ def _card_metadata(repo_id: str, commit: str) -> tuple[str, tuple[str, ...]]:
     language = [language] if isinstance(language, str) else language
     codes = tuple(c for c in language if isinstance(c, str) and LANGUAGE_CODE.fullmatch(c)) if isinstance(language, list) else ()
     return license, codes
+
+
+def first_documents(found: CorpusSource, limit: int, work_dir: str | os.PathLike | None = None) -> CorpusSource:
+    """The first ``limit`` documents of a corpus, in corpus order, as a corpus folder of their own (``build --limit``).
+
+    The shards are read in manifest order (train, then validation) with
+    ``corpus import``'s reader, each keeping its split, until ``limit``
+    documents are written; reading stops there (a Hub shard past the limit is
+    never fetched). The subset keeps the corpus's name, license and
+    languages; its manifest's sources are the corpus's shards (with their
+    manifest digests), and ``run_config.json`` still names where they came from.
+    """
+    from .inputs import HF_PREFIX, InputFile
+    from .write import import_corpus
+
+    manifest = CorpusManifest.read(found.root)
+    if isinstance(found.shards, HubShards):
+        inputs = [InputFile(f"{HF_PREFIX}datasets/{found.shards.repo_id}@{found.shards.commit}/{s.path}", s.path, "parquet", s.split, s.size, s.sha256) for s in manifest.shards]
+    else:
+        inputs = [InputFile(os.fspath(Path(found.shards.root) / s.path), s.path, "parquet", s.split, s.size, s.sha256) for s in manifest.shards]
+    base = Path(work_dir) if work_dir is not None else _temporary_folder("hf_tokbin-limit-")
+    root = base / manifest.name
+    import_corpus(inputs, root, name=manifest.name, limit=limit, license=manifest.license, language=manifest.language, any_license=True)
+    return CorpusSource(root, found.source, found.revision, LocalShards(os.fspath(root.resolve())))

@@ -279,6 +279,8 @@ def _check_distinct_inputs(inputs: list[InputFile]) -> None:
 
 def _source_entry(file: InputFile) -> FileEntry:
     """An input as the manifest names it: source name, size and SHA-256 of its bytes as stored (compressed or not)."""
+    if file.sha256 is not None:  # a corpus's own shard: its manifest's digest (a Hub shard past a --limit is never fetched)
+        return FileEntry(file.name, file.size, file.sha256)
     if not file.is_remote:
         return FileEntry(file.name, os.path.getsize(file.uri), sha256_file(file.uri))
     import hashlib
