@@ -163,7 +163,7 @@ def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, 
 
     from .corpus.builders.corpus_shards import CorpusShards
     from .corpus.inputs import InputFile
-    from .corpus.write import ShardLimit, _check_name, _CorpusFolder, _CorpusWriter, _split_rule_name
+    from .corpus.write import ShardLimit, _check_name, _CorpusFolder, _split_rule_name, write_tables
     from .formats.corpus_manifest import CorpusManifest
 
     name = Path(out).name if name is None else name
@@ -182,16 +182,18 @@ def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, 
             val_per_mille=val_per_mille,
         )
         builder.used_split_column = None
-        writer = _CorpusWriter(folder.path, limit)
-        for file, member in zip(inputs, members.values()):
-            first_row = 0
-            for batch in _batches(member):
-                table = batch if isinstance(batch, pa.Table) else pa.Table.from_pydict(batch)
-                checked = builder._checked(file, table, first_row)
-                writer.write_rows(checked.column("text"), checked.column("split"))
-                first_row += table.num_rows
-        manifest = CorpusManifest(name, _split_rule_name(builder, inputs), (), tuple(writer.close()), license, tuple(language), writer.empty_dropped)
-        return folder.finish(manifest, [])
+
+        def checked_tables():
+            for file, member in zip(inputs, members.values()):
+                first_row = 0
+                for batch in _batches(member):
+                    table = batch if isinstance(batch, pa.Table) else pa.Table.from_pydict(batch)
+                    yield builder._checked(file, table, first_row)
+                    first_row += table.num_rows
+
+        writer = write_tables(folder.path, limit, checked_tables())
+        manifest = CorpusManifest(name, _split_rule_name(builder, inputs), (), tuple(writer.close()), license, tuple(language), writer.empty_dropped, writer.by_source)
+        return folder.finish(manifest, [], writer.schema)
 
 
 def _batches(member, rows: int = 10_000):

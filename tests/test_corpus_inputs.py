@@ -152,3 +152,18 @@ def test_unknown_compressed_type_names_the_accepted_inputs(tmp_path, capsys):
     path.write_bytes(gzip.compress(b"text\na\n"))
     line = cli_error(capsys, "corpus", "import", str(path), "--out", str(tmp_path / "out"))
     assert "a.csv.gz: unknown input file type" in line and ".zst" in line
+
+
+def test_kept_and_source_columns_go_into_the_shards_and_sources_are_counted(tmp_path):
+    rows = [{"text": f"t{i}", "url": f"u{i}", "n": i, "src": "web" if i % 3 else "books", "split": "validation" if i == 4 else "train"} for i in range(9)]
+    (tmp_path / "a.jsonl").write_bytes(jsonl_bytes(rows))
+    manifest = import_corpus([tmp_path / "a.jsonl"], tmp_path / "out", name="c", keep_columns=["url", "n"], source_column="src")
+    table = pq.read_table(tmp_path / "out" / manifest.shards[0].path)
+    assert table.column_names == ["text", "split", "url", "n", "source"]
+    assert table.column("url").to_pylist() == [r["url"] for r in rows if r["split"] == "train"]
+    assert manifest.documents_by_source == {"train": {"books": 3, "web": 5}, "validation": {"web": 1}}
+    assert CorpusManifest.read(tmp_path / "out") == manifest
+    loaded = datasets.load_dataset(str(tmp_path / "out"), cache_dir=str(tmp_path / "cache"))
+    assert loaded["train"]["n"][:] == [r["n"] for r in rows if r["split"] == "train"]
+    with pytest.raises(CorpusInputError, match="missing kept column 'nope'"):
+        import_corpus([tmp_path / "a.jsonl"], tmp_path / "x", name="c", keep_columns=["nope"])

@@ -46,7 +46,7 @@ def check_card_metadata(license: str, language, any_license: bool = False, flag:
             raise CorpusInputError(None, "--language: not an ISO 639 language code", expected="codes such as en, fr, no, zh-Hant", got=repr(code))
 
 
-def render_corpus_card(manifest: CorpusManifest) -> str:
+def render_corpus_card(manifest: CorpusManifest, schema=None) -> str:
     """The dataset card ``README.md`` of a corpus folder, from ``dataset_card/corpus_card.md``."""
     import yaml
 
@@ -56,7 +56,7 @@ def render_corpus_card(manifest: CorpusManifest) -> str:
         "license": manifest.license,
         "language": list(manifest.language),
         "configs": [{"config_name": "default", "data_files": [{"split": split, "path": f"{DATA_DIR}/{split}-*.parquet"} for split in present]}],
-        "dataset_info": {"features": [{"name": "text", "dtype": "string"}, {"name": "split", "dtype": "string"}]},
+        "dataset_info": {"features": _features(schema)},
         "size_categories": [size_category(sum(s.rows for s in manifest.shards))],
         "tags": ["hf-tokbin", "text"],
     }
@@ -84,6 +84,16 @@ def _without_front_matter(text: str) -> str:
         return text
     end = text.find("\n---\n", 3)
     return text if end < 0 else text[end + len("\n---\n") :]
+
+
+def _features(schema) -> list[dict]:
+    """The shards' columns as the card's ``dataset_info.features`` (``datasets``' own YAML form for kept columns)."""
+    plain = [{"name": "text", "dtype": "string"}, {"name": "split", "dtype": "string"}]
+    if schema is None or schema.names == ["text", "split"]:
+        return plain
+    import datasets
+
+    return datasets.Features.from_arrow_schema(schema)._to_yaml_list()
 
 
 def _cell(text: str) -> str:

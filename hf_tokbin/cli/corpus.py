@@ -5,7 +5,7 @@
     hf-tokbin corpus tinystories TRAIN.txt [VALID.txt] --out DIR [--name NAME] [--license ID] [--language CODES]
               [--shard-rows N | --shard-bytes N] [--overwrite]
     hf-tokbin corpus import INPUT... --out DIR [--name NAME] [--license ID] [--language CODES]
-              [--text-column text ...] [--text-join SEP] [--limit N]
+              [--text-column text ...] [--text-join SEP] [--limit N] [--keep-columns A,B] [--source-column COL]
               [--split-column split | --split-rule sha256 [--val-per-mille 1] | --all-train] [--split-map test=validation ...]
               [--shard-rows N | --shard-bytes N] [--overwrite]
 """
@@ -43,6 +43,8 @@ def add_arguments(parser) -> None:
     imports.add_argument("--split-map", action="append", default=[], metavar="NAME=SPLIT", help="read split NAME as train or validation (e.g. test=validation); repeatable")
     imports.add_argument("--val-per-mille", type=_positive_int, default=1, help="--split-rule sha256: documents in 1000 that go to validation (default 1, seed 004)")
     imports.add_argument("--limit", type=_positive_int, help="keep only the first N documents, in input order")
+    imports.add_argument("--keep-columns", default="", metavar="A,B", help="comma-separated columns copied into the shards beside text and split")
+    imports.add_argument("--source-column", metavar="COL", help="a string column copied as 'source'; documents counted per source and split in the manifest")
     _add_card_arguments(imports, "unknown", "")
     _add_output_arguments(imports)
     imports.set_defaults(run=run_import)
@@ -113,6 +115,8 @@ def run_import(args) -> int:
         split_map=_split_map(args.split_map),
         val_per_mille=args.val_per_mille,
         limit=args.limit,
+        keep_columns=[c.strip() for c in args.keep_columns.split(",") if c.strip()],
+        source_column=args.source_column,
         license=args.license,
         language=_languages(args.language),
         shard_rows=args.shard_rows,

@@ -171,6 +171,8 @@ def import_corpus(
     split_map: dict[str, str] | None = None,
     val_per_mille: int = 1,
     limit: int | None = None,
+    keep_columns: Sequence[str] = (),
+    source_column: str | None = None,
     license: str = "unknown",
     language: Sequence[str] = (),
     shard_rows: int | None = None,
@@ -188,8 +190,11 @@ def import_corpus(
     train; ``"sha256"`` is seed 004's rule at ``val_per_mille``; ``"all-train"``
     ignores any column. ``split_map`` maps other split names. Empty documents
     are dropped and counted (as ``corpus tinystories`` does, seed 002).
-    ``limit`` keeps the first N documents in input order. ``name`` defaults to
-    the name of ``out``.
+    ``limit`` keeps the first N documents in input order. ``keep_columns``
+    are copied into the shards beside ``text`` and ``split``;
+    ``source_column`` is copied as a ``source`` column and its documents
+    counted per split and source in the manifest. ``name`` defaults to the
+    name of ``out``.
     """
     limit_rows = ShardLimit.of(shard_rows, shard_bytes)
     name = Path(out).name if name is None else name
@@ -212,15 +217,25 @@ def import_corpus(
             split_map=dict(split_map or {}),
             val_per_mille=val_per_mille,
             file_splits={f.uri: f.split for f in inputs if f.split is not None},
+            keep_columns=tuple(keep_columns),
+            source_column=source_column,
             progress=progress,
         )
-        writer = _CorpusWriter(folder.path, limit_rows)
-        for table in _limited(_stream_tables(builder, "input"), limit):
-            writer.write_rows(table.column("text"), table.column("split"))
+        writer = write_tables(folder.path, limit_rows, _limited(_stream_tables(builder, "input"), limit))
         shards = tuple(writer.close())
         rule = _split_rule_name(builder, inputs)
-        manifest = CorpusManifest(name, rule, tuple(_source_entry(f) for f in inputs), shards, license, tuple(language), writer.empty_dropped)
-        return folder.finish(manifest, [(Path(f.uri), f.name) for f in inputs])
+        manifest = CorpusManifest(name, rule, tuple(_source_entry(f) for f in inputs), shards, license, tuple(language), writer.empty_dropped, writer.by_source)
+        return folder.finish(manifest, [(Path(f.uri), f.name) for f in inputs], writer.schema)
+
+
+def write_tables(root: Path, limit: ShardLimit, tables: Iterable[pa.Table]) -> "_CorpusWriter":
+    """Checked tables (``text``, ``split``, kept columns) into shards; the kept columns' types come from the first table."""
+    writer = None
+    for table in tables:
+        if writer is None:
+            writer = _CorpusWriter(root, limit, [table.schema.field(n) for n in table.column_names[2:]])
+        writer.write_rows(table)
+    return writer if writer is not None else _CorpusWriter(root, limit)
 
 
 def _split_rule_name(builder, inputs) -> str:
@@ -343,8 +358,8 @@ def _stream_tables(builder, split: str) -> Iterator[pa.Table]:
 class _ShardSequence:
     """The shards of one split: ``data/<split>-NNNNN.parquet``, filled in order up to the limit."""
 
-    def __init__(self, root: Path, split: str, limit: ShardLimit):
-        self.root, self.split, self.limit = root, split, limit
+    def __init__(self, root: Path, split: str, limit: ShardLimit, schema: pa.Schema = SCHEMA):
+        self.root, self.split, self.limit, self.schema = root, split, limit, schema
         self.shards: list[CorpusShard] = []
         self._writer: pq.ParquetWriter | None = None
         self._pending: list[pa.Array] = []  # rows not yet written as a full row group
@@ -352,21 +367,22 @@ class _ShardSequence:
         self._rows = 0
         self._text_bytes = 0
 
-    def write(self, texts: pa.Array) -> None:
-        while len(texts):
-            take = self._rows_that_fit(texts)
+    def write(self, rows: pa.Table) -> None:
+        """Rows with a ``text`` column (and any kept columns), in order."""
+        while rows.num_rows:
+            take = self._rows_that_fit(rows.column("text"))
             if take == 0:
                 self._close_shard()
                 continue
-            self._append(texts.slice(0, take))
-            texts = texts.slice(take)
+            self._append(rows.slice(0, take))
+            rows = rows.slice(take)
 
     def close(self) -> list[CorpusShard]:
         if self._writer is not None:
             self._close_shard()
         return self.shards
 
-    def _rows_that_fit(self, texts: pa.Array) -> int:
+    def _rows_that_fit(self, texts) -> int:
         """How many leading rows of ``texts`` the open shard takes (0: it is full); an empty shard takes at least one."""
         if self.limit.rows is not None:
             fit = min(len(texts), self.limit.rows - self._rows)
@@ -375,22 +391,24 @@ class _ShardSequence:
             fit = int(np.searchsorted(sizes, self.limit.text_bytes - self._text_bytes, side="right"))
         return max(fit, 1) if self._rows == 0 else fit
 
-    def _append(self, texts: pa.Array) -> None:
+    def _append(self, rows: pa.Table) -> None:
         if self._writer is None:
             self._open_shard()
-        self._rows += len(texts)
-        self._text_bytes += pc.sum(pc.binary_length(texts)).as_py() or 0
-        self._pending.append(texts)
-        self._pending_rows += len(texts)
+        self._rows += rows.num_rows
+        self._text_bytes += pc.sum(pc.binary_length(rows.column("text"))).as_py() or 0
+        self._pending.append(rows)
+        self._pending_rows += rows.num_rows
         while self._pending_rows >= ROW_GROUP_ROWS:
             self._write_row_group(ROW_GROUP_ROWS)
 
     def _write_row_group(self, rows: int) -> None:
-        pending = pa.chunked_array(self._pending, pa.string())
-        group = pending.slice(0, rows).combine_chunks()
-        self._writer.write_table(pa.table([group, pa.repeat(self.split, len(group))], schema=SCHEMA), row_group_size=rows)
+        pending = pa.concat_tables(self._pending)
+        group = pending.slice(0, rows)
+        kept = [group.column(name).combine_chunks() for name in self.schema.names[len(SCHEMA) :]]
+        columns = [group.column("text").combine_chunks(), pa.repeat(self.split, group.num_rows), *kept]
+        self._writer.write_table(pa.table(columns, schema=self.schema), row_group_size=rows)
         rest = pending.slice(rows)
-        self._pending = list(rest.chunks)
+        self._pending = [rest] if rest.num_rows else []
         self._pending_rows = len(rest)
 
     def _open_shard(self) -> None:
@@ -399,7 +417,7 @@ class _ShardSequence:
             raise CorpusInputError(None, f"too many {self.split} shards", expected=f"at most {MAX_SHARDS_PER_SPLIT}", got=index + 1, hint="raise --shard-bytes or --shard-rows")
         self._path = f"{DATA_DIR}/{self.split}-{index:05d}.parquet"
         (self.root / DATA_DIR).mkdir(exist_ok=True)
-        self._writer = pq.ParquetWriter(self.root / self._path, SCHEMA, **PARQUET_OPTIONS)
+        self._writer = pq.ParquetWriter(self.root / self._path, self.schema, **PARQUET_OPTIONS)
 
     def _close_shard(self) -> None:
         if self._pending_rows:
@@ -413,44 +431,58 @@ class _ShardSequence:
 
 
 class _CorpusWriter:
-    """Routes documents to the shard sequence of their split."""
+    """Routes documents to the shard sequence of their split; drops and counts empty documents.
 
-    def __init__(self, root: Path, limit: ShardLimit):
-        self._splits = {split: _ShardSequence(root, split, limit) for split in SPLITS}
+    ``kept`` are the fields of the columns kept beside ``text`` and
+    ``split`` (``--keep-columns``, and ``source`` for ``--source-column``),
+    in that order; every table must give them with exactly these types.
+    """
+
+    def __init__(self, root: Path, limit: ShardLimit, kept: Sequence[pa.Field] = ()):
+        self.schema = pa.schema([*SCHEMA, *kept])
+        self._splits = {split: _ShardSequence(root, split, limit, self.schema) for split in SPLITS}
+        self.by_source: dict[str, dict[str, int]] = {}  # split -> source -> documents, when a source column is kept
 
     empty_dropped = 0  # empty documents seen and dropped (both importers: seed 002 drops empty stories)
 
     def write_split(self, split: str, texts: pa.Array | pa.ChunkedArray) -> None:
-        texts = self._without_empty(texts)
-        for chunk in _chunks(texts):
-            self._splits[split].write(chunk)
+        self._write(split, pa.table({"text": texts}))
 
-    def _without_empty(self, texts):
-        nonempty = pc.greater(pc.binary_length(texts), 0)
+    def _write(self, split: str, rows: pa.Table) -> None:
+        rows = self._without_empty(rows)
+        if "source" in rows.column_names and rows.num_rows:
+            counts = self.by_source.setdefault(split, {})
+            for item in pc.value_counts(rows.column("source")).to_pylist():
+                counts[item["values"]] = counts.get(item["values"], 0) + item["counts"]
+        self._splits[split].write(rows)
+
+    def _without_empty(self, rows: pa.Table) -> pa.Table:
+        nonempty = pc.greater(pc.binary_length(rows.column("text")), 0)
         kept = pc.sum(nonempty).as_py() or 0
-        if kept == len(texts):
-            return texts
-        self.empty_dropped += len(texts) - kept
-        return texts.filter(nonempty)
+        if kept == rows.num_rows:
+            return rows
+        self.empty_dropped += rows.num_rows - kept
+        return rows.filter(nonempty)
 
-    def write_rows(self, texts: pa.ChunkedArray, splits: pa.ChunkedArray) -> None:
-        """Rows of mixed splits, in order; each split keeps the input order of its rows (empty documents are dropped in write_split)."""
-        is_validation = pc.equal(splits, "validation")
+    def write_rows(self, rows: pa.Table) -> None:
+        """Rows (``text``, ``split``, kept columns) of mixed splits, in order; each split keeps the input order of its rows."""
+        kept = self.schema.names[len(SCHEMA) :]
+        for field in list(self.schema)[len(SCHEMA) :]:
+            if rows.schema.field(field.name).type != field.type:
+                raise CorpusInputError(None, f"kept column {field.name!r} changes type between input files", expected=str(field.type), got=str(rows.schema.field(field.name).type))
+        data = rows.select(["text", *kept])
+        is_validation = pc.equal(rows.column("split"), "validation")
         validation = pc.sum(is_validation).as_py() or 0
         if validation == 0:
-            self.write_split("train", texts)
-        elif validation == len(texts):
-            self.write_split("validation", texts)
+            self._write("train", data)
+        elif validation == rows.num_rows:
+            self._write("validation", data)
         else:
-            self.write_split("train", texts.filter(pc.invert(is_validation)))
-            self.write_split("validation", texts.filter(is_validation))
+            self._write("train", data.filter(pc.invert(is_validation)))
+            self._write("validation", data.filter(is_validation))
 
     def close(self) -> list[CorpusShard]:
         return [shard for split in SPLITS for shard in self._splits[split].close()]
-
-
-def _chunks(texts: pa.Array | pa.ChunkedArray) -> Iterable[pa.Array]:
-    return texts.chunks if isinstance(texts, pa.ChunkedArray) else [texts]
 
 
 def _umask() -> int:
@@ -564,14 +596,14 @@ class _CorpusFolder:
         if self.path.exists():
             shutil.rmtree(self.path, ignore_errors=True)
 
-    def finish(self, manifest: CorpusManifest, sources: list[tuple[Path, str]]) -> CorpusManifest:
+    def finish(self, manifest: CorpusManifest, sources: list[tuple[Path, str]], schema: pa.Schema = SCHEMA) -> CorpusManifest:
         """Write the manifest and card, then move the folder to ``out``."""
         if not manifest.shards:
             raise CorpusInputError(", ".join(os.fspath(path) for path, _ in sources), "no documents in the input", expected="at least one document", got=0)
         shutil.rmtree(self.cache, ignore_errors=True)
         (self.path / OWNER_NAME).unlink()
         manifest.write(self.path)
-        write_text_atomic(self.path / CARD_NAME, render_corpus_card(manifest))
+        write_text_atomic(self.path / CARD_NAME, render_corpus_card(manifest, schema))
         fsync_dir(self.path / DATA_DIR)
         self._check_out()  # again: something may have appeared while we worked
         self._replace_out()

@@ -22,6 +22,8 @@ input shards of a build: shard i becomes ``part-{i:06d}`` of the release.
 
 ``empty_documents_dropped`` (present only when not 0): how many empty input
 documents were left out (both importers drop them, as seed 002 does).
+``documents_by_source`` (present only with ``--source-column``):
+``{split: {source: documents}}``, adding up to each split's rows.
 ``split_rule`` ``sha256-per-mille-N``: the SHA-256 rule with N in 1000 in validation.
 
 ``license`` (a Hub license id, ``unknown`` when not given) and ``language``
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._io import canonical_json, read_json, write_text_atomic
@@ -113,6 +115,7 @@ class CorpusManifest:
     license: str = "unknown"
     language: tuple[str, ...] = ()
     empty_documents_dropped: int = 0  # empty input documents left out (both importers drop them)
+    documents_by_source: dict = field(default_factory=dict)  # split -> source -> documents (a source column was kept)
 
     def __post_init__(self):
         # The shapes of ids (what cards and YAML can carry safely); the Hub's own list is checked where a corpus is written.
@@ -121,6 +124,15 @@ class CorpusManifest:
         require(isinstance(self.name, str) and self.name and "/" not in self.name, None, "corpus name must be a non-empty string without '/'", self.name)
         require(is_split_rule(self.split_rule), None, f"split_rule must be one of {SPLIT_RULES} or sha256-per-mille-N", self.split_rule)
         require(is_count(self.empty_documents_dropped), None, "empty_documents_dropped must be a non-negative integer", self.empty_documents_dropped)
+        by_source = self.documents_by_source
+        require(
+            isinstance(by_source, dict)
+            and all(split in SPLITS and isinstance(counts, dict) and all(isinstance(k, str) and is_count(v) for k, v in counts.items()) for split, counts in by_source.items())
+            and all(sum(counts.values()) == self.rows(split) for split, counts in by_source.items()),
+            None,
+            "documents_by_source must map train/validation to {source: documents} adding up to the split's rows",
+            by_source,
+        )
         paths = [s.path for s in self.shards]
         require(len(set(paths)) == len(paths), None, "a shard is listed twice", paths)
 
@@ -139,6 +151,8 @@ class CorpusManifest:
         }
         if self.empty_documents_dropped:  # written only when some were: manifests of corpora without any keep their bytes
             record["empty_documents_dropped"] = self.empty_documents_dropped
+        if self.documents_by_source:
+            record["documents_by_source"] = self.documents_by_source
         return canonical_json(record)
 
     def write(self, directory: str | os.PathLike) -> Path:
@@ -153,7 +167,8 @@ class CorpusManifest:
             path = path / MANIFEST_NAME
         obj = read_json(path, FormatError)
         keys = ["name", "format", "split_rule", "license", "language", "sources", "shards"]
-        check_keys(obj, keys + ["empty_documents_dropped"] if isinstance(obj, dict) and "empty_documents_dropped" in obj else keys, path, "corpus manifest")
+        optional = [k for k in ("empty_documents_dropped", "documents_by_source") if isinstance(obj, dict) and k in obj]
+        check_keys(obj, keys + optional, path, "corpus manifest")
         if obj["format"] != FORMAT:
             raise FormatError(path, "unknown corpus manifest format", expected=FORMAT, got=obj["format"])
         try:
@@ -163,7 +178,7 @@ class CorpusManifest:
                 check_keys(s, ["path", "split", "rows", "size", "sha256"], path, f"shards[{i}]")
                 shards.append(CorpusShard(**s))
             language = tuple(obj["language"]) if isinstance(obj["language"], list) else obj["language"]
-            return cls(obj["name"], obj["split_rule"], sources, tuple(shards), obj["license"], language, obj.get("empty_documents_dropped", 0))
+            return cls(obj["name"], obj["split_rule"], sources, tuple(shards), obj["license"], language, obj.get("empty_documents_dropped", 0), obj.get("documents_by_source", {}))
         except FormatError as e:
             if e.path is not None:
                 raise

@@ -82,6 +82,10 @@ class CorpusShardsConfig(datasets.BuilderConfig):
             Validation rate of the SHA-256 rule, in 1000.
         file_splits (`dict[str, str]`, *optional*):
             The split each file's container names, by path (DatasetDict folders).
+        keep_columns (`tuple[str, ...]`, defaults to ()):
+            Columns copied beside ``text`` and ``split``, values as they are.
+        source_column (`str`, *optional*):
+            A string column copied as ``source`` (counted per source and split).
         batch_rows (`int`, defaults to 10,000):
             Rows per yielded table (Parquet batches).
         progress (`bool`, defaults to False):
@@ -97,6 +101,8 @@ class CorpusShardsConfig(datasets.BuilderConfig):
     split_map: dict = field(default_factory=dict)
     val_per_mille: int = 1
     file_splits: dict = field(default_factory=dict)
+    keep_columns: tuple = ()
+    source_column: Optional[str] = None
     batch_rows: int = 10_000
     progress: bool = False
 
@@ -122,6 +128,10 @@ class CorpusShardsConfig(datasets.BuilderConfig):
         self.text_columns = tuple(self.text_columns) if self.text_columns else (self.text_column,)
         if len(set(self.text_columns)) != len(self.text_columns) or not all(isinstance(c, str) and c for c in self.text_columns):
             raise CorpusInputError(None, "text columns must be distinct names", got=list(self.text_columns))
+        self.keep_columns = tuple(self.keep_columns)
+        reserved = {"text", "split", "source"}
+        if len(set(self.keep_columns)) != len(self.keep_columns) or reserved & set(self.keep_columns) or not all(isinstance(c, str) and c for c in self.keep_columns):
+            raise CorpusInputError(None, "--keep-columns: distinct column names other than text, split and source", got=list(self.keep_columns), hint="--source-column COL keeps COL as 'source'")
         if not isinstance(self.batch_rows, int) or self.batch_rows < 1:
             raise CorpusInputError(None, "batch_rows must be a positive integer", got=self.batch_rows)
 
@@ -193,7 +203,17 @@ class CorpusShards(datasets.ArrowBasedBuilder):
                 raise CorpusInputError(file.uri, f"missing text column {column!r}", expected=f"a column {column!r}", got=names[:10])
             texts.append(_as_strings(table.column(column), file, place, "text", column))
         text = texts[0] if len(texts) == 1 else pc.binary_join_element_wise(*texts, self.config.text_join)
-        return pa.table({"text": text, "split": self._splits(file, table, text, place)})
+        out = {"text": text, "split": self._splits(file, table, text, place)}
+        for column in self.config.keep_columns:
+            if column not in names:
+                raise CorpusInputError(file.uri, f"missing kept column {column!r}", expected=f"a column {column!r}", got=names[:10])
+            out[column] = table.column(column).combine_chunks()
+        if self.config.source_column is not None:
+            column = self.config.source_column
+            if column not in names:
+                raise CorpusInputError(file.uri, f"missing source column {column!r}", expected=f"a column {column!r}", got=names[:10])
+            out["source"] = _as_strings(table.column(column), file, place, "source", column)
+        return pa.table(out)
 
     def _splits(self, file: InputFile, table: pa.Table, texts: pa.Array, place: Callable[[int], str]) -> pa.Array:
         config = self.config
