@@ -61,9 +61,9 @@ def sample_documents(plan: BuildPlan) -> list[str]:
     for shard in plan.corpus.shards:
         if not shard.rows or len(sample) >= SAMPLE_DOCS:
             continue
-        path = Path(plan.corpus_root) / shard.path
+        path = plan.shard_source.location(shard)
         try:
-            with pq.ParquetFile(path) as file:
+            with plan.shard_source.open_for_sample(shard) as handle, pq.ParquetFile(handle) as file:
                 batch = next(file.iter_batches(batch_size=SAMPLE_DOCS_PER_SHARD, columns=["text"]))
         except (OSError, ValueError, StopIteration) as e:  # pyarrow's errors derive from these
             raise BuildError(path, "corpus shard is not readable Parquet with a text column", got=str(e).splitlines()[0][:200]) from e
@@ -93,15 +93,18 @@ def datasets_progress(enabled: bool):
         (datasets.enable_progress_bars if before else datasets.disable_progress_bars)()
 
 
-def encode_shard(plan: BuildPlan, index: int, progress: bool = True):
-    """Yield (flat ids, lengths, text bytes) for the documents of input shard ``index`` in order, encoded once with Dataset.map."""
+def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path: Path | None = None):
+    """Yield (flat ids, lengths, text bytes) for the documents of input shard ``index`` in order, encoded once with Dataset.map.
+
+    ``shard_path``: where the shard's bytes are (default: in the corpus folder).
+    """
     import datasets
     import pyarrow.compute as pc
 
     shard = plan.corpus.shards[index]
     if shard.rows == 0:
         return  # datasets cannot read an empty Parquet file (batch size 0); nothing to encode
-    shard_path = Path(plan.corpus_root) / shard.path
+    shard_path = Path(plan.corpus_root) / shard.path if shard_path is None else shard_path
     part = part_name(index)
     work = plan.output.work / WORK_DIR / "datasets" / part
     if work.exists():
