@@ -7,7 +7,9 @@ names the file (in a JSON file, the field) and the rule.
    release's files on disk, each with its size and SHA-256. A path with a
    component starting with "." (``.work/``, ``.cache/``, ``.NAME.tmp``) is no
    part of a release (:func:`hf_tokbin.formats.release.is_release_path`): ignored on
-   disk, never listed.
+   disk, never listed. Every listed path is one of the release layout
+   (:func:`hf_tokbin.formats.release.is_layout_path`, the rule a pull applies
+   too): nothing else at the top, no name holding a newline or escape.
 2. **run_config.json.** Every field used below is present and well formed,
    read in one place (:class:`RunConfig`): ``dataset``, ``version``,
    ``formats``, ``corpus.manifest_sha256``, each input shard of
@@ -93,9 +95,11 @@ from ..formats.release import (
     SPLITS,
     STATS_NAME,
     TOKENS_DIR,
+    LAYOUT_DESCRIPTION,
     Complete,
     Receipt,
     SplitCounts,
+    is_layout_path,
     is_release_path,
     list_release_paths,
     pair_path,
@@ -206,7 +210,10 @@ def _check_complete(root: Path) -> Complete:
     listed = {f.path for f in complete.files}
     hidden = sorted(p for p in listed if not is_release_path(p))
     if hidden:
-        raise VerificationError(root / COMPLETE_NAME, "lists a hidden path (a component starting with '.'), which is no part of a release", got=hidden[0])
+        raise VerificationError(root / COMPLETE_NAME, "lists a hidden path (a component starting with '.'), which is no part of a release", got=repr(hidden[0]))
+    outside = sorted(p for p in listed if not is_layout_path(p))
+    if outside:  # repr: a name may hold a newline or an escape sequence
+        raise VerificationError(root / COMPLETE_NAME, "lists a path outside the release layout", got=repr(outside[0]), hint=f"a release holds only {LAYOUT_DESCRIPTION}")
     for rel in list_release_paths(root):
         if rel not in listed:
             raise VerificationError(root / rel, "file is not listed in COMPLETE.json")
