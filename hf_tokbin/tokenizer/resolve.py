@@ -30,7 +30,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
-from .._io import canonical_json, sha256_bytes, sha256_file
+from .._io import canonical_json, read_json, sha256_bytes, sha256_file
 from ..errors import TokenizerError
 from ..formats.run_config import BoundaryToken
 
@@ -263,11 +263,8 @@ def read_eos_token_id(path: Path) -> int | None:
     """``eos_token_id`` of a ``generation_config.json``, or None when there is no such file or key."""
     if not path.is_file():
         return None
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise TokenizerError(path, "not valid JSON", got=str(e)) from e
-    eos = config.get("eos_token_id") if isinstance(config, dict) else None
+    config = read_json(path, TokenizerError)
+    eos = config.get("eos_token_id")
     if isinstance(eos, list):
         if not eos:
             raise TokenizerError(path, "eos_token_id is an empty list; give the separator with --doc-sep TOKEN_OR_ID", got=eos)
@@ -283,11 +280,8 @@ def read_eos_token(path: Path) -> str | None:
     """``eos_token`` of a ``tokenizer_config.json`` or ``special_tokens_map.json``: a string or ``{"content": ...}``; None without file or key."""
     if not path.is_file():
         return None
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise TokenizerError(path, "not valid JSON", got=str(e)) from e
-    eos = config.get("eos_token") if isinstance(config, dict) else None
+    config = read_json(path, TokenizerError)
+    eos = config.get("eos_token")
     if isinstance(eos, dict):  # transformers writes an AddedToken as {"__type": "AddedToken", "content": ...}
         eos = eos.get("content")
     if eos is not None and (not isinstance(eos, str) or not eos):
