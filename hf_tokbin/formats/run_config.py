@@ -168,6 +168,7 @@ class RunConfig:
     tokenizer: dict | None = None  # the tokenizer record, as written
     corpus: dict | None = None  # the corpus record but its shards
     split_rule: dict | None = None
+    versions: dict | None = None  # the versions of hf_tokbin and tokenizers that built it
     # Checked on reading and against the files by verify: llm.c's roll-over limit, Megatron's dtype code (None without the format).
     max_tokens_per_file: int | None = None
     megatron_dtype_code: int | None = None
@@ -260,6 +261,7 @@ class RunConfig:
             tokenizer=dict(obj["tokenizer"]),
             corpus={k: v for k, v in obj["corpus"].items() if k != "shards"},
             split_rule=obj.get("split_rule") if isinstance(obj.get("split_rule"), dict) else None,
+            versions=obj.get("versions") if isinstance(obj.get("versions"), dict) else None,
             max_tokens_per_file=max_tokens_per_file,
             megatron_dtype_code=dtype_code,
         )
