@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..build.plan import DEFAULT_BATCH_SIZE
 from ..errors import BuildError
@@ -55,6 +56,8 @@ def run(args) -> int:
     if args.llmc_layout is not None and args.llmc_variant is not None:
         raise BuildError(args.out, "give the llm.c layout once: --llmc-layout (--llmc-variant is its deprecated name)")
     layout = args.llmc_layout or LLMC_VARIANTS[args.llmc_variant or "seed000"]
+    if args.corpus_revision is not None and Path(args.corpus).exists():  # it would be recorded without having applied
+        raise BuildError(args.corpus, "--corpus-revision applies to a Hub corpus only, not to a local folder", got=args.corpus_revision)
     tokenizer = resolve_tokenizer(
         args.tokenizer,
         args.tokenizer_id,

@@ -99,6 +99,8 @@ def resolve_tokenizer(
     if doc_sep_id is not None and doc_sep is not None:
         raise TokenizerError(name, "give the separator once: --doc-sep or --doc-sep-id", got=(doc_sep, doc_sep_id))
     doc_sep = doc_sep_id if doc_sep is None else doc_sep
+    if name == BYTE or Path(name).exists():
+        _refuse_hub_options(name, revision, subfolder)
     if name == BYTE:
         separator = _byte_boundary(doc_sep, FROM_DOC_SEP_OPTION, "--doc-sep")
         return TokenizerInfo(
@@ -246,6 +248,15 @@ def load_tokenizer_json(path: str | os.PathLike):
         return Tokenizer.from_file(os.fspath(path))
     except Exception as e:  # tokenizers raises a bare Exception on malformed files
         raise TokenizerError(path, "cannot load tokenizer.json", got=str(e).splitlines()[0][:200]) from e
+
+
+def _refuse_hub_options(name: str, revision: str | None, subfolder: str | None) -> None:
+    """A revision or subfolder names a place in a Hub repo: given with the byte or a local tokenizer, it would be
+    recorded in run_config.json without having applied, so it is refused."""
+    for flag, value in (("--tokenizer-revision", revision), ("--tokenizer-subfolder", subfolder)):
+        if value is not None:
+            what = "the byte tokenizer" if name == BYTE else "a local tokenizer"
+            raise TokenizerError(name, f"{flag} applies to a Hub tokenizer only, not to {what}", got=value, hint=f"drop {flag}, or name a Hub repo NS/NAME")
 
 
 def vocab_size_of(tokenizer) -> int:
