@@ -9,6 +9,7 @@ from ..build.plan import DEFAULT_BATCH_SIZE
 from ..errors import BuildError
 from ..formats.llmc import DEFAULT_MAX_TOKENS
 from ..formats.run_config import LLMC_LAYOUTS, LLMC_VARIANTS, SEPARATOR_POSITIONS
+from .progress import show_progress
 
 
 def add_arguments(parser) -> None:
@@ -84,6 +85,6 @@ def run(args) -> int:
         shuffle_seed=args.shuffle_seed,
     )
     print(plan.boundary_line())
-    summary = build(plan, engine=args.engine, ray_address=args.ray_address, progress=not args.quiet)
+    summary = build(plan, engine=args.engine, ray_address=args.ray_address, progress=show_progress(args.quiet))
     print(summary.table())
     return 0

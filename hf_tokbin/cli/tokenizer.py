@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..tokenizer.resolve import EOS_TOKEN
+from .progress import show_progress
 
 
 def add_arguments(parser) -> None:
@@ -33,7 +34,7 @@ def run_train(args) -> int:
     manifest = CorpusManifest.read(args.corpus)
     # At most --sample-chars characters (10 MB by default): small enough to hold at once.
     texts = list(sample_texts(iter_texts(args.corpus, manifest, "train"), args.sample_chars))
-    path = train_bpe(texts, args.vocab_size, args.out, special_tokens, bos_token=args.bos_token, eos_token=args.eos_token, overwrite=args.overwrite)
+    path = train_bpe(texts, args.vocab_size, args.out, special_tokens, bos_token=args.bos_token, eos_token=args.eos_token, overwrite=args.overwrite, progress=show_progress(False))
     vocab_size = load_tokenizer_json(path).get_vocab_size(with_added_tokens=True)
     print(f"wrote {path} ({vocab_size:,} entries, trained on the first {sum(map(len, texts)):,} characters of train)")
     return 0

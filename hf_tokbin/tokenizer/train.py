@@ -77,6 +77,7 @@ def train_bpe(
     bos_token: str | None = None,
     eos_token: str | None = None,
     overwrite: bool = False,
+    progress: bool = True,
 ) -> Path:
     """Train a byte-level BPE with ``tokenizers``; write ``tokenizer.json``, ``tokenizer_config.json`` and ``generation_config.json``.
 
@@ -98,7 +99,7 @@ def train_bpe(
         vocab_size=vocab_size,
         special_tokens=list(special_tokens),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=True,
+        show_progress=progress,
     )
     tokenizer.train_from_iterator(texts, trainer=trainer)
     out = Path(out)
