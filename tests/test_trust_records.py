@@ -12,9 +12,9 @@ import pytest
 from test_trust_run_config import both  # noqa: F401  (a module fixture)
 
 from hf_tokbin._io import RECORD_MAX_BYTES, read_json, sha256_file
+from hf_tokbin.errors import FormatError, TokbinError, TokenizerError, VerificationError
 from hf_tokbin.formats.records import FileEntry
 from hf_tokbin.formats.release import Complete
-from hf_tokbin.errors import FormatError, TokbinError, TokenizerError, VerificationError
 from hf_tokbin.tokenizer.resolve import read_eos_token, read_eos_token_id
 
 NESTED = "[" * 200_000 + "]" * 200_000  # beyond Python's recursion limit

@@ -24,7 +24,13 @@ def run_train(args) -> int:
     from ..corpus.source import iter_texts
     from ..formats.corpus_manifest import CorpusManifest
     from ..tokenizer.resolve import load_tokenizer_json
-    from ..tokenizer.train import check_output_folder, check_special_tokens, check_training_options, sample_texts, train_bpe
+    from ..tokenizer.train import (
+        check_output_folder,
+        check_special_tokens,
+        check_training_options,
+        sample_texts,
+        train_bpe,
+    )
 
     special_tokens = tuple(t.strip() for t in args.special_tokens.split(","))
     # Before reading the corpus: a bad option or an occupied folder costs nothing.

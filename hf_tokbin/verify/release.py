@@ -88,6 +88,7 @@ from ..errors import FormatError, VerificationError
 from ..formats import llmc, megatron
 from ..formats.release import (
     COMPLETE_NAME,
+    LAYOUT_DESCRIPTION,
     LLMC_SPLIT,
     RECEIPTS_DIR,
     RUN_CONFIG_NAME,
@@ -95,7 +96,6 @@ from ..formats.release import (
     SPLITS,
     STATS_NAME,
     TOKENS_DIR,
-    LAYOUT_DESCRIPTION,
     Complete,
     Receipt,
     SplitCounts,
