@@ -15,25 +15,10 @@ from string import Template
 
 from ..errors import CorpusInputError
 from ..formats.corpus_manifest import LANGUAGE_CODE, LICENSE_ID, SPLIT_RULE_TEXT, SPLITS, CorpusManifest
-from .release import load_template, size_category
+from .metadata import HUB_LICENSES, dump_yaml, load_template, size_category
 
 CARD_TEMPLATE = "corpus_card.md"  # in dataset_card/
 DATA_DIR = "data"  # the corpus folder's shards: DATA_DIR/<split>-NNNNN.parquet
-
-# The license ids the Hub's dataset cards accept (its documented list, 2026).
-HUB_LICENSES = frozenset(
-    """
-    apache-2.0 mit openrail bigscience-openrail-m creativeml-openrail-m bigscience-bloom-rail-1.0 bigcode-openrail-m
-    afl-3.0 artistic-2.0 bsl-1.0 bsd bsd-2-clause bsd-3-clause bsd-3-clause-clear c-uda cc cc0-1.0 cc-by-2.0 cc-by-2.5
-    cc-by-3.0 cc-by-4.0 cc-by-sa-3.0 cc-by-sa-4.0 cc-by-nc-2.0 cc-by-nc-3.0 cc-by-nc-4.0 cc-by-nd-4.0 cc-by-nc-nd-3.0
-    cc-by-nc-nd-4.0 cc-by-nc-sa-2.0 cc-by-nc-sa-3.0 cc-by-nc-sa-4.0 cdla-sharing-1.0 cdla-permissive-1.0
-    cdla-permissive-2.0 wtfpl ecl-2.0 epl-1.0 epl-2.0 etalab-2.0 eupl-1.1 eupl-1.2 agpl-3.0 gfdl gpl gpl-2.0 gpl-3.0
-    lgpl lgpl-2.1 lgpl-3.0 isc h-research intel-research lppl-1.3c ms-pl apple-ascl apple-amlr mpl-2.0 odc-by odbl
-    openrail++ osl-3.0 postgresql ofl-1.1 ncsa unlicense zlib pddl lgpl-lr deepfloyd-if-license
-    fair-noncommercial-research-license llama2 llama3 llama3.1 llama3.2 llama3.3 llama4 gemma unknown other
-    """.split()
-)
-
 
 def check_card_metadata(license: str, language, any_license: bool = False, flag: str = "--license") -> None:
     """A Hub license id (or, with ``any_license``, any id of that shape) and ISO 639 language codes; one clear error otherwise."""
@@ -48,8 +33,6 @@ def check_card_metadata(license: str, language, any_license: bool = False, flag:
 
 def render_corpus_card(manifest: CorpusManifest, schema=None) -> str:
     """The dataset card ``README.md`` of a corpus folder, from ``dataset_card/corpus_card.md``."""
-    import yaml
-
     template = load_template(CARD_TEMPLATE)
     present = [split for split in SPLITS if manifest.rows(split)]
     front = {
@@ -76,7 +59,7 @@ def render_corpus_card(manifest: CorpusManifest, schema=None) -> str:
         shard_count=len(manifest.shards),
         empty_dropped=f"{manifest.empty_documents_dropped:,}",
     )
-    return "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True, default_flow_style=False) + "---\n" + body
+    return "---\n" + dump_yaml(front) + "---\n" + body
 
 
 def _without_front_matter(text: str) -> str:

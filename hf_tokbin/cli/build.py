@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..build.plan import DEFAULT_BATCH_SIZE
 from ..errors import BuildError
 from ..formats.llmc import DEFAULT_MAX_TOKENS
 from ..formats.run_config import LLMC_LAYOUTS, LLMC_VARIANTS, SEPARATOR_POSITIONS
+from .progress import show_progress
 
 
 def add_arguments(parser) -> None:
@@ -60,6 +62,8 @@ def run(args) -> int:
     if args.llmc_layout is not None and args.llmc_variant is not None:
         raise BuildError(args.out, "give the llm.c layout once: --llmc-layout (--llmc-variant is its deprecated name)")
     layout = args.llmc_layout or LLMC_VARIANTS[args.llmc_variant or "seed000"]
+    if args.corpus_revision is not None and Path(args.corpus).exists():  # it would be recorded without having applied
+        raise BuildError(args.corpus, "--corpus-revision applies to a Hub corpus only, not to a local folder", got=args.corpus_revision)
     tokenizer = resolve_tokenizer(
         args.tokenizer,
         args.tokenizer_id,
@@ -97,6 +101,6 @@ def run(args) -> int:
 
         print(describe_plan(plan))
         return 0
-    summary = build(plan, engine=args.engine, ray_address=args.ray_address, progress=not args.quiet)
+    summary = build(plan, engine=args.engine, ray_address=args.ray_address, progress=show_progress(args.quiet))
     print(summary.table())
     return 0
