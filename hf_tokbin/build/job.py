@@ -45,6 +45,10 @@ def build(plan: BuildPlan, engine: str = "local", ray_address: str | None = None
     Two builds into the same output would delete each other's temporary files:
     the second one refuses at once (:meth:`hf_tokbin.output.Output.lock`).
     """
+    if engine == "ray":
+        from ..engines.ray import check_reachable
+
+        check_reachable(ray_address)  # before the lock: nothing is written for a cluster that is not there
     with plan.output.lock():
         return _build(plan, engine, ray_address, progress)
 
@@ -66,10 +70,6 @@ def _build(plan: BuildPlan, engine: str, ray_address: str | None, progress: bool
         receipts = [_read_record(output, receipt_path(part_name(i)), Receipt.read) for i in range(len(plan.corpus.shards))]
         counts = check_split_totals(plan, receipts)
         return _summary(plan, counts, started, 0, len(receipts))
-    if engine == "ray":
-        from ..engines.ray import check_reachable
-
-        check_reachable(ray_address)  # before the first byte is written
     start_release(plan)
     plan = prepare_encoder(plan)
     results = run_parts(engine, build_part, plan, list(range(len(plan.corpus.shards))), ray_address=ray_address, progress=progress)
