@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import BuildError
 from ..formats.release import part_name
+from ..tokenizer.long_documents import encode_in_bounded_pieces
 from .plan import WORK_DIR, BuildPlan
 
 
@@ -37,7 +38,8 @@ class EncodeBatch:
     def __call__(self, table):
         import pyarrow as pa
 
-        flat, lengths = self.encoder.encode_batch(table.column("text").to_pylist())
+        # Long documents in bounded pieces, same ids (tokenizer/long_documents.py).
+        flat, lengths = encode_in_bounded_pieces(self.encoder, table.column("text").to_pylist())
         offsets = np.zeros(lengths.size + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         ids = pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(np.asarray(flat, dtype=self.dtype)))
