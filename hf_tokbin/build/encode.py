@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import BuildError
 from ..formats.release import part_name
+from ..tokenizer.long_documents import encode_in_bounded_pieces
 from .plan import WORK_DIR, BuildPlan
 
 
@@ -39,7 +40,8 @@ class EncodeBatch:
     def __call__(self, table):
         import pyarrow as pa
 
-        flat, lengths = self.encoder.encode_batch(table.column("text").to_pylist())
+        # Long documents in bounded pieces, same ids (tokenizer/long_documents.py).
+        flat, lengths = encode_in_bounded_pieces(self.encoder, table.column("text").to_pylist())
         # Before the narrowing cast: an id the width cannot hold would wrap silently.
         if flat.size and int(flat.max()) >= self.vocab_size:
             raise BuildError(self.source, "the encoder produced an id outside the tokenizer's vocabulary", expected=f"ids < {self.vocab_size}", got=int(flat.max()))
