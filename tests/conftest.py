@@ -1,6 +1,16 @@
-"""Shared test set-up: ``scripts/`` on the import path, for seed 002's reference encoder (``scripts/seed002.py``)."""
+"""Shared test set-up.
+
+The tests mirror the package: ``tests/formats/`` tests ``hf_tokbin/formats/``,
+and so on; the helpers they share (test servers, tokenizer files, fixtures)
+live here at the top. Import paths: this folder and each test folder (tests
+share a few fixtures across folders by module name; every test file's name is
+unique), and ``scripts/``, for seed 002's reference encoder (``scripts/seed002.py``).
+"""
 
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+TESTS = Path(__file__).resolve().parent
+for folder in [TESTS.parent / "scripts", TESTS, *sorted(p for p in TESTS.iterdir() if p.is_dir() and p.name not in ("data", "golden", "__pycache__"))]:
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))

@@ -18,8 +18,8 @@ from hf_tokbin.corpus.write import ROW_GROUP_ROWS, import_corpus, write_tinystor
 from hf_tokbin.errors import CorpusInputError
 from hf_tokbin.formats.corpus_manifest import CorpusManifest
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).resolve().parents[1] / "data"
 SAMPLE = ROOT / "hf_tokbin" / "data" / "sample"
 
 

@@ -18,7 +18,7 @@ from hf_tokbin.corpus.builders import CorpusShards, TinyStories, read_stories, s
 from hf_tokbin.corpus.builders.tinystories import read_story_batches
 from hf_tokbin.errors import CorpusInputError
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 # Seed 002's edge cases, with the stories a reader must return written out by hand.
