@@ -173,8 +173,7 @@ class DocumentEncoder:
         self.source = source
         self.fast = fast
         self.parse_special = bool(parse_special)
-        tokenizer.encode_special_tokens = not self.parse_special
-        self._tokenizer = tokenizer
+        self._tokenizer = _as_definition(tokenizer, self.parse_special)
         self._tokenizer_json: str | None = None
         self._gigatoken = None
         self._check = FastPathCheck(False, _engine_name("tokenizers"), "fast path not checked yet")
@@ -232,8 +231,7 @@ class DocumentEncoder:
         if self._tokenizer is None:
             from tokenizers import Tokenizer
 
-            self._tokenizer = Tokenizer.from_str(self._tokenizer_json)
-            self._tokenizer.encode_special_tokens = not self.parse_special
+            self._tokenizer = _as_definition(Tokenizer.from_str(self._tokenizer_json), self.parse_special)
         return self._tokenizer
 
     @property
@@ -387,6 +385,20 @@ class DocumentEncoder:
         lengths = np.fromiter(map(len, per_text), dtype=np.int64, count=len(per_text))
         ids = np.fromiter(_chain(per_text), dtype=np.uint32, count=int(lengths.sum()))
         return ids, lengths
+
+
+def _as_definition(tokenizer, parse_special: bool):
+    """``tokenizer`` set to give a document's ids: special-token text as the policy says, no truncation, no padding.
+
+    A ``tokenizer.json`` may carry ``truncation`` and ``padding`` (saved after
+    ``enable_truncation``/``enable_padding``): they would cut every document at
+    ``max_length`` and fill a batch's shorter documents with pad ids, so the
+    release would not hold the document's text.
+    """
+    tokenizer.encode_special_tokens = not parse_special
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer
 
 
 class _Router:
