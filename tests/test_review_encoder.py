@@ -46,3 +46,36 @@ def test_truncation_and_padding_in_tokenizer_json_change_no_document(tmp_path, s
         ids, lengths = engine.encode_batch(texts)
         assert lengths.tolist() == [len(w) for w in want]
         assert ids.tolist() == [i for w in want for i in w]
+
+
+def test_a_vocabulary_with_a_huge_id_gap_stays_on_tokenizers_instead_of_aborting(tmp_path):
+    # gigatoken sizes its tables by the largest id (~64 bytes per id): an entry at 2**31 made
+    # it ask for 34 GB and abort the whole build ("memory allocation ... failed"); at 2**26
+    # it takes 4 GB. Run under an address-space limit in a child process, so the old
+    # behaviour fails the test instead of exhausting the machine. (tokenizers' own to_str
+    # needs 4 bytes per id: 256 MB here.)
+    import subprocess
+    import sys
+    import textwrap
+
+    config = json.loads((gpt2_tokenizer_json() / "tokenizer.json").read_text())
+    config["model"]["vocab"]["hello"] = 2**26
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(config))
+    script = textwrap.dedent(
+        f"""
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+        from hf_tokbin.tokenizer.encoder import DocumentEncoder
+        encoder = DocumentEncoder.from_tokenizer_json({str(path)!r})
+        check = encoder.check_fast_path(["hello world"])
+        ids, lengths = encoder.encode_batch(["hello world", "say hello"])
+        print(check.used, ids.tolist(), lengths.tolist())
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-500:]
+    reference = Tokenizer.from_file(str(path))
+    want = [reference.encode(t, add_special_tokens=False).ids for t in ("hello world", "say hello")]
+    assert done.stdout.split(" ", 1)[0] == "False"
+    assert done.stdout.strip().split(" ", 1)[1] == f"{[i for w in want for i in w]} {[len(w) for w in want]}"

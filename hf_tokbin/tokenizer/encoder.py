@@ -140,6 +140,10 @@ _FOLD_PROBE = "'{c} '{c}e '{c}l 'r{c} 'v{c} 'l{c} {c}'{c}"
 _ALLOWED_ESCAPE = re.compile(r"\\(?:[pP]\{[LN]\}|[sSrnt]|[^A-Za-z0-9])")
 _ANY_ESCAPE = re.compile(r"\\(?:[pP]\{[^}]*\}|.)")
 _LAST_CODE_POINT = 0x10FFFF
+# gigatoken sizes its tables by the largest id (about 64 bytes per id, measured with gigatoken
+# 0.10): a vocabulary whose ids leave a large gap (one entry at 2**31 - 1) would make it
+# allocate gigabytes, or abort the process. Beyond this span the build stays on tokenizers.
+_GIGATOKEN_MAX_ID_GAP = 1 << 20
 _chain = chain.from_iterable
 _MARK = "\U0010ffff"  # a noncharacter, never in the universe: marks a class member in Replace output
 
@@ -302,6 +306,9 @@ class DocumentEncoder:
         model = (config.get("model") or {}).get("type")
         if model != "BPE":  # the merge loop is what the proof trusts; other models are not covered
             return f"fast path not proven for the model {model} (only BPE is)"
+        entries, id_space = self.tokenizer.get_vocab_size(with_added_tokens=True), vocab_size_of(self.tokenizer)
+        if id_space > 2 * entries + _GIGATOKEN_MAX_ID_GAP:
+            return f"fast path not used: the ids leave a large gap ({entries:,} entries, largest id {id_space - 1:,}), and gigatoken's tables grow with the largest id"
         normalizer = config.get("normalizer")
         for step in _steps(normalizer, "normalizers"):
             kind = step.get("type")
