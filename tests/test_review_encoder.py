@@ -79,3 +79,24 @@ def test_a_vocabulary_with_a_huge_id_gap_stays_on_tokenizers_instead_of_aborting
     want = [reference.encode(t, add_special_tokens=False).ids for t in ("hello world", "say hello")]
     assert done.stdout.split(" ", 1)[0] == "False"
     assert done.stdout.strip().split(" ", 1)[1] == f"{[i for w in want for i in w]} {[len(w) for w in want]}"
+
+
+def test_bpe_dropout_is_refused_with_one_line(tmp_path, capsys):
+    # With model.dropout tokenizers skips merges at random: the same corpus gave different ids
+    # on every build (and a resumed build mixed two encodings), and verify cannot tell.
+    from release_fixtures import write_corpus
+
+    from hf_tokbin.cli import main
+
+    config = json.loads((gpt2_tokenizer_json() / "tokenizer.json").read_text())
+    config["model"]["dropout"] = 0.1
+    folder = tmp_path / "tok"
+    folder.mkdir()
+    (folder / "tokenizer.json").write_text(json.dumps(config))
+    corpus = write_corpus(tmp_path / "corpus", [("train", story_texts(30, seed=1)), ("validation", story_texts(3, seed=2))])
+    capsys.readouterr()
+    status = main(["build", "--corpus", str(corpus), "--tokenizer", str(folder), "--doc-sep", "50256", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "BPE dropout makes the ids random" in err and "tokenizer.json" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out" / "COMPLETE.json").exists()

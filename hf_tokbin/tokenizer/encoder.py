@@ -177,6 +177,11 @@ class DocumentEncoder:
         self.source = source
         self.fast = fast
         self.parse_special = bool(parse_special)
+        dropout = getattr(tokenizer.model, "dropout", None)
+        if dropout:  # tokenizers then skips merges at random: two encodings of one text differ
+            raise TokenizerError(
+                source, "BPE dropout makes the ids random (each encoding of a text differs), so no release could be reproduced", got=f"model.dropout {dropout:.3g}", hint='set "dropout": null in tokenizer.json'
+            )
         self._tokenizer = _as_definition(tokenizer, self.parse_special)
         self._tokenizer_json: str | None = None
         self._gigatoken = None
