@@ -19,6 +19,9 @@ document (``<|endoftext|>``, ``<|begin_of_text|>``) is ordinary text, encoded
 as GPT-2's ``encode_ordinary`` encodes it, never a boundary token.
 ``parse_special=True`` parses it as the token instead (added tokens that are
 not special are parsed either way, as ``tokenizers`` does).
+A ``tokenizer.json``'s ``truncation`` and ``padding`` settings are switched
+off (they would cut documents and add pad ids), and BPE ``dropout`` is refused
+(it makes the ids random).
 
 The fast path, and why it never changes an id. ``gigatoken`` encodes
 byte-level BPEs many times faster. It is a separate implementation: its
