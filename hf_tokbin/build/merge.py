@@ -61,6 +61,9 @@ def merge_release(release: str | os.PathLike, out: str | os.PathLike, splits: tu
     release, out = Path(release), Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise BuildError(out, "the merge folder must be new or empty (nothing is overwritten)")
+    if out.resolve().is_relative_to(release.resolve()):
+        # Its files would be files of the release that COMPLETE.json does not list: verify and push would refuse it.
+        raise BuildError(out, "the merge folder must be outside the release", got=f"inside {release}")
     verify_release(release)
     config = RunConfig.read(release / RUN_CONFIG_NAME)
     if "megatron" not in config.formats:

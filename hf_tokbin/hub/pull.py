@@ -86,10 +86,12 @@ class PullSummary:
     kind: str = "release"  # or "corpus"
     partial: tuple[str, ...] = ()  # the --include items of a partial copy
     fetched: int = 0  # files downloaded by this run (the others were already in the staging folder)
+    kept: int = 0  # files found whole in the staging folder of an interrupted pull, not downloaded again
 
     def __str__(self) -> str:
         head = f"{self.repo_id}@{self.commit}: "
-        tail = f" ({self.fetched} downloaded now, {self.files - self.fetched} kept from an interrupted pull) -> {self.out}"
+        kept = f", {self.kept} kept from an interrupted pull" if self.kept else ""
+        tail = f" ({self.fetched} downloaded now{kept}) -> {self.out}"
         if self.partial:
             record = COMPLETE_NAME if self.kind == "release" else CORPUS_MANIFEST_NAME
             return head + f"PARTIAL copy ({', '.join(self.partial)}) of the {self.kind}: {self.files} files ({self.bytes:,} bytes) checked against its {record}, listed in {PARTIAL_NAME}" + tail
@@ -185,7 +187,8 @@ def pull_release(
     fsync_dir(out.parent)
     names = [w.path for w in wanted] + ([] if record is None else [PARTIAL_NAME if not include.everything else record.name])
     total = sum(os.lstat(out / n).st_size for n in names)
-    return PullSummary(repo_id, commit, out, len(names), total, receipts, kind == "release" and include.everything, kind or "release", include.specs, fetched)
+    kept = len(wanted) - fetched  # the record is fetched (or PARTIAL.json written) by every run
+    return PullSummary(repo_id, commit, out, len(names), total, receipts, kind == "release" and include.everything, kind or "release", include.specs, fetched, kept)
 
 
 def list_tree(api, repo_id: str, commit: str, folder: str = "") -> dict:

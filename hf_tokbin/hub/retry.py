@@ -133,6 +133,8 @@ def is_transient(error: BaseException) -> bool:
         return True
     if isinstance(error, (ConnectionError, TimeoutError)):
         return True
+    if isinstance(error, _transport_errors("UnsupportedProtocol")):  # a wrong --endpoint (ftp://, no scheme): no retry fixes it
+        return False
     return isinstance(error, _transport_errors())
 
 
@@ -153,12 +155,12 @@ def _is_permanent_xet_error(error: BaseException) -> bool:
     return _PERMANENT_XET_STATUS.search(str(error)) is not None
 
 
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    """The HTTP library's connection/timeout/protocol errors (httpx2 for huggingface_hub 2.x, httpx for 1.x)."""
+def _transport_errors(name: str = "TransportError") -> tuple[type[BaseException], ...]:
+    """The HTTP library's connection/timeout/protocol errors (httpx2 for huggingface_hub 2.x, httpx for 1.x), or its class ``name``."""
     errors = []
     for module in ("httpx2", "httpx"):
         try:
-            errors.append(__import__(module).TransportError)
+            errors.append(getattr(__import__(module), name))
         except (ImportError, AttributeError):
             continue
     return tuple(errors)

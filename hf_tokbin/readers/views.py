@@ -21,7 +21,8 @@ Windows and batches (:meth:`TokenStream.windows`, :meth:`TokenStream.batches`):
   file to the first of another (an order no trainer promises). Windows do
   cross document boundaries inside a file, as llm.c's do.
 - ``aligned=True`` starts every window at a document start: for llm.c files, at
-  a separator (each document is preceded by one), as modded-nanogpt's
+  a document start found from the separator (just before each document, or
+  just after the previous one with ``--llmc-sep after``), as modded-nanogpt's
   BOS-aligned loader does (``train_gpt.py``, ``Shard.next_batch``); for Megatron
   pairs, at a sequence start read from the ``.idx``.
 - :class:`RandomWindows` is map-style and seeded: window ``i`` starts at a
@@ -43,7 +44,8 @@ import numpy as np
 
 from ..errors import FormatError
 from ..formats import llmc, megatron
-from ..formats.release import LLMC_SPLIT, SHARDS_DIR, TOKENS_DIR
+from ..formats.release import LLMC_SPLIT, RUN_CONFIG_NAME, SHARDS_DIR, TOKENS_DIR
+from ..formats.run_config import RunConfig
 
 _SCAN_CHUNK = 1 << 24  # ids compared per step when looking for separators
 
@@ -195,12 +197,26 @@ class LlmcSplit(TokenStream):
     """A split's llm.c token files as one stream; each file a read-only memory map.
 
     ``doc_sep_id`` (from the manifest) gives the document boundaries for
-    ``aligned=True``; ``vocab_size`` checks every id (with ``check_ids``).
+    ``aligned=True``, with ``separator`` saying where it stands: ``"before"``
+    each document (seed 000), ``"after"`` it (seed 002, ``--llmc-sep after``),
+    or None to read that from each file as ``verify`` does (it ends with the
+    separator and does not start with it: after); ``vocab_size`` checks every
+    id (with ``check_ids``).
     """
 
-    def __init__(self, paths: Sequence[str | os.PathLike], doc_sep_id: int | None = None, vocab_size: int | None = None, check_ids: bool = True):
+    def __init__(
+        self,
+        paths: Sequence[str | os.PathLike],
+        doc_sep_id: int | None = None,
+        vocab_size: int | None = None,
+        check_ids: bool = True,
+        separator: str | None = "before",
+    ):
+        if separator not in (*llmc.SEPARATOR_POSITIONS, None):
+            raise FormatError(None, "separator must be before, after or None", got=separator)
         self.paths = tuple(Path(p) for p in paths)
         self.doc_sep_id = doc_sep_id
+        self.separator = separator
         self.vocab_size = vocab_size
         self.check_ids = check_ids
         if not self.paths:
@@ -214,7 +230,9 @@ class LlmcSplit(TokenStream):
 
         From a manifest: the split's files in manifest order, with its
         ``vocab_size`` and ``doc_sep_id``; each file's n_tokens must match
-        (``hf-tokbin verify`` checks the SHA-256 too).
+        (``hf-tokbin verify`` checks the SHA-256 too). The separator's place
+        comes from the release's ``run_config.json`` (``llmc.separator``) when
+        the folder is in a release, else from the files.
         """
         path = Path(path)
         if path.is_file():
@@ -225,7 +243,7 @@ class LlmcSplit(TokenStream):
         entries = [f for f in manifest.files if f.split == name]
         if not entries:
             raise FormatError(folder / llmc.MANIFEST_NAME, f"no {name} files in the manifest")
-        stream = cls([folder / f.name for f in entries], manifest.doc_sep_id, manifest.vocab_size, check_ids)
+        stream = cls([folder / f.name for f in entries], manifest.doc_sep_id, manifest.vocab_size, check_ids, _recorded_separator(path, folder))
         for entry, tokens, file_path in zip(entries, stream.parts, stream.paths):
             if tokens.size != entry.n_tokens:
                 raise FormatError(file_path, "n_tokens disagrees with the manifest", expected=entry.n_tokens, got=int(tokens.size))
@@ -235,16 +253,34 @@ class LlmcSplit(TokenStream):
         if self.doc_sep_id is None:
             return super().document_starts(part)
         if part not in self._doc_starts:
-            self._doc_starts[part] = scan_positions(self.parts[part], self.doc_sep_id)
+            tokens = self.parts[part]
+            separators = scan_positions(tokens, self.doc_sep_id)
+            separator = self.separator
+            if separator is None:  # as verify reads a folder whose layout is not recorded
+                ends_with_it = tokens.size and int(tokens[-1]) == self.doc_sep_id
+                separator = "after" if ends_with_it and int(tokens[0]) != self.doc_sep_id else "before"
+            if separator == "after":
+                # Each document follows the previous one's separator; the first starts the file.
+                after = separators + 1
+                separators = np.concatenate(([0], after[after < tokens.size])).astype(np.int64) if tokens.size else separators
+            self._doc_starts[part] = separators
         return self._doc_starts[part]
 
     def __getstate__(self):
         # Reopen the memory maps in the receiving process instead of pickling their bytes.
-        return {"paths": self.paths, "doc_sep_id": self.doc_sep_id, "vocab_size": self.vocab_size}
+        return {"paths": self.paths, "doc_sep_id": self.doc_sep_id, "vocab_size": self.vocab_size, "separator": self.separator}
 
     def __setstate__(self, state):
         # Ids were checked where the split was first opened.
-        self.__init__(state["paths"], state["doc_sep_id"], state["vocab_size"], check_ids=False)
+        self.__init__(state["paths"], state["doc_sep_id"], state["vocab_size"], check_ids=False, separator=state.get("separator", "before"))
+
+
+def _recorded_separator(path: Path, folder: Path) -> str | None:
+    """``llmc.separator`` of the release holding the token ``folder`` (opened as ``path``), or None if it is in none."""
+    for root in (path, folder.parent.parent.parent):
+        if (root / RUN_CONFIG_NAME).is_file() and folder.parent.parent == root / TOKENS_DIR:
+            return RunConfig.read(root / RUN_CONFIG_NAME).llmc_separator
+    return None
 
 
 class MegatronStream(TokenStream):

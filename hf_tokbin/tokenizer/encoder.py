@@ -19,6 +19,9 @@ document (``<|endoftext|>``, ``<|begin_of_text|>``) is ordinary text, encoded
 as GPT-2's ``encode_ordinary`` encodes it, never a boundary token.
 ``parse_special=True`` parses it as the token instead (added tokens that are
 not special are parsed either way, as ``tokenizers`` does).
+A ``tokenizer.json``'s ``truncation`` and ``padding`` settings are switched
+off (they would cut documents and add pad ids), and BPE ``dropout`` is refused
+(it makes the ids random).
 
 The fast path, and why it never changes an id. ``gigatoken`` encodes
 byte-level BPEs many times faster. It is a separate implementation: its
@@ -140,6 +143,10 @@ _FOLD_PROBE = "'{c} '{c}e '{c}l 'r{c} 'v{c} 'l{c} {c}'{c}"
 _ALLOWED_ESCAPE = re.compile(r"\\(?:[pP]\{[LN]\}|[sSrnt]|[^A-Za-z0-9])")
 _ANY_ESCAPE = re.compile(r"\\(?:[pP]\{[^}]*\}|.)")
 _LAST_CODE_POINT = 0x10FFFF
+# gigatoken sizes its tables by the largest id (about 64 bytes per id, measured with gigatoken
+# 0.10): a vocabulary whose ids leave a large gap (one entry at 2**31 - 1) would make it
+# allocate gigabytes, or abort the process. Beyond this span the build stays on tokenizers.
+_GIGATOKEN_MAX_ID_GAP = 1 << 20
 _chain = chain.from_iterable
 _MARK = "\U0010ffff"  # a noncharacter, never in the universe: marks a class member in Replace output
 
@@ -173,8 +180,12 @@ class DocumentEncoder:
         self.source = source
         self.fast = fast
         self.parse_special = bool(parse_special)
-        tokenizer.encode_special_tokens = not self.parse_special
-        self._tokenizer = tokenizer
+        dropout = getattr(tokenizer.model, "dropout", None)
+        if dropout:  # tokenizers then skips merges at random: two encodings of one text differ
+            raise TokenizerError(
+                source, "BPE dropout makes the ids random (each encoding of a text differs), so no release could be reproduced", got=f"model.dropout {dropout:.3g}", hint='set "dropout": null in tokenizer.json'
+            )
+        self._tokenizer = _as_definition(tokenizer, self.parse_special)
         self._tokenizer_json: str | None = None
         self._gigatoken = None
         self._check = FastPathCheck(False, _engine_name("tokenizers"), "fast path not checked yet")
@@ -232,8 +243,7 @@ class DocumentEncoder:
         if self._tokenizer is None:
             from tokenizers import Tokenizer
 
-            self._tokenizer = Tokenizer.from_str(self._tokenizer_json)
-            self._tokenizer.encode_special_tokens = not self.parse_special
+            self._tokenizer = _as_definition(Tokenizer.from_str(self._tokenizer_json), self.parse_special)
         return self._tokenizer
 
     @property
@@ -304,6 +314,9 @@ class DocumentEncoder:
         model = (config.get("model") or {}).get("type")
         if model != "BPE":  # the merge loop is what the proof trusts; other models are not covered
             return f"fast path not proven for the model {model} (only BPE is)"
+        entries, id_space = self.tokenizer.get_vocab_size(with_added_tokens=True), vocab_size_of(self.tokenizer)
+        if id_space > 2 * entries + _GIGATOKEN_MAX_ID_GAP:
+            return f"fast path not used: the ids leave a large gap ({entries:,} entries, largest id {id_space - 1:,}), and gigatoken's tables grow with the largest id"
         normalizer = config.get("normalizer")
         for step in _steps(normalizer, "normalizers"):
             kind = step.get("type")
@@ -387,6 +400,20 @@ class DocumentEncoder:
         lengths = np.fromiter(map(len, per_text), dtype=np.int64, count=len(per_text))
         ids = np.fromiter(_chain(per_text), dtype=np.uint32, count=int(lengths.sum()))
         return ids, lengths
+
+
+def _as_definition(tokenizer, parse_special: bool):
+    """``tokenizer`` set to give a document's ids: special-token text as the policy says, no truncation, no padding.
+
+    A ``tokenizer.json`` may carry ``truncation`` and ``padding`` (saved after
+    ``enable_truncation``/``enable_padding``): they would cut every document at
+    ``max_length`` and fill a batch's shorter documents with pad ids, so the
+    release would not hold the document's text.
+    """
+    tokenizer.encode_special_tokens = not parse_special
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer
 
 
 class _Router:
