@@ -58,6 +58,7 @@ from ..tokenizer.resolve import BYTE, TokenizerInfo
 from .shuffle import check_seed
 
 WORK_DIR = ".work"
+MAX_STAGED_VOCAB = 2**31  # ids 0..2**31-1: what the int32 staging pairs (and Megatron's int32 files) hold
 DEFAULT_BATCH_SIZE = 10_000  # documents per Dataset.map batch: larger batches amortize per-call costs (scripts/bench_build.py)
 
 
@@ -210,6 +211,14 @@ def plan_build(
             got=repr(tokenizer_id),
         )
     llmc.version_for_vocab(tokenizer.vocab_size)
+    if tokenizer.vocab_size > MAX_STAGED_VOCAB:
+        # Every build stages each part's ids as int32 Megatron pairs (part.py), whatever the formats.
+        raise BuildError(
+            tokenizer.path or tokenizer.source,
+            "ids up to 2**31 - 1 only: the build stages every document as int32",
+            expected=f"vocab_size <= {MAX_STAGED_VOCAB:,}",
+            got=tokenizer.vocab_size,
+        )
     if "megatron" in formats:
         megatron.dtype_code_for_vocab(tokenizer.vocab_size)
     corpus_root = Path(corpus_root)

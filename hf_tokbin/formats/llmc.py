@@ -62,6 +62,7 @@ from .._io import (
     atomic_open,
     canonical_json,
     commit_file,
+    naming_the_file,
     read_json,
     sha256_file,
     tmp_path_for,
@@ -304,6 +305,10 @@ class LlmcWriter:
 
     def add_documents(self, flat_ids: np.ndarray, lengths: np.ndarray) -> None:
         """Append documents given as one flat id array and the length of each document."""
+        with naming_the_file(self.directory / file_name(self.split, self._file_index())):  # a full disk names the file
+            self._add_documents(flat_ids, lengths)
+
+    def _add_documents(self, flat_ids: np.ndarray, lengths: np.ndarray) -> None:
         flat_ids, lengths = checked_documents(flat_ids, lengths, self.vocab_size, self.directory / file_name(self.split, self._file_index()))
         flat_ids = flat_ids.astype(self.dtype, copy=False)
         sizes = lengths + len(self._before) + len(self._after)
@@ -366,6 +371,10 @@ class LlmcWriter:
 
     def close(self) -> list[LlmcFileEntry]:
         """Finish the current file and return every file written, in order."""
+        with naming_the_file(self.directory / file_name(self.split, self._file_index())):
+            return self._close()
+
+    def _close(self) -> list[LlmcFileEntry]:
         if self._file is not None:
             self._close_current()
         for name, n_tokens, n_docs, digest in self._hashing:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._io import BackgroundSha256, commit_file, fsync_dir, sha256_file, tmp_path_for
+from .._io import BackgroundSha256, commit_file, fsync_dir, naming_the_file, sha256_file, tmp_path_for
 from ..errors import FormatError
 from .ids import checked_documents, with_boundaries
 
@@ -151,6 +151,10 @@ class MegatronWriter:
 
     def close(self) -> PairFiles:
         """Finish ``.bin`` then ``.idx`` (each fsynced, renamed) and describe the pair; a second call returns the same."""
+        with naming_the_file(self.idx_path):
+            return self._close()
+
+    def _close(self) -> PairFiles:
         if self._closed is not None:
             return self._closed
         for file in (self._bin, self._lengths):

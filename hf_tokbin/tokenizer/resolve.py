@@ -130,6 +130,7 @@ def resolve_tokenizer(
         source = name
     else:
         raise TokenizerError(name, "tokenizer not found", expected="'byte', a tokenizer.json, a folder holding one, or a Hub repo id NS/NAME")
+    _check_id_space(json_path)
     tokenizer = load_tokenizer_json(json_path)
     vocab = _Vocabulary(json_path, tokenizer)
     if doc_sep is not None:
@@ -246,8 +247,10 @@ def load_tokenizer_json(path: str | os.PathLike):
 
     try:
         return Tokenizer.from_file(os.fspath(path))
-    except Exception as e:  # tokenizers raises a bare Exception on malformed files
-        raise TokenizerError(path, "cannot load tokenizer.json", got=str(e).splitlines()[0][:200]) from e
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as e:  # a bare Exception on malformed files; a Rust panic is pyo3's PanicException, a BaseException
+        raise TokenizerError(path, "cannot load tokenizer.json", got=(str(e).splitlines() or [type(e).__name__])[0][:200]) from None
 
 
 def _refuse_hub_options(name: str, revision: str | None, subfolder: str | None) -> None:
@@ -257,6 +260,30 @@ def _refuse_hub_options(name: str, revision: str | None, subfolder: str | None) 
         if value is not None:
             what = "the byte tokenizer" if name == BYTE else "a local tokenizer"
             raise TokenizerError(name, f"{flag} applies to a Hub tokenizer only, not to {what}", got=value, hint=f"drop {flag}, or name a Hub repo NS/NAME")
+
+
+MAX_ID = 2**31 - 1  # the largest id any output holds: Megatron's int32 files and the build's int32 staging pairs
+
+
+def _check_id_space(json_path: Path) -> None:
+    """Refuse a tokenizer.json whose largest id no output can hold, before ``tokenizers`` loads it.
+
+    Read as JSON first: ``tokenizers`` sizes tables by the largest id, so an id
+    near 2**31 can abort the process in Rust before any check of ours runs.
+    """
+    from .._io import RECORD_MAX_BYTES, read_json
+
+    try:
+        config = read_json(json_path, TokenizerError) if json_path.stat().st_size <= RECORD_MAX_BYTES else {}
+    except TokenizerError:
+        return  # not readable JSON: loading it gives tokenizers' own error, named
+    model = config.get("model") if isinstance(config.get("model"), dict) else {}
+    vocab = model.get("vocab")
+    ids = list(vocab.values()) if isinstance(vocab, dict) else []
+    ids += [t.get("id") for t in config.get("added_tokens") or [] if isinstance(t, dict)]
+    largest = max((i for i in ids if isinstance(i, int) and not isinstance(i, bool)), default=-1)
+    if largest > MAX_ID:
+        raise TokenizerError(json_path, "ids up to 2**31 - 1 only: Megatron's int32 files and the build's staging hold no larger id", expected=f"<= {MAX_ID:,}", got=largest)
 
 
 def vocab_size_of(tokenizer) -> int:

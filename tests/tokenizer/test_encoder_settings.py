@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import pickle
 
-import numpy as np
 import pytest
 from tokenizer_files import gpt2_tokenizer_json, story_texts
 from tokenizers import Tokenizer
