@@ -202,25 +202,7 @@ def plan_build(
         raise BuildError(out, "num_proc and batch_size must be at least 1", got=(num_proc, batch_size))
     if not 0 < max_tokens_per_file <= llmc.MAX_TOKENS_PER_FILE:
         raise BuildError(out, "--max-tokens-per-file out of range", expected=f"1..{llmc.MAX_TOKENS_PER_FILE}", got=max_tokens_per_file)
-    tokenizer_id = tokenizer.tokenizer_id
-    if not tokenizer_id or tokenizer_id.strip() != tokenizer_id or "/" in tokenizer_id or "\\" in tokenizer_id or tokenizer_id.startswith(".") or not tokenizer_id.isprintable():
-        raise BuildError(
-            tokenizer.path or tokenizer.source,
-            "--tokenizer-id names the folder tokens/<tokenizer_id>/",
-            expected="one folder name: not empty, printable, no '/' or '\\', not starting with '.', no white space at either end",
-            got=repr(tokenizer_id),
-        )
-    llmc.version_for_vocab(tokenizer.vocab_size)
-    if tokenizer.vocab_size > MAX_STAGED_VOCAB:
-        # Every build stages each part's ids as int32 Megatron pairs (part.py), whatever the formats.
-        raise BuildError(
-            tokenizer.path or tokenizer.source,
-            "ids up to 2**31 - 1 only: the build stages every document as int32",
-            expected=f"vocab_size <= {MAX_STAGED_VOCAB:,}",
-            got=tokenizer.vocab_size,
-        )
-    if "megatron" in formats:
-        megatron.dtype_code_for_vocab(tokenizer.vocab_size)
+    _check_tokenizer(tokenizer, formats)
     corpus_root = Path(corpus_root)
     manifest = CorpusManifest.read(corpus_root)
     if shards is None:
@@ -251,6 +233,29 @@ def plan_build(
     if url:
         plan = dataclasses.replace(plan, scratch_key=scratch_key(plan.out, canonical_json(plan.run_config())))
     return plan
+
+
+def _check_tokenizer(tokenizer: TokenizerInfo, formats: tuple[str, ...]) -> None:
+    """The tokenizer names one folder and its ids fit every output and the int32 staging pairs."""
+    tokenizer_id = tokenizer.tokenizer_id
+    if not tokenizer_id or tokenizer_id.strip() != tokenizer_id or "/" in tokenizer_id or "\\" in tokenizer_id or tokenizer_id.startswith(".") or not tokenizer_id.isprintable():
+        raise BuildError(
+            tokenizer.path or tokenizer.source,
+            "--tokenizer-id names the folder tokens/<tokenizer_id>/",
+            expected="one folder name: not empty, printable, no '/' or '\\', not starting with '.', no white space at either end",
+            got=repr(tokenizer_id),
+        )
+    llmc.version_for_vocab(tokenizer.vocab_size)
+    if tokenizer.vocab_size > MAX_STAGED_VOCAB:
+        # Every build stages each part's ids as int32 Megatron pairs (part.py), whatever the formats.
+        raise BuildError(
+            tokenizer.path or tokenizer.source,
+            "ids up to 2**31 - 1 only: the build stages every document as int32",
+            expected=f"vocab_size <= {MAX_STAGED_VOCAB:,}",
+            got=tokenizer.vocab_size,
+        )
+    if "megatron" in formats:
+        megatron.dtype_code_for_vocab(tokenizer.vocab_size)
 
 
 def start_release(plan: BuildPlan) -> None:

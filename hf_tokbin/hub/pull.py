@@ -126,7 +126,6 @@ def pull_release(
     progress: bool = True,
 ) -> PullSummary:
     """Download the release or corpus in ``repo_id`` at ``revision`` to ``out``, verified; see the module docstring."""
-    from huggingface_hub import HfApi
 
     out = Path(out)
     if out.is_symlink() or (out.exists() and not out.is_dir()):
@@ -134,23 +133,8 @@ def pull_release(
     if out.exists() and any(out.iterdir()):
         raise HubError(out, "output folder already exists and is not empty", hint="choose a new --out")
     include = include if isinstance(include, Include) else Include.parse(include)
-    folder = check_path_in_repo(path_in_repo)
-    retry = retry or RetryPolicy.from_env()
-    api = HfApi(endpoint=endpoint, token=token)
-    where = f"{repo_id}@{shown(revision or 'main')}"
-
-    def call(what: str, fn):
-        try:
-            return call_with_retry(retry, what, fn)
-        except TokbinError:
-            raise
-        except Exception as error:
-            raise read_error(where, what, error, endpoint, repo_id) from error
-
-    commit = call("resolve revision", lambda: resolve_commit(api, repo_id, revision, REPO_TYPE))
-    where = f"{repo_id}@{commit}"
-    tree = call("list files", lambda: list_tree(api, repo_id, commit, folder))
-    source = Source(repo_id, commit, endpoint=endpoint, token=token, repo_type=REPO_TYPE, limits=limits or DownloadLimits.from_env(), folder=folder)
+    snapshot = open_snapshot(repo_id, revision, endpoint, token, path_in_repo, retry, limits)
+    call, commit, folder, tree, source = snapshot.call, snapshot.commit, snapshot.folder, snapshot.tree, snapshot.source
     where = f"{repo_id}@{commit}" + (f"/{folder}" if folder else "")
     kind = "release" if COMPLETE_NAME in tree else "corpus" if CORPUS_MANIFEST_NAME in tree else None
     if kind is None and not allow_incomplete:
@@ -189,6 +173,41 @@ def pull_release(
     total = sum(os.lstat(out / n).st_size for n in names)
     kept = len(wanted) - fetched  # the record is fetched (or PARTIAL.json written) by every run
     return PullSummary(repo_id, commit, out, len(names), total, receipts, kind == "release" and include.everything, kind or "release", include.specs, fetched, kept)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A Hub repo at one checked commit id: its file listing, a bounded downloader and the retrying call both use."""
+
+    commit: str
+    folder: str
+    tree: dict
+    source: Source
+    call: object  # call(what, fn): fn() with retries; a failure is one HubError naming the repo and the operation
+
+
+def open_snapshot(repo_id: str, revision: str | None, endpoint: str | None, token: str | None, path_in_repo: str | None, retry: RetryPolicy | None, limits: DownloadLimits | None) -> Snapshot:
+    """Resolve ``revision`` to a checked commit id and list the files under ``path_in_repo`` there (pull and remote verify)."""
+    from huggingface_hub import HfApi
+
+    folder = check_path_in_repo(path_in_repo)
+    retry = retry or RetryPolicy.from_env()
+    api = HfApi(endpoint=endpoint, token=token)
+    where = [f"{repo_id}@{shown(revision or 'main')}"]
+
+    def call(what: str, fn):
+        try:
+            return call_with_retry(retry, what, fn)
+        except TokbinError:
+            raise
+        except Exception as error:
+            raise read_error(where[0], what, error, endpoint, repo_id) from error
+
+    commit = call("resolve revision", lambda: resolve_commit(api, repo_id, revision, REPO_TYPE))
+    where[0] = f"{repo_id}@{commit}"
+    tree = call("list files", lambda: list_tree(api, repo_id, commit, folder))
+    source = Source(repo_id, commit, endpoint=endpoint, token=token, repo_type=REPO_TYPE, limits=limits or DownloadLimits.from_env(), folder=folder)
+    return Snapshot(commit, folder, tree, source, call)
 
 
 def list_tree(api, repo_id: str, commit: str, folder: str = "") -> dict:

@@ -588,6 +588,39 @@ def _plan_commits(plan: PublishPlan, survey: _Survey, limits: HubLimits, prefix:
     return commits
 
 
+def _send_commits(publisher: "_Publisher", commits: list, rate_limiter: CommitRateLimiter, create_pr: bool, progress: bool) -> list[Upload]:
+    """Make the planned commits in order, each read back at its commit id; the next batch uploads while one commits."""
+    if commits:
+        _seed_rate_limiter(publisher, rate_limiter)
+    to_send = [u for c in commits for u in c.uploads]
+    bar = tqdm(total=sum(u.size for u in to_send), unit="B", unit_scale=True, desc=f"push {publisher.repo_id}", disable=not progress)
+    verified = {"files": 0}
+
+    def on_verified(upload: Upload) -> None:
+        verified["files"] += 1
+        bar.update(upload.size)
+        bar.set_postfix_str(f"{verified['files']}/{len(to_send)} files verified")
+
+    publisher.on_verified = on_verified
+    with bar, ThreadPoolExecutor(max_workers=1, thread_name_prefix="hf_tokbin-upload-ahead") as ahead:
+        prepared = [None] * len(commits)
+        for number, planned in enumerate(commits):
+            opens_pr = create_pr and number == 0
+            prepared[number] = prepared[number] or publisher.prepare(planned.uploads, planned.deletions)
+            following = number + 1
+            if following < len(commits) and not opens_pr:
+                # Throughput: the next batch's files upload while this one commits and is read back.
+                prepared[following] = publisher.prepare(commits[following].uploads, commits[following].deletions)
+                prepared[following].preupload = ahead.submit(publisher.preupload, prepared[following])
+            rate_limiter.wait_turn()
+            commit = publisher.commit(planned.uploads, planned.deletions, planned.summary, planned.description, create_pr=opens_pr, prepared=prepared[number])
+            rate_limiter.record()
+            publisher.verify(publisher.sent, commit, planned.deletions)
+            publisher.head = commit
+            prepared[number] = None  # its small files' bytes
+    return to_send
+
+
 def push_folder(
     folder: str | os.PathLike,
     repo_id: str,
@@ -654,34 +687,7 @@ def push_folder(
         _check_limits(plan, survey, publisher, publisher.head, prefix)
         commits = _plan_commits(plan, survey, limits, prefix, commit_message)
 
-    if commits:
-        _seed_rate_limiter(publisher, rate_limiter)
-    to_send = [u for c in commits for u in c.uploads]
-    bar = tqdm(total=sum(u.size for u in to_send), unit="B", unit_scale=True, desc=f"push {repo_id}", disable=not progress)
-    verified = {"files": 0}
-
-    def on_verified(upload: Upload) -> None:
-        verified["files"] += 1
-        bar.update(upload.size)
-        bar.set_postfix_str(f"{verified['files']}/{len(to_send)} files verified")
-
-    publisher.on_verified = on_verified
-    with bar, ThreadPoolExecutor(max_workers=1, thread_name_prefix="hf_tokbin-upload-ahead") as ahead:
-        prepared = [None] * len(commits)
-        for number, planned in enumerate(commits):
-            opens_pr = create_pr and number == 0
-            prepared[number] = prepared[number] or publisher.prepare(planned.uploads, planned.deletions)
-            following = number + 1
-            if following < len(commits) and not opens_pr:
-                # Throughput: the next batch's files upload while this one commits and is read back.
-                prepared[following] = publisher.prepare(commits[following].uploads, commits[following].deletions)
-                prepared[following].preupload = ahead.submit(publisher.preupload, prepared[following])
-            rate_limiter.wait_turn()
-            commit = publisher.commit(planned.uploads, planned.deletions, planned.summary, planned.description, create_pr=opens_pr, prepared=prepared[number])
-            rate_limiter.record()
-            publisher.verify(publisher.sent, commit, planned.deletions)
-            publisher.head = commit
-            prepared[number] = None  # its small files' bytes
+    to_send = _send_commits(publisher, commits, rate_limiter, create_pr, progress)
     already_there = len(survey.present - {plan.final.path}) if survey.final_pending else len(survey.present)
     return PushSummary(
         repo_id, publisher.revision, publisher.head, len(commits), len(to_send), sum(u.size for u in to_send), already_there,

@@ -28,24 +28,23 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import HubError, TokbinError, VerificationError
+from ..errors import HubError, VerificationError
 from ..formats.release import COMPLETE_NAME, RECEIPTS_DIR, Complete, Receipt
-from .download import DownloadLimits, Expected, Source, read_error, safe_folder
-from .layout import check_path, check_path_in_repo, is_token_file
+from .download import DownloadLimits, Expected, safe_folder
+from .layout import check_path, is_token_file
 from .pull import (
     GIT_FILES,
     RECORDS_DIR,
-    REPO_TYPE,
     Wanted,
     disagreement_error,
     fetch_all,
-    list_tree,
     named_on_the_hub,
+    open_snapshot,
     tree_disagreements,
     tree_expected,
 )
-from .retry import RetryPolicy, call_with_retry
-from .revision import resolve_commit, shown
+from .retry import RetryPolicy
+from .revision import shown
 
 
 @dataclass(frozen=True)
@@ -83,29 +82,13 @@ def verify_remote(
     progress: bool = True,
 ) -> RemoteReport:
     """Check the release in ``repo_id`` at ``revision`` against the Hub's own metadata; see the module docstring."""
-    from huggingface_hub import HfApi
 
     from ..verify.release import verify_release_records
 
     if not (isinstance(download_sample, int) and download_sample >= 0):
         raise HubError("--download-sample", "must be a non-negative integer", got=download_sample)
-    folder = check_path_in_repo(path_in_repo)
-    retry = retry or RetryPolicy.from_env()
-    api = HfApi(endpoint=endpoint, token=token)
-    where = f"{repo_id}@{shown(revision or 'main')}"
-
-    def call(what: str, fn):
-        try:
-            return call_with_retry(retry, what, fn)
-        except TokbinError:
-            raise
-        except Exception as error:
-            raise read_error(where, what, error, endpoint, repo_id) from error
-
-    commit = call("resolve revision", lambda: resolve_commit(api, repo_id, revision, REPO_TYPE))
-    where = f"{repo_id}@{commit}"
-    tree = call("list files", lambda: list_tree(api, repo_id, commit, folder))
-    source = Source(repo_id, commit, endpoint=endpoint, token=token, repo_type=REPO_TYPE, limits=limits or DownloadLimits.from_env(), folder=folder)
+    snapshot = open_snapshot(repo_id, revision, endpoint, token, path_in_repo, retry, limits)
+    call, commit, folder, tree, source = snapshot.call, snapshot.commit, snapshot.folder, snapshot.tree, snapshot.source
     if COMPLETE_NAME not in tree:
         raise VerificationError(source.uri(""), "release is incomplete: no COMPLETE.json at this commit", hint="a push may still be running; --path-in-repo names a release in a folder of the repo")
 
