@@ -143,17 +143,7 @@ class ReleaseReport:
 def verify_release(root: str | os.PathLike) -> ReleaseReport:
     root = Path(root)
     complete = _check_complete(root)
-    listed = {f.path for f in complete.files}
-    config = RunConfig.read(root / RUN_CONFIG_NAME)
-    parts = {receipt_path(part_name(i)) for i in range(len(config.shards))}
-    _check_area(root, listed, RECEIPTS_DIR, parts, "the receipts of the input shards of run_config.json")
-    receipts = _check_receipts(root, complete, config)
-    _check_area(root, listed, SHARDS_DIR, {f.path for r in receipts for f in r.files}, "the files the receipts name")
-    manifest, llmc_files = None, set()
-    if "llmc" in config.formats:
-        manifest = _read_llmc_manifest(root, listed, config)
-        llmc_files = {f"{config.llmc_dir}/{name}" for name in [llmc.MANIFEST_NAME, *(f.name for f in manifest.files)]}
-    _check_area(root, listed, TOKENS_DIR, llmc_files, f"the llm.c folder {config.llmc_dir}/ and the files its manifest lists")
+    config, receipts, manifest = _check_records(root, complete)
     if "megatron" in config.formats:
         for receipt, shard in zip(receipts, config.shards):
             _check_pair(root, receipt, shard.split, config)
@@ -178,28 +168,34 @@ def verify_release_records(root: str | os.PathLike, complete: Complete, held: It
     Sizes and digests of the records themselves are the caller's to check.
     """
     root, held = Path(root), set(held)
-    listed = {f.path for f in complete.files}
-    config = RunConfig.read(root / RUN_CONFIG_NAME)
-    parts = {receipt_path(part_name(i)) for i in range(len(config.shards))}
-    _check_area(root, listed, RECEIPTS_DIR, parts, "the receipts of the input shards of run_config.json")
-    receipts = _check_receipts(root, complete, config)
-    _check_area(root, listed, SHARDS_DIR, {f.path for r in receipts for f in r.files}, "the files the receipts name")
-    llmc_files = set()
-    if "llmc" in config.formats:
-        manifest = _read_llmc_manifest(root, listed, config)
-        llmc_files = {f"{config.llmc_dir}/{name}" for name in [llmc.MANIFEST_NAME, *(f.name for f in manifest.files)]}
-        for entry in manifest.files:
-            path = root / config.llmc_dir / entry.name
-            if f"{config.llmc_dir}/{entry.name}" in held:
-                llmc.verify_token_file(path, entry, manifest.vocab_size, manifest.doc_sep_id, config.llmc_separator)
-                _check_llmc_file_layout(path, entry, config)
-    _check_area(root, listed, TOKENS_DIR, llmc_files, f"the llm.c folder {config.llmc_dir}/ and the files its manifest lists")
+    config, receipts, manifest = _check_records(root, complete)
+    for entry in manifest.files if manifest is not None else ():
+        path = root / config.llmc_dir / entry.name
+        if f"{config.llmc_dir}/{entry.name}" in held:
+            llmc.verify_token_file(path, entry, manifest.vocab_size, manifest.doc_sep_id, config.llmc_separator)
+            _check_llmc_file_layout(path, entry, config)
     if "megatron" in config.formats:
         for receipt, shard in zip(receipts, config.shards):
             if {pair_path(shard.split, receipt.part, suffix) for suffix in ("bin", "idx")} <= held:
                 _check_pair(root, receipt, shard.split, config)
     _check_stats(root, config, receipts)
     return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), split_totals(receipts), config.formats)
+
+
+def _check_records(root: Path, complete: Complete) -> tuple[RunConfig, list[Receipt], llmc.TokensManifest | None]:
+    """run_config.json, one receipt per input shard and the llm.c manifest, each agreeing with the files COMPLETE.json lists."""
+    listed = {f.path for f in complete.files}
+    config = RunConfig.read(root / RUN_CONFIG_NAME)
+    parts = {receipt_path(part_name(i)) for i in range(len(config.shards))}
+    _check_area(root, listed, RECEIPTS_DIR, parts, "the receipts of the input shards of run_config.json")
+    receipts = _check_receipts(root, complete, config)
+    _check_area(root, listed, SHARDS_DIR, {f.path for r in receipts for f in r.files}, "the files the receipts name")
+    manifest, llmc_files = None, set()
+    if "llmc" in config.formats:
+        manifest = _read_llmc_manifest(root, listed, config)
+        llmc_files = {f"{config.llmc_dir}/{name}" for name in [llmc.MANIFEST_NAME, *(f.name for f in manifest.files)]}
+    _check_area(root, listed, TOKENS_DIR, llmc_files, f"the llm.c folder {config.llmc_dir}/ and the files its manifest lists")
+    return config, receipts, manifest
 
 
 def _check_complete(root: Path) -> Complete:
