@@ -97,7 +97,8 @@ def _open_shard(path: Path):
     import pyarrow.parquet as pq
 
     try:
-        file = pq.ParquetFile(path, buffer_size=_READ_BUFFER)
+        # pre_buffer=False: pyarrow's default reads ahead and keeps up to the whole file's column chunks (the peak grew with the shard).
+        file = pq.ParquetFile(path, buffer_size=_READ_BUFFER, pre_buffer=False)
         file.schema_arrow.field("text")
         return file
     except (OSError, ValueError, KeyError) as e:  # pyarrow's errors derive from these
