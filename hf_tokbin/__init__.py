@@ -1,15 +1,21 @@
 """hf_tokbin: tokenized LLM pretraining releases from Hugging Face datasets.
 
-The main job, in Python (the CLI ``hf-tokbin`` is a thin layer over these)::
+The main job, in one call (a corpus folder, files or globs, a Hub dataset repo, or an in-memory
+``datasets.Dataset`` / ``DatasetDict`` / ``IterableDataset`` in; a verified release out)::
 
     import hf_tokbin
 
-    hf_tokbin.write_tinystories_corpus(["train.txt", "valid.txt"], "corpus/")   # or import_corpus([...], "corpus/")
-    tokenizer = hf_tokbin.resolve_tokenizer("tok/")                              # "byte", a tokenizer.json, a folder, NS/NAME
+    summary = hf_tokbin.build_release("NS/NAME", "tok/", "release/", formats=("llmc", "megatron"), num_proc=2)
+    print(summary.table())
+    print(hf_tokbin.verify_release("release/").summary())
+    hf_tokbin.hub.push_folder("release/", "me/name-tok")
+
+Step by step (the CLI ``hf-tokbin`` is a thin layer over these)::
+
+    hf_tokbin.write_tinystories_corpus("train.txt", "valid.txt", "corpus/")   # or import_corpus([...], "corpus/")
+    tokenizer = hf_tokbin.resolve_tokenizer("tok/")                          # "byte", a tokenizer.json, a folder, NS/NAME
     plan = hf_tokbin.plan_build("corpus/", tokenizer, "release/", formats=("llmc", "megatron"), num_proc=2)
     print(hf_tokbin.build.build(plan).table())
-    print(hf_tokbin.verify_release("release/").summary())
-    hf_tokbin.hub.push_folder("release/", "me/tinystories-tok8k")
 
 Readers for training: :mod:`hf_tokbin.readers`. Formats: :mod:`hf_tokbin.formats`.
 """
@@ -33,6 +39,9 @@ from .formats.megatron import MegatronPair, MegatronWriter  # noqa: E402
 _LAZY = {
     "BuildPlan": "build",
     "BuildSummary": "build",
+    "ReleaseSummary": "api",
+    "build_release": "api",
+    "import_dataset": "api",
     "plan_build": "build",
     "import_corpus": "corpus",
     "verify_corpus": "verify",
@@ -68,8 +77,11 @@ __all__ = [
     "TokenizerError",
     "TokenizerInfo",
     "TokensManifest",
+    "ReleaseSummary",
     "VerificationError",
+    "build_release",
     "import_corpus",
+    "import_dataset",
     "open_tokens",
     "plan_build",
     "resolve_tokenizer",

@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Iterator
@@ -128,15 +129,40 @@ class BackgroundSha256:
         self._pool.shutdown(cancel_futures=True)
 
 
+# The largest JSON record read (run_config.json, COMPLETE.json, receipts, manifests, a tokenizer's configs): a
+# COMPLETE.json of a million files is ~150 MB; anything larger is refused before it is read, never held in memory.
+RECORD_MAX_BYTES = 256 * 1024 * 1024
+
+
 def read_json(path: str | os.PathLike, error_type) -> dict:
-    """Read a JSON object, raising ``error_type`` (a located error) if it is not one."""
+    """Read a JSON object, raising ``error_type`` (a located error) if it is not one.
+
+    One error naming the file for whatever the file holds: not a regular file
+    (a folder, a FIFO that would block), over :data:`RECORD_MAX_BYTES`, not
+    UTF-8, not JSON, nested beyond Python's recursion limit, or an integer
+    beyond Python's digit limit.
+    """
     try:
-        with open(path, "rb") as file:
-            obj = json.loads(file.read().decode("utf-8"))
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; it changes nothing for a regular file.
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as file:
+            info = os.fstat(file.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise error_type(path, "a record must be a regular file")
+            data = file.read(RECORD_MAX_BYTES + 1)
     except FileNotFoundError:
         raise error_type(path, "file is missing") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise error_type(path, "not valid UTF-8 JSON", got=str(e)) from e
+    except IsADirectoryError:
+        raise error_type(path, "a record must be a regular file", got="a folder") from None
+    except OSError as e:
+        raise error_type(path, "cannot read the record", got=e.strerror or str(e)) from None
+    if len(data) > RECORD_MAX_BYTES:
+        raise error_type(path, f"record is larger than {RECORD_MAX_BYTES:,} bytes, the most a record may be", got=f"{info.st_size:,} bytes")
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise error_type(path, "not valid JSON: nested too deeply") from None
+    except ValueError as e:  # UnicodeDecodeError, JSONDecodeError, an integer over the digit limit
+        raise error_type(path, "not valid UTF-8 JSON", got=str(e).splitlines()[0][:200]) from None
     if not isinstance(obj, dict):
         raise error_type(path, "top level must be a JSON object", got=type(obj).__name__)
     return obj

@@ -173,9 +173,32 @@ def test_split_column_from_jsonl_and_parquet_in_file_order(tmp_path):
     assert rows_of(tmp_path, [jsonl, parquet], split_column="split", batch_rows=3) == expected * 2
 
 
-def test_no_split_option_makes_every_row_train(tmp_path):
+def test_all_train_makes_every_row_train_whatever_its_split_column(tmp_path):
     jsonl = write_jsonl(tmp_path / "a.jsonl", [{"text": "x", "split": "validation"}, {"text": "y"}])
-    assert rows_of(tmp_path, [jsonl]) == [("x", "train"), ("y", "train")]
+    assert rows_of(tmp_path, [jsonl], split="all-train") == [("x", "train"), ("y", "train")]
+
+
+def test_a_split_column_is_used_by_default_and_no_column_means_train(tmp_path):
+    with_column = write_jsonl(tmp_path / "a.jsonl", [{"text": "x", "split": "validation"}, {"text": "y", "split": "train"}])
+    assert rows_of(tmp_path, [with_column]) == [("x", "validation"), ("y", "train")]
+    without = write_jsonl(tmp_path / "b.jsonl", [{"text": "x"}, {"text": "y"}])
+    assert rows_of(tmp_path, [without]) == [("x", "train"), ("y", "train")]
+
+
+def test_split_map_maps_other_names_and_unmapped_names_are_refused(tmp_path):
+    jsonl = write_jsonl(tmp_path / "a.jsonl", [{"text": "x", "split": "test"}, {"text": "y", "split": "dev"}, {"text": "z", "split": "train"}])
+    assert rows_of(tmp_path, [jsonl], split_map={"test": "validation", "dev": "train"}) == [("x", "validation"), ("y", "train"), ("z", "train")]
+    with pytest.raises(CorpusInputError, match=r"a\.jsonl: line 2: unknown split .*got 'dev'"):
+        rows_of(tmp_path, [jsonl], split_map={"test": "validation"})
+
+
+def test_val_per_mille_sets_the_sha256_rate(tmp_path):
+    texts = [f"doc {i}" for i in range(2000)]
+    jsonl = write_jsonl(tmp_path / "a.jsonl", [{"text": t} for t in texts])
+    rows = rows_of(tmp_path, [jsonl], split="sha256", val_per_mille=100)
+    expected = ["validation" if int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "big") % 1000 < 100 else "train" for t in texts]
+    assert [s for _, s in rows] == expected
+    assert 100 < expected.count("validation") < 300
 
 
 def test_sha256_rule_matches_reference_and_keeps_repeats(tmp_path):

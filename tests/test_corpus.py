@@ -220,11 +220,12 @@ def test_import_with_sha256_rule_loads_back_by_split(tmp_path):
     assert manifest.split_rule == "sha256" and manifest.name == "lily"
 
 
-def test_import_without_split_option_is_all_train_and_round_trips_a_corpus(tmp_path):
+def test_import_uses_the_split_column_by_default_all_train_ignores_it_and_round_trips_a_corpus(tmp_path):
     write_tinystories_corpus(SAMPLE / "train.txt", SAMPLE / "valid.txt", tmp_path / "tiny", shard_bytes=60_000)
-    again = import_corpus([tmp_path / "tiny"], tmp_path / "again", split_column="split", shard_bytes=60_000, name="tinystories")
+    again = import_corpus([tmp_path / "tiny"], tmp_path / "again", shard_bytes=60_000, name="tinystories")
+    assert again.split_rule == "column"
     assert again.shards == CorpusManifest.read(tmp_path / "tiny").shards  # a corpus folder imports to itself
-    flat = import_corpus([tmp_path / "tiny"], tmp_path / "flat")
+    flat = import_corpus([tmp_path / "tiny"], tmp_path / "flat", split="all-train")
     assert flat.split_rule == "all-train" and flat.rows("validation") == 0
     assert flat.rows("train") == again.rows("train") + again.rows("validation")
 

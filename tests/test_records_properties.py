@@ -76,6 +76,8 @@ def test_corpus_manifest_round_trip(tmp_path_factory, shards, name):
 @settings(max_examples=60, deadline=None)
 @given(receipts(), st.sampled_from(["part", "input_shard", "splits", "files"]), st.sampled_from([None, -1, "x", [], {}, 1.5, True]))
 def test_a_hand_edited_receipt_field_is_refused(tmp_path_factory, receipt, field, value):
+    if (field, value) == ("files", []):
+        return  # a part with no files (an empty split, llm.c only) is a valid receipt
     root = tmp_path_factory.mktemp("e")
     path = receipt.write(root)
     obj = json.loads(path.read_text())

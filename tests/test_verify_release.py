@@ -374,6 +374,7 @@ def test_llmc_file_starting_inside_a_document(train_only_copy):
     files = [{**write_llmc_file(directory, f"train-{i:05d}.bin", piece, manifest["vocab_size"]), "split": "train", "n_docs": n} for i, (piece, n) in enumerate(zip(pieces, n_docs))]
     manifest["files"] = files + [f for f in manifest["files"] if f["split"] != "train"]
     write_json_atomic(directory / "_MANIFEST.json", manifest)
+    edit_json(train_only_copy / "run_config.json", lambda c: c["llmc"].update(max_tokens_per_file=max(map(len, pieces))))  # only the cut is wrong
     reseal(train_only_copy)
     expect_error(train_only_copy, "train-00001.bin", "must begin where a Megatron document begins")
 

@@ -92,24 +92,28 @@ SAMPLE_DOCS_PER_SHARD = 64
 SAMPLE_DOCS = 2048
 
 
-def _open_shard(path: Path):
-    """The shard's Parquet file, read through a bounded buffer; a clear error if it is not Parquet with a text column."""
+def _open_shard(source, where):
+    """The shard's Parquet file (a path or an open binary file), read through a bounded buffer; a clear error naming ``where`` if it is not Parquet with a text column."""
     import pyarrow.parquet as pq
 
     try:
         # pre_buffer=False: pyarrow's default reads ahead and keeps up to the whole file's column chunks (the peak grew with the shard).
-        file = pq.ParquetFile(path, buffer_size=_READ_BUFFER, pre_buffer=False)
+        file = pq.ParquetFile(source, buffer_size=_READ_BUFFER, pre_buffer=False)
         file.schema_arrow.field("text")
         return file
     except (OSError, ValueError, KeyError) as e:  # pyarrow's errors derive from these
-        raise BuildError(path, "corpus shard is not readable Parquet with a text column", got=str(e).splitlines()[0][:200]) from e
+        raise BuildError(where, "corpus shard is not readable Parquet with a text column", got=str(e).splitlines()[0][:200]) from e
 
 
-def text_batches(path: Path, batch_size: int):
-    """The shard's texts in order, ``batch_size`` rows at a time, each batch cut to at most MAX_BATCH_TEXT_BYTES of text."""
+def text_batches(source, batch_size: int, where=None):
+    """The shard's texts in order, ``batch_size`` rows at a time, each batch cut to at most MAX_BATCH_TEXT_BYTES of text.
+
+    ``source``: the shard's path, or an open binary file; ``where`` names it in errors (default: the path).
+    """
     import pyarrow.compute as pc
 
-    with _open_shard(path) as file:
+    where = source if where is None else where
+    with _open_shard(source, where) as file:
         try:
             for batch in file.iter_batches(batch_size=batch_size, columns=["text"], use_threads=False):
                 texts = batch.column(0)
@@ -121,7 +125,7 @@ def text_batches(path: Path, batch_size: int):
                     yield texts.slice(first, last - first), int(ends[last - 1]) - done
                     first = last
         except (OSError, ValueError) as e:
-            raise BuildError(path, "corpus shard is not readable Parquet with a text column", got=str(e).splitlines()[0][:200]) from e
+            raise BuildError(where, "corpus shard is not readable Parquet with a text column", got=str(e).splitlines()[0][:200]) from e
 
 
 def sample_documents(plan: BuildPlan) -> list[str]:
@@ -130,10 +134,10 @@ def sample_documents(plan: BuildPlan) -> list[str]:
     for shard in plan.corpus.shards:
         if not shard.rows or len(sample) >= SAMPLE_DOCS:
             continue
-        path = Path(plan.corpus_root) / shard.path
-        for texts, _ in text_batches(path, SAMPLE_DOCS_PER_SHARD):
-            sample.extend(texts.to_pylist())
-            break
+        with plan.shard_source.open_for_sample(shard) as handle:
+            for texts, _ in text_batches(handle, SAMPLE_DOCS_PER_SHARD, where=plan.shard_source.location(shard)):
+                sample.extend(texts.to_pylist())
+                break
     return sample[:SAMPLE_DOCS]
 
 
@@ -146,9 +150,10 @@ def prepare_encoder(plan: BuildPlan) -> BuildPlan:
     return dataclasses.replace(plan, encoder=encoder)
 
 
-def encode_shard(plan: BuildPlan, index: int, progress: bool = True):
+def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path: Path | None = None):
     """Yield (flat ids, lengths, text bytes) for the documents of input shard ``index`` in order, in bounded batches.
 
+    ``shard_path``: where the shard's bytes are (default: in the corpus folder).
     With ``plan.num_proc`` > 1 the batches are encoded by the build's worker
     pool (:func:`hf_tokbin.engines.local.shared_pool`), else in this process
     (where gigatoken uses its own threads).
@@ -160,7 +165,7 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True):
     shard = plan.corpus.shards[index]
     if shard.rows == 0:
         return
-    shard_path = Path(plan.corpus_root) / shard.path
+    shard_path = Path(plan.corpus_root) / shard.path if shard_path is None else shard_path
     source = os.fspath(shard_path)
     tasks = ((plan.tokenizer.vocab_size, source, texts, n_bytes) for texts, n_bytes in text_batches(shard_path, plan.batch_size))
     if plan.num_proc > 1:

@@ -43,7 +43,14 @@ def build_part(plan: BuildPlan, index: int, progress: bool = True) -> tuple[Rece
     if plan.encoder is None:
         plan = prepare_encoder(plan)
     shard = plan.corpus.shards[index]
-    shard_path = Path(plan.corpus_root) / shard.path
+    # The shard's bytes, wherever they are (a corpus folder, or a Hub file fetched for this part only).
+    with plan.shard_source.local_path(shard, plan.output.work / WORK_DIR / "shards" / part) as shard_path:
+        return _build_part_from(plan, index, shard_path, progress)
+
+
+def _build_part_from(plan: BuildPlan, index: int, shard_path: Path, progress: bool) -> tuple[Receipt, bool]:
+    part = part_name(index)
+    shard = plan.corpus.shards[index]
     _check_shard(shard, shard_path)
     work = plan.output.work
     split = shard.split
@@ -54,7 +61,7 @@ def build_part(plan: BuildPlan, index: int, progress: bool = True) -> tuple[Rece
         writers.append(megatron.MegatronWriter(work / staging_rel(part, "bin"), plan.tokenizer.vocab_size, None))
     documents = text_tokens = text_bytes = 0
     try:
-        for flat, lengths, n_bytes in shuffled_documents(plan, index, encode_shard(plan, index, progress)):
+        for flat, lengths, n_bytes in shuffled_documents(plan, index, encode_shard(plan, index, progress, shard_path)):
             if "llmc" in plan.formats:
                 _check_fits_llmc_file(plan, shard_path, lengths, documents)
             for writer in writers:

@@ -85,6 +85,14 @@ class BuildPlan:
     shuffle_seed: int | None = None  # build --shuffle-seed: documents of each part in a seeded order (.shuffle); None: corpus order
     # The encoder after its fast-path check (prepare_encoder); not part of run_config.json.
     encoder: object = dataclasses.field(default=None, compare=False, repr=False)
+    # Where input shard i is read (hf_tokbin.corpus.source: a corpus folder, or Hub files fetched per part).
+    shards: object = dataclasses.field(default=None, compare=False, repr=False)
+
+    @property
+    def shard_source(self):
+        from ..corpus.source import LocalShards
+
+        return self.shards if self.shards is not None else LocalShards(self.corpus_root)
 
     @property
     def eod_id(self) -> int | None:
@@ -161,8 +169,13 @@ def plan_build(
     llmc_separator: str = "before",
     parse_special: bool = False,
     shuffle_seed: int | None = None,
+    shards=None,
 ) -> BuildPlan:
-    """Check every input and option before any work starts."""
+    """Check every input and option before any work starts.
+
+    ``shards`` says where input shard i is read (default: the corpus folder;
+    :func:`hf_tokbin.corpus.source.resolve_corpus_source` gives Hub files).
+    """
     url = is_url(out)
     if url:
         check_url(out)
@@ -201,9 +214,11 @@ def plan_build(
         megatron.dtype_code_for_vocab(tokenizer.vocab_size)
     corpus_root = Path(corpus_root)
     manifest = CorpusManifest.read(corpus_root)
-    for shard in manifest.shards:
-        if not (corpus_root / shard.path).is_file():
-            raise BuildError(corpus_root / shard.path, "corpus shard listed in _MANIFEST.json is missing")
+    if shards is None:
+        from ..corpus.source import LocalShards
+
+        shards = LocalShards(os.fspath(corpus_root.resolve()))
+    shards.check(manifest)
     plan = BuildPlan(
         # Absolute: Ray workers run in other folders. Never written to reproducible files.
         corpus_root=os.fspath(corpus_root.resolve()),
@@ -222,6 +237,7 @@ def plan_build(
         parse_special=bool(parse_special),
         fast=fast,
         shuffle_seed=check_seed(shuffle_seed, out),
+        shards=shards,
     )
     if url:
         plan = dataclasses.replace(plan, scratch_key=scratch_key(plan.out, canonical_json(plan.run_config())))

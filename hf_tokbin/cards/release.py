@@ -23,6 +23,7 @@ the card before it, and ``COMPLETE.json`` lists the card.
                revision, subfolder}  the tokenizer section
     llmc.layout, llmc.separator      the llm.c header layout and where the separator stands
     megatron.dtype_code              the pairs' dtype when no .idx is at hand
+    versions.hf_tokbin               the version named in "Verify what you downloaded"
 
 Without ``run_config.json`` the sections say it was not recorded, and the
 formats are those whose files the folder holds.
@@ -30,10 +31,21 @@ Other scalar fields of the tokenizer record are listed as they are.
 The output is deterministic: same release, same bytes (no dates, no absolute
 paths).
 
-YAML metadata: ``license``, ``language`` (when known), ``size_categories``
-(from the number of documents), ``task_categories: [text-generation]``,
-``source_datasets`` (a Hub corpus only), ``tokenizer``, ``tags`` (one per
-format), ``viewer: false`` (token files are not viewable tables).
+YAML metadata, written by PyYAML's safe emitter (no value can add a key or
+end the block; ``no`` stays the string "no"): ``license`` (a Hub license id,
+:data:`HUB_LICENSES`; any other value is the Hub's escape, ``license: other``
+with ``license_name`` when the value is a lowercase slug), ``language`` (the
+codes the Hub accepts, as ``datasets`` lists them; others are named in the
+card's text, not the metadata), ``size_categories`` (from the number of
+documents), ``task_categories: [text-generation]``, ``source_datasets`` (a
+Hub corpus only), ``tokenizer``, ``tags`` (one per format), ``viewer: false``
+(token files are not viewable tables).
+
+The card says what is true when the build writes it: the files and their
+digests in ``COMPLETE.json``; publishing is what ``hf-tokbin push`` adds. It
+names the hf_tokbin version that built the release (``versions.hf_tokbin``),
+which is installed from its source (it is not on PyPI), and counts the llm.c
+files' ids as their manifests list them, separators and BOS included.
 """
 
 from __future__ import annotations
@@ -43,7 +55,6 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from string import Template
 
 from .._io import read_json
 from ..errors import FormatError
@@ -59,33 +70,12 @@ from ..formats.release import (
 )
 from ..formats.run_config import RunConfig
 from ..formats.sniff import file_magic
+from .metadata import HUB_LICENSES, dump_yaml, is_hub_language, load_template, size_category
 
-# dataset_card/ of the repository, installed as the package hf_tokbin.dataset_card.
-TEMPLATE_PACKAGE = "hf_tokbin.dataset_card"
-RELEASE_TEMPLATE = "release_card.md"
 COUNT_FIELDS = ("documents", "text_tokens", "bos_tokens", "eod_tokens", "total_tokens")
 MEGATRON, LLMC = "megatron", "llmc"
 FORMAT_LABELS = {MEGATRON: "Megatron", LLMC: "llm.c"}
-# The Hub's size_categories buckets, by number of documents.
-_SIZE_BUCKETS = [(10**3, "n<1K"), (10**4, "1K<n<10K"), (10**5, "10K<n<100K"), (10**6, "100K<n<1M"), (10**7, "1M<n<10M"), (10**8, "10M<n<100M"), (10**9, "100M<n<1B"), (10**10, "1B<n<10B"), (10**11, "10B<n<100B"), (10**12, "100B<n<1T")]
-_PLAIN_YAML = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/<>-]*$")
-
-
-def size_category(documents: int) -> str:
-    """The Hub ``size_categories`` bucket for a number of documents."""
-    for bound, name in _SIZE_BUCKETS:
-        if documents < bound:
-            return name
-    return "n>1T"
-
-
-def load_template(name: str = RELEASE_TEMPLATE) -> Template:
-    from importlib.resources import files
-
-    path = files(TEMPLATE_PACKAGE) / name
-    if not path.is_file():
-        raise FormatError(str(path), "dataset card template is missing", hint="reinstall hf_tokbin: the templates ship as hf_tokbin.dataset_card")
-    return Template(path.read_text(encoding="utf-8"))
+_LICENSE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")  # what license_name may be: a lowercase slug
 
 
 def render_release_card(release_dir: str | os.PathLike, *, license: str | None = None, language: str | list[str] | None = None, source_dataset: str | None = None) -> str:
@@ -119,13 +109,16 @@ def render_release_card(release_dir: str | os.PathLike, *, license: str | None =
     )
 
     metadata = _yaml_metadata(license, language, size_category(documents), source, tokenizer_id, title, formats)
+    version = _text(_dict(config.versions).get("hf_tokbin")) if config else None
     return load_template().substitute(
         metadata=metadata,
         title=title,
+        license_line=_license_line(license, language),
+        hf_tokbin=f"hf_tokbin {version}" if version else "hf_tokbin",
         corpus_phrase=f"`{dataset}`" if dataset else "a text corpus",
         trainers=_trainers(formats),
         files_section=_files_section(root, receipts, manifests, formats),
-        counts_section=_counts_section(split_counts, stats, bool(stats.get("splits")), eod_id, separator, formats, layout),
+        counts_section=_counts_section(split_counts, stats, bool(stats.get("splits")), eod_id, separator, formats, layout) + _llmc_counts(manifests, formats),
         tokenizer_section=_tokenizer_section(tokenizer, config),
         split_section=_split_section(config.split_rule if config else None),
         format_section=_format_section(root, receipts, manifests, formats, eod_id, separator, llmc_layout, config.megatron_dtype_code if config else None, layout),
@@ -232,23 +225,46 @@ def _llmc_manifests(root: Path) -> list[tuple[str, dict]]:
 # -- sections --------------------------------------------------------------
 
 
-def _yaml_scalar(value) -> str:
-    text = str(value)
-    return text if _PLAIN_YAML.match(text) and text not in ("true", "false", "null", "yes", "no") else json.dumps(text, ensure_ascii=False)
+def _languages(language) -> list[str]:
+    return [language] if isinstance(language, str) else [x for x in (language or []) if isinstance(x, str)]
+
+
+def _license_metadata(license: str) -> dict:
+    """``{"license": ID}`` for a Hub license id; else the Hub's escape, ``other`` with the name when it is a slug."""
+    if license in HUB_LICENSES:
+        return {"license": license}
+    return {"license": "other", **({"license_name": license} if _LICENSE_NAME.fullmatch(license) else {})}
 
 
 def _yaml_metadata(license, language, size, source, tokenizer_id, title, formats: list[str]) -> str:
-    lines = [f"license: {_yaml_scalar(license)}"]
-    languages = [language] if isinstance(language, str) else [x for x in (language or []) if isinstance(x, str)]
+    """The card's YAML front matter, written by a YAML emitter: no value can add a key or end the block."""
+    metadata = _license_metadata(license)
+    languages = [x for x in _languages(language) if is_hub_language(x)]
     if languages:
-        lines += ["language:"] + [f"- {_yaml_scalar(x)}" for x in languages]
-    lines += ["size_categories:", f"- {_yaml_scalar(size)}", "task_categories:", "- text-generation"]
+        metadata["language"] = languages
+    metadata |= {"size_categories": [size], "task_categories": ["text-generation"]}
     if source:
-        lines += ["source_datasets:", f"- {_yaml_scalar(source)}"]
-    lines += [f"pretty_name: {_yaml_scalar(title)}", f"tokenizer: {_yaml_scalar(tokenizer_id)}", "tags:", "- tokenized"]
-    lines += [f"- {_yaml_scalar(FORMAT_LABELS[f].lower())}" for f in formats]
-    lines += ["- hf-tokbin", "viewer: false"]
-    return "\n".join(lines)
+        metadata["source_datasets"] = [source]
+    metadata |= {
+        "pretty_name": title,
+        "tokenizer": tokenizer_id,
+        "tags": ["tokenized", *(FORMAT_LABELS[f].lower() for f in formats), "hf-tokbin"],
+        "viewer": False,
+    }
+    return dump_yaml(metadata).rstrip("\n")
+
+
+def _license_line(license: str, language) -> str:
+    """The license and languages as recorded, in words: what the YAML could not say (a license outside the Hub's list,
+    a language that is no Hub code) stays visible."""
+    license_text = f"`{license}`" if license in HUB_LICENSES else f"{json.dumps(license, ensure_ascii=False)} (not a Hub license id: `other` in the metadata)"
+    languages = _languages(language)
+    known = [f"`{x}`" for x in languages if is_hub_language(x)]
+    unknown = [f"`{json.dumps(x, ensure_ascii=False)[1:-1]}`" for x in languages if not is_hub_language(x)]
+    text = f"License (as recorded for the corpus): {license_text}. Languages: {', '.join(known) or 'not recorded'}."
+    if unknown:
+        text += f" Recorded but not Hub language codes, so left out of the metadata: {', '.join(unknown)}."
+    return text
 
 
 def _trainers(formats: list[str]) -> str:
@@ -310,6 +326,10 @@ def _token_note(eod_id, separator, formats: list[str], layout: _Layout) -> str:
             notes.append(f"The llm.c files hold the text tokens plus one BOS{_id_text(layout.bos_id)} per document: the tokenizer has no separator.")
         else:
             notes.append("The llm.c files hold the text tokens only: the tokenizer has no separator, so documents follow each other directly.")
+    if MEGATRON in formats:
+        notes.append("`text tokens` are the documents' own tokens; `total tokens` adds the EOD and BOS tokens: the ids of the Megatron pairs.")
+    elif LLMC in formats:
+        notes.append("`text tokens` are the documents' own tokens, and `total tokens` equals them here; the llm.c table below counts every id the files hold.")
     return " ".join(notes)
 
 
@@ -333,6 +353,26 @@ def _counts_section(split_counts: dict[str, dict[str, int]], stats: dict, from_s
                 source_rows.append([f"`{name}`", split] + [f"{counts[k]:,}" if k in counts else "" for k in columns])
     if source_rows:
         text += "\n\nBy source:\n\n" + _table(["source", "split"] + header[1:], source_rows)
+    return text
+
+
+def _llmc_counts(manifests: list[tuple[str, dict]], formats: list[str]) -> str:
+    """The llm.c files' documents and tokens per split, as their ``_MANIFEST.json`` lists them: what a trainer reads."""
+    if LLMC not in formats or not manifests:
+        return ""
+    text = ""
+    for folder, manifest in manifests:
+        entries = [f for f in manifest.get("files", []) if isinstance(f, dict)]
+        rows = []
+        for split in llmc.SPLITS:
+            files = [f for f in entries if f.get("split") == split]
+            documents, tokens = (sum(_count(f.get(k)) or 0 for f in files) for k in ("n_docs", "n_tokens"))
+            rows.append([f"`{split}`", f"{len(files):,}", f"{documents:,}", f"{tokens:,}"])
+        text += (
+            f"\n\nThe llm.c files (`{folder}/`), as their `_MANIFEST.json` lists them: the tokens are every id the files hold, "
+            "separators and BOS included, so they differ from the text tokens above by those per document.\n\n"
+            + _table(["split", "files", "documents", "tokens"], rows)
+        )
     return text
 
 

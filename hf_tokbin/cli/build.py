@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..build.plan import DEFAULT_BATCH_SIZE
 from ..errors import BuildError
 from ..formats.llmc import DEFAULT_MAX_TOKENS
 from ..formats.run_config import LLMC_LAYOUTS, LLMC_VARIANTS, SEPARATOR_POSITIONS
+from .progress import show_progress
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--corpus", required=True, help="a corpus folder (hf-tokbin corpus) or a Hub dataset repo NS/NAME")
-    parser.add_argument("--corpus-revision", default=None, help="pinned revision of a Hub corpus")
+    parser.add_argument("--corpus-revision", default=None, help="pinned revision of a Hub corpus (resolved to its commit id)")
+    # -- corpus choice and planning (docs/corpus.md)
+    parser.add_argument("--corpus-config", default=None, help="config of a plain Hub dataset repo (default: its default config)")
+    parser.add_argument("--corpus-split", action="append", default=None, metavar="SPLIT", help="split of a plain Hub dataset repo to build (repeatable; default: train and validation)")
+    parser.add_argument("--limit", type=int, default=None, metavar="N", help="build only the first N documents in corpus order (train first, then validation)")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan (shards, documents, estimated tokens and bytes, encoder, paths) and write nothing")
     parser.add_argument("--tokenizer", required=True, help="byte, a tokenizer.json, a folder holding one, or a Hub repo NS/NAME")
     parser.add_argument("--tokenizer-revision", default=None, help="pinned revision of a Hub tokenizer")
     parser.add_argument("--tokenizer-subfolder", default=None, help="subfolder of a Hub tokenizer repo")
@@ -39,7 +46,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--max-tokens-per-file", type=int, default=DEFAULT_MAX_TOKENS, help="llm.c roll-over limit")
     parser.add_argument("--llmc-layout", choices=LLMC_LAYOUTS, default=None, help="llm.c header: gpt2 (magic 20240520, seed 000, default) or llama3 (upstream's magic 20240801, version 7, uint32)")
     parser.add_argument("--llmc-variant", choices=tuple(LLMC_VARIANTS), default=None, help=argparse.SUPPRESS)  # deprecated: seed000 = gpt2
-    parser.add_argument("--fast", choices=("auto", "never", "require"), default="auto", help="use a faster encoder (gigatoken) where it gives tokenizers' ids on a corpus sample (default auto)")
+    parser.add_argument("--fast", choices=("auto", "never", "require"), default="auto", help="use gigatoken for the documents it is proven to encode exactly as tokenizers (per code point, see docs/speed.md; default auto)")
     parser.add_argument("--shuffle-seed", type=int, default=None, help="write each part's documents in a seeded order (default: corpus order)")
     parser.add_argument("--engine", choices=("local", "ray"), default="local")
     parser.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start one locally)")
@@ -49,12 +56,14 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from ..build import build, plan_build
-    from ..corpus.source import resolve_corpus
+    from ..corpus.source import first_documents, resolve_corpus_source
     from ..tokenizer.resolve import resolve_tokenizer, token_or_id
 
     if args.llmc_layout is not None and args.llmc_variant is not None:
         raise BuildError(args.out, "give the llm.c layout once: --llmc-layout (--llmc-variant is its deprecated name)")
     layout = args.llmc_layout or LLMC_VARIANTS[args.llmc_variant or "seed000"]
+    if args.corpus_revision is not None and Path(args.corpus).exists():  # it would be recorded without having applied
+        raise BuildError(args.corpus, "--corpus-revision applies to a Hub corpus only, not to a local folder", got=args.corpus_revision)
     tokenizer = resolve_tokenizer(
         args.tokenizer,
         args.tokenizer_id,
@@ -63,7 +72,12 @@ def run(args) -> int:
         doc_sep=token_or_id(args.doc_sep),
         bos=token_or_id(args.bos),
     )
-    root, source, revision = resolve_corpus(args.corpus, args.corpus_revision)
+    corpus = resolve_corpus_source(args.corpus, args.corpus_revision, args.corpus_config, args.corpus_split)
+    if args.limit is not None:
+        if args.limit < 1:
+            raise BuildError(None, "--limit must be a positive number of documents", got=args.limit)
+        corpus = first_documents(corpus, args.limit)
+    root, source, revision = corpus.root, corpus.source, corpus.revision
     plan = plan_build(
         root,
         tokenizer,
@@ -79,8 +93,14 @@ def run(args) -> int:
         parse_special=args.parse_special_tokens,
         fast=args.fast,
         shuffle_seed=args.shuffle_seed,
+        shards=corpus.shards,
     )
     print(plan.boundary_line())
-    summary = build(plan, engine=args.engine, ray_address=args.ray_address, progress=not args.quiet)
+    if args.dry_run:
+        from ..build.dry_run import describe_plan
+
+        print(describe_plan(plan))
+        return 0
+    summary = build(plan, engine=args.engine, ray_address=args.ray_address, progress=show_progress(args.quiet))
     print(summary.table())
     return 0

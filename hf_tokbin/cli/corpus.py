@@ -4,8 +4,10 @@
 
     hf-tokbin corpus tinystories TRAIN.txt [VALID.txt] --out DIR [--name NAME] [--license ID] [--language CODES]
               [--shard-rows N | --shard-bytes N] [--overwrite]
-    hf-tokbin corpus import FILE_OR_DIR... --out DIR [--name NAME] [--license ID] [--language CODES] [--text-column text]
-              [--split-column split | --split-rule sha256] [--shard-rows N | --shard-bytes N] [--overwrite]
+    hf-tokbin corpus import INPUT... --out DIR [--name NAME] [--license ID] [--language CODES]
+              [--text-column text ...] [--text-join SEP] [--limit N] [--keep-columns A,B] [--source-column COL]
+              [--split-column split | --split-rule sha256 [--val-per-mille 1] | --all-train] [--split-map test=validation ...]
+              [--shard-rows N | --shard-bytes N] [--overwrite]
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import argparse
 import sys
 import time
 
-from ..formats.corpus_manifest import SPLITS
+from ..errors import CorpusInputError
+from ..formats.corpus_manifest import SPLIT_RULE_TEXT, SPLITS
 
 
 def add_arguments(parser) -> None:
@@ -28,21 +31,39 @@ def add_arguments(parser) -> None:
     _add_output_arguments(tinystories)
     tinystories.set_defaults(run=run_tinystories)
 
-    imports = sub.add_parser("import", help="JSONL and Parquet files, or folders of them, with a text column")
-    imports.add_argument("paths", nargs="+", metavar="FILE_OR_DIR", help="input files or folders (searched recursively, sorted by name)")
+    imports = sub.add_parser("import", help="JSONL, JSON, Parquet, Arrow or text files (optionally .gz/.zst/.bz2/.xz), folders, globs, hf:// paths, save_to_disk folders")
+    imports.add_argument("paths", nargs="+", metavar="INPUT", help="input files, folders (searched recursively, sorted by name), globs or hf:// paths; see docs/corpus.md")
     imports.add_argument("--name", help="corpus name (default: the name of --out)")
-    imports.add_argument("--text-column", default="text", help="column holding the text (default: text)")
+    imports.add_argument("--text-column", action="append", help="column holding the text (default: text); repeat to join several columns")
+    imports.add_argument("--text-join", default="\n\n", help="separator between several --text-column values of a row (default: a blank line)")
     split = imports.add_mutually_exclusive_group()
-    split.add_argument("--split-column", help="column giving each row's split: train, validation or val")
-    split.add_argument("--split-rule", choices=["sha256"], help="validation by SHA-256 of the text (first 8 bytes big-endian mod 1000 == 0)")
+    split.add_argument("--split-column", help="column giving each row's split (default: a 'split' column is used when present)")
+    split.add_argument("--split-rule", choices=["sha256"], help="validation by SHA-256 of the text (seed 004; rate --val-per-mille)")
+    split.add_argument("--all-train", action="store_true", help="every row is train, whatever a split column says")
+    imports.add_argument("--split-map", action="append", default=[], metavar="NAME=SPLIT", help="read split NAME as train or validation (e.g. test=validation); repeatable")
+    imports.add_argument("--val-per-mille", type=_positive_int, default=1, help="--split-rule sha256: documents in 1000 that go to validation (default 1, seed 004)")
+    imports.add_argument("--limit", type=_positive_int, help="keep only the first N documents, in input order")
+    imports.add_argument("--keep-columns", default="", metavar="A,B", help="comma-separated columns copied into the shards beside text and split")
+    imports.add_argument("--source-column", metavar="COL", help="a string column copied as 'source'; documents counted per source and split in the manifest")
     _add_card_arguments(imports, "unknown", "")
     _add_output_arguments(imports)
     imports.set_defaults(run=run_import)
 
 
+def _split_map(pairs: list[str]) -> dict[str, str]:
+    mapping = {}
+    for pair in pairs:
+        name, sep, target = pair.partition("=")
+        if not sep or not name or target not in ("train", "validation"):
+            raise CorpusInputError(None, "--split-map takes NAME=train or NAME=validation", got=repr(pair))
+        mapping[name] = target
+    return mapping
+
+
 def _add_card_arguments(parser, license: str, language: str) -> None:
     parser.add_argument("--license", default=license, help=f"Hub license id for the dataset cards (default: {license})")
-    parser.add_argument("--language", default=language, help=f"comma-separated ISO codes for the dataset cards (default: {language or 'none'})")
+    parser.add_argument("--language", default=language, help=f"comma-separated ISO 639 codes for the dataset cards (default: {language or 'none'})")
+    parser.add_argument("--any-license", action="store_true", help="accept a --license id that is not in the Hub's list (still one id: a-z, 0-9, '.', '+', '-')")
 
 
 def _languages(text: str) -> tuple[str, ...]:
@@ -72,7 +93,8 @@ def run_tinystories(args) -> int:
 
     started = time.perf_counter()
     manifest = write_tinystories_corpus(
-        args.train, args.valid, args.out, name=args.name, license=args.license, language=_languages(args.language), shard_rows=args.shard_rows, shard_bytes=args.shard_bytes, overwrite=args.overwrite, progress=True
+        args.train, args.valid, args.out, name=args.name, license=args.license, language=_languages(args.language), shard_rows=args.shard_rows, shard_bytes=args.shard_bytes, overwrite=args.overwrite, progress=True,
+        any_license=args.any_license,
     )
     _print_summary(manifest, args.out, time.perf_counter() - started, "stories")
     return 0
@@ -86,15 +108,22 @@ def run_import(args) -> int:
         args.paths,
         args.out,
         name=args.name,
-        text_column=args.text_column,
+        text_column=args.text_column or ["text"],
+        text_join=args.text_join,
+        split="all-train" if args.all_train else "sha256" if args.split_rule == "sha256" else "auto",
         split_column=args.split_column,
-        split_rule=args.split_rule,
+        split_map=_split_map(args.split_map),
+        val_per_mille=args.val_per_mille,
+        limit=args.limit,
+        keep_columns=[c.strip() for c in args.keep_columns.split(",") if c.strip()],
+        source_column=args.source_column,
         license=args.license,
         language=_languages(args.language),
         shard_rows=args.shard_rows,
         shard_bytes=args.shard_bytes,
         overwrite=args.overwrite,
         progress=True,
+        any_license=args.any_license,
     )
     _print_summary(manifest, args.out, time.perf_counter() - started, "documents")
     return 0
@@ -106,5 +135,7 @@ def _print_summary(manifest, out, seconds: float, unit: str) -> None:
         shards = [s for s in manifest.shards if s.split == split]
         written_mb = sum(s.size for s in shards) / 1e6
         print(f"{split}: {manifest.rows(split):,} {unit} in {len(shards)} shards ({written_mb:,.1f} MB)", file=sys.stderr)
+    print(f"split rule: {manifest.split_rule}: {SPLIT_RULE_TEXT[manifest.split_rule]}", file=sys.stderr)
+    print(f"empty documents dropped: {manifest.empty_documents_dropped:,}", file=sys.stderr)
     rate = read_mb / seconds if seconds > 0 else float("inf")
     print(f"read {read_mb:,.1f} MB in {seconds:,.1f} s ({rate:,.1f} MB/s) -> {out}", file=sys.stderr)

@@ -5,6 +5,8 @@ A killed or failed pull keeps its staging folder beside DIR; the same command re
 
 from __future__ import annotations
 
+from .progress import show_progress
+
 
 def add_arguments(parser) -> None:
     parser.add_argument("repo", metavar="NS/NAME", help="the Hub dataset repo holding the release (or a corpus written by hf-tokbin corpus)")
@@ -33,7 +35,7 @@ def run(args) -> int:
         raise HubError("--workers", "must be a positive integer", got=args.workers)
     summary = pull_release(
         args.repo, args.out, revision=args.revision, endpoint=args.endpoint, include=args.include, path_in_repo=args.path_in_repo,
-        allow_incomplete=args.allow_incomplete, max_workers=args.workers, progress=not args.quiet,
+        allow_incomplete=args.allow_incomplete, max_workers=args.workers, progress=show_progress(args.quiet),
     )
     print(f"pulled {summary}")
     return 0

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from .progress import show_progress
+
 
 def add_arguments(parser) -> None:
     parser.add_argument("folder", metavar="DIR", help="a release folder (with COMPLETE.json) or a raw corpus folder (with _MANIFEST.json)")
@@ -31,7 +33,7 @@ def run(args) -> int:
     disable_progress_bars()  # the client's per-file bars would break hf-tokbin's own
     result = push_folder(
         args.folder, args.repo, revision=args.revision, private=args.private, endpoint=args.endpoint, token=args.token,
-        progress=not args.quiet, path_in_repo=args.path_in_repo, delete=args.delete, mirror=args.mirror,
+        progress=show_progress(args.quiet), path_in_repo=args.path_in_repo, delete=args.delete, mirror=args.mirror,
         dry_run=args.dry_run, commit_message=args.commit_message, create_pr=args.create_pr,
     )
     print(result if args.dry_run else f"pushed {args.folder}: {result}")

@@ -51,7 +51,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
+import socket
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,17 +68,20 @@ from datasets.data_files import DataFilesDict, DataFilesList
 from datasets.download.streaming_download_manager import StreamingDownloadManager
 
 from .._io import fsync_dir, fsync_path, sha256_file, write_text_atomic
-from ..cards.corpus import DATA_DIR, render_corpus_card
-from ..errors import CorpusInputError
+from ..cards.corpus import DATA_DIR, check_card_metadata, render_corpus_card
+from ..errors import CorpusInputError, FormatError
+from ..formats.corpus_manifest import FORMAT as CORPUS_FORMAT
 from ..formats.corpus_manifest import (
     MANIFEST_NAME,
     SPLITS,
     CorpusManifest,
     CorpusShard,
+    sha256_rule_name,
 )
 from ..formats.records import FileEntry
-from .builders.corpus_shards import JSONL_SUFFIXES, PARQUET_SUFFIXES, CorpusShards
+from .builders.corpus_shards import CorpusShards
 from .builders.tinystories import TinyStories
+from .inputs import InputFile, list_inputs
 
 DEFAULT_SHARD_BYTES = 256 << 20
 ROW_GROUP_ROWS = 10_000
@@ -124,6 +129,7 @@ def write_tinystories_corpus(
     shard_bytes: int | None = None,
     overwrite: bool = False,
     progress: bool = False,
+    any_license: bool = False,
 ) -> CorpusManifest:
     """Write the stories of TinyStories text files (seed 002's rules) as a corpus folder.
 
@@ -135,19 +141,21 @@ def write_tinystories_corpus(
     if valid is not None:
         files["validation"] = Path(valid)
     limit = ShardLimit.of(shard_rows, shard_bytes)
-    _check_name(name)
+    _check_name(name, "--name")
+    check_card_metadata(license, language, any_license)
     for path in files.values():
         _check_input_file(path)
     sources = [(path, path.name) for path in files.values()]
-    _check_distinct(sources)
+    _check_distinct_inputs([InputFile(os.fspath(path), source, "text") for path, source in sources])
     with _CorpusFolder(out, overwrite) as folder:
-        builder = TinyStories(cache_dir=folder.cache, data_files=_data_files({split: [path] for split, path in files.items()}), progress=progress)
+        # keep_empty: the writer drops and counts empty stories, one policy with import_corpus.
+        builder = TinyStories(cache_dir=folder.cache, data_files=_data_files({split: [path] for split, path in files.items()}), progress=progress, keep_empty=True)
         writer = _CorpusWriter(folder.path, limit)
         for split in files:
             for table in _stream_tables(builder, split):
                 writer.write_split(split, table.column("text"))
         shards = tuple(writer.close())
-        return folder.finish(CorpusManifest(name, "files", _source_entries(sources), shards, license, tuple(language)), sources)
+        return folder.finish(CorpusManifest(name, "files", _source_entries(sources), shards, license, tuple(language), writer.empty_dropped), sources)
 
 
 def import_corpus(
@@ -155,94 +163,158 @@ def import_corpus(
     out: str | os.PathLike,
     *,
     name: str | None = None,
-    text_column: str = "text",
+    text_column: str | Sequence[str] = "text",
+    text_join: str = "\n\n",
+    split: str = "auto",
     split_column: str | None = None,
     split_rule: str | None = None,
+    split_map: dict[str, str] | None = None,
+    val_per_mille: int = 1,
+    limit: int | None = None,
+    keep_columns: Sequence[str] = (),
+    source_column: str | None = None,
     license: str = "unknown",
     language: Sequence[str] = (),
     shard_rows: int | None = None,
     shard_bytes: int | None = None,
     overwrite: bool = False,
     progress: bool = False,
+    any_license: bool = False,
 ) -> CorpusManifest:
-    """Write the rows of JSONL and Parquet files (or folders of them) as a corpus folder.
+    """Write the rows of corpus input files (or folders, globs, ``hf://`` paths of them) as a corpus folder.
 
-    The split of each row comes from ``split_column``, or from
-    ``split_rule="sha256"`` (seed 004), or is train for all. ``name``
-    defaults to the name of ``out``.
+    The inputs are listed by :func:`hf_tokbin.corpus.inputs.list_inputs`
+    (JSON Lines, JSON arrays, Parquet, Arrow, text; compressed or not;
+    ``save_to_disk`` folders). The split of each row: ``split="auto"`` uses a
+    ``split`` column (or ``split_column``) when the files have one, else all
+    train; ``"sha256"`` is seed 004's rule at ``val_per_mille``; ``"all-train"``
+    ignores any column. ``split_map`` maps other split names. Empty documents
+    are dropped and counted (as ``corpus tinystories`` does, seed 002).
+    ``limit`` keeps the first N documents in input order. ``keep_columns``
+    are copied into the shards beside ``text`` and ``split``;
+    ``source_column`` is copied as a ``source`` column and its documents
+    counted per split and source in the manifest. ``name`` defaults to the
+    name of ``out``.
     """
-    limit = ShardLimit.of(shard_rows, shard_bytes)
+    limit_rows = ShardLimit.of(shard_rows, shard_bytes)
     name = Path(out).name if name is None else name
-    _check_name(name)
-    sources = list_input_files(paths)
-    rule = "column" if split_column else "sha256" if split_rule == "sha256" else "all-train"
+    _check_name(name, "--name" if name != Path(out).name else "--out")
+    _check_limit(limit)
+    check_card_metadata(license, language, any_license)
+    if split_rule is not None:
+        split = "sha256" if split_rule == "sha256" else split_rule
+    inputs = list_inputs(paths)
+    _check_distinct_inputs(inputs)
+    text_columns = (text_column,) if isinstance(text_column, str) else tuple(text_column)
     with _CorpusFolder(out, overwrite) as folder:
         builder = CorpusShards(
             cache_dir=folder.cache,
-            data_files=_data_files({"input": [path for path, _ in sources]}),
-            text_column=text_column,
+            data_files=DataFilesDict({"input": DataFilesList([f.uri for f in inputs], [()] * len(inputs))}),
+            text_columns=text_columns,
+            text_join=text_join,
+            split=split,
             split_column=split_column,
-            split_rule=split_rule,
+            split_map=dict(split_map or {}),
+            val_per_mille=val_per_mille,
+            file_splits={f.uri: f.split for f in inputs if f.split is not None},
+            keep_columns=tuple(keep_columns),
+            source_column=source_column,
             progress=progress,
         )
-        writer = _CorpusWriter(folder.path, limit)
-        for table in _stream_tables(builder, "input"):
-            writer.write_rows(table.column("text"), table.column("split"))
+        writer = write_tables(folder.path, limit_rows, _limited(_stream_tables(builder, "input"), limit))
         shards = tuple(writer.close())
-        return folder.finish(CorpusManifest(name, rule, _source_entries(sources), shards, license, tuple(language)), sources)
+        rule = _split_rule_name(builder, inputs)
+        manifest = CorpusManifest(name, rule, tuple(_source_entry(f) for f in inputs), shards, license, tuple(language), writer.empty_dropped, writer.by_source)
+        return folder.finish(manifest, [(Path(f.uri), f.name) for f in inputs], writer.schema)
+
+
+def write_tables(root: Path, limit: ShardLimit, tables: Iterable[pa.Table]) -> "_CorpusWriter":
+    """Checked tables (``text``, ``split``, kept columns) into shards; the kept columns' types come from the first table."""
+    writer = None
+    for table in tables:
+        if writer is None:
+            writer = _CorpusWriter(root, limit, [table.schema.field(n) for n in table.column_names[2:]])
+        writer.write_rows(table)
+    return writer if writer is not None else _CorpusWriter(root, limit)
+
+
+def _split_rule_name(builder, inputs) -> str:
+    """The manifest's split rule for what the builder did: column, files (DatasetDict splits), sha256[-per-mille-N] or all-train."""
+    config = builder.config
+    if config.split == "sha256":
+        return sha256_rule_name(config.val_per_mille)
+    if config.split == "column" or (config.split == "auto" and getattr(builder, "used_split_column", False)):
+        return "column"
+    if config.split == "auto" and any(f.split is not None for f in inputs):
+        return "files"
+    return "all-train"
+
+
+def _limited(tables: Iterator[pa.Table], limit: int | None) -> Iterator[pa.Table]:
+    """The tables up to ``limit`` rows in all (the first rows in input order), then stop reading."""
+    if limit is None:
+        yield from tables
+        return
+    left = limit
+    for table in tables:
+        if left <= 0:
+            return
+        yield table.slice(0, left)
+        left -= table.num_rows
+
+
+def _check_limit(limit) -> None:
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise CorpusInputError(None, "--limit must be a positive number of documents", got=limit)
+
+
+def _check_distinct_inputs(inputs: list[InputFile]) -> None:
+    """Every input is a different file (local: device and inode; remote: URL) with its own source name."""
+    by_file: dict[object, str] = {}
+    by_name: dict[str, str] = {}
+    for file in inputs:
+        if file.is_remote:
+            key = file.uri
+        else:
+            stat = os.stat(file.uri)
+            key = (stat.st_dev, stat.st_ino)
+        first = by_file.setdefault(key, file.uri)
+        if first is not file.uri:
+            raise CorpusInputError(file.uri, "the same input file is given twice", expected="each input file once", got=f"{first} and {file.uri}")
+        first = by_name.setdefault(file.name, file.uri)
+        if first is not file.uri:
+            raise CorpusInputError(
+                file.uri,
+                "two input files would have the same source name in the manifest",
+                expected="distinct names",
+                got=f"{file.name!r} for {first} and {file.uri}",
+                hint="give their common parent folder instead: files in a folder are named by their paths inside it",
+            )
+
+
+def _source_entry(file: InputFile) -> FileEntry:
+    """An input as the manifest names it: source name, size and SHA-256 of its bytes as stored (compressed or not)."""
+    if file.sha256 is not None:  # a corpus's own shard: its manifest's digest (a Hub shard past a --limit is never fetched)
+        return FileEntry(file.name, file.size, file.sha256)
+    if not file.is_remote:
+        return FileEntry(file.name, os.path.getsize(file.uri), sha256_file(file.uri))
+    import hashlib
+
+    import fsspec
+
+    digest, size = hashlib.sha256(), 0
+    with fsspec.open(file.uri, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return FileEntry(file.name, size, digest.hexdigest())
 
 
 def list_input_files(paths: Sequence[str | os.PathLike]) -> list[tuple[Path, str]]:
-    """``(path, source name)`` of every input file: files as given, folders searched recursively, sorted by name.
-
-    The source name (recorded in the manifest) is the path relative to the
-    argument's parent folder: ``shards/a.parquet`` for a folder ``in/shards``,
-    ``a.jsonl`` for a file ``in/a.jsonl``. In folders, names starting with ``.``
-    or ``_`` are skipped (hidden files, ``_MANIFEST.json``, ``_SUCCESS``), so a
-    corpus folder can itself be imported. The same file found twice, or two
-    files with the same source name, is an error (:func:`_check_distinct`).
-    """
-    if not paths:
-        raise CorpusInputError(None, "no input given", expected="JSONL or Parquet files or folders", got="nothing")
-    found: list[tuple[Path, str]] = []
-    suffixes = JSONL_SUFFIXES + PARQUET_SUFFIXES
-    for given in map(Path, paths):
-        if given.is_dir():
-            inside = sorted(
-                (p for p in given.rglob("*") if p.is_file() and p.name.lower().endswith(suffixes)),
-                key=lambda p: p.relative_to(given).as_posix(),
-            )
-            inside = [p for p in inside if not any(part.startswith((".", "_")) for part in p.relative_to(given).parts)]
-            if not inside:
-                raise CorpusInputError(given, "folder holds no input files", expected=f"files ending in {', '.join(suffixes)}", got="none")
-            found.extend((p, (Path(given.resolve().name) / p.relative_to(given)).as_posix()) for p in inside)
-        else:
-            _check_input_file(given)
-            if not given.name.lower().endswith(suffixes):
-                raise CorpusInputError(given, "unknown input file type", expected=" or ".join(suffixes), got=given.suffix or "no suffix")
-            found.append((given, given.name))
-    _check_distinct(found)
-    return found
-
-
-def _check_distinct(sources: list[tuple[Path, str]]) -> None:
-    """Every input is a different file (``os.path.samefile``'s test: device and inode) with its own source name."""
-    by_file: dict[tuple[int, int], Path] = {}
-    by_name: dict[str, Path] = {}
-    for path, name in sources:
-        stat = path.stat()
-        first = by_file.setdefault((stat.st_dev, stat.st_ino), path)
-        if first is not path:
-            raise CorpusInputError(path, "the same input file is given twice", expected="each input file once", got=f"{first} and {path}")
-        first = by_name.setdefault(name, path)
-        if first is not path:
-            raise CorpusInputError(
-                path,
-                "two input files would have the same source name in the manifest",
-                expected="distinct names",
-                got=f"{name!r} for {first} and {path}",
-                hint="give their common parent folder instead: files in a folder are named by their paths inside it",
-            )
+    """``(path, source name)`` of every local input file (see :func:`hf_tokbin.corpus.inputs.list_inputs`)."""
+    inputs = list_inputs(paths)
+    _check_distinct_inputs(inputs)
+    return [(Path(f.uri), f.name) for f in inputs]
 
 
 def _source_entries(sources: list[tuple[Path, str]]) -> tuple[FileEntry, ...]:
@@ -250,9 +322,12 @@ def _source_entries(sources: list[tuple[Path, str]]) -> tuple[FileEntry, ...]:
     return tuple(FileEntry(source, path.stat().st_size, sha256_file(path)) for path, source in sources)
 
 
-def _check_name(name) -> None:
-    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
-        raise CorpusInputError(None, "corpus name must be a non-empty name without '/' (not starting with '.')", got=repr(name))
+def _check_name(name, flag: str = "--name") -> None:
+    """A corpus name is one folder name: the flag that gave it is named, before anything is read or written."""
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith(".") or name.strip() != name:
+        raise CorpusInputError(
+            None, f"{flag}: the corpus name must be one folder name (not empty, no '/' or '\\', not starting with '.', e.g. not '..')", got=repr(name)
+        )
 
 
 def _check_input_file(path: Path) -> None:
@@ -283,8 +358,8 @@ def _stream_tables(builder, split: str) -> Iterator[pa.Table]:
 class _ShardSequence:
     """The shards of one split: ``data/<split>-NNNNN.parquet``, filled in order up to the limit."""
 
-    def __init__(self, root: Path, split: str, limit: ShardLimit):
-        self.root, self.split, self.limit = root, split, limit
+    def __init__(self, root: Path, split: str, limit: ShardLimit, schema: pa.Schema = SCHEMA):
+        self.root, self.split, self.limit, self.schema = root, split, limit, schema
         self.shards: list[CorpusShard] = []
         self._writer: pq.ParquetWriter | None = None
         self._pending: list[pa.Array] = []  # rows not yet written as a full row group
@@ -292,21 +367,22 @@ class _ShardSequence:
         self._rows = 0
         self._text_bytes = 0
 
-    def write(self, texts: pa.Array) -> None:
-        while len(texts):
-            take = self._rows_that_fit(texts)
+    def write(self, rows: pa.Table) -> None:
+        """Rows with a ``text`` column (and any kept columns), in order."""
+        while rows.num_rows:
+            take = self._rows_that_fit(rows.column("text"))
             if take == 0:
                 self._close_shard()
                 continue
-            self._append(texts.slice(0, take))
-            texts = texts.slice(take)
+            self._append(rows.slice(0, take))
+            rows = rows.slice(take)
 
     def close(self) -> list[CorpusShard]:
         if self._writer is not None:
             self._close_shard()
         return self.shards
 
-    def _rows_that_fit(self, texts: pa.Array) -> int:
+    def _rows_that_fit(self, texts) -> int:
         """How many leading rows of ``texts`` the open shard takes (0: it is full); an empty shard takes at least one."""
         if self.limit.rows is not None:
             fit = min(len(texts), self.limit.rows - self._rows)
@@ -315,22 +391,24 @@ class _ShardSequence:
             fit = int(np.searchsorted(sizes, self.limit.text_bytes - self._text_bytes, side="right"))
         return max(fit, 1) if self._rows == 0 else fit
 
-    def _append(self, texts: pa.Array) -> None:
+    def _append(self, rows: pa.Table) -> None:
         if self._writer is None:
             self._open_shard()
-        self._rows += len(texts)
-        self._text_bytes += pc.sum(pc.binary_length(texts)).as_py() or 0
-        self._pending.append(texts)
-        self._pending_rows += len(texts)
+        self._rows += rows.num_rows
+        self._text_bytes += pc.sum(pc.binary_length(rows.column("text"))).as_py() or 0
+        self._pending.append(rows)
+        self._pending_rows += rows.num_rows
         while self._pending_rows >= ROW_GROUP_ROWS:
             self._write_row_group(ROW_GROUP_ROWS)
 
     def _write_row_group(self, rows: int) -> None:
-        pending = pa.chunked_array(self._pending, pa.string())
-        group = pending.slice(0, rows).combine_chunks()
-        self._writer.write_table(pa.table([group, pa.repeat(self.split, len(group))], schema=SCHEMA), row_group_size=rows)
+        pending = pa.concat_tables(self._pending)
+        group = pending.slice(0, rows)
+        kept = [group.column(name).combine_chunks() for name in self.schema.names[len(SCHEMA) :]]
+        columns = [group.column("text").combine_chunks(), pa.repeat(self.split, group.num_rows), *kept]
+        self._writer.write_table(pa.table(columns, schema=self.schema), row_group_size=rows)
         rest = pending.slice(rows)
-        self._pending = list(rest.chunks)
+        self._pending = [rest] if rest.num_rows else []
         self._pending_rows = len(rest)
 
     def _open_shard(self) -> None:
@@ -339,7 +417,7 @@ class _ShardSequence:
             raise CorpusInputError(None, f"too many {self.split} shards", expected=f"at most {MAX_SHARDS_PER_SPLIT}", got=index + 1, hint="raise --shard-bytes or --shard-rows")
         self._path = f"{DATA_DIR}/{self.split}-{index:05d}.parquet"
         (self.root / DATA_DIR).mkdir(exist_ok=True)
-        self._writer = pq.ParquetWriter(self.root / self._path, SCHEMA, **PARQUET_OPTIONS)
+        self._writer = pq.ParquetWriter(self.root / self._path, self.schema, **PARQUET_OPTIONS)
 
     def _close_shard(self) -> None:
         if self._pending_rows:
@@ -353,39 +431,135 @@ class _ShardSequence:
 
 
 class _CorpusWriter:
-    """Routes documents to the shard sequence of their split."""
+    """Routes documents to the shard sequence of their split; drops and counts empty documents.
 
-    def __init__(self, root: Path, limit: ShardLimit):
-        self._splits = {split: _ShardSequence(root, split, limit) for split in SPLITS}
+    ``kept`` are the fields of the columns kept beside ``text`` and
+    ``split`` (``--keep-columns``, and ``source`` for ``--source-column``),
+    in that order; every table must give them with exactly these types.
+    """
+
+    def __init__(self, root: Path, limit: ShardLimit, kept: Sequence[pa.Field] = ()):
+        self.schema = pa.schema([*SCHEMA, *kept])
+        self._splits = {split: _ShardSequence(root, split, limit, self.schema) for split in SPLITS}
+        self.by_source: dict[str, dict[str, int]] = {}  # split -> source -> documents, when a source column is kept
+
+    empty_dropped = 0  # empty documents seen and dropped (both importers: seed 002 drops empty stories)
 
     def write_split(self, split: str, texts: pa.Array | pa.ChunkedArray) -> None:
-        for chunk in _chunks(texts):
-            self._splits[split].write(chunk)
+        self._write(split, pa.table({"text": texts}))
 
-    def write_rows(self, texts: pa.ChunkedArray, splits: pa.ChunkedArray) -> None:
-        """Rows of mixed splits, in order; each split keeps the input order of its rows."""
-        is_validation = pc.equal(splits, "validation")
+    def _write(self, split: str, rows: pa.Table) -> None:
+        rows = self._without_empty(rows)
+        if "source" in rows.column_names and rows.num_rows:
+            counts = self.by_source.setdefault(split, {})
+            for item in pc.value_counts(rows.column("source")).to_pylist():
+                counts[item["values"]] = counts.get(item["values"], 0) + item["counts"]
+        self._splits[split].write(rows)
+
+    def _without_empty(self, rows: pa.Table) -> pa.Table:
+        nonempty = pc.greater(pc.binary_length(rows.column("text")), 0)
+        kept = pc.sum(nonempty).as_py() or 0
+        if kept == rows.num_rows:
+            return rows
+        self.empty_dropped += rows.num_rows - kept
+        return rows.filter(nonempty)
+
+    def write_rows(self, rows: pa.Table) -> None:
+        """Rows (``text``, ``split``, kept columns) of mixed splits, in order; each split keeps the input order of its rows."""
+        kept = self.schema.names[len(SCHEMA) :]
+        for field in list(self.schema)[len(SCHEMA) :]:
+            if rows.schema.field(field.name).type != field.type:
+                raise CorpusInputError(None, f"kept column {field.name!r} changes type between input files", expected=str(field.type), got=str(rows.schema.field(field.name).type))
+        data = rows.select(["text", *kept])
+        is_validation = pc.equal(rows.column("split"), "validation")
         validation = pc.sum(is_validation).as_py() or 0
         if validation == 0:
-            self.write_split("train", texts)
-        elif validation == len(texts):
-            self.write_split("validation", texts)
+            self._write("train", data)
+        elif validation == rows.num_rows:
+            self._write("validation", data)
         else:
-            self.write_split("train", texts.filter(pc.invert(is_validation)))
-            self.write_split("validation", texts.filter(is_validation))
+            self._write("train", data.filter(pc.invert(is_validation)))
+            self._write("validation", data.filter(is_validation))
 
     def close(self) -> list[CorpusShard]:
         return [shard for split in SPLITS for shard in self._splits[split].close()]
-
-
-def _chunks(texts: pa.Array | pa.ChunkedArray) -> Iterable[pa.Array]:
-    return texts.chunks if isinstance(texts, pa.ChunkedArray) else [texts]
 
 
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+OWNER_NAME = ".owner"  # in a temporary folder: "PID HOST" of the run writing it
+
+
+def _check_ours(out: Path) -> None:
+    """``out`` is a corpus folder this tool wrote: a valid corpus manifest (format checked), and nothing but its files.
+
+    ``--overwrite`` deletes ``out``: an llm.c token folder (whose
+    ``_MANIFEST.json`` is a different record), a release, or a corpus folder
+    someone added files to is refused, naming what does not belong.
+    """
+    import json
+
+    try:
+        record = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        record = None
+    if not isinstance(record, dict) or record.get("format") != CORPUS_FORMAT:
+        got = "no _MANIFEST.json" if not (out / MANIFEST_NAME).is_file() else f"a _MANIFEST.json of format {record.get('format')!r}" if isinstance(record, dict) else "an unreadable _MANIFEST.json"
+        raise CorpusInputError(out, f"--overwrite replaces only a corpus folder (a {MANIFEST_NAME} of format {CORPUS_FORMAT})", got=got)
+    try:
+        manifest = CorpusManifest.read(out)
+    except FormatError as e:
+        raise CorpusInputError(out, "--overwrite replaces only a valid corpus folder", got=str(e)) from None
+    ours = {MANIFEST_NAME, CARD_NAME, DATA_DIR, *(s.path for s in manifest.shards)}
+    for path in sorted(out.rglob("*")):
+        rel = path.relative_to(out).as_posix()
+        if rel not in ours or path.is_symlink():
+            raise CorpusInputError(path, "--overwrite replaces only a corpus folder holding nothing but its own files", got="a file the corpus does not list", hint="move it away, or choose another --out")
+
+
+def remove_stale_temporaries(out: Path) -> list[Path]:
+    """Delete the temporary folders of killed runs for ``out``: ``.NAME.tmp-XXXXXXXX`` and ``.NAME.old-XXXXXXXX``, ours only.
+
+    A folder qualifies only by its exact name (mkdtemp's 8 characters) and, for
+    ``.tmp-``, an owner record naming a process on this host that is gone; a
+    run still in progress, or anything else, is left alone.
+    """
+    pattern = re.compile(re.escape(f".{out.name}.") + r"(tmp|old)-[a-z0-9_]{8}")
+    removed = []
+    if not out.parent.is_dir():
+        return removed
+    for path in out.parent.iterdir():
+        match = pattern.fullmatch(path.name)
+        if not match or path.is_symlink() or not path.is_dir():
+            continue
+        if match.group(1) == "tmp" and not _owner_is_gone(path / OWNER_NAME):
+            continue
+        if match.group(1) == "old" and not out.exists():
+            continue  # killed between the two renames: this holds the only copy of the previous corpus
+        shutil.rmtree(path)
+        removed.append(path)
+    return removed
+
+
+def _owner_is_gone(owner: Path) -> bool:
+    try:
+        pid_text, host = owner.read_text(encoding="utf-8").split()
+        pid = int(pid_text)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False  # not our record: leave the folder alone
+    if host != socket.gethostname() or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 class _CorpusFolder:
@@ -406,13 +580,14 @@ class _CorpusFolder:
             return
         if not self.overwrite:
             raise CorpusInputError(out, "output folder exists and is not empty", hint="pass --overwrite to replace a corpus folder")
-        if not (out / MANIFEST_NAME).is_file():
-            raise CorpusInputError(out, f"--overwrite replaces only a corpus folder (one holding {MANIFEST_NAME})", got="a folder without it")
+        _check_ours(out)
 
     def __enter__(self) -> "_CorpusFolder":
         self.out.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(self.out)
         self.path = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.tmp-", dir=self.out.parent))
         self.path.chmod(0o777 & ~_umask())  # mkdtemp makes it private; the corpus folder is not
+        write_text_atomic(self.path / OWNER_NAME, f"{os.getpid()} {socket.gethostname()}\n")
         # The builders' lock files go here, not into the user's datasets cache.
         self.cache = os.fspath(self.path / ".builder-cache")
         return self
@@ -421,13 +596,14 @@ class _CorpusFolder:
         if self.path.exists():
             shutil.rmtree(self.path, ignore_errors=True)
 
-    def finish(self, manifest: CorpusManifest, sources: list[tuple[Path, str]]) -> CorpusManifest:
+    def finish(self, manifest: CorpusManifest, sources: list[tuple[Path, str]], schema: pa.Schema = SCHEMA) -> CorpusManifest:
         """Write the manifest and card, then move the folder to ``out``."""
         if not manifest.shards:
             raise CorpusInputError(", ".join(os.fspath(path) for path, _ in sources), "no documents in the input", expected="at least one document", got=0)
         shutil.rmtree(self.cache, ignore_errors=True)
+        (self.path / OWNER_NAME).unlink()
         manifest.write(self.path)
-        write_text_atomic(self.path / CARD_NAME, render_corpus_card(manifest))
+        write_text_atomic(self.path / CARD_NAME, render_corpus_card(manifest, schema))
         fsync_dir(self.path / DATA_DIR)
         self._check_out()  # again: something may have appeared while we worked
         self._replace_out()

@@ -20,6 +20,12 @@ input shards of a build: shard i becomes ``part-{i:06d}`` of the release.
      "shards": [{"path": "data/train-00000.parquet", "split": "train", "rows": N,
                  "size": N, "sha256": "<hex>"}]}
 
+``empty_documents_dropped`` (present only when not 0): how many empty input
+documents were left out (both importers drop them, as seed 002 does).
+``documents_by_source`` (present only with ``--source-column``):
+``{split: {source: documents}}``, adding up to each split's rows.
+``split_rule`` ``sha256-per-mille-N``: the SHA-256 rule with N in 1000 in validation.
+
 ``license`` (a Hub license id, ``unknown`` when not given) and ``language``
 (ISO codes) are carried into the dataset cards of the corpus and of every
 release built from it. ``sources`` names the raw inputs by base name only (no absolute paths, so the
@@ -29,7 +35,8 @@ manifest is reproducible on another machine).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._io import canonical_json, read_json, write_text_atomic
@@ -39,9 +46,39 @@ from .records import FileEntry, check_keys, is_count, require
 MANIFEST_NAME = "_MANIFEST.json"
 FORMAT = "hf_tokbin.corpus/1"
 SPLITS = ("train", "validation")
-SPLIT_RULES = ("files", "column", "sha256", "all-train")
+SPLIT_RULES = ("files", "column", "sha256", "all-train")  # and sha256-per-mille-N (N of 1000 in validation, 2..999)
+LICENSE_ID = re.compile(r"[a-z0-9][a-z0-9.+-]{0,63}")
+LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8})*")
+_PER_MILLE_RULE = re.compile(r"sha256-per-mille-([1-9][0-9]{0,2})")
+
+
+def sha256_rule_name(val_per_mille: int) -> str:
+    """The split rule's name at a rate: ``sha256`` at seed 004's 1 in 1000, else ``sha256-per-mille-N``."""
+    return "sha256" if val_per_mille == 1 else f"sha256-per-mille-{val_per_mille}"
+
+
+def is_split_rule(name) -> bool:
+    if name in SPLIT_RULES:
+        return True
+    match = isinstance(name, str) and _PER_MILLE_RULE.fullmatch(name)
+    return bool(match) and 1 < int(match.group(1)) < 1000
+
+
+class _SplitRuleText(dict):
+    """The rule texts; ``sha256-per-mille-N`` is worded from its rate (so every reader of the table knows it)."""
+
+    def __missing__(self, name: str) -> str:
+        match = isinstance(name, str) and _PER_MILLE_RULE.fullmatch(name)
+        if not match:
+            raise KeyError(name)
+        return (
+            "A document is validation when the first eight bytes of the SHA-256 of its exact UTF-8 text, "
+            f"read big-endian, are below {int(match.group(1))} modulo 1000; otherwise train. Identical texts share a split; repeats are all kept."
+        )
+
+
 # How each rule assigns documents to splits, in words: for dataset cards and run_config.json.
-SPLIT_RULE_TEXT = {
+SPLIT_RULE_TEXT = _SplitRuleText({
     "files": "Each input file is one split: the training file gives train, the validation file gives validation.",
     "column": "Each input row's split column gives its split (`train`; `validation` or `val`).",
     "sha256": (
@@ -49,7 +86,7 @@ SPLIT_RULE_TEXT = {
         "read big-endian, are 0 modulo 1000; otherwise train. Identical texts share a split; repeats are all kept."
     ),
     "all-train": "Every document is train; there is no validation split.",
-}
+})
 
 
 @dataclass(frozen=True)
@@ -77,12 +114,25 @@ class CorpusManifest:
     shards: tuple[CorpusShard, ...]
     license: str = "unknown"
     language: tuple[str, ...] = ()
+    empty_documents_dropped: int = 0  # empty input documents left out (both importers drop them)
+    documents_by_source: dict = field(default_factory=dict)  # split -> source -> documents (a source column was kept)
 
     def __post_init__(self):
-        require(isinstance(self.license, str) and self.license and " " not in self.license, None, "license must be a Hub license id such as apache-2.0", self.license)
-        require(isinstance(self.language, tuple) and all(isinstance(x, str) and x.isalnum() for x in self.language), None, "language must be a list of ISO codes such as en", self.language)
+        # The shapes of ids (what cards and YAML can carry safely); the Hub's own list is checked where a corpus is written.
+        require(isinstance(self.license, str) and bool(LICENSE_ID.fullmatch(self.license)), None, "license must be a Hub license id such as apache-2.0", self.license)
+        require(isinstance(self.language, tuple) and all(isinstance(x, str) and LANGUAGE_CODE.fullmatch(x) for x in self.language), None, "language must be a list of ISO codes such as en", self.language)
         require(isinstance(self.name, str) and self.name and "/" not in self.name, None, "corpus name must be a non-empty string without '/'", self.name)
-        require(self.split_rule in SPLIT_RULES, None, f"split_rule must be one of {SPLIT_RULES}", self.split_rule)
+        require(is_split_rule(self.split_rule), None, f"split_rule must be one of {SPLIT_RULES} or sha256-per-mille-N", self.split_rule)
+        require(is_count(self.empty_documents_dropped), None, "empty_documents_dropped must be a non-negative integer", self.empty_documents_dropped)
+        by_source = self.documents_by_source
+        require(
+            isinstance(by_source, dict)
+            and all(split in SPLITS and isinstance(counts, dict) and all(isinstance(k, str) and is_count(v) for k, v in counts.items()) for split, counts in by_source.items())
+            and all(sum(counts.values()) == self.rows(split) for split, counts in by_source.items()),
+            None,
+            "documents_by_source must map train/validation to {source: documents} adding up to the split's rows",
+            by_source,
+        )
         paths = [s.path for s in self.shards]
         require(len(set(paths)) == len(paths), None, "a shard is listed twice", paths)
 
@@ -90,17 +140,20 @@ class CorpusManifest:
         return sum(s.rows for s in self.shards if s.split == split)
 
     def to_json(self) -> str:
-        return canonical_json(
-            {
-                "name": self.name,
-                "format": FORMAT,
-                "split_rule": self.split_rule,
-                "license": self.license,
-                "language": list(self.language),
-                "sources": [s.to_dict() for s in self.sources],
-                "shards": [s.to_dict() for s in self.shards],
-            }
-        )
+        record = {
+            "name": self.name,
+            "format": FORMAT,
+            "split_rule": self.split_rule,
+            "license": self.license,
+            "language": list(self.language),
+            "sources": [s.to_dict() for s in self.sources],
+            "shards": [s.to_dict() for s in self.shards],
+        }
+        if self.empty_documents_dropped:  # written only when some were: manifests of corpora without any keep their bytes
+            record["empty_documents_dropped"] = self.empty_documents_dropped
+        if self.documents_by_source:
+            record["documents_by_source"] = self.documents_by_source
+        return canonical_json(record)
 
     def write(self, directory: str | os.PathLike) -> Path:
         path = Path(directory) / MANIFEST_NAME
@@ -113,7 +166,9 @@ class CorpusManifest:
         if path.is_dir():
             path = path / MANIFEST_NAME
         obj = read_json(path, FormatError)
-        check_keys(obj, ["name", "format", "split_rule", "license", "language", "sources", "shards"], path, "corpus manifest")
+        keys = ["name", "format", "split_rule", "license", "language", "sources", "shards"]
+        optional = [k for k in ("empty_documents_dropped", "documents_by_source") if isinstance(obj, dict) and k in obj]
+        check_keys(obj, keys + optional, path, "corpus manifest")
         if obj["format"] != FORMAT:
             raise FormatError(path, "unknown corpus manifest format", expected=FORMAT, got=obj["format"])
         try:
@@ -123,7 +178,7 @@ class CorpusManifest:
                 check_keys(s, ["path", "split", "rows", "size", "sha256"], path, f"shards[{i}]")
                 shards.append(CorpusShard(**s))
             language = tuple(obj["language"]) if isinstance(obj["language"], list) else obj["language"]
-            return cls(obj["name"], obj["split_rule"], sources, tuple(shards), obj["license"], language)
+            return cls(obj["name"], obj["split_rule"], sources, tuple(shards), obj["license"], language, obj.get("empty_documents_dropped", 0), obj.get("documents_by_source", {}))
         except FormatError as e:
             if e.path is not None:
                 raise

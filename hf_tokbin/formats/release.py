@@ -215,6 +215,32 @@ class Complete:
             raise FormatError(path, e.rule, got=e.got) from None
 
 
+# The release layout: the only paths COMPLETE.json may list (verify) and a pull may write (hub.layout).
+_LAYOUT_PATH = re.compile(
+    rf"{SHARDS_DIR}/(?:{'|'.join(SPLITS)})/part-[0-9]{{6,}}\.(?:bin|idx)"
+    rf"|{RECEIPTS_DIR}/part-[0-9]{{6,}}\.json"
+    rf"|{TOKENS_DIR}/[^/]+/[^/]+/[^/]+"  # tokens/<tokenizer_id>/<dataset>/<file>: verify checks the folder's exact files
+    rf"|{re.escape(RUN_CONFIG_NAME)}|{re.escape(STATS_NAME)}|{re.escape(CARD_NAME)}"
+)
+LAYOUT_DESCRIPTION = "shards/{train,validation}/part-N.{bin,idx}, receipts/part-N.json, tokens/<tokenizer_id>/<dataset>/<file>, run_config.json, stats.json, README.md"
+
+
+def is_plain_name(part: str) -> bool:
+    """One path component a release (or a pull) may hold: not empty, not hidden (so not "." or ".."), printable
+    (no newline, NUL, escape or bidi control), no backslash, no white space at either end."""
+    return part != "" and part.strip() == part and not part.startswith(".") and part.isprintable() and "\\" not in part
+
+
+def is_layout_path(rel) -> bool:
+    """Whether ``rel`` is a path of the release layout (:data:`LAYOUT_DESCRIPTION`), as plain relative names.
+
+    The one rule for what a release holds: ``verify`` refuses a ``COMPLETE.json``
+    listing anything else (``~/t.txt``, a name holding a newline, ``notes.txt``),
+    and a pull writes nothing else.
+    """
+    return isinstance(rel, str) and _LAYOUT_PATH.fullmatch(rel) is not None and all(map(is_plain_name, rel.split("/")))
+
+
 def is_release_path(rel: str) -> bool:
     """Whether the relative posix path ``rel`` names a file of a release.
 

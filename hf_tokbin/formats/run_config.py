@@ -168,6 +168,8 @@ class RunConfig:
     tokenizer: dict | None = None  # the tokenizer record, as written
     corpus: dict | None = None  # the corpus record but its shards
     split_rule: dict | None = None
+    versions: dict | None = None  # the versions of hf_tokbin and tokenizers that built it
+    # Checked on reading and against the files by verify: llm.c's roll-over limit, Megatron's dtype code (None without the format).
     max_tokens_per_file: int | None = None
     megatron_dtype_code: int | None = None
 
@@ -238,6 +240,7 @@ class RunConfig:
                 separator = get("llmc.separator", lambda v: v in allowed, " or ".join(SEPARATOR_POSITIONS) if doc_sep is not None else "null without doc_sep")
         if "megatron" in formats and doc_sep is None:
             raise VerificationError(path, "doc_sep must be an id: the megatron format ends every document with it", got=None)
+        max_tokens_per_file, dtype_code = _read_format_records(path, obj, formats, vocab_size)
         return cls(
             dataset=get("dataset", _is_name, "a non-empty name without '/' or a leading '.'"),
             version=get("version", lambda v: isinstance(v, str) and v != "", "a non-empty string"),
@@ -258,9 +261,30 @@ class RunConfig:
             tokenizer=dict(obj["tokenizer"]),
             corpus={k: v for k, v in obj["corpus"].items() if k != "shards"},
             split_rule=obj.get("split_rule") if isinstance(obj.get("split_rule"), dict) else None,
-            max_tokens_per_file=(obj.get("llmc") or {}).get("max_tokens_per_file") if isinstance(obj.get("llmc"), dict) else None,
-            megatron_dtype_code=(obj.get("megatron") or {}).get("dtype_code") if isinstance(obj.get("megatron"), dict) else None,
+            versions=obj.get("versions") if isinstance(obj.get("versions"), dict) else None,
+            max_tokens_per_file=max_tokens_per_file,
+            megatron_dtype_code=dtype_code,
         )
+
+
+def _read_format_records(path: Path, obj: dict, formats: list, vocab_size: int) -> tuple[int | None, int | None]:
+    """(``llmc.max_tokens_per_file``, ``megatron.dtype_code``): each an object with its format, null without.
+
+    A consumer learns the layout from these, so they are checked like the rest:
+    the dtype code is the one ``vocab_size`` needs (and verify checks every
+    ``.idx`` holds it); every llm.c file's n_tokens is checked against the limit.
+    """
+    for name in ("llmc", "megatron"):
+        if name not in formats:
+            _field(path, obj, name, lambda v: v is None, f"null without the {name} format")
+    max_tokens = dtype_code = None
+    if "llmc" in formats:
+        limit = llmc.MAX_TOKENS_PER_FILE
+        max_tokens = _field(path, obj, "llmc.max_tokens_per_file", lambda v: is_count(v) and 0 < v <= limit, f"an integer in 1..{limit}")
+    if "megatron" in formats:
+        code = megatron.dtype_code_for_vocab(vocab_size)
+        dtype_code = _field(path, obj, "megatron.dtype_code", lambda v: is_count(v) and v == code, f"{code}, the dtype code of vocab_size {vocab_size}")
+    return max_tokens, dtype_code
 
 
 def _read_boundary(path: Path, obj: dict, name: str, is_id: Callable, vocab_size: int) -> BoundaryToken | None:

@@ -24,15 +24,10 @@ import re
 from dataclasses import dataclass
 
 from ..errors import HubError
-from ..formats.release import CARD_NAME, FORMATS, RUN_CONFIG_NAME, SPLITS, STATS_NAME
+from ..formats.release import FORMATS, SPLITS, is_layout_path
+from ..formats.release import is_plain_name as _is_plain_name
 from .revision import shown
 
-_RELEASE_PATH = re.compile(
-    r"shards/(?:train|validation)/part-[0-9]{6,}\.(?:bin|idx)"
-    r"|receipts/part-[0-9]{6,}\.json"
-    r"|tokens/[^/]+/[^/]+/[^/]+"  # tokens/<tokenizer_id>/<dataset>/<file>: the names a build allows
-    rf"|{re.escape(RUN_CONFIG_NAME)}|{re.escape(STATS_NAME)}|{re.escape(CARD_NAME)}"
-)
 _CORPUS_PATH = re.compile(r"data/(?:[^/]+/)*[^/]+\.parquet")  # the shards a corpus manifest lists (the card is fetched by name)
 _LLMC_FILE = re.compile(r"tokens/[^/]+/[^/]+/(train|val)-[0-9]+\.bin")
 _PAIR_FILE = re.compile(r"shards/(train|validation)/part-[0-9]+\.(?:bin|idx)")
@@ -41,8 +36,11 @@ _SPLIT_ALIASES = {"train": "train", "validation": "validation", "val": "validati
 
 def check_path(kind: str, path: str, listed_in: str) -> str:
     """``path`` if a pull may write it for a ``kind`` ("release" or "corpus") repo; else a :class:`HubError`."""
-    pattern = _RELEASE_PATH if kind == "release" else _CORPUS_PATH
-    if not isinstance(path, str) or pattern.fullmatch(path) is None or not all(map(_is_plain_name, path.split("/"))):
+    if kind == "release":
+        ok = is_layout_path(path)  # formats.release: the rule verify applies too
+    else:
+        ok = isinstance(path, str) and _CORPUS_PATH.fullmatch(path) is not None and all(map(_is_plain_name, path.split("/")))
+    if not ok:
         raise HubError(
             listed_in,
             f"lists a path that is no part of a {kind}'s layout; nothing was written",
@@ -50,12 +48,6 @@ def check_path(kind: str, path: str, listed_in: str) -> str:
             hint="a pull writes only relative, non-hidden paths of the layout (see docs/security.md)",
         )
     return path
-
-
-def _is_plain_name(part: str) -> bool:
-    """One path component a pull may create: not empty, not hidden (so not "." or ".."), printable (no newline, NUL,
-    escape or bidi control), no backslash, no white space at either end."""
-    return part != "" and part.strip() == part and not part.startswith(".") and part.isprintable() and "\\" not in part
 
 
 def is_token_file(path: str) -> bool:

@@ -30,7 +30,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
-from .._io import canonical_json, sha256_bytes, sha256_file
+from .._io import canonical_json, read_json, sha256_bytes, sha256_file
 from ..errors import TokenizerError
 from ..formats.run_config import BoundaryToken
 
@@ -99,6 +99,8 @@ def resolve_tokenizer(
     if doc_sep_id is not None and doc_sep is not None:
         raise TokenizerError(name, "give the separator once: --doc-sep or --doc-sep-id", got=(doc_sep, doc_sep_id))
     doc_sep = doc_sep_id if doc_sep is None else doc_sep
+    if name == BYTE or Path(name).exists():
+        _refuse_hub_options(name, revision, subfolder)
     if name == BYTE:
         separator = _byte_boundary(doc_sep, FROM_DOC_SEP_OPTION, "--doc-sep")
         return TokenizerInfo(
@@ -248,6 +250,15 @@ def load_tokenizer_json(path: str | os.PathLike):
         raise TokenizerError(path, "cannot load tokenizer.json", got=str(e).splitlines()[0][:200]) from e
 
 
+def _refuse_hub_options(name: str, revision: str | None, subfolder: str | None) -> None:
+    """A revision or subfolder names a place in a Hub repo: given with the byte or a local tokenizer, it would be
+    recorded in run_config.json without having applied, so it is refused."""
+    for flag, value in (("--tokenizer-revision", revision), ("--tokenizer-subfolder", subfolder)):
+        if value is not None:
+            what = "the byte tokenizer" if name == BYTE else "a local tokenizer"
+            raise TokenizerError(name, f"{flag} applies to a Hub tokenizer only, not to {what}", got=value, hint=f"drop {flag}, or name a Hub repo NS/NAME")
+
+
 def vocab_size_of(tokenizer) -> int:
     """The size of the id space: largest id + 1, over the model's vocabulary and the added tokens.
 
@@ -263,11 +274,8 @@ def read_eos_token_id(path: Path) -> int | None:
     """``eos_token_id`` of a ``generation_config.json``, or None when there is no such file or key."""
     if not path.is_file():
         return None
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise TokenizerError(path, "not valid JSON", got=str(e)) from e
-    eos = config.get("eos_token_id") if isinstance(config, dict) else None
+    config = read_json(path, TokenizerError)
+    eos = config.get("eos_token_id")
     if isinstance(eos, list):
         if not eos:
             raise TokenizerError(path, "eos_token_id is an empty list; give the separator with --doc-sep TOKEN_OR_ID", got=eos)
@@ -283,11 +291,8 @@ def read_eos_token(path: Path) -> str | None:
     """``eos_token`` of a ``tokenizer_config.json`` or ``special_tokens_map.json``: a string or ``{"content": ...}``; None without file or key."""
     if not path.is_file():
         return None
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise TokenizerError(path, "not valid JSON", got=str(e)) from e
-    eos = config.get("eos_token") if isinstance(config, dict) else None
+    config = read_json(path, TokenizerError)
+    eos = config.get("eos_token")
     if isinstance(eos, dict):  # transformers writes an AddedToken as {"__type": "AddedToken", "content": ...}
         eos = eos.get("content")
     if eos is not None and (not isinstance(eos, str) or not eos):

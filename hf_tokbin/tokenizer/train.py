@@ -16,6 +16,25 @@ from .._io import canonical_json, write_text_atomic
 from ..errors import TokenizerError
 from .resolve import EOS_TOKEN, GENERATION_CONFIG_FILE, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE
 
+# The largest --vocab-size trained: tokenizers' BpeTrainer reserves ~66 bytes per entry up front and aborts the
+# process (SIGABRT, no exception) when that fails (2**31 - 1 asks for 141 GB). 2**24 (~1.1 GB) is 64 times the
+# largest published vocabulary (262,144) and fits every output format (llm.c uint32, Megatron int32).
+MAX_TRAIN_VOCAB = 2**24
+
+
+def check_training_options(out, vocab_size: int, special_tokens: tuple[str, ...], sample_chars: int | None = None) -> None:
+    """``--vocab-size`` in [256 bytes + the special tokens, MAX_TRAIN_VOCAB], ``--sample-chars`` positive: checked before any work."""
+    minimum = len(special_tokens) + 256
+    if not isinstance(vocab_size, int) or not minimum <= vocab_size <= MAX_TRAIN_VOCAB:
+        raise TokenizerError(
+            out,
+            "--vocab-size must hold the 256 bytes and the special tokens, and be at most the bound tokenizers can allocate",
+            expected=f"{minimum:,}..{MAX_TRAIN_VOCAB:,}",
+            got=vocab_size,
+        )
+    if sample_chars is not None and (not isinstance(sample_chars, int) or sample_chars <= 0):
+        raise TokenizerError(out, "--sample-chars must be a positive number of characters (0 or less trains on nothing)", got=sample_chars)
+
 
 def sample_texts(texts: Iterable[str], max_chars: int) -> Iterable[str]:
     """The first ``max_chars`` characters of ``texts``, document by document (the last one cut)."""
@@ -57,6 +76,7 @@ def train_bpe(
     bos_token: str | None = None,
     eos_token: str | None = None,
     overwrite: bool = False,
+    progress: bool = True,
 ) -> Path:
     """Train a byte-level BPE with ``tokenizers``; write ``tokenizer.json``, ``tokenizer_config.json`` and ``generation_config.json``.
 
@@ -70,9 +90,7 @@ def train_bpe(
     special_tokens = tuple(special_tokens)
     bos_token, eos_token = check_special_tokens(out, special_tokens, bos_token, eos_token)
     check_output_folder(out, overwrite)
-    minimum = len(special_tokens) + 256
-    if vocab_size <= minimum:
-        raise TokenizerError(out, "vocab_size too small for a byte-level BPE", expected=f"> {minimum}", got=vocab_size)
+    check_training_options(out, vocab_size, special_tokens)
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
@@ -80,7 +98,7 @@ def train_bpe(
         vocab_size=vocab_size,
         special_tokens=list(special_tokens),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=True,
+        show_progress=progress,
     )
     tokenizer.train_from_iterator(texts, trainer=trainer)
     out = Path(out)

@@ -7,7 +7,9 @@ names the file (in a JSON file, the field) and the rule.
    release's files on disk, each with its size and SHA-256. A path with a
    component starting with "." (``.work/``, ``.cache/``, ``.NAME.tmp``) is no
    part of a release (:func:`hf_tokbin.formats.release.is_release_path`): ignored on
-   disk, never listed.
+   disk, never listed. Every listed path is one of the release layout
+   (:func:`hf_tokbin.formats.release.is_layout_path`, the rule a pull applies
+   too): nothing else at the top, no name holding a newline or escape.
 2. **run_config.json.** Every field used below is present and well formed,
    read in one place (:class:`RunConfig`): ``dataset``, ``version``,
    ``formats``, ``corpus.manifest_sha256``, each input shard of
@@ -15,8 +17,12 @@ names the file (in a JSON file, the field) and the rule.
    twice, so the splits are disjoint), ``tokenizer`` (tokenizer_id, sha256,
    vocab_size), the boundary tokens ``doc_sep`` (never null with the megatron
    format) and ``bos``, ``special_tokens``, and ``llmc.layout`` and
-   ``llmc.separator`` with the llmc format (format 1's ``eod_id``,
-   ``tokenizer.doc_sep_id`` and ``llmc.variant`` are read too).
+   ``llmc.separator`` and ``llmc.max_tokens_per_file`` (1..2**31-1) with the
+   llmc format, ``megatron.dtype_code`` (the code vocab_size needs) with the
+   megatron format, and ``llmc``/``megatron`` null for a format not built
+   (format 1's ``eod_id``, ``tokenizer.doc_sep_id`` and ``llmc.variant`` are
+   read too). Every field a consumer reads to learn the layout is then
+   checked against the files below.
 3. **Receipts.** ``receipts/`` holds exactly ``part-NNNNNN.json`` for input
    shard N. Each receipt names its input shard as run_config.json pins it,
    agrees with ``COMPLETE.json`` about every file it names, counts only its
@@ -31,7 +37,7 @@ names the file (in a JSON file, the field) and the rule.
    (``_MANIFEST.json`` and the files it lists) with the llmc format, nothing
    without.
 5. **Megatron pairs.** Each pair is valid (header, sizes, pointers inside the
-   ``.bin``), its dtype code is the one vocab_size needs, ids < vocab_size, one
+   ``.bin``), its dtype code is run_config.json's ``megatron.dtype_code``, ids < vocab_size, one
    document per sequence, every sequence ends with the EOD (``doc_sep.id``)
    and, with ``bos``, begins with the BOS, and its sequence and token counts
    equal its receipt's.
@@ -41,7 +47,10 @@ names the file (in a JSON file, the field) and the rule.
    Each file has the magic of the llm.c layout and, for gpt2 (seed 000),
    header[3] = vocab_size; its header, size, ids < vocab_size, n_tokens and
    SHA-256 are as listed, and it starts (separator "before") or ends
-   ("after") with the separator, when there is one. For both splits (a split
+   ("after") with the separator, when there is one; its n_tokens is at most
+   ``llmc.max_tokens_per_file``; with a BOS, the BOS is its first document's
+   (token 1 after a separator "before", else token 0) and it holds at least
+   one per document. For both splits (a split
    absent from the receipts counts zero), documents and tokens equal the
    receipts' (text tokens + one separator and one BOS per document, as
    recorded), and a split without documents has no file.
@@ -79,6 +88,7 @@ from ..errors import FormatError, VerificationError
 from ..formats import llmc, megatron
 from ..formats.release import (
     COMPLETE_NAME,
+    LAYOUT_DESCRIPTION,
     LLMC_SPLIT,
     RECEIPTS_DIR,
     RUN_CONFIG_NAME,
@@ -89,6 +99,7 @@ from ..formats.release import (
     Complete,
     Receipt,
     SplitCounts,
+    is_layout_path,
     is_release_path,
     list_release_paths,
     pair_path,
@@ -181,6 +192,7 @@ def verify_release_records(root: str | os.PathLike, complete: Complete, held: It
             path = root / config.llmc_dir / entry.name
             if f"{config.llmc_dir}/{entry.name}" in held:
                 llmc.verify_token_file(path, entry, manifest.vocab_size, manifest.doc_sep_id, config.llmc_separator)
+                _check_llmc_file_layout(path, entry, config)
     _check_area(root, listed, TOKENS_DIR, llmc_files, f"the llm.c folder {config.llmc_dir}/ and the files its manifest lists")
     if "megatron" in config.formats:
         for receipt, shard in zip(receipts, config.shards):
@@ -198,7 +210,10 @@ def _check_complete(root: Path) -> Complete:
     listed = {f.path for f in complete.files}
     hidden = sorted(p for p in listed if not is_release_path(p))
     if hidden:
-        raise VerificationError(root / COMPLETE_NAME, "lists a hidden path (a component starting with '.'), which is no part of a release", got=hidden[0])
+        raise VerificationError(root / COMPLETE_NAME, "lists a hidden path (a component starting with '.'), which is no part of a release", got=repr(hidden[0]))
+    outside = sorted(p for p in listed if not is_layout_path(p))
+    if outside:  # repr: a name may hold a newline or an escape sequence
+        raise VerificationError(root / COMPLETE_NAME, "lists a path outside the release layout", got=repr(outside[0]), hint=f"a release holds only {LAYOUT_DESCRIPTION}")
     for rel in list_release_paths(root):
         if rel not in listed:
             raise VerificationError(root / rel, "file is not listed in COMPLETE.json")
@@ -250,9 +265,9 @@ def _check_pair(root: Path, receipt: Receipt, split: str, config: RunConfig) -> 
     if not counts.documents:
         return
     pair = megatron.MegatronPair(root / pair_path(split, receipt.part, "bin"), vocab_size=config.vocab_size)
-    code = megatron.dtype_code_for_vocab(config.vocab_size)
+    code = config.megatron_dtype_code  # RunConfig.read made sure it is the code vocab_size needs
     if pair.header.code != code:
-        raise FormatError(pair.idx_path, "dtype code does not match vocab_size", expected=code, got=pair.header.code)
+        raise FormatError(pair.idx_path, "dtype code must be run_config.json's megatron.dtype_code (the code of vocab_size)", expected=code, got=pair.header.code)
     pair.check_one_document_per_sequence(config.eod_id, config.bos_id)
     if len(pair) != counts.documents or pair.n_tokens != counts.total_tokens:
         raise VerificationError(pair.bin_path, "pair counts differ from the receipt (token conservation)", expected=(counts.documents, counts.total_tokens), got=(len(pair), pair.n_tokens))
@@ -315,6 +330,8 @@ def _check_llmc(root: Path, config: RunConfig, manifest: llmc.TokensManifest, to
             if header.vocab_size != header_vocab:
                 raise FormatError(path, "header[3] must be the release's vocab_size", expected=header_vocab, got=header.vocab_size)
     _check_llmc_files(directory, manifest, config.llmc_separator)
+    for entry in manifest.files:
+        _check_llmc_file_layout(directory / entry.name, entry, config)
     sep = (config.doc_sep is not None) + (config.bos is not None)  # tokens added to each document
     for split in SPLITS:
         counts = totals.get(split, SplitCounts(0, 0, 0))
@@ -325,6 +342,32 @@ def _check_llmc(root: Path, config: RunConfig, manifest: llmc.TokensManifest, to
         got = (sum(f.n_docs for f in files), sum(f.n_tokens for f in files))
         if got != expected:
             raise VerificationError(manifest_path, f"{split}: llm.c (documents, tokens) must equal the receipts' (token conservation: text tokens + separator and BOS per document)", expected=expected, got=got)
+
+
+def _check_llmc_file_layout(path: Path, entry: llmc.LlmcFileEntry, config: RunConfig) -> None:
+    """What run_config.json's llmc record tells a reader about one file (its header and separators are checked by
+    :func:`llmc.verify_token_file`): no more than ``max_tokens_per_file`` tokens, and with a BOS, the BOS where the
+    layout puts it (after the first separator "before", first otherwise) and at least one per document.
+
+    With Megatron pairs the whole stream is compared id by id later; without, this is what holds the BOS to account.
+    """
+    if entry.n_tokens > config.max_tokens_per_file:
+        raise VerificationError(
+            path.parent / llmc.MANIFEST_NAME,
+            f"{entry.name}: n_tokens exceeds run_config.json's llmc.max_tokens_per_file (a build never writes more)",
+            expected=f"<= {config.max_tokens_per_file}",
+            got=entry.n_tokens,
+        )
+    if config.bos is None or not entry.n_docs:
+        return
+    ids = open_llmc_file(path, check_ids=False)
+    place = 1 if config.llmc_separator == "before" else 0
+    first = int(ids[place]) if ids.size > place else None
+    if first != config.bos_id:
+        raise VerificationError(path, f"token {place} must be the BOS (run_config.json bos, llm.c separator {config.llmc_separator})", expected=config.bos_id, got=first)
+    count = llmc.count_id(ids, config.bos_id)
+    if count < entry.n_docs:  # text may itself encode to the BOS id, so this is a lower bound
+        raise VerificationError(path, "every document must begin with the BOS (run_config.json bos)", expected=f">= {entry.n_docs} BOS ids {config.bos_id}", got=count)
 
 
 # ---------------------------------------------------------------- llm.c = Megatron

@@ -1,0 +1,206 @@
+"""The main job in one call: :func:`build_release`.
+
+::
+
+    import hf_tokbin
+
+    summary = hf_tokbin.build_release("HuggingFaceFW/fineweb-edu", "gpt2-tokenizer/", "release/", num_proc=8)
+    print(summary.table())
+
+``source`` is any of:
+
+- a corpus folder (``hf-tokbin corpus``: holds ``_MANIFEST.json``);
+- a Hub dataset repo id ``NS/NAME`` (an hf_tokbin corpus, or any repo of
+  Parquet files: shards fetched one per part, see :mod:`hf_tokbin.corpus.source`);
+- input files, folders, globs or ``hf://`` paths (a string or a list), as
+  ``hf-tokbin corpus import`` takes them;
+- an in-memory ``datasets.Dataset``, ``DatasetDict``, ``IterableDataset`` or
+  ``IterableDatasetDict``.
+
+Inputs that are not a corpus yet are first written as one (the same writer,
+rules and checks as ``hf-tokbin corpus import``) into a temporary folder,
+removed afterwards; the same input always gives the same corpus bytes, so a
+re-run resumes the build. Progress bars are on by default, as on the command
+line (``progress=False``, or ``TQDM_DISABLE=1``, turns them off).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+
+@dataclass(frozen=True)
+class ReleaseSummary:
+    """What :func:`build_release` did: the build's counts and where the corpus came from."""
+
+    build: object  # hf_tokbin.build.BuildSummary
+    corpus_name: str
+    corpus_source: str  # "local", a Hub repo id, "files" or "in-memory dataset"
+    corpus_revision: str | None
+    split_rule: str
+    empty_documents_dropped: int
+
+    @property
+    def out(self) -> str:
+        return self.build.out
+
+    @property
+    def counts(self):
+        return self.build.counts
+
+    def table(self) -> str:
+        origin = self.corpus_source + (f"@{self.corpus_revision}" if self.corpus_revision else "")
+        head = f"corpus {self.corpus_name} from {origin}; split rule {self.split_rule}; {self.empty_documents_dropped:,} empty documents dropped"
+        return head + "\n" + self.build.table()
+
+    __str__ = table
+
+
+def build_release(
+    source,
+    tokenizer,
+    out: str | os.PathLike,
+    *,
+    formats: Sequence[str] = ("llmc", "megatron"),
+    num_proc: int = 1,
+    progress: bool = True,
+    name: str | None = None,
+    revision: str | None = None,
+    config: str | None = None,
+    splits: Sequence[str] | None = None,
+    text_column: str | Sequence[str] = "text",
+    split: str = "auto",
+    split_map: dict[str, str] | None = None,
+    val_per_mille: int = 1,
+    shard_rows: int | None = None,
+    shard_bytes: int | None = None,
+    tokenizer_id: str | None = None,
+    doc_sep: int | str | None = None,
+    bos: int | str | None = None,
+    engine: str = "local",
+    **build_options,
+) -> ReleaseSummary:
+    """Build a verified tokenized release of ``source`` with ``tokenizer`` into ``out``; see the module docstring.
+
+    ``tokenizer`` is what ``--tokenizer`` takes (``byte``, a ``tokenizer.json``,
+    a folder, a Hub repo id) or a :class:`hf_tokbin.TokenizerInfo`; ``doc_sep`` and ``bos``
+    are what ``--doc-sep`` and ``--bos`` take (a token string or an id).
+    ``revision``, ``config``, ``splits`` choose a Hub dataset's commit, config
+    and splits. ``text_column``, ``split``, ``split_map``, ``val_per_mille``,
+    ``shard_rows``/``shard_bytes`` apply when ``source`` is first written as
+    a corpus (files or an in-memory dataset); ``name`` names that corpus
+    (default: the name of ``out``). Other keywords go to
+    :func:`hf_tokbin.build.plan_build` (``max_tokens_per_file``, ``llmc_layout``, ``llmc_separator``, ``parse_special``, ``shuffle_seed``, ``fast``, ...).
+    """
+    from .build import build, plan_build
+    from .corpus.source import resolve_corpus_source
+    from .tokenizer.resolve import TokenizerInfo, resolve_tokenizer
+
+    if not isinstance(tokenizer, TokenizerInfo):
+        tokenizer = resolve_tokenizer(os.fspath(tokenizer), tokenizer_id, doc_sep=doc_sep, bos=bos)
+    import_options = dict(text_column=text_column, split=split, split_map=split_map, val_per_mille=val_per_mille, shard_rows=shard_rows, shard_bytes=shard_bytes)
+    name = name if name is not None else Path(os.fspath(out).rstrip("/")).name
+    scratch = None
+    try:
+        if _is_dataset(source):
+            scratch = Path(tempfile.mkdtemp(prefix="hf_tokbin-corpus-"))
+            import_dataset(source, scratch / name, name=name, progress=progress, **import_options)
+            found, origin = resolve_corpus_source(os.fspath(scratch / name)), "in-memory dataset"
+        elif _is_corpus_or_repo(source):
+            found = resolve_corpus_source(os.fspath(source), revision, config, splits)
+            origin = found.source
+        else:
+            from .corpus.write import import_corpus
+
+            scratch = Path(tempfile.mkdtemp(prefix="hf_tokbin-corpus-"))
+            paths = [source] if isinstance(source, (str, os.PathLike)) else list(source)
+            import_corpus(paths, scratch / name, name=name, progress=progress, **import_options)
+            found, origin = resolve_corpus_source(os.fspath(scratch / name)), "files"
+        plan = plan_build(found.root, tokenizer, out, formats=tuple(formats), num_proc=num_proc, corpus_source=found.source, corpus_revision=found.revision, shards=found.shards, **build_options)
+        summary = build(plan, engine=engine, progress=progress)
+        corpus = plan.corpus
+        return ReleaseSummary(summary, corpus.name, origin, found.revision, corpus.split_rule, corpus.empty_documents_dropped)
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _is_dataset(source) -> bool:
+    import sys
+
+    if "datasets" not in sys.modules:  # not imported: cannot be one (and importing it here would cost seconds)
+        return False
+    import datasets
+
+    return isinstance(source, (datasets.Dataset, datasets.DatasetDict, datasets.IterableDataset, datasets.IterableDatasetDict))
+
+
+def _is_corpus_or_repo(source) -> bool:
+    from .formats.corpus_manifest import MANIFEST_NAME
+
+    if not isinstance(source, (str, os.PathLike)):
+        return False
+    text = os.fspath(source)
+    if Path(text, MANIFEST_NAME).is_file():
+        return True
+    parts = text.split("/")
+    return not Path(text).exists() and len(parts) == 2 and all(parts) and "://" not in text and not any(c in text for c in "*?[")
+
+
+def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, text_column="text", split: str = "auto", split_map=None, val_per_mille: int = 1, shard_rows=None, shard_bytes=None, progress: bool = False, license: str = "unknown", language=()):
+    """Write an in-memory ``datasets`` dataset as a corpus folder, with ``corpus import``'s rules and checks.
+
+    A ``DatasetDict``'s split names are each row's split (unless the rows
+    have a split column), mapped as by ``split_map``. The manifest lists no
+    sources: an in-memory dataset has no input files.
+    """
+    import datasets
+    import pyarrow as pa
+    from datasets.data_files import DataFilesDict, DataFilesList
+
+    from .corpus.builders.corpus_shards import CorpusShards
+    from .corpus.inputs import InputFile
+    from .corpus.write import ShardLimit, _check_name, _CorpusFolder, _split_rule_name, write_tables
+    from .formats.corpus_manifest import CorpusManifest
+
+    name = Path(out).name if name is None else name
+    _check_name(name)
+    members = dict(dataset) if isinstance(dataset, (datasets.DatasetDict, datasets.IterableDatasetDict)) else {None: dataset}
+    limit = ShardLimit.of(shard_rows, shard_bytes)
+    text_columns = (text_column,) if isinstance(text_column, str) else tuple(text_column)
+    inputs = [InputFile(f"<in-memory dataset{'' if key is None else f' split {key}'}>", str(key), "arrow", key) for key in members]
+    with _CorpusFolder(out, overwrite=False) as folder:
+        builder = CorpusShards(
+            cache_dir=folder.cache,
+            data_files=DataFilesDict({"input": DataFilesList(["in-memory.arrow"], [()])}),  # never read: tables come from the dataset
+            text_columns=text_columns,
+            split=split,
+            split_map=dict(split_map or {}),
+            val_per_mille=val_per_mille,
+        )
+        builder.used_split_column = None
+
+        def checked_tables():
+            for file, member in zip(inputs, members.values()):
+                first_row = 0
+                for batch in _batches(member):
+                    table = batch if isinstance(batch, pa.Table) else pa.Table.from_pydict(batch)
+                    yield builder._checked(file, table, first_row)
+                    first_row += table.num_rows
+
+        writer = write_tables(folder.path, limit, checked_tables())
+        manifest = CorpusManifest(name, _split_rule_name(builder, inputs), (), tuple(writer.close()), license, tuple(language), writer.empty_dropped, writer.by_source)
+        return folder.finish(manifest, [], writer.schema)
+
+
+def _batches(member, rows: int = 10_000):
+    import datasets
+
+    if isinstance(member, datasets.Dataset):
+        return member.with_format("arrow").iter(rows)
+    return member.iter(rows)  # IterableDataset: dicts of columns

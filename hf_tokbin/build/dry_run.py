@@ -1,0 +1,61 @@
+"""``build --dry-run``: what a build would do, estimated from a sample, with nothing written.
+
+The plan lists the input shards per split (documents exact, from the corpus
+manifest), the encoder's decision (its fast-path check runs on the same
+sample the build uses), estimated tokens (mean tokens per document of the
+sample, times the documents) and the bytes each format would take, and where
+every file would go. Only reads happen: the corpus manifest, the first
+documents of the shards (a Hub shard's footer and first row group, by range
+requests) and the tokenizer. No folder is created, at ``--out`` or anywhere.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..formats import llmc, megatron
+from ..formats.corpus_manifest import SPLITS
+from ..formats.release import part_name
+from .encode import prepare_encoder, sample_documents
+from .plan import BuildPlan
+
+_LLMC_NAMES = {"train": "train", "validation": "val"}
+
+
+def describe_plan(plan: BuildPlan) -> str:
+    """The plan as text, for a person: shards, documents, estimated tokens and bytes, encoder, paths."""
+    sample = sample_documents(plan)
+    plan = prepare_encoder(plan)
+    if sample:
+        _, lengths = plan.encoder.encode_batch(sample)
+        tokens_per_document = float(np.mean(lengths))
+    else:
+        tokens_per_document = 0.0
+    corpus = plan.corpus
+    origin = "local folder" if plan.corpus_source == "local" else f"Hub {plan.corpus_source}@{plan.corpus_revision}"
+    lines = [f"corpus {corpus.name} ({origin}): {len(corpus.shards)} input shards, split rule {corpus.split_rule}"]
+    if corpus.empty_documents_dropped:
+        lines.append(f"  {corpus.empty_documents_dropped:,} empty documents were dropped when the corpus was written")
+    width = 2 if megatron.dtype_code_for_vocab(plan.tokenizer.vocab_size) == megatron.CODE_UINT16 else 4
+    llmc_width = llmc.layout_for(plan.tokenizer.vocab_size, plan.llmc_layout).dtype.itemsize
+    sep = 0 if plan.eod_id is None else 1
+    bos = 0 if plan.bos_id is None else 1
+    for split in SPLITS:
+        shards = [i for i, s in enumerate(corpus.shards) if s.split == split]
+        documents = corpus.rows(split)
+        tokens = int(round(tokens_per_document * documents))
+        lines.append(f"{split}: {len(shards)} shards ({part_name(shards[0])}..{part_name(shards[-1])}), {documents:,} documents, ~{tokens:,} tokens" if shards else f"{split}: no documents")
+        if not shards:
+            continue
+        if "megatron" in plan.formats:
+            bin_bytes = (tokens + documents * (1 + bos)) * width
+            idx_bytes = len(shards) * megatron.HEADER_BYTES + documents * 12 + (documents + len(shards)) * 8
+            lines.append(f"  megatron: ~{(bin_bytes + idx_bytes) / 1e6:,.1f} MB in shards/{split}/part-NNNNNN.bin/.idx, receipts/part-NNNNNN.json")
+        if "llmc" in plan.formats:
+            stream = tokens + documents * (sep + bos)
+            files = max(1, -(-stream // plan.max_tokens_per_file))
+            lines.append(f"  llmc: ~{(stream * llmc_width + files * llmc.HEADER_BYTES) / 1e6:,.1f} MB in ~{files} files {plan.llmc_dir}/{_LLMC_NAMES[split]}-NNNNN.bin")
+    lines.append(f"tokenizer {plan.tokenizer.tokenizer_id}: vocab {plan.tokenizer.vocab_size:,}, separator/EOD {plan.eod_id}; encoder {plan.encoder.engine}")
+    lines.append(f"estimate from {len(sample):,} sampled documents ({tokens_per_document:,.1f} tokens each on average)")
+    lines.append(f"out: {plan.out} (run_config.json, stats.json, README.md, COMPLETE.json last); nothing was written")
+    return "\n".join(lines)

@@ -1,0 +1,421 @@
+"""Raw corpus inputs: which files a list of paths names, and their rows as Arrow tables through ``datasets``' own readers.
+
+Accepted (each optionally compressed ``.gz``, ``.zst``, ``.bz2`` or ``.xz``;
+fsspec decompresses on the fly, as ``datasets`` does):
+
+- ``.jsonl`` / ``.json``: JSON Lines, or a top-level array of objects
+  (``datasets``' ``json`` builder);
+- ``.parquet`` (the ``parquet`` builder), ``.arrow`` (the ``arrow`` builder);
+- ``.txt``: one document per line, as ``datasets``' ``text`` builder reads it;
+- a folder (searched recursively, sorted by relative path; names starting
+  with ``.`` or ``_`` skipped, so a corpus folder can itself be imported);
+- a glob (``shards/*.jsonl.gz``), expanded and sorted by path;
+- an ``hf://datasets/NS/NAME/...`` file, folder or glob (``HfFileSystem``);
+- a ``Dataset.save_to_disk`` folder (``state.json``: its Arrow files) or a
+  ``DatasetDict.save_to_disk`` folder (``dataset_dict.json``: each split's
+  files, the split name given to every row, see :attr:`InputFile.split`).
+
+``datasets`` reads; hf_tokbin checks. Every table is checked column by
+column (:mod:`.builders.corpus_shards`); when a reader itself fails (invalid
+JSON or UTF-8, an integer past Python's digit limit, nesting past the parser's
+depth) the file is scanned again by :func:`locate_json_error`, which names the
+line, so the user gets ``FILE: line N: RULE``, never a traceback. A JSON row
+number is turned into its line number the same way.
+"""
+
+from __future__ import annotations
+
+import glob
+import io
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import pyarrow as pa
+
+from ..errors import CorpusInputError
+
+COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".bz2": "bz2", ".xz": "xz"}
+READERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".arrow": "arrow", ".txt": "text"}
+HF_PREFIX = "hf://"
+_GLOB_CHARS = ("*", "?", "[")
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One input file: where it is, its name in the manifest, its reader and, for a DatasetDict folder, its split."""
+
+    uri: str  # a local path or an hf:// URL
+    name: str  # the source name recorded in the corpus manifest
+    reader: str  # json, parquet, arrow or text
+    split: str | None = None  # the split its container names (DatasetDict split), else None
+    size: int | None = None  # known size and SHA-256 (a corpus's own shard), else computed from the bytes
+    sha256: str | None = None
+
+    @property
+    def is_remote(self) -> bool:
+        return self.uri.startswith(HF_PREFIX)
+
+
+def reader_of(name: str) -> tuple[str | None, str | None]:
+    """``(reader, compression)`` from a file name's suffixes; reader None if it is not an input file."""
+    lower = name.lower()
+    compression = None
+    for suffix, codec in COMPRESSIONS.items():
+        if lower.endswith(suffix):
+            compression, lower = codec, lower[: -len(suffix)]
+            break
+    for suffix, reader in READERS.items():
+        if lower.endswith(suffix):
+            return reader, compression
+    return None, compression
+
+
+def _accepted() -> str:
+    return ", ".join(READERS) + " (each optionally " + ", ".join(COMPRESSIONS) + ")"
+
+
+def list_inputs(paths: Sequence[str | os.PathLike]) -> list[InputFile]:
+    """Every input file the arguments name, in order: files as given, folders and globs sorted by path."""
+    if not paths:
+        raise CorpusInputError(None, "no input given", expected="files, folders or globs of " + _accepted(), got="nothing")
+    found: list[InputFile] = []
+    for given in paths:
+        if isinstance(given, InputFile):  # already resolved (a corpus's own shards, see corpus.source.first_documents)
+            found.append(given)
+            continue
+        text = os.fspath(given)
+        if text.startswith(HF_PREFIX):
+            found.extend(_hub_inputs(text))
+        elif _looks_like_repo_id(text):
+            found.extend(_hub_repo_inputs(text))
+        elif Path(text).is_dir():
+            found.extend(_folder_inputs(Path(text)))
+        elif any(c in text for c in _GLOB_CHARS) and not Path(text).exists():
+            matches = sorted(glob.glob(text, recursive=True))
+            files = [Path(m) for m in matches if Path(m).is_file() and reader_of(m)[0]]
+            if not files:
+                raise CorpusInputError(text, "glob matches no input files", expected=_accepted(), got=f"{len(matches)} matches")
+            found.extend(InputFile(os.fspath(p), p.name, reader_of(p.name)[0]) for p in files)
+        else:
+            found.append(_single_file(Path(text)))
+    return found
+
+
+def _single_file(path: Path) -> InputFile:
+    if not path.is_file():
+        raise CorpusInputError(path, "input file is missing" if not path.exists() else "input is not a file")
+    reader, _ = reader_of(path.name)
+    if reader is None:
+        raise CorpusInputError(path, "unknown input file type", expected=_accepted(), got="".join(path.suffixes[-2:]) or "no suffix")
+    return InputFile(os.fspath(path), path.name, reader)
+
+
+def _folder_inputs(folder: Path) -> list[InputFile]:
+    if (folder / "dataset_dict.json").is_file() or (folder / "state.json").is_file():
+        return _saved_dataset_inputs(folder)
+    inside = sorted((p for p in folder.rglob("*") if p.is_file() and reader_of(p.name)[0]), key=lambda p: p.relative_to(folder).as_posix())
+    inside = [p for p in inside if not any(part.startswith((".", "_")) for part in p.relative_to(folder).parts)]
+    if not inside:
+        raise CorpusInputError(folder, "folder holds no input files", expected=_accepted(), got="none")
+    base = Path(folder.resolve().name)
+    return [InputFile(os.fspath(p), (base / p.relative_to(folder)).as_posix(), reader_of(p.name)[0]) for p in inside]
+
+
+def _saved_dataset_inputs(folder: Path) -> list[InputFile]:
+    """The Arrow files of a ``save_to_disk`` folder, in the order ``load_from_disk`` reads them."""
+    from .._io import read_json
+
+    base = Path(folder.resolve().name)
+    if (folder / "dataset_dict.json").is_file():
+        splits = read_json(folder / "dataset_dict.json", CorpusInputError).get("splits")
+        if not isinstance(splits, list) or not all(isinstance(s, str) and s and "/" not in s and not s.startswith(".") for s in splits):
+            raise CorpusInputError(folder / "dataset_dict.json", "splits must be a list of split names", got=splits)
+        return [InputFile(f.uri, f.name, f.reader, split) for split in splits for f in _saved_dataset_inputs(folder / split)]
+    state = read_json(folder / "state.json", CorpusInputError)
+    files = state.get("_data_files") if isinstance(state, dict) else None
+    if not isinstance(files, list) or not files:
+        raise CorpusInputError(folder / "state.json", "a save_to_disk folder lists its Arrow files in _data_files", got=files)
+    found = []
+    for entry in files:
+        name = entry.get("filename") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or "/" in name or "\\" in name or name.startswith(".") or not name.endswith(".arrow"):
+            raise CorpusInputError(folder / "state.json", "_data_files: a file name inside the folder ending in .arrow", got=repr(name))
+        path = folder / name
+        if not path.is_file():
+            raise CorpusInputError(path, "Arrow file listed in state.json is missing")
+        found.append(InputFile(os.fspath(path), (base / name).as_posix(), "arrow"))
+    return found
+
+
+def _looks_like_repo_id(text: str) -> bool:
+    parts = text.split("/")
+    return not Path(text).exists() and len(parts) == 2 and all(parts) and not any(p in (".", "..") for p in parts) and reader_of(text)[0] is None and not any(c in text for c in _GLOB_CHARS)
+
+
+def _hub_repo_inputs(repo_id: str) -> list[InputFile]:
+    """A whole Hub dataset repo at its current commit: its data files per split, as ``load_dataset`` finds them."""
+    from huggingface_hub import HfApi
+
+    from ..errors import TokbinError
+    from ..hub.retry import fetch_error
+    from ..hub.revision import escaped, resolve_commit
+    from .source import _data_files_by_split
+
+    try:
+        commit = resolve_commit(HfApi(), repo_id, None, "dataset")
+    except TokbinError:
+        raise
+    except Exception as e:  # noqa: BLE001 - no such repo, no access, unreachable: one line
+        raise escaped(fetch_error(f"{repo_id}@main", "corpus input", e)) from e
+    found = []
+    for split, paths in _data_files_by_split(repo_id, commit, None).items():
+        for path in paths:
+            reader = reader_of(path)[0]
+            if reader is None:
+                raise CorpusInputError(f"{repo_id}@{commit}/{path}", "unknown input file type", expected=_accepted(), got=os.path.splitext(path)[1] or "no suffix")
+            found.append(InputFile(f"{HF_PREFIX}datasets/{repo_id}@{commit}/{path}", path, reader, split))
+    if not found:
+        raise CorpusInputError(f"{repo_id}@{commit}", "the dataset has no data files")
+    return found
+
+
+def _pinned(url: str) -> str:
+    """``hf://datasets/NS/NAME[@REV]/PATH`` with REV resolved to its checked commit id."""
+    from huggingface_hub import HfApi, HfFileSystem
+
+    from ..hub.revision import resolve_commit
+
+    resolved = HfFileSystem().resolve_path(url)
+    commit = resolve_commit(HfApi(), resolved.repo_id, resolved.revision, resolved.repo_type)
+    kind = {"dataset": "datasets/", "model": "", "space": "spaces/"}[resolved.repo_type]
+    return f"{HF_PREFIX}{kind}{resolved.repo_id}@{commit}/{resolved.path_in_repo}".rstrip("/")
+
+
+def _hub_inputs(url: str) -> list[InputFile]:
+    """Files under an ``hf://`` URL (a file, a folder or a glob), sorted by path, at the commit its revision names."""
+    from huggingface_hub import HfFileSystem
+
+    from ..errors import TokbinError
+
+    fs = HfFileSystem()
+    try:
+        url = _pinned(url)
+        if any(c in url for c in _GLOB_CHARS):
+            names = sorted(fs.glob(url))
+        elif fs.isdir(url):
+            names = sorted(p for p in fs.find(url) if not any(part.startswith((".", "_")) for part in p[len(url.removeprefix(HF_PREFIX).rstrip("/")) :].split("/")))
+        else:
+            names = [url.removeprefix(HF_PREFIX)]
+            fs.info(url)
+    except TokbinError:
+        raise
+    except FileNotFoundError:
+        raise CorpusInputError(url, "input file is missing on the Hub") from None
+    except Exception as e:  # the Hub client's errors: no such repo, no access, unreachable
+        raise CorpusInputError(url, "cannot list the Hub path", got=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
+    files = [n for n in names if reader_of(n)[0]]
+    if not files:
+        raise CorpusInputError(url, "no input files at this Hub path", expected=_accepted(), got=f"{len(names)} other files")
+    return [InputFile(HF_PREFIX + n, n.split("/", 3)[-1] if n.startswith("datasets/") else n, reader_of(n)[0]) for n in files]
+
+
+# Reading ---------------------------------------------------------------------------------------
+
+
+def _builder(file: InputFile, cache_dir: str, columns: list[str] | None):
+    """``datasets``' packaged builder for one file, configured to change no value."""
+    from datasets.data_files import DataFilesDict, DataFilesList
+
+    data_files = DataFilesDict({"input": DataFilesList([file.uri], [()])})
+    if file.reader == "json":
+        from datasets.packaged_modules.json.json import Json
+
+        # on_mixed_types=None: a column holding strings and numbers is an error, never re-encoded as JSON text.
+        return Json(cache_dir=cache_dir, data_files=data_files, on_mixed_types=None, parse_agent_traces=False)
+    if file.reader == "parquet":
+        from datasets.packaged_modules.parquet.parquet import Parquet
+
+        return Parquet(cache_dir=cache_dir, data_files=data_files, columns=columns)
+    if file.reader == "arrow":
+        from datasets.packaged_modules.arrow.arrow import Arrow
+
+        return Arrow(cache_dir=cache_dir, data_files=data_files)
+    from datasets.packaged_modules.text.text import Text
+
+    return Text(cache_dir=cache_dir, data_files=data_files, keep_linebreaks=False)
+
+
+def read_tables(file: InputFile, cache_dir: str, columns: list[str] | None = None) -> Iterator[pa.Table]:
+    """The rows of one input file as Arrow tables, in file order, each value as the reader found it (no casts)."""
+    from datasets import DownloadConfig
+    from datasets.download.streaming_download_manager import StreamingDownloadManager
+
+    if file.reader == "parquet":
+        _check_parquet_schema(file)
+    if file.reader == "json":
+        check_json_depth(file)
+    builder = _builder(file, cache_dir, columns)
+    try:
+        manager = StreamingDownloadManager(base_path=builder.base_path, download_config=DownloadConfig())
+        generators = builder._split_generators(manager)
+        builder.info.features = None  # the json builder inferred them from the first block: no cast of later blocks
+        for _key, table in builder._generate_tables(**generators[0].gen_kwargs):
+            yield table
+    except CorpusInputError:
+        raise
+    except Exception as e:  # noqa: BLE001 - any reader failure becomes one line naming the file (and line)
+        raise reader_error(file, e) from None
+
+
+MAX_JSON_DEPTH = 256  # pyarrow's JSON parser crashes the process (SIGSEGV) somewhere past 5,000 levels
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')  # a JSON string, escapes included (unrolled: linear)
+_DEPTH_BLOCK = 8 << 20
+
+
+def check_json_depth(file: InputFile) -> None:
+    """Refuse JSON nested deeper than :data:`MAX_JSON_DEPTH` before any parser sees it (one pass, C speed).
+
+    Strings are blanked out first (a ``[`` inside a string is text), then the
+    running depth of ``[``/``{`` against ``]``/``}`` is taken over the
+    brackets only. Blocks end at a line end, so JSON Lines rows are whole.
+    """
+    import numpy as np
+
+    line = 1
+    depth = 0
+    with open_binary(file.uri) as handle:
+        while True:
+            block = handle.read(_DEPTH_BLOCK)
+            if not block:
+                return
+            block += handle.readline()
+            bare = np.frombuffer(_JSON_STRING.sub(b'""', block), dtype=np.uint8)
+            where = np.flatnonzero((bare == 0x5B) | (bare == 0x7B) | (bare == 0x5D) | (bare == 0x7D))
+            if where.size:
+                step = np.where((bare[where] == 0x5B) | (bare[where] == 0x7B), 1, -1).astype(np.int64)
+                running = depth + np.cumsum(step)
+                deepest = int(np.argmax(running))
+                if running[deepest] > MAX_JSON_DEPTH:
+                    first = int(np.argmax(running > MAX_JSON_DEPTH))
+                    at = line + int(np.count_nonzero(bare[: where[first]] == 0x0A))
+                    raise CorpusInputError(file.uri, f"line {at}: JSON nested too deeply", expected=f"at most {MAX_JSON_DEPTH} levels of arrays and objects", got="deeper nesting")
+                depth = int(running[-1])
+            line += int(np.count_nonzero(bare == 0x0A))
+
+
+def _check_parquet_schema(file: InputFile) -> None:
+    """A Parquet file with two columns of the same name cannot be read by name: say so, not a traceback."""
+    import fsspec
+    import pyarrow.parquet as pq
+
+    try:
+        with fsspec.open(file.uri, "rb") as handle:
+            names = pq.ParquetFile(handle).schema_arrow.names
+    except (pa.ArrowException, OSError) as e:
+        raise CorpusInputError(file.uri, "not a readable Parquet file", expected="a Parquet file", got=_first_line(e)) from None
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise CorpusInputError(file.uri, "two columns have the same name", expected="distinct column names", got=duplicates)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return (text.splitlines()[0] if text else type(e).__name__)[:300]
+
+
+def reader_error(file: InputFile, e: BaseException) -> CorpusInputError:
+    """A reader's failure as one line: for JSON, the first line that breaks a rule, found by scanning the file again."""
+    if file.reader == "json":
+        located = locate_json_error(file)
+        if located is not None:
+            return located
+    if file.reader == "text" and isinstance(e, UnicodeDecodeError):
+        return CorpusInputError(file.uri, "invalid UTF-8", expected="UTF-8 text", got=f"byte {e.object[e.start]:#04x} in a block of the file")
+    rule = {"parquet": "not a readable Parquet file", "arrow": "not a readable Arrow file"}.get(file.reader, f"cannot read this {file.reader} file")
+    return CorpusInputError(file.uri, rule, got=f"{type(e).__name__}: {_first_line(e)}")
+
+
+def open_binary(uri: str):
+    """A binary file object over ``uri``, decompressed by its suffix (fsspec), local or ``hf://``."""
+    import fsspec
+
+    _, compression = reader_of(uri)
+    handle = fsspec.open(uri, "rb", compression=compression).open()
+    try:
+        handle.readline(0)
+    except (io.UnsupportedOperation, AttributeError):  # zstandard's reader reads blocks only: buffer it for lines
+        handle = io.BufferedReader(handle)
+    return handle
+
+
+def json_lines(file: InputFile) -> Iterator[tuple[int, bytes]]:
+    """``(line number, raw line)`` of a JSON Lines file, blank lines included (line numbers as an editor shows)."""
+    with open_binary(file.uri) as handle:
+        for number, raw in enumerate(handle, start=1):
+            yield number, raw
+
+
+def locate_json_error(file: InputFile, row_problem=None) -> CorpusInputError | None:
+    """The first line of a JSON file that breaks a rule: UTF-8, one JSON object, then ``row_problem(object)``.
+
+    A file starting with ``[`` is one JSON array: its error names the file and the row.
+    """
+    with open_binary(file.uri) as handle:
+        head = handle.read(64).lstrip()
+    if head.startswith(b"["):
+        return _json_document_error(file, row_problem)
+    offset = 0
+    for number, raw in json_lines(file):
+        where = f"line {number}"
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            return CorpusInputError(file.uri, "invalid UTF-8", expected="UTF-8 text", got=f"byte {raw[e.start]:#04x} at byte offset {offset + e.start} ({where})")
+        offset += len(raw)
+        if not line.strip():
+            continue
+        rows, problem = parse_json(line.lstrip("\ufeff") if number == 1 else line)
+        if problem is None and row_problem is not None:
+            problem = row_problem(rows[0])
+        if problem is not None:
+            return CorpusInputError(file.uri, f"{where}: {problem[0]}", expected=problem[1], got=problem[2])
+    return None
+
+
+def _json_document_error(file: InputFile, row_problem) -> CorpusInputError | None:
+    with open_binary(file.uri) as handle:
+        data = handle.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return CorpusInputError(file.uri, "invalid UTF-8", expected="UTF-8 text", got=f"byte {data[e.start]:#04x} at byte offset {e.start}")
+    rows, problem = parse_json(text, array=True)
+    if problem is not None:
+        return CorpusInputError(file.uri, problem[0], expected=problem[1], got=problem[2])
+    for index, row in enumerate(rows if row_problem is not None else ()):
+        problem = row_problem(row)
+        if problem is not None:
+            return CorpusInputError(file.uri, f"row {index}: {problem[0]}", expected=problem[1], got=problem[2])
+    return None
+
+
+def parse_json(text: str, array: bool = False) -> tuple[list[dict], tuple[str, str, str] | None]:
+    """``(objects, None)``, or ``([], (rule, expected, got))`` if ``text`` is not one JSON object (or an array of objects)."""
+    expected = "a JSON array of objects" if array else "one JSON object per line"
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        return [], ("not valid JSON", expected, f"{e.msg} at line {e.lineno} column {e.colno}" if array else f"{e.msg} at column {e.colno}")
+    except RecursionError:
+        return [], ("JSON nested too deeply", "at most Python's recursion limit of nested arrays and objects", "deeper nesting")
+    except ValueError as e:  # an integer past Python's int digit limit (sys.set_int_max_str_digits)
+        return [], ("JSON number too long", "integers of at most 4300 digits", _first_line(e)[:120])
+    rows = value if array and isinstance(value, list) else [value]
+    for row in rows:
+        if not isinstance(row, dict):
+            return [], ("not a JSON object", expected, type(row).__name__)
+    return rows, None

@@ -1,0 +1,190 @@
+"""A plain Hub dataset repo (Parquet pushed with huggingface_hub.upload_folder, no hf_tokbin manifest) as a corpus.
+
+Runs the real client in child processes against tests/hub_server.py (127.0.0.1).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hub_server import HubServer, client_env
+from tokenizers import Tokenizer
+
+from hf_tokbin.cli import main
+from hf_tokbin.formats.megatron import MegatronPair
+from hf_tokbin.formats.release import Receipt
+
+TOKEN = "hf_corpus_hub_test_token_0123456789"
+REPO = "tester/plain-parquet"
+_CLI = "import sys; from hf_tokbin.cli import main; sys.exit(main(sys.argv[1:]))"
+_UPLOAD = "import sys; from huggingface_hub import HfApi; api = HfApi(); api.create_repo(sys.argv[1], repo_type='dataset', exist_ok=True); print(api.upload_folder(repo_id=sys.argv[1], folder_path=sys.argv[2], repo_type='dataset').oid)"
+
+
+def run(env: dict, *args, code: str = _CLI) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+def files_under(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def hub():
+    with HubServer(token=TOKEN) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def env(hub, tmp_path_factory) -> dict:
+    home = tmp_path_factory.mktemp("hf-home")
+    return {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_BACKOFF": "0.05", "PYTHONPATH": os.pathsep.join(sys.path)}
+
+
+def documents(split: str, shard: int) -> list[str]:
+    return [f"{split} shard {shard} document {i}: the cat sat on the mat, caf\u00e9 {'and so on ' * (i % 5)}" for i in range(40 + shard)]
+
+
+@pytest.fixture(scope="module")
+def plain_repo(hub, env, tmp_path_factory) -> dict[str, list[list[str]]]:
+    """Four train shards and one validation shard, named as datasets' default patterns expect, extra columns included."""
+    folder = tmp_path_factory.mktemp("plain")
+    (folder / "data").mkdir()
+    texts = {"train": [documents("train", k) for k in range(4)], "validation": [documents("validation", 0)]}
+    for split, shards in texts.items():
+        for k, docs in enumerate(shards):
+            table = pa.table({"id": list(range(len(docs))), "text": docs, "url": [f"https://example.com/{i}" for i in range(len(docs))]})
+            pq.write_table(table, folder / "data" / f"{split}-{k:05d}-of-{len(shards):05d}.parquet", row_group_size=16)
+    uploaded = run(env, REPO, folder, code=_UPLOAD)
+    assert uploaded.returncode == 0, uploaded.stderr[-3000:]
+    return texts
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("tok") / "bpe"
+    corpus = tmp_path_factory.mktemp("tokcorpus")
+    (corpus / "a.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in documents("train", 0) * 3), encoding="utf-8")
+    assert main(["corpus", "import", str(corpus / "a.jsonl"), "--out", str(corpus / "c")]) == 0
+    assert main(["tokenizer", "train", "--corpus", str(corpus / "c"), "--vocab-size", "300", "--out", str(out)]) == 0
+    return out
+
+
+def whole_downloads(hub, pattern: str) -> int:
+    """Complete downloads (status 200, not 206 ranges) of the files matching ``pattern`` at a commit."""
+    import re
+
+    return sum(1 for _, method, path, status in hub.requests if method == "GET" and status == 200 and re.search(r"/resolve/[0-9a-f]{40}" + pattern, path))
+
+
+def build(env, tokenizer_dir, out, *extra) -> subprocess.CompletedProcess:
+    return run(env, "build", "--corpus", REPO, "--tokenizer", tokenizer_dir, "--tokenizer-id", "tiny", "--format", "megatron", "--out", out, "--quiet", *extra)
+
+
+def test_a_plain_parquet_repo_builds_every_document_as_tokenizer_ids_plus_eod_in_file_order(hub, env, plain_repo, tokenizer_dir, tmp_path):
+    out = tmp_path / "release"
+    built = build(env, tokenizer_dir, out)
+    assert built.returncode == 0, built.stderr[-3000:]
+    tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+    eod = json.loads((tokenizer_dir / "generation_config.json").read_text())["eos_token_id"]
+    config = json.loads((out / "run_config.json").read_text())
+    commit = hub.repo(REPO).branches["main"]
+    assert (config["corpus"]["source"], config["corpus"]["revision"]) == (REPO, commit)
+    shard_files = [f"data/train-{k:05d}-of-00004.parquet" for k in range(4)] + ["data/validation-00000-of-00001.parquet"]
+    assert [s["path"] for s in config["corpus"]["shards"]] == shard_files
+    head = hub.head_files(REPO)
+    part = 0
+    for split, shards in plain_repo.items():
+        for docs in shards:
+            receipt = Receipt.read(out / "receipts" / f"part-{part:06d}.json")
+            # The receipt names the Hub file and the SHA-256 the Hub reports for it.
+            import hashlib
+
+            assert receipt.input_shard.path == shard_files[part]
+            assert receipt.input_shard.sha256 == hashlib.sha256(head[shard_files[part]]).hexdigest()
+            pair = MegatronPair(out / "shards" / split / f"part-{part:06d}.idx")
+            assert len(pair) == len(docs)
+            for i, text in enumerate(docs):
+                assert pair[i].tolist() == tokenizer.encode(text, add_special_tokens=False).ids + [eod]
+            part += 1
+    assert main(["verify", str(out)]) == 0
+
+
+def test_a_build_stopped_mid_way_resumes_to_the_same_bytes_fetching_only_unfinished_shards(hub, env, plain_repo, tokenizer_dir, tmp_path):
+    whole = tmp_path / "whole"
+    assert build(env, tokenizer_dir, whole).returncode == 0
+    # Part 2's file is served corrupted: parts 0 and 1 finish, part 2 is refused by its SHA-256 check.
+    bad = "data/train-00002-of-00004.parquet"
+    hub.flip_stored_byte(REPO, bad)
+    try:
+        out = tmp_path / "resumed"
+        failed = build(env, tokenizer_dir, out)
+        assert failed.returncode == 1
+        lines = failed.stderr.strip().splitlines()
+        assert len(lines) == 1 and bad in lines[0] and "SHA-256" in lines[0], failed.stderr[-2000:]
+        assert sorted(p.name for p in (out / "receipts").iterdir()) == ["part-000000.json", "part-000001.json"]
+        assert not (out / "COMPLETE.json").exists()
+    finally:
+        hub.flip_stored_byte(REPO, bad)  # flipping again restores the stored bytes
+    fetched_before = whole_downloads(hub, r"/data/train-0000[01]")
+    unfinished_before = whole_downloads(hub, r"/data/train-00003")
+    resumed = build(env, tokenizer_dir, out)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "2 skipped" in resumed.stdout
+    # Finished shards are not downloaded again (planning reads footers and samples with range requests: 206).
+    assert whole_downloads(hub, r"/data/train-0000[01]") == fetched_before
+    assert whole_downloads(hub, r"/data/train-00003") == unfinished_before + 1  # the unfinished shard: once
+    assert files_under(out) == files_under(whole)
+
+
+def test_a_split_the_repo_does_not_have_is_one_line(env, plain_repo, tokenizer_dir, tmp_path):
+    result = build(env, tokenizer_dir, tmp_path / "r", "--corpus-split", "test")
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--corpus-split names a split the dataset does not have" in lines[0], result.stderr[-2000:]
+
+
+def corpus_texts(folder: Path, split: str) -> list[str]:
+    manifest = json.loads((folder / "_MANIFEST.json").read_text())
+    return [t for s in manifest["shards"] if s["split"] == split for t in pq.read_table(folder / s["path"]).column("text").to_pylist()]
+
+
+def test_corpus_import_of_a_hub_repo_id_and_of_hf_paths(hub, env, plain_repo, tmp_path):
+    imported = run(env, "corpus", "import", REPO, "--out", tmp_path / "c")
+    assert imported.returncode == 0, imported.stderr[-3000:]
+    for split, shards in plain_repo.items():
+        assert corpus_texts(tmp_path / "c", split) == [t for docs in shards for t in docs]
+    manifest = json.loads((tmp_path / "c" / "_MANIFEST.json").read_text())
+    assert manifest["split_rule"] == "files"
+    assert [s["path"] for s in manifest["sources"]][0] == "data/train-00000-of-00004.parquet"
+    # An hf:// glob at a branch: pinned to the commit, read in path order.
+    globbed = run(env, "corpus", "import", f"hf://datasets/{REPO}@main/data/train-*.parquet", "--out", tmp_path / "g")
+    assert globbed.returncode == 0, globbed.stderr[-3000:]
+    assert corpus_texts(tmp_path / "g", "train") == [t for docs in plain_repo["train"] for t in docs]
+    missing = run(env, "corpus", "import", "tester/no-such-repo", "--out", tmp_path / "m")
+    assert missing.returncode == 1 and len(missing.stderr.strip().splitlines()) == 1, missing.stderr[-2000:]
+
+
+def test_build_limit_takes_the_first_documents_in_corpus_order_and_reads_no_further(hub, env, plain_repo, tokenizer_dir, tmp_path):
+    before = whole_downloads(hub, r"/data/(train-00003|validation)")
+    out = tmp_path / "first50"
+    built = build(env, tokenizer_dir, out, "--limit", "50")
+    assert built.returncode == 0, built.stderr[-3000:]
+    tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+    expected = [t for docs in plain_repo["train"] for t in docs][:50]
+    pairs = sorted((out / "shards" / "train").glob("*.idx"))
+    got = [MegatronPair(p)[i].tolist()[:-1] for p in pairs for i in range(len(MegatronPair(p)))]
+    assert got == [tokenizer.encode(t, add_special_tokens=False).ids for t in expected]
+    assert not (out / "shards" / "validation").exists()
+    assert whole_downloads(hub, r"/data/(train-00003|validation)") == before
+    config = json.loads((out / "run_config.json").read_text())
+    assert config["corpus"]["source"] == REPO
+    dry = build(env, tokenizer_dir, tmp_path / "dry", "--dry-run")
+    assert dry.returncode == 0 and "nothing was written" in dry.stdout and not (tmp_path / "dry").exists(), dry.stderr[-2000:]
+    assert "train: 4 shards" in dry.stdout

@@ -1,0 +1,91 @@
+"""The release card says what is true when the build writes it, with YAML no value can break (issue 16)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from test_trust_run_config import both, edit_json, llmc_bos  # noqa: F401  (module fixtures)
+
+from hf_tokbin.cards.release import HUB_LICENSES, render_release_card
+from hf_tokbin.formats import llmc
+
+
+def front_matter(card: str) -> dict:
+    assert card.startswith("---\n")
+    head, found, _ = card.removeprefix("---\n").partition("\n---\n")
+    assert found
+    return yaml.safe_load(head)
+
+
+@pytest.fixture
+def copy(both, tmp_path) -> Path:  # noqa: F811
+    return Path(shutil.copytree(both, tmp_path / "release"))
+
+
+def with_corpus(root: Path, **fields) -> str:
+    edit_json(root / "run_config.json", lambda c: c["corpus"].update(fields))
+    return render_release_card(root)
+
+
+def test_the_card_claims_no_push_it_has_not_seen(both):  # noqa: F811
+    card = (both / "README.md").read_text(encoding="utf-8")
+    assert "published in verified commits" not in card.lower()
+    assert "COMPLETE.json" in card and "SHA-256" in card
+    assert "hf-tokbin push" in card  # publishing is named as what a push adds
+
+
+def test_the_card_names_no_package_that_does_not_exist(both):  # noqa: F811
+    card = (both / "README.md").read_text(encoding="utf-8")
+    assert "pip install hf_tokbin\n" not in card and "pip install hf_tokbin`" not in card
+    version = json.loads((both / "run_config.json").read_text())["versions"]["hf_tokbin"]
+    assert f"hf_tokbin {version}" in card  # the version that built it, to install from its source
+
+
+@pytest.mark.parametrize("fixture", ["both", "llmc_bos"])
+def test_the_card_counts_llmc_tokens_as_the_files_hold_them(request, fixture):
+    root = request.getfixturevalue(fixture)
+    card = (root / "README.md").read_text(encoding="utf-8")
+    manifest = json.loads(next((root / "tokens").rglob(llmc.MANIFEST_NAME)).read_text())
+    for split in ("train", "val"):
+        files = [f for f in manifest["files"] if f["split"] == split]
+        row = f"| `{split}` | {len(files):,} | {sum(f['n_docs'] for f in files):,} | {sum(f['n_tokens'] for f in files):,} |"
+        assert row in card, (row, card)
+
+
+def test_language_no_stays_a_string(copy):
+    meta = front_matter(with_corpus(copy, language=["no", "en"]))
+    assert meta["language"] == ["no", "en"]
+
+
+@pytest.mark.parametrize("license", ["mit\nconfigs:\n-\n---", "mit\n---\nconfigs: [x]", "a: b", "'"])
+def test_a_license_cannot_inject_yaml(copy, license):
+    card = with_corpus(copy, license=license)
+    meta = front_matter(card)
+    assert "configs" not in meta and meta["license"] == "other"
+    assert set(meta) <= {"license", "license_name", "language", "size_categories", "task_categories", "pretty_name", "tokenizer", "tags", "viewer"}
+
+
+def test_a_hub_license_id_is_written_as_it_is(copy):
+    assert "apache-2.0" in HUB_LICENSES and "mit" in HUB_LICENSES
+    assert front_matter(with_corpus(copy, license="apache-2.0"))["license"] == "apache-2.0"
+
+
+def test_a_license_outside_the_hubs_list_is_other_with_its_name(copy):
+    meta = front_matter(with_corpus(copy, license="my-license-1.0"))
+    assert (meta["license"], meta["license_name"]) == ("other", "my-license-1.0")
+
+
+def test_a_language_that_is_no_hub_code_is_left_out_of_the_yaml_and_named(copy):
+    card = with_corpus(copy, language=["en", "english", "x\ny"])
+    assert front_matter(card)["language"] == ["en"]
+    assert "`english`" in card
+
+
+def test_a_dataset_name_cannot_break_the_yaml(copy):
+    edit_json(copy / "run_config.json", lambda c: c.update(dataset="yes: no\n---"))
+    meta = front_matter(render_release_card(copy))
+    assert meta["pretty_name"].startswith("yes: no")
