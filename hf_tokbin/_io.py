@@ -3,22 +3,28 @@
 Every output is written to a temporary name beside its final name, fsynced and
 renamed with :func:`os.replace`, so a killed process never leaves a file under
 its final name that could be taken for complete.
+
+A full disk is one line naming the file being written (:func:`naming_the_file`,
+:func:`disk_full_error`), whichever library was writing.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import stat
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Iterator
 
 TMP_SUFFIX = ".tmp"
 _HASH_CHUNK = 1 << 22
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})  # no space left; disk quota exceeded
 
 
 def tmp_path_for(path: str | os.PathLike) -> Path:
@@ -51,6 +57,22 @@ def commit_file(tmp: str | os.PathLike, final: str | os.PathLike) -> None:
 
 
 @contextlib.contextmanager
+def naming_the_file(path: str | os.PathLike) -> Iterator[None]:
+    """An OSError raised while writing ``path`` names it, if it names no file yet.
+
+    A failed ``write()``, ``flush()`` or ``fsync()`` (a full disk) says
+    ``[Errno 28] No space left on device`` and nothing else: which file it
+    was is known only here.
+    """
+    try:
+        yield
+    except OSError as e:
+        if e.filename is None:
+            e.filename = os.fspath(path)
+        raise
+
+
+@contextlib.contextmanager
 def atomic_open(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
     """Open ``path`` for writing under a temporary name; rename it on success only."""
     path = Path(path)
@@ -60,16 +82,61 @@ def atomic_open(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
     newline = None if "b" in mode else "\n"
     file = open(tmp, mode, encoding=encoding, newline=newline)
     try:
-        yield file
-        file.flush()
-        os.fsync(file.fileno())
-        file.close()
+        with naming_the_file(path):
+            yield file
+            file.flush()
+            os.fsync(file.fileno())
+            file.close()
         commit_file(tmp, path)
     except BaseException:
-        file.close()
+        with contextlib.suppress(OSError):
+            file.close()  # a full disk fails the close's flush too: the first error is the one to report
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def disk_full_cause(error: BaseException) -> OSError | None:
+    """The "no space left" OSError behind ``error``: itself, or one it was raised from or during (datasets wraps a writer's)."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno in DISK_FULL_ERRNOS:
+            return error
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def disk_full_error(error: BaseException, where: str | os.PathLike | None = None):
+    """A one-line error for a full disk behind ``error`` (None if the disk is not the cause).
+
+    It names the file being written if the error knows it (see
+    :func:`naming_the_file`), else ``where`` (the folder being written).
+    """
+    from .errors import BuildError
+
+    full = disk_full_cause(error)
+    if full is None:
+        return None
+    place = full.filename if full.filename is not None else where
+    return BuildError(
+        place,
+        "writing needs free space on the disk" if full.errno == errno.ENOSPC else "writing needs free disk quota",
+        got=f"[Errno {full.errno}] {full.strerror}",
+        hint="free space on that disk, then run the same command again: finished parts are kept, partial files are not",
+    )
+
+
+def write_errors_of_libraries() -> tuple[type[BaseException], ...]:
+    """OSError, and the errors loaded libraries wrap a writer's OSError in (datasets' DatasetGenerationError).
+
+    A library never imported raised nothing, so only loaded ones count.
+    """
+    found = [OSError]
+    exceptions = sys.modules.get("datasets.exceptions")
+    if exceptions is not None:
+        found.append(exceptions.DatasetGenerationError)
+    return tuple(found)
 
 
 def canonical_json(obj) -> str:

@@ -1,8 +1,9 @@
 """``hf-tokbin build --engine ray`` end to end, on a real two-node Ray cluster.
 
-One cluster session (Ray takes seconds to start) runs the real command line
-as the Ray driver, inside a network namespace that has only loopback (see
-``ray_cluster.py``), three times, each time from the driver's directory with
+The session's one cluster (the ``ray_cluster`` fixture: Ray takes seconds to
+start) runs the real command line as the Ray driver, inside a network
+namespace that has only loopback (see ``ray_cluster.py``), three times, each
+time from the driver's directory with
 relative ``--corpus``, ``--tokenizer`` and ``--out`` while the nodes run in
 another directory:
 
@@ -25,7 +26,6 @@ import socket
 from pathlib import Path
 
 import pytest
-from ray_cluster import run_in_ray_namespace
 from release_fixtures import stories, write_corpus
 
 from hf_tokbin.cli import main
@@ -41,6 +41,8 @@ MAX_TOKENS_PER_FILE = 100_000  # several llm.c files per split: the finish rolls
 OPTIONS = ["--corpus", "corpus", "--tokenizer", "tok", "--max-tokens-per-file", str(MAX_TOKENS_PER_FILE), "--quiet"]
 SUMMARY = re.compile(r"(\d+) parts built, (\d+) skipped")
 
+pytest_plugins = ["ray_cluster"]  # the session's one cluster
+
 # The driver: it runs `hf-tokbin build --engine ray` (the installed command)
 # in its own directory and watches the cluster's processes with psutil; the
 # PID namespace holds only this cluster, so every `ray::build_part[N]`
@@ -52,7 +54,7 @@ import psutil
 
 OPTIONS = %(options)s
 TITLE = "ray::build_part["
-DEADLINE_S = 60
+DEADLINE_S = 900  # only stops a hung build: each wait below ends on an event, a loaded machine takes longer
 
 
 def start(out):
@@ -193,10 +195,10 @@ def local_release(work, tmp_path_factory) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def report(work) -> dict:
-    process = run_in_ray_namespace(DRIVER % {"options": json.dumps(OPTIONS)}, work, timeout=240)
+def report(work, ray_cluster) -> dict:
+    process = ray_cluster.run(DRIVER % {"options": json.dumps(OPTIONS)}, work)
     if process.returncode != 0:
-        pytest.fail(f"driver failed ({process.returncode}), Ray's log in {work / 'ray_cluster.log'}:\n{process.stderr[-6000:]}")
+        pytest.fail(f"driver failed ({process.returncode}), Ray's log in {ray_cluster.log}:\n{process.stderr[-6000:]}")
     return json.loads((work / "report.json").read_text())
 
 

@@ -1,10 +1,10 @@
 """hf_tokbin.engines.ray: per-part tasks on a real two-node Ray cluster, on loopback only.
 
-Starting Ray is slow, so one cluster session (``cluster_report``) runs every
-cluster check in a single driver; the driver writes what it observed to
-``report.json`` and each test below asserts one part of it. The cluster runs
-in its own network namespace (see ``tests/ray_cluster.py``); these tests need
-root and the ``[ray]`` extra.
+Starting Ray is slow, so one driver (``cluster_report``) runs every cluster
+check on the session's one cluster (the ``ray_cluster`` fixture); the driver
+writes what it observed to ``report.json`` and each test below asserts one
+part of it. The cluster runs in its own network namespace (see
+``tests/ray_cluster.py``); these tests need root and the ``[ray]`` extra.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ray_cluster import run_in_ray_namespace
+from ray_cluster import DRIVER_TIMEOUT_S, run_in_ray_namespace
 
 from hf_tokbin import __version__
 from hf_tokbin.engines.ray import (
@@ -26,6 +26,8 @@ from hf_tokbin.engines.ray import (
     run_parts,
 )
 from hf_tokbin.errors import BuildError, CorpusInputError, MissingDependencyError
+
+pytest_plugins = ["ray_cluster"]  # the session's one cluster
 
 INPUT_ERROR = "corpus/part-000003.parquet: text is not valid UTF-8: expected UTF-8, got byte 0xff at offset 7"
 
@@ -164,16 +166,16 @@ with open("report.json", "w") as f:
 '''
 
 
-def _driver_report(driver: str, work_dir: Path, cluster: bool):
-    process = run_in_ray_namespace(driver, work_dir, timeout=180, cluster=cluster)
+def _driver_report(process: subprocess.CompletedProcess, work_dir: Path, log: Path):
     if process.returncode != 0:
-        pytest.fail(f"driver failed ({process.returncode}), Ray's log in {work_dir / 'ray_cluster.log'}:\n{process.stderr[-6000:]}")
+        pytest.fail(f"driver failed ({process.returncode}), Ray's log in {log}:\n{process.stderr[-6000:]}")
     return process, json.loads((work_dir / "report.json").read_text())
 
 
 @pytest.fixture(scope="module")
-def cluster_run(tmp_path_factory):
-    return _driver_report(DRIVER, tmp_path_factory.mktemp("ray_cluster"), cluster=True)
+def cluster_run(tmp_path_factory, ray_cluster):
+    work_dir = tmp_path_factory.mktemp("ray_engine")
+    return _driver_report(ray_cluster.run(DRIVER, work_dir), work_dir, ray_cluster.log)
 
 
 @pytest.fixture(scope="module")
@@ -207,7 +209,9 @@ def test_run_parts_keeps_a_connection_it_did_not_open(cluster_report):
 
 
 def test_without_address_run_parts_starts_and_stops_a_local_ray(tmp_path):
-    _, report = _driver_report(LOCAL_DRIVER, tmp_path, cluster=False)
+    # A namespace of its own without the session's cluster: nothing for ray.init() to find.
+    process = run_in_ray_namespace(LOCAL_DRIVER, tmp_path, timeout=DRIVER_TIMEOUT_S, cluster=False)
+    _, report = _driver_report(process, tmp_path, tmp_path / "ray_cluster.log")
     assert [value for value, _ in report["results"]] == [6, 0, 3]
     assert len({node for _, node in report["results"]}) == 1
     assert report["connected_after_run"] is False

@@ -40,6 +40,7 @@ import numpy as np
 from .._io import write_text_atomic
 from ..errors import BuildError
 from ..formats.release import part_name
+from ..tokenizer.long_documents import encode_in_bounded_pieces
 from .plan import BuildPlan
 
 MAX_BATCH_TEXT_BYTES = 16 << 20  # a batch of documents is cut to this much text (a longer document goes alone)
@@ -67,7 +68,8 @@ class EncodeBatch:
             if texts.null_count:
                 raise BuildError(self.source, "corpus shard holds a null text", got=f"{texts.null_count} nulls")
             texts = texts.to_pylist()
-        flat, lengths = self.encoder.encode_batch(texts)
+        # Long documents in bounded pieces, same ids (tokenizer/long_documents.py).
+        flat, lengths = encode_in_bounded_pieces(self.encoder, texts)
         # Before the narrowing cast: an id the width cannot hold would wrap silently.
         if flat.size and int(flat.max()) >= self.vocab_size:
             raise BuildError(self.source, "the encoder produced an id outside the tokenizer's vocabulary", expected=f"ids < {self.vocab_size}", got=int(flat.max()))

@@ -3,7 +3,9 @@
 Each subcommand lives in its own module here with ``add_arguments(parser)``
 and ``run(args) -> int``. Errors of hf_tokbin (and OS errors such as a
 missing file) are printed as one line on stderr with exit status 1, never a
-traceback.
+traceback; so is a full disk, even where a library wrapped the OSError
+(``datasets``' DatasetGenerationError), naming the file being written (or
+the ``--out`` folder when no file is known).
 """
 
 from __future__ import annotations
@@ -39,14 +41,22 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .._io import disk_full_error, write_errors_of_libraries
     from ..errors import TokbinError
 
     args = make_parser().parse_args(argv)
     try:
         return int(args.run(args) or 0)
-    except (TokbinError, OSError) as e:
-        # Bad input and OS errors (a missing file, a full disk) are one line; any other exception is a bug and shows its traceback.
+    except TokbinError as e:
+        # Bad input is one line; any exception not caught here is a bug and shows its traceback.
         print(f"hf-tokbin {args.command}: error: {e}", file=sys.stderr)
+        return 1
+    except write_errors_of_libraries() as e:  # OSError, and the library errors that wrap one (evaluated only on an error)
+        # OS errors (a missing file, a full disk) are one line; a library's error is, only if a full disk caused it.
+        full = disk_full_error(e, getattr(args, "out", None))
+        if full is None and not isinstance(e, OSError):
+            raise
+        print(f"hf-tokbin {args.command}: error: {full or e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"hf-tokbin {args.command}: interrupted", file=sys.stderr)

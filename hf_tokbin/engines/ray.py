@@ -18,6 +18,8 @@ Failures, and what the driver sees:
   :class:`~hf_tokbin.errors.BuildError` (the usual cause on a cluster is a
   path that one node cannot see); any other exception is a bug and arrives
   as Ray's error, with the worker's traceback.
+- A full disk (even behind a library's error, such as ``datasets``') is
+  one ``BuildError`` naming the file being written, where known.
 - A worker process or node that dies mid-task (killed, out of memory) is
   retried by Ray up to ``max_retries`` times too; if it keeps dying the
   driver raises a one-line ``BuildError``.
@@ -36,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import __version__
+from .._io import disk_full_cause, disk_full_error, write_errors_of_libraries
 from ..errors import BuildError, MissingDependencyError, TokbinError
 
 #: Ray's name for "spread tasks over the nodes": a build's tasks each read and
@@ -88,6 +91,13 @@ def _run_part(fn: Callable[[Any, int], Any], plan: Any, index: int, driver_versi
         return fn(plan, index)
     except TokbinError as error:
         return _PermanentFailure(error)
+    except write_errors_of_libraries() as error:
+        full = disk_full_cause(error)
+        if full is None or full is error:
+            raise
+        # The full disk's OSError itself, not the library's wrapper: an exception
+        # reaches the driver pickled, without the cause it was raised from.
+        raise full from None
 
 
 def _describe(versions: dict[str, str | None]) -> str:
@@ -213,6 +223,9 @@ def _task_result(ray, ref, index: int, max_retries: int) -> Any:
     try:
         value = ray.get(ref)
     except ray.exceptions.RayTaskError as e:
+        full = disk_full_error(e.cause, f"input shard {index}")  # the file, where the task's error names it
+        if full is not None:
+            raise full from e
         if isinstance(e.cause, OSError):
             raise _task_failed(index, max_retries, f"{type(e.cause).__name__}: {e.cause}", "every node must read the corpus and tokenizer, and write the output, at the same paths (shared storage)") from e
         raise  # a bug: keep Ray's error and the worker's traceback

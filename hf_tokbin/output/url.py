@@ -22,19 +22,26 @@ an object appears only once its upload has finished):
 Nothing about the URL or its credentials is written into any release file;
 credentials come from the backend's own configuration (environment
 variables, ``~/.aws``, ``hf auth login``...) on every machine.
+
+An endpoint that cannot be reached (refused, reset, timed out, no such host)
+is one :class:`BuildError` naming the URL, whichever HTTP library the
+backend uses (:func:`connection_errors`); every other error passes unchanged.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
 import shutil
+import socket
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._io import commit_file, tmp_path_for
+from .._io import commit_file, naming_the_file, tmp_path_for
 from ..errors import BuildError
 from ..formats.records import FileEntry
 from .local import LocalFolder, Output, local_matches
@@ -63,6 +70,60 @@ def check_url(url: str) -> None:
             got=str(e).splitlines()[0] if str(e) else type(e).__name__,
             hint="install it (s3fs for s3://, gcsfs for gs://, adlfs for az://), or give a local folder",
         ) from None
+
+
+# The HTTP libraries of fsspec's backends, and their errors meaning "the endpoint
+# cannot be reached" (not an HTTP status, which is an answer): httpx/httpx2
+# (huggingface_hub's hf://), aiohttp (http://, gcsfs, s3fs via aiobotocore),
+# requests. Their HTTP status errors are not among these.
+_CONNECTION_ERRORS = (
+    ("httpx2", "TransportError"),
+    ("httpx", "TransportError"),
+    ("aiohttp", "ClientConnectionError"),
+    ("requests", "ConnectionError"),
+    ("requests", "Timeout"),
+)
+
+
+def connection_errors() -> tuple[type[BaseException], ...]:
+    """The exception types that mean a URL's endpoint cannot be reached.
+
+    Python's own (refused, reset, aborted; name resolution) and those of the
+    HTTP libraries above that are loaded: a library never imported raised nothing.
+    """
+    found = [ConnectionError, socket.gaierror, TimeoutError]
+    for module_name, name in _CONNECTION_ERRORS:
+        module = sys.modules.get(module_name)
+        error = getattr(module, name, None) if module is not None else None
+        if isinstance(error, type) and issubclass(error, BaseException):
+            found.append(error)
+    return tuple(found)
+
+
+def _raise_if_unreachable(missing: FileNotFoundError) -> None:
+    """Some backends (fsspec's http://) report an unreachable endpoint as a missing file: raise the connection error it stands for."""
+    if isinstance(missing.__cause__, connection_errors()):
+        raise missing.__cause__
+
+
+def _naming_the_url(method):
+    """An UrlFolder method whose unreachable endpoint is one BuildError naming the --out URL."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except connection_errors() as e:  # evaluated only when an error is raised
+            detail = " ".join(str(e).split())[:300]
+            raise BuildError(
+                self.url,
+                "--out URL must be reachable",
+                expected="its storage endpoint answering",
+                got=f"{type(e).__name__}: {detail}" if detail else type(e).__name__,
+                hint="check the URL, the network and the backend's endpoint settings (e.g. HF_ENDPOINT), then run the build again: it resumes",
+            ) from None
+
+    return wrapper
 
 
 def scratch_key(url: str, run_config_text: str) -> str:
@@ -102,11 +163,13 @@ class UrlFolder(Output):
     def location(self, rel: str) -> str:
         return f"{self.url}/{rel}"
 
+    @_naming_the_url
     def read_bytes(self, rel: str) -> bytes | None:
         fs, root = self._fs()
         try:
             return fs.cat_file(f"{root}/{rel}")
-        except FileNotFoundError:
+        except FileNotFoundError as e:
+            _raise_if_unreachable(e)
             return None
 
     def _writable(self, rel: str):
@@ -116,10 +179,12 @@ class UrlFolder(Output):
         fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
         return fs, path
 
+    @_naming_the_url
     def write_text(self, rel: str, text: str) -> None:
         fs, path = self._writable(rel)
         fs.pipe_file(path, text.encode("utf-8"))
 
+    @_naming_the_url
     def publish(self, rels) -> None:
         """Upload each file of the scratch folder in order (an object appears once its upload has finished), then delete the local copies."""
         rels = list(rels)
@@ -132,6 +197,7 @@ class UrlFolder(Output):
         fs, path = self._writable(rel)
         fs.put_file(os.fspath(self.work / rel), path)
 
+    @_naming_the_url
     def fetch(self, entry: FileEntry) -> None:
         """Download ``entry.path`` into the scratch folder under a temporary name unless an intact copy is there."""
         local = self.work / entry.path
@@ -140,11 +206,13 @@ class UrlFolder(Output):
         fs, root = self._fs()
         local.parent.mkdir(parents=True, exist_ok=True)
         tmp = tmp_path_for(local)
-        fs.get_file(f"{root}/{entry.path}", os.fspath(tmp))
+        with naming_the_file(local):  # a full disk here is this machine's scratch disk, not the URL's
+            fs.get_file(f"{root}/{entry.path}", os.fspath(tmp))
         commit_file(tmp, local)
         if not local_matches(local, entry):
             raise BuildError(self.location(entry.path), "file must match its recorded size and SHA-256", expected=entry.sha256, got=f"{local.stat().st_size} bytes", hint="run the build again")
 
+    @_naming_the_url
     def matches(self, entry: FileEntry) -> bool:
         fs, root = self._fs()
         path = f"{root}/{entry.path}"
@@ -155,17 +223,21 @@ class UrlFolder(Output):
             with fs.open(path, "rb") as file:
                 while chunk := file.read(_HASH_CHUNK):
                     sha.update(chunk)
-        except FileNotFoundError:
+        except FileNotFoundError as e:
+            _raise_if_unreachable(e)
             return False
         return sha.hexdigest() == entry.sha256
 
+    @_naming_the_url
     def names(self) -> list[str]:
         fs, root = self._fs()
         try:
             return [p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(root, detail=False)]
-        except FileNotFoundError:
+        except FileNotFoundError as e:
+            _raise_if_unreachable(e)
             return []
 
+    @_naming_the_url
     def remove_tree(self, rel: str) -> None:
         fs, root = self._fs()
         if fs.exists(f"{root}/{rel}"):

@@ -1,0 +1,140 @@
+"""A build SIGKILLed at five moments leaves temporaries; the next run removes them (ours only) and ends with the same bytes.
+
+Each kill is deterministic, not timed: a driver process wraps one function
+of the build so that the process SIGKILLs itself at that moment (mid
+encoding, while a part's pair is being closed, between parts, in the finish
+before the card, while ``COMPLETE.json`` is being renamed into place), then
+runs the real command line. What the kill left is recorded, the same command
+runs again, and the release must equal an uninterrupted build's, byte for
+byte, with no temporary file, no ``.work/`` cache and nothing outside
+``--out`` touched.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from release_fixtures import stories, write_corpus
+
+from hf_tokbin.cli import main
+from hf_tokbin.tokenizer import train_bpe
+
+OPTIONS = ["--quiet", "--batch-size", "50"]  # several Dataset.map batches per part
+
+DRIVER = r'''
+import os, signal, sys
+
+moment = sys.argv[1]
+
+
+def killed_at(call, when="before"):
+    """``call`` wrapped: the process SIGKILLs itself before (or after) the first call."""
+    def wrapper(*args, **kwargs):
+        if when == "before":
+            os.kill(os.getpid(), signal.SIGKILL)
+        result = call(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGKILL)
+        return result
+    return wrapper
+
+
+if moment == "encoding":  # the third Dataset.map batch: datasets' cache and the pairs' temporaries are open
+    from hf_tokbin.build import encode
+    real = encode.EncodeBatch.__call__
+    calls = []
+    def third_batch(self, table):
+        calls.append(1)
+        if len(calls) == 3:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(self, table)
+    encode.EncodeBatch.__call__ = third_batch
+elif moment == "closing_pair":
+    from hf_tokbin.formats import megatron
+    megatron.MegatronWriter.close = killed_at(megatron.MegatronWriter.close)
+elif moment == "between_parts":
+    from hf_tokbin.build import part
+    part._publish_part = killed_at(part._publish_part, when="after")
+elif moment == "finish":
+    from hf_tokbin.build import finish
+    finish._write_card = killed_at(finish._write_card)
+elif moment == "complete_json":
+    from hf_tokbin import _io
+    real_commit = _io.commit_file
+    def commit(tmp, final):
+        if os.path.basename(final) == "COMPLETE.json":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real_commit(tmp, final)
+    _io.commit_file = commit
+
+from hf_tokbin.cli import main
+
+sys.exit(main(sys.argv[2:]))
+'''
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("killed")
+    train_bpe(stories(300, seed=1), 500, root / "tok")
+    write_corpus(root / "corpus", [("train", stories(400, seed=2, max_words=120)), ("validation", stories(100, seed=3))])
+    (root / "driver.py").write_text(DRIVER, encoding="utf-8")
+    return root
+
+
+def build_args(inputs: Path, out: Path) -> list[str]:
+    return ["build", "--corpus", str(inputs / "corpus"), "--tokenizer", str(inputs / "tok"), "--out", str(out), *OPTIONS]
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` (hidden ones too), with its bytes."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+@pytest.fixture(scope="module")
+def reference(inputs, tmp_path_factory) -> dict[str, bytes]:
+    out = tmp_path_factory.mktemp("reference") / "release"
+    assert main(build_args(inputs, out)) == 0
+    return tree(out)
+
+
+def leftovers(out: Path) -> list[str]:
+    """What no release holds: temporaries and the work folder."""
+    return sorted(path for path in tree(out) if path.startswith(".work/") or any(part.startswith(".") for part in path.split("/")))
+
+
+# moment -> a leftover the kill must leave (proof that it landed there)
+MOMENTS = {
+    "encoding": ".work/datasets/part-000000/",
+    "closing_pair": "shards/train/.part-000000.bin.tmp",
+    "between_parts": "receipts/part-000000.json",
+    "finish": "tokens/",
+    "complete_json": ".COMPLETE.json.tmp",
+}
+
+
+@pytest.mark.parametrize("moment", list(MOMENTS))
+def test_a_rerun_after_sigkill_cleans_our_temporaries_only_and_gives_the_same_bytes(inputs, reference, tmp_path, moment):
+    out = tmp_path / "release"
+    killed = subprocess.run([sys.executable, str(inputs / "driver.py"), moment, *build_args(inputs, out)], capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    left = tree(out)
+    assert any(path.startswith(MOMENTS[moment]) for path in left), sorted(left)
+    assert "COMPLETE.json" not in left
+    # Someone else's files beside --out, named like ours: a re-run must not touch them.
+    neighbour = tmp_path / "neighbour"
+    (neighbour / ".work" / "datasets" / "part-000000").mkdir(parents=True)
+    (neighbour / ".work" / "datasets" / "part-000000" / "cache.arrow").write_bytes(b"theirs")
+    (neighbour / ".part-000000.bin.tmp").write_bytes(b"theirs")
+    (tmp_path / ".release.tmp").write_bytes(b"theirs")
+    before = tree(tmp_path / "neighbour"), (tmp_path / ".release.tmp").read_bytes()
+
+    assert main(build_args(inputs, out)) == 0
+    assert leftovers(out) == []
+    assert tree(out) == reference
+    assert (tree(tmp_path / "neighbour"), (tmp_path / ".release.tmp").read_bytes()) == before
+    assert not os.path.exists(out / ".work")
