@@ -208,3 +208,31 @@ def test_a_cached_outcome_that_does_not_hold_runs_the_full_check(tmp_path, bpe_w
         assert np.array_equal(got, expected)
     if spoil != "symlink":
         assert json.loads(path.read_text())["unproven"]  # rewritten by the full check
+
+
+def test_prefetched_keeps_order_raises_where_the_error_was_and_stops_with_its_consumer():
+    assert list(local.prefetched(iter(range(100)), depth=3)) == list(range(100))
+
+    def failing():
+        yield 1
+        yield 2
+        raise ValueError("bad input at item 3")
+
+    got = []
+    with pytest.raises(ValueError, match="item 3"):
+        for item in local.prefetched(failing()):
+            got.append(item)
+    assert got == [1, 2]
+    produced = []
+
+    def endless():
+        for i in range(10**9):
+            produced.append(i)
+            yield i
+
+    stream = local.prefetched(endless(), depth=2)
+    assert [next(stream) for _ in range(5)] == [0, 1, 2, 3, 4]
+    stream.close()  # the consumer stops: so does the producer thread
+    stopped_at = len(produced)
+    assert stopped_at <= 5 + 2 + 2  # taken, queued, and at most one being made
+    assert len(produced) == stopped_at

@@ -68,51 +68,50 @@ class WorkerPool:
 
 
 def prefetched(items: Iterable[Any], depth: int = 2) -> Iterator[Any]:
-    """``items`` in order, produced by a thread up to ``depth`` ahead of the consumer.
+    """``items`` in order, made by a thread that runs up to ``depth`` items ahead of the consumer.
 
-    Encoding (Rust, which releases the GIL) then overlaps the consumer's
-    writing and hashing (which release it too). An exception in the producer
-    is raised here, in order; a consumer that stops early stops the producer.
+    The two sides then share the machine's cores wherever one of them is in
+    code that releases the GIL (Parquet compression, SHA-256, file I/O). An
+    exception in the producer is raised here, where its item would have come;
+    a consumer that stops early stops the producer (within 0.1 s).
     """
     import queue
     import threading
 
-    done = object()
+    end = object()
     slots: queue.Queue = queue.Queue(maxsize=depth)
     stop = threading.Event()
+
+    def put(entry) -> bool:
+        while not stop.is_set():
+            try:
+                slots.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
 
     def produce() -> None:
         try:
             for item in items:
-                while not stop.is_set():
-                    try:
-                        slots.put((item, None), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not put((item, None)):
                     return
-            slots.put((done, None))
-        except BaseException as e:  # handed to the consumer, raised there
-            slots.put((done, e))
+            put((end, None))
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
+            put((end, e))
 
     thread = threading.Thread(target=produce, name="hf_tokbin-prefetch", daemon=True)
     thread.start()
     try:
         while True:
             item, error = slots.get()
-            if item is done:
+            if item is end:
                 if error is not None:
                     raise error
                 return
             yield item
     finally:
         stop.set()
-        while thread.is_alive():  # unblock a producer waiting on a full queue
-            try:
-                slots.get(timeout=0.1)
-            except queue.Empty:
-                pass
         thread.join()
 
 
