@@ -18,6 +18,7 @@ from hf_tokbin.build import build, plan_build
 from hf_tokbin.build import encode as encode_module
 from hf_tokbin.build.encode import check_cache_dir, check_with_cache, text_batches
 from hf_tokbin.engines import local
+from hf_tokbin.errors import BuildError
 from hf_tokbin.formats import megatron
 from hf_tokbin.formats.corpus_manifest import CorpusManifest, CorpusShard
 from hf_tokbin.tokenizer import resolve_tokenizer, train_bpe
@@ -236,3 +237,23 @@ def test_prefetched_keeps_order_raises_where_the_error_was_and_stops_with_its_co
     stopped_at = len(produced)
     assert stopped_at <= 5 + 2 + 2  # taken, queued, and at most one being made
     assert len(produced) == stopped_at
+
+
+def test_a_null_text_in_a_worker_is_one_error_naming_the_shard(tmp_path, bpe_dir):
+    corpus = write_shards(tmp_path / "corpus", [("train", ["Lily ran.", None, "Tom sat."])], row_group_size=8)
+    plan = plan_build(corpus, resolve_tokenizer(str(bpe_dir)), tmp_path / "r", num_proc=2)
+    with pytest.raises(BuildError, match=r"train-00000\.parquet: row 1 of this shard has no text \(null\)"):
+        build(plan, progress=False)
+
+
+def _die(encoder, task):
+    os._exit(3)  # a worker killed mid-batch (out of memory, kill -9)
+
+
+def test_a_worker_that_dies_is_one_error_not_a_hang(tmp_path, bpe_dir, monkeypatch):
+    corpus = write_shards(tmp_path / "corpus", [("train", stories(40, seed=8))], row_group_size=8)
+    monkeypatch.setattr(encode_module, "_encode_task", _die)  # forked workers inherit it
+    plan = plan_build(corpus, resolve_tokenizer(str(bpe_dir)), tmp_path / "r", num_proc=2, batch_size=4)
+    with pytest.raises(BuildError, match="an encoding worker process died"):
+        build(plan, progress=False)
+    assert local._shared is None

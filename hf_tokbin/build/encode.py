@@ -65,8 +65,6 @@ class EncodeBatch:
     def encode(self, texts) -> tuple[np.ndarray, np.ndarray]:
         """(flat ids in the release's width, ``int64`` lengths) of ``texts`` (a pyarrow string array or a list)."""
         if not isinstance(texts, list):
-            if texts.null_count:
-                raise BuildError(self.source, "corpus shard holds a null text", got=f"{texts.null_count} nulls")
             texts = texts.to_pylist()
         # Long documents in bounded pieces, same ids (tokenizer/long_documents.py).
         flat, lengths = encode_in_bounded_pieces(self.encoder, texts)
@@ -117,8 +115,13 @@ def text_batches(source, batch_size: int, where=None):
     where = source if where is None else where
     with _open_shard(source, where) as file:
         try:
+            row = 0
             for batch in file.iter_batches(batch_size=batch_size, columns=["text"], use_threads=False):
                 texts = batch.column(0)
+                if texts.null_count:
+                    first_null = row + int(np.argmax(texts.is_null().to_numpy(zero_copy_only=False)))
+                    raise BuildError(where, f"row {first_null} of this shard has no text (null)", hint="a corpus made by hf-tokbin corpus never holds one")
+                row += len(texts)
                 ends = np.cumsum(pc.binary_length(texts).to_numpy(zero_copy_only=False), dtype=np.int64)
                 first = 0
                 while first < len(texts):
@@ -160,9 +163,11 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path:
     pool (:func:`hf_tokbin.engines.local.shared_pool`), else in this process
     (where gigatoken uses its own threads).
     """
+    from concurrent.futures.process import BrokenProcessPool
+
     from tqdm.auto import tqdm
 
-    from ..engines.local import shared_pool
+    from ..engines.local import close_shared_pool, shared_pool
 
     shard = plan.corpus.shards[index]
     if shard.rows == 0:
@@ -175,9 +180,13 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path:
     else:
         results = (_encode_task(plan.encoder, task) for task in tasks)
     with tqdm(total=shard.rows, desc=f"encoding {part_name(index)}", unit="doc", disable=not progress) as bar:
-        for flat, lengths, n_bytes in results:
-            bar.update(int(lengths.size))
-            yield flat, lengths, n_bytes
+        try:
+            for flat, lengths, n_bytes in results:
+                bar.update(int(lengths.size))
+                yield flat, lengths, n_bytes
+        except BrokenProcessPool:
+            close_shared_pool()
+            raise BuildError(source, "an encoding worker process died (killed, or out of memory)", hint="lower --num-proc or --batch-size, or give the machine more memory") from None
 
 
 # ---------------------------------------------------------------- the fast-path check's cache
