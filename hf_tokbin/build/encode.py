@@ -50,10 +50,11 @@ _READ_BUFFER = 1 << 20  # pyarrow reads the shard through a buffer of this size,
 class EncodeBatch:
     """One batch of texts to ids, checked and narrowed to the release's width (``uint16``, or ``uint32`` above 65,536 ids).
 
-    It pickles to spawned worker processes as the encoder's state (the
-    tokenizer's JSON and the fast-path decision); each process loads its
-    engine once. Called on a table (``{"text": ...}``) it returns a table of
-    id lists, as a ``Dataset.map`` function does.
+    Made per batch in the process that encodes it; the encoder reaches worker
+    processes once, when the build's pool starts (inherited by fork, or
+    unpickled once per spawned worker), and each process loads its engines
+    once. Called on a table (``{"text": ...}``) it returns a table of id
+    lists, as a ``Dataset.map`` function does.
     """
 
     def __init__(self, encoder, vocab_size: int, source: str | None = None):
