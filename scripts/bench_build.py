@@ -242,14 +242,11 @@ def main(argv: list[str] | None = None) -> int:
     theirs, their_tokens = digest_seed002(baseline)
     if ours != theirs:
         sys.exit(f"ids differ: seed 002 gave {their_tokens:,} tokens, hf_tokbin {n_tokens:,}")
-    verify_spans, verify_samples = run_tree([[*hf_tokbin, "verify", str(release)]], env)
-    verify_seconds = verify_spans[0][1] - verify_spans[0][0]
     base_seconds = best["seed 002 encoder"][0]
     print(f"\n{text_mb:,.1f} MB of text, {n_tokens:,} tokens, ids identical; {args.num_proc} processes; best of {args.rounds}; {load()}")
     print(f"{'job':<26}{'seconds':>9}{'MB/s':>9}{'Mtok/s':>9}{'ratio':>8}{'peak MiB':>10}")
     for name, (seconds, peak) in best.items():
         print(f"{name:<26}{seconds:>9.2f}{text_mb / seconds:>9.1f}{n_tokens / seconds / 1e6:>9.2f}{base_seconds / seconds:>8.2f}{peak / 2**20:>10.0f}")
-    print(f"then hf-tokbin verify: {verify_seconds:.2f} s, peak {peak_between(verify_samples, *verify_spans[0]) / 2**20:.0f} MiB (every byte of the release checked)")
     for round_, rows in stages.items():
         total = sum(seconds for _, seconds, _ in rows)
         note = "full fast-path check" if round_ == 0 else "fast-path check from the cache"
@@ -257,7 +254,10 @@ def main(argv: list[str] | None = None) -> int:
         for label, seconds, peak in rows:
             print(f"  {label:<38}{seconds:>7.2f} s {100 * seconds / total:>5.1f}%  peak {peak / 2**20:>6.0f} MiB")
     full, cached = time_check(tokenizer, corpus, cache)
-    print(f"\nfast-path check in one process: full {full:.2f} s, from the cache {cached:.2f} s")
+    print(f"\nfast-path check in one process: full {full:.2f} s, from the cache {cached:.2f} s", flush=True)
+    verify_spans, verify_samples = run_tree([[*hf_tokbin, "verify", str(release)]], env)
+    verify_seconds = verify_spans[0][1] - verify_spans[0][0]
+    print(f"then hf-tokbin verify: {verify_seconds:.2f} s, peak {peak_between(verify_samples, *verify_spans[0]) / 2**20:.0f} MiB (every byte of the release checked; {load()})")
     return 0
 
 
