@@ -41,7 +41,7 @@ class _LocatedError(TokbinError):
 
     def __reduce__(self):
         # Rebuild from the fields, not from the message: errors cross process
-        # boundaries (Ray tasks, Dataset.map workers) by pickling.
+        # boundaries (Ray tasks, the build's worker processes) by pickling.
         return type(self), (self.path, self.rule, self.expected, self.got, self.hint)
 
 

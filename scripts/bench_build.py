@@ -1,4 +1,4 @@
-"""Raw text to a verified release, against seed 002's encoder on the same cores (issue 8).
+"""Raw text to a verified release, against seed 002's encoder on the same cores (issues 8 and 15).
 
 Both jobs start from the same TinyStories-like text files and the same
 8,192-entry byte-level BPE, run as fresh processes (start-up and imports
@@ -8,14 +8,23 @@ count), alternately, ``--rounds`` times each:
   ``multiprocessing.Pool`` of ``--num-proc`` processes, one flat uint16 file
   (``scripts/bench_build.py --seed002-job``);
 - **hf_tokbin**: ``hf-tokbin corpus tinystories`` then ``hf-tokbin build
-  --format llmc,megatron --num-proc N``.
+  --format llmc,megatron --num-proc N`` (then ``hf-tokbin verify``, timed on
+  its own line, not in the ratio).
 
 It checks that both produced the same ids for every story (from the
-Megatron pairs, EOD stripped), then prints MB/s of text, tokens/s, the ratio
-and the peak memory of each job's whole process tree (PSS, sampled every 20 ms).
+Megatron pairs, EOD stripped), then prints MB/s of text, tokens/s, the ratio,
+the peak memory of each job's whole process tree (PSS, sampled every 20 ms),
+and hf_tokbin's stages: the corpus command, the build's start-up (imports and
+planning, up to ``run_config.json``), its parts (fast-path check, encoding,
+writing, up to the last receipt), its finish (up to ``COMPLETE.json``) and its
+exit, each with its share of the wall time and its peak. The fast-path
+check's cache (``HF_TOKBIN_CACHE``, here ``WORK/cache``) is emptied before the
+first round, so round 1 pays the full check and later rounds the cached one;
+both are printed.
 
     python scripts/bench_build.py --mb 200            # the issue's figure
     python scripts/bench_build.py --mb 20 --rounds 1  # a quick look
+    python scripts/bench_build.py --mb 2200 --rounds 1 --shard-mb 2000  # TinyStories V2's size, one 2 GB shard
 
 Needs ``psutil`` (for the process-tree memory).
 """
@@ -25,6 +34,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import multiprocessing
+import os
 import shutil
 import subprocess
 import sys
@@ -79,26 +89,65 @@ def seed002_job(tokenizer_json: str, out: str, num_proc: int, texts: list[str]) 
 # ---------------------------------------------------------------- measuring
 
 
-def run_tree(commands: list[list[str]]) -> tuple[float, int]:
-    """Run commands one after the other; wall seconds and peak memory (PSS) of the process tree, in bytes."""
+def run_tree(commands: list[list[str]], env: dict | None = None) -> tuple[list[tuple[float, float]], list[tuple[float, int]]]:
+    """Run commands one after the other: each one's (start, end) time, and (time, PSS bytes) samples of the process tree."""
     import psutil
 
-    peak = 0
-    start = time.perf_counter()
+    spans, samples = [], []
     for command in commands:
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        started = time.time()
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         root = psutil.Process(process.pid)
         while process.poll() is None:
             try:
                 tree = [root, *root.children(recursive=True)]
                 # PSS: pages shared by forked workers are counted once, split between them.
-                peak = max(peak, sum(p.memory_full_info().pss for p in tree if p.is_running()))
+                samples.append((time.time(), sum(p.memory_full_info().pss for p in tree if p.is_running())))
             except psutil.Error:
                 pass
             time.sleep(0.02)
+        stderr = process.stderr.read().decode()
         if process.returncode != 0:
-            sys.exit(f"failed: {' '.join(command)}\n{process.stderr.read().decode()}")
-    return time.perf_counter() - start, peak
+            sys.exit(f"failed: {' '.join(command)}\n{stderr}")
+        spans.append((started, time.time()))
+    return spans, samples
+
+
+def peak_between(samples: list[tuple[float, int]], start: float, end: float) -> int:
+    return max((pss for t, pss in samples if start <= t <= end), default=0)
+
+
+def build_stages(release: Path, start: float, end: float) -> list[tuple[str, float, float]]:
+    """The build's stages from the times its files were written: start-up, parts, finish, exit."""
+    first = (release / "run_config.json").stat().st_mtime
+    last_receipt = max(p.stat().st_mtime for p in (release / "receipts").glob("*.json"))
+    complete = (release / "COMPLETE.json").stat().st_mtime
+    return [
+        ("build: start-up, imports, plan", start, first),
+        ("build: parts (check, encode, write)", first, last_receipt),
+        ("build: finish (llm.c, stats, card)", last_receipt, complete),
+        ("build: exit", complete, end),
+    ]
+
+
+def time_check(tokenizer: Path, corpus: Path, cache: Path) -> tuple[float, float]:
+    """Seconds of the fast-path check in this process: full (empty cache), then from the cache."""
+    import os
+
+    from hf_tokbin.build.encode import check_with_cache, sample_documents
+    from hf_tokbin.build.plan import plan_build
+    from hf_tokbin.tokenizer.encoder import encoder_for
+    from hf_tokbin.tokenizer.resolve import resolve_tokenizer
+
+    os.environ["HF_TOKBIN_CACHE"] = str(cache)
+    shutil.rmtree(cache, ignore_errors=True)
+    plan = plan_build(corpus, resolve_tokenizer(str(tokenizer)), cache / "unused")
+    seconds = []
+    for _ in range(2):
+        encoder = encoder_for(plan.tokenizer.path)
+        seconds.append(check_with_cache(encoder, sample_documents(plan)).seconds)
+    shutil.rmtree(cache, ignore_errors=True)
+    return seconds[0], seconds[1]
 
 
 def digest_seed002(out: Path) -> tuple[str, int]:
@@ -108,7 +157,7 @@ def digest_seed002(out: Path) -> tuple[str, int]:
 
 
 def digest_release(release: Path) -> tuple[str, int]:
-    from hf_tokbin.megatron import MegatronPair
+    from hf_tokbin.formats.megatron import MegatronPair
 
     ids, lengths = [], []
     for split in ("train", "validation"):
@@ -142,6 +191,10 @@ def prepare(work: Path, mb: float, vocab_size: int) -> tuple[Path, Path, Path]:
     return train, valid, tokenizer
 
 
+def load() -> str:
+    return "load average " + ", ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=float, default=200.0, help="MB of training text (validation: 1%% more)")
@@ -160,8 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     train, valid, tokenizer = prepare(args.work, args.mb, args.vocab_size)
     text_mb = (train.stat().st_size + valid.stat().st_size) / 1e6
     hf_tokbin = [sys.executable, "-m", "hf_tokbin"]
-    corpus, release, baseline = args.work / "corpus", args.work / "release", args.work / "seed002"
+    corpus, release, baseline, cache = args.work / "corpus", args.work / "release", args.work / "seed002", args.work / "cache"
     shard_option = ["--shard-bytes", str(int(args.shard_mb * 1e6))] if args.shard_mb else []
+    env = {**os.environ, "HF_TOKBIN_CACHE": str(cache.resolve())}
     jobs = {
         "seed 002 encoder": [[sys.executable, __file__, "--num-proc", str(args.num_proc), "--seed002-job", str(tokenizer / "tokenizer.json"), str(baseline), str(train), str(valid)]],
         "hf_tokbin corpus + build": [
@@ -169,13 +223,19 @@ def main(argv: list[str] | None = None) -> int:
             [*hf_tokbin, "build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--format", "llmc,megatron", "--num-proc", str(args.num_proc), "--out", str(release), "--quiet"],
         ],
     }
+    shutil.rmtree(cache, ignore_errors=True)  # round 1 pays the full fast-path check
     best = {name: (float("inf"), 0) for name in jobs}
+    stages: dict[int, list] = {}
     for round_ in range(args.rounds):
         for name, commands in jobs.items():
             shutil.rmtree(corpus, ignore_errors=True)
             shutil.rmtree(release, ignore_errors=True)
-            seconds, peak = run_tree(commands)
-            print(f"round {round_ + 1}: {name:<26} {seconds:7.2f} s  peak {peak / 2**20:7.0f} MiB", flush=True)
+            spans, samples = run_tree(commands, env)
+            seconds, peak = spans[-1][1] - spans[0][0], peak_between(samples, spans[0][0], spans[-1][1])
+            print(f"round {round_ + 1}: {name:<26} {seconds:7.2f} s  peak {peak / 2**20:7.0f} MiB  ({load()})", flush=True)
+            if name.startswith("hf_tokbin"):
+                rows = [("corpus tinystories", *spans[0]), *build_stages(release, *spans[1])]
+                stages[round_] = [(label, end - start, peak_between(samples, start, end)) for label, start, end in rows]
             best[name] = (min(best[name][0], seconds), max(best[name][1], peak))
 
     ours, n_tokens = digest_release(release)
@@ -183,10 +243,21 @@ def main(argv: list[str] | None = None) -> int:
     if ours != theirs:
         sys.exit(f"ids differ: seed 002 gave {their_tokens:,} tokens, hf_tokbin {n_tokens:,}")
     base_seconds = best["seed 002 encoder"][0]
-    print(f"\n{text_mb:,.1f} MB of text, {n_tokens:,} tokens, ids identical; {args.num_proc} processes; best of {args.rounds}")
+    print(f"\n{text_mb:,.1f} MB of text, {n_tokens:,} tokens, ids identical; {args.num_proc} processes; best of {args.rounds}; {load()}")
     print(f"{'job':<26}{'seconds':>9}{'MB/s':>9}{'Mtok/s':>9}{'ratio':>8}{'peak MiB':>10}")
     for name, (seconds, peak) in best.items():
         print(f"{name:<26}{seconds:>9.2f}{text_mb / seconds:>9.1f}{n_tokens / seconds / 1e6:>9.2f}{base_seconds / seconds:>8.2f}{peak / 2**20:>10.0f}")
+    for round_, rows in stages.items():
+        total = sum(seconds for _, seconds, _ in rows)
+        note = "full fast-path check" if round_ == 0 else "fast-path check from the cache"
+        print(f"\nhf_tokbin stages, round {round_ + 1} ({note}): {total:.2f} s")
+        for label, seconds, peak in rows:
+            print(f"  {label:<38}{seconds:>7.2f} s {100 * seconds / total:>5.1f}%  peak {peak / 2**20:>6.0f} MiB")
+    full, cached = time_check(tokenizer, corpus, cache)
+    print(f"\nfast-path check in one process: full {full:.2f} s, from the cache {cached:.2f} s", flush=True)
+    verify_spans, verify_samples = run_tree([[*hf_tokbin, "verify", str(release)]], env)
+    verify_seconds = verify_spans[0][1] - verify_spans[0][0]
+    print(f"then hf-tokbin verify: {verify_seconds:.2f} s, peak {peak_between(verify_samples, *verify_spans[0]) / 2**20:.0f} MiB (every byte of the release checked; {load()})")
     return 0
 
 

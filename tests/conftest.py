@@ -7,8 +7,18 @@ share a few fixtures across folders by module name; every test file's name is
 unique), and ``scripts/``, for seed 002's reference encoder (``scripts/seed002.py``).
 """
 
+import atexit
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
+
+# The build's own cache (URL scratch folders, the fast-path proof) goes to a folder of this test session,
+# never to the user's ~/.cache/hf_tokbin; a test that needs a cache of its own sets HF_TOKBIN_CACHE itself.
+if "HF_TOKBIN_CACHE" not in os.environ:
+    os.environ["HF_TOKBIN_CACHE"] = tempfile.mkdtemp(prefix="hf_tokbin-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["HF_TOKBIN_CACHE"], ignore_errors=True)
 
 TESTS = Path(__file__).resolve().parent
 for folder in [TESTS.parent / "scripts", TESTS, *sorted(p for p in TESTS.iterdir() if p.is_dir() and p.name not in ("data", "golden", "__pycache__"))]:

@@ -135,14 +135,15 @@ def _write_llmc(plan: BuildPlan, counts: dict[str, SplitCounts]) -> list[FileEnt
 
 
 def _feed_staging(writer: llmc.LlmcWriter, staging: megatron.MegatronPair) -> None:
+    # Read, not sliced from the memory map: mapped pages stay in the process's memory until the map closes.
     lengths = staging.lengths
     starts = staging.pointers
-    item = staging.dtype.itemsize
-    for first in range(0, len(staging), _FEED_DOCS):
-        chunk = np.asarray(lengths[first : first + _FEED_DOCS], dtype=np.int64)
-        begin = int(starts[first]) // item
-        end = begin + int(chunk.sum())
-        writer.add_documents(staging.tokens[begin:end], chunk)
+    with open(staging.bin_path, "rb") as file:
+        for first in range(0, len(staging), _FEED_DOCS):
+            chunk = np.asarray(lengths[first : first + _FEED_DOCS], dtype=np.int64)
+            file.seek(int(starts[first]))
+            tokens = np.fromfile(file, dtype=staging.dtype, count=int(chunk.sum()))
+            writer.add_documents(tokens, chunk)
 
 
 def _write_card(plan: BuildPlan) -> None:

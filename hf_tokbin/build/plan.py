@@ -8,7 +8,7 @@ sequential finish:
    before any work); :func:`start_release` writes ``run_config.json``, and a
    re-run must pin the same inputs.
 2. :func:`build_part` encodes one corpus shard once, with
-   ``Dataset.map(batched=True, num_proc=N)``, and writes from the same ids its
+   in bounded batches (one pool of ``num_proc`` worker processes for the whole build), and writes from the same ids its
    Megatron pair (``[bos] + ids + [eod]`` per document) and its llm.c staging
    pair (the bare ids and document lengths, under ``.work/``), then its
    receipt, last: the receipt marks the part done, so a killed build skips it
@@ -32,7 +32,7 @@ and publishes through :mod:`hf_tokbin.output`, which for a URL is a local
 scratch folder uploaded in the same completion order; the build never asks.
 
 The stages: :mod:`.plan` (this planning and ``run_config.json``),
-:mod:`.encode` (``Dataset.map``), :mod:`.part` (one input shard's outputs and
+:mod:`.encode` (bounded batches), :mod:`.part` (one input shard's outputs and
 receipt), :mod:`.finish` (llm.c packing, stats, card, ``COMPLETE.json``) and
 :mod:`.job` (all parts on an engine, then the finish).
 """
@@ -59,7 +59,7 @@ from .shuffle import check_seed
 
 WORK_DIR = ".work"
 MAX_STAGED_VOCAB = 2**31  # ids 0..2**31-1: what the int32 staging pairs (and Megatron's int32 files) hold
-DEFAULT_BATCH_SIZE = 10_000  # documents per Dataset.map batch: larger batches amortize per-call costs (scripts/bench_build.py)
+DEFAULT_BATCH_SIZE = 10_000  # documents per encoded batch: larger batches amortize per-call costs (scripts/bench_build.py)
 
 
 @dataclass(frozen=True)

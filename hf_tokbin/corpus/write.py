@@ -69,6 +69,7 @@ from datasets.download.streaming_download_manager import StreamingDownloadManage
 
 from .._io import fsync_dir, fsync_path, sha256_file, write_text_atomic
 from ..cards.corpus import DATA_DIR, check_card_metadata, render_corpus_card
+from ..engines.local import prefetched
 from ..errors import CorpusInputError, FormatError
 from ..formats.corpus_manifest import FORMAT as CORPUS_FORMAT
 from ..formats.corpus_manifest import (
@@ -152,7 +153,8 @@ def write_tinystories_corpus(
         builder = TinyStories(cache_dir=folder.cache, data_files=_data_files({split: [path] for split, path in files.items()}), progress=progress, keep_empty=True)
         writer = _CorpusWriter(folder.path, limit)
         for split in files:
-            for table in _stream_tables(builder, split):
+            # Reading and splitting the text on one thread, Parquet writing (zstd, SHA-256) on this one: both cores.
+            for table in prefetched(_stream_tables(builder, split)):
                 writer.write_split(split, table.column("text"))
         shards = tuple(writer.close())
         return folder.finish(CorpusManifest(name, "files", _source_entries(sources), shards, license, tuple(language), writer.empty_dropped), sources)

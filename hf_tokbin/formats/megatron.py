@@ -177,7 +177,8 @@ class MegatronWriter:
         self._bin_sha256.cancel()
         for file in (self._bin, self._lengths):
             file.close()
-        for path in (tmp_path_for(self.bin_path), self._lengths_path):
+        # The .idx temporary too: close() may fail while writing it (a full disk).
+        for path in (tmp_path_for(self.bin_path), tmp_path_for(self.idx_path), self._lengths_path):
             path.unlink(missing_ok=True)
 
     def __enter__(self):

@@ -1,7 +1,7 @@
 """Encoding documents to ids: ``tokenizers`` defines them, a faster engine may reproduce them.
 
-Every encoder here has the same batch contract, the one the build calls inside
-``Dataset.map(batched=True)``::
+Every encoder here has the same batch contract, the one the build calls on
+each bounded batch of a shard (:mod:`hf_tokbin.build.encode`)::
 
     ids, lengths = encoder.encode_batch(texts)
 
@@ -80,9 +80,8 @@ If gigatoken is missing, cannot load the tokenizer, or differs on any checked
 text even with this routing, encoding stays with ``tokenizers``;
 ``fast="require"`` makes that an error instead, ``fast="never"`` skips the check.
 
-Worker processes. ``Dataset.map(num_proc=N)`` pickles the map function and
-its arguments to each worker, and ``datasets`` hashes them (with dill) for its
-cache fingerprint. Neither engine object is pickled: the state is the
+Worker processes. The build's worker pool pickles the encoder to each
+worker. Neither engine object is pickled: the state is the
 ``tokenizer.json`` text, the options and the outcome of the check (the
 unproven code point ranges, the parsed added-token texts and the JSON
 gigatoken loads), all deterministic; each process loads its engines on first

@@ -24,7 +24,7 @@ from release_fixtures import stories, write_corpus
 from hf_tokbin.cli import main
 from hf_tokbin.tokenizer import train_bpe
 
-OPTIONS = ["--quiet", "--batch-size", "50"]  # several Dataset.map batches per part
+OPTIONS = ["--quiet", "--batch-size", "50"]  # several batches per part
 
 DRIVER = r'''
 import os, signal, sys
@@ -43,16 +43,16 @@ def killed_at(call, when="before"):
     return wrapper
 
 
-if moment == "encoding":  # the third Dataset.map batch: datasets' cache and the pairs' temporaries are open
+if moment == "encoding":  # the third batch: the pairs' temporaries (and the llm.c staging pair's) are open
     from hf_tokbin.build import encode
-    real = encode.EncodeBatch.__call__
+    real = encode.EncodeBatch.encode
     calls = []
-    def third_batch(self, table):
+    def third_batch(self, texts):
         calls.append(1)
         if len(calls) == 3:
             os.kill(os.getpid(), signal.SIGKILL)
-        return real(self, table)
-    encode.EncodeBatch.__call__ = third_batch
+        return real(self, texts)
+    encode.EncodeBatch.encode = third_batch
 elif moment == "closing_pair":
     from hf_tokbin.formats import megatron
     megatron.MegatronWriter.close = killed_at(megatron.MegatronWriter.close)
@@ -109,7 +109,7 @@ def leftovers(out: Path) -> list[str]:
 
 # moment -> a leftover the kill must leave (proof that it landed there)
 MOMENTS = {
-    "encoding": ".work/datasets/part-000000/",
+    "encoding": ".work/llmc/.part-000000.bin",
     "closing_pair": "shards/train/.part-000000.bin.tmp",
     "between_parts": "receipts/part-000000.json",
     "finish": "tokens/",

@@ -243,6 +243,7 @@ def test_the_check_runs_once_per_build_not_per_part_or_worker(tmp_path, monkeypa
         return real_prove(*args, **kwargs)
 
     monkeypatch.setattr(encoder_module, "prove_code_points", counted)
+    monkeypatch.setenv("HF_TOKBIN_CACHE", str(tmp_path / "cache"))  # no proof cached by an earlier test or build
     shards = [("train", story_texts(40, seed=s)) for s in range(3)] + [("validation", story_texts(5, seed=9))]
     corpus = write_corpus(tmp_path / "corpus", shards)
     summary = build(plan_build(corpus, resolve_tokenizer(str(TOKENIZERS["gpt2"]())), tmp_path / "r", num_proc=2, batch_size=8), progress=False)
