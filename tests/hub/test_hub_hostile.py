@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -36,16 +35,6 @@ _CLI = "import sys; from hf_tokbin.cli import main; sys.exit(main(sys.argv[1:]))
 def hub():
     with HostileHub(token=TOKEN) as server:
         yield server
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    return build_release(tmp_path_factory.mktemp("built"))
-
-
-@pytest.fixture
-def release(built, tmp_path):
-    return shutil.copytree(built, tmp_path / "release")
 
 
 def pull(hub, out, **kwargs):

@@ -32,15 +32,9 @@ def hub():
         yield server
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """A real release (verify accepts it), built once; tests take copies."""
-    return build_release(tmp_path_factory.mktemp("built"))
-
-
 @pytest.fixture
-def verified_release(built, tmp_path):
-    return shutil.copytree(built, tmp_path / "release")
+def verified_release(release):
+    return release
 
 
 def pull(hub, tmp_path, out, **kwargs):

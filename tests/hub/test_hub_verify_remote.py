@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from hostile_hub import HostileHub, build_release
+from hostile_hub import HostileHub
 from hub_server import Blob, client_env
 
 from hf_tokbin.errors import HubError, VerificationError
@@ -26,16 +26,6 @@ _CLI = "import sys; from hf_tokbin.cli import main; sys.exit(main(sys.argv[1:]))
 def hub():
     with HostileHub(token=TOKEN) as server:
         yield server
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    return build_release(tmp_path_factory.mktemp("built"))
-
-
-@pytest.fixture
-def release(built, tmp_path):
-    return shutil.copytree(built, tmp_path / "release")
 
 
 def verify(hub, **kwargs):
