@@ -50,7 +50,7 @@ from ..errors import BuildError
 from ..formats import llmc, megatron
 from ..formats.corpus_manifest import MANIFEST_NAME as CORPUS_MANIFEST_NAME
 from ..formats.corpus_manifest import SPLIT_RULE_TEXT, CorpusManifest
-from ..formats.release import FORMATS, RUN_CONFIG_NAME, TOKENS_DIR
+from ..formats.release import FORMATS, RUN_CONFIG_NAME, TOKENS_DIR, pair_path, part_name, receipt_path
 from ..formats.run_config import LLMC_LAYOUTS, SEPARATOR_POSITIONS, run_config_record
 from ..output import Output, check_url, is_url, open_output, scratch_key
 from ..tokenizer.encoder import FAST_MODES
@@ -210,6 +210,7 @@ def plan_build(
 
         shards = LocalShards(os.fspath(corpus_root.resolve()))
     shards.check(manifest)
+    _check_fits_the_hub(manifest, formats, out)
     plan = BuildPlan(
         # Absolute: Ray workers run in other folders. Never written to reproducible files.
         corpus_root=os.fspath(corpus_root.resolve()),
@@ -233,6 +234,23 @@ def plan_build(
     if url:
         plan = dataclasses.replace(plan, scratch_key=scratch_key(plan.out, canonical_json(plan.run_config())))
     return plan
+
+
+def _check_fits_the_hub(manifest: CorpusManifest, formats: tuple[str, ...], out) -> None:
+    """A release the Hub could not hold (more than 10,000 entries in one folder) is refused now, before any work."""
+    from ..errors import HubError
+    from ..hub.files import HUB_MAX_ENTRIES_PER_FOLDER, check_hub_limits
+
+    paths = [receipt_path(part_name(i)) for i in range(len(manifest.shards))]
+    if "megatron" in formats:
+        paths += [pair_path(s.split, part_name(i), suffix) for i, s in enumerate(manifest.shards) if s.rows for suffix in ("bin", "idx")]
+    try:
+        check_hub_limits(paths)
+    except HubError as e:
+        per_split = max(len([s for s in manifest.shards if s.split == split]) for split in ("train", "validation"))
+        factor = max(-(-len(manifest.shards) // HUB_MAX_ENTRIES_PER_FOLDER), -(-per_split // (HUB_MAX_ENTRIES_PER_FOLDER // 2)) if "megatron" in formats else 1)
+        hint = f"write the corpus again with shards about {factor}x larger (--shard-bytes): receipts/ holds one file per part, shards/<split>/ two"
+        raise BuildError(out, f"the release could not be published: {e.rule}", hint=hint) from None
 
 
 def _check_tokenizer(tokenizer: TokenizerInfo, formats: tuple[str, ...]) -> None:
