@@ -54,12 +54,17 @@ _LAZY = {
 }
 
 
+_SUBPACKAGES = ("build", "cards", "corpus", "engines", "formats", "hub", "output", "readers", "tokenizer", "verify")
+
+
 def __getattr__(name: str):
     import importlib
 
     if name in _LAZY:
         module = importlib.import_module(f".{_LAZY[name]}", __name__)
         return getattr(module, name)
+    if name in _SUBPACKAGES:  # hf_tokbin.hub.push_folder(...) after a plain `import hf_tokbin`
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

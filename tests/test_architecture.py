@@ -153,3 +153,16 @@ def test_golden_releases_are_byte_identical_to_the_recorded_digests(tmp_path):
 
     assert _differences(json.loads((golden / "before-redesign.json").read_text()), now, changed_on_purpose) == []
     assert _differences(json.loads((golden / "run-config-v2.json").read_text()), now) == []
+
+
+def test_the_package_docstring_s_api_is_reachable_after_a_plain_import():
+    """``help(hf_tokbin)`` shows the main job; every name it uses is reachable from ``import hf_tokbin`` alone."""
+    code = (
+        "import hf_tokbin, sys\n"
+        "assert 'datasets' not in sys.modules  # the root import stays light\n"
+        "for name in ('build_release', 'verify_release', 'write_tinystories_corpus', 'resolve_tokenizer', 'plan_build'):\n"
+        "    assert callable(getattr(hf_tokbin, name)), name\n"
+        "assert callable(hf_tokbin.hub.push_folder) and callable(hf_tokbin.build.build)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
