@@ -153,3 +153,21 @@ def story_texts(count: int, seed: int = 0) -> list[str]:
             )
         stories.append(" ".join(sentences) + rng.choice(("", "\n\nThe end.", " They were friends forever.")))
     return stories
+
+
+def byte_level_bpe_json(**model) -> dict:
+    """A minimal byte-level BPE ``tokenizer.json`` as a dict (no vocabulary unless given); ``model`` overrides model fields."""
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+        "post_processor": None,
+        "decoder": None,
+        "model": {
+            "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None, "end_of_word_suffix": None,
+            "fuse_unk": False, "byte_fallback": False, "ignore_merges": False, "vocab": {}, "merges": [], **model,
+        },
+    }

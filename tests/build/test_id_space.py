@@ -18,19 +18,9 @@ import sys
 import textwrap
 
 from release_fixtures import write_corpus
-from tokenizer_files import story_texts
+from tokenizer_files import byte_level_bpe_json, story_texts
 
-TINY = {
-    "version": "1.0",
-    "truncation": None,
-    "padding": None,
-    "added_tokens": [],
-    "normalizer": None,
-    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
-    "post_processor": None,
-    "decoder": None,
-    "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None, "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False, "vocab": {}, "merges": []},
-}
+TINY = byte_level_bpe_json()
 
 
 def test_an_id_at_2_31_is_refused_at_planning_with_one_line(tmp_path):

@@ -1,11 +1,16 @@
-"""Fixtures the pull, hostile-server and remote-verify tests share: a real release built once per module, copied per test."""
+"""Fixtures the Hub tests share: the Hub test server and a client environment for it (the push tests'; other files
+override ``hub`` and ``env`` with their own server), and a real release built once per module, copied per test."""
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
 from hostile_hub import build_release
+from hub_server import HubServer, client_env
+
+TOKEN = "hf_test_secret_token_0123456789"  # the push tests' (test_hub_push.TOKEN)
 
 
 @pytest.fixture(scope="module")
@@ -17,3 +22,16 @@ def built(tmp_path_factory):
 @pytest.fixture
 def release(built, tmp_path):
     return shutil.copytree(built, tmp_path / "release")
+
+
+@pytest.fixture
+def hub():
+    with HubServer(token=TOKEN) as server:
+        yield server
+
+
+@pytest.fixture
+def env(hub, tmp_path):
+    home = tmp_path / "hf-home"
+    home.mkdir()
+    return {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_BACKOFF": "0.05", "HF_TOKBIN_HUB_ATTEMPTS": "4"}

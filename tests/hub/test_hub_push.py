@@ -8,14 +8,13 @@ environment before that, never patched.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from types import SimpleNamespace
 
 import httpx2
 import pytest
-from hub_server import HubServer, client_env, make_corpus, make_release, write_complete
+from hub_server import make_corpus, make_release, write_complete
 from huggingface_hub.errors import HfHubHTTPError
 
 from hf_tokbin.corpus import write_tinystories_corpus
@@ -25,7 +24,7 @@ from hf_tokbin.hub import CommitRateLimiter, HubLimits, RetryPolicy, Upload
 from hf_tokbin.hub.push import _Publisher, pack_batches
 from hf_tokbin.hub.retry import call_with_retry
 
-TOKEN = "hf_test_secret_token_0123456789"
+TOKEN = "hf_test_secret_token_0123456789"  # the token tests/hub/conftest.py's server and client env use
 REPO = "tester/release"
 
 # Runs the Python API with explicit limits (the command line has no knobs for them).
@@ -63,19 +62,6 @@ except TokbinError as e:
     print(f"error: {e}", file=sys.stderr)
     sys.exit(1)
 """
-
-
-@pytest.fixture
-def hub():
-    with HubServer(token=TOKEN) as server:
-        yield server
-
-
-@pytest.fixture
-def env(hub, tmp_path):
-    home = tmp_path / "hf-home"
-    home.mkdir()
-    return {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_BACKOFF": "0.05", "HF_TOKBIN_HUB_ATTEMPTS": "4"}
 
 
 def cli(env, *args) -> subprocess.CompletedProcess:

@@ -8,21 +8,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import subprocess
 import sys
 
 import httpx2
 import pytest
-from hub_server import Blob, HubServer, client_env, make_corpus, make_release, write_complete
+from hub_server import Blob, make_corpus, make_release, write_complete
+from test_hub_push import (  # the push tests' repo, token and CLI runner; hub and env: tests/hub/conftest.py
+    REPO,
+    TOKEN,
+    cli,
+)
 
 from hf_tokbin.errors import HubError
 from hf_tokbin.hub.files import check_hub_limits, folder_entries, normalize_path_in_repo
 from hf_tokbin.hub.retry import RetryPolicy, is_transient, scrub
-
-TOKEN = "hf_test_secret_token_0123456789"
-REPO = "tester/release"
 
 # The Python API with a recorded sleep; ``setup`` runs first (a monkeypatch, in the child only).
 _PUSH = """
@@ -102,22 +103,6 @@ push._LocalFiles.check = check_then_rewrite
 """
 
 
-@pytest.fixture
-def hub():
-    with HubServer(token=TOKEN) as server:
-        yield server
-
-
-@pytest.fixture
-def env(hub, tmp_path):
-    home = tmp_path / "hf-home"
-    home.mkdir()
-    return {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_BACKOFF": "0.01", "HF_TOKBIN_HUB_ATTEMPTS": "4"}
-
-
-def cli(env, *args) -> subprocess.CompletedProcess:
-    code = "import sys; from hf_tokbin.cli import main; sys.exit(main(sys.argv[1:]))"
-    return subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env, capture_output=True, text=True, timeout=120)
 
 
 def push_api(env, folder, repo=REPO, setup="", limits=None, **kwargs):

@@ -11,32 +11,11 @@ from __future__ import annotations
 import json
 
 from release_fixtures import write_corpus
-from tokenizer_files import story_texts
+from tokenizer_files import byte_level_bpe_json, story_texts
 
 from hf_tokbin.cli import main
 
-PANICKING = {
-    "version": "1.0",
-    "truncation": None,
-    "padding": None,
-    "added_tokens": [],
-    "normalizer": None,
-    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
-    "post_processor": None,
-    "decoder": None,
-    "model": {
-        "type": "BPE",
-        "dropout": None,
-        "unk_token": None,
-        "continuing_subword_prefix": "##",
-        "end_of_word_suffix": None,
-        "fuse_unk": False,
-        "byte_fallback": False,
-        "ignore_merges": False,
-        "vocab": {"a": 0, "b": 1, "ab": 2},
-        "merges": ["a b"],
-    },
-}
+PANICKING = byte_level_bpe_json(continuing_subword_prefix="##", vocab={"a": 0, "b": 1, "ab": 2}, merges=["a b"])
 
 
 def test_a_tokenizer_json_that_panics_tokenizers_gives_one_line(tmp_path, capsys):
