@@ -15,7 +15,7 @@ Step by step (the CLI ``hf-tokbin`` is a thin layer over these)::
     hf_tokbin.write_tinystories_corpus("train.txt", "valid.txt", "corpus/")   # or import_corpus([...], "corpus/")
     tokenizer = hf_tokbin.resolve_tokenizer("tok/")                          # "byte", a tokenizer.json, a folder, NS/NAME
     plan = hf_tokbin.plan_build("corpus/", tokenizer, "release/", formats=("llmc", "megatron"), num_proc=2)
-    print(hf_tokbin.build.build(plan).table())
+    print(hf_tokbin.pipeline.build(plan).table())
 
 Readers for training: :mod:`hf_tokbin.readers`. Formats: :mod:`hf_tokbin.formats`.
 """
@@ -37,12 +37,12 @@ from .formats.megatron import MegatronPair, MegatronWriter  # noqa: E402
 # The stages import datasets, tokenizers or the Hub client: loaded on first use,
 # so `hf-tokbin verify` and a reader's `import hf_tokbin` stay quick.
 _LAZY = {
-    "BuildPlan": "build",
-    "BuildSummary": "build",
+    "BuildPlan": "pipeline",
+    "BuildSummary": "pipeline",
     "ReleaseSummary": "api",
     "build_release": "api",
     "import_dataset": "api",
-    "plan_build": "build",
+    "plan_build": "pipeline",
     "import_corpus": "corpus",
     "verify_corpus": "verify",
     "write_tinystories_corpus": "corpus",
@@ -54,7 +54,7 @@ _LAZY = {
 }
 
 
-_SUBPACKAGES = ("build", "cards", "corpus", "engines", "formats", "hub", "output", "readers", "tokenizer", "verify")
+_SUBPACKAGES = ("pipeline", "cards", "corpus", "engines", "formats", "hub", "output", "readers", "tokenizer", "verify")
 
 
 def __getattr__(name: str):

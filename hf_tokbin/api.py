@@ -38,7 +38,7 @@ from typing import Sequence
 class ReleaseSummary:
     """What :func:`build_release` did: the build's counts and where the corpus came from."""
 
-    build: object  # hf_tokbin.build.BuildSummary
+    build: object  # hf_tokbin.pipeline.BuildSummary
     corpus_name: str
     corpus_source: str  # "local", a Hub repo id, "files" or "in-memory dataset"
     corpus_revision: str | None
@@ -95,9 +95,9 @@ def build_release(
     ``shard_rows``/``shard_bytes`` apply when ``source`` is first written as
     a corpus (files or an in-memory dataset); ``name`` names that corpus
     (default: the name of ``out``). Other keywords go to
-    :func:`hf_tokbin.build.plan_build` (``max_tokens_per_file``, ``llmc_layout``, ``llmc_separator``, ``parse_special``, ``shuffle_seed``, ``fast``, ...).
+    :func:`hf_tokbin.pipeline.plan_build` (``max_tokens_per_file``, ``llmc_layout``, ``llmc_separator``, ``parse_special``, ``shuffle_seed``, ``fast``, ...).
     """
-    from .build import build, plan_build
+    from .pipeline import build, plan_build
     from .corpus.source import resolve_corpus_source
     from .tokenizer.resolve import TokenizerInfo, resolve_tokenizer
 

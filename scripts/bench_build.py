@@ -134,8 +134,8 @@ def time_check(tokenizer: Path, corpus: Path, cache: Path) -> tuple[float, float
     """Seconds of the fast-path check in this process: full (empty cache), then from the cache."""
     import os
 
-    from hf_tokbin.build.encode import check_with_cache, sample_documents
-    from hf_tokbin.build.plan import plan_build
+    from hf_tokbin.pipeline.encode import check_with_cache, sample_documents
+    from hf_tokbin.pipeline.plan import plan_build
     from hf_tokbin.tokenizer.encoder import encoder_for
     from hf_tokbin.tokenizer.resolve import resolve_tokenizer
 

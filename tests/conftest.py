@@ -20,6 +20,13 @@ if "HF_TOKBIN_CACHE" not in os.environ:
     os.environ["HF_TOKBIN_CACHE"] = tempfile.mkdtemp(prefix="hf_tokbin-test-cache-")
     atexit.register(shutil.rmtree, os.environ["HF_TOKBIN_CACHE"], ignore_errors=True)
 
+# Property tests are deterministic: the same examples on every run and machine, and no example database
+# (a fresh clone once failed on a counterexample the developer's database had never seen).
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("deterministic", derandomize=True, database=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
+
 TESTS = Path(__file__).resolve().parent
 for folder in [TESTS.parent / "scripts", TESTS, *sorted(p for p in TESTS.iterdir() if p.is_dir() and p.name not in ("data", "golden", "__pycache__"))]:
     if str(folder) not in sys.path:

@@ -16,7 +16,7 @@ from hf_tokbin.formats import megatron
 
 PACKAGE = Path(hf_tokbin.__file__).parent
 CONSOLE_SCRIPT = Path(sys.executable).with_name("hf-tokbin")
-FORBIDDEN_IN_FORMATS = ("huggingface_hub", "datasets", "fsspec", "tqdm", "ray", "tokenizers", "hf_tokbin.hub", "hf_tokbin.build")
+FORBIDDEN_IN_FORMATS = ("huggingface_hub", "datasets", "fsspec", "tqdm", "ray", "tokenizers", "hf_tokbin.hub", "hf_tokbin.pipeline")
 
 
 def _imports(path: Path) -> list[str]:
@@ -162,7 +162,7 @@ def test_the_package_docstring_s_api_is_reachable_after_a_plain_import():
         "assert 'datasets' not in sys.modules  # the root import stays light\n"
         "for name in ('build_release', 'verify_release', 'write_tinystories_corpus', 'resolve_tokenizer', 'plan_build'):\n"
         "    assert callable(getattr(hf_tokbin, name)), name\n"
-        "assert callable(hf_tokbin.hub.push_folder) and callable(hf_tokbin.build.build)\n"
+        "assert callable(hf_tokbin.hub.push_folder) and callable(hf_tokbin.pipeline.build)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

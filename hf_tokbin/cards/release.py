@@ -2,7 +2,7 @@
 
 :func:`render_release_card` fills ``dataset_card/release_card.md`` (a
 :class:`string.Template`, ``${name}`` placeholders) from what the release
-folder holds: ``run_config.json`` (as :meth:`hf_tokbin.build.BuildPlan.run_config`
+folder holds: ``run_config.json`` (as :meth:`hf_tokbin.pipeline.BuildPlan.run_config`
 writes it), ``stats.json`` (exact counts; the receipts' counts when it has
 none), the receipts (which Megatron pairs exist) and the llm.c
 ``_MANIFEST.json`` files. It never reads ``COMPLETE.json``: the build writes

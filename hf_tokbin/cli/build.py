@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..build.plan import DEFAULT_BATCH_SIZE
+from ..pipeline.plan import DEFAULT_BATCH_SIZE
 from ..errors import BuildError
 from ..formats.llmc import DEFAULT_MAX_TOKENS
 from ..formats.run_config import LLMC_LAYOUTS, LLMC_VARIANTS, SEPARATOR_POSITIONS
@@ -55,7 +55,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from ..build import build, plan_build
+    from ..pipeline import build, plan_build
     from ..corpus.source import first_documents, resolve_corpus_source
     from ..tokenizer.resolve import resolve_tokenizer, token_or_id
 
@@ -97,7 +97,7 @@ def run(args) -> int:
     )
     print(plan.boundary_line())
     if args.dry_run:
-        from ..build.dry_run import describe_plan
+        from ..pipeline.dry_run import describe_plan
 
         print(describe_plan(plan))
         return 0

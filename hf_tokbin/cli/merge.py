@@ -1,4 +1,4 @@
-"""``hf-tokbin merge RELEASE --out DIR``: one Megatron pair per split (:mod:`hf_tokbin.build.merge`)."""
+"""``hf-tokbin merge RELEASE --out DIR``: one Megatron pair per split (:mod:`hf_tokbin.pipeline.merge`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from ..build.merge import merge_release
+    from ..pipeline.merge import merge_release
 
     record = merge_release(args.release, args.out)
     for split, merged in record["splits"].items():

@@ -1,6 +1,6 @@
 """Where a build's parts run: ``local`` (this machine, :mod:`.local`) or ``ray`` (a Ray cluster, :mod:`.ray`).
 
-Both run the same function, :func:`hf_tokbin.build.build_part`, on the same
+Both run the same function, :func:`hf_tokbin.pipeline.build_part`, on the same
 plan, and give byte-identical releases. Ray is imported only when used.
 """
 
@@ -13,7 +13,7 @@ import functools
 def run_parts(engine: str, build_part, plan, indices: list[int], ray_address: str | None = None, progress: bool = True) -> list:
     """``build_part(plan, i, progress)`` for every input shard ``i`` on ``engine``; the results in order.
 
-    ``build_part`` is :func:`hf_tokbin.build.build_part` (a module-level function: Ray workers import it by name).
+    ``build_part`` is :func:`hf_tokbin.pipeline.build_part` (a module-level function: Ray workers import it by name).
     """
     if engine == "local":
         from .local import run_parts_locally

@@ -1,7 +1,7 @@
 """The Ray engine: a build's per-input-shard tasks run as Ray tasks on a cluster.
 
 A release is a set of independent, idempotent per-shard tasks plus a cheap
-sequential finish (see ``hf_tokbin.build``). Locally the tasks run in this
+sequential finish (see ``hf_tokbin.pipeline``). Locally the tasks run in this
 machine's processes; with ``--engine ray`` :func:`run_parts` hands them to
 Ray, which places them on the cluster's nodes and re-runs the ones whose
 worker process or node died. hf_tokbin schedules nothing itself.

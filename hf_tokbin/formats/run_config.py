@@ -64,7 +64,7 @@ RUN_CONFIG_FORMAT = "hf_tokbin.run_config/2"
 RUN_CONFIG_FORMAT_V1 = "hf_tokbin.run_config/1"
 # Format 1's llmc.variant -> the llm.c layout (formats.llmc.FAMILIES) it wrote; also the deprecated --llmc-variant.
 LLMC_VARIANTS = {"seed000": "gpt2", "llama3": "llama3"}
-SHUFFLE_SCOPE = "documents within each part"  # build --shuffle-seed (hf_tokbin.build.shuffle)
+SHUFFLE_SCOPE = "documents within each part"  # build --shuffle-seed (hf_tokbin.pipeline.shuffle)
 LLMC_LAYOUTS = llmc.FAMILIES
 SEPARATOR_POSITIONS = ("before", "after")  # where llm.c puts the separator: before each document (seed 000) or after (seed 002)
 SPECIAL_TOKEN_POLICIES = ("ordinary", "parsed")

@@ -1,7 +1,7 @@
 """Encoding documents to ids: ``tokenizers`` defines them, a faster engine may reproduce them.
 
 Every encoder here has the same batch contract, the one the build calls on
-each bounded batch of a shard (:mod:`hf_tokbin.build.encode`)::
+each bounded batch of a shard (:mod:`hf_tokbin.pipeline.encode`)::
 
     ids, lengths = encoder.encode_batch(texts)
 

@@ -45,7 +45,7 @@ Added tokens are cut out of the text before the pre-tokenizer; a document
 holding the text of an added token that is parsed is never cut (without such
 text, added tokens touch neither the whole nor any piece). The ids of each
 piece come from the encoder's own ``encode_batch`` (its fast engine only
-where it is proven for that piece's text). ``tests/build/test_faults_long_documents.py``
+where it is proven for that piece's text). ``tests/pipeline/test_faults_long_documents.py``
 checks all of this against ``tokenizers`` on the whole text, with GPT-2's
 and Llama 3's real tokenizers and hypothesis-chosen texts.
 

@@ -22,7 +22,7 @@ from release_fixtures import write_corpus
 from tokenizer_files import gpt2_tokenizer_json, llama3_tokenizer_json, story_texts
 from tokenizers import Tokenizer
 
-from hf_tokbin.build import build, plan_build
+from hf_tokbin.pipeline import build, plan_build
 from hf_tokbin.tokenizer import encoder as encoder_module
 from hf_tokbin.tokenizer.encoder import DocumentEncoder, code_point_universe, prove_code_points
 from hf_tokbin.tokenizer.resolve import resolve_tokenizer

@@ -337,7 +337,7 @@ def test_megatron_tokenizer_flags_follow_the_releases_tokenizer(tmp_path):
     """A built release: the byte tokenizer with its last id as EOD is NullTokenizer; another EOD cannot be."""
     from release_fixtures import stories, write_corpus
 
-    from hf_tokbin.build import build, plan_build
+    from hf_tokbin.pipeline import build, plan_build
     from hf_tokbin.tokenizer import resolve_tokenizer
 
     corpus = write_corpus(tmp_path / "corpus", [("train", stories(20, 1)), ("validation", stories(5, 2))])

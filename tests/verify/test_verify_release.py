@@ -11,7 +11,7 @@ import pytest
 from release_fixtures import stories, write_corpus
 
 from hf_tokbin._io import sha256_file, write_json_atomic
-from hf_tokbin.build import build, plan_build
+from hf_tokbin.pipeline import build, plan_build
 from hf_tokbin.cli import main
 from hf_tokbin.errors import TokbinError
 from hf_tokbin.formats import llmc

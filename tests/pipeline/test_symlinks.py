@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from hf_tokbin.build import build, plan_build
+from hf_tokbin.pipeline import build, plan_build
 from hf_tokbin.corpus.write import write_tinystories_corpus
 from hf_tokbin.errors import VerificationError
 from hf_tokbin.tokenizer import resolve_tokenizer

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from release_fixtures import stories, write_corpus
 
-from hf_tokbin.build import build, plan_build
-from hf_tokbin.build.shuffle import permutation
+from hf_tokbin.pipeline import build, plan_build
+from hf_tokbin.pipeline.shuffle import permutation
 from hf_tokbin.cli import main
 from hf_tokbin.errors import BuildError
 from hf_tokbin.formats import llmc, megatron

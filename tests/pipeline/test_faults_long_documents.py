@@ -21,7 +21,7 @@ from release_fixtures import stories, write_corpus
 from tokenizer_files import gpt2_tokenizer_json, llama3_tokenizer_json
 from tokenizers import Tokenizer
 
-from hf_tokbin.build import build, plan_build
+from hf_tokbin.pipeline import build, plan_build
 from hf_tokbin.tokenizer import long_documents, resolve_tokenizer, train_bpe
 from hf_tokbin.tokenizer.encoder import DocumentEncoder
 from hf_tokbin.tokenizer.long_documents import cuts_keep_ids, encode_in_bounded_pieces, pieces

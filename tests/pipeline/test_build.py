@@ -11,7 +11,7 @@ import pytest
 from release_fixtures import stories, write_corpus
 from tokenizers import Tokenizer
 
-from hf_tokbin.build import build, build_part, plan_build, start_release
+from hf_tokbin.pipeline import build, build_part, plan_build, start_release
 from hf_tokbin.cli import main
 from hf_tokbin.errors import BuildError
 from hf_tokbin.formats import llmc, megatron
@@ -264,7 +264,7 @@ def test_document_longer_than_an_llmc_file_fails_its_part_before_the_receipt(tmp
 
 
 def test_part_that_loses_documents_leaves_nothing_under_a_final_name(tmp_path, corpus, monkeypatch):
-    from hf_tokbin.build import part as build_module
+    from hf_tokbin.pipeline import part as build_module
 
     encode_shard = build_module.encode_shard
 

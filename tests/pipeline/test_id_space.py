@@ -1,4 +1,4 @@
-"""Review (pending, fix in hf_tokbin/build/plan.py): a tokenizer whose largest id is 2**31 or more.
+"""Review (pending, fix in hf_tokbin/pipeline/plan.py): a tokenizer whose largest id is 2**31 or more.
 
 llm.c's uint32 layout holds ids up to 2**32 - 1, so ``plan_build`` accepts such a
 tokenizer for ``--format llmc``. But every build stages the llm.c stream as an

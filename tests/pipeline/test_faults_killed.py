@@ -44,7 +44,7 @@ def killed_at(call, when="before"):
 
 
 if moment == "encoding":  # the third batch: the pairs' temporaries (and the llm.c staging pair's) are open
-    from hf_tokbin.build import encode
+    from hf_tokbin.pipeline import encode
     real = encode.EncodeBatch.encode
     calls = []
     def third_batch(self, texts):
@@ -57,10 +57,10 @@ elif moment == "closing_pair":
     from hf_tokbin.formats import megatron
     megatron.MegatronWriter.close = killed_at(megatron.MegatronWriter.close)
 elif moment == "between_parts":
-    from hf_tokbin.build import part
+    from hf_tokbin.pipeline import part
     part._publish_part = killed_at(part._publish_part, when="after")
 elif moment == "finish":
-    from hf_tokbin.build import finish
+    from hf_tokbin.pipeline import finish
     finish._write_card = killed_at(finish._write_card)
 elif moment == "complete_json":
     from hf_tokbin import _io
