@@ -18,26 +18,18 @@ whole shard to an Arrow file and mapped it to another one (both memory-mapped
 and read through, so the peak grew with the shard) and started a new pool for
 every shard; docs/speed.md has the measurements.
 
-:func:`prepare_encoder` runs the fast-path check once per build, and keeps
-its outcome in ``$HF_TOKBIN_CACHE/fast-path/`` keyed by the tokenizer, the
-engines' versions and the proof's code; a cached outcome is used only after
-the routed encoder matches ``tokenizers`` again on the corpus sample and the
-probe texts.
+:func:`prepare_encoder` runs the fast-path check once per build (nothing
+cached: every build proves what it encodes).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import importlib.metadata
-import json
 import os
-import stat
 from pathlib import Path
 
 import numpy as np
 
-from .._io import write_text_atomic
 from ..errors import BuildError
 from ..formats.release import part_name
 from ..tokenizer.long_documents import encode_in_bounded_pieces
@@ -148,11 +140,16 @@ def sample_documents(plan: BuildPlan) -> list[str]:
 
 
 def prepare_encoder(plan: BuildPlan) -> BuildPlan:
-    """Load the encoder once and check its fast path on a sample of the corpus (the proof cached, see :func:`check_with_cache`)."""
+    """Load the encoder once and check its fast path on a sample of the corpus.
+
+    Nothing is kept between builds: the proof covers each code point when a
+    document first holds it (:mod:`hf_tokbin.tokenizer.encoder`), so no state
+    outside the release's inputs can decide an id.
+    """
     from ..tokenizer.encoder import encoder_for
 
     encoder = encoder_for(plan.tokenizer.path, plan.fast, parse_special=plan.parse_special)
-    check_with_cache(encoder, sample_documents(plan))
+    encoder.check_fast_path(sample_documents(plan))
     return dataclasses.replace(plan, encoder=encoder)
 
 
@@ -188,127 +185,3 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path:
         except BrokenProcessPool:
             close_shared_pool()
             raise BuildError(source, "an encoding worker process died (killed, or out of memory)", hint="lower --num-proc or --batch-size, or give the machine more memory") from None
-
-
-# ---------------------------------------------------------------- the fast-path check's cache
-
-CHECK_CACHE_FORMAT = "hf_tokbin.fast-path-check/1"
-_CHECK_CACHE_MAX_BYTES = 1 << 20  # a record holds a few thousand ranges at most
-_LAST_CODE_POINT = 0x10FFFF
-
-
-def check_cache_dir() -> Path:
-    """``$HF_TOKBIN_CACHE/fast-path`` (default ``~/.cache/hf_tokbin/fast-path``)."""
-    return Path(os.environ.get("HF_TOKBIN_CACHE") or Path.home() / ".cache" / "hf_tokbin") / "fast-path"
-
-
-def check_cache_key(encoder) -> dict:
-    """What the proof's outcome depends on: the tokenizer as the encoder holds it, the policy, both engines' versions and the proof's own code."""
-    from ..tokenizer import encoder as encoder_module
-
-    return {
-        "tokenizer_sha256": hashlib.sha256(encoder.tokenizer_json.encode("utf-8")).hexdigest(),
-        "parse_special": encoder.parse_special,
-        "gigatoken": importlib.metadata.version("gigatoken"),
-        "tokenizers": importlib.metadata.version("tokenizers"),
-        "proof_sha256": hashlib.sha256(Path(encoder_module.__file__).read_bytes()).hexdigest(),
-    }
-
-
-def check_with_cache(encoder, sample_texts: list[str]):
-    """``encoder.check_fast_path(sample_texts)``, or its cached outcome when that still holds; returns the check.
-
-    The per-code-point proof costs 1 to 2.5 s and depends only on the key
-    (:func:`check_cache_key`). A cached outcome is a JSON file we wrote: it is
-    used only if it is a regular file of bounded size, names this key, holds
-    well-formed code point ranges, and the encoder restored from it gives
-    ``tokenizers``' ids on ``sample_texts`` and the probe texts; anything else
-    runs the full check (and rewrites the record). Only a proven fast path is
-    cached: a refusal is decided quickly.
-    """
-    from ..tokenizer.encoder import DocumentEncoder
-
-    if not isinstance(encoder, DocumentEncoder) or encoder.fast == "never":
-        return encoder.check_fast_path(sample_texts)
-    key = check_cache_key(encoder)
-    path = check_cache_dir() / f"{hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()}.json"
-    record = _read_check_record(path, key)
-    restored = _restore_check(encoder, record, sample_texts) if record is not None else None
-    if restored is not None:
-        return restored
-    check = encoder.check_fast_path(sample_texts)
-    if check.used:
-        _write_check_record(path, key, encoder)
-    return check
-
-
-def _read_check_record(path: Path, key: dict) -> dict | None:
-    """The cached record at ``path`` if it is one we wrote for ``key`` and well-formed, else None (run the check)."""
-    try:
-        info = path.lstat()
-        if not stat.S_ISREG(info.st_mode) or info.st_size > _CHECK_CACHE_MAX_BYTES:
-            return None
-        record = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    if not isinstance(record, dict) or record.get("format") != CHECK_CACHE_FORMAT or record.get("key") != key:
-        return None
-    ranges, engine, reason, count = record.get("unproven"), record.get("engine"), record.get("reason"), record.get("unproven_in_universe")
-    if not (isinstance(engine, str) and isinstance(reason, str) and isinstance(count, int) and not isinstance(count, bool) and isinstance(ranges, list)):
-        return None
-    previous = -1
-    for pair in ranges:  # sorted, disjoint, inside U+0000..U+10FFFF
-        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in pair)):
-            return None
-        if not previous < pair[0] <= pair[1] <= _LAST_CODE_POINT:
-            return None
-        previous = pair[1]
-    return record
-
-
-def _restore_check(encoder, record: dict, sample_texts: list[str]):
-    """Give ``encoder`` the cached outcome; the check if the restored encoder matches ``tokenizers`` on the sample and probes, else None."""
-    import time
-
-    from ..tokenizer.encoder import PROBE_TEXTS, DocumentEncoder, FastPathCheck
-
-    started = time.perf_counter()
-    source = encoder.source
-    state = encoder.__getstate__()  # the pickling state: what the check decides, as workers receive it
-    state.update(
-        check=FastPathCheck(True, record["engine"], record["reason"] + " (proof read from the cache)", 0.0, record["unproven_in_universe"]),
-        unproven=tuple((lo, hi) for lo, hi in record["unproven"]),
-        parsed_added=tuple(encoder.parsed_added_tokens()),
-        gigatoken_json=None,  # made again from the tokenizer's JSON on first use
-    )
-    encoder.__setstate__(state)
-    encoder.source = source
-    texts = [*sample_texts, *PROBE_TEXTS]
-    try:
-        want = DocumentEncoder(encoder.tokenizer, "never", source, encoder.parse_special).encode_batch(texts)
-        got = encoder.encode_batch(texts)
-        same = all(np.array_equal(w, g) for w, g in zip(want, got))
-    except Exception:  # gigatoken cannot load it now: the full check says why
-        same = False
-    if not same:
-        return None
-    return dataclasses.replace(state["check"], seconds=time.perf_counter() - started)
-
-
-def _write_check_record(path: Path, key: dict, encoder) -> None:
-    """Keep a proven outcome for the next build; a cache that cannot be written is only a slower next build."""
-    state = encoder.__getstate__()
-    check = state["check"]
-    record = {
-        "format": CHECK_CACHE_FORMAT,
-        "key": key,
-        "engine": check.engine,
-        "reason": check.reason,
-        "unproven_in_universe": check.unproven_in_universe,
-        "unproven": [list(pair) for pair in state["unproven"]],
-    }
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, json.dumps(record, sort_keys=True))
-    except OSError:
-        pass
