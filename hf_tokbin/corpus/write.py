@@ -63,9 +63,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from datasets import DownloadConfig
-from datasets.data_files import DataFilesDict, DataFilesList
-from datasets.download.streaming_download_manager import StreamingDownloadManager
 
 from .._io import fsync_dir, fsync_path, sha256_file, write_text_atomic
 from ..cards.corpus import DATA_DIR, check_card_metadata, render_corpus_card
@@ -80,9 +77,8 @@ from ..formats.corpus_manifest import (
     sha256_rule_name,
 )
 from ..formats.records import FileEntry
-from .builders.corpus_shards import CorpusShards
-from .builders.tinystories import TinyStories
 from .inputs import InputFile, list_inputs
+from .tinystories_text import story_tables
 
 DEFAULT_SHARD_BYTES = 256 << 20
 ROW_GROUP_ROWS = 10_000
@@ -149,12 +145,13 @@ def write_tinystories_corpus(
     sources = [(path, path.name) for path in files.values()]
     _check_distinct_inputs([InputFile(os.fspath(path), source, "text") for path, source in sources])
     with _CorpusFolder(out, overwrite) as folder:
-        # keep_empty: the writer drops and counts empty stories, one policy with import_corpus.
-        builder = TinyStories(cache_dir=folder.cache, data_files=_data_files({split: [path] for split, path in files.items()}), progress=progress, keep_empty=True)
         writer = _CorpusWriter(folder.path, limit)
-        for split in files:
+        for split, path in files.items():
+            # The TinyStories builder's own reader, without datasets (its import alone cost more than reading 100 MB).
+            # keep_empty: the writer drops and counts empty stories, one policy with import_corpus.
+            tables = (table for _, table in story_tables([os.fspath(path.resolve())], split, progress=progress, keep_empty=True))
             # Reading and splitting the text on one thread, Parquet writing (zstd, SHA-256) on this one: both cores.
-            for table in prefetched(_stream_tables(builder, split)):
+            for table in prefetched(tables):
                 writer.write_split(split, table.column("text"))
         shards = tuple(writer.close())
         return folder.finish(CorpusManifest(name, "files", _source_entries(sources), shards, license, tuple(language), writer.empty_dropped), sources)
@@ -208,6 +205,10 @@ def import_corpus(
     inputs = list_inputs(paths)
     _check_distinct_inputs(inputs)
     text_columns = (text_column,) if isinstance(text_column, str) else tuple(text_column)
+    from datasets.data_files import DataFilesDict, DataFilesList
+
+    from .builders.corpus_shards import CorpusShards
+
     with _CorpusFolder(out, overwrite) as folder:
         builder = CorpusShards(
             cache_dir=folder.cache,
@@ -337,8 +338,10 @@ def _check_input_file(path: Path) -> None:
         raise CorpusInputError(path, "input file is missing" if not path.exists() else "input is not a file")
 
 
-def _data_files(files: dict[str, list[Path]]) -> DataFilesDict:
+def _data_files(files: dict[str, list[Path]]):
     """``data_files`` for a builder, taken as given (no glob expansion: a name may hold '[' or '*')."""
+    from datasets.data_files import DataFilesDict, DataFilesList
+
     return DataFilesDict({split: DataFilesList([os.fspath(p.resolve()) for p in paths], [()] * len(paths)) for split, paths in files.items()})
 
 
@@ -351,6 +354,9 @@ def _stream_tables(builder, split: str) -> Iterator[pa.Table]:
     the shard writer sets its own row groups. Nothing is cached on disk and
     only one block of input is in memory at a time.
     """
+    from datasets import DownloadConfig
+    from datasets.download.streaming_download_manager import StreamingDownloadManager
+
     dl_manager = StreamingDownloadManager(base_path=builder.base_path, download_config=DownloadConfig())
     generators = {str(g.name): g for g in builder._split_generators(dl_manager)}
     for _key, table in builder._generate_tables(**generators[split].gen_kwargs):
