@@ -159,6 +159,9 @@ class Receipt:
     def read(cls, path: str | os.PathLike) -> Receipt:
         obj = read_json(path, FormatError)
         check_keys(obj, ["part", "input_shard", "splits", "files"], path, "receipt")
+        for key, kind in (("splits", dict), ("files", list)):  # an empty {} must not pass for an empty list
+            if not isinstance(obj[key], kind):
+                raise FormatError(path, f"receipt {key} must be a {'JSON object' if kind is dict else 'list'}", got=type(obj[key]).__name__)
         try:
             splits = {}
             for name, counts in obj["splits"].items():
