@@ -97,8 +97,8 @@ def build_release(
     (default: the name of ``out``). Other keywords go to
     :func:`hf_tokbin.pipeline.plan_build` (``max_tokens_per_file``, ``llmc_layout``, ``llmc_separator``, ``parse_special``, ``shuffle_seed``, ``fast``, ...).
     """
-    from .pipeline import build, plan_build
     from .corpus.source import resolve_corpus_source
+    from .pipeline import build, plan_build
     from .tokenizer.resolve import TokenizerInfo, resolve_tokenizer
 
     if not isinstance(tokenizer, TokenizerInfo):

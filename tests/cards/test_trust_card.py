@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_trust_run_config import both, edit_json, llmc_bos  # noqa: F401  (module fixtures)
+from release_edits import edit_json  # the fixtures both and llmc_bos: tests/conftest.py
 
 from hf_tokbin.cards.release import HUB_LICENSES, render_release_card
 from hf_tokbin.formats import llmc

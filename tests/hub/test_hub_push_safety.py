@@ -14,11 +14,14 @@ import sys
 
 import httpx2
 import pytest
-from hub_server import Blob, make_corpus, make_release, write_complete
-from test_hub_push import (  # the push tests' repo, token and CLI runner; hub and env: tests/hub/conftest.py
+from hub_server import (  # hub and env: tests/hub/conftest.py
     REPO,
     TOKEN,
+    Blob,
     cli,
+    make_corpus,
+    make_release,
+    write_complete,
 )
 
 from hf_tokbin.errors import HubError
