@@ -24,6 +24,8 @@ from hf_tokbin.hub import CommitRateLimiter, HubLimits, RetryPolicy, Upload
 from hf_tokbin.hub.push import _Publisher, pack_batches
 from hf_tokbin.hub.retry import call_with_retry
 
+pytestmark = pytest.mark.slow  # pushes through the Hub test server in child processes
+
 # Runs the Python API with explicit limits (the command line has no knobs for them).
 _PUSH_API = """
 import json, sys

@@ -28,6 +28,8 @@ from hf_tokbin.errors import HubError
 from hf_tokbin.hub.files import check_hub_limits, folder_entries, normalize_path_in_repo
 from hf_tokbin.hub.retry import RetryPolicy, is_transient, scrub
 
+pytestmark = pytest.mark.slow  # pushes through the Hub test server in child processes
+
 # The Python API with a recorded sleep; ``setup`` runs first (a monkeypatch, in the child only).
 _PUSH = """
 import json, sys

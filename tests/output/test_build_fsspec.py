@@ -19,6 +19,8 @@ from hf_tokbin.pipeline import build, plan_build
 from hf_tokbin.pipeline import part as build_module
 from hf_tokbin.tokenizer import resolve_tokenizer, train_bpe
 
+pytestmark = pytest.mark.slow  # builds through fsspec URLs, one on Ray
+
 OPTIONS = {"max_tokens_per_file": 4000}  # several llm.c files per split: the finish rolls over
 _unique = itertools.count()
 

@@ -18,6 +18,8 @@ from hf_tokbin.pipeline import build, plan_build
 from hf_tokbin.tokenizer import resolve_tokenizer
 from hf_tokbin.verify.release import verify_release
 
+pytestmark = pytest.mark.slow  # real tokenizers on real text
+
 CASES = {
     # tokenizer folder, llm.c version, Megatron dtype code
     "gpt2": (gpt2_tokenizer_json, llmc.VERSION_UINT16, megatron.CODE_UINT16),

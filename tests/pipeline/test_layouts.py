@@ -28,6 +28,8 @@ from hf_tokbin.pipeline import build, plan_build
 from hf_tokbin.tokenizer import resolve_tokenizer
 from hf_tokbin.verify.release import verify_release
 
+pytestmark = pytest.mark.slow  # real GPT-2 and Llama 3 builds
+
 SPECIAL_TEXT = "Hello <|endoftext|> world <|end_of_text|> and <|begin_of_text|> end"
 
 

@@ -23,6 +23,8 @@ from hf_tokbin.readers import LlmcSplit
 from hf_tokbin.tokenizer import resolve_tokenizer
 from hf_tokbin.verify.release import verify_release
 
+pytestmark = pytest.mark.slow  # shuffled builds, one on Ray
+
 SEED = 20261201
 
 
