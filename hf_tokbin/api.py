@@ -66,8 +66,6 @@ def build_release(
     tokenizer,
     out: str | os.PathLike,
     *,
-    formats: Sequence[str] = ("llmc", "megatron"),
-    num_proc: int = 1,
     progress: bool = True,
     name: str | None = None,
     revision: str | None = None,
@@ -83,7 +81,8 @@ def build_release(
     doc_sep: int | str | None = None,
     bos: int | str | None = None,
     engine: str = "local",
-    **build_options,
+    options=None,
+    **option_fields,
 ) -> ReleaseSummary:
     """Build a verified tokenized release of ``source`` with ``tokenizer`` into ``out``; see the module docstring.
 
@@ -94,13 +93,18 @@ def build_release(
     and splits. ``text_column``, ``split``, ``split_map``, ``val_per_mille``,
     ``shard_rows``/``shard_bytes`` apply when ``source`` is first written as
     a corpus (files or an in-memory dataset); ``name`` names that corpus
-    (default: the name of ``out``). Other keywords go to
-    :func:`hf_tokbin.pipeline.plan_build` (``max_tokens_per_file``, ``llmc_layout``, ``llmc_separator``, ``parse_special``, ``shuffle_seed``, ``fast``, ...).
+    (default: the name of ``out``). ``options`` (a
+    :class:`hf_tokbin.pipeline.BuildOptions`) and the other keywords, its
+    fields (``formats``, ``num_proc``, ``limit``, ``llmc_layout``,
+    ``llmc_separator``, ``parse_special``, ``shuffle_seed``, ``fast``, ...), are
+    the build's options, as ``hf-tokbin build``'s flags give them.
     """
-    from .pipeline import build, plan_build
     from .corpus.source import resolve_corpus_source
+    from .formats.build_options import BuildOptions
+    from .pipeline import build, plan_build
     from .tokenizer.resolve import TokenizerInfo, resolve_tokenizer
 
+    options = BuildOptions.of(options, **option_fields)  # every option checked before any work
     if not isinstance(tokenizer, TokenizerInfo):
         tokenizer = resolve_tokenizer(os.fspath(tokenizer), tokenizer_id, doc_sep=doc_sep, bos=bos)
     import_options = dict(text_column=text_column, split=split, split_map=split_map, val_per_mille=val_per_mille, shard_rows=shard_rows, shard_bytes=shard_bytes)
@@ -121,7 +125,7 @@ def build_release(
             paths = [source] if isinstance(source, (str, os.PathLike)) else list(source)
             import_corpus(paths, scratch / name, name=name, progress=progress, **import_options)
             found, origin = resolve_corpus_source(os.fspath(scratch / name)), "files"
-        plan = plan_build(found.root, tokenizer, out, formats=tuple(formats), num_proc=num_proc, corpus_source=found.source, corpus_revision=found.revision, shards=found.shards, **build_options)
+        plan = plan_build(found.root, tokenizer, out, options, corpus_source=found.source, corpus_revision=found.revision, shards=found.shards)
         summary = build(plan, engine=engine, progress=progress)
         corpus = plan.corpus
         return ReleaseSummary(summary, corpus.name, origin, found.revision, corpus.split_rule, corpus.empty_documents_dropped)

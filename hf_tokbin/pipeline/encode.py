@@ -1,6 +1,6 @@
 """Encoding one input shard in bounded batches; one pool of worker processes serves the whole build.
 
-:func:`encode_shard` reads the shard's Parquet file ``plan.batch_size`` rows
+:func:`encode_shard` reads the shard's Parquet file ``plan.options.batch_size`` rows
 at a time (pyarrow, streaming: never the whole shard), cuts each batch to at
 most :data:`MAX_BATCH_TEXT_BYTES` of text, encodes it with
 :class:`EncodeBatch` (the encoder of :mod:`hf_tokbin.tokenizer.encoder`:
@@ -151,7 +151,7 @@ def prepare_encoder(plan: BuildPlan) -> BuildPlan:
     """Load the encoder once and check its fast path on a sample of the corpus (the proof cached, see :func:`check_with_cache`)."""
     from ..tokenizer.encoder import encoder_for
 
-    encoder = encoder_for(plan.tokenizer.path, plan.fast, parse_special=plan.parse_special)
+    encoder = encoder_for(plan.tokenizer.path, plan.options.fast, parse_special=plan.options.parse_special)
     check_with_cache(encoder, sample_documents(plan))
     return dataclasses.replace(plan, encoder=encoder)
 
@@ -160,7 +160,7 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path:
     """Yield (flat ids, lengths, text bytes) for the documents of input shard ``index`` in order, in bounded batches.
 
     ``shard_path``: where the shard's bytes are (default: in the corpus folder).
-    With ``plan.num_proc`` > 1 the batches are encoded by the build's worker
+    With ``plan.options.num_proc`` > 1 the batches are encoded by the build's worker
     pool (:func:`hf_tokbin.engines.local.shared_pool`), else in this process
     (where gigatoken uses its own threads).
     """
@@ -175,9 +175,9 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path:
         return
     shard_path = Path(plan.corpus_root) / shard.path if shard_path is None else shard_path
     source = os.fspath(shard_path)
-    tasks = ((plan.tokenizer.vocab_size, source, texts, n_bytes) for texts, n_bytes in text_batches(shard_path, plan.batch_size))
-    if plan.num_proc > 1:
-        results = shared_pool(plan.encoder, plan.num_proc).map_ordered(_encode_task, tasks)
+    tasks = ((plan.tokenizer.vocab_size, source, texts, n_bytes) for texts, n_bytes in text_batches(shard_path, plan.options.batch_size))
+    if plan.options.num_proc > 1:
+        results = shared_pool(plan.encoder, plan.options.num_proc).map_ordered(_encode_task, tasks)
     else:
         results = (_encode_task(plan.encoder, task) for task in tasks)
     with tqdm(total=shard.rows, desc=f"encoding {part_name(index)}", unit="doc", disable=not progress) as bar:
