@@ -146,14 +146,14 @@ def _is_dataset(source) -> bool:
 
 def _is_corpus_or_repo(source) -> bool:
     from .formats.corpus_manifest import MANIFEST_NAME
+    from .formats.rules import is_repo_id
 
     if not isinstance(source, (str, os.PathLike)):
         return False
     text = os.fspath(source)
     if Path(text, MANIFEST_NAME).is_file():
         return True
-    parts = text.split("/")
-    return not Path(text).exists() and len(parts) == 2 and all(parts) and "://" not in text and not any(c in text for c in "*?[")
+    return not Path(text).exists() and is_repo_id(text) and "://" not in text and not any(c in text for c in "*?[")
 
 
 def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, text_column="text", split: str = "auto", split_map=None, val_per_mille: int = 1, shard_rows=None, shard_bytes=None, progress: bool = False, license: str = "unknown", language=()):

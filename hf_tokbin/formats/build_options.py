@@ -28,8 +28,8 @@ SeparatorPosition = Literal["before", "after"]  # llm.c: the separator before ea
 FastMode = Literal["auto", "never", "require"]
 SpecialTokenPolicy = Literal["ordinary", "parsed"]
 
-LLMC_LAYOUTS: tuple[str, ...] = get_args(LlmcLayout)
-SEPARATOR_POSITIONS: tuple[str, ...] = get_args(SeparatorPosition)
+LLMC_LAYOUTS: tuple[str, ...] = llmc.FAMILIES  # the Literals above name the same (tests/formats/test_build_options.py)
+SEPARATOR_POSITIONS: tuple[str, ...] = llmc.SEPARATOR_POSITIONS
 FAST_MODES: tuple[str, ...] = get_args(FastMode)
 SPECIAL_TOKEN_POLICIES: tuple[str, ...] = get_args(SpecialTokenPolicy)
 SHUFFLE_SCOPE = "documents within each part"  # build --shuffle-seed (hf_tokbin.pipeline.shuffle)

@@ -61,6 +61,7 @@ from ..errors import FormatError, VerificationError
 from . import llmc, megatron
 from .build_options import BuildOptions, read_format_records, read_formats
 from .records import FileEntry, checked_field, is_count, is_sha256
+from .rules import FOLDER_NAME_RULE, is_folder_name
 from .release import SPLITS, TOKENS_DIR
 
 RUN_CONFIG_FORMAT = "hf_tokbin.run_config/2"
@@ -242,12 +243,12 @@ class RunConfig:
         if "megatron" in formats and doc_sep is None:
             raise VerificationError(path, "doc_sep must be an id: the megatron format ends every document with it", got=None)
         return cls(
-            dataset=get("dataset", _is_name, "a non-empty name without '/' or a leading '.'"),
+            dataset=get("dataset", is_folder_name, FOLDER_NAME_RULE),
             version=get("version", lambda v: isinstance(v, str) and v != "", "a non-empty string"),
             options=options,
             corpus_manifest_sha256=get("corpus.manifest_sha256", is_sha256, "64 lowercase hex digits"),
             shards=_read_shards(path, get("corpus.shards", lambda v: isinstance(v, list), "a list")),
-            tokenizer_id=get("tokenizer.tokenizer_id", _is_name, "a non-empty name without '/' or a leading '.'"),
+            tokenizer_id=get("tokenizer.tokenizer_id", is_folder_name, FOLDER_NAME_RULE),
             tokenizer_sha256=get("tokenizer.sha256", is_sha256, "64 lowercase hex digits"),
             vocab_size=vocab_size,
             doc_sep=doc_sep,
@@ -320,8 +321,3 @@ def _read_shards(path: Path, shards: list) -> tuple[ShardPin, ...]:
         seen.add(sha256)
         pins.append(ShardPin(entry, split, rows))
     return tuple(pins)
-
-
-def _is_name(value) -> bool:
-    """A folder name under ``tokens/``: non-empty, one path component, not hidden."""
-    return isinstance(value, str) and value != "" and "/" not in value and not value.startswith(".")

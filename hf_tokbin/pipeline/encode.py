@@ -38,8 +38,10 @@ from pathlib import Path
 import numpy as np
 
 from .._io import write_text_atomic
-from ..errors import BuildError
+from ..errors import BuildError, FormatError
+from ..formats.ids import checked_ids
 from ..formats.release import part_name
+from ..formats.rules import id_dtype
 from ..tokenizer.long_documents import encode_in_bounded_pieces
 from .plan import BuildPlan
 
@@ -61,7 +63,7 @@ class EncodeBatch:
         self.encoder = encoder
         self.vocab_size = vocab_size
         self.source = source  # the shard, for the error message
-        self.dtype = np.uint16 if vocab_size <= 65536 else np.uint32
+        self.dtype = id_dtype(vocab_size)
 
     def encode(self, texts) -> tuple[np.ndarray, np.ndarray]:
         """(flat ids in the release's width, ``int64`` lengths) of ``texts`` (a pyarrow string array or a list)."""
@@ -70,8 +72,10 @@ class EncodeBatch:
         # Long documents in bounded pieces, same ids (tokenizer/long_documents.py).
         flat, lengths = encode_in_bounded_pieces(self.encoder, texts)
         # Before the narrowing cast: an id the width cannot hold would wrap silently.
-        if flat.size and int(flat.max()) >= self.vocab_size:
-            raise BuildError(self.source, "the encoder produced an id outside the tokenizer's vocabulary", expected=f"ids < {self.vocab_size}", got=int(flat.max()))
+        try:
+            flat = checked_ids(flat, self.vocab_size, self.source)
+        except FormatError as e:
+            raise BuildError(self.source, "the encoder produced an id outside the tokenizer's vocabulary", expected=f"ids < {self.vocab_size}", got=e.got) from None
         return np.asarray(flat, dtype=self.dtype), lengths
 
     def __call__(self, table):

@@ -52,6 +52,7 @@ from ..formats.corpus_manifest import MANIFEST_NAME as CORPUS_MANIFEST_NAME
 from ..formats.corpus_manifest import SPLIT_RULE_TEXT, CorpusManifest
 from ..formats.build_options import BuildOptions
 from ..formats.release import RUN_CONFIG_NAME, TOKENS_DIR, pair_path, part_name, receipt_path
+from ..formats.rules import FOLDER_NAME_RULE, is_folder_name
 from ..formats.run_config import run_config_record
 from ..output import Output, check_url, is_url, open_output, scratch_key
 from ..tokenizer.resolve import BYTE, TokenizerInfo
@@ -227,14 +228,8 @@ def _check_fits_the_hub(manifest: CorpusManifest, formats: tuple[str, ...], out)
 
 def _check_tokenizer(tokenizer: TokenizerInfo, formats: tuple[str, ...]) -> None:
     """The tokenizer names one folder and its ids fit every output and the int32 staging pairs."""
-    tokenizer_id = tokenizer.tokenizer_id
-    if not tokenizer_id or tokenizer_id.strip() != tokenizer_id or "/" in tokenizer_id or "\\" in tokenizer_id or tokenizer_id.startswith(".") or not tokenizer_id.isprintable():
-        raise BuildError(
-            tokenizer.path or tokenizer.source,
-            "--tokenizer-id names the folder tokens/<tokenizer_id>/",
-            expected="one folder name: not empty, printable, no '/' or '\\', not starting with '.', no white space at either end",
-            got=repr(tokenizer_id),
-        )
+    if not is_folder_name(tokenizer.tokenizer_id):
+        raise BuildError(tokenizer.path or tokenizer.source, "--tokenizer-id names the folder tokens/<tokenizer_id>/", expected=FOLDER_NAME_RULE, got=repr(tokenizer.tokenizer_id))
     llmc.version_for_vocab(tokenizer.vocab_size)
     if tokenizer.vocab_size > MAX_STAGED_VOCAB:
         # Every build stages each part's ids as int32 Megatron pairs (part.py), whatever the formats.
