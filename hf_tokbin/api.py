@@ -27,7 +27,6 @@ line (``progress=False``, or ``TQDM_DISABLE=1``, turns them off).
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,7 +98,6 @@ def build_release(
     ``llmc_separator``, ``parse_special``, ``shuffle_seed``, ``fast``, ...), are
     the build's options, as ``hf-tokbin build``'s flags give them.
     """
-    from .corpus.source import resolve_corpus_source
     from .formats.build_options import BuildOptions
     from .pipeline import build, plan_build
     from .tokenizer.resolve import TokenizerInfo, resolve_tokenizer
@@ -109,29 +107,29 @@ def build_release(
         tokenizer = resolve_tokenizer(os.fspath(tokenizer), tokenizer_id, doc_sep=doc_sep, bos=bos)
     import_options = dict(text_column=text_column, split=split, split_map=split_map, val_per_mille=val_per_mille, shard_rows=shard_rows, shard_bytes=shard_bytes)
     name = name if name is not None else Path(os.fspath(out).rstrip("/")).name
-    scratch = None
-    try:
-        if _is_dataset(source):
-            scratch = Path(tempfile.mkdtemp(prefix="hf_tokbin-corpus-"))
-            import_dataset(source, scratch / name, name=name, progress=progress, **import_options)
-            found, origin = resolve_corpus_source(os.fspath(scratch / name)), "in-memory dataset"
-        elif _is_corpus_or_repo(source):
-            found = resolve_corpus_source(os.fspath(source), revision, config, splits)
-            origin = found.source
-        else:
-            from .corpus.write import import_corpus
-
-            scratch = Path(tempfile.mkdtemp(prefix="hf_tokbin-corpus-"))
-            paths = [source] if isinstance(source, (str, os.PathLike)) else list(source)
-            import_corpus(paths, scratch / name, name=name, progress=progress, **import_options)
-            found, origin = resolve_corpus_source(os.fspath(scratch / name)), "files"
+    with tempfile.TemporaryDirectory(prefix="hf_tokbin-corpus-", ignore_cleanup_errors=True) as scratch:
+        found, origin = _corpus_source(source, Path(scratch) / name, progress, (revision, config, splits), import_options)
         plan = plan_build(found.root, tokenizer, out, options, corpus_source=found.source, corpus_revision=found.revision, shards=found.shards)
         summary = build(plan, engine=engine, progress=progress)
         corpus = plan.corpus
         return ReleaseSummary(summary, corpus.name, origin, found.revision, corpus.split_rule, corpus.empty_documents_dropped)
-    finally:
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _corpus_source(source, scratch: Path, progress: bool, hub_choice: tuple, import_options: dict):
+    """(the resolved corpus, where it came from): a corpus folder or Hub repo as it is, else first written as a corpus at ``scratch``."""
+    from .corpus.source import resolve_corpus_source
+
+    if _is_corpus_or_repo(source):
+        found = resolve_corpus_source(os.fspath(source), *hub_choice)
+        return found, found.source
+    if _is_dataset(source):
+        import_dataset(source, scratch, name=scratch.name, progress=progress, **import_options)
+        return resolve_corpus_source(os.fspath(scratch)), "in-memory dataset"
+    from .corpus.write import import_corpus
+
+    paths = [source] if isinstance(source, (str, os.PathLike)) else list(source)
+    import_corpus(paths, scratch, name=scratch.name, progress=progress, **import_options)
+    return resolve_corpus_source(os.fspath(scratch)), "files"
 
 
 def _is_dataset(source) -> bool:

@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 
 from ..errors import BuildError
-from ..formats.build_options import DEFAULT_BATCH_SIZE, FAST_MODES, LLMC_LAYOUTS, SEPARATOR_POSITIONS, BuildOptions, option_names
+from ..formats.build_options import (
+    DEFAULT_BATCH_SIZE,
+    FAST_MODES,
+    LLMC_LAYOUTS,
+    SEPARATOR_POSITIONS,
+    BuildOptions,
+    option_names,
+)
 from ..formats.llmc import DEFAULT_MAX_TOKENS
 from ..formats.run_config import LLMC_VARIANTS
 from .progress import show_progress

@@ -15,7 +15,7 @@ fit a width) are the plan's: this record knows no tokenizer.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Callable, Literal, get_args
+from typing import Literal, get_args
 
 from ..errors import BuildError
 from . import llmc, megatron

@@ -70,8 +70,8 @@ from .._io import (
 )
 from ..errors import FormatError
 from .ids import check_ids_below, checked_documents, checked_ids, with_boundaries
-from .rules import UINT16_VOCAB_LIMIT
 from .records import is_sha256, require
+from .rules import UINT16_VOCAB_LIMIT
 
 MAGIC = 20240520  # the GPT-2 family (seed 000)
 LLAMA3_MAGIC = 20240801  # upstream llm.c's Llama 3 files

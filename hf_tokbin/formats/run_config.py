@@ -61,8 +61,8 @@ from ..errors import FormatError, VerificationError
 from . import llmc, megatron
 from .build_options import BuildOptions, read_format_records, read_formats
 from .records import FileEntry, checked_field, is_count, is_sha256
-from .rules import FOLDER_NAME_RULE, is_folder_name
 from .release import SPLITS, TOKENS_DIR
+from .rules import FOLDER_NAME_RULE, is_folder_name
 
 RUN_CONFIG_FORMAT = "hf_tokbin.run_config/2"
 RUN_CONFIG_FORMAT_V1 = "hf_tokbin.run_config/1"

@@ -48,9 +48,9 @@ from .. import __version__
 from .._io import canonical_json, sha256_file
 from ..errors import BuildError
 from ..formats import llmc, megatron
+from ..formats.build_options import BuildOptions
 from ..formats.corpus_manifest import MANIFEST_NAME as CORPUS_MANIFEST_NAME
 from ..formats.corpus_manifest import SPLIT_RULE_TEXT, CorpusManifest
-from ..formats.build_options import BuildOptions
 from ..formats.release import RUN_CONFIG_NAME, TOKENS_DIR, pair_path, part_name, receipt_path
 from ..formats.rules import FOLDER_NAME_RULE, is_folder_name
 from ..formats.run_config import run_config_record

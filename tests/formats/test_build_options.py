@@ -14,7 +14,7 @@ from hf_tokbin.cli import build as build_cli
 from hf_tokbin.cli import main
 from hf_tokbin.errors import BuildError, CorpusInputError, VerificationError
 from hf_tokbin.formats import llmc
-from hf_tokbin.formats.build_options import FAST_MODES, LlmcLayout, SeparatorPosition, BuildOptions, option_names
+from hf_tokbin.formats.build_options import FAST_MODES, BuildOptions, LlmcLayout, SeparatorPosition, option_names
 from hf_tokbin.formats.run_config import RunConfig
 
 
