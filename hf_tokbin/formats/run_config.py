@@ -233,15 +233,15 @@ class RunConfig:
         vocab_size = get("tokenizer.vocab_size", lambda v: is_count(v) and v > 0, "a positive integer")
         _check_vocab_fits(path, formats, vocab_size)
         is_id = lambda v: is_count(v) and v < vocab_size  # noqa: E731
-        if fmt == RUN_CONFIG_FORMAT_V1:
-            doc_sep, options = _read_version_1(path, obj, formats, is_id, vocab_size)
-            bos = None
-        else:
-            doc_sep = _read_boundary(path, obj, "doc_sep", is_id, vocab_size)
-            bos = _read_boundary(path, obj, "bos", is_id, vocab_size)
-            options = BuildOptions.from_record(path, obj, vocab_size, doc_sep is not None)
+        version_1 = fmt == RUN_CONFIG_FORMAT_V1
+        doc_sep = _read_version_1_doc_sep(path, obj, formats, is_id, vocab_size) if version_1 else _read_boundary(path, obj, "doc_sep", is_id, vocab_size)
         if "megatron" in formats and doc_sep is None:
             raise VerificationError(path, "doc_sep must be an id: the megatron format ends every document with it", got=None)
+        if version_1:  # format 1 had no BOS
+            bos, options = None, _read_version_1_options(path, obj, formats, vocab_size)
+        else:
+            bos = _read_boundary(path, obj, "bos", is_id, vocab_size)
+            options = BuildOptions.from_record(path, obj, vocab_size, doc_sep is not None)
         return cls(
             dataset=get("dataset", is_folder_name, FOLDER_NAME_RULE),
             version=get("version", lambda v: isinstance(v, str) and v != "", "a non-empty string"),
@@ -285,21 +285,24 @@ def _read_boundary(path: Path, obj: dict, name: str, is_id: Callable, vocab_size
     )
 
 
-def _read_version_1(path: Path, obj: dict, formats: tuple[str, ...], is_id: Callable, vocab_size: int) -> tuple[BoundaryToken | None, BuildOptions]:
-    """(doc_sep, options) of a format-1 run_config.json (it had no BOS)."""
+def _read_version_1_doc_sep(path: Path, obj: dict, formats: tuple[str, ...], is_id: Callable, vocab_size: int) -> BoundaryToken | None:
+    """The separator of a format-1 run_config.json: ``tokenizer.doc_sep_id``, which ``eod_id`` repeats with the megatron format."""
     doc_sep_id = checked_field(path, obj, "tokenizer.doc_sep_id", lambda v: v is None or is_id(v), f"null or an id < vocab_size ({vocab_size})")
     if "megatron" in formats:
         checked_field(path, obj, "eod_id", lambda v: is_count(v) and v == doc_sep_id, f"the tokenizer's doc_sep_id {doc_sep_id} (Megatron pairs end every document with it)")
     else:
         checked_field(path, obj, "eod_id", lambda v: v is None, "null without the megatron format")
-    # Format 1's builds parsed special-token text and put the separator before each document.
+    # Format 1 knew nothing of where its separator came from.
+    return BoundaryToken(doc_sep_id, None, "tokenizer.doc_sep_id", True) if doc_sep_id is not None else None
+
+
+def _read_version_1_options(path: Path, obj: dict, formats: tuple[str, ...], vocab_size: int) -> BuildOptions:
+    """The options of a format-1 run_config.json: its builds parsed special-token text and put the separator before each document."""
     given = {"formats": formats, "parse_special": True, "max_tokens_per_file": read_format_records(path, obj, formats, vocab_size)}
     if "llmc" in formats:
         variant = checked_field(path, obj, "llmc.variant", lambda v: isinstance(v, str) and v in LLMC_VARIANTS, f"one of {', '.join(LLMC_VARIANTS)}")
         given["llmc_layout"] = LLMC_VARIANTS[variant]
-    # Format 1 knew nothing of where its separator came from.
-    doc_sep = BoundaryToken(doc_sep_id, None, "tokenizer.doc_sep_id", True) if doc_sep_id is not None else None
-    return doc_sep, BuildOptions(**given)
+    return BuildOptions(**given)
 
 
 def _read_shards(path: Path, shards: list) -> tuple[ShardPin, ...]:
