@@ -748,7 +748,7 @@ def make_release(root, parts: int = 3, vocab_size: int = 300, eod_id: int = 0, c
 def _release_run_config(root, parts: int, vocab_size: int, eod_id: int, corpus_source: str) -> dict:
     """run_config.json as a Megatron build of a ``parts``-shard corpus with a byte-like tokenizer writes it."""
     from hf_tokbin.formats.corpus_manifest import CorpusManifest, CorpusShard
-    from hf_tokbin.pipeline import BuildPlan
+    from hf_tokbin.pipeline import BuildOptions, BuildPlan
     from hf_tokbin.tokenizer import TokenizerInfo
 
     shards = tuple(CorpusShard(f"data/train-{i:05d}.parquet", "train", 5, 1000 + i, f"{i:064x}") for i in range(parts))
@@ -757,7 +757,7 @@ def _release_run_config(root, parts: int, vocab_size: int, eod_id: int, corpus_s
     revision = None if corpus_source == "local" else "c0" * 20
     plan = BuildPlan(
         corpus_root="corpus", corpus=corpus, corpus_manifest_sha256="cd" * 32, corpus_source=corpus_source,
-        corpus_revision=revision, tokenizer=tokenizer, formats=("megatron",), out=str(root),
+        corpus_revision=revision, tokenizer=tokenizer, out=str(root), options=BuildOptions(formats=("megatron",)),
     )
     return plan.run_config()
 
