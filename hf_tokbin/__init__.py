@@ -35,6 +35,7 @@ from .errors import (  # noqa: E402
 # Loaded on first use: the stages import datasets, tokenizers or the Hub client, the
 # formats numpy, so `hf-tokbin --help` and a reader's `import hf_tokbin` stay quick.
 _LAZY = {
+    "BuildOptions": "formats.build_options",
     "LlmcWriter": "formats.llmc",
     "TokensManifest": "formats.llmc",
     "open_tokens": "formats.llmc",
@@ -74,6 +75,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "BuildError",
+    "BuildOptions",
     "BuildPlan",
     "BuildSummary",
     "CorpusInputError",

@@ -22,6 +22,8 @@ from hf_tokbin.pipeline.encode import text_batches
 from hf_tokbin.tokenizer import resolve_tokenizer, train_bpe
 from hf_tokbin.tokenizer.encoder import DocumentEncoder
 
+pytestmark = pytest.mark.slow  # builds with the full fast-path check
+
 
 @pytest.fixture(scope="module")
 def bpe_dir(tmp_path_factory) -> Path:
