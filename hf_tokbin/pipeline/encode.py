@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib.metadata
 import json
 import os
 import stat
@@ -41,6 +40,7 @@ from .._io import write_text_atomic
 from ..errors import BuildError
 from ..formats.release import part_name
 from ..tokenizer.long_documents import encode_in_bounded_pieces
+from ..versions import package_version
 from .plan import BuildPlan
 
 MAX_BATCH_TEXT_BYTES = 16 << 20  # a batch of documents is cut to this much text (a longer document goes alone)
@@ -149,11 +149,22 @@ def sample_documents(plan: BuildPlan) -> list[str]:
 
 def prepare_encoder(plan: BuildPlan) -> BuildPlan:
     """Load the encoder once and check its fast path on a sample of the corpus (the proof cached, see :func:`check_with_cache`)."""
-    from ..tokenizer.encoder import encoder_for
+    from ..tokenizer.encoder import GIGATOKEN_UNAVAILABLE, encoder_for
 
     encoder = encoder_for(plan.tokenizer.path, plan.fast, parse_special=plan.parse_special)
-    check_with_cache(encoder, sample_documents(plan))
+    check = check_with_cache(encoder, sample_documents(plan))
+    if check.reason.startswith(GIGATOKEN_UNAVAILABLE):  # --fast auto on a machine without a usable gigatoken
+        _note(f"note: {check.reason}: encoding with {check.engine} only (the same ids, slower)")
     return dataclasses.replace(plan, encoder=encoder)
+
+
+def _note(line: str) -> None:
+    """One line on stderr, above any progress bar."""
+    import sys
+
+    from tqdm.auto import tqdm
+
+    tqdm.write(line, file=sys.stderr)
 
 
 def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path: Path | None = None):
@@ -209,8 +220,8 @@ def check_cache_key(encoder) -> dict:
     return {
         "tokenizer_sha256": hashlib.sha256(encoder.tokenizer_json.encode("utf-8")).hexdigest(),
         "parse_special": encoder.parse_special,
-        "gigatoken": importlib.metadata.version("gigatoken"),
-        "tokenizers": importlib.metadata.version("tokenizers"),
+        "gigatoken": package_version("gigatoken"),
+        "tokenizers": package_version("tokenizers"),
         "proof_sha256": hashlib.sha256(Path(encoder_module.__file__).read_bytes()).hexdigest(),
     }
 

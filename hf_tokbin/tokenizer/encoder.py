@@ -92,7 +92,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.metadata
 import json
 import os
 import re
@@ -105,7 +104,11 @@ from typing import Literal
 import numpy as np
 
 from ..errors import TokenizerError
+from ..versions import package_version
 from .resolve import TOKENIZER_FILE, load_tokenizer_json, vocab_size_of
+
+# The start of a check's reason when gigatoken cannot be used at all (--fast auto says so in one line).
+GIGATOKEN_UNAVAILABLE = "gigatoken cannot be used here"
 
 FastMode = Literal["auto", "never", "require"]
 FAST_MODES: tuple[str, ...] = ("auto", "never", "require")
@@ -162,7 +165,22 @@ class FastPathCheck:
 
 
 def _engine_name(package: str) -> str:
-    return f"{package} {importlib.metadata.version(package)}"
+    return f"{package} {package_version(package) or '(version unknown)'}"
+
+
+def gigatoken_unavailable() -> str | None:
+    """Why gigatoken cannot be used in this process (not installed, a broken install), or None if it can.
+
+    Its version must be known too: the proof holds for the version it was made with.
+    """
+    try:
+        import awkward  # noqa: F401 - gigatoken returns its ids as awkward arrays
+        import gigatoken  # noqa: F401
+    except Exception as e:  # noqa: BLE001 - ImportError, or whatever a broken extension module raises
+        return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}".rstrip(": ")
+    if package_version("gigatoken") is None:
+        return "no package metadata, so no version to prove it for: a broken install"
+    return None
 
 
 class DocumentEncoder:
@@ -278,7 +296,8 @@ class DocumentEncoder:
         self._parsed_added = tuple(self.parsed_added_tokens())
         texts = [*sample_texts, *PROBE_TEXTS, *self._added_token_probes()]
         config = json.loads(self.tokenizer_json)
-        reason = self._unsupported_shape(config)
+        unavailable = gigatoken_unavailable()
+        reason = f"{GIGATOKEN_UNAVAILABLE} ({unavailable})" if unavailable else self._unsupported_shape(config)
         unproven_count = 0
         if reason is None:
             try:
