@@ -177,6 +177,8 @@ def gigatoken_unavailable() -> str | None:
         import awkward  # noqa: F401 - gigatoken returns its ids as awkward arrays
         import gigatoken  # noqa: F401
     except Exception as e:  # noqa: BLE001 - ImportError, or whatever a broken extension module raises
+        if isinstance(e, ModuleNotFoundError) and e.name in ("gigatoken", "awkward"):
+            return f"{e.name} is not installed"
         return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}".rstrip(": ")
     if package_version("gigatoken") is None:
         return "no package metadata, so no version to prove it for: a broken install"
