@@ -38,9 +38,10 @@ import numpy as np
 
 from .._io import write_text_atomic
 from ..errors import BuildError
+from ..formats.corpus_shard import iter_shard_texts
 from ..formats.release import part_name
 from ..tokenizer.long_documents import encode_in_bounded_pieces
-from ..versions import package_version
+from ..versions import package_versions
 from .plan import BuildPlan
 
 MAX_BATCH_TEXT_BYTES = 16 << 20  # a batch of documents is cut to this much text (a longer document goes alone)
@@ -57,10 +58,11 @@ class EncodeBatch:
     lists.
     """
 
-    def __init__(self, encoder, vocab_size: int, source: str | None = None):
+    def __init__(self, encoder, vocab_size: int, source: str | None = None, first_row: int = 0):
         self.encoder = encoder
         self.vocab_size = vocab_size
         self.source = source  # the shard, for the error message
+        self.first_row = first_row  # the shard's row of the batch's first text, for the error message
         self.dtype = np.uint16 if vocab_size <= 65536 else np.uint32
 
     def encode(self, texts) -> tuple[np.ndarray, np.ndarray]:
@@ -85,53 +87,33 @@ class EncodeBatch:
 
 def _encode_task(encoder, task: tuple) -> tuple[np.ndarray, np.ndarray, int]:
     """One batch of one shard, in this process or a worker's (:meth:`WorkerPool.map_ordered`): (flat ids, lengths, text bytes)."""
-    vocab_size, source, texts, n_bytes = task
-    return (*EncodeBatch(encoder, vocab_size, source).encode(texts), n_bytes)
+    vocab_size, source, texts, n_bytes, first_row = task
+    return (*EncodeBatch(encoder, vocab_size, source, first_row).encode(texts), n_bytes)
 
 
 SAMPLE_DOCS_PER_SHARD = 64
 SAMPLE_DOCS = 2048
 
 
-def _open_shard(source, where):
-    """The shard's Parquet file (a path or an open binary file), read through a bounded buffer; a clear error naming ``where`` if it is not Parquet with a text column."""
-    import pyarrow.parquet as pq
-
-    try:
-        # pre_buffer=False: pyarrow's default reads ahead and keeps up to the whole file's column chunks (the peak grew with the shard).
-        file = pq.ParquetFile(source, buffer_size=_READ_BUFFER, pre_buffer=False)
-        file.schema_arrow.field("text")
-        return file
-    except (OSError, ValueError, KeyError) as e:  # pyarrow's errors derive from these
-        raise BuildError(where, "corpus shard is not readable Parquet with a text column", got=str(e).splitlines()[0][:200]) from e
-
-
 def text_batches(source, batch_size: int, where=None):
     """The shard's texts in order, ``batch_size`` rows at a time, each batch cut to at most MAX_BATCH_TEXT_BYTES of text.
 
     ``source``: the shard's path, or an open binary file; ``where`` names it in errors (default: the path).
+    Yields (texts, text bytes, first row); every batch is checked first (:mod:`hf_tokbin.formats.corpus_shard`:
+    a string column, no null, valid UTF-8).
     """
     import pyarrow.compute as pc
 
     where = source if where is None else where
-    with _open_shard(source, where) as file:
-        try:
-            row = 0
-            for batch in file.iter_batches(batch_size=batch_size, columns=["text"], use_threads=False):
-                texts = batch.column(0)
-                if texts.null_count:
-                    first_null = row + int(np.argmax(texts.is_null().to_numpy(zero_copy_only=False)))
-                    raise BuildError(where, f"row {first_null} of this shard has no text (null)", hint="a corpus made by hf-tokbin corpus never holds one")
-                row += len(texts)
-                ends = np.cumsum(pc.binary_length(texts).to_numpy(zero_copy_only=False), dtype=np.int64)
-                first = 0
-                while first < len(texts):
-                    done = int(ends[first - 1]) if first else 0
-                    last = max(first + 1, int(np.searchsorted(ends, done + MAX_BATCH_TEXT_BYTES, side="right")))
-                    yield texts.slice(first, last - first), int(ends[last - 1]) - done
-                    first = last
-        except (OSError, ValueError) as e:
-            raise BuildError(where, "corpus shard is not readable Parquet with a text column", got=str(e).splitlines()[0][:200]) from e
+    # pre_buffer=False: pyarrow's default reads ahead and keeps up to the whole file's column chunks (the peak grew with the shard).
+    for row, texts in iter_shard_texts(source, where, batch_size, buffer_size=_READ_BUFFER, pre_buffer=False):
+        ends = np.cumsum(pc.binary_length(texts).to_numpy(zero_copy_only=False), dtype=np.int64)
+        first = 0
+        while first < len(texts):
+            done = int(ends[first - 1]) if first else 0
+            last = max(first + 1, int(np.searchsorted(ends, done + MAX_BATCH_TEXT_BYTES, side="right")))
+            yield texts.slice(first, last - first), int(ends[last - 1]) - done, row + first
+            first = last
 
 
 def sample_documents(plan: BuildPlan) -> list[str]:
@@ -141,7 +123,7 @@ def sample_documents(plan: BuildPlan) -> list[str]:
         if not shard.rows or len(sample) >= SAMPLE_DOCS:
             continue
         with plan.shard_source.open_for_sample(shard) as handle:
-            for texts, _ in text_batches(handle, SAMPLE_DOCS_PER_SHARD, where=plan.shard_source.location(shard)):
+            for texts, _, _ in text_batches(handle, SAMPLE_DOCS_PER_SHARD, where=plan.shard_source.location(shard)):
                 sample.extend(texts.to_pylist())
                 break
     return sample[:SAMPLE_DOCS]
@@ -185,8 +167,8 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path:
     if shard.rows == 0:
         return
     shard_path = Path(plan.corpus_root) / shard.path if shard_path is None else shard_path
-    source = os.fspath(shard_path)
-    tasks = ((plan.tokenizer.vocab_size, source, texts, n_bytes) for texts, n_bytes in text_batches(shard_path, plan.batch_size))
+    source = plan.shard_source.location(shard)  # the corpus file or Hub file, not a scratch copy, in messages
+    tasks = ((plan.tokenizer.vocab_size, source, texts, n_bytes, row) for texts, n_bytes, row in text_batches(shard_path, plan.batch_size, where=source))
     if plan.num_proc > 1:
         results = shared_pool(plan.encoder, plan.num_proc).map_ordered(_encode_task, tasks)
     else:
@@ -214,14 +196,13 @@ def check_cache_dir() -> Path:
 
 
 def check_cache_key(encoder) -> dict:
-    """What the proof's outcome depends on: the tokenizer as the encoder holds it, the policy, both engines' versions and the proof's own code."""
+    """What the proof's outcome depends on: the tokenizer as the encoder holds it, the policy, the versions of hf_tokbin and both engines, and the proof's own code."""
     from ..tokenizer import encoder as encoder_module
 
     return {
         "tokenizer_sha256": hashlib.sha256(encoder.tokenizer_json.encode("utf-8")).hexdigest(),
         "parse_special": encoder.parse_special,
-        "gigatoken": package_version("gigatoken"),
-        "tokenizers": package_version("tokenizers"),
+        **package_versions(),  # hf_tokbin, tokenizers, gigatoken: every package that can change an id
         "proof_sha256": hashlib.sha256(Path(encoder_module.__file__).read_bytes()).hexdigest(),
     }
 
