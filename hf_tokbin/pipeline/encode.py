@@ -37,10 +37,11 @@ from pathlib import Path
 import numpy as np
 
 from .._io import write_text_atomic
-from ..errors import BuildError
+from ..errors import BuildError, TokenizerError
 from ..formats.corpus_shard import iter_shard_texts
 from ..formats.release import part_name
 from ..tokenizer.long_documents import encode_in_bounded_pieces
+from ..tokenizer.panics import engine_output_held, is_engine_panic, panic_message
 from ..versions import package_versions
 from .plan import BuildPlan
 
@@ -69,12 +70,31 @@ class EncodeBatch:
         """(flat ids in the release's width, ``int64`` lengths) of ``texts`` (a pyarrow string array or a list)."""
         if not isinstance(texts, list):
             texts = texts.to_pylist()
-        # Long documents in bounded pieces, same ids (tokenizer/long_documents.py).
-        flat, lengths = encode_in_bounded_pieces(self.encoder, texts)
+        try:
+            with engine_output_held():  # a Rust panic's report is dropped: the error names the document instead
+                # Long documents in bounded pieces, same ids (tokenizer/long_documents.py).
+                flat, lengths = encode_in_bounded_pieces(self.encoder, texts)
+        except BaseException as error:
+            if not is_engine_panic(error):
+                raise
+            raise self._panic_error(texts, error) from None
         # Before the narrowing cast: an id the width cannot hold would wrap silently.
         if flat.size and int(flat.max()) >= self.vocab_size:
             raise BuildError(self.source, "the encoder produced an id outside the tokenizer's vocabulary", expected=f"ids < {self.vocab_size}", got=int(flat.max()))
         return np.asarray(flat, dtype=self.dtype), lengths
+
+    def _panic_error(self, texts: list[str], error: BaseException) -> TokenizerError:
+        """The error naming the first document of the batch on which an engine panics on its own (else the batch)."""
+        for i, text in enumerate(texts):
+            try:
+                with engine_output_held():
+                    encode_in_bounded_pieces(self.encoder, [text])
+            except BaseException as own:
+                if not is_engine_panic(own):
+                    raise
+                return TokenizerError(self.source, f"row {self.first_row + i}: the tokenizer's engine cannot encode this document (it panicked)", got=panic_message(own), hint=_panic_hint(own))
+        last = self.first_row + len(texts) - 1
+        return TokenizerError(self.source, f"rows {self.first_row}-{last}: the tokenizer's engine panicked on this batch", got=panic_message(error), hint=_panic_hint(error))
 
     def __call__(self, table):
         import pyarrow as pa
@@ -83,6 +103,12 @@ class EncodeBatch:
         offsets = np.zeros(lengths.size + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         return pa.table({"ids": pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(flat))})
+
+
+def _panic_hint(error: BaseException) -> str:
+    if "retry-limit" in str(error):
+        return "the pre-tokenizer's regex backtracks past Oniguruma's retry limit on this text: simplify the pattern, or leave the document out"
+    return "leave the document out, or report it to the engine named in the message"
 
 
 def _encode_task(encoder, task: tuple) -> tuple[np.ndarray, np.ndarray, int]:
@@ -134,7 +160,14 @@ def prepare_encoder(plan: BuildPlan) -> BuildPlan:
     from ..tokenizer.encoder import GIGATOKEN_UNAVAILABLE, encoder_for
 
     encoder = encoder_for(plan.tokenizer.path, plan.fast, parse_special=plan.parse_special)
-    check = check_with_cache(encoder, sample_documents(plan))
+    sample = sample_documents(plan)
+    try:
+        with engine_output_held():
+            check = check_with_cache(encoder, sample)
+    except BaseException as error:  # an engine panicked on a cached proof's re-check: the full check says why
+        if not is_engine_panic(error):
+            raise
+        check = encoder.check_fast_path(sample)
     if check.reason.startswith(GIGATOKEN_UNAVAILABLE):  # --fast auto on a machine without a usable gigatoken
         _note(f"note: {check.reason}: encoding with {check.engine} only (the same ids, slower)")
     return dataclasses.replace(plan, encoder=encoder)

@@ -105,6 +105,7 @@ import numpy as np
 
 from ..errors import TokenizerError
 from ..versions import package_version
+from .panics import engine_output_held, is_engine_panic, panic_message
 from .resolve import TOKENIZER_FILE, load_tokenizer_json, vocab_size_of
 
 # The start of a check's reason when gigatoken cannot be used at all (--fast auto says so in one line).
@@ -303,15 +304,20 @@ class DocumentEncoder:
         unproven_count = 0
         if reason is None:
             try:
-                engine = self._load_gigatoken(config)
-                unproven = prove_code_points(self.tokenizer, engine)
-                unproven_count = int(unproven.sum())
-                self._unproven = _ranges(~_proven_mask(unproven))
-                reason = _first_difference(texts, self._encode_with_tokenizers(texts), self._encode_routed(texts))
+                with engine_output_held():  # a panic's report is dropped: it becomes the reason
+                    engine = self._load_gigatoken(config)
+                    unproven = prove_code_points(self.tokenizer, engine)
+                    unproven_count = int(unproven.sum())
+                    self._unproven = _ranges(~_proven_mask(unproven))
+                    reason = _first_difference(texts, self._encode_with_tokenizers(texts), self._encode_routed(texts))
             except ImportError:
                 reason = "gigatoken is not installed (pip install gigatoken)"
             except Exception as e:  # gigatoken raises RuntimeError (and others) for what it does not implement
                 reason = f"gigatoken cannot load or run this tokenizer: {str(e).splitlines()[0][:200]}"
+            except BaseException as e:  # a Rust panic in either engine (pyo3's PanicException), on a checked text
+                if not is_engine_panic(e):
+                    raise
+                reason = f"an engine panicked on a checked text: {panic_message(e)}"
         seconds = time.perf_counter() - started
         if reason is None:
             self._check = FastPathCheck(
