@@ -40,7 +40,7 @@ from .._io import write_text_atomic
 from ..errors import BuildError, TokenizerError
 from ..formats.corpus_shard import iter_shard_texts
 from ..formats.release import part_name
-from ..tokenizer.long_documents import encode_in_bounded_pieces
+from ..tokenizer.long_documents import bounded_prefixes, encode_in_bounded_pieces
 from ..tokenizer.panics import engine_output_held, is_engine_panic, panic_message
 from ..versions import package_versions
 from .plan import BuildPlan
@@ -160,7 +160,7 @@ def prepare_encoder(plan: BuildPlan) -> BuildPlan:
     from ..tokenizer.encoder import GIGATOKEN_UNAVAILABLE, encoder_for
 
     encoder = encoder_for(plan.tokenizer.path, plan.fast, parse_special=plan.parse_special)
-    sample = sample_documents(plan)
+    sample = bounded_prefixes(sample_documents(plan))  # the check encodes texts whole: a long document's start only
     try:
         with engine_output_held():
             check = check_with_cache(encoder, sample)
