@@ -1,6 +1,6 @@
 """Encoding one input shard in bounded batches; one pool of worker processes serves the whole build.
 
-:func:`encode_shard` reads the shard's Parquet file ``plan.batch_size`` rows
+:func:`encode_shard` reads the shard's Parquet file ``plan.options.batch_size`` rows
 at a time (pyarrow, streaming: never the whole shard), cuts each batch to at
 most :data:`MAX_BATCH_TEXT_BYTES` of text, encodes it with
 :class:`EncodeBatch` (the encoder of :mod:`hf_tokbin.tokenizer.encoder`:
@@ -37,9 +37,11 @@ from pathlib import Path
 import numpy as np
 
 from .._io import write_text_atomic
-from ..errors import BuildError, TokenizerError
+from ..errors import BuildError, FormatError, TokenizerError
 from ..formats.corpus_shard import iter_shard_texts
+from ..formats.ids import checked_ids
 from ..formats.release import part_name
+from ..formats.rules import id_dtype
 from ..tokenizer.long_documents import bounded_prefixes, encode_in_bounded_pieces
 from ..tokenizer.panics import engine_output_held, is_engine_panic, panic_message
 from ..versions import package_versions
@@ -64,7 +66,7 @@ class EncodeBatch:
         self.vocab_size = vocab_size
         self.source = source  # the shard, for the error message
         self.first_row = first_row  # the shard's row of the batch's first text, for the error message
-        self.dtype = np.uint16 if vocab_size <= 65536 else np.uint32
+        self.dtype = id_dtype(vocab_size)
 
     def encode(self, texts) -> tuple[np.ndarray, np.ndarray]:
         """(flat ids in the release's width, ``int64`` lengths) of ``texts`` (a pyarrow string array or a list)."""
@@ -79,8 +81,10 @@ class EncodeBatch:
                 raise
             raise self._panic_error(texts, error) from None
         # Before the narrowing cast: an id the width cannot hold would wrap silently.
-        if flat.size and int(flat.max()) >= self.vocab_size:
-            raise BuildError(self.source, "the encoder produced an id outside the tokenizer's vocabulary", expected=f"ids < {self.vocab_size}", got=int(flat.max()))
+        try:
+            flat = checked_ids(flat, self.vocab_size, self.source)
+        except FormatError as e:
+            raise BuildError(self.source, "the encoder produced an id outside the tokenizer's vocabulary", expected=f"ids < {self.vocab_size}", got=e.got) from None
         return np.asarray(flat, dtype=self.dtype), lengths
 
     def _panic_error(self, texts: list[str], error: BaseException) -> TokenizerError:
@@ -159,7 +163,7 @@ def prepare_encoder(plan: BuildPlan) -> BuildPlan:
     """Load the encoder once and check its fast path on a sample of the corpus (the proof cached, see :func:`check_with_cache`)."""
     from ..tokenizer.encoder import GIGATOKEN_UNAVAILABLE, encoder_for
 
-    encoder = encoder_for(plan.tokenizer.path, plan.fast, parse_special=plan.parse_special)
+    encoder = encoder_for(plan.tokenizer.path, plan.options.fast, parse_special=plan.options.parse_special)
     sample = bounded_prefixes(sample_documents(plan))  # the check encodes texts whole: a long document's start only
     try:
         with engine_output_held():
@@ -186,7 +190,7 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path:
     """Yield (flat ids, lengths, text bytes) for the documents of input shard ``index`` in order, in bounded batches.
 
     ``shard_path``: where the shard's bytes are (default: in the corpus folder).
-    With ``plan.num_proc`` > 1 the batches are encoded by the build's worker
+    With ``plan.options.num_proc`` > 1 the batches are encoded by the build's worker
     pool (:func:`hf_tokbin.engines.local.shared_pool`), else in this process
     (where gigatoken uses its own threads).
     """
@@ -201,9 +205,9 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path:
         return
     shard_path = Path(plan.corpus_root) / shard.path if shard_path is None else shard_path
     source = plan.shard_source.location(shard)  # the corpus file or Hub file, not a scratch copy, in messages
-    tasks = ((plan.tokenizer.vocab_size, source, texts, n_bytes, row) for texts, n_bytes, row in text_batches(shard_path, plan.batch_size, where=source))
-    if plan.num_proc > 1:
-        results = shared_pool(plan.encoder, plan.num_proc).map_ordered(_encode_task, tasks)
+    tasks = ((plan.tokenizer.vocab_size, source, texts, n_bytes, row) for texts, n_bytes, row in text_batches(shard_path, plan.options.batch_size, where=source))
+    if plan.options.num_proc > 1:
+        results = shared_pool(plan.encoder, plan.options.num_proc).map_ordered(_encode_task, tasks)
     else:
         results = (_encode_task(plan.encoder, task) for task in tasks)
     with tqdm(total=shard.rows, desc=f"encoding {part_name(index)}", unit="doc", disable=not progress) as bar:

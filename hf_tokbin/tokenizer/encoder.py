@@ -99,20 +99,17 @@ import time
 import unicodedata
 from dataclasses import dataclass
 from itertools import chain
-from typing import Literal
 
 import numpy as np
 
 from ..errors import TokenizerError
+from ..formats.build_options import FAST_MODES, FastMode
 from ..versions import package_version
 from .panics import engine_output_held, is_engine_panic, panic_message
 from .resolve import TOKENIZER_FILE, load_tokenizer_json, vocab_size_of
 
 # The start of a check's reason when gigatoken cannot be used at all (--fast auto says so in one line).
 GIGATOKEN_UNAVAILABLE = "gigatoken cannot be used here"
-
-FastMode = Literal["auto", "never", "require"]
-FAST_MODES: tuple[str, ...] = ("auto", "never", "require")
 
 # Texts every fast-path check encodes besides the corpus sample: the places
 # where another engine is most likely to part from tokenizers.
