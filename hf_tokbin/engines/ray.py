@@ -38,8 +38,6 @@ from typing import Any
 
 from .._io import disk_full_cause, disk_full_error, write_errors_of_libraries
 from ..errors import BuildError, MissingDependencyError, TokbinError
-# The packages whose versions can change an id (hf_tokbin.versions.ID_PACKAGES): a worker must have the
-# driver's, or its output could differ from a local build (the driver made the fast-path proof with its gigatoken).
 from ..versions import package_versions
 
 #: Ray's name for "spread tasks over the nodes": a build's tasks each read and
@@ -58,6 +56,8 @@ class _PermanentFailure:
 
 def _run_part(fn: Callable[[Any, int], Any], plan: Any, index: int, driver_versions: dict[str, str | None]) -> Any:
     """The body of one Ray task: ``fn(plan, index)`` on a worker, input errors returned."""
+    # Every package whose version can change an id (hf_tokbin.versions.ID_PACKAGES) must be the driver's:
+    # the driver made the fast-path proof with its own gigatoken.
     worker_versions = package_versions()
     if worker_versions != driver_versions:
         return _PermanentFailure(
