@@ -92,7 +92,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.metadata
 import json
 import os
 import re
@@ -105,7 +104,12 @@ import numpy as np
 
 from ..errors import TokenizerError
 from ..formats.build_options import FAST_MODES, FastMode
+from ..versions import package_version
+from .panics import engine_output_held, is_engine_panic, panic_message
 from .resolve import TOKENIZER_FILE, load_tokenizer_json, vocab_size_of
+
+# The start of a check's reason when gigatoken cannot be used at all (--fast auto says so in one line).
+GIGATOKEN_UNAVAILABLE = "gigatoken cannot be used here"
 
 # Texts every fast-path check encodes besides the corpus sample: the places
 # where another engine is most likely to part from tokenizers.
@@ -159,7 +163,24 @@ class FastPathCheck:
 
 
 def _engine_name(package: str) -> str:
-    return f"{package} {importlib.metadata.version(package)}"
+    return f"{package} {package_version(package) or '(version unknown)'}"
+
+
+def gigatoken_unavailable() -> str | None:
+    """Why gigatoken cannot be used in this process (not installed, a broken install), or None if it can.
+
+    Its version must be known too: the proof holds for the version it was made with.
+    """
+    try:
+        import awkward  # noqa: F401 - gigatoken returns its ids as awkward arrays
+        import gigatoken  # noqa: F401
+    except Exception as e:  # noqa: BLE001 - ImportError, or whatever a broken extension module raises
+        if isinstance(e, ModuleNotFoundError) and e.name in ("gigatoken", "awkward"):
+            return f"{e.name} is not installed"
+        return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}".rstrip(": ")
+    if package_version("gigatoken") is None:
+        return "no package metadata, so no version to prove it for: a broken install"
+    return None
 
 
 class DocumentEncoder:
@@ -278,18 +299,24 @@ class DocumentEncoder:
         self._parsed_added = tuple(self.parsed_added_tokens())
         texts = [*sample_texts, *PROBE_TEXTS, *self._added_token_probes()]
         config = json.loads(self.tokenizer_json)
-        reason = self._unsupported_shape(config)
+        unavailable = gigatoken_unavailable()
+        reason = f"{GIGATOKEN_UNAVAILABLE} ({unavailable})" if unavailable else self._unsupported_shape(config)
         unproven_count = 0
         if reason is None:
             try:
-                self._load_gigatoken(config)
-                self._decided, self._unproven = _ascii_at_check(self._prove)
-                reason = _first_difference(texts, self._encode_with_tokenizers(texts), self._encode_routed(texts))
-                unproven_count = self._router.unproven
+                with engine_output_held():  # a panic's report is dropped: it becomes the reason
+                    self._load_gigatoken(config)
+                    self._decided, self._unproven = _ascii_at_check(self._prove)
+                    reason = _first_difference(texts, self._encode_with_tokenizers(texts), self._encode_routed(texts))
+                    unproven_count = self._router.unproven
             except ImportError:
                 reason = "gigatoken is not installed (pip install gigatoken)"
             except Exception as e:  # gigatoken raises RuntimeError (and others) for what it does not implement
                 reason = f"gigatoken cannot load or run this tokenizer: {str(e).splitlines()[0][:200]}"
+            except BaseException as e:  # a Rust panic in either engine (pyo3's PanicException), on a checked text
+                if not is_engine_panic(e):
+                    raise
+                reason = f"an engine panicked on a checked text: {panic_message(e)}"
         seconds = time.perf_counter() - started
         if reason is None:
             self._check = FastPathCheck(

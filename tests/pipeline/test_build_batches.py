@@ -13,7 +13,7 @@ from tokenizers import Tokenizer
 
 from hf_tokbin._io import sha256_file
 from hf_tokbin.engines import local
-from hf_tokbin.errors import BuildError
+from hf_tokbin.errors import BuildError, FormatError
 from hf_tokbin.formats import megatron
 from hf_tokbin.formats.corpus_manifest import CorpusManifest, CorpusShard
 from hf_tokbin.pipeline import build, plan_build
@@ -89,8 +89,9 @@ def test_text_batches_hold_at_most_the_batch_rows_and_the_text_limit(tmp_path, m
     corpus = write_shards(tmp_path / "corpus", [("train", texts)], row_group_size=97)
     monkeypatch.setattr(encode_module, "MAX_BATCH_TEXT_BYTES", 1000)
     seen = []
-    for batch, n_bytes in text_batches(corpus / "data/train-00000.parquet", 64):
+    for batch, n_bytes, first_row in text_batches(corpus / "data/train-00000.parquet", 64):
         batch_texts = batch.to_pylist()
+        assert first_row == len(seen)  # the shard's row of the batch's first text
         assert 1 <= len(batch_texts) <= 64
         assert n_bytes == sum(len(t.encode()) for t in batch_texts)
         assert n_bytes <= 1000 or len(batch_texts) == 1  # only a document longer than the limit goes over it, alone
@@ -187,7 +188,7 @@ def test_prefetched_keeps_order_raises_where_the_error_was_and_stops_with_its_co
 def test_a_null_text_in_a_worker_is_one_error_naming_the_shard(tmp_path, bpe_dir):
     corpus = write_shards(tmp_path / "corpus", [("train", ["Lily ran.", None, "Tom sat."])], row_group_size=8)
     plan = plan_build(corpus, resolve_tokenizer(str(bpe_dir)), tmp_path / "r", num_proc=2)
-    with pytest.raises(BuildError, match=r"train-00000\.parquet: row 1 of this shard has no text \(null\)"):
+    with pytest.raises(FormatError, match=r"train-00000\.parquet: row 1: column 'text' has no text \(null\)"):
         build(plan, progress=False)
 
 
