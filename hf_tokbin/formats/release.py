@@ -46,6 +46,10 @@ CARD_NAME = "README.md"
 SHARDS_DIR = "shards"
 RECEIPTS_DIR = "receipts"
 TOKENS_DIR = "tokens"
+TOKENIZER_DIR = "tokenizer"  # the release's own tokenizer: the files the build read, byte for byte
+TOKENIZER_FILE = "tokenizer.json"
+# What tokenizer/ may hold: tokenizer.json and the config files a build reads beside it (tokenizer.resolve).
+TOKENIZER_FILES = (TOKENIZER_FILE, "generation_config.json", "tokenizer_config.json", "special_tokens_map.json")
 SPLITS = ("train", "validation")
 FORMATS = ("llmc", "megatron")  # the output formats, in their canonical order
 STATS_FORMAT = "hf_tokbin.stats/1"
