@@ -377,3 +377,44 @@ def test_megatron_hub_tokenizer_is_named_with_its_pinned_revision(release):
     assert flag_values(argv, "--tokenizer-model") == ["openai-community/gpt2"]
     assert any(f"eos_token, which must be {EOT}" in n for n in r.notes)
     assert any(f"--revision {commit} --local-dir DIR" in n for n in r.notes)
+
+
+HOSTILE = {
+    "revision": "main\necho pwned > PWNED_REVISION\n",
+    "source": "evil/x$(echo pwned > PWNED_SOURCE);echo pwned > PWNED_SEMICOLON",
+    "subfolder": "sub`echo pwned > PWNED_SUBFOLDER`",
+}
+
+
+@pytest.mark.parametrize("fields", [{"revision": HOSTILE["revision"]}, {"source": HOSTILE["source"], "subfolder": HOSTILE["subfolder"]}])
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_hostile_releases_recipe_pasted_into_bash_runs_nothing(release, tmp_path, capsys, fields, target):
+    """run_config.json written directly (no build, no read-side validation): the printed text is pasted into bash.
+
+    bash runs with an empty PATH, so no command of the recipe itself starts; `echo` and `>` are bash's own,
+    so a value that escaped its quoting would leave a PWNED_* file.
+    """
+    import json
+    import subprocess
+
+    root = release[0]
+    config = json.loads((root / "run_config.json").read_text())
+    config["tokenizer"].update({"source": "openai-community/gpt2", "revision": "a" * 40, **fields})
+    (root / "run_config.json").write_text(json.dumps(config))
+    try:
+        code = main(["recipe", str(root), "--for", target, "-T", "8", "-B", "2"])
+    except FormatError:
+        code = None
+    out, err = capsys.readouterr()
+    if "\n" in fields.get("revision", "") and target == "megatron":
+        assert code == 1 and out == "" and "control character" in err  # refused, one line
+    if out:  # the Python lines (nanoGPT, modded-nanogpt) go into train.py, not the shell: repr() quotes them
+        python = recipe(root, target, SMALL).code
+        out = "\n".join(line for line in out.splitlines() if line not in python) + "\n"
+    shell = tmp_path / "shell"
+    shell.mkdir()
+    (shell / "bin").mkdir()
+    env = {"PATH": str(shell / "bin"), "HOME": str(shell)}
+    assert subprocess.run(["/bin/bash", "-n"], input=out, text=True, cwd=shell, env=env).returncode == 0
+    subprocess.run(["/bin/bash"], input=out, text=True, cwd=shell, env=env, capture_output=True)
+    assert sorted(p.name for p in shell.iterdir()) == ["bin"]  # nothing ran
