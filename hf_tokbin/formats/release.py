@@ -5,6 +5,7 @@
     DIR/shards/{train,validation}/part-NNNNNN.bin|.idx   Megatron pairs, one per input shard and split
     DIR/receipts/part-NNNNNN.json                        one per input shard, written after its outputs
     DIR/tokens/<tokenizer_id>/<dataset>/...              llm.c token files and _MANIFEST.json
+    DIR/tokenizer/tokenizer.json (+ its config files)    the tokenizer the build read, byte for byte
     DIR/run_config.json                                  pinned inputs, tokenizer, split rule, options
     DIR/stats.json                                       exact counts by source and split
     DIR/README.md                                        dataset card
@@ -224,9 +225,13 @@ _LAYOUT_PATH = re.compile(
     rf"{SHARDS_DIR}/(?:{'|'.join(SPLITS)})/part-[0-9]{{6,}}\.(?:bin|idx)"
     rf"|{RECEIPTS_DIR}/part-[0-9]{{6,}}\.json"
     rf"|{TOKENS_DIR}/[^/]+/[^/]+/[^/]+"  # tokens/<tokenizer_id>/<dataset>/<file>: verify checks the folder's exact files
+    rf"|{TOKENIZER_DIR}/(?:{'|'.join(map(re.escape, TOKENIZER_FILES))})"
     rf"|{re.escape(RUN_CONFIG_NAME)}|{re.escape(STATS_NAME)}|{re.escape(CARD_NAME)}"
 )
-LAYOUT_DESCRIPTION = "shards/{train,validation}/part-N.{bin,idx}, receipts/part-N.json, tokens/<tokenizer_id>/<dataset>/<file>, run_config.json, stats.json, README.md"
+LAYOUT_DESCRIPTION = (
+    "shards/{train,validation}/part-N.{bin,idx}, receipts/part-N.json, tokens/<tokenizer_id>/<dataset>/<file>, "
+    "tokenizer/{tokenizer.json,generation_config.json,tokenizer_config.json,special_tokens_map.json}, run_config.json, stats.json, README.md"
+)
 
 
 def is_plain_name(part: str) -> bool:

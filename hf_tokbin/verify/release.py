@@ -68,6 +68,10 @@ names the file (in a JSON file, the field) and the rule.
    ``ordinary_text_can_encode`` is false, the text cannot have given it: an
    error. Otherwise the text may hold that id (a byte, a vocabulary entry, or
    special-token text parsed on request): a warning in the report.
+7c. **The shipped tokenizer.** ``tokenizer/``, when present (releases from
+   before it, and byte-tokenizer releases, have none), holds ``tokenizer.json``
+   whose SHA-256 is run_config.json's ``tokenizer.sha256``, and at most the
+   config files read beside it.
 8. **stats.json** equals what the receipts give
    (:func:`hf_tokbin.formats.release.stats_record`): dataset, tokenizer_id, and the
    counts per split, per source and per part.
@@ -95,6 +99,8 @@ from ..formats.release import (
     SHARDS_DIR,
     SPLITS,
     STATS_NAME,
+    TOKENIZER_DIR,
+    TOKENIZER_FILE,
     TOKENS_DIR,
     Complete,
     Receipt,
@@ -195,7 +201,20 @@ def _check_records(root: Path, complete: Complete) -> tuple[RunConfig, list[Rece
         manifest = _read_llmc_manifest(root, listed, config)
         llmc_files = {f"{config.llmc_dir}/{name}" for name in [llmc.MANIFEST_NAME, *(f.name for f in manifest.files)]}
     _check_area(root, listed, TOKENS_DIR, llmc_files, f"the llm.c folder {config.llmc_dir}/ and the files its manifest lists")
+    _check_shipped_tokenizer(root, complete, config)
     return config, receipts, manifest
+
+
+def _check_shipped_tokenizer(root: Path, complete: Complete, config: RunConfig) -> None:
+    """``tokenizer/``, when the release ships it: a tokenizer.json whose SHA-256 (as COMPLETE.json lists it) is run_config.json's."""
+    shipped = {f.path: f for f in complete.files if f.path.startswith(f"{TOKENIZER_DIR}/")}
+    if not shipped:
+        return  # releases built before tokenizer/ was shipped, and the byte tokenizer's
+    entry = shipped.get(f"{TOKENIZER_DIR}/{TOKENIZER_FILE}")
+    if entry is None:
+        raise VerificationError(root / TOKENIZER_DIR, f"tokenizer/ holds config files but no {TOKENIZER_FILE}")
+    if entry.sha256 != config.tokenizer_sha256:
+        raise VerificationError(root / entry.path, "the shipped tokenizer is not the one the release was built with: its SHA-256 must be run_config.json's tokenizer.sha256", expected=config.tokenizer_sha256, got=entry.sha256)
 
 
 def _check_complete(root: Path) -> Complete:
