@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import argparse
 from pathlib import Path
 
@@ -96,6 +98,8 @@ def run(args) -> int:
         shards=corpus.shards,
     )
     print(plan.boundary_line())
+    for line in plan.warnings():
+        print(line, file=sys.stderr)
     if args.dry_run:
         from ..pipeline.dry_run import describe_plan
 
