@@ -89,7 +89,6 @@ class BuildPlan:
     # Where input shard i is read (hf_tokbin.corpus.source: a corpus folder, or Hub files fetched per part).
     shards: object = dataclasses.field(default=None, compare=False, repr=False)
 
-    @property
     def warnings(self) -> list[str]:
         """What the build prints before it starts: an empty validation split, and an llm.c layout no upstream trainer reads."""
         lines = [self.corpus.empty_validation_warning()] if self.corpus.empty_validation_warning() else []
@@ -100,6 +99,7 @@ class BuildPlan:
             )
         return lines
 
+    @property
     def shard_source(self):
         from ..corpus.source import LocalShards
 
