@@ -140,18 +140,22 @@ def recipe(
     target: str,
     settings: LoaderSettings = LoaderSettings(),
     index_dir: str | os.PathLike | None = None,
+    *,
+    with_findings: bool = True,
 ) -> Recipe:
     """The recipe of ``target`` for the release (or token folder) at ``path``.
 
     ``index_dir`` is where MaxText's ``mmap_npy`` builds its index files
     (default ``RELEASE/.maxtext-index``: hidden, so no part of the release).
+    ``with_findings=False`` skips ``verify --for`` (the dataset card's recipes:
+    the build has just checked every byte, and scanning them again costs).
     """
     if target not in CHECKED_AGAINST:
         raise FormatError(None, "unknown recipe target", expected=", ".join(TARGETS), got=target)
     root = Path(path).resolve()
     if not root.exists():
         raise FormatError(root, "no such file or folder")
-    findings = [f for f in compat.check(root, target, settings) if f.level in (ERROR, WARNING)]
+    findings = [f for f in compat.check(root, target, settings) if f.level in (ERROR, WARNING)] if with_findings else []
     if settings.eod_loss == "mask" and target not in EOD_MASKING_TARGETS:
         findings.append(Finding(ERROR, str(root), "eod-loss", f"{target} has no switch to mask the loss at EOD tokens: use --eod-loss train"))
     if target == "megatron":

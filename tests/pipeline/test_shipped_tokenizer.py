@@ -109,3 +109,13 @@ def test_a_pulled_release_decodes_with_its_own_tokenizer(built, tmp_path):
             assert ids[-1] == eos
             decoded.append(tokenizer.decode(ids[:-1], skip_special_tokens=False))
         assert decoded == texts
+
+
+def test_the_card_carries_a_recipe_per_format_with_no_absolute_path(built):
+    out = built[0]
+    card = (out / "README.md").read_text()
+    assert "hf-tokbin recipe RELEASE --for TARGET" in card
+    assert "./train_gpt2cu -i 'RELEASE/tokens/" in card and "--model d12 --overfit_single_batch 0" in card
+    assert "pretrain_gpt.py" in card and "--tokenizer-model RELEASE/tokenizer" in card
+    assert str(out) not in card and ".work" not in card
+    assert "hf_tokbin.llmc." not in card and "from hf_tokbin.megatron import" not in card

@@ -17,7 +17,7 @@ from hf_tokbin.errors import TokbinError
 from hf_tokbin.formats import llmc
 from hf_tokbin.formats.records import FileEntry
 from hf_tokbin.formats.release import Complete, Receipt, is_release_path, list_release_paths
-from hf_tokbin.megatron import MegatronPair
+from hf_tokbin.formats.megatron import MegatronPair
 from hf_tokbin.tokenizer import resolve_tokenizer, train_bpe
 from hf_tokbin.verify.release import verify_release
 
