@@ -220,6 +220,36 @@ class Complete:
             raise FormatError(path, e.rule, got=e.got) from None
 
 
+PARTIAL_NAME = "PARTIAL.json"  # a partial copy's record (hf-tokbin pull --include), in place of COMPLETE.json
+PARTIAL_FORMAT = "hf_tokbin.partial/1"
+
+
+def read_partial(root: str | os.PathLike) -> tuple[Complete, tuple[FileEntry, ...]]:
+    """A partial copy's ``PARTIAL.json``: the release's whole ``COMPLETE.json`` listing and the entries the copy holds.
+
+    ::
+
+        {"format": "hf_tokbin.partial/1", "repo", "commit", "path_in_repo", "record": "COMPLETE.json",
+         "include": [SPEC, ...], "files": [ENTRY, ...],     the files the copy holds, as COMPLETE.json lists them
+         "complete": [ENTRY, ...]}                          every file COMPLETE.json lists
+    """
+    path = Path(root) / PARTIAL_NAME
+    obj = read_json(path, FormatError)
+    check_keys(obj, ["format", "repo", "commit", "path_in_repo", "record", "include", "files", "complete"], path, "PARTIAL.json")
+    if obj["format"] != PARTIAL_FORMAT:
+        raise FormatError(path, "format must be " + PARTIAL_FORMAT, got=obj["format"])
+    for key in ("files", "complete"):
+        if not isinstance(obj[key], list):
+            raise FormatError(path, f"{key} must be a list", got=type(obj[key]).__name__)
+    complete = Complete(tuple(FileEntry.from_dict(f, path, f"complete[{i}]") for i, f in enumerate(obj["complete"])))
+    listed = {f.path: f for f in complete.files}
+    held = tuple(FileEntry.from_dict(f, path, f"files[{i}]") for i, f in enumerate(obj["files"]))
+    for entry in held:
+        if listed.get(entry.path) != entry:
+            raise FormatError(path, "a held file must be listed, with the same size and SHA-256, in complete", got=entry.path)
+    return complete, held
+
+
 # The release layout: the only paths COMPLETE.json may list (verify) and a pull may write (hub.layout).
 _LAYOUT_PATH = re.compile(
     rf"{SHARDS_DIR}/(?:{'|'.join(SPLITS)})/part-[0-9]{{6,}}\.(?:bin|idx)"

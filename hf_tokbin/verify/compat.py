@@ -136,7 +136,7 @@ import numpy as np
 
 from ..errors import FormatError
 from ..formats import llmc, megatron
-from ..formats.release import RUN_CONFIG_NAME, SHARDS_DIR, SPLITS
+from ..formats.release import PARTIAL_NAME, RUN_CONFIG_NAME, SHARDS_DIR, SPLITS
 from ..formats.run_config import RunConfig
 from ..readers.views import find_llmc_folder, find_megatron_pairs, scan_positions
 
@@ -242,6 +242,8 @@ def _llmc_inputs(path: Path) -> _LlmcInputs:
     manifest_path = folder / llmc.MANIFEST_NAME
     manifest = llmc.TokensManifest.read(manifest_path)
     splits = [(s, [folder / f.name for f in manifest.files if f.split == s]) for s in llmc.SPLITS]
+    if (path / PARTIAL_NAME).is_file():  # a copy from pull --include: the files it holds (hf-tokbin verify checked them)
+        splits = [(s, [f for f in files if f.is_file()]) for s, files in splits]
     return _LlmcInputs(splits, manifest, manifest_path)
 
 

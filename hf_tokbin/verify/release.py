@@ -99,6 +99,7 @@ from ..formats.release import (
     SHARDS_DIR,
     SPLITS,
     STATS_NAME,
+    PARTIAL_NAME,
     TOKENIZER_DIR,
     TOKENIZER_FILE,
     TOKENS_DIR,
@@ -110,6 +111,7 @@ from ..formats.release import (
     list_release_paths,
     pair_path,
     part_name,
+    read_partial,
     receipt_path,
     split_totals,
     stats_record,
@@ -148,6 +150,8 @@ class ReleaseReport:
 
 def verify_release(root: str | os.PathLike) -> ReleaseReport:
     root = Path(root)
+    if not (root / COMPLETE_NAME).exists() and (root / PARTIAL_NAME).is_file():
+        return verify_partial_copy(root)
     complete = _check_complete(root)
     config, receipts, manifest = _check_records(root, complete)
     if "megatron" in config.formats:
@@ -186,6 +190,24 @@ def verify_release_records(root: str | os.PathLike, complete: Complete, held: It
                 _check_pair(root, receipt, shard.split, config)
     _check_stats(root, config, receipts)
     return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), split_totals(receipts), config.formats)
+
+
+def verify_partial_copy(root: str | os.PathLike) -> ReleaseReport:
+    """A copy from ``pull --include``: every file it holds checked against ``COMPLETE.json``'s entries (kept in
+    ``PARTIAL.json``), the records' rules as for a whole release, and a warning naming what is absent."""
+    root = Path(root)
+    complete, held = read_partial(root)
+    on_disk = {p for p in list_release_paths(root) if p != PARTIAL_NAME}
+    held_paths = {f.path for f in held}
+    for rel in sorted(on_disk - held_paths):
+        raise VerificationError(root / rel, f"file is not listed in {PARTIAL_NAME}")
+    check_files(root, held, PARTIAL_NAME, progress=False)
+    report = verify_release_records(root, complete, held_paths)
+    absent = [f.path for f in complete.files if f.path not in held_paths]
+    if absent:
+        report.warnings.append(f"partial copy: {len(absent)} of {len(complete.files)} files of COMPLETE.json are absent, e.g. {', '.join(absent[:3])}")
+    report.files, report.bytes = len(held), sum(f.size for f in held)
+    return report
 
 
 def _check_records(root: Path, complete: Complete) -> tuple[RunConfig, list[Receipt], llmc.TokensManifest | None]:
