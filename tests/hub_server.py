@@ -698,9 +698,9 @@ def make_release(root, parts: int = 3, vocab_size: int = 300, eod_id: int = 0, c
 
     from hf_tokbin._io import write_json_atomic
     from hf_tokbin.cards.release import render_release_card
+    from hf_tokbin.formats.megatron import MegatronWriter
     from hf_tokbin.formats.records import FileEntry
     from hf_tokbin.formats.release import Receipt, SplitCounts, pair_path, part_name
-    from hf_tokbin.formats.megatron import MegatronWriter
 
     root = Path(root)
     rng = random.Random(seed)
@@ -736,8 +736,8 @@ def make_release(root, parts: int = 3, vocab_size: int = 300, eod_id: int = 0, c
 
 def _release_run_config(root, parts: int, vocab_size: int, eod_id: int, corpus_source: str) -> dict:
     """run_config.json as a Megatron build of a ``parts``-shard corpus with a byte-like tokenizer writes it."""
-    from hf_tokbin.pipeline import BuildPlan
     from hf_tokbin.formats.corpus_manifest import CorpusManifest, CorpusShard
+    from hf_tokbin.pipeline import BuildPlan
     from hf_tokbin.tokenizer import TokenizerInfo
 
     shards = tuple(CorpusShard(f"data/train-{i:05d}.parquet", "train", 5, 1000 + i, f"{i:064x}") for i in range(parts))

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-
 import argparse
+import sys
 from pathlib import Path
 
-from ..pipeline.plan import DEFAULT_BATCH_SIZE
 from ..errors import BuildError
 from ..formats.llmc import DEFAULT_MAX_TOKENS
 from ..formats.run_config import LLMC_LAYOUTS, LLMC_VARIANTS, SEPARATOR_POSITIONS
+from ..pipeline.plan import DEFAULT_BATCH_SIZE
 from .progress import show_progress
 
 
@@ -57,8 +56,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from ..pipeline import build, plan_build
     from ..corpus.source import first_documents, resolve_corpus_source
+    from ..pipeline import build, plan_build
     from ..tokenizer.resolve import resolve_tokenizer, token_or_id
 
     if args.llmc_layout is not None and args.llmc_variant is not None:
