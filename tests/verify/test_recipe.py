@@ -418,3 +418,17 @@ def test_a_hostile_releases_recipe_pasted_into_bash_runs_nothing(release, tmp_pa
     assert subprocess.run(["/bin/bash", "-n"], input=out, text=True, cwd=shell, env=env).returncode == 0
     subprocess.run(["/bin/bash"], input=out, text=True, cwd=shell, env=env, capture_output=True)
     assert sorted(p.name for p in shell.iterdir()) == ["bin"]  # nothing ran
+
+
+def test_recipe_json_carries_the_commands_as_argv(release, capsys):
+    import json
+
+    root = release[0]
+    assert main(["recipe", str(root), "--for", "llmc", "-T", "8", "-B", "2", "--epochs", "2", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    text = recipe(root, "llmc", LoaderSettings(batch_size=2, seq_len=8, epochs=2))
+    assert record["commands"] == [list(c) for c in text.commands] and record["checked_against"] == CHECKED_AGAINST["llmc"]
+    assert [shlex.join(c) for c in record["commands"]] == record["lines"]
+    c_line = record["commands"][0]
+    assert c_line[c_line.index("-x") + 1] == str(2 * int(recipe(root, "llmc", SMALL).commands[0][c_line.index("-x") + 1]))
+    assert record["findings"] == [] and record["release"] == str(root)
