@@ -29,7 +29,16 @@ import numpy as np
 from .._io import read_json
 from ..errors import FormatError
 from ..formats import llmc, megatron
-from ..formats.release import RUN_CONFIG_NAME, SHARDS_DIR, SPLITS, TOKENIZER_DIR, TOKENIZER_FILE
+from ..formats.release import (
+    RECEIPTS_DIR,
+    RUN_CONFIG_NAME,
+    SHARDS_DIR,
+    SPLITS,
+    TOKENIZER_DIR,
+    TOKENIZER_FILE,
+    Receipt,
+    pair_path,
+)
 from ..readers.views import find_megatron_pairs, scan_positions
 from . import compat
 from .compat import ERROR, WARNING, Finding, LoaderSettings
@@ -387,8 +396,26 @@ _LLMC_RECIPES = {"llmc": _llmc, "llmc-llama3": _llmc_llama3, "modded-nanogpt": _
 # ------------------------------------------------------------------ Megatron pairs
 
 
+def _receipt_blends(root: Path) -> dict[str, list[tuple[int, str]]]:
+    """A release's blends from its receipts (each pair's tokens as counted when it was written): the pairs whose
+    ``.idx`` is here, so a partial copy, and a build whose ``.bin`` files stay at a URL, get theirs."""
+    blends = {}
+    for path in sorted((root / RECEIPTS_DIR).glob("part-*.json")):
+        receipt = Receipt.read(path)
+        for split, counts in receipt.splits.items():
+            idx = root / pair_path(split, receipt.part, "idx")
+            if counts.total_tokens and idx.is_file():
+                blends.setdefault(split, []).append((counts.total_tokens, str(idx.with_suffix(""))))
+    return blends
+
+
 def _blends(root: Path) -> dict[str, list[tuple[int, str]]]:
     """Per split: (tokens, prefix) of every non-empty pair, in part order; prefixes without .bin/.idx."""
+    if (root / RECEIPTS_DIR).is_dir():
+        blends = _receipt_blends(root)
+        if not blends.get("train"):
+            raise FormatError(root, "no Megatron train pairs with tokens", hint="build with --format megatron")
+        return blends
     if (root / SHARDS_DIR).is_dir():
         splits = [(s, find_megatron_pairs(root, s)) for s in SPLITS if (root / SHARDS_DIR / s).is_dir()]
     else:
