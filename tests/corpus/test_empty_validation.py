@@ -49,4 +49,4 @@ def test_a_vocabulary_above_65536_with_the_default_llmc_layout_is_told_the_layou
     big = dataclasses.replace(plan, tokenizer=dataclasses.replace(plan.tokenizer, vocab_size=128256))
     (line,) = big.warnings()
     assert "--llmc-layout llama3" in line and "128,256" in line
-    assert dataclasses.replace(big, llmc_layout="llama3").warnings() == []
+    assert dataclasses.replace(big, options=dataclasses.replace(big.options, llmc_layout="llama3")).warnings() == []
