@@ -61,7 +61,8 @@ def run(env: dict, *args) -> subprocess.CompletedProcess:
 
 def one_error_line(result: subprocess.CompletedProcess, command: str) -> str:
     assert result.returncode == 1, result.stderr[-3000:]
-    lines = result.stderr.splitlines()
+    # The plan's warnings (a corpus with no validation split) may come first; the error is one line, and last.
+    lines = [line for line in result.stderr.splitlines() if not line.startswith(("warning: ", "note: "))]
     assert len(lines) == 1 and lines[0].startswith(f"hf-tokbin {command}: error: "), result.stderr[-3000:]
     return lines[0]
 
