@@ -27,6 +27,13 @@ _HASH_CHUNK = 1 << 22
 DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})  # no space left; disk quota exceeded
 
 
+def notify(message: str) -> None:
+    """A line for the user on stderr that does not break progress bars."""
+    from tqdm.auto import tqdm
+
+    tqdm.write(message, file=sys.stderr)
+
+
 def tmp_path_for(path: str | os.PathLike) -> Path:
     """The temporary name a file is written under before it is renamed to ``path``."""
     path = Path(path)
@@ -72,15 +79,59 @@ def naming_the_file(path: str | os.PathLike) -> Iterator[None]:
         raise
 
 
+def refuse_link(path: str | os.PathLike, info: os.stat_result | None = None) -> None:
+    """Raise unless ``path`` is missing or a regular file: a symlink, folder, FIFO or device is never written through.
+
+    ``info`` is the path's ``lstat`` if the caller has it. A planted symlink
+    (``OUT/.work/lock`` pointing at a user's file) would otherwise make a
+    write land outside the folder given.
+    """
+    from .errors import BuildError
+
+    if info is None:
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "a folder" if stat.S_ISDIR(info.st_mode) else "another kind of file"
+        raise BuildError(path, "hf_tokbin writes only regular files it creates, never through a symlink", got=kind, hint="remove it, or use another --out")
+
+
+# O_NOFOLLOW: the last component is never a symlink; O_EXCL: the file is new, so no hard link to another file is truncated.
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def create_file(path: str | os.PathLike, mode: str = "wb") -> IO:
+    """Open a new regular file at ``path`` for writing: the one way hf_tokbin creates a file it writes.
+
+    A leftover regular file (a killed run's temporary) is replaced; a symlink
+    or any other kind of file there is refused (:func:`refuse_link`) before
+    anything is written.
+    """
+    refuse_link(path)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)  # a stale temporary of ours: a new inode, never the old one's (it may be a hard link)
+    try:
+        fd = os.open(path, _CREATE_FLAGS, 0o644)
+    except FileExistsError:
+        refuse_link(path)  # planted between the unlink and the open
+        raise
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            refuse_link(path)
+        raise
+    text = "b" not in mode
+    return os.fdopen(fd, mode, encoding="utf-8" if text else None, newline="\n" if text else None)
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
     """Open ``path`` for writing under a temporary name; rename it on success only."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = tmp_path_for(path)
-    encoding = None if "b" in mode else "utf-8"
-    newline = None if "b" in mode else "\n"
-    file = open(tmp, mode, encoding=encoding, newline=newline)
+    file = create_file(tmp, mode)
     try:
         with naming_the_file(path):
             yield file

@@ -55,6 +55,15 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from ..output import lock_before_planning
+
+    if args.dry_run:  # writes nothing, so takes no lock
+        return _run(args)
+    with lock_before_planning(args.out):  # before the inputs are loaded: a concurrent build refuses at once
+        return _run(args)
+
+
+def _run(args) -> int:
     from ..pipeline import build, plan_build
     from ..corpus.source import first_documents, resolve_corpus_source
     from ..tokenizer.resolve import resolve_tokenizer, token_or_id
