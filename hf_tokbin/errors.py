@@ -20,7 +20,7 @@ _SHOWN_MAX = 500  # characters of a foreign string (a server's, a record's) show
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#@\s]+)@")
 _SECRET_PARAMETER = re.compile(
     r"(?P<name>[?&;](?:[A-Za-z0-9_.-]*[-_.])?(?:token|sig|signature|key|secret|password|passwd|pwd|credential|auth|authorization|access_token|sas)"
-    r"(?:[-_.][A-Za-z0-9_.-]*)?=)(?P<value>[^&;#\s'\"]+)",
+    r"(?:[-_.][A-Za-z0-9_.-]*)?=)(?P<value>[^&;#:,)\s'\"]+)",
     re.IGNORECASE,
 )
 MASK = "***"
