@@ -252,13 +252,45 @@ class BackgroundSha256:
 RECORD_MAX_BYTES = 256 * 1024 * 1024
 
 
-def read_json(path: str | os.PathLike, error_type) -> dict:
+# Characters no string of a record may hold: C0/C1 controls (newline, escape), lone surrogates, line and paragraph
+# separators, and the bidi controls that reorder what a terminal or editor shows (Trojan Source).
+_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_CONTROL_CATEGORIES = frozenset({"Cc", "Cs", "Zl", "Zp"})
+
+
+def is_control_character(char: str) -> bool:
+    import unicodedata
+
+    return char in _BIDI_CONTROLS or unicodedata.category(char) in _CONTROL_CATEGORIES
+
+
+def control_character_field(obj, where: str = "") -> tuple[str, str] | None:
+    """``(field, string)`` of the first key or string value under ``obj`` holding a control character, or None.
+
+    ``field`` is written ``tokenizer.revision``, ``files[3].path``.
+    """
+    if isinstance(obj, str):
+        return (where or "(top level)", obj) if any(map(is_control_character, obj)) else None
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for key, value in items:
+        if isinstance(key, str) and any(map(is_control_character, key)):
+            return (f"{where}.{key}" if where else key, key)
+        found = control_character_field(value, f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}" if where else key)
+        if found is not None:
+            return found
+    return None
+
+
+def read_json(path: str | os.PathLike, error_type, free_text: bool = False) -> dict:
     """Read a JSON object, raising ``error_type`` (a located error) if it is not one.
 
     One error naming the file for whatever the file holds: not a regular file
     (a folder, a FIFO that would block), over :data:`RECORD_MAX_BYTES`, not
     UTF-8, not JSON, nested beyond Python's recursion limit, or an integer
-    beyond Python's digit limit.
+    beyond Python's digit limit, or (every record hf_tokbin writes) a control
+    character in any key or string: a newline in ``tokenizer.revision`` must
+    never reach a printed recipe line. ``free_text``: a file of another tool
+    (a tokenizer's configs, a chat template) whose strings may hold anything.
     """
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; it changes nothing for a regular file.
@@ -283,4 +315,9 @@ def read_json(path: str | os.PathLike, error_type) -> dict:
         raise error_type(path, "not valid UTF-8 JSON", got=str(e).splitlines()[0][:200]) from None
     if not isinstance(obj, dict):
         raise error_type(path, "top level must be a JSON object", got=type(obj).__name__)
+    found = None if free_text else control_character_field(obj)
+    if found is not None:
+        from .errors import shown
+
+        raise error_type(path, f"{found[0]}: a record's strings hold no control characters (newline, escape, bidi control)", got=shown(found[1]))
     return obj

@@ -50,6 +50,7 @@ the release.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
@@ -241,6 +242,7 @@ class RunConfig:
         if "megatron" in formats and doc_sep is None:
             raise VerificationError(path, "doc_sep must be an id: the megatron format ends every document with it", got=None)
         max_tokens_per_file, dtype_code = _read_format_records(path, obj, formats, vocab_size)
+        _read_origins(path, obj)
         return cls(
             dataset=get("dataset", _is_name, "a non-empty name without '/' or a leading '.'"),
             version=get("version", lambda v: isinstance(v, str) and v != "", "a non-empty string"),
@@ -265,6 +267,44 @@ class RunConfig:
             max_tokens_per_file=max_tokens_per_file,
             megatron_dtype_code=dtype_code,
         )
+
+
+# Where a tokenizer or corpus came from, as recorded: every character of these reaches a card and a recipe line.
+_REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+_COMMIT_ID = re.compile(r"[0-9a-f]{40}")
+_SUBFOLDER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(?:/[A-Za-z0-9_][A-Za-z0-9._-]*)*")
+_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]{0,63}")
+
+
+def is_repo_id(value) -> bool:
+    return isinstance(value, str) and _REPO_ID.fullmatch(value) is not None and ".." not in value
+
+
+def is_pinned_revision(value) -> bool:
+    """A revision recorded as pinned: a commit id (40 lowercase hex digits), never a branch or tag that can move."""
+    return isinstance(value, str) and _COMMIT_ID.fullmatch(value) is not None
+
+
+def _read_origins(path: Path, obj: dict) -> None:
+    """The fields naming where the inputs came from, each in its own character set (a card and a recipe print them).
+
+    ``source`` is ``local`` (``byte`` for the byte tokenizer) or a Hub repo id;
+    ``revision`` null for a local input, a commit id for a Hub one; a
+    subfolder plain relative names; versions PEP 440 characters.
+    """
+    for name, local in (("tokenizer", ("byte", "local")), ("corpus", ("local",))):
+        record = obj.get(name) if isinstance(obj.get(name), dict) else {}
+        if "source" not in record:  # a hand-made record of ids alone: nothing to print
+            continue
+        source = _field(path, obj, f"{name}.source", lambda v: v in local or is_repo_id(v), f"{' or '.join(local)}, or a Hub repo id NS/NAME")
+        if "revision" in record:
+            pinned = source not in local
+            rule = "a commit id (40 lowercase hex digits): a pinned revision never names a branch" if pinned else f"null for a {source} {name}"
+            _field(path, obj, f"{name}.revision", (lambda v: is_pinned_revision(v)) if pinned else (lambda v: v is None), rule)
+    if isinstance(obj.get("tokenizer"), dict) and "subfolder" in obj["tokenizer"]:
+        _field(path, obj, "tokenizer.subfolder", lambda v: v is None or (isinstance(v, str) and _SUBFOLDER.fullmatch(v) is not None and ".." not in v.split("/")), "null or a relative folder of plain names")
+    if "versions" in obj:
+        _field(path, obj, "versions", lambda v: isinstance(v, dict) and all(isinstance(k, str) and _VERSION.fullmatch(k) and (x is None or isinstance(x, str) and _VERSION.fullmatch(x)) for k, x in v.items()), "an object of package names and versions")
 
 
 def _read_format_records(path: Path, obj: dict, formats: list, vocab_size: int) -> tuple[int | None, int | None]:

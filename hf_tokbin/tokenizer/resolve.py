@@ -274,7 +274,7 @@ def _check_id_space(json_path: Path) -> None:
     from .._io import RECORD_MAX_BYTES, read_json
 
     try:
-        config = read_json(json_path, TokenizerError) if json_path.stat().st_size <= RECORD_MAX_BYTES else {}
+        config = read_json(json_path, TokenizerError, free_text=True) if json_path.stat().st_size <= RECORD_MAX_BYTES else {}
     except TokenizerError:
         return  # not readable JSON: loading it gives tokenizers' own error, named
     model = config.get("model") if isinstance(config.get("model"), dict) else {}
@@ -301,7 +301,7 @@ def read_eos_token_id(path: Path) -> int | None:
     """``eos_token_id`` of a ``generation_config.json``, or None when there is no such file or key."""
     if not path.is_file():
         return None
-    config = read_json(path, TokenizerError)
+    config = read_json(path, TokenizerError, free_text=True)
     eos = config.get("eos_token_id")
     if isinstance(eos, list):
         if not eos:
@@ -318,7 +318,7 @@ def read_eos_token(path: Path) -> str | None:
     """``eos_token`` of a ``tokenizer_config.json`` or ``special_tokens_map.json``: a string or ``{"content": ...}``; None without file or key."""
     if not path.is_file():
         return None
-    config = read_json(path, TokenizerError)
+    config = read_json(path, TokenizerError, free_text=True)
     eos = config.get("eos_token")
     if isinstance(eos, dict):  # transformers writes an AddedToken as {"__type": "AddedToken", "content": ...}
         eos = eos.get("content")
