@@ -45,6 +45,7 @@ def folder_lock(work: Path, location: str):
     refuse_link(path)
     lock = _acquire(path, location)
     try:
+        refuse_links_under(work)  # held: nothing of ours changes the tree now; a planted link would be written through
         yield
     finally:
         fd = _held.pop(key, None)
@@ -141,6 +142,20 @@ def _close_in_forked_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_close_in_forked_child)
+
+
+def refuse_links_under(root: Path) -> None:
+    """Raise if anything under ``root`` (hidden folders included) is a symlink or neither a file nor a folder.
+
+    A pre-made output folder could hold ``shards -> /elsewhere``: a write to
+    ``shards/train/...`` would land outside ``--out``. Symlinks are never followed.
+    """
+    for folder, dirs, files in os.walk(root):
+        for name in [*dirs, *files]:
+            path = Path(folder) / name
+            info = os.lstat(path)
+            if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
+                refuse_link(path, info)
 
 
 def real_folder(root: Path, rel: str) -> Path:

@@ -75,6 +75,16 @@ def test_a_symlinked_work_folder_is_refused_and_nothing_is_written_through_it(tm
     assert list(elsewhere.iterdir()) == []
 
 
+@pytest.mark.parametrize("folder", ["shards", "receipts", "tokens"])
+def test_a_symlinked_folder_in_a_pre_made_output_is_refused_before_anything_is_written(tmp_path, corpus, folder):
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    os.symlink(elsewhere, out / folder)
+    one_line_error(hf_tokbin(*build_args(corpus, out)), folder, "symlink")
+    assert list(elsewhere.iterdir()) == []
+
+
 def test_a_fifo_as_the_lock_is_refused(tmp_path, corpus):
     out = tmp_path / "out"
     (out / ".work").mkdir(parents=True)
