@@ -28,10 +28,12 @@ DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})  # no space left; dis
 
 
 def notify(message: str) -> None:
-    """A line for the user on stderr that does not break progress bars."""
+    """A line for the user on stderr that does not break progress bars (credentials in it masked)."""
     from tqdm.auto import tqdm
 
-    tqdm.write(message, file=sys.stderr)
+    from .errors import mask_secrets
+
+    tqdm.write(mask_secrets(message), file=sys.stderr)
 
 
 def tmp_path_for(path: str | os.PathLike) -> Path:
