@@ -35,7 +35,9 @@ def die_with_parent(parent: int) -> None:
     On Linux the kernel sends SIGKILL at the parent's death (``prctl
     PR_SET_PDEATHSIG``); elsewhere a daemon thread watches the parent id. A
     parent already gone when this runs is caught by comparing ids. Orphaned
-    workers would otherwise live on under pid 1.
+    workers would otherwise live on under pid 1. (The kernel signals when the
+    *thread* that forked the worker ends: pools are started by the thread that
+    runs the parts, which outlives them.)
     """
     import signal
     import sys
