@@ -11,8 +11,7 @@ import yaml
 from release_edits import edit_json  # the fixtures both and llmc_bos: tests/conftest.py
 
 from hf_tokbin.cards.release import HUB_LICENSES, render_release_card
-from hf_tokbin.errors import TokbinError
-from hf_tokbin.errors import VerificationError
+from hf_tokbin.errors import TokbinError, VerificationError
 from hf_tokbin.formats import llmc
 
 

@@ -205,6 +205,7 @@ def wait_until_gone(pids: list[int], bound: float = 60.0) -> list[int]:
     return [pid for pid in pids if alive(pid)]
 
 
+@pytest.mark.slow  # SIGKILLed and SIGTERMed builds
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGTERM"])
 def test_a_killed_build_leaves_no_worker_alive_and_the_same_command_runs_again(tmp_path, corpus, signal_name):

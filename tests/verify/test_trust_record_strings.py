@@ -9,15 +9,13 @@ and pasting whatever ``recipe`` printed into ``bash`` must run nothing.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from hub_server import HubServer
-from test_trust_run_config import build
-from test_verify_release import edit_json, reseal
+from release_edits import edit_json, reseal
 
 from hf_tokbin.errors import TokbinError
 from hf_tokbin.formats.corpus_manifest import CorpusManifest
@@ -29,14 +27,9 @@ COMMIT = "0123456789abcdef0123456789abcdef01234567"
 PAYLOAD = "\ntouch PWNED\n"
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    return build(tmp_path_factory.mktemp("strings"))
-
-
 @pytest.fixture
-def release(built, tmp_path) -> Path:
-    return Path(shutil.copytree(built, tmp_path / "release"))
+def release(copy) -> Path:
+    return copy  # a copy of the conftest's release (both formats), for this test to break
 
 
 def hostile(release: Path, change) -> Path:
