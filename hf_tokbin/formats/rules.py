@@ -57,3 +57,11 @@ def fits_uint16(vocab_size: int) -> bool:
 def id_dtype(vocab_size: int) -> str:
     """The narrowest unsigned width (a numpy dtype name) holding every id of ``vocab_size``: uint16, or uint32 above 65,536."""
     return "uint16" if fits_uint16(vocab_size) else "uint32"
+
+
+COMMIT_ID = re.compile(r"[0-9a-f]{40}")
+
+
+def is_commit_id(value) -> bool:
+    """A git commit id as the Hub gives it: exactly 40 lowercase hex digits (the only revision recorded as pinned)."""
+    return isinstance(value, str) and COMMIT_ID.fullmatch(value) is not None  # fullmatch: "$" would let "\n" through

@@ -63,7 +63,7 @@ from . import llmc, megatron
 from .build_options import BuildOptions, read_format_records, read_formats
 from .records import FileEntry, checked_field, is_count, is_sha256
 from .release import SPLITS, TOKENS_DIR
-from .rules import FOLDER_NAME_RULE, is_folder_name, is_repo_id
+from .rules import FOLDER_NAME_RULE, is_commit_id, is_folder_name, is_repo_id
 
 RUN_CONFIG_FORMAT = "hf_tokbin.run_config/2"
 RUN_CONFIG_FORMAT_V1 = "hf_tokbin.run_config/1"
@@ -265,14 +265,8 @@ class RunConfig:
 
 
 # Where a tokenizer or corpus came from, as recorded: every character of these reaches a card and a recipe line.
-_COMMIT_ID = re.compile(r"[0-9a-f]{40}")
 _SUBFOLDER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(?:/[A-Za-z0-9_][A-Za-z0-9._-]*)*")
 _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]{0,63}")
-
-
-def is_pinned_revision(value) -> bool:
-    """A revision recorded as pinned: a commit id (40 lowercase hex digits), never a branch or tag that can move."""
-    return isinstance(value, str) and _COMMIT_ID.fullmatch(value) is not None
 
 
 def _read_origins(path: Path, obj: dict) -> None:
@@ -290,7 +284,7 @@ def _read_origins(path: Path, obj: dict) -> None:
         if "revision" in record:
             pinned = source not in local
             rule = "a commit id (40 lowercase hex digits): a pinned revision never names a branch" if pinned else f"null for a {source} {name}"
-            checked_field(path, obj, f"{name}.revision", (lambda v: is_pinned_revision(v)) if pinned else (lambda v: v is None), rule)
+            checked_field(path, obj, f"{name}.revision", is_commit_id if pinned else (lambda v: v is None), rule)
     if isinstance(obj.get("tokenizer"), dict) and "subfolder" in obj["tokenizer"]:
         checked_field(path, obj, "tokenizer.subfolder", lambda v: v is None or (isinstance(v, str) and _SUBFOLDER.fullmatch(v) is not None and ".." not in v.split("/")), "null or a relative folder of plain names")
     if "versions" in obj:

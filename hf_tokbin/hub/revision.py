@@ -12,15 +12,8 @@ cut, so a server cannot write to the user's terminal.
 
 from __future__ import annotations
 
-import re
-
 from ..errors import HubError, shown  # noqa: F401 - shown is this module's name for it too
-
-COMMIT_ID = re.compile(r"[0-9a-f]{40}")
-
-
-def is_commit_id(value) -> bool:
-    return isinstance(value, str) and COMMIT_ID.fullmatch(value) is not None  # fullmatch: "$" would let "\n" through
+from ..formats.rules import COMMIT_ID, is_commit_id  # noqa: F401 - the one commit-id rule, by its Hub-side name
 
 
 def escaped(error):
