@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..errors import BuildError
 from ..formats.build_options import (
@@ -100,6 +101,8 @@ def _run(args) -> int:
     corpus = resolve_corpus_source(args.corpus, args.corpus_revision, args.corpus_config, args.corpus_split)
     plan = plan_build(corpus.root, tokenizer, args.out, options, corpus_source=corpus.source, corpus_revision=corpus.revision, shards=corpus.shards)
     print(plan.boundary_line())
+    for line in plan.warnings():
+        print(line, file=sys.stderr)
     if args.dry_run:
         from ..pipeline.dry_run import describe_plan
 

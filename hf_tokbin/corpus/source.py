@@ -40,6 +40,7 @@ from typing import Iterator, Sequence
 from .._io import fsync_path
 from ..errors import BuildError, CorpusInputError, FormatError, HubError
 from ..formats.corpus_manifest import MANIFEST_NAME, SPLITS, CorpusManifest, CorpusShard
+from ..formats.corpus_shard import check_text_field, iter_shard_texts
 from ..formats.records import FileEntry
 from ..formats.rules import is_repo_id, split_name
 
@@ -48,14 +49,12 @@ HUB_SHARD_SUFFIXES = (".parquet",)
 
 def iter_texts(root: str | os.PathLike, manifest: CorpusManifest, split: str, batch_rows: int = 1024):
     """The texts of one split, in corpus order, streamed shard by shard."""
-    import pyarrow.parquet as pq
-
     for shard in manifest.shards:
         if shard.split != split:
             continue
-        with pq.ParquetFile(Path(root) / shard.path) as file:
-            for batch in file.iter_batches(batch_size=batch_rows, columns=["text"]):
-                yield from batch.column(0).to_pylist()
+        path = Path(root) / shard.path
+        for _, texts in iter_shard_texts(path, path, batch_rows):  # checked: strings, no null, valid UTF-8
+            yield from texts.to_pylist()
 
 
 # -- where input shard i is read ----------------------------------------------------------------
@@ -373,12 +372,7 @@ def _parquet_rows(repo_id: str, commit: str, path: str) -> int:
             schema, rows = parquet.schema_arrow, parquet.metadata.num_rows
     except (pa.ArrowException, OSError) as e:
         raise CorpusInputError(where, "not a readable Parquet file", got=str(e).splitlines()[0][:200] if str(e) else type(e).__name__) from None
-    names = schema.names
-    if names.count("text") != 1:
-        raise CorpusInputError(where, "a Hub corpus built directly needs one string column named text", got=names[:10], hint="import it first with --text-column: hf-tokbin corpus import hf://datasets/NS/NAME --text-column COL --out DIR")
-    kind = schema.field("text").type
-    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
-        raise CorpusInputError(where, "column text must hold strings", got=str(kind))
+    check_text_field(schema, where, hint="import it first with --text-column: hf-tokbin corpus import hf://datasets/NS/NAME --text-column COL --out DIR")
     return rows
 
 
