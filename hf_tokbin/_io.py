@@ -27,6 +27,15 @@ _HASH_CHUNK = 1 << 22
 DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})  # no space left; disk quota exceeded
 
 
+def notify(message: str) -> None:
+    """A line for the user on stderr that does not break progress bars (credentials in it masked)."""
+    from tqdm.auto import tqdm
+
+    from .errors import mask_secrets
+
+    tqdm.write(mask_secrets(message), file=sys.stderr)
+
+
 def tmp_path_for(path: str | os.PathLike) -> Path:
     """The temporary name a file is written under before it is renamed to ``path``."""
     path = Path(path)
@@ -72,15 +81,59 @@ def naming_the_file(path: str | os.PathLike) -> Iterator[None]:
         raise
 
 
+def refuse_link(path: str | os.PathLike, info: os.stat_result | None = None) -> None:
+    """Raise unless ``path`` is missing or a regular file: a symlink, folder, FIFO or device is never written through.
+
+    ``info`` is the path's ``lstat`` if the caller has it. A planted symlink
+    (``OUT/.work/lock`` pointing at a user's file) would otherwise make a
+    write land outside the folder given.
+    """
+    from .errors import BuildError
+
+    if info is None:
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "a folder" if stat.S_ISDIR(info.st_mode) else "another kind of file"
+        raise BuildError(path, "hf_tokbin writes only regular files it creates, never through a symlink", got=kind, hint="remove it, or use another --out")
+
+
+# O_NOFOLLOW: the last component is never a symlink; O_EXCL: the file is new, so no hard link to another file is truncated.
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def create_file(path: str | os.PathLike, mode: str = "wb") -> IO:
+    """Open a new regular file at ``path`` for writing: the one way hf_tokbin creates a file it writes.
+
+    A leftover regular file (a killed run's temporary) is replaced; a symlink
+    or any other kind of file there is refused (:func:`refuse_link`) before
+    anything is written.
+    """
+    refuse_link(path)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)  # a stale temporary of ours: a new inode, never the old one's (it may be a hard link)
+    try:
+        fd = os.open(path, _CREATE_FLAGS, 0o644)
+    except FileExistsError:
+        refuse_link(path)  # planted between the unlink and the open
+        raise
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            refuse_link(path)
+        raise
+    text = "b" not in mode
+    return os.fdopen(fd, mode, encoding="utf-8" if text else None, newline="\n" if text else None)
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
     """Open ``path`` for writing under a temporary name; rename it on success only."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = tmp_path_for(path)
-    encoding = None if "b" in mode else "utf-8"
-    newline = None if "b" in mode else "\n"
-    file = open(tmp, mode, encoding=encoding, newline=newline)
+    file = create_file(tmp, mode)
     try:
         with naming_the_file(path):
             yield file
@@ -201,13 +254,45 @@ class BackgroundSha256:
 RECORD_MAX_BYTES = 256 * 1024 * 1024
 
 
-def read_json(path: str | os.PathLike, error_type) -> dict:
+# Characters no string of a record may hold: C0/C1 controls (newline, escape), lone surrogates, line and paragraph
+# separators, and the bidi controls that reorder what a terminal or editor shows (Trojan Source).
+_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_CONTROL_CATEGORIES = frozenset({"Cc", "Cs", "Zl", "Zp"})
+
+
+def is_control_character(char: str) -> bool:
+    import unicodedata
+
+    return char in _BIDI_CONTROLS or unicodedata.category(char) in _CONTROL_CATEGORIES
+
+
+def control_character_field(obj, where: str = "") -> tuple[str, str] | None:
+    """``(field, string)`` of the first key or string value under ``obj`` holding a control character, or None.
+
+    ``field`` is written ``tokenizer.revision``, ``files[3].path``.
+    """
+    if isinstance(obj, str):
+        return (where or "(top level)", obj) if any(map(is_control_character, obj)) else None
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for key, value in items:
+        if isinstance(key, str) and any(map(is_control_character, key)):
+            return (f"{where}.{key}" if where else key, key)
+        found = control_character_field(value, f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}" if where else key)
+        if found is not None:
+            return found
+    return None
+
+
+def read_json(path: str | os.PathLike, error_type, free_text: bool = False) -> dict:
     """Read a JSON object, raising ``error_type`` (a located error) if it is not one.
 
     One error naming the file for whatever the file holds: not a regular file
     (a folder, a FIFO that would block), over :data:`RECORD_MAX_BYTES`, not
     UTF-8, not JSON, nested beyond Python's recursion limit, or an integer
-    beyond Python's digit limit.
+    beyond Python's digit limit, or (every record hf_tokbin writes) a control
+    character in any key or string: a newline in ``tokenizer.revision`` must
+    never reach a printed recipe line. ``free_text``: a file of another tool
+    (a tokenizer's configs, a chat template) whose strings may hold anything.
     """
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; it changes nothing for a regular file.
@@ -232,4 +317,9 @@ def read_json(path: str | os.PathLike, error_type) -> dict:
         raise error_type(path, "not valid UTF-8 JSON", got=str(e).splitlines()[0][:200]) from None
     if not isinstance(obj, dict):
         raise error_type(path, "top level must be a JSON object", got=type(obj).__name__)
+    found = None if free_text else control_character_field(obj)
+    if found is not None:
+        from .errors import shown
+
+        raise error_type(path, f"{found[0]}: a record's strings hold no control characters (newline, escape, bidi control)", got=shown(found[1]))
     return obj

@@ -26,6 +26,7 @@ line (``progress=False``, or ``TQDM_DISABLE=1``, turns them off).
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from dataclasses import dataclass
@@ -60,6 +61,20 @@ class ReleaseSummary:
     __str__ = table
 
 
+def _locking_out(build_fn):
+    """``build_fn(source, tokenizer, out, ...)`` holding ``out``'s build lock from before its inputs are loaded."""
+
+    @functools.wraps(build_fn)
+    def locked(source, tokenizer, out, *args, **kwargs):
+        from .output import lock_before_planning
+
+        with lock_before_planning(out):  # a concurrent build refuses at once, not after loading its inputs
+            return build_fn(source, tokenizer, out, *args, **kwargs)
+
+    return locked
+
+
+@_locking_out
 def build_release(
     source,
     tokenizer,

@@ -8,13 +8,52 @@ message alone, on one line, never a traceback.
 from __future__ import annotations
 
 import os
+import re
 
 
 class TokbinError(Exception):
     """Base class of every error hf_tokbin raises on purpose."""
 
 
+_SHOWN_MAX = 500  # characters of a foreign string (a server's, a record's) shown in a message
+# A URL's user:password@ (or token@), and the query parameters that carry a credential (signed URLs, API keys).
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#@\s]+)@")
+_SECRET_PARAMETER = re.compile(
+    r"(?P<name>[?&;](?:[A-Za-z0-9_.-]*[-_.])?(?:token|sig|signature|key|secret|password|passwd|pwd|credential|auth|authorization|access_token|sas)"
+    r"(?:[-_.][A-Za-z0-9_.-]*)?=)(?P<value>[^&;#:,)\s'\"]+)",
+    re.IGNORECASE,
+)
+MASK = "***"
+
+
+def mask_secrets(text: str) -> str:
+    """``text`` with every URL's userinfo and every credential query parameter replaced by ``***``.
+
+    The one rule for what hf_tokbin prints or records of a URL a user gave
+    (``ftp://user:PASSWORD@host/x`` is shown as ``ftp://***@host/x``,
+    ``s3://b/x?X-Amz-Signature=abc`` as ``s3://b/x?X-Amz-Signature=***``):
+    every error message passes through it.
+    """
+    text = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
+    return _SECRET_PARAMETER.sub(lambda m: f"{m['name']}{MASK}", text)
+
+
+def shown(value) -> str:
+    """``value`` as text safe to print: non-printable characters escaped, at most ``_SHOWN_MAX`` characters.
+
+    For strings that came from elsewhere (a server, a record): a newline,
+    terminal escape or bidi control cannot reach the user's terminal.
+    """
+    text = value if isinstance(value, str) else repr(value)
+    safe = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return safe if len(safe) <= _SHOWN_MAX else safe[:_SHOWN_MAX] + f"... ({len(safe)} characters)"
+
+
 def _message(path: str | os.PathLike | None, rule: str, expected=None, got=None, hint: str | None = None) -> str:
+    return mask_secrets(_unmasked_message(path, rule, expected, got, hint))
+
+
+def _unmasked_message(path: str | os.PathLike | None, rule: str, expected=None, got=None, hint: str | None = None) -> str:
     parts = []
     if path is not None:
         parts.append(f"{os.fspath(path)}: ")

@@ -82,7 +82,7 @@ def hub_language_codes() -> frozenset[str] | None:
     if spec is None or spec.origin is None:
         return None
     path = Path(spec.origin).parent / "utils" / "resources" / "languages.json"
-    return frozenset(read_json(path, FormatError)) if path.is_file() else None
+    return frozenset(read_json(path, FormatError, free_text=True)) if path.is_file() else None
 
 
 def is_hub_language(code) -> bool:

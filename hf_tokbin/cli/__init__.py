@@ -47,12 +47,36 @@ def make_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+class _MaskedStream:
+    """A text stream that writes through :func:`hf_tokbin.errors.mask_secrets`: no credential of a URL reaches the terminal."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        from ..errors import mask_secrets
+
+        self._stream.write(mask_secrets(text))
+        return len(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def _command_in(argv: list[str]) -> str:
     """The subcommand ``argv`` names (its first word that is not an option), or "" for none (``--help``, ``--version``)."""
     return next((word for word in argv if not word.startswith("-")), "")
 
 
 def main(argv: list[str] | None = None) -> int:
+    import contextlib
+
+    # Every line a command prints (results, progress, errors) is masked, whichever code printed it.
+    with contextlib.redirect_stdout(_MaskedStream(sys.stdout)), contextlib.redirect_stderr(_MaskedStream(sys.stderr)):
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     from .._io import disk_full_error, write_errors_of_libraries
     from ..errors import TokbinError
 

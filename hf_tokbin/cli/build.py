@@ -76,6 +76,15 @@ def build_options(args) -> BuildOptions:
 
 
 def run(args) -> int:
+    from ..output import lock_before_planning
+
+    if args.dry_run:  # writes nothing, so takes no lock
+        return _run(args)
+    with lock_before_planning(args.out):  # before the inputs are loaded: a concurrent build refuses at once
+        return _run(args)
+
+
+def _run(args) -> int:
     from ..corpus.source import resolve_corpus_source
     from ..pipeline import build, plan_build
     from ..tokenizer.resolve import resolve_tokenizer, token_or_id

@@ -21,6 +21,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--revision", default=None, metavar="REV", help="a Hub repo's branch, tag or commit id (default main)")
     parser.add_argument("--endpoint", default=None, metavar="URL", help="Hub endpoint (default: HF_ENDPOINT or https://huggingface.co)")
     parser.add_argument("--path-in-repo", default=None, metavar="FOLDER", help="a Hub repo: the folder holding the release (default: the top)")
+    parser.add_argument("--strict", action="store_true", help="a Hub repo: fail on files outside the release layout too (default: report them)")
     parser.add_argument("--download-sample", type=int, default=None, metavar="K", help="a Hub repo: also download and fully verify the token files of K parts")
     parser.add_argument("--for", dest="target", choices=list(TARGETS), help="check against this trainer's loader instead")
     parser.add_argument("--batch-size", "-B", type=int, default=defaults.batch_size, help="the loader's batch size B (default: %(default)s, llm.c's)")
@@ -40,7 +41,7 @@ def is_hub_repo(target: str) -> bool:
 
 
 def run(args) -> int:
-    hub_flags = [f for f, v in (("--revision", args.revision), ("--endpoint", args.endpoint), ("--download-sample", args.download_sample), ("--path-in-repo", args.path_in_repo)) if v is not None]
+    hub_flags = [f for f, v in (("--revision", args.revision), ("--endpoint", args.endpoint), ("--download-sample", args.download_sample), ("--path-in-repo", args.path_in_repo), ("--strict", args.strict or None)) if v is not None]
     if is_hub_repo(args.path):
         if args.target is not None:
             from ..errors import HubError
@@ -48,7 +49,7 @@ def run(args) -> int:
             raise HubError(args.path, "--for checks local files; download the release first with hf-tokbin pull")
         from ..hub.remote_verify import verify_remote
 
-        print(verify_remote(args.path, revision=args.revision, endpoint=args.endpoint, download_sample=args.download_sample or 0, path_in_repo=args.path_in_repo, progress=False).summary())
+        print(verify_remote(args.path, revision=args.revision, endpoint=args.endpoint, download_sample=args.download_sample or 0, path_in_repo=args.path_in_repo, progress=False, strict=args.strict).summary())
         return 0
     if hub_flags:
         from ..errors import FormatError

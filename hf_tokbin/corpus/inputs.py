@@ -132,11 +132,11 @@ def _saved_dataset_inputs(folder: Path) -> list[InputFile]:
 
     base = Path(folder.resolve().name)
     if (folder / "dataset_dict.json").is_file():
-        splits = read_json(folder / "dataset_dict.json", CorpusInputError).get("splits")
+        splits = read_json(folder / "dataset_dict.json", CorpusInputError, free_text=True).get("splits")
         if not isinstance(splits, list) or not all(map(is_folder_name, splits)):
             raise CorpusInputError(folder / "dataset_dict.json", "splits must be a list of split names", got=splits)
         return [InputFile(f.uri, f.name, f.reader, split) for split in splits for f in _saved_dataset_inputs(folder / split)]
-    state = read_json(folder / "state.json", CorpusInputError)
+    state = read_json(folder / "state.json", CorpusInputError, free_text=True)
     files = state.get("_data_files") if isinstance(state, dict) else None
     if not isinstance(files, list) or not files:
         raise CorpusInputError(folder / "state.json", "a save_to_disk folder lists its Arrow files in _data_files", got=files)

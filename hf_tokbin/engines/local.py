@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import collections
 import multiprocessing
+import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -19,9 +20,50 @@ from typing import Any
 _worker_state: Any = None  # in a worker process: the state its pool was started with
 
 
-def _start_worker(state: Any) -> None:
+def _start_worker(state: Any, parent: int) -> None:
     global _worker_state
+    die_with_parent(parent)
     _worker_state = state
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent(parent: int) -> None:
+    """End this worker process when ``parent`` (the build) ends, however it ends (``kill -9`` included).
+
+    On Linux the kernel sends SIGKILL at the parent's death (``prctl
+    PR_SET_PDEATHSIG``); elsewhere a daemon thread watches the parent id. A
+    parent already gone when this runs is caught by comparing ids. Orphaned
+    workers would otherwise live on under pid 1. (The kernel signals when the
+    *thread* that forked the worker ends: pools are started by the thread that
+    runs the parts, which outlives them.)
+    """
+    import signal
+    import sys
+
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            _watch_parent(parent)
+    else:
+        _watch_parent(parent)
+    if os.getppid() != parent:  # died before the line above took effect
+        os._exit(1)
+
+
+def _watch_parent(parent: int, every: float = 1.0) -> None:
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="hf_tokbin-parent-watch", daemon=True).start()
 
 
 def _call_with_state(fn: Callable[[Any, Any], Any], item: Any) -> Any:
@@ -41,7 +83,7 @@ class WorkerPool:
         self.state = state
         self.num_proc = num_proc
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-        self._executor = ProcessPoolExecutor(num_proc, mp_context=context, initializer=_start_worker, initargs=(state,))
+        self._executor = ProcessPoolExecutor(num_proc, mp_context=context, initializer=_start_worker, initargs=(state, os.getpid()))
 
     def map_ordered(self, fn: Callable[[Any, Any], Any], items: Iterable[Any], window: int | None = None) -> Iterator[Any]:
         """``fn(state, item)`` for every item, in worker processes; the results in the order of ``items``.

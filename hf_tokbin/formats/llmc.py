@@ -62,6 +62,7 @@ from .._io import (
     atomic_open,
     canonical_json,
     commit_file,
+    create_file,
     naming_the_file,
     read_json,
     sha256_file,
@@ -342,7 +343,7 @@ class LlmcWriter:
     def _open_next(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / file_name(self.split, self._file_index())
-        self._file = open(tmp_path_for(path), "wb")
+        self._file = create_file(tmp_path_for(path))
         self._file.write(bytes(HEADER_BYTES))
         self._n_tokens = 0
         self._n_docs = 0

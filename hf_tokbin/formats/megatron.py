@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._io import BackgroundSha256, commit_file, fsync_dir, naming_the_file, sha256_file, tmp_path_for
+from .._io import BackgroundSha256, commit_file, create_file, fsync_dir, naming_the_file, sha256_file, tmp_path_for
 from ..errors import FormatError
 from .ids import check_ids_below, checked_documents, with_boundaries
 from .rules import fits_uint16
@@ -115,8 +115,12 @@ class MegatronWriter:
         self.dtype = DTYPE_CODES[self.code]
         self.bin_path.parent.mkdir(parents=True, exist_ok=True)
         self._lengths_path = self.idx_path.with_name(f".{self.idx_path.name}.lengths.tmp")
-        self._bin = open(tmp_path_for(self.bin_path), "wb")
-        self._lengths = open(self._lengths_path, "wb")
+        self._bin = create_file(tmp_path_for(self.bin_path))
+        try:
+            self._lengths = create_file(self._lengths_path)
+        except BaseException:
+            self._bin.close()
+            raise
         self._bin_sha256 = BackgroundSha256()
         self.n_documents = 0
         self.n_tokens = 0
@@ -203,7 +207,7 @@ def write_index(path: str | os.PathLike, code: int, lengths: np.ndarray) -> None
     """
     itemsize = DTYPE_CODES[code].itemsize
     n = int(lengths.size)
-    with open(path, "wb") as file:
+    with create_file(path) as file:
         file.write(MAGIC + struct.pack("<Q", VERSION) + struct.pack("<B", code) + struct.pack("<QQ", n, n + 1))
         for start in range(0, n, _CHUNK):
             file.write(np.ascontiguousarray(lengths[start : start + _CHUNK], dtype="<i4").tobytes())

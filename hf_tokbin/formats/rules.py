@@ -9,6 +9,8 @@ elsewhere.
 
 from __future__ import annotations
 
+import re
+
 # A split as given (a split column, a Hub repo's split, a file's name) -> seed 004's name; seed 000's llm.c says "val".
 SPLIT_NAMES = {"train": "train", "validation": "validation", "val": "validation"}
 FOLDER_NAME_RULE = "one folder name: not empty, printable, no '/' or '\\', not starting with '.', no white space at either end"
@@ -22,10 +24,15 @@ def split_name(value) -> str | None:
 
 def is_repo_id(value) -> bool:
     """A Hub repo id ``NAMESPACE/NAME``: two non-empty parts, neither hidden (so neither "." nor "..")."""
-    if not isinstance(value, str):
+    if not isinstance(value, str) or _REPO_ID_CHARACTERS.fullmatch(value) is None:
         return False
     parts = value.split("/")
     return len(parts) == 2 and all(part and not part.startswith(".") for part in parts)
+
+
+# The Hub's characters for a repo id (huggingface_hub's validate_repo_id: word characters, "-" and ".", at most 96 a part),
+# ASCII only: a repo id is printed in cards, commands and recipe lines.
+_REPO_ID_CHARACTERS = re.compile(r"[A-Za-z0-9_.-]{1,96}/[A-Za-z0-9_.-]{1,96}")
 
 
 def is_folder_name(value) -> bool:
@@ -50,3 +57,11 @@ def fits_uint16(vocab_size: int) -> bool:
 def id_dtype(vocab_size: int) -> str:
     """The narrowest unsigned width (a numpy dtype name) holding every id of ``vocab_size``: uint16, or uint32 above 65,536."""
     return "uint16" if fits_uint16(vocab_size) else "uint32"
+
+
+COMMIT_ID = re.compile(r"[0-9a-f]{40}")
+
+
+def is_commit_id(value) -> bool:
+    """A git commit id as the Hub gives it: exactly 40 lowercase hex digits (the only revision recorded as pinned)."""
+    return isinstance(value, str) and COMMIT_ID.fullmatch(value) is not None  # fullmatch: "$" would let "\n" through

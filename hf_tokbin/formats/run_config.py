@@ -52,6 +52,7 @@ the release.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
@@ -62,7 +63,7 @@ from . import llmc, megatron
 from .build_options import BuildOptions, read_format_records, read_formats
 from .records import FileEntry, checked_field, is_count, is_sha256
 from .release import SPLITS, TOKENS_DIR
-from .rules import FOLDER_NAME_RULE, is_folder_name
+from .rules import FOLDER_NAME_RULE, is_commit_id, is_folder_name, is_repo_id
 
 RUN_CONFIG_FORMAT = "hf_tokbin.run_config/2"
 RUN_CONFIG_FORMAT_V1 = "hf_tokbin.run_config/1"
@@ -242,6 +243,7 @@ class RunConfig:
         else:
             bos = _read_boundary(path, obj, "bos", is_id, vocab_size)
             options = BuildOptions.from_record(path, obj, vocab_size, doc_sep is not None)
+        _read_origins(path, obj)
         return cls(
             dataset=get("dataset", is_folder_name, FOLDER_NAME_RULE),
             version=get("version", lambda v: isinstance(v, str) and v != "", "a non-empty string"),
@@ -260,6 +262,33 @@ class RunConfig:
             split_rule=obj.get("split_rule") if isinstance(obj.get("split_rule"), dict) else None,
             versions=obj.get("versions") if isinstance(obj.get("versions"), dict) else None,
         )
+
+
+# Where a tokenizer or corpus came from, as recorded: every character of these reaches a card and a recipe line.
+_SUBFOLDER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(?:/[A-Za-z0-9_][A-Za-z0-9._-]*)*")
+_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]{0,63}")
+
+
+def _read_origins(path: Path, obj: dict) -> None:
+    """The fields naming where the inputs came from, each in its own character set (a card and a recipe print them).
+
+    ``source`` is ``local`` (``byte`` for the byte tokenizer) or a Hub repo id;
+    ``revision`` null for a local input, a commit id for a Hub one; a
+    subfolder plain relative names; versions PEP 440 characters.
+    """
+    for name, local in (("tokenizer", ("byte", "local")), ("corpus", ("local",))):
+        record = obj.get(name) if isinstance(obj.get(name), dict) else {}
+        if "source" not in record:  # a hand-made record of ids alone: nothing to print
+            continue
+        source = checked_field(path, obj, f"{name}.source", lambda v: v in local or is_repo_id(v), f"{' or '.join(local)}, or a Hub repo id NS/NAME")
+        if "revision" in record:
+            pinned = source not in local
+            rule = "a commit id (40 lowercase hex digits): a pinned revision never names a branch" if pinned else f"null for a {source} {name}"
+            checked_field(path, obj, f"{name}.revision", is_commit_id if pinned else (lambda v: v is None), rule)
+    if isinstance(obj.get("tokenizer"), dict) and "subfolder" in obj["tokenizer"]:
+        checked_field(path, obj, "tokenizer.subfolder", lambda v: v is None or (isinstance(v, str) and _SUBFOLDER.fullmatch(v) is not None and ".." not in v.split("/")), "null or a relative folder of plain names")
+    if "versions" in obj:
+        checked_field(path, obj, "versions", lambda v: isinstance(v, dict) and all(isinstance(k, str) and _VERSION.fullmatch(k) and (x is None or isinstance(x, str) and _VERSION.fullmatch(x)) for k, x in v.items()), "an object of package names and versions")
 
 
 def _check_vocab_fits(path: Path, formats: tuple[str, ...], vocab_size: int) -> None:

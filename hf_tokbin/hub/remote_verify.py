@@ -5,12 +5,13 @@ At one checked commit id (:func:`hf_tokbin.hub.revision.resolve_commit`):
 1. ``COMPLETE.json`` is downloaded (bounded by the tree's size and checked
    against its git blob id or LFS SHA-256), and every path it lists must be
    part of the release layout.
-2. The Hub's own tree at that commit is compared with it: the file set is
-   exact (``COMPLETE.json``'s files, ``COMPLETE.json`` and the repo's
-   ``.gitattributes``/``.gitignore``, nothing else; with ``path_in_repo``, the
-   files under that folder), and every file has the
+2. The Hub's own tree at that commit is compared with it: every path of the
+   release layout is ``COMPLETE.json``'s (with ``path_in_repo``, under that
+   folder), and every file has the
    listed size and, for LFS files, the listed SHA-256. Every file that
-   disagrees is named.
+   disagrees is named. Files outside the layout (a ``NOTES.md``, a LICENSE,
+   a card image added by hand; ``push`` keeps them) are no part of the
+   release: reported, not failed (``strict`` fails on them).
 3. The records (everything but the token files, and any token file the Hub
    does not store in LFS, whose digest the tree does not give) are downloaded
    and checked against ``COMPLETE.json``, then the rules of ``hf-tokbin verify``
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import HubError, VerificationError
-from ..formats.release import COMPLETE_NAME, RECEIPTS_DIR, Complete, Receipt
+from ..formats.release import COMPLETE_NAME, RECEIPTS_DIR, Complete, Receipt, is_layout_path
 from .download import DownloadLimits, Expected, safe_folder
 from .layout import check_path, is_token_file
 from .pull import (
@@ -57,6 +58,7 @@ class RemoteReport:
     sampled: tuple[str, ...]  # parts whose token files were downloaded and checked
     report: object  # the ReleaseReport of the records
     folder: str = ""  # --path-in-repo
+    others: tuple[str, ...] = ()  # files beside the release, outside its layout: not part of it (kept by push)
 
     def summary(self) -> str:
         lines = self.report.summary().splitlines()
@@ -65,6 +67,9 @@ class RemoteReport:
             f"hf://datasets/{self.repo_id}@{self.commit}{'/' + self.folder if self.folder else ''}: OK: {self.files} files, {self.bytes / 1e6:,.1f} MB on the Hub match COMPLETE.json "
             f"(sizes and LFS SHA-256 at this commit); records verified, {self.downloaded / 1e6:,.1f} MB downloaded{sample}"
         )
+        if self.others:
+            shown_others = ", ".join(map(shown, self.others[:10])) + (f", ... ({len(self.others)} in all)" if len(self.others) > 10 else "")
+            lines.insert(1, f"{len(self.others)} other file(s) in the repo, outside the release layout and not part of the release: {shown_others}")
         return "\n".join(lines)
 
 
@@ -80,8 +85,13 @@ def verify_remote(
     limits: DownloadLimits | None = None,
     max_workers: int = 8,
     progress: bool = True,
+    strict: bool = False,
 ) -> RemoteReport:
-    """Check the release in ``repo_id`` at ``revision`` against the Hub's own metadata; see the module docstring."""
+    """Check the release in ``repo_id`` at ``revision`` against the Hub's own metadata; see the module docstring.
+
+    Files outside the release layout (``NOTES.md``, a LICENSE) are reported
+    in :attr:`RemoteReport.others`; ``strict`` fails the release on them too.
+    """
 
     from ..verify.release import verify_release_records
 
@@ -102,7 +112,11 @@ def verify_remote(
                 check_path("release", entry.path, source.uri(COMPLETE_NAME))
             listed = {e.path for e in complete.files}
             problems = tree_disagreements(complete.files, tree)
-            problems += [f"{shown(p)} is on the Hub but not listed in COMPLETE.json" for p in sorted(set(tree) - listed - {COMPLETE_NAME, *([] if folder else GIT_FILES)})]
+            unlisted = sorted(set(tree) - listed - {COMPLETE_NAME, *([] if folder else GIT_FILES)})
+            # A file outside the release layout (a LICENSE, NOTES.md, a card image) is no part of the release: push
+            # keeps it, so verify reports it. One inside the layout that COMPLETE.json does not list is a broken release.
+            others = tuple(p for p in unlisted if not is_layout_path(p))
+            problems += [f"{shown(p)} is on the Hub but not listed in COMPLETE.json" for p in unlisted if p not in others or strict]
             if problems:
                 raise disagreement_error(source.uri(COMPLETE_NAME), "the Hub's files at this commit disagree with COMPLETE.json", problems, VerificationError)
 
@@ -121,7 +135,7 @@ def verify_remote(
             report = verify_release_records(root, complete, held=[e.path for e in small] + sample)
     downloaded = sum(e.size for e in small) + sum(by_path[p].size for p in sample) + tree[COMPLETE_NAME].size
     sampled = tuple(Path(p).stem for p in parts)
-    return RemoteReport(repo_id, commit, len(complete.files) + 1, sum(e.size for e in complete.files), downloaded, sampled, report, folder)
+    return RemoteReport(repo_id, commit, len(complete.files) + 1, sum(e.size for e in complete.files), downloaded, sampled, report, folder, others)
 
 
 def _sample(receipts: list[str], k: int) -> list[str]:

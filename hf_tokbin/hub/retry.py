@@ -27,22 +27,15 @@ import datetime
 import json
 import os
 import re
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable, TypeVar
 
+from .._io import notify  # noqa: F401 - re-exported: hub modules say things through it
 from ..errors import HubError
 
 T = TypeVar("T")
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-
-
-def notify(message: str) -> None:
-    """A line for the user on stderr that does not break progress bars."""
-    from tqdm.auto import tqdm
-
-    tqdm.write(message, file=sys.stderr)
 
 
 @dataclass(frozen=True)

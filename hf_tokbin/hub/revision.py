@@ -12,23 +12,8 @@ cut, so a server cannot write to the user's terminal.
 
 from __future__ import annotations
 
-import re
-
-from ..errors import HubError
-
-COMMIT_ID = re.compile(r"[0-9a-f]{40}")
-_SHOWN_MAX = 500  # characters of a server string shown in a message
-
-
-def is_commit_id(value) -> bool:
-    return isinstance(value, str) and COMMIT_ID.fullmatch(value) is not None  # fullmatch: "$" would let "\n" through
-
-
-def shown(value) -> str:
-    """``value`` as text safe to print: non-printable characters escaped, at most ``_SHOWN_MAX`` characters."""
-    text = value if isinstance(value, str) else repr(value)
-    safe = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-    return safe if len(safe) <= _SHOWN_MAX else safe[:_SHOWN_MAX] + f"... ({len(safe)} characters)"
+from ..errors import HubError, shown  # noqa: F401 - shown is this module's name for it too
+from ..formats.rules import COMMIT_ID, is_commit_id  # noqa: F401 - the one commit-id rule, by its Hub-side name
 
 
 def escaped(error):

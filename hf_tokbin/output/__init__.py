@@ -14,6 +14,7 @@ of the two it has.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from .local import LocalFolder, Output
@@ -27,4 +28,38 @@ def open_output(out: str, scratch: str | None = None) -> Output:
     return LocalFolder(out)
 
 
-__all__ = ["LocalFolder", "Output", "UrlFolder", "check_url", "is_url", "open_output", "scratch_key", "scratch_root"]
+@contextlib.contextmanager
+def lock_before_planning(out: str | os.PathLike):
+    """Hold a local ``--out``'s build lock from before the inputs are loaded (a concurrent build refuses at once).
+
+    The build takes the same lock again (:meth:`Output.lock` is re-entrant in
+    one process). A URL's lock is its scratch folder's, known only once the
+    build is planned. An ``--out`` this made and that ends holding nothing
+    but the lock (the inputs were refused) is removed again.
+    """
+    out = os.fspath(out)
+    if is_url(out):
+        yield
+        return
+    made = not os.path.lexists(out)
+    try:
+        with LocalFolder(out).lock():
+            yield
+    except BaseException:
+        if made:
+            _remove_if_only_the_lock(out)
+        raise
+
+
+def _remove_if_only_the_lock(out: str) -> None:
+    from .local import LOCK_NAME
+
+    work = os.path.dirname(LOCK_NAME)
+    with contextlib.suppress(OSError):
+        if os.listdir(out) == [work] and os.listdir(os.path.join(out, work)) == [os.path.basename(LOCK_NAME)]:
+            os.unlink(os.path.join(out, LOCK_NAME))
+            os.rmdir(os.path.join(out, work))
+            os.rmdir(out)
+
+
+__all__ = ["lock_before_planning", "LocalFolder", "Output", "UrlFolder", "check_url", "is_url", "open_output", "scratch_key", "scratch_root"]

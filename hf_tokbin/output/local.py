@@ -4,39 +4,173 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
-from .._io import TMP_SUFFIX, sha256_file, write_text_atomic
-from ..errors import BuildError
+from .._io import TMP_SUFFIX, notify, refuse_link, sha256_file, write_text_atomic
+from ..errors import BuildError, shown
 from ..formats.records import FileEntry
 
 R = TypeVar("R")
 LOCK_NAME = ".work/lock"  # inside the work folder: never part of a release, removed with it
 
 
+_held: dict[str, int] = {}  # lock path -> its descriptor, for every output lock this process holds
+
+
 @contextlib.contextmanager
 def folder_lock(work: Path, location: str):
-    """Hold an exclusive lock on a build's work folder; a second build of the same output refuses at once, naming the holder."""
-    import fcntl
+    """Hold an exclusive lock on a build's work folder; a second build of the same output refuses at once, naming the holder.
 
+    The lock is ``filelock``'s (``flock`` on ``WORK/.work/lock``), opened with
+    ``O_NOFOLLOW`` in a ``.work`` that is a real folder: a symlink or any other
+    kind of file there is refused before anything is written. It is taken
+    again freely by the process holding it (the CLI takes it before loading
+    the inputs, the build again). Forked worker processes close their copy
+    (:func:`_close_in_forked_child`), so a killed build's lock is free once the
+    build itself is gone; a lock still held in the name of a process of this
+    machine that no longer exists is taken over, saying so.
+    """
     path = work / LOCK_NAME
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    key = _key(path)
+    if key in _held:
+        yield
+        return
+    real_folder(work, LOCK_NAME.split("/")[0])
+    refuse_link(path)
+    lock = _acquire(path, location)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
-            raise BuildError(location, "another build is writing this output", got=repr(holder), hint="wait for it to finish, or use another --out") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode(), 0)
+        refuse_links_under(work)  # held: nothing of ours changes the tree now; a planted link would be written through
         yield
     finally:
-        os.close(fd)  # closing releases the lock
+        fd = _held.pop(key, None)
+        with contextlib.suppress(OSError):
+            if fd is not None:
+                os.ftruncate(fd, 0)  # released cleanly: no holder named, so nobody takes it for a killed build
+        lock.release()
+
+
+def _acquire(path: Path, location: str):
+    """The acquired ``filelock`` of ``path``; a held lock refuses at once, unless its holder is gone (then it is taken over)."""
+    import filelock
+
+    for attempt in (1, 2):
+        lock = filelock.FileLock(path, timeout=0, thread_local=False, on_acquired=lambda fd: _claim(path, fd))
+        try:
+            lock.acquire()
+            return lock
+        except filelock.Timeout:
+            holder = _holder(path)
+            if attempt == 1 and _is_gone(holder) and _take_over(path, holder):
+                continue
+            raise BuildError(location, "another build is writing this output", got=repr(holder or "another process"), hint="wait for it to finish, or use another --out") from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _claim(path: Path, fd: int) -> None:
+    """Called by filelock with the lock held: check the file, say if a killed build left it, name this process."""
+    refuse_link(path, os.fstat(fd))
+    previous = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
+    if previous:
+        notify(f"hf-tokbin: {path}: taking over the lock of a build that ended without releasing it ({shown(previous)})")
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, _holder_text().encode(), 0)
+    _held[_key(path)] = fd
+
+
+def _key(path: Path) -> str:
+    """One name per lock file, however the output was spelled (its work folder is a real folder, never a symlink)."""
+    return os.path.join(os.path.realpath(path.parent), path.name)
+
+
+def _holder_text() -> str:
+    return f"pid {os.getpid()} on {socket.gethostname()}"
+
+
+def _holder(path: Path) -> str:
+    """What the lock file says about its holder ('' if nothing can be read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return ""
+    try:
+        return shown(os.pread(fd, 200, 0).decode("utf-8", "replace").strip())
+    finally:
+        os.close(fd)
+
+
+def _is_gone(holder: str) -> bool:
+    """Whether ``holder`` names a process of this machine that no longer runs (its orphaned workers may still hold the lock)."""
+    match = re.fullmatch(r"pid ([0-9]+) on (.+)", holder)
+    if match is None or match.group(2) != socket.gethostname():
+        return False
+    try:
+        os.kill(int(match.group(1)), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # alive, another user's
+    return False
+
+
+def _take_over(path: Path, holder: str) -> bool:
+    """Move aside a lock file whose holder is gone, so a new lock file can be taken; False if it changed meanwhile."""
+    aside = path.with_name(f"{path.name}.gone-{os.getpid()}")
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return True
+    if _holder(aside) != holder:  # another build took over first: put nothing back, refuse
+        return False
+    os.unlink(aside)
+    notify(f"hf-tokbin: {path}: taking over the lock of {holder}, which no longer runs (its worker processes may still hold the old file)")
+    return True
+
+
+def _close_in_forked_child() -> None:
+    """In a forked child (a worker process): close the output locks' descriptors, so only the build holds its lock."""
+    for fd in _held.values():
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _held.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_in_forked_child)
+
+
+def refuse_links_under(root: Path) -> None:
+    """Raise if anything under ``root`` (hidden folders included) is a symlink or neither a file nor a folder.
+
+    A pre-made output folder could hold ``shards -> /elsewhere``: a write to
+    ``shards/train/...`` would land outside ``--out``. Symlinks are never followed.
+    """
+    for folder, dirs, files in os.walk(root):
+        for name in [*dirs, *files]:
+            path = Path(folder) / name
+            info = os.lstat(path)
+            if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
+                refuse_link(path, info)
+
+
+def real_folder(root: Path, rel: str) -> Path:
+    """``root/rel`` as a real folder, made if missing: no component of ``rel`` may be a symlink or a file."""
+    folder = Path(root)
+    folder.mkdir(parents=True, exist_ok=True)
+    for part in Path(rel).parts:
+        folder = folder / part
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir()
+        info = os.lstat(folder)
+        if not stat.S_ISDIR(info.st_mode):
+            kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "a file"
+            raise BuildError(folder, "hf_tokbin writes only into real folders, never through a symlink", got=kind, hint="remove it, or use another --out")
+    return folder
 
 
 def local_matches(path: Path, entry: FileEntry) -> bool:

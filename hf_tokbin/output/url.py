@@ -41,7 +41,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._io import commit_file, naming_the_file, tmp_path_for
+from .._io import commit_file, naming_the_file, refuse_link, tmp_path_for
 from ..errors import BuildError
 from ..formats.records import FileEntry
 from .local import LocalFolder, Output, local_matches
@@ -206,6 +206,8 @@ class UrlFolder(Output):
         fs, root = self._fs()
         local.parent.mkdir(parents=True, exist_ok=True)
         tmp = tmp_path_for(local)
+        refuse_link(tmp)  # fsspec opens the name it is given: nothing may be planted there
+        tmp.unlink(missing_ok=True)
         with naming_the_file(local):  # a full disk here is this machine's scratch disk, not the URL's
             fs.get_file(f"{root}/{entry.path}", os.fspath(tmp))
         commit_file(tmp, local)

@@ -278,7 +278,7 @@ def _check_id_space(json_path: Path) -> None:
     from .._io import RECORD_MAX_BYTES, read_json
 
     try:
-        config = read_json(json_path, TokenizerError) if json_path.stat().st_size <= RECORD_MAX_BYTES else {}
+        config = read_json(json_path, TokenizerError, free_text=True) if json_path.stat().st_size <= RECORD_MAX_BYTES else {}
     except TokenizerError:
         return  # not readable JSON: loading it gives tokenizers' own error, named
     model = config.get("model") if isinstance(config.get("model"), dict) else {}
@@ -305,7 +305,7 @@ def read_eos_token_id(path: Path) -> int | None:
     """``eos_token_id`` of a ``generation_config.json``, or None when there is no such file or key."""
     if not path.is_file():
         return None
-    config = read_json(path, TokenizerError)
+    config = read_json(path, TokenizerError, free_text=True)
     eos = config.get("eos_token_id")
     if isinstance(eos, list):
         if not eos:
@@ -322,7 +322,7 @@ def read_eos_token(path: Path) -> str | None:
     """``eos_token`` of a ``tokenizer_config.json`` or ``special_tokens_map.json``: a string or ``{"content": ...}``; None without file or key."""
     if not path.is_file():
         return None
-    config = read_json(path, TokenizerError)
+    config = read_json(path, TokenizerError, free_text=True)
     eos = config.get("eos_token")
     if isinstance(eos, dict):  # transformers writes an AddedToken as {"__type": "AddedToken", "content": ...}
         eos = eos.get("content")
@@ -339,7 +339,9 @@ def _download_from_hub(repo_id: str, revision: str | None, subfolder: str | None
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import EntryNotFoundError
 
+    from ..errors import HubError, shown
     from ..hub.retry import fetch_error
+    from ..hub.revision import is_commit_id
 
     subfolder = subfolder.strip("/") if subfolder else None
     folder = f"{subfolder}/" if subfolder else ""
@@ -347,8 +349,13 @@ def _download_from_hub(repo_id: str, revision: str | None, subfolder: str | None
         json_path = Path(hf_hub_download(repo_id, TOKENIZER_FILE, subfolder=subfolder, revision=revision))
     except Exception as e:
         raise fetch_error(f"{repo_id}@{revision or 'main'}/{folder}{TOKENIZER_FILE}", "tokenizer", e) from e
-    # The cache's snapshot folder is named after the commit: that is the pinned revision.
+    # The cache's snapshot folder is named after the commit the server answered: that is the pinned revision,
+    # so it must be one (a server answering "main" would record a branch that moves as "pinned").
     commit = json_path.parents[len(PurePosixPath(folder + TOKENIZER_FILE).parts) - 1].name
+    if not is_commit_id(commit):
+        raise HubError(f"{repo_id}@{shown(revision or 'main')}", "the Hub answered a commit id that is not 40 lowercase hex digits; nothing was written", got=shown(commit))
+    if is_commit_id(revision) and commit != revision:
+        raise HubError(f"{repo_id}@{revision}", "the Hub answered another commit than the one asked for", expected=revision, got=shown(commit))
     for name in (GENERATION_CONFIG_FILE, TOKENIZER_CONFIG_FILE, SPECIAL_TOKENS_MAP_FILE):
         try:
             # At the same commit, so a branch that moves in between cannot mix two versions.

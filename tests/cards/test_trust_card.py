@@ -11,7 +11,7 @@ import yaml
 from release_edits import edit_json  # the fixtures both and llmc_bos: tests/conftest.py
 
 from hf_tokbin.cards.release import HUB_LICENSES, render_release_card
-from hf_tokbin.errors import VerificationError
+from hf_tokbin.errors import TokbinError, VerificationError
 from hf_tokbin.formats import llmc
 
 
@@ -62,7 +62,7 @@ def test_language_no_stays_a_string(copy):
     assert meta["language"] == ["no", "en"]
 
 
-@pytest.mark.parametrize("license", ["mit\nconfigs:\n-\n---", "mit\n---\nconfigs: [x]", "a: b", "'"])
+@pytest.mark.parametrize("license", ["a: b", "'", "mit --- configs: [x]"])
 def test_a_license_cannot_inject_yaml(copy, license):
     card = with_corpus(copy, license=license)
     meta = front_matter(card)
@@ -80,8 +80,15 @@ def test_a_license_outside_the_hubs_list_is_other_with_its_name(copy):
     assert (meta["license"], meta["license_name"]) == ("other", "my-license-1.0")
 
 
+@pytest.mark.parametrize(("field", "value"), [("license", "mit\nconfigs:\n-\n---"), ("license", "mit\n---\nconfigs: [x]"), ("language", ["en", "x\ny"])])
+def test_a_record_string_with_a_newline_never_reaches_the_card(copy, field, value):
+    # Refused when run_config.json is read (issue 21.1), before any card is rendered.
+    with pytest.raises(TokbinError, match=rf"corpus\.{field}(\[1\])?: a record's strings hold no control characters"):
+        with_corpus(copy, **{field: value})
+
+
 def test_a_language_that_is_no_hub_code_is_left_out_of_the_yaml_and_named(copy):
-    card = with_corpus(copy, language=["en", "english", "x\ny"])
+    card = with_corpus(copy, language=["en", "english", "x y"])
     assert front_matter(card)["language"] == ["en"]
     assert "`english`" in card
 
@@ -95,5 +102,6 @@ def test_a_dataset_name_cannot_break_the_yaml(copy):
 def test_a_dataset_name_holding_a_newline_is_refused_as_no_folder_name(copy):
     """The dataset names the folder tokens/<tokenizer_id>/<dataset>/: one folder name (formats.rules.is_folder_name)."""
     edit_json(copy / "run_config.json", lambda c: c.update(dataset="yes: no\n---"))
-    with pytest.raises(VerificationError, match="run_config.json: dataset must be one folder name"):
+    # Refused as it is read: no string of a record holds a control character (issue 21.1).
+    with pytest.raises(VerificationError, match="run_config.json: dataset: a record's strings hold no control characters"):
         render_release_card(copy)

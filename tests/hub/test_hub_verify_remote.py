@@ -57,13 +57,27 @@ def test_files_replaced_on_the_hub_are_each_named(hub, release):
     hub.seed_repo(REPO, release)
     replace_on_the_hub(hub, "shards/train/part-000001.bin", b"\x07" * (release / "shards/train/part-000001.bin").stat().st_size)
     replace_on_the_hub(hub, "tokens/byte/toy/val-00000.bin", b"other bytes")
-    replace_on_the_hub(hub, "NOTES.md", b"added by hand\n")
+    replace_on_the_hub(hub, "shards/train/part-000099.bin", b"planted")  # inside the layout, not listed
+    replace_on_the_hub(hub, "NOTES.md", b"added by hand\n")  # outside the layout: not part of the release
     with pytest.raises(VerificationError, match=r"disagree with COMPLETE.json \(3 files\)") as error:
         verify(hub)
     message = str(error.value)
     assert "shards/train/part-000001.bin has another LFS SHA-256 on the Hub" in message
     assert "tokens/byte/toy/val-00000.bin has 11 bytes on the Hub" in message
-    assert "NOTES.md is on the Hub but not listed in COMPLETE.json" in message
+    assert "shards/train/part-000099.bin is on the Hub but not listed in COMPLETE.json" in message
+    assert "NOTES.md" not in message
+
+
+def test_a_file_added_by_hand_outside_the_layout_is_reported_not_failed(hub, release):
+    commit = hub.seed_repo(REPO, release)
+    replace_on_the_hub(hub, "NOTES.md", b"added by hand\n")
+    replace_on_the_hub(hub, "images/card.png", b"png")
+    report = verify(hub)
+    assert report.others == ("NOTES.md", "images/card.png")
+    assert "2 other file(s) in the repo, outside the release layout and not part of the release: NOTES.md, images/card.png" in report.summary()
+    with pytest.raises(VerificationError, match="NOTES.md is on the Hub but not listed in COMPLETE.json"):
+        verify(hub, strict=True)
+    assert commit != hub.repo(REPO).branches["main"]
 
 
 def test_a_replaced_record_is_named(hub, release):
@@ -129,5 +143,6 @@ def test_a_release_in_a_folder_is_verified_alone(hub, release, tmp_path):
     report = verify(hub, path_in_repo="releases/v1")
     assert report.summary().startswith(f"hf://datasets/{REPO}@{commit}/releases/v1: OK: 16 files")
     replace_on_the_hub(hub, "releases/v1/extra.txt", b"planted\n")
+    assert verify(hub, path_in_repo="releases/v1").others == ("extra.txt",)
     with pytest.raises(VerificationError, match="extra.txt is on the Hub but not listed in COMPLETE.json"):
-        verify(hub, path_in_repo="releases/v1")
+        verify(hub, path_in_repo="releases/v1", strict=True)

@@ -108,7 +108,7 @@ def test_a_full_tmpfs_is_one_line_and_a_rerun_after_freeing_space_gives_the_same
 
 def test_disk_full_while_writing_complete_json_names_it_and_leaves_none(inputs, reference, tmp_path, capsys, monkeypatch):
     out = tmp_path / "release"
-    real_open = open
+    real_create = _io.create_file
 
     class FullDisk:
         """The file object of COMPLETE.json's temporary: every write fails as on a full disk."""
@@ -122,12 +122,11 @@ def test_disk_full_while_writing_complete_json_names_it_and_leaves_none(inputs, 
         def __getattr__(self, name):
             return getattr(self._file, name)
 
-    def open_with_full_disk(path, *args, **kwargs):
-        file = real_open(path, *args, **kwargs)
-        named = isinstance(path, (str, os.PathLike)) and Path(path).name == ".COMPLETE.json.tmp"  # read_json opens file descriptors
-        return FullDisk(file) if named else file
+    def create_with_full_disk(path, *args, **kwargs):
+        file = real_create(path, *args, **kwargs)
+        return FullDisk(file) if Path(path).name == ".COMPLETE.json.tmp" else file
 
-    monkeypatch.setattr(_io, "open", open_with_full_disk, raising=False)  # _io's own name lookup: only its writers see it
+    monkeypatch.setattr(_io, "create_file", create_with_full_disk)  # the one way _io's writers create a file
     assert main(build_args(inputs, out)) == 1
     assert capsys.readouterr().err.strip().splitlines() == [f"hf-tokbin build: error: {out / 'COMPLETE.json'}: writing needs free space on the disk: got {NO_SPACE} {HINT}"]
     assert not (out / "COMPLETE.json").exists()
