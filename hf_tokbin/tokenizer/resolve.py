@@ -151,7 +151,8 @@ def resolve_tokenizer(
         os.fspath(Path(json_path).resolve()),
         separator,
         vocab.boundary(bos, FROM_BOS_OPTION, json_path, "--bos") if bos is not None else None,
-        tuple(os.fspath(Path(json_path.parent, n).resolve()) for n in CONFIG_FILES if Path(json_path.parent, n).is_file()),
+        # By their own names, not resolved: in the Hub cache each is a link to a blob named by its hash.
+        tuple(os.fspath(Path(json_path.parent, n).absolute()) for n in CONFIG_FILES if Path(json_path.parent, n).is_file()),
     )
 
 
