@@ -141,7 +141,12 @@ def test_hub_tokenizer_at_a_pinned_revision_builds_the_reference_and_rebuilds_of
         assert fetched == [f"/{TOKENIZER_REPO}/resolve/{pinned}/tokenizer/{name}" for name in ("tokenizer.json", "generation_config.json")]
 
     released = files_under(tmp_path / "online")
-    assert differing(released, files_under(reference)) == RECORD_FILES
+    # The release ships the config files the build read: the local tokenizer folder also holds tokenizer_config.json.
+    local = files_under(reference)
+    assert set(local) - set(released) == {"tokenizer/tokenizer_config.json"}
+    del local["tokenizer/tokenizer_config.json"]
+    assert differing(released, local) == RECORD_FILES | {"tokenizer/generation_config.json"}  # the repo's copy, written anew
+    assert json.loads(released["tokenizer/generation_config.json"]) == json.loads(local["tokenizer/generation_config.json"])  # the pinned one
     expected_tokenizer = {**run_config(reference)["tokenizer"], "source": TOKENIZER_REPO, "revision": pinned, "subfolder": "tokenizer"}
     assert run_config(tmp_path / "online")["tokenizer"] == expected_tokenizer
     assert {k: v for k, v in run_config(tmp_path / "online").items() if k != "tokenizer"} == {k: v for k, v in run_config(reference).items() if k != "tokenizer"}
