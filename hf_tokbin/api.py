@@ -97,8 +97,8 @@ def build_release(
     (default: the name of ``out``). Other keywords go to
     :func:`hf_tokbin.pipeline.plan_build` (``max_tokens_per_file``, ``llmc_layout``, ``llmc_separator``, ``parse_special``, ``shuffle_seed``, ``fast``, ...).
     """
-    from .pipeline import build, plan_build
     from .corpus.source import resolve_corpus_source
+    from .pipeline import build, plan_build
     from .tokenizer.resolve import TokenizerInfo, resolve_tokenizer
 
     if not isinstance(tokenizer, TokenizerInfo):
@@ -165,37 +165,32 @@ def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, 
 
     from .corpus.builders.corpus_shards import CorpusShards
     from .corpus.inputs import InputFile
-    from .corpus.write import ShardLimit, _check_name, _CorpusFolder, _split_rule_name, write_tables
-    from .formats.corpus_manifest import CorpusManifest
+    from .corpus.write import CorpusWriter, ShardLimit, split_rule_name
 
     name = Path(out).name if name is None else name
-    _check_name(name)
     members = dict(dataset) if isinstance(dataset, (datasets.DatasetDict, datasets.IterableDatasetDict)) else {None: dataset}
-    limit = ShardLimit.of(shard_rows, shard_bytes)
     text_columns = (text_column,) if isinstance(text_column, str) else tuple(text_column)
     inputs = [InputFile(f"<in-memory dataset{'' if key is None else f' split {key}'}>", str(key), "arrow", key) for key in members]
-    with _CorpusFolder(out, overwrite=False) as folder:
+    with CorpusWriter(out, name, ShardLimit.of(shard_rows, shard_bytes)) as corpus:
         builder = CorpusShards(
-            cache_dir=folder.cache,
+            cache_dir=corpus.cache,
             data_files=DataFilesDict({"input": DataFilesList(["in-memory.arrow"], [()])}),  # never read: tables come from the dataset
             text_columns=text_columns,
             split=split,
             split_map=dict(split_map or {}),
             val_per_mille=val_per_mille,
         )
-        builder.used_split_column = None
 
         def checked_tables():
             for file, member in zip(inputs, members.values()):
                 first_row = 0
                 for batch in _batches(member):
                     table = batch if isinstance(batch, pa.Table) else pa.Table.from_pydict(batch)
-                    yield builder._checked(file, table, first_row)
+                    yield builder.check_table(file, table, first_row)
                     first_row += table.num_rows
 
-        writer = write_tables(folder.path, limit, checked_tables())
-        manifest = CorpusManifest(name, _split_rule_name(builder, inputs), (), tuple(writer.close()), license, tuple(language), writer.empty_dropped, writer.by_source)
-        return folder.finish(manifest, [], writer.schema)
+        corpus.write_tables(checked_tables())
+        return corpus.finish(split_rule_name(builder, inputs), (), license, language)
 
 
 def _batches(member, rows: int = 10_000):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..pipeline.plan import DEFAULT_BATCH_SIZE
 from ..errors import BuildError
 from ..formats.llmc import DEFAULT_MAX_TOKENS
 from ..formats.run_config import LLMC_LAYOUTS, LLMC_VARIANTS, SEPARATOR_POSITIONS
+from ..pipeline.plan import DEFAULT_BATCH_SIZE
 from .progress import show_progress
 
 
@@ -55,8 +55,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from ..corpus.source import resolve_corpus_source
+    from ..corpus.subset import check_limit, first_documents
     from ..pipeline import build, plan_build
-    from ..corpus.source import first_documents, resolve_corpus_source
     from ..tokenizer.resolve import resolve_tokenizer, token_or_id
 
     if args.llmc_layout is not None and args.llmc_variant is not None:
@@ -72,11 +73,13 @@ def run(args) -> int:
         doc_sep=token_or_id(args.doc_sep),
         bos=token_or_id(args.bos),
     )
+    if args.limit is not None:
+        check_limit(args.limit)
     corpus = resolve_corpus_source(args.corpus, args.corpus_revision, args.corpus_config, args.corpus_split)
     if args.limit is not None:
-        if args.limit < 1:
-            raise BuildError(None, "--limit must be a positive number of documents", got=args.limit)
         corpus = first_documents(corpus, args.limit)
+        for line in corpus.subset.lines():
+            print(line)
     root, source, revision = corpus.root, corpus.source, corpus.revision
     plan = plan_build(
         root,

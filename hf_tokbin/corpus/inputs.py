@@ -84,7 +84,7 @@ def list_inputs(paths: Sequence[str | os.PathLike]) -> list[InputFile]:
         raise CorpusInputError(None, "no input given", expected="files, folders or globs of " + _accepted(), got="nothing")
     found: list[InputFile] = []
     for given in paths:
-        if isinstance(given, InputFile):  # already resolved (a corpus's own shards, see corpus.source.first_documents)
+        if isinstance(given, InputFile):  # already resolved (a corpus's own shards, see corpus.subset)
             found.append(given)
             continue
         text = os.fspath(given)
@@ -163,7 +163,7 @@ def _hub_repo_inputs(repo_id: str) -> list[InputFile]:
     from ..errors import TokbinError
     from ..hub.retry import fetch_error
     from ..hub.revision import escaped, resolve_commit
-    from .source import _data_files_by_split
+    from .hub_source import data_files_by_split
 
     try:
         commit = resolve_commit(HfApi(), repo_id, None, "dataset")
@@ -172,7 +172,7 @@ def _hub_repo_inputs(repo_id: str) -> list[InputFile]:
     except Exception as e:  # noqa: BLE001 - no such repo, no access, unreachable: one line
         raise escaped(fetch_error(f"{repo_id}@main", "corpus input", e)) from e
     found = []
-    for split, paths in _data_files_by_split(repo_id, commit, None).items():
+    for split, paths in data_files_by_split(repo_id, commit, None).items():
         for path in paths:
             reader = reader_of(path)[0]
             if reader is None:
@@ -251,8 +251,7 @@ def _builder(file: InputFile, cache_dir: str, columns: list[str] | None):
 
 def read_tables(file: InputFile, cache_dir: str, columns: list[str] | None = None) -> Iterator[pa.Table]:
     """The rows of one input file as Arrow tables, in file order, each value as the reader found it (no casts)."""
-    from datasets import DownloadConfig
-    from datasets.download.streaming_download_manager import StreamingDownloadManager
+    from .private_apis import generate_tables, split_generators
 
     if file.reader == "parquet":
         _check_parquet_schema(file)
@@ -260,11 +259,9 @@ def read_tables(file: InputFile, cache_dir: str, columns: list[str] | None = Non
         check_json_depth(file)
     builder = _builder(file, cache_dir, columns)
     try:
-        manager = StreamingDownloadManager(base_path=builder.base_path, download_config=DownloadConfig())
-        generators = builder._split_generators(manager)
+        generators = split_generators(builder)
         builder.info.features = None  # the json builder inferred them from the first block: no cast of later blocks
-        for _key, table in builder._generate_tables(**generators[0].gen_kwargs):
-            yield table
+        yield from generate_tables(builder, generators[0])
     except CorpusInputError:
         raise
     except Exception as e:  # noqa: BLE001 - any reader failure becomes one line naming the file (and line)

@@ -46,6 +46,7 @@ CARD_NAME = "README.md"
 SHARDS_DIR = "shards"
 RECEIPTS_DIR = "receipts"
 TOKENS_DIR = "tokens"
+WORK_DIR = ".work"  # a build's unpublished work under the output; never part of the release
 SPLITS = ("train", "validation")
 FORMATS = ("llmc", "megatron")  # the output formats, in their canonical order
 STATS_FORMAT = "hf_tokbin.stats/1"

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ..errors import HubError, VerificationError
 from ..formats.release import COMPLETE_NAME, RECEIPTS_DIR, Complete, Receipt
-from .download import DownloadLimits, Expected, safe_folder
+from .download import DownloadLimits, Expected, safe_folder, tree_expected
 from .layout import check_path, is_token_file
 from .pull import (
     GIT_FILES,
@@ -41,7 +41,6 @@ from .pull import (
     named_on_the_hub,
     open_snapshot,
     tree_disagreements,
-    tree_expected,
 )
 from .retry import RetryPolicy
 from .revision import shown

@@ -50,14 +50,13 @@ from ..errors import BuildError
 from ..formats import llmc, megatron
 from ..formats.corpus_manifest import MANIFEST_NAME as CORPUS_MANIFEST_NAME
 from ..formats.corpus_manifest import SPLIT_RULE_TEXT, CorpusManifest
-from ..formats.release import FORMATS, RUN_CONFIG_NAME, TOKENS_DIR, pair_path, part_name, receipt_path
+from ..formats.release import FORMATS, RUN_CONFIG_NAME, TOKENS_DIR, WORK_DIR, pair_path, part_name, receipt_path
 from ..formats.run_config import LLMC_LAYOUTS, SEPARATOR_POSITIONS, run_config_record
 from ..output import Output, check_url, is_url, open_output, scratch_key
 from ..tokenizer.encoder import FAST_MODES
 from ..tokenizer.resolve import BYTE, TokenizerInfo
 from .shuffle import check_seed
 
-WORK_DIR = ".work"
 MAX_STAGED_VOCAB = 2**31  # ids 0..2**31-1: what the int32 staging pairs (and Megatron's int32 files) hold
 DEFAULT_BATCH_SIZE = 10_000  # documents per encoded batch: larger batches amortize per-call costs (scripts/bench_build.py)
 

@@ -150,6 +150,7 @@ class CorpusShards(datasets.ArrowBasedBuilder):
     """Rows of corpus input files with a ``text`` and a ``split`` column."""
 
     BUILDER_CONFIG_CLASS = CorpusShardsConfig
+    used_split_column: bool | None = None  # split "auto": whether the first table had a split column (the rest must match)
 
     def _info(self):
         return datasets.DatasetInfo(features=datasets.Features({"text": datasets.Value("string"), "split": datasets.Value("string")}))
@@ -183,7 +184,7 @@ class CorpusShards(datasets.ArrowBasedBuilder):
                     part = table.slice(start, self.config.batch_rows)
                     if part.num_rows == 0:
                         continue
-                    yield self._checked(file, part, first_row)
+                    yield self.check_table(file, part, first_row)
                     first_row += part.num_rows
         except CorpusInputError as e:
             if file.reader == "json" and e.path == file.uri:
@@ -193,8 +194,12 @@ class CorpusShards(datasets.ArrowBasedBuilder):
                     raise located from None
             raise
 
-    # One table: columnar checks; JSON places are turned into line numbers by the caller's scan.
-    def _checked(self, file: InputFile, table: pa.Table, first_row: int) -> pa.Table:
+    def check_table(self, file: InputFile, table: pa.Table, first_row: int) -> pa.Table:
+        """One table of ``file`` (its first row is ``first_row`` of the file) as checked ``text`` and ``split`` (and kept) columns.
+
+        Columnar checks; JSON places are turned into line numbers by the caller's scan. Public: rows that come
+        from no file (``hf_tokbin.import_dataset``'s in-memory datasets) are checked by the same rules.
+        """
         names = table.column_names
         place = _place(file, first_row)
         texts = []
@@ -254,7 +259,7 @@ class CorpusShards(datasets.ArrowBasedBuilder):
         return out
 
     def _row_problem(self, row: dict) -> tuple[str, str, str] | None:
-        """The rule a JSON object breaks, checked as :meth:`_checked` checks a table (for the line-by-line scan)."""
+        """The rule a JSON object breaks, checked as :meth:`check_table` checks a table (for the line-by-line scan)."""
         for column in self.config.text_columns:
             if column not in row:
                 return f"missing text column {column!r}", f"a {column!r} key", repr(sorted(row)[:10])
