@@ -86,6 +86,7 @@ def fetch_record(repo_id: str, commit: str, files: dict, path: str, folder: Path
 
     source = _source(repo_id, commit)
     expected = tree_expected(files, path, source)
+    folder.mkdir(parents=True, exist_ok=True)
     return _fetched(repo_id, commit, f"download {path}", lambda: source.fetch(path, folder, expected))
 
 
@@ -199,6 +200,8 @@ def fetch_corpus_folder(name: str, revision: str | None, commit: str | None = No
 def synthesize_hub_manifest(repo_id: str, commit: str, files: dict, config: str | None, splits: Sequence[str] | None, work: Path) -> CorpusManifest:
     """The corpus manifest of a plain Hub dataset repo: its Parquet files per split, in ``datasets``' order."""
     where = f"{repo_id}@{commit}"
+    # The card first: a record, fetched bounded and checked before datasets reads it (for its configs:).
+    license, language = _card_metadata(repo_id, commit, files, work)
     by_split = data_files_by_split(repo_id, commit, config)
     wanted = list(splits) if splits else [s for s in by_split if s in HUB_SPLITS]
     missing = [s for s in wanted if s not in by_split]
@@ -215,7 +218,6 @@ def synthesize_hub_manifest(repo_id: str, commit: str, files: dict, config: str 
             for path in by_split[split]:
                 shards.append(_hub_shard(repo_id, commit, files, path, ours))
     name = repo_id.split("/")[1]
-    license, language = _card_metadata(repo_id, commit, files, work)
     return CorpusManifest(name, "files", tuple(FileEntry(s.path, s.size, s.sha256) for s in shards), tuple(shards), license, language)
 
 
