@@ -97,6 +97,7 @@ def run(args) -> int:
         fast=args.fast,
         shuffle_seed=args.shuffle_seed,
         shards=corpus.shards,
+        corpus_subset=corpus.subset,
     )
     print(plan.boundary_line())
     if args.dry_run:

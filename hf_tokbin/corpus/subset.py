@@ -6,7 +6,7 @@ download, deleted once read) and its size and SHA-256 checked against the
 corpus manifest before a document of it is taken; a shard past the limit is
 never read. The subset's manifest lists as its sources exactly the shards
 read (with the digests that were checked), keeps the corpus's name, split
-rule, license and languages, and :class:`CorpusSubset` says what it was cut
+rule, license and languages, and :class:`~hf_tokbin.formats.corpus_manifest.CorpusSubset` says what it was cut
 from: the limit, the corpus manifest's SHA-256, and per split the documents
 taken of the documents the corpus holds (a limit that ends inside the train
 split leaves validation with none, and says so).
@@ -15,7 +15,6 @@ split leaves validation with none, and says so).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -25,7 +24,7 @@ from datasets.data_files import DataFilesDict, DataFilesList
 
 from .._io import sha256_file
 from ..errors import CorpusInputError
-from ..formats.corpus_manifest import MANIFEST_NAME, SPLITS, CorpusManifest, CorpusShard
+from ..formats.corpus_manifest import MANIFEST_NAME, SPLITS, CorpusManifest, CorpusShard, CorpusSubset
 from ..formats.records import FileEntry
 from .builders.corpus_shards import CorpusShards
 from .inputs import InputFile
@@ -33,28 +32,6 @@ from .source import CorpusSource, LocalShards, check_shard_file, temporary_folde
 from .write import CorpusWriter, ShardLimit
 
 BATCH_ROWS = 10_000
-
-
-@dataclass(frozen=True)
-class CorpusSubset:
-    """What a ``--limit`` corpus was cut from: recorded in ``run_config.json``, printed by the build."""
-
-    limit: int
-    manifest_sha256: str  # the SHA-256 of the corpus manifest it was cut from
-    documents: dict  # split -> documents taken
-    available: dict  # split -> documents the corpus holds
-
-    def to_record(self) -> dict:
-        return {"limit": self.limit, "manifest_sha256": self.manifest_sha256, "documents": dict(self.documents), "available": dict(self.available)}
-
-    def lines(self) -> list[str]:
-        """One line per split: what it got of what the corpus holds."""
-        out = []
-        for split in SPLITS:
-            taken, held = self.documents.get(split, 0), self.available.get(split, 0)
-            note = "" if taken == held else " (none: the limit is reached before this split)" if taken == 0 and held else " (cut by --limit)"
-            out.append(f"--limit {self.limit:,}: {split} {taken:,} of {held:,} documents{note}")
-        return out
 
 
 def check_limit(limit, where=None) -> None:

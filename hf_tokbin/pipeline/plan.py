@@ -49,7 +49,7 @@ from .._io import canonical_json, sha256_file
 from ..errors import BuildError
 from ..formats import llmc, megatron
 from ..formats.corpus_manifest import MANIFEST_NAME as CORPUS_MANIFEST_NAME
-from ..formats.corpus_manifest import SPLIT_RULE_TEXT, CorpusManifest
+from ..formats.corpus_manifest import SPLIT_RULE_TEXT, CorpusManifest, CorpusSubset
 from ..formats.release import FORMATS, RUN_CONFIG_NAME, TOKENS_DIR, WORK_DIR, pair_path, part_name, receipt_path
 from ..formats.run_config import LLMC_LAYOUTS, SEPARATOR_POSITIONS, run_config_record
 from ..output import Output, check_url, is_url, open_output, scratch_key
@@ -83,6 +83,7 @@ class BuildPlan:
     fast: str = "auto"  # the fast-path mode of encoder.DocumentEncoder; never changes an id
     scratch_key: str | None = None  # out is a URL: the name of this machine's scratch folder (output.scratch_root)
     shuffle_seed: int | None = None  # build --shuffle-seed: documents of each part in a seeded order (.shuffle); None: corpus order
+    corpus_subset: CorpusSubset | None = None  # build --limit: what the corpus was cut from (run_config.json corpus.subset)
     # The encoder after its fast-path check (prepare_encoder); not part of run_config.json.
     encoder: object = dataclasses.field(default=None, compare=False, repr=False)
     # Where input shard i is read (hf_tokbin.corpus.source: a corpus folder, or Hub files fetched per part).
@@ -139,6 +140,8 @@ class BuildPlan:
                 "revision": self.corpus_revision,
                 "manifest_sha256": self.corpus_manifest_sha256,
                 "shards": [s.to_dict() for s in self.corpus.shards],
+                # Only for a --limit build, so every other build writes the bytes it always did.
+                **({"subset": self.corpus_subset.to_record()} if self.corpus_subset is not None else {}),
             },
             tokenizer=self.tokenizer.to_record(),
             special_tokens=self.special_tokens,
@@ -170,6 +173,7 @@ def plan_build(
     parse_special: bool = False,
     shuffle_seed: int | None = None,
     shards=None,
+    corpus_subset: CorpusSubset | None = None,
 ) -> BuildPlan:
     """Check every input and option before any work starts.
 
@@ -229,6 +233,7 @@ def plan_build(
         fast=fast,
         shuffle_seed=check_seed(shuffle_seed, out),
         shards=shards,
+        corpus_subset=corpus_subset,
     )
     if url:
         plan = dataclasses.replace(plan, scratch_key=scratch_key(plan.out, canonical_json(plan.run_config())))

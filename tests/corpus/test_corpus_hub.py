@@ -185,6 +185,27 @@ def test_build_limit_takes_the_first_documents_in_corpus_order_and_reads_no_furt
     assert whole_downloads(hub, r"/data/(train-00003|validation)") == before
     config = json.loads((out / "run_config.json").read_text())
     assert config["corpus"]["source"] == REPO
+    # The release says what it was cut from and what each split got: validation got nothing, and the output says so.
+    subset = config["corpus"]["subset"]
+    assert (subset["limit"], subset["documents"], subset["checked"]) == (50, {"train": 50, "validation": 0}, True)
+    assert subset["available"] == {"train": sum(map(len, plain_repo["train"])), "validation": len(plain_repo["validation"][0])}
+    assert subset["cut_from_manifest_sha256"] != config["corpus"]["manifest_sha256"]
+    assert "validation 0 of 40 documents (none: the limit was reached before this split)" in built.stdout
     dry = build(env, tokenizer_dir, tmp_path / "dry", "--dry-run")
     assert dry.returncode == 0 and "nothing was written" in dry.stdout and not (tmp_path / "dry").exists(), dry.stderr[-2000:]
     assert "train: 4 shards" in dry.stdout
+
+
+def test_build_limit_checks_the_bytes_it_reads_against_the_listed_digest(hub, env, plain_repo, tokenizer_dir, tmp_path):
+    """A substituted blob under the listed SHA-256: without --limit the build refuses it; with --limit too (it used to
+    take the documents from unchecked range reads and record the listed digest)."""
+    bad = "data/train-00000-of-00004.parquet"
+    hub.flip_stored_byte(REPO, bad)
+    try:
+        result = build(env, tokenizer_dir, tmp_path / "first10", "--limit", "10")
+    finally:
+        hub.flip_stored_byte(REPO, bad)
+    assert result.returncode == 1, result.stdout + result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and bad in lines[0] and "SHA-256" in lines[0], result.stderr[-2000:]
+    assert not (tmp_path / "first10").exists()
