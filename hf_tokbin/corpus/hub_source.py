@@ -58,10 +58,10 @@ def check_repo_id(name: str) -> None:
 # -- one checked download for every file of a Hub corpus -------------------------------------------
 
 
-def _source(repo_id: str, commit: str):
+def _source(repo_id: str, commit: str, repo_type: str = "dataset"):
     from ..hub.download import DownloadLimits, Source
 
-    return Source(repo_id, commit, endpoint=endpoint(), token=None, repo_type="dataset", limits=DownloadLimits.from_env())
+    return Source(repo_id, commit, endpoint=endpoint(), token=None, repo_type=repo_type, limits=DownloadLimits.from_env())
 
 
 def _fetched(repo_id: str, commit: str, what: str, fetch):
@@ -88,6 +88,29 @@ def fetch_record(repo_id: str, commit: str, files: dict, path: str, folder: Path
     expected = tree_expected(files, path, source)
     folder.mkdir(parents=True, exist_ok=True)
     return _fetched(repo_id, commit, f"download {path}", lambda: source.fetch(path, folder, expected))
+
+
+def listed_digests(entry) -> tuple[int | None, str | None, str | None]:
+    """``(size, sha256, git blob id)`` of a file as the Hub lists it (a ``RepoFile`` or ``HfFileSystem`` info)."""
+    get = entry.get if isinstance(entry, dict) else lambda key: getattr(entry, key, None)
+    lfs = get("lfs")
+    sha256 = None if lfs is None else lfs.get("sha256") if isinstance(lfs, dict) else getattr(lfs, "sha256", None)
+    return get("size"), sha256, get("blob_id")
+
+
+def fetch_hub_file(uri: str, size: int | None, sha256: str | None, git_blob_id: str | None, folder: Path) -> Path:
+    """An ``hf://`` file at a commit, fetched into ``folder`` by the checked download (its listed size and digest)."""
+    from huggingface_hub import HfFileSystem
+
+    from ..hub.download import Expected
+
+    resolved = HfFileSystem().resolve_path(uri)
+    if not isinstance(size, int) or (sha256 is None and git_blob_id is None):
+        raise HubError(uri, "the Hub lists no size and digest for this file: it cannot be checked", got=f"size {size}")
+    source = _source(resolved.repo_id, resolved.revision, resolved.repo_type)
+    expected = Expected(size, sha256=sha256, git_blob_id=None if sha256 else git_blob_id, listed_in="the Hub's listing")
+    folder.mkdir(parents=True, exist_ok=True)
+    return _fetched(resolved.repo_id, resolved.revision, "download corpus input", lambda: source.fetch(resolved.path_in_repo, folder, expected))
 
 
 @dataclass(frozen=True)

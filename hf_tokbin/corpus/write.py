@@ -81,7 +81,7 @@ from ..formats.corpus_manifest import (
 from ..formats.records import FileEntry
 from .builders.corpus_shards import CorpusShards
 from .builders.tinystories import TinyStories
-from .inputs import InputFile, list_inputs
+from .inputs import InputFile, fetched_copy, list_inputs
 from .private_apis import stream_builder_tables
 
 DEFAULT_SHARD_BYTES = 256 << 20
@@ -215,12 +215,13 @@ def import_corpus(
             split_map=dict(split_map or {}),
             val_per_mille=val_per_mille,
             file_splits={f.uri: f.split for f in inputs if f.split is not None},
+            remote_files={f.uri: (f.size, f.sha256, f.git_blob_id) for f in inputs if f.is_remote},
             keep_columns=tuple(keep_columns),
             source_column=source_column,
             progress=progress,
         )
         corpus.write_tables(limited(stream_builder_tables(builder, "input"), limit))
-        sources = tuple(_source_entry(f) for f in inputs)
+        sources = tuple(_source_entry(f, builder.checked, corpus.cache) for f in inputs)
         return corpus.finish(split_rule_name(builder, inputs), sources, license, language, [f.uri for f in inputs])
 
 
@@ -328,22 +329,19 @@ def _check_distinct_inputs(inputs: list[InputFile]) -> None:
             )
 
 
-def _source_entry(file: InputFile) -> FileEntry:
-    """An input as the manifest names it: source name, size and SHA-256 of its bytes as stored (compressed or not)."""
-    if file.sha256 is not None:  # a corpus's own shard: its manifest's digest (a Hub shard past a --limit is never fetched)
-        return FileEntry(file.name, file.size, file.sha256)
+def _source_entry(file: InputFile, checked: dict, scratch: str) -> FileEntry:
+    """An input as the manifest names it: source name, size and SHA-256 of its bytes as stored (compressed or not).
+
+    A Hub file gives the SHA-256 of the bytes fetched and checked when it was read (``checked``); one the import
+    never reached (past ``limit``) is fetched by the same checked download now, so no digest is only the Hub's word.
+    """
     if not file.is_remote:
         return FileEntry(file.name, os.path.getsize(file.uri), sha256_file(file.uri))
-    import hashlib
-
-    import fsspec
-
-    digest, size = hashlib.sha256(), 0
-    with fsspec.open(file.uri, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-            size += len(chunk)
-    return FileEntry(file.name, size, digest.hexdigest())
+    if file.uri not in checked:
+        with fetched_copy(file, Path(scratch) / "sources") as copy:
+            checked[file.uri] = (copy.size, copy.sha256)
+    size, sha256 = checked[file.uri]
+    return FileEntry(file.name, size, sha256)
 
 
 def list_input_files(paths: Sequence[str | os.PathLike]) -> list[tuple[Path, str]]:

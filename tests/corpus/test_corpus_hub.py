@@ -209,3 +209,29 @@ def test_build_limit_checks_the_bytes_it_reads_against_the_listed_digest(hub, en
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and bad in lines[0] and "SHA-256" in lines[0], result.stderr[-2000:]
     assert not (tmp_path / "first10").exists()
+
+
+def test_corpus_import_of_hub_files_reads_only_bytes_checked_against_the_listing(hub, env, plain_repo, tmp_path):
+    """Each hf:// input is fetched by the checked download (LFS SHA-256, or git blob id for a small git file) and read
+    from that copy; the manifest's source digest is of the bytes read. A file served other than listed is refused."""
+    import hashlib
+
+    folder = tmp_path / "jsonl"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text("".join(json.dumps({"text": f"line {i}"}) + "\n" for i in range(5)), encoding="utf-8")
+    repo = "tester/jsonl-inputs"
+    assert run(env, repo, folder, code=_UPLOAD).returncode == 0
+    imported = run(env, "corpus", "import", f"hf://datasets/{repo}/a.jsonl", "--out", tmp_path / "c")
+    assert imported.returncode == 0, imported.stderr[-3000:]
+    manifest = json.loads((tmp_path / "c" / "_MANIFEST.json").read_text())
+    assert manifest["sources"] == [{"path": "a.jsonl", "size": (folder / "a.jsonl").stat().st_size, "sha256": hashlib.sha256((folder / "a.jsonl").read_bytes()).hexdigest()}]
+    for name, path in ((repo, "a.jsonl"), (REPO, "data/train-00000-of-00004.parquet")):
+        hub.flip_stored_byte(name, path)
+        try:
+            result = run(env, "corpus", "import", f"hf://datasets/{name}/{path}", "--out", tmp_path / f"bad-{path.count('/')}")
+        finally:
+            hub.flip_stored_byte(name, path)
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode == 1 and len(lines) == 1, result.stderr[-2000:]
+        assert path in lines[0] and ("SHA-256" in lines[0] or "git blob id" in lines[0]), lines[0]
+        assert not (tmp_path / f"bad-{path.count('/')}").exists()

@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Iterator, Literal, Optional
 
 import datasets
@@ -43,7 +44,7 @@ from datasets.builder import Key
 from tqdm.auto import tqdm
 
 from ...errors import CorpusInputError
-from ..inputs import InputFile, locate_json_error, read_tables, reader_of
+from ..inputs import InputFile, fetched_copy, locate_json_error, read_tables, reader_of
 
 JSONL_SUFFIXES = (".jsonl", ".json")
 PARQUET_SUFFIXES = (".parquet",)
@@ -82,6 +83,9 @@ class CorpusShardsConfig(datasets.BuilderConfig):
             Validation rate of the SHA-256 rule, in 1000.
         file_splits (`dict[str, str]`, *optional*):
             The split each file's container names, by path (DatasetDict folders).
+        remote_files (`dict[str, tuple]`, *optional*):
+            ``(size, sha256, git blob id)`` of each ``hf://`` file as the Hub lists it: each is fetched by the
+            checked download before it is read, its SHA-256 as read kept in :attr:`CorpusShards.checked`.
         keep_columns (`tuple[str, ...]`, defaults to ()):
             Columns copied beside ``text`` and ``split``, values as they are.
         source_column (`str`, *optional*):
@@ -101,6 +105,7 @@ class CorpusShardsConfig(datasets.BuilderConfig):
     split_map: dict = field(default_factory=dict)
     val_per_mille: int = 1
     file_splits: dict = field(default_factory=dict)
+    remote_files: dict = field(default_factory=dict)
     keep_columns: tuple = ()
     source_column: Optional[str] = None
     batch_rows: int = 10_000
@@ -152,13 +157,20 @@ class CorpusShards(datasets.ArrowBasedBuilder):
     BUILDER_CONFIG_CLASS = CorpusShardsConfig
     used_split_column: bool | None = None  # split "auto": whether the first table had a split column (the rest must match)
 
+    @property
+    def checked(self) -> dict:
+        """``hf://`` files read so far: uri -> (size, SHA-256 of the bytes fetched, checked and read)."""
+        if "_checked" not in self.__dict__:
+            self._checked = {}
+        return self._checked
+
     def _info(self):
         return datasets.DatasetInfo(features=datasets.Features({"text": datasets.Value("string"), "split": datasets.Value("string")}))
 
     def _split_generators(self, dl_manager):
         if not self.config.data_files:
             raise CorpusInputError(None, "CorpusShards needs data_files", expected="{split: [paths]}", got=self.config.data_files)
-        # Paths as given: the readers of hf_tokbin.corpus.inputs open local files and hf:// URLs themselves.
+        # Paths as given: local files are read where they are, hf:// files from a checked copy (inputs.fetched_copy).
         return [datasets.SplitGenerator(name=split, gen_kwargs={"files": list(paths)}) for split, paths in self.config.data_files.items()]
 
     def _generate_shards(self, files):
@@ -172,9 +184,13 @@ class CorpusShards(datasets.ArrowBasedBuilder):
             reader = reader_of(uri)[0]
             if reader is None:
                 raise CorpusInputError(uri, "unknown input file type", expected="a .jsonl, .json, .parquet, .arrow or .txt file", got=os.path.splitext(uri)[1] or "no suffix")
-            file = InputFile(uri, os.path.basename(uri), reader, self.config.file_splits.get(uri))
-            for batch_index, table in enumerate(self._read_file(file)):
-                yield Key(file_index, batch_index), table
+            listed = self.config.remote_files.get(uri, (None, None, None))
+            file = InputFile(uri, os.path.basename(uri), reader, self.config.file_splits.get(uri), *listed)
+            with fetched_copy(file, Path(self._cache_dir_root) / "inputs") as readable:
+                if readable.is_remote:
+                    self.checked[uri] = (readable.size, readable.sha256)
+                for batch_index, table in enumerate(self._read_file(readable)):
+                    yield Key(file_index, batch_index), table
 
     def _read_file(self, file: InputFile) -> Iterator[pa.Table]:
         first_row = 0
