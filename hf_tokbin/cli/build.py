@@ -56,7 +56,8 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from ..corpus.source import resolve_corpus_source
-    from ..corpus.subset import check_limit, first_documents
+    from ..corpus.subset import first_documents
+    from ..corpus.write import check_limit
     from ..pipeline import build, plan_build
     from ..tokenizer.resolve import resolve_tokenizer, token_or_id
 

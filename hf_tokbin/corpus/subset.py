@@ -23,20 +23,14 @@ import pyarrow.parquet as pq
 from datasets.data_files import DataFilesDict, DataFilesList
 
 from .._io import sha256_file
-from ..errors import CorpusInputError
 from ..formats.corpus_manifest import MANIFEST_NAME, SPLITS, CorpusManifest, CorpusShard, CorpusSubset
 from ..formats.records import FileEntry
 from .builders.corpus_shards import CorpusShards
 from .inputs import InputFile
 from .source import CorpusSource, LocalShards, check_shard_file, temporary_folder
-from .write import CorpusWriter, ShardLimit
+from .write import CorpusWriter, ShardLimit, check_limit
 
 BATCH_ROWS = 10_000
-
-
-def check_limit(limit, where=None) -> None:
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-        raise CorpusInputError(where, "--limit must be a positive number of documents", got=limit)
 
 
 def first_documents(found: CorpusSource, limit: int, work_dir: str | os.PathLike | None = None) -> CorpusSource:

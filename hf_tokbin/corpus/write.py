@@ -197,7 +197,8 @@ def import_corpus(
     """
     name = Path(out).name if name is None else name
     check_corpus_name(name, "--name" if name != Path(out).name else "--out")
-    _check_limit(limit)
+    if limit is not None:
+        check_limit(limit)
     check_card_metadata(license, language, any_license)
     if split_rule is not None:
         split = "sha256" if split_rule == "sha256" else split_rule
@@ -300,9 +301,10 @@ def limited(tables: Iterator[pa.Table], limit: int | None) -> Iterator[pa.Table]
         left -= table.num_rows
 
 
-def _check_limit(limit) -> None:
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-        raise CorpusInputError(None, "--limit must be a positive number of documents", got=limit)
+def check_limit(limit, where=None) -> None:
+    """``--limit`` (corpus import, build): a positive number of documents."""
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise CorpusInputError(where, "--limit must be a positive number of documents", got=limit)
 
 
 def _check_distinct_inputs(inputs: list[InputFile]) -> None:
