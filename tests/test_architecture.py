@@ -286,3 +286,10 @@ def test_the_package_docstring_s_api_is_reachable_after_a_plain_import():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_build_part_worker_does_not_load_datasets():
+    """A part reads its shard through corpus.source (a ShardSource); that must not import the corpus writer's datasets."""
+    code = "import sys, hf_tokbin.pipeline.part, hf_tokbin.corpus.source\nassert 'datasets' not in sys.modules, 'datasets imported'\n"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr

@@ -11,7 +11,24 @@ Modules by direction (each imports only those listed after it; ``tests/test_arch
 - :mod:`.private_apis`: the private ``datasets``/``huggingface_hub`` APIs used, pinned by a test.
 """
 
-from .source import ShardSource, iter_texts, resolve_corpus, resolve_corpus_source
-from .write import CorpusWriter, import_corpus, write_tinystories_corpus
+# Loaded on first use: the build's part workers import corpus.source, which must not load datasets.
+_LAZY = {
+    "ShardSource": "source",
+    "iter_texts": "source",
+    "resolve_corpus": "source",
+    "resolve_corpus_source": "source",
+    "CorpusWriter": "write",
+    "import_corpus": "write",
+    "write_tinystories_corpus": "write",
+}
 
-__all__ = ["CorpusWriter", "ShardSource", "import_corpus", "iter_texts", "resolve_corpus", "resolve_corpus_source", "write_tinystories_corpus"]
+
+def __getattr__(name: str):
+    import importlib
+
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = sorted(_LAZY)
