@@ -190,8 +190,39 @@ def is_corpus_manifest(repo_id: str, commit: str, files: dict, work: Path) -> bo
     return isinstance(record, dict) and record.get("format") == CORPUS_FORMAT
 
 
-def fetch_corpus_folder(name: str, revision: str | None, commit: str | None = None) -> Path:
-    """The whole repo at its commit (checked, or ``commit`` when the caller resolved it), from the cache when offline."""
+def fetch_listed_corpus_folder(name: str, revision: str | None, commit: str, files: dict, records: Path) -> Path:
+    """A pushed corpus folder at ``commit``: only what its manifest (fetched checked into ``records``) lists, and the
+    card, after every shard was found in the Hub's listing with the manifest's size and SHA-256; the folder's
+    manifest must be the checked one, byte for byte."""
+    from ..hub.pull import disagreement_error, tree_disagreements
+
+    where = f"{name}@{commit}"
+    manifest = CorpusManifest.read(records)
+    problems = tree_disagreements(manifest.shards, files)
+    if problems:
+        raise disagreement_error(where, "the corpus manifest disagrees with the Hub's listing", problems)
+    folder = fetch_corpus_folder(name, revision, commit, _listed(manifest))
+    if (folder / MANIFEST_NAME).read_bytes() != (records / MANIFEST_NAME).read_bytes():
+        raise HubError(f"{where}/{MANIFEST_NAME}", "the corpus folder fetched differs from the manifest checked against the Hub's listing")
+    return folder
+
+
+def fetch_cached_corpus_folder(name: str, revision: str | None) -> Path:
+    """Offline: the corpus folder an earlier online build fetched, its manifest first, then what that lists."""
+    root = fetch_corpus_folder(name, revision, allow_patterns=[MANIFEST_NAME])
+    if not (root / MANIFEST_NAME).is_file():
+        return root
+    return fetch_corpus_folder(name, revision, allow_patterns=_listed(CorpusManifest.read(root)))
+
+
+def _listed(manifest: CorpusManifest) -> list[str]:
+    """``snapshot_download`` patterns naming exactly the manifest, the card and the shards (fnmatch's [*?[] escaped)."""
+    return [re.sub(r"([*?\[])", r"[\1]", path) for path in (MANIFEST_NAME, CARD_NAME, *(s.path for s in manifest.shards))]
+
+
+def fetch_corpus_folder(name: str, revision: str | None, commit: str | None = None, allow_patterns: list[str] | None = None) -> Path:
+    """The repo at its commit (checked, or ``commit`` when the caller resolved it; only ``allow_patterns`` when
+    given), from the cache when offline."""
     from huggingface_hub import HfApi, constants, snapshot_download
 
     from ..hub.retry import fetch_error
@@ -204,7 +235,7 @@ def fetch_corpus_folder(name: str, revision: str | None, commit: str | None = No
         # Offline, the cache's own ref (written below, by an earlier online run) gives it.
         if commit is None:
             commit = revision if constants.HF_HUB_OFFLINE else resolve_commit(HfApi(), name, revision, "dataset")
-        root = Path(snapshot_download(name, repo_type="dataset", revision=commit))
+        root = Path(snapshot_download(name, repo_type="dataset", revision=commit, allow_patterns=allow_patterns))
         if not is_commit_id(revision) and not constants.HF_HUB_OFFLINE:
             # Fetching at a commit id records no ref; record it, so an offline build of the branch finds this snapshot.
             record_cached_ref(root, revision or "main", commit)

@@ -30,7 +30,8 @@ from .hub_source import (
     HubShards,
     check_repo_id,
     endpoint,
-    fetch_corpus_folder,
+    fetch_cached_corpus_folder,
+    fetch_listed_corpus_folder,
     hub_listing,
     is_corpus_manifest,
     synthesize_hub_manifest,
@@ -113,7 +114,7 @@ class CorpusSource:
 
 
 def resolve_corpus(name: str, revision: str | None = None) -> tuple[Path, str, str | None]:
-    """A corpus folder, or a Hub dataset repo holding one fetched at a pinned revision: ``(root, source, revision)``.
+    """A corpus folder, or a Hub corpus folder an earlier online build fetched (offline): ``(root, source, revision)``.
 
     source is "local" or the repo id, revision the resolved commit of a Hub corpus.
     """
@@ -123,7 +124,7 @@ def resolve_corpus(name: str, revision: str | None = None) -> tuple[Path, str, s
             raise FormatError(path, f"not a corpus folder: no {MANIFEST_NAME}", hint="write one with hf-tokbin corpus")
         return path, "local", None
     check_repo_id(name)
-    root = fetch_corpus_folder(name, revision)
+    root = fetch_cached_corpus_folder(name, revision)
     if not (root / MANIFEST_NAME).is_file():
         raise FormatError(name, f"Hub repo holds no corpus {MANIFEST_NAME}", hint="build it with hf-tokbin build --corpus NS/NAME, or publish a corpus folder with hf-tokbin push")
     return root, name, root.name
@@ -156,9 +157,7 @@ def resolve_corpus_source(name: str, revision: str | None = None, config: str | 
     if is_corpus_manifest(name, commit, files, root / ".records"):
         if config is not None or splits:
             raise CorpusInputError(name, "--corpus-config and --corpus-split apply to a plain dataset repo; this one holds an hf_tokbin corpus", got=f"{config} {list(splits or [])}")
-        folder = fetch_corpus_folder(name, revision, commit)
-        if _read_or_none(folder / MANIFEST_NAME) != (root / ".records" / MANIFEST_NAME).read_bytes():
-            raise FormatError(f"{name}@{commit}/{MANIFEST_NAME}", "the corpus folder fetched differs from the manifest checked against the Hub's listing")
+        folder = fetch_listed_corpus_folder(name, revision, commit, files, root / ".records")
         return CorpusSource(folder, name, commit, LocalShards(os.fspath(folder)))
     manifest = synthesize_hub_manifest(name, commit, files, config, splits, root / ".records")
     manifest.write(root)
@@ -174,9 +173,3 @@ def temporary_folder(prefix: str) -> Path:
     atexit.register(shutil.rmtree, path, True)
     return path
 
-
-def _read_or_none(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None

@@ -462,3 +462,27 @@ def test_a_corpus_record_served_as_an_endless_stream_is_cut_at_its_listed_size(h
     written = [p for p in [*home.rglob("*"), *tmp_path.glob("out/**/*")] if p.is_file() and p.stat().st_size > 1 << 20]
     assert written == []
     assert not (tmp_path / "out" / "COMPLETE.json").exists()
+
+
+def test_a_pushed_corpus_fetches_only_what_its_checked_manifest_lists(hub, tmp_path):
+    """A file added to the repo beside the corpus (a planted 4 MiB blob) is never downloaded; a manifest the Hub's
+    listing contradicts is refused before any shard is fetched."""
+    corpus, _ = make_corpus(tmp_path / "corpus")
+    (corpus / "extra").mkdir()
+    (corpus / "extra" / "planted.bin").write_bytes(b"\1" * (4 << 20))
+    commit = hub.seed_repo("tester/corpus", corpus)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1"}
+    build = [sys.executable, "-c", _CLI, "build", "--corpus", "tester/corpus", "--tokenizer", "byte", "--format", "llmc", "--quiet", "--out"]
+    result = subprocess.run([*build, str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert sorted(set(hub.downloads(commit))) == ["README.md", "_MANIFEST.json", "data/train-00000.parquet", "data/validation-00000.parquet"]
+    manifest = json.loads((corpus / "_MANIFEST.json").read_text())
+    manifest["shards"][0]["size"] += 1  # the record says one size, the Hub's listing another
+    (corpus / "_MANIFEST.json").write_text(json.dumps(manifest))
+    commit = hub.seed_repo("tester/corpus", corpus)
+    result = subprocess.run([*build, str(tmp_path / "out2")], env=env, capture_output=True, text=True, timeout=120, check=False)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1 and "disagrees with the Hub's listing" in lines[0] and "data/train-00000.parquet" in lines[0], result.stderr
+    assert not [p for p in hub.downloads(commit) if p.startswith("data/")]
