@@ -186,7 +186,7 @@ class CorpusShards(datasets.ArrowBasedBuilder):
                 raise CorpusInputError(uri, "unknown input file type", expected="a .jsonl, .json, .parquet, .arrow or .txt file", got=os.path.splitext(uri)[1] or "no suffix")
             listed = self.config.remote_files.get(uri, (None, None, None))
             file = InputFile(uri, os.path.basename(uri), reader, self.config.file_splits.get(uri), *listed)
-            with fetched_copy(file, Path(self._cache_dir_root) / "inputs") as readable:
+            with fetched_copy(file, Path(self.cache_dir) / "inputs") as readable:
                 if readable.is_remote:
                     self.checked[uri] = (readable.size, readable.sha256)
                 for batch_index, table in enumerate(self._read_file(readable)):
@@ -195,7 +195,7 @@ class CorpusShards(datasets.ArrowBasedBuilder):
     def _read_file(self, file: InputFile) -> Iterator[pa.Table]:
         first_row = 0
         try:
-            for table in read_tables(file, self._cache_dir_root):
+            for table in read_tables(file, self.cache_dir):
                 for start in range(0, max(table.num_rows, 1), self.config.batch_rows):
                     part = table.slice(start, self.config.batch_rows)
                     if part.num_rows == 0:
