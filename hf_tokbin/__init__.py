@@ -31,6 +31,7 @@ from .errors import (  # noqa: E402
     TokenizerError,
     VerificationError,
 )
+from .formats.build_options import BuildOptions  # noqa: E402
 from .formats.llmc import LlmcWriter, TokensManifest, open_tokens, write_tokens  # noqa: E402
 from .formats.megatron import MegatronPair, MegatronWriter  # noqa: E402
 
@@ -70,6 +71,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "BuildError",
+    "BuildOptions",
     "BuildPlan",
     "BuildSummary",
     "CorpusInputError",

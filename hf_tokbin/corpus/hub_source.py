@@ -39,8 +39,8 @@ from ..errors import CorpusInputError, FormatError, HubError, TokbinError
 from ..formats.corpus_manifest import FORMAT as CORPUS_FORMAT
 from ..formats.corpus_manifest import LANGUAGE_CODE, LICENSE_ID, MANIFEST_NAME, SPLITS, CorpusManifest, CorpusShard
 from ..formats.records import FileEntry
+from ..formats.rules import is_repo_id, split_name
 
-HUB_SPLITS = {"train": "train", "validation": "validation", "val": "validation"}
 HUB_SHARD_SUFFIXES = (".parquet",)
 CARD_NAME = "README.md"
 
@@ -50,8 +50,7 @@ def endpoint() -> str | None:
 
 
 def check_repo_id(name: str) -> None:
-    parts = name.split("/")
-    if len(parts) != 2 or not all(parts) or any(p in (".", "..") for p in parts):
+    if not is_repo_id(name):
         raise FormatError(name, "corpus not found", expected="a corpus folder or a Hub dataset repo NS/NAME")
 
 
@@ -257,18 +256,18 @@ def synthesize_hub_manifest(repo_id: str, commit: str, files: dict, config: str 
     # The card first: a record, fetched bounded and checked before datasets reads it (for its configs:).
     license, language = _card_metadata(repo_id, commit, files, work)
     by_split = data_files_by_split(repo_id, commit, config)
-    wanted = list(splits) if splits else [s for s in by_split if s in HUB_SPLITS]
+    wanted = list(splits) if splits else [s for s in by_split if split_name(s)]
     missing = [s for s in wanted if s not in by_split]
     if missing:
         raise CorpusInputError(where, "--corpus-split names a split the dataset does not have", expected=", ".join(by_split) or "some split", got=", ".join(missing))
     if not wanted:
         raise CorpusInputError(where, "the dataset has no train or validation split", expected="train or validation", got=", ".join(by_split) or "none", hint="choose splits with --corpus-split")
     for split in wanted:
-        if HUB_SPLITS.get(split) is None:
+        if split_name(split) is None:
             raise CorpusInputError(where, f"split {split!r} is neither train nor validation", expected="train, validation or val")
     shards: list[CorpusShard] = []
     for ours in SPLITS:  # train shards first, then validation: the corpus order
-        for split in (s for s in wanted if HUB_SPLITS[s] == ours):
+        for split in (s for s in wanted if split_name(s) == ours):
             for path in by_split[split]:
                 shards.append(_hub_shard(repo_id, commit, files, path, ours))
     name = repo_id.split("/")[1]

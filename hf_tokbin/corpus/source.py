@@ -142,6 +142,8 @@ def resolve_corpus_source(name: str, revision: str | None = None, config: str | 
     if path.exists():
         if config is not None or splits:
             raise CorpusInputError(name, "--corpus-config and --corpus-split apply to a Hub dataset repo", got="a local folder")
+        if revision is not None:  # it would be recorded without having applied
+            raise CorpusInputError(name, "--corpus-revision applies to a Hub corpus only, not to a local folder", got=revision)
         if not (path / MANIFEST_NAME).is_file():
             raise FormatError(path, "not a corpus folder: no " + MANIFEST_NAME, hint="write one with hf-tokbin corpus import or hf-tokbin corpus tinystories")
         return CorpusSource(path, "local", None, LocalShards(os.fspath(path.resolve())))

@@ -79,6 +79,7 @@ from ..formats.corpus_manifest import (
     sha256_rule_name,
 )
 from ..formats.records import FileEntry
+from ..formats.rules import FOLDER_NAME_RULE, is_folder_name
 from .builders.corpus_shards import CorpusShards
 from .builders.tinystories import TinyStories
 from .inputs import InputFile, fetched_copy, list_inputs
@@ -360,10 +361,8 @@ def _source_entries(sources: list[tuple[Path, str]]) -> tuple[FileEntry, ...]:
 
 def check_corpus_name(name, flag: str = "--name") -> None:
     """A corpus name is one folder name: the flag that gave it is named, before anything is read or written."""
-    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith(".") or name.strip() != name:
-        raise CorpusInputError(
-            None, f"{flag}: the corpus name must be one folder name (not empty, no '/' or '\\', not starting with '.', e.g. not '..')", got=repr(name)
-        )
+    if not is_folder_name(name):
+        raise CorpusInputError(None, f"{flag}: the corpus name must be one folder name", expected=FOLDER_NAME_RULE, got=repr(name))
 
 
 def _check_input_file(path: Path) -> None:

@@ -37,6 +37,7 @@ from pathlib import Path
 from .._io import canonical_json, read_json, write_text_atomic
 from ..errors import FormatError, VerificationError
 from .records import FileEntry, check_keys, is_count, require
+from .rules import is_folder_name
 
 FORMAT = "hf_tokbin.release/1"
 COMPLETE_NAME = "COMPLETE.json"
@@ -160,6 +161,9 @@ class Receipt:
     def read(cls, path: str | os.PathLike) -> Receipt:
         obj = read_json(path, FormatError)
         check_keys(obj, ["part", "input_shard", "splits", "files"], path, "receipt")
+        for key, kind in (("splits", dict), ("files", list)):  # an empty {} must not pass for an empty list
+            if not isinstance(obj[key], kind):
+                raise FormatError(path, f"receipt {key} must be a {'JSON object' if kind is dict else 'list'}", got=type(obj[key]).__name__)
         try:
             splits = {}
             for name, counts in obj["splits"].items():
@@ -226,12 +230,6 @@ _LAYOUT_PATH = re.compile(
 LAYOUT_DESCRIPTION = "shards/{train,validation}/part-N.{bin,idx}, receipts/part-N.json, tokens/<tokenizer_id>/<dataset>/<file>, run_config.json, stats.json, README.md"
 
 
-def is_plain_name(part: str) -> bool:
-    """One path component a release (or a pull) may hold: not empty, not hidden (so not "." or ".."), printable
-    (no newline, NUL, escape or bidi control), no backslash, no white space at either end."""
-    return part != "" and part.strip() == part and not part.startswith(".") and part.isprintable() and "\\" not in part
-
-
 def is_layout_path(rel) -> bool:
     """Whether ``rel`` is a path of the release layout (:data:`LAYOUT_DESCRIPTION`), as plain relative names.
 
@@ -239,7 +237,7 @@ def is_layout_path(rel) -> bool:
     listing anything else (``~/t.txt``, a name holding a newline, ``notes.txt``),
     and a pull writes nothing else.
     """
-    return isinstance(rel, str) and _LAYOUT_PATH.fullmatch(rel) is not None and all(map(is_plain_name, rel.split("/")))
+    return isinstance(rel, str) and _LAYOUT_PATH.fullmatch(rel) is not None and all(map(is_folder_name, rel.split("/")))
 
 
 def is_release_path(rel: str) -> bool:

@@ -1,6 +1,6 @@
 """Encoding one input shard in bounded batches; one pool of worker processes serves the whole build.
 
-:func:`encode_shard` reads the shard's Parquet file ``plan.batch_size`` rows
+:func:`encode_shard` reads the shard's Parquet file ``plan.options.batch_size`` rows
 at a time (pyarrow, streaming: never the whole shard), cuts each batch to at
 most :data:`MAX_BATCH_TEXT_BYTES` of text, encodes it with
 :class:`EncodeBatch` (the encoder of :mod:`hf_tokbin.tokenizer.encoder`:
@@ -38,8 +38,10 @@ from pathlib import Path
 import numpy as np
 
 from .._io import write_text_atomic
-from ..errors import BuildError
+from ..errors import BuildError, FormatError
+from ..formats.ids import checked_ids
 from ..formats.release import part_name
+from ..formats.rules import id_dtype
 from ..tokenizer.long_documents import encode_in_bounded_pieces
 from .plan import BuildPlan
 
@@ -61,7 +63,7 @@ class EncodeBatch:
         self.encoder = encoder
         self.vocab_size = vocab_size
         self.source = source  # the shard, for the error message
-        self.dtype = np.uint16 if vocab_size <= 65536 else np.uint32
+        self.dtype = id_dtype(vocab_size)
 
     def encode(self, texts) -> tuple[np.ndarray, np.ndarray]:
         """(flat ids in the release's width, ``int64`` lengths) of ``texts`` (a pyarrow string array or a list)."""
@@ -70,8 +72,10 @@ class EncodeBatch:
         # Long documents in bounded pieces, same ids (tokenizer/long_documents.py).
         flat, lengths = encode_in_bounded_pieces(self.encoder, texts)
         # Before the narrowing cast: an id the width cannot hold would wrap silently.
-        if flat.size and int(flat.max()) >= self.vocab_size:
-            raise BuildError(self.source, "the encoder produced an id outside the tokenizer's vocabulary", expected=f"ids < {self.vocab_size}", got=int(flat.max()))
+        try:
+            flat = checked_ids(flat, self.vocab_size, self.source)
+        except FormatError as e:
+            raise BuildError(self.source, "the encoder produced an id outside the tokenizer's vocabulary", expected=f"ids < {self.vocab_size}", got=e.got) from None
         return np.asarray(flat, dtype=self.dtype), lengths
 
     def __call__(self, table):
@@ -151,7 +155,7 @@ def prepare_encoder(plan: BuildPlan) -> BuildPlan:
     """Load the encoder once and check its fast path on a sample of the corpus (the proof cached, see :func:`check_with_cache`)."""
     from ..tokenizer.encoder import encoder_for
 
-    encoder = encoder_for(plan.tokenizer.path, plan.fast, parse_special=plan.parse_special)
+    encoder = encoder_for(plan.tokenizer.path, plan.options.fast, parse_special=plan.options.parse_special)
     check_with_cache(encoder, sample_documents(plan))
     return dataclasses.replace(plan, encoder=encoder)
 
@@ -160,7 +164,7 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path:
     """Yield (flat ids, lengths, text bytes) for the documents of input shard ``index`` in order, in bounded batches.
 
     ``shard_path``: where the shard's bytes are (default: in the corpus folder).
-    With ``plan.num_proc`` > 1 the batches are encoded by the build's worker
+    With ``plan.options.num_proc`` > 1 the batches are encoded by the build's worker
     pool (:func:`hf_tokbin.engines.local.shared_pool`), else in this process
     (where gigatoken uses its own threads).
     """
@@ -175,9 +179,9 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path:
         return
     shard_path = Path(plan.corpus_root) / shard.path if shard_path is None else shard_path
     source = os.fspath(shard_path)
-    tasks = ((plan.tokenizer.vocab_size, source, texts, n_bytes) for texts, n_bytes in text_batches(shard_path, plan.batch_size))
-    if plan.num_proc > 1:
-        results = shared_pool(plan.encoder, plan.num_proc).map_ordered(_encode_task, tasks)
+    tasks = ((plan.tokenizer.vocab_size, source, texts, n_bytes) for texts, n_bytes in text_batches(shard_path, plan.options.batch_size))
+    if plan.options.num_proc > 1:
+        results = shared_pool(plan.encoder, plan.options.num_proc).map_ordered(_encode_task, tasks)
     else:
         results = (_encode_task(plan.encoder, task) for task in tasks)
     with tqdm(total=shard.rows, desc=f"encoding {part_name(index)}", unit="doc", disable=not progress) as bar:

@@ -49,7 +49,7 @@ def finish_build(plan: BuildPlan, receipts: list[Receipt]) -> tuple[dict[str, Sp
     counts = check_split_totals(plan, receipts)
     # Digests computed as the big files were written; COMPLETE.json need not hash them again.
     known = {f.path: f for r in receipts for f in r.files}
-    if "llmc" in plan.formats:
+    if "llmc" in plan.options.formats:
         known.update((f.path, f) for f in _write_llmc(plan, counts))
     write_json_atomic(work / STATS_NAME, stats_record(plan.corpus.name, plan.tokenizer.tokenizer_id, receipts))
     _write_card(plan)
@@ -73,7 +73,7 @@ def _fetch_parts(plan: BuildPlan, output: Output, receipts: list[Receipt]) -> No
         if not (work / receipt_path(receipt.part)).is_file():
             receipt.write(work)  # canonical JSON: the same bytes as the published receipt
         needed = [f for f in receipt.files if f.path.endswith(".idx")]
-        if "llmc" in plan.formats:
+        if "llmc" in plan.options.formats:
             needed.extend(staging_entries(output, receipt.part))
         for entry in needed:
             output.fetch(entry)
@@ -105,10 +105,10 @@ def _write_llmc(plan: BuildPlan, counts: dict[str, SplitCounts]) -> list[FileEnt
             LLMC_SPLIT[split],
             plan.tokenizer.vocab_size,
             plan.tokenizer.doc_sep_id,
-            plan.max_tokens_per_file,
-            family=plan.llmc_layout,
+            plan.options.max_tokens_per_file,
+            family=plan.options.llmc_layout,
             bos_id=plan.bos_id,
-            separator=plan.llmc_separator,
+            separator=plan.options.llmc_separator,
         )
         with writer:
             for i in shards:

@@ -100,15 +100,12 @@ import time
 import unicodedata
 from dataclasses import dataclass
 from itertools import chain
-from typing import Literal
 
 import numpy as np
 
 from ..errors import TokenizerError
+from ..formats.build_options import FAST_MODES, FastMode
 from .resolve import TOKENIZER_FILE, load_tokenizer_json, vocab_size_of
-
-FastMode = Literal["auto", "never", "require"]
-FAST_MODES: tuple[str, ...] = ("auto", "never", "require")
 
 # Texts every fast-path check encodes besides the corpus sample: the places
 # where another engine is most likely to part from tokenizers.

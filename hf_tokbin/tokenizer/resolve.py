@@ -32,6 +32,7 @@ from pathlib import Path, PurePosixPath
 
 from .._io import canonical_json, read_json, sha256_bytes, sha256_file
 from ..errors import TokenizerError
+from ..formats.rules import is_repo_id
 from ..formats.run_config import BoundaryToken
 
 BYTE = "byte"
@@ -124,7 +125,7 @@ def resolve_tokenizer(
         # a symlink (as in a Hub cache snapshot) is named after the folder it sits in, not its target's.
         default_id = Path(os.path.abspath(json_path)).parent.name
         source, resolved_revision = "local", None
-    elif _looks_like_repo_id(name):
+    elif is_repo_id(name):
         json_path, resolved_revision = _download_from_hub(name, revision, subfolder)
         default_id = name.split("/")[-1]
         source = name
@@ -325,11 +326,6 @@ def read_eos_token(path: Path) -> str | None:
     if eos is not None and (not isinstance(eos, str) or not eos):
         raise TokenizerError(path, 'eos_token must be a token string or {"content": TOKEN}', got=config.get("eos_token"))
     return eos
-
-
-def _looks_like_repo_id(name: str) -> bool:
-    parts = name.split("/")
-    return len(parts) == 2 and all(parts) and not name.startswith((".", "/"))
 
 
 def _download_from_hub(repo_id: str, revision: str | None, subfolder: str | None) -> tuple[Path, str]:

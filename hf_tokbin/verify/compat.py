@@ -137,6 +137,7 @@ import numpy as np
 from ..errors import FormatError
 from ..formats import llmc, megatron
 from ..formats.release import RUN_CONFIG_NAME, SHARDS_DIR, SPLITS
+from ..formats.rules import UINT16_VOCAB_LIMIT
 from ..formats.run_config import RunConfig
 from ..readers.views import find_llmc_folder, find_megatron_pairs, scan_positions
 
@@ -445,7 +446,7 @@ def check_megatron(path: Path, s: LoaderSettings) -> list[Finding]:
                 findings.append(
                     Finding(WARNING, str(idx), "short-pair", f"{pair.n_tokens:,} tokens < seq_length+1 = {s.seq_len + 1:,}: no full sample per epoch, GPTDataset repeats this pair over many epochs")
                 )
-            if pair.header.code == megatron.CODE_UINT16 and vocab_size is not None and MEGATRON_UINT16_BELOW <= vocab_size <= megatron.UINT16_VOCAB_LIMIT:
+            if pair.header.code == megatron.CODE_UINT16 and vocab_size is not None and MEGATRON_UINT16_BELOW <= vocab_size <= UINT16_VOCAB_LIMIT:
                 findings.append(
                     Finding(WARNING, str(idx), "dtype-cutoff", f"vocab_size {vocab_size:,}: DType.optimal_dtype picks uint16 only below {MEGATRON_UINT16_BELOW:,}, so Megatron's preprocess_data.py would write int32; these uint16 files read the same")
                 )

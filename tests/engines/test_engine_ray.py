@@ -27,6 +27,8 @@ from hf_tokbin.engines.ray import (
 )
 from hf_tokbin.errors import BuildError, CorpusInputError, MissingDependencyError
 
+pytestmark = pytest.mark.slow  # a Ray cluster
+
 pytest_plugins = ["ray_cluster"]  # the session's one cluster
 
 INPUT_ERROR = "corpus/part-000003.parquet: text is not valid UTF-8: expected UTF-8, got byte 0xff at offset 7"

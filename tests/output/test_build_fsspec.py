@@ -12,12 +12,14 @@ import pytest
 from fsspec.core import url_to_fs
 from release_fixtures import stories, write_corpus
 
-from hf_tokbin.pipeline import build, plan_build
-from hf_tokbin.pipeline import part as build_module
 from hf_tokbin.cli import main
 from hf_tokbin.errors import BuildError
 from hf_tokbin.output import UrlFolder
+from hf_tokbin.pipeline import build, plan_build
+from hf_tokbin.pipeline import part as build_module
 from hf_tokbin.tokenizer import resolve_tokenizer, train_bpe
+
+pytestmark = pytest.mark.slow  # builds through fsspec URLs, one on Ray
 
 OPTIONS = {"max_tokens_per_file": 4000}  # several llm.c files per split: the finish rolls over
 _unique = itertools.count()

@@ -11,11 +11,11 @@ import pytest
 from release_fixtures import stories, write_corpus
 from tokenizers import Tokenizer
 
-from hf_tokbin.pipeline import build, build_part, plan_build, start_release
 from hf_tokbin.cli import main
 from hf_tokbin.errors import BuildError
 from hf_tokbin.formats import llmc, megatron
 from hf_tokbin.formats.release import Complete, Receipt
+from hf_tokbin.pipeline import build, build_part, plan_build, start_release
 from hf_tokbin.tokenizer import resolve_tokenizer, train_bpe
 from hf_tokbin.verify.release import verify_release
 

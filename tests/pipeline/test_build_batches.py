@@ -14,15 +14,17 @@ from release_fixtures import stories
 from tokenizers import Tokenizer
 
 from hf_tokbin._io import sha256_file
-from hf_tokbin.pipeline import build, plan_build
-from hf_tokbin.pipeline import encode as encode_module
-from hf_tokbin.pipeline.encode import check_cache_dir, check_with_cache, text_batches
 from hf_tokbin.engines import local
 from hf_tokbin.errors import BuildError
 from hf_tokbin.formats import megatron
 from hf_tokbin.formats.corpus_manifest import CorpusManifest, CorpusShard
+from hf_tokbin.pipeline import build, plan_build
+from hf_tokbin.pipeline import encode as encode_module
+from hf_tokbin.pipeline.encode import check_cache_dir, check_with_cache, text_batches
 from hf_tokbin.tokenizer import resolve_tokenizer, train_bpe
 from hf_tokbin.tokenizer.encoder import DocumentEncoder
+
+pytestmark = pytest.mark.slow  # builds with the full fast-path check
 
 
 @pytest.fixture(scope="module")

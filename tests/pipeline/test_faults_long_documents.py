@@ -26,6 +26,8 @@ from hf_tokbin.tokenizer import long_documents, resolve_tokenizer, train_bpe
 from hf_tokbin.tokenizer.encoder import DocumentEncoder
 from hf_tokbin.tokenizer.long_documents import cuts_keep_ids, encode_in_bounded_pieces, pieces
 
+pytestmark = pytest.mark.slow  # long documents with real tokenizers
+
 # Pieces of text where pre-tokenizers, contractions and Unicode tables are most likely to part.
 FRAGMENTS = [
     "a", "Z", "word", "Hello", " the", " ", "  ", "   ", "\n", "\n\n", "\r\n", "\t", " \n", "'s", "'S", "'LL", "'ve", "n't", "don't",

@@ -27,6 +27,8 @@ from hf_tokbin.tokenizer import encoder as encoder_module
 from hf_tokbin.tokenizer.encoder import DocumentEncoder, code_point_universe, prove_code_points
 from hf_tokbin.tokenizer.resolve import resolve_tokenizer
 
+pytestmark = pytest.mark.slow  # real tokenizers on both paths
+
 # Code points gigatoken 0.10 and tokenizers 0.23 classify differently (Unicode 16 letters and digits).
 NEW_LETTER, NEW_DIGIT = "\ua7ce", "\U00011de0"
 TOKENIZERS = {"gpt2": gpt2_tokenizer_json, "llama3": llama3_tokenizer_json}
