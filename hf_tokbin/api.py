@@ -43,6 +43,7 @@ class ReleaseSummary:
     corpus_revision: str | None
     split_rule: str
     empty_documents_dropped: int
+    corpus_subset: object = None  # limit=N: hf_tokbin.formats.corpus_manifest.CorpusSubset (what each split got), else None
 
     @property
     def out(self) -> str:
@@ -55,7 +56,8 @@ class ReleaseSummary:
     def table(self) -> str:
         origin = self.corpus_source + (f"@{self.corpus_revision}" if self.corpus_revision else "")
         head = f"corpus {self.corpus_name} from {origin}; split rule {self.split_rule}; {self.empty_documents_dropped:,} empty documents dropped"
-        return head + "\n" + self.build.table()
+        subset = [*self.corpus_subset.lines()] if self.corpus_subset is not None else []
+        return "\n".join([head, *subset, self.build.table()])
 
     __str__ = table
 
@@ -112,7 +114,7 @@ def build_release(
         plan = plan_build(found.root, tokenizer, out, options, corpus_source=found.source, corpus_revision=found.revision, shards=found.shards)
         summary = build(plan, engine=engine, progress=progress)
         corpus = plan.corpus
-        return ReleaseSummary(summary, corpus.name, origin, found.revision, corpus.split_rule, corpus.empty_documents_dropped)
+        return ReleaseSummary(summary, corpus.name, origin, found.revision, corpus.split_rule, corpus.empty_documents_dropped, plan.corpus_subset)
 
 
 def _corpus_source(source, scratch: Path, progress: bool, hub_choice: tuple, import_options: dict):
