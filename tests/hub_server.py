@@ -709,9 +709,9 @@ def make_release(root, parts: int = 3, vocab_size: int = 300, eod_id: int = 0, c
 
     from hf_tokbin._io import write_json_atomic
     from hf_tokbin.cards.release import render_release_card
+    from hf_tokbin.formats.megatron import MegatronWriter
     from hf_tokbin.formats.records import FileEntry
     from hf_tokbin.formats.release import Receipt, SplitCounts, pair_path, part_name
-    from hf_tokbin.megatron import MegatronWriter
 
     root = Path(root)
     rng = random.Random(seed)

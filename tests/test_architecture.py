@@ -189,14 +189,28 @@ def test_the_private_name_check_sees_a_name_taken_from_another_package(tmp_path)
 
 
 def test_old_import_paths_of_released_cards_keep_working(tmp_path):
-    from hf_tokbin.llmc import open_tokens, write_tokens
-    from hf_tokbin.megatron import MegatronPair, MegatronWriter
+    import warnings
+
+    with warnings.catch_warnings():  # they warn (DeprecationWarning) on first import: the test below
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from hf_tokbin.llmc import open_tokens, write_tokens
+        from hf_tokbin.megatron import MegatronPair, MegatronWriter
 
     write_tokens(tmp_path / "t.bin", [1, 2, 3], 256)
     assert open_tokens(tmp_path / "t.bin").tolist() == [1, 2, 3]
     with MegatronWriter(tmp_path / "p.bin", 256, 0) as writer:
         writer.add_document([5, 6])
     assert MegatronPair(tmp_path / "p.bin")[0].tolist() == [5, 6, 0]
+
+
+@pytest.mark.parametrize("shim", ["llmc", "megatron"])
+def test_the_old_import_paths_warn_and_no_new_card_cites_them(shim, tmp_path):
+    code = f"import warnings; warnings.simplefilter('error', DeprecationWarning)\ntry:\n    import hf_tokbin.{shim}\nexcept DeprecationWarning as e:\n    print(e)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert f"hf_tokbin.{shim} is deprecated: import hf_tokbin.formats.{shim}" in result.stdout, result.stderr
+    source = (PACKAGE / "cards" / "release.py").read_text() + (PACKAGE.parent / "dataset_card" / "release_card.md").read_text()
+    assert f"hf_tokbin.{shim}." not in source and f"from hf_tokbin.{shim} import" not in source
+    assert not any(f"hf_tokbin.{shim}" in line and "formats" not in line for line in source.splitlines() if "import" in line)
 
 
 def test_megatron_writer_commits_on_a_clean_exit_like_the_llmc_writer(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..errors import BuildError
 from ..formats.build_options import (
@@ -93,6 +94,8 @@ def run(args) -> int:
     print(plan.boundary_line())
     for line in plan.corpus_subset.lines() if plan.corpus_subset is not None else ():
         print(line)  # what each split got of a --limit
+    for line in plan.warnings():
+        print(line, file=sys.stderr)
     if args.dry_run:
         from ..pipeline.dry_run import describe_plan
 

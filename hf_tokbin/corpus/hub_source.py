@@ -38,6 +38,7 @@ from typing import Iterator, Sequence
 from ..errors import CorpusInputError, FormatError, HubError, TokbinError
 from ..formats.corpus_manifest import FORMAT as CORPUS_FORMAT
 from ..formats.corpus_manifest import LANGUAGE_CODE, LICENSE_ID, MANIFEST_NAME, SPLITS, CorpusManifest, CorpusShard
+from ..formats.corpus_shard import check_text_field
 from ..formats.records import FileEntry
 from ..formats.rules import is_repo_id, split_name
 
@@ -329,12 +330,7 @@ def _parquet_rows(repo_id: str, commit: str, path: str) -> int:
             schema, rows = parquet.schema_arrow, parquet.metadata.num_rows
     except (pa.ArrowException, OSError) as e:
         raise CorpusInputError(where, "not a readable Parquet file", got=str(e).splitlines()[0][:200] if str(e) else type(e).__name__) from None
-    names = schema.names
-    if names.count("text") != 1:
-        raise CorpusInputError(where, "a Hub corpus built directly needs one string column named text", got=names[:10], hint="import it first with --text-column: hf-tokbin corpus import hf://datasets/NS/NAME --text-column COL --out DIR")
-    kind = schema.field("text").type
-    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
-        raise CorpusInputError(where, "column text must hold strings", got=str(kind))
+    check_text_field(schema, where, hint="import it first with --text-column: hf-tokbin corpus import hf://datasets/NS/NAME --text-column COL --out DIR")
     return rows
 
 

@@ -26,6 +26,7 @@ from typing import BinaryIO, ContextManager, Iterator, Protocol, Sequence
 from .._io import sha256_file
 from ..errors import BuildError, CorpusInputError, FormatError
 from ..formats.corpus_manifest import MANIFEST_NAME, CorpusManifest, CorpusShard
+from ..formats.corpus_shard import iter_shard_texts
 from .hub_source import (
     HubShards,
     check_repo_id,
@@ -40,14 +41,12 @@ from .hub_source import (
 
 def iter_texts(root: str | os.PathLike, manifest: CorpusManifest, split: str, batch_rows: int = 1024):
     """The texts of one split, in corpus order, streamed shard by shard."""
-    import pyarrow.parquet as pq
-
     for shard in manifest.shards:
         if shard.split != split:
             continue
-        with pq.ParquetFile(Path(root) / shard.path) as file:
-            for batch in file.iter_batches(batch_size=batch_rows, columns=["text"]):
-                yield from batch.column(0).to_pylist()
+        path = Path(root) / shard.path
+        for _, texts in iter_shard_texts(path, path, batch_rows):  # checked: strings, no null, valid UTF-8
+            yield from texts.to_pylist()
 
 
 # -- where input shard i is read ----------------------------------------------------------------

@@ -64,7 +64,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from datasets.data_files import DataFilesDict, DataFilesList
 
 from .._io import fsync_dir, fsync_path, sha256_file, write_text_atomic
 from ..cards.corpus import DATA_DIR, check_card_metadata, render_corpus_card
@@ -80,10 +79,9 @@ from ..formats.corpus_manifest import (
 )
 from ..formats.records import FileEntry
 from ..formats.rules import FOLDER_NAME_RULE, is_folder_name
-from .builders.corpus_shards import CorpusShards
-from .builders.tinystories import TinyStories
 from .inputs import InputFile, fetched_copy, list_inputs
 from .private_apis import stream_builder_tables
+from .tinystories_text import story_tables, string_array
 
 DEFAULT_SHARD_BYTES = 256 << 20
 ROW_GROUP_ROWS = 10_000
@@ -149,11 +147,12 @@ def write_tinystories_corpus(
     sources = [(path, path.name) for path in files.values()]
     _check_distinct_inputs([InputFile(os.fspath(path), source, "text") for path, source in sources])
     with CorpusWriter(out, name, ShardLimit.of(shard_rows, shard_bytes), overwrite) as corpus:
-        # keep_empty: the writer drops and counts empty stories, one policy with import_corpus.
-        builder = TinyStories(cache_dir=corpus.cache, data_files=_data_files({split: [path] for split, path in files.items()}), progress=progress, keep_empty=True)
-        for split in files:
+        for split, path in files.items():
+            # The TinyStories builder's own reader, without datasets (its import alone cost more than reading 100 MB).
+            # keep_empty: the writer drops and counts empty stories, one policy with import_corpus.
+            tables = (table for _, table in story_tables([os.fspath(path.resolve())], split, progress=progress, keep_empty=True))
             # Reading and splitting the text on one thread, Parquet writing (zstd, SHA-256) on this one: both cores.
-            for table in prefetched(stream_builder_tables(builder, split)):
+            for table in prefetched(tables):
                 corpus.write_split(split, table.column("text"))
         return corpus.finish("files", _source_entries(sources), license, language, [p for p, _ in sources])
 
@@ -206,6 +205,10 @@ def import_corpus(
     inputs = list_inputs(paths)
     _check_distinct_inputs(inputs)
     text_columns = (text_column,) if isinstance(text_column, str) else tuple(text_column)
+    from datasets.data_files import DataFilesDict, DataFilesList
+
+    from .builders.corpus_shards import CorpusShards
+
     with CorpusWriter(out, name, ShardLimit.of(shard_rows, shard_bytes), overwrite) as corpus:
         builder = CorpusShards(
             cache_dir=corpus.cache,
@@ -370,9 +373,26 @@ def _check_input_file(path: Path) -> None:
         raise CorpusInputError(path, "input file is missing" if not path.exists() else "input is not a file")
 
 
-def _data_files(files: dict[str, list[Path]]) -> DataFilesDict:
+def _data_files(files: dict[str, list[Path]]):
     """``data_files`` for a builder, taken as given (no glob expansion: a name may hold '[' or '*')."""
+    from datasets.data_files import DataFilesDict, DataFilesList
+
     return DataFilesDict({split: DataFilesList([os.fspath(p.resolve()) for p in paths], [()] * len(paths)) for split, paths in files.items()})
+
+
+def text_lengths(texts: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Each string's UTF-8 byte count (``int64``), from the arrays' offsets.
+
+    Not ``pyarrow.compute.binary_length``: a compute call's first use imports
+    pandas, a third of a small corpus command's time.
+    """
+    chunks = texts.chunks if isinstance(texts, pa.ChunkedArray) else [texts]
+    parts = []
+    for chunk in chunks:
+        width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset : chunk.offset + len(chunk) + 1]
+        parts.append(np.diff(offsets).astype(np.int64))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 class _ShardSequence:
@@ -407,7 +427,7 @@ class _ShardSequence:
         if self.limit.rows is not None:
             fit = min(len(texts), self.limit.rows - self._rows)
         else:
-            sizes = np.cumsum(pc.binary_length(texts).to_numpy(zero_copy_only=False), dtype=np.int64)
+            sizes = np.cumsum(text_lengths(texts))
             fit = int(np.searchsorted(sizes, self.limit.text_bytes - self._text_bytes, side="right"))
         return max(fit, 1) if self._rows == 0 else fit
 
@@ -415,7 +435,7 @@ class _ShardSequence:
         if self._writer is None:
             self._open_shard()
         self._rows += rows.num_rows
-        self._text_bytes += pc.sum(pc.binary_length(rows.column("text"))).as_py() or 0
+        self._text_bytes += int(text_lengths(rows.column("text")).sum())
         self._pending.append(rows)
         self._pending_rows += rows.num_rows
         while self._pending_rows >= ROW_GROUP_ROWS:
@@ -425,7 +445,7 @@ class _ShardSequence:
         pending = pa.concat_tables(self._pending)
         group = pending.slice(0, rows)
         kept = [group.column(name).combine_chunks() for name in self.schema.names[len(SCHEMA) :]]
-        columns = [group.column("text").combine_chunks(), pa.repeat(self.split, group.num_rows), *kept]
+        columns = [group.column("text").combine_chunks(), string_array([self.split] * group.num_rows), *kept]
         self._writer.write_table(pa.table(columns, schema=self.schema), row_group_size=rows)
         rest = pending.slice(rows)
         self._pending = [rest] if rest.num_rows else []
@@ -477,10 +497,11 @@ class _CorpusShards:
         self._splits[split].write(rows)
 
     def _without_empty(self, rows: pa.Table) -> pa.Table:
-        nonempty = pc.greater(pc.binary_length(rows.column("text")), 0)
-        kept = pc.sum(nonempty).as_py() or 0
+        lengths = text_lengths(rows.column("text"))
+        kept = int(np.count_nonzero(lengths))
         if kept == rows.num_rows:
             return rows
+        nonempty = pa.array(lengths > 0)
         self.empty_dropped += rows.num_rows - kept
         return rows.filter(nonempty)
 

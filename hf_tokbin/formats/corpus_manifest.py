@@ -140,6 +140,20 @@ class CorpusManifest:
     def rows(self, split: str) -> int:
         return sum(s.rows for s in self.shards if s.split == split)
 
+    def empty_validation_warning(self) -> str | None:
+        """One line when the corpus has no validation document, naming the split rule that gave none; else None.
+
+        ``corpus import`` and ``build`` print it: every trainer recipe then
+        validates on nothing (or says what it reads instead).
+        """
+        if self.rows("validation"):
+            return None
+        return (
+            f"warning: no validation documents (split rule {self.split_rule}: {SPLIT_RULE_TEXT[self.split_rule]}); "
+            "trainers will validate on nothing: hf-tokbin recipe says what each does without one "
+            "(give --split-column, or --split-rule sha256 on a larger corpus)"
+        )
+
     def to_json(self) -> str:
         record = {
             "name": self.name,

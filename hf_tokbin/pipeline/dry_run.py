@@ -16,7 +16,7 @@ import numpy as np
 from ..formats import llmc, megatron
 from ..formats.corpus_manifest import SPLITS
 from ..formats.release import part_name
-from .encode import prepare_encoder, sample_documents
+from .encode import EncodeBatch, prepare_encoder, sample_documents
 from .plan import BuildPlan
 
 _LLMC_NAMES = {"train": "train", "validation": "val"}
@@ -27,7 +27,8 @@ def describe_plan(plan: BuildPlan) -> str:
     sample = sample_documents(plan)
     plan = prepare_encoder(plan)
     if sample:
-        _, lengths = plan.encoder.encode_batch(sample)
+        # As the build encodes: long documents in bounded pieces, a panic as one line.
+        _, lengths = EncodeBatch(plan.encoder, plan.tokenizer.vocab_size, "the sampled documents (the first of each shard)").encode(sample)
         tokens_per_document = float(np.mean(lengths))
     else:
         tokens_per_document = 0.0

@@ -80,6 +80,16 @@ class BuildPlan:
     # Where input shard i is read (hf_tokbin.corpus.source: a corpus folder, or Hub files fetched per part).
     shards: object = dataclasses.field(default=None, compare=False, repr=False)
 
+    def warnings(self) -> list[str]:
+        """What the build prints before it starts: an empty validation split, and an llm.c layout no upstream trainer reads."""
+        lines = [self.corpus.empty_validation_warning()] if self.corpus.empty_validation_warning() else []
+        if "llmc" in self.options.formats and self.options.llmc_layout == "gpt2" and self.tokenizer.vocab_size > llmc.UINT16_VOCAB_LIMIT:
+            lines.append(
+                f"warning: a vocabulary of {self.tokenizer.vocab_size:,} gives llm.c files of magic {llmc.MAGIC} version 2 (uint32), "
+                "which no upstream llm.c trainer reads: build with --llmc-layout llama3 for train_llama3.py"
+            )
+        return lines
+
     @property
     def shard_source(self):
         from ..corpus.source import LocalShards

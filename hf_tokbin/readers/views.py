@@ -1,7 +1,7 @@
 """Readers for training: a split of a release as numpy views, with no copy and no torch.
 
 Two views, both over memory maps that every file's reader has checked first
-(:func:`hf_tokbin.llmc.open_tokens`, :class:`hf_tokbin.megatron.MegatronPair`):
+(:func:`hf_tokbin.formats.llmc.open_tokens`, :class:`hf_tokbin.formats.megatron.MegatronPair`):
 
 - :class:`LlmcSplit` -- a split's llm.c ``.bin`` files (seed 000, or upstream's
   Llama 3 layout) as one token stream.

@@ -43,6 +43,7 @@ TOKENIZER_FILE = "tokenizer.json"
 GENERATION_CONFIG_FILE = "generation_config.json"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 SPECIAL_TOKENS_MAP_FILE = "special_tokens_map.json"
+CONFIG_FILES = (GENERATION_CONFIG_FILE, TOKENIZER_CONFIG_FILE, SPECIAL_TOKENS_MAP_FILE)  # read for the separator, in this order
 EOS_TOKEN = "<|endoftext|>"
 # Where a boundary token came from (BoundaryToken.source), as run_config.json records it.
 FROM_DOC_SEP_OPTION = "--doc-sep"
@@ -66,6 +67,7 @@ class TokenizerInfo:
     path: str | None  # the local tokenizer.json (None for byte)
     doc_sep: BoundaryToken | None = None  # where doc_sep_id came from; filled in when only the id is given
     bos: BoundaryToken | None = None  # the token put before every document (--bos), if any
+    config_files: tuple[str, ...] = ()  # the local config files beside tokenizer.json the build may read (a release ships them)
 
     def __post_init__(self):
         if self.doc_sep is None and self.doc_sep_id is not None:
@@ -77,7 +79,7 @@ class TokenizerInfo:
     def to_record(self) -> dict:
         """The identity as run_config.json records it: no local path; the boundary tokens are recorded on their own."""
         record = asdict(self)
-        for name in ("path", "doc_sep_id", "doc_sep", "bos"):
+        for name in ("path", "doc_sep_id", "doc_sep", "bos", "config_files"):
             del record[name]
         return record
 
@@ -149,6 +151,7 @@ def resolve_tokenizer(
         os.fspath(Path(json_path).resolve()),
         separator,
         vocab.boundary(bos, FROM_BOS_OPTION, json_path, "--bos") if bos is not None else None,
+        tuple(os.fspath(Path(json_path.parent, n).resolve()) for n in CONFIG_FILES if Path(json_path.parent, n).is_file()),
     )
 
 

@@ -233,5 +233,5 @@ def test_ray_build_to_a_file_url_equals_local_build(inputs, local_release, tmp_p
     assert tree_bytes(target) == local_release
     assert (cache / "out").is_dir(), "the nodes wrote in their own scratch folder"
     assert [p for p in cache.rglob("*") if p.is_file()] == [], "a node keeps no part once it is published"
-    # (driver_cache/fast-path/ keeps the fast-path check's outcome on purpose: build/encode.py's cache)
+    # (the fast-path proof keeps nothing: it runs in every build, see docs/speed.md)
     assert [p for p in (driver_cache / "out").rglob("*") if p.is_file()] == [], "the finish removes the driver's scratch folder"

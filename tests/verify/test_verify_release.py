@@ -15,8 +15,8 @@ from hf_tokbin._io import sha256_file, write_json_atomic
 from hf_tokbin.cli import main
 from hf_tokbin.errors import TokbinError
 from hf_tokbin.formats import llmc
+from hf_tokbin.formats.megatron import MegatronPair
 from hf_tokbin.formats.release import Receipt, is_release_path, list_release_paths
-from hf_tokbin.megatron import MegatronPair
 from hf_tokbin.pipeline import build, plan_build
 from hf_tokbin.tokenizer import resolve_tokenizer, train_bpe
 from hf_tokbin.verify.release import verify_release
