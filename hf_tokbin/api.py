@@ -44,6 +44,7 @@ class ReleaseSummary:
     corpus_revision: str | None
     split_rule: str
     empty_documents_dropped: int
+    corpus_subset: object = None  # limit=N: hf_tokbin.formats.corpus_manifest.CorpusSubset (what each split got), else None
 
     @property
     def out(self) -> str:
@@ -56,7 +57,8 @@ class ReleaseSummary:
     def table(self) -> str:
         origin = self.corpus_source + (f"@{self.corpus_revision}" if self.corpus_revision else "")
         head = f"corpus {self.corpus_name} from {origin}; split rule {self.split_rule}; {self.empty_documents_dropped:,} empty documents dropped"
-        return head + "\n" + self.build.table()
+        subset = [*self.corpus_subset.lines()] if self.corpus_subset is not None else []
+        return "\n".join([head, *subset, self.build.table()])
 
     __str__ = table
 
@@ -127,7 +129,7 @@ def build_release(
         plan = plan_build(found.root, tokenizer, out, options, corpus_source=found.source, corpus_revision=found.revision, shards=found.shards)
         summary = build(plan, engine=engine, progress=progress)
         corpus = plan.corpus
-        return ReleaseSummary(summary, corpus.name, origin, found.revision, corpus.split_rule, corpus.empty_documents_dropped)
+        return ReleaseSummary(summary, corpus.name, origin, found.revision, corpus.split_rule, corpus.empty_documents_dropped, plan.corpus_subset)
 
 
 def _corpus_source(source, scratch: Path, progress: bool, hub_choice: tuple, import_options: dict):
@@ -182,37 +184,32 @@ def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, 
 
     from .corpus.builders.corpus_shards import CorpusShards
     from .corpus.inputs import InputFile
-    from .corpus.write import ShardLimit, _check_name, _CorpusFolder, _split_rule_name, write_tables
-    from .formats.corpus_manifest import CorpusManifest
+    from .corpus.write import CorpusWriter, ShardLimit, split_rule_name
 
     name = Path(out).name if name is None else name
-    _check_name(name)
     members = dict(dataset) if isinstance(dataset, (datasets.DatasetDict, datasets.IterableDatasetDict)) else {None: dataset}
-    limit = ShardLimit.of(shard_rows, shard_bytes)
     text_columns = (text_column,) if isinstance(text_column, str) else tuple(text_column)
     inputs = [InputFile(f"<in-memory dataset{'' if key is None else f' split {key}'}>", str(key), "arrow", key) for key in members]
-    with _CorpusFolder(out, overwrite=False) as folder:
+    with CorpusWriter(out, name, ShardLimit.of(shard_rows, shard_bytes)) as corpus:
         builder = CorpusShards(
-            cache_dir=folder.cache,
+            cache_dir=corpus.cache,
             data_files=DataFilesDict({"input": DataFilesList(["in-memory.arrow"], [()])}),  # never read: tables come from the dataset
             text_columns=text_columns,
             split=split,
             split_map=dict(split_map or {}),
             val_per_mille=val_per_mille,
         )
-        builder.used_split_column = None
 
         def checked_tables():
             for file, member in zip(inputs, members.values()):
                 first_row = 0
                 for batch in _batches(member):
                     table = batch if isinstance(batch, pa.Table) else pa.Table.from_pydict(batch)
-                    yield builder._checked(file, table, first_row)
+                    yield builder.check_table(file, table, first_row)
                     first_row += table.num_rows
 
-        writer = write_tables(folder.path, limit, checked_tables())
-        manifest = CorpusManifest(name, _split_rule_name(builder, inputs), (), tuple(writer.close()), license, tuple(language), writer.empty_dropped, writer.by_source)
-        return folder.finish(manifest, [], writer.schema)
+        corpus.write_tables(checked_tables())
+        return corpus.finish(split_rule_name(builder, inputs), (), license, language)
 
 
 def _batches(member, rows: int = 10_000):

@@ -19,18 +19,91 @@ CONSOLE_SCRIPT = Path(sys.executable).with_name("hf-tokbin")
 FORBIDDEN_IN_FORMATS = ("huggingface_hub", "datasets", "fsspec", "tqdm", "ray", "tokenizers", "hf_tokbin.hub", "hf_tokbin.pipeline")
 
 
-def _imports(path: Path) -> list[str]:
-    """Every module ``path`` imports (relative imports resolved), at any depth of the file."""
-    package = ".".join(path.relative_to(PACKAGE.parent).parts[:-1])  # the package the file is in
+def _imports(path: Path, package_dir: Path = PACKAGE) -> list[str]:
+    """Every module ``path`` imports (relative imports resolved), at any depth of the file: function-local imports count."""
+    return [name for name, _line in _imports_with_lines(path, package_dir)]
+
+
+def _imports_with_lines(path: Path, package_dir: Path = PACKAGE) -> list[tuple[str, int]]:
+    parts = path.relative_to(package_dir.parent).with_suffix("").parts
+    package = ".".join(parts[:-1])  # the package the file is in (an __init__.py's own package)
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
-            found.extend(alias.name for alias in node.names)
+            found.extend((alias.name, node.lineno) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = package.split(".")[: len(package.split(".")) - (node.level - 1)] if node.level else []
             module = ".".join([*base, node.module] if node.module else base)
-            found.append(module)
-            found.extend(f"{module}.{alias.name}" for alias in node.names)
+            found.append((module, node.lineno))
+            found.extend((f"{module}.{alias.name}", node.lineno) for alias in node.names)
+    return found
+
+
+def _module_name(path: Path, package_dir: Path) -> str:
+    parts = path.relative_to(package_dir.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_graph(package_dir: Path) -> dict[str, set[str]]:
+    """Which module of the package imports which (any import, at any depth of the file), inside packages and across."""
+    modules = {_module_name(p, package_dir): p for p in package_dir.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        for imported in _imports(path, package_dir):
+            while imported and imported not in modules:  # from pkg.mod import name -> pkg.mod
+                imported = imported.rpartition(".")[0]
+            if imported and imported != name:
+                graph.setdefault(name, set()).add(imported)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` (its nodes in order, the first repeated at the end), or None."""
+    state: dict[str, str] = {}
+
+    def visit(node, stack):
+        state[node] = "open"
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                return [*stack[stack.index(nxt) :], nxt] if nxt in stack else [*stack, node, nxt]
+            if nxt not in state and (found := visit(nxt, [*stack, nxt])):
+                return found
+        state[node] = "done"
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node, [node])):
+            return found
+    return None
+
+
+def _is_inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def private_imports(package_dir: Path, allowed: dict[str, set[str]] | None = None) -> list[str]:
+    """Each private name (``_x``) a module imports from outside the package that owns it.
+
+    ``a.b._c`` is owned by ``a.b``; a private attribute ``_x`` of module ``a.b.m`` by the package ``a.b``.
+    ``allowed`` maps a file (relative to the package's parent) to the private names it may import (pinned ones).
+    """
+    modules = {_module_name(p, package_dir) for p in package_dir.rglob("*.py")}
+    packages = {_module_name(p, package_dir) for p in package_dir.rglob("__init__.py")}
+    found = []
+    for path in sorted(package_dir.rglob("*.py")):
+        name = _module_name(path, package_dir)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        rel = path.relative_to(package_dir.parent).as_posix()
+        for imported, line in _imports_with_lines(path, package_dir):
+            parts = imported.split(".")
+            for i, part in enumerate(parts):
+                if not part.startswith("_") or part.startswith("__"):
+                    continue
+                prefix = ".".join(parts[:i])
+                # A private module belongs to its package; a private attribute to the package of its module.
+                owner = prefix if ".".join(parts[: i + 1]) in modules or prefix in packages else prefix.rpartition(".")[0]
+                if not _is_inside(package, owner) and imported not in (allowed or {}).get(rel, set()):
+                    found.append(f"{rel}:{line} imports {imported} (private to {owner or 'its package'})")
     return found
 
 
@@ -66,6 +139,53 @@ def test_no_import_cycle_between_packages():
     for node in sorted(graph):
         visit(node, [])
         seen.add(node)
+
+
+def test_no_import_cycle_between_modules_counting_function_local_imports():
+    """Inside each package too: a cycle hidden by an import inside a function is still a cycle."""
+    assert find_cycle(module_graph(PACKAGE)) is None, " -> ".join(find_cycle(module_graph(PACKAGE)))
+
+
+def test_no_private_name_is_imported_across_packages():
+    """A ``_name`` is used only inside the package that owns it; the pinned private APIs of datasets and
+    huggingface_hub only in corpus/private_apis.py (tests/corpus/test_private_apis.py pins them)."""
+    from hf_tokbin.corpus.private_apis import PINNED
+
+    pinned = {f"{module}.{name.split('.')[0]}" for module, name, _ in PINNED}
+    assert private_imports(PACKAGE, {"hf_tokbin/corpus/private_apis.py": pinned}) == []
+
+
+def _plant(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root / "pkg"
+
+
+def test_the_cycle_check_sees_a_cycle_hidden_by_a_function_local_import(tmp_path):
+    package = _plant(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/sub/__init__.py": "",
+        "pkg/sub/a.py": "from .b import x\n",
+        "pkg/sub/b.py": "def x():\n    from . import c\n",
+        "pkg/sub/c.py": "def y():\n    from .a import x\n",
+    })
+    assert find_cycle(module_graph(package)) == ["pkg.sub.a", "pkg.sub.b", "pkg.sub.c", "pkg.sub.a"]
+
+
+def test_the_private_name_check_sees_a_name_taken_from_another_package(tmp_path):
+    package = _plant(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/_io.py": "",
+        "pkg/one/__init__.py": "",
+        "pkg/one/m.py": "_rule = 1\n",
+        "pkg/one/n.py": "from .m import _rule\nfrom .._io import x\n",  # same package; pkg's own private module
+        "pkg/two.py": "def f():\n    from .one.m import _rule\n    from huggingface_hub.file_download import _cache\n",
+    })
+    assert private_imports(package) == [
+        "pkg/two.py:2 imports pkg.one.m._rule (private to pkg.one)",
+        "pkg/two.py:3 imports huggingface_hub.file_download._cache (private to huggingface_hub)",
+    ]
 
 
 def test_old_import_paths_of_released_cards_keep_working(tmp_path):
@@ -144,5 +264,12 @@ def test_the_package_docstring_s_api_is_reachable_after_a_plain_import():
         "    assert callable(getattr(hf_tokbin, name)), name\n"
         "assert callable(hf_tokbin.hub.push_folder) and callable(hf_tokbin.pipeline.build)\n"
     )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_build_part_worker_does_not_load_datasets():
+    """A part reads its shard through corpus.source (a ShardSource); that must not import the corpus writer's datasets."""
+    code = "import sys, hf_tokbin.pipeline.part, hf_tokbin.corpus.source\nassert 'datasets' not in sys.modules, 'datasets imported'\n"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -101,6 +101,8 @@ def _run(args) -> int:
     corpus = resolve_corpus_source(args.corpus, args.corpus_revision, args.corpus_config, args.corpus_split)
     plan = plan_build(corpus.root, tokenizer, args.out, options, corpus_source=corpus.source, corpus_revision=corpus.revision, shards=corpus.shards)
     print(plan.boundary_line())
+    for line in plan.corpus_subset.lines() if plan.corpus_subset is not None else ():
+        print(line)  # what each split got of a --limit
     for line in plan.warnings():
         print(line, file=sys.stderr)
     if args.dry_run:

@@ -25,11 +25,15 @@ number is turned into its line number the same way.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import glob
 import io
 import json
 import os
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -53,12 +57,38 @@ class InputFile:
     name: str  # the source name recorded in the corpus manifest
     reader: str  # json, parquet, arrow or text
     split: str | None = None  # the split its container names (DatasetDict split), else None
-    size: int | None = None  # known size and SHA-256 (a corpus's own shard), else computed from the bytes
+    size: int | None = None  # listed size and SHA-256 (a Hub file: the Hub's listing), else computed from the bytes
     sha256: str | None = None
+    git_blob_id: str | None = None  # a Hub file kept in git, not LFS: its listed blob id
+    local: str | None = None  # a remote file's checked local copy, where its bytes are read (see fetched_copy)
 
     @property
     def is_remote(self) -> bool:
         return self.uri.startswith(HF_PREFIX)
+
+    @property
+    def readable(self) -> str:
+        """Where the bytes are read: the checked local copy of a remote file, else the file itself."""
+        return self.local or self.uri
+
+
+@contextlib.contextmanager
+def fetched_copy(file: InputFile, folder: Path) -> Iterator[InputFile]:
+    """``file`` to read: a remote file fetched into ``folder`` by the checked download (its listed size and digest)
+    while the context lasts, with its SHA-256 as read; a local file as it is. Messages still name ``file.uri``."""
+    if not file.is_remote:
+        yield file
+        return
+    from .._io import sha256_file
+    from .hub_source import fetch_hub_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".input-", dir=folder))
+    try:
+        local = fetch_hub_file(file.uri, file.size, file.sha256, file.git_blob_id, scratch)
+        yield dataclasses.replace(file, sha256=sha256_file(local), local=os.fspath(local))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def reader_of(name: str) -> tuple[str | None, str | None]:
@@ -85,7 +115,7 @@ def list_inputs(paths: Sequence[str | os.PathLike]) -> list[InputFile]:
         raise CorpusInputError(None, "no input given", expected="files, folders or globs of " + _accepted(), got="nothing")
     found: list[InputFile] = []
     for given in paths:
-        if isinstance(given, InputFile):  # already resolved (a corpus's own shards, see corpus.source.first_documents)
+        if isinstance(given, InputFile):  # already resolved (a corpus's own shards, see corpus.subset)
             found.append(given)
             continue
         text = os.fspath(given)
@@ -163,7 +193,7 @@ def _hub_repo_inputs(repo_id: str) -> list[InputFile]:
     from ..errors import TokbinError
     from ..hub.retry import fetch_error
     from ..hub.revision import escaped, resolve_commit
-    from .source import _data_files_by_split
+    from .hub_source import data_files_by_split, hub_listing, listed_digests
 
     try:
         commit = resolve_commit(HfApi(), repo_id, None, "dataset")
@@ -171,13 +201,15 @@ def _hub_repo_inputs(repo_id: str) -> list[InputFile]:
         raise
     except Exception as e:  # noqa: BLE001 - no such repo, no access, unreachable: one line
         raise escaped(fetch_error(f"{repo_id}@main", "corpus input", e)) from e
+    _commit, listing = hub_listing(repo_id, commit)
     found = []
-    for split, paths in _data_files_by_split(repo_id, commit, None).items():
+    for split, paths in data_files_by_split(repo_id, commit, None).items():
         for path in paths:
             reader = reader_of(path)[0]
             if reader is None:
                 raise CorpusInputError(f"{repo_id}@{commit}/{path}", "unknown input file type", expected=_accepted(), got=os.path.splitext(path)[1] or "no suffix")
-            found.append(InputFile(f"{HF_PREFIX}datasets/{repo_id}@{commit}/{path}", path, reader, split))
+            digests = listed_digests(listing[path]) if path in listing else (None, None, None)
+            found.append(InputFile(f"{HF_PREFIX}datasets/{repo_id}@{commit}/{path}", path, reader, split, *digests))
     if not found:
         raise CorpusInputError(f"{repo_id}@{commit}", "the dataset has no data files")
     return found
@@ -200,17 +232,19 @@ def _hub_inputs(url: str) -> list[InputFile]:
     from huggingface_hub import HfFileSystem
 
     from ..errors import TokbinError
+    from .hub_source import listed_digests
 
     fs = HfFileSystem()
     try:
         url = _pinned(url)
         if any(c in url for c in _GLOB_CHARS):
-            names = sorted(fs.glob(url))
+            found = fs.glob(url, detail=True)
         elif fs.isdir(url):
-            names = sorted(p for p in fs.find(url) if not any(part.startswith((".", "_")) for part in p[len(url.removeprefix(HF_PREFIX).rstrip("/")) :].split("/")))
+            inside = url.removeprefix(HF_PREFIX).rstrip("/")
+            found = {p: i for p, i in fs.find(url, detail=True).items() if not any(part.startswith((".", "_")) for part in p[len(inside) :].split("/"))}
         else:
-            names = [url.removeprefix(HF_PREFIX)]
-            fs.info(url)
+            found = {url.removeprefix(HF_PREFIX): fs.info(url)}
+        names = sorted(found)
     except TokbinError:
         raise
     except FileNotFoundError:
@@ -220,7 +254,7 @@ def _hub_inputs(url: str) -> list[InputFile]:
     files = [n for n in names if reader_of(n)[0]]
     if not files:
         raise CorpusInputError(url, "no input files at this Hub path", expected=_accepted(), got=f"{len(names)} other files")
-    return [InputFile(HF_PREFIX + n, n.split("/", 3)[-1] if n.startswith("datasets/") else n, reader_of(n)[0]) for n in files]
+    return [InputFile(HF_PREFIX + n, n.split("/", 3)[-1] if n.startswith("datasets/") else n, reader_of(n)[0], None, *listed_digests(found[n])) for n in files]
 
 
 # Reading ---------------------------------------------------------------------------------------
@@ -230,7 +264,7 @@ def _builder(file: InputFile, cache_dir: str, columns: list[str] | None):
     """``datasets``' packaged builder for one file, configured to change no value."""
     from datasets.data_files import DataFilesDict, DataFilesList
 
-    data_files = DataFilesDict({"input": DataFilesList([file.uri], [()])})
+    data_files = DataFilesDict({"input": DataFilesList([file.readable], [()])})
     if file.reader == "json":
         from datasets.packaged_modules.json.json import Json
 
@@ -251,8 +285,7 @@ def _builder(file: InputFile, cache_dir: str, columns: list[str] | None):
 
 def read_tables(file: InputFile, cache_dir: str, columns: list[str] | None = None) -> Iterator[pa.Table]:
     """The rows of one input file as Arrow tables, in file order, each value as the reader found it (no casts)."""
-    from datasets import DownloadConfig
-    from datasets.download.streaming_download_manager import StreamingDownloadManager
+    from .private_apis import generate_tables, split_generators
 
     if file.reader == "parquet":
         _check_parquet_schema(file)
@@ -260,11 +293,9 @@ def read_tables(file: InputFile, cache_dir: str, columns: list[str] | None = Non
         check_json_depth(file)
     builder = _builder(file, cache_dir, columns)
     try:
-        manager = StreamingDownloadManager(base_path=builder.base_path, download_config=DownloadConfig())
-        generators = builder._split_generators(manager)
+        generators = split_generators(builder)
         builder.info.features = None  # the json builder inferred them from the first block: no cast of later blocks
-        for _key, table in builder._generate_tables(**generators[0].gen_kwargs):
-            yield table
+        yield from generate_tables(builder, generators[0])
     except CorpusInputError:
         raise
     except Exception as e:  # noqa: BLE001 - any reader failure becomes one line naming the file (and line)
@@ -287,7 +318,7 @@ def check_json_depth(file: InputFile) -> None:
 
     line = 1
     depth = 0
-    with open_binary(file.uri) as handle:
+    with open_binary(file.readable) as handle:
         while True:
             block = handle.read(_DEPTH_BLOCK)
             if not block:
@@ -313,7 +344,7 @@ def _check_parquet_schema(file: InputFile) -> None:
     import pyarrow.parquet as pq
 
     try:
-        with fsspec.open(file.uri, "rb") as handle:
+        with fsspec.open(file.readable, "rb") as handle:
             names = pq.ParquetFile(handle).schema_arrow.names
     except (pa.ArrowException, OSError) as e:
         raise CorpusInputError(file.uri, "not a readable Parquet file", expected="a Parquet file", got=_first_line(e)) from None
@@ -354,7 +385,7 @@ def open_binary(uri: str):
 
 def json_lines(file: InputFile) -> Iterator[tuple[int, bytes]]:
     """``(line number, raw line)`` of a JSON Lines file, blank lines included (line numbers as an editor shows)."""
-    with open_binary(file.uri) as handle:
+    with open_binary(file.readable) as handle:
         for number, raw in enumerate(handle, start=1):
             yield number, raw
 
@@ -364,7 +395,7 @@ def locate_json_error(file: InputFile, row_problem=None) -> CorpusInputError | N
 
     A file starting with ``[`` is one JSON array: its error names the file and the row.
     """
-    with open_binary(file.uri) as handle:
+    with open_binary(file.readable) as handle:
         head = handle.read(64).lstrip()
     if head.startswith(b"["):
         return _json_document_error(file, row_problem)
@@ -387,7 +418,7 @@ def locate_json_error(file: InputFile, row_problem=None) -> CorpusInputError | N
 
 
 def _json_document_error(file: InputFile, row_problem) -> CorpusInputError | None:
-    with open_binary(file.uri) as handle:
+    with open_binary(file.readable) as handle:
         data = handle.read()
     try:
         text = data.decode("utf-8")

@@ -7,11 +7,12 @@ Two entry points, mirroring ``hf-tokbin corpus tinystories`` and
     import_corpus(["shards/"], "corpus/", split_rule="sha256")      # "column", "sha256" or "all-train"
 
 Both read their inputs with the ``datasets`` builders of
-:mod:`hf_tokbin.corpus.builders`, streamed: :func:`_stream_tables` iterates the
-builder's own split and table generators (what ``as_streaming_dataset``
-iterates, without the ``IterableDataset`` wrapper), so there is no Arrow
-cache copy of the input and memory stays flat. They write the folder
-described in :mod:`hf_tokbin.formats.corpus_manifest`::
+:mod:`hf_tokbin.corpus.builders`, streamed
+(:func:`hf_tokbin.corpus.private_apis.stream_builder_tables`: no Arrow cache
+copy of the input, memory stays flat), and write through the one public
+writer, :class:`CorpusWriter`, which ``hf_tokbin.import_dataset`` and
+``build --limit`` use too. They write the folder described in
+:mod:`hf_tokbin.formats.corpus_manifest`::
 
     DIR/_MANIFEST.json
     DIR/README.md                        dataset card, from dataset_card/corpus_card.md
@@ -78,7 +79,8 @@ from ..formats.corpus_manifest import (
 )
 from ..formats.records import FileEntry
 from ..formats.rules import FOLDER_NAME_RULE, is_folder_name
-from .inputs import InputFile, list_inputs
+from .inputs import InputFile, fetched_copy, list_inputs
+from .private_apis import stream_builder_tables
 from .tinystories_text import story_tables, string_array
 
 DEFAULT_SHARD_BYTES = 256 << 20
@@ -138,24 +140,21 @@ def write_tinystories_corpus(
     files = {"train": Path(train)}
     if valid is not None:
         files["validation"] = Path(valid)
-    limit = ShardLimit.of(shard_rows, shard_bytes)
-    _check_name(name, "--name")
+    check_corpus_name(name, "--name")
     check_card_metadata(license, language, any_license)
     for path in files.values():
         _check_input_file(path)
     sources = [(path, path.name) for path in files.values()]
     _check_distinct_inputs([InputFile(os.fspath(path), source, "text") for path, source in sources])
-    with _CorpusFolder(out, overwrite) as folder:
-        writer = _CorpusWriter(folder.path, limit)
+    with CorpusWriter(out, name, ShardLimit.of(shard_rows, shard_bytes), overwrite) as corpus:
         for split, path in files.items():
             # The TinyStories builder's own reader, without datasets (its import alone cost more than reading 100 MB).
             # keep_empty: the writer drops and counts empty stories, one policy with import_corpus.
             tables = (table for _, table in story_tables([os.fspath(path.resolve())], split, progress=progress, keep_empty=True))
             # Reading and splitting the text on one thread, Parquet writing (zstd, SHA-256) on this one: both cores.
             for table in prefetched(tables):
-                writer.write_split(split, table.column("text"))
-        shards = tuple(writer.close())
-        return folder.finish(CorpusManifest(name, "files", _source_entries(sources), shards, license, tuple(language), writer.empty_dropped), sources)
+                corpus.write_split(split, table.column("text"))
+        return corpus.finish("files", _source_entries(sources), license, language, [p for p, _ in sources])
 
 
 def import_corpus(
@@ -196,10 +195,10 @@ def import_corpus(
     counted per split and source in the manifest. ``name`` defaults to the
     name of ``out``.
     """
-    limit_rows = ShardLimit.of(shard_rows, shard_bytes)
     name = Path(out).name if name is None else name
-    _check_name(name, "--name" if name != Path(out).name else "--out")
-    _check_limit(limit)
+    check_corpus_name(name, "--name" if name != Path(out).name else "--out")
+    if limit is not None:
+        check_limit(limit)
     check_card_metadata(license, language, any_license)
     if split_rule is not None:
         split = "sha256" if split_rule == "sha256" else split_rule
@@ -210,9 +209,9 @@ def import_corpus(
 
     from .builders.corpus_shards import CorpusShards
 
-    with _CorpusFolder(out, overwrite) as folder:
+    with CorpusWriter(out, name, ShardLimit.of(shard_rows, shard_bytes), overwrite) as corpus:
         builder = CorpusShards(
-            cache_dir=folder.cache,
+            cache_dir=corpus.cache,
             data_files=DataFilesDict({"input": DataFilesList([f.uri for f in inputs], [()] * len(inputs))}),
             text_columns=text_columns,
             text_join=text_join,
@@ -221,28 +220,67 @@ def import_corpus(
             split_map=dict(split_map or {}),
             val_per_mille=val_per_mille,
             file_splits={f.uri: f.split for f in inputs if f.split is not None},
+            remote_files={f.uri: (f.size, f.sha256, f.git_blob_id) for f in inputs if f.is_remote},
             keep_columns=tuple(keep_columns),
             source_column=source_column,
             progress=progress,
         )
-        writer = write_tables(folder.path, limit_rows, _limited(_stream_tables(builder, "input"), limit))
-        shards = tuple(writer.close())
-        rule = _split_rule_name(builder, inputs)
-        manifest = CorpusManifest(name, rule, tuple(_source_entry(f) for f in inputs), shards, license, tuple(language), writer.empty_dropped, writer.by_source)
-        return folder.finish(manifest, [(Path(f.uri), f.name) for f in inputs], writer.schema)
+        corpus.write_tables(limited(stream_builder_tables(builder, "input"), limit))
+        sources = tuple(_source_entry(f, builder.checked, corpus.cache) for f in inputs)
+        return corpus.finish(split_rule_name(builder, inputs), sources, license, language, [f.uri for f in inputs])
 
 
-def write_tables(root: Path, limit: ShardLimit, tables: Iterable[pa.Table]) -> "_CorpusWriter":
-    """Checked tables (``text``, ``split``, kept columns) into shards; the kept columns' types come from the first table."""
-    writer = None
-    for table in tables:
-        if writer is None:
-            writer = _CorpusWriter(root, limit, [table.schema.field(n) for n in table.column_names[2:]])
-        writer.write_rows(table)
-    return writer if writer is not None else _CorpusWriter(root, limit)
+class CorpusWriter:
+    """The corpus writer: checked tables in, a corpus folder (shards, ``_MANIFEST.json``, card) out, atomically.
+
+    ::
+
+        with CorpusWriter(out, name, ShardLimit.of(shard_rows=1000)) as corpus:
+            corpus.write_tables(tables)        # text, split and kept columns, already checked
+            manifest = corpus.finish("column", sources, license, language, inputs)
+
+    Everything goes into a temporary folder beside ``out`` (builders' caches
+    under :attr:`cache`); :meth:`finish` writes the manifest and card and
+    renames it to ``out``. Leaving the block without :meth:`finish` (an
+    error) removes it: nothing half-written looks like a corpus.
+    """
+
+    def __init__(self, out: str | os.PathLike, name: str, limit: ShardLimit, overwrite: bool = False):
+        check_corpus_name(name)
+        self.name, self.limit = name, limit
+        self._folder = CorpusFolder(out, overwrite)
+        self._shards: _CorpusShards | None = None
+
+    def __enter__(self) -> "CorpusWriter":
+        self._folder.__enter__()
+        self.cache = self._folder.cache
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._folder.__exit__(*exc)
+
+    def _open(self, kept: Sequence[pa.Field] = ()) -> "_CorpusShards":
+        if self._shards is None:
+            self._shards = _CorpusShards(self._folder.path, self.limit, kept)
+        return self._shards
+
+    def write_tables(self, tables: Iterable[pa.Table]) -> None:
+        """Checked tables (``text``, ``split``, kept columns); the kept columns' types come from the first table."""
+        for table in tables:
+            self._open([table.schema.field(n) for n in table.column_names[2:]]).write_rows(table)
+
+    def write_split(self, split: str, texts: pa.Array | pa.ChunkedArray) -> None:
+        """Documents of one split, in order."""
+        self._open().write_split(split, texts)
+
+    def finish(self, split_rule: str, sources: Sequence[FileEntry], license: str, language: Sequence[str], inputs: Sequence[str | os.PathLike] = ()) -> CorpusManifest:
+        """Close the shards, write the manifest and card, move the folder to ``out``; ``inputs`` name the input in errors."""
+        shards = self._open()
+        manifest = CorpusManifest(self.name, split_rule, tuple(sources), tuple(shards.close()), license, tuple(language), shards.empty_dropped, shards.by_source)
+        return self._folder.finish(manifest, inputs, shards.schema)
 
 
-def _split_rule_name(builder, inputs) -> str:
+def split_rule_name(builder, inputs) -> str:
     """The manifest's split rule for what the builder did: column, files (DatasetDict splits), sha256[-per-mille-N] or all-train."""
     config = builder.config
     if config.split == "sha256":
@@ -254,7 +292,7 @@ def _split_rule_name(builder, inputs) -> str:
     return "all-train"
 
 
-def _limited(tables: Iterator[pa.Table], limit: int | None) -> Iterator[pa.Table]:
+def limited(tables: Iterator[pa.Table], limit: int | None) -> Iterator[pa.Table]:
     """The tables up to ``limit`` rows in all (the first rows in input order), then stop reading."""
     if limit is None:
         yield from tables
@@ -267,9 +305,10 @@ def _limited(tables: Iterator[pa.Table], limit: int | None) -> Iterator[pa.Table
         left -= table.num_rows
 
 
-def _check_limit(limit) -> None:
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-        raise CorpusInputError(None, "--limit must be a positive number of documents", got=limit)
+def check_limit(limit, where=None) -> None:
+    """``--limit`` (corpus import, build): a positive number of documents."""
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise CorpusInputError(where, "--limit must be a positive number of documents", got=limit)
 
 
 def _check_distinct_inputs(inputs: list[InputFile]) -> None:
@@ -296,22 +335,19 @@ def _check_distinct_inputs(inputs: list[InputFile]) -> None:
             )
 
 
-def _source_entry(file: InputFile) -> FileEntry:
-    """An input as the manifest names it: source name, size and SHA-256 of its bytes as stored (compressed or not)."""
-    if file.sha256 is not None:  # a corpus's own shard: its manifest's digest (a Hub shard past a --limit is never fetched)
-        return FileEntry(file.name, file.size, file.sha256)
+def _source_entry(file: InputFile, checked: dict, scratch: str) -> FileEntry:
+    """An input as the manifest names it: source name, size and SHA-256 of its bytes as stored (compressed or not).
+
+    A Hub file gives the SHA-256 of the bytes fetched and checked when it was read (``checked``); one the import
+    never reached (past ``limit``) is fetched by the same checked download now, so no digest is only the Hub's word.
+    """
     if not file.is_remote:
         return FileEntry(file.name, os.path.getsize(file.uri), sha256_file(file.uri))
-    import hashlib
-
-    import fsspec
-
-    digest, size = hashlib.sha256(), 0
-    with fsspec.open(file.uri, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-            size += len(chunk)
-    return FileEntry(file.name, size, digest.hexdigest())
+    if file.uri not in checked:
+        with fetched_copy(file, Path(scratch) / "sources") as copy:
+            checked[file.uri] = (copy.size, copy.sha256)
+    size, sha256 = checked[file.uri]
+    return FileEntry(file.name, size, sha256)
 
 
 def list_input_files(paths: Sequence[str | os.PathLike]) -> list[tuple[Path, str]]:
@@ -326,7 +362,7 @@ def _source_entries(sources: list[tuple[Path, str]]) -> tuple[FileEntry, ...]:
     return tuple(FileEntry(source, path.stat().st_size, sha256_file(path)) for path, source in sources)
 
 
-def _check_name(name, flag: str = "--name") -> None:
+def check_corpus_name(name, flag: str = "--name") -> None:
     """A corpus name is one folder name: the flag that gave it is named, before anything is read or written."""
     if not is_folder_name(name):
         raise CorpusInputError(None, f"{flag}: the corpus name must be one folder name", expected=FOLDER_NAME_RULE, got=repr(name))
@@ -342,24 +378,6 @@ def _data_files(files: dict[str, list[Path]]):
     from datasets.data_files import DataFilesDict, DataFilesList
 
     return DataFilesDict({split: DataFilesList([os.fspath(p.resolve()) for p in paths], [()] * len(paths)) for split, paths in files.items()})
-
-
-def _stream_tables(builder, split: str) -> Iterator[pa.Table]:
-    """One split of one of our builders as Arrow tables, streamed from its own generator.
-
-    This is what ``builder.as_streaming_dataset(split)`` iterates, minus the
-    ``IterableDataset`` wrapper: with torch installed, creating one imports
-    torch (about 2 s and 300 MB here) and rebatching would buy nothing, since
-    the shard writer sets its own row groups. Nothing is cached on disk and
-    only one block of input is in memory at a time.
-    """
-    from datasets import DownloadConfig
-    from datasets.download.streaming_download_manager import StreamingDownloadManager
-
-    dl_manager = StreamingDownloadManager(base_path=builder.base_path, download_config=DownloadConfig())
-    generators = {str(g.name): g for g in builder._split_generators(dl_manager)}
-    for _key, table in builder._generate_tables(**generators[split].gen_kwargs):
-        yield table
 
 
 def text_lengths(texts: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -452,7 +470,7 @@ class _ShardSequence:
         self._rows = self._text_bytes = 0
 
 
-class _CorpusWriter:
+class _CorpusShards:
     """Routes documents to the shard sequence of their split; drops and counts empty documents.
 
     ``kept`` are the fields of the columns kept beside ``text`` and
@@ -585,7 +603,7 @@ def _owner_is_gone(owner: Path) -> bool:
     return False
 
 
-class _CorpusFolder:
+class CorpusFolder:
     """A temporary folder beside ``out``, renamed to ``out`` by :meth:`finish`; removed on failure."""
 
     def __init__(self, out: str | os.PathLike, overwrite: bool):
@@ -605,7 +623,7 @@ class _CorpusFolder:
             raise CorpusInputError(out, "output folder exists and is not empty", hint="pass --overwrite to replace a corpus folder")
         _check_ours(out)
 
-    def __enter__(self) -> "_CorpusFolder":
+    def __enter__(self) -> "CorpusFolder":
         self.out.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(self.out)
         self.path = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.tmp-", dir=self.out.parent))
@@ -619,10 +637,10 @@ class _CorpusFolder:
         if self.path.exists():
             shutil.rmtree(self.path, ignore_errors=True)
 
-    def finish(self, manifest: CorpusManifest, sources: list[tuple[Path, str]], schema: pa.Schema = SCHEMA) -> CorpusManifest:
-        """Write the manifest and card, then move the folder to ``out``."""
+    def finish(self, manifest: CorpusManifest, inputs: Sequence[str | os.PathLike], schema: pa.Schema = SCHEMA) -> CorpusManifest:
+        """Write the manifest and card, then move the folder to ``out``; ``inputs`` name the input in errors."""
         if not manifest.shards:
-            raise CorpusInputError(", ".join(os.fspath(path) for path, _ in sources), "no documents in the input", expected="at least one document", got=0)
+            raise CorpusInputError(", ".join(os.fspath(path) for path in inputs) or None, "no documents in the input", expected="at least one document", got=0)
         shutil.rmtree(self.cache, ignore_errors=True)
         (self.path / OWNER_NAME).unlink()
         manifest.write(self.path)

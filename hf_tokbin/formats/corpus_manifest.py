@@ -41,7 +41,7 @@ from pathlib import Path
 
 from .._io import canonical_json, read_json, write_text_atomic
 from ..errors import FormatError
-from .records import FileEntry, check_keys, is_count, require
+from .records import FileEntry, check_keys, is_count, is_sha256, require
 from .rules import FOLDER_NAME_RULE, is_folder_name
 
 MANIFEST_NAME = "_MANIFEST.json"
@@ -200,3 +200,64 @@ class CorpusManifest:
             raise FormatError(path, e.rule, got=e.got) from None
         except TypeError as e:
             raise FormatError(path, "sources and shards must be lists of objects", got=str(e)) from None
+
+
+@dataclass(frozen=True)
+class CorpusSubset:
+    """What a ``build --limit N`` corpus was cut from: ``run_config.json``'s ``corpus.subset``.
+
+    ::
+
+        {"limit": N, "cut_from_manifest_sha256": "<hex>", "checked": true,
+         "documents": {"train": N, "validation": N}, "available": {"train": N, "validation": N}}
+
+    ``cut_from_manifest_sha256`` is the SHA-256 of the corpus manifest the
+    subset was cut from (the corpus named by ``corpus.source`` and
+    ``corpus.revision``; ``corpus.manifest_sha256`` is the subset's own).
+    ``checked``: every shard a document was taken from was read whole and its
+    size and SHA-256 checked against that manifest first (always true: a
+    subset of unchecked bytes is not built). ``documents``: what each split
+    got; ``available``: what the corpus holds.
+    """
+
+    limit: int
+    cut_from_manifest_sha256: str
+    documents: dict
+    available: dict
+    checked: bool = True
+
+    def __post_init__(self):
+        require(is_count(self.limit) and self.limit > 0, None, "corpus.subset.limit must be a positive number of documents", self.limit)
+        require(is_sha256(self.cut_from_manifest_sha256), None, "corpus.subset.cut_from_manifest_sha256 must be 64 lowercase hex digits", self.cut_from_manifest_sha256)
+        require(self.checked is True, None, "corpus.subset.checked must be true: a subset is built only from checked bytes", self.checked)
+        for name in ("documents", "available"):
+            counts = getattr(self, name)
+            require(isinstance(counts, dict) and set(counts) == set(SPLITS) and all(is_count(v) for v in counts.values()), None, f"corpus.subset.{name} must count the documents of train and validation", counts)
+        require(sum(self.documents.values()) <= self.limit, None, "corpus.subset.documents add up to at most the limit", self.documents)
+        require(all(self.documents[s] <= self.available[s] for s in SPLITS), None, "corpus.subset.documents: a split got more documents than the corpus holds", self.documents)
+
+    def to_record(self) -> dict:
+        return {
+            "limit": self.limit,
+            "cut_from_manifest_sha256": self.cut_from_manifest_sha256,
+            "checked": self.checked,
+            "documents": {s: self.documents[s] for s in SPLITS},
+            "available": {s: self.available[s] for s in SPLITS},
+        }
+
+    @classmethod
+    def from_record(cls, obj, path=None) -> "CorpusSubset":
+        check_keys(obj, ["limit", "cut_from_manifest_sha256", "checked", "documents", "available"], path, "corpus.subset")
+        try:
+            return cls(obj["limit"], obj["cut_from_manifest_sha256"], obj["documents"], obj["available"], obj["checked"])
+        except FormatError as e:
+            raise FormatError(path, e.rule, got=e.got) from None
+
+    def lines(self) -> list[str]:
+        """One line per split: what it got of what the corpus holds."""
+        out = []
+        for split in SPLITS:
+            taken, held = self.documents[split], self.available[split]
+            note = "" if taken == held else " (none: the limit was reached before this split)" if taken == 0 else " (cut by the limit)"
+            out.append(f"--limit {self.limit:,}: {split} {taken:,} of {held:,} documents{note}")
+        return out

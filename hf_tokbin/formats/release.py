@@ -48,6 +48,7 @@ CARD_NAME = "README.md"
 SHARDS_DIR = "shards"
 RECEIPTS_DIR = "receipts"
 TOKENS_DIR = "tokens"
+WORK_DIR = ".work"  # a build's unpublished work under the output; never part of the release
 TOKENIZER_DIR = "tokenizer"  # the release's own tokenizer: the files the build read, byte for byte
 TOKENIZER_FILE = "tokenizer.json"
 # What tokenizer/ may hold: tokenizer.json and the config files a build reads beside it (tokenizer.resolve).

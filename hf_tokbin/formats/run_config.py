@@ -6,7 +6,8 @@
      "dataset": "tinystories", "version": "v1",
      "corpus": {"name", "license", "language": [...], "source": "local" | "NS/NAME",
                 "revision": null | "<commit>", "manifest_sha256": "<hex>",
-                "shards": [{"path", "split", "rows", "size", "sha256"}, ...]},
+                "shards": [{"path", "split", "rows", "size", "sha256"}, ...],
+                "subset": {...}},                only with build --limit: formats.corpus_manifest.CorpusSubset
      "tokenizer": {"tokenizer_id", "sha256", "vocab_size", "source", "revision", "subfolder"},
      "special_tokens": "ordinary" | "parsed",  special-token text inside documents
      "doc_sep": null | BOUNDARY,               the separator (llm.c) and EOD (Megatron): one id
@@ -61,6 +62,7 @@ from .._io import read_json
 from ..errors import FormatError, VerificationError
 from . import llmc, megatron
 from .build_options import BuildOptions, read_format_records, read_formats
+from .corpus_manifest import CorpusSubset
 from .records import FileEntry, checked_field, is_count, is_sha256
 from .release import SPLITS, TOKENS_DIR
 from .rules import FOLDER_NAME_RULE, is_commit_id, is_folder_name, is_repo_id
@@ -151,6 +153,7 @@ class RunConfig:
     # What the card shows, as recorded (not checked against the files).
     tokenizer: dict | None = None  # the tokenizer record, as written
     corpus: dict | None = None  # the corpus record but its shards
+    corpus_subset: CorpusSubset | None = None  # a --limit build: what its corpus was cut from
     split_rule: dict | None = None
     versions: dict | None = None  # the versions of hf_tokbin and tokenizers that built it
 
@@ -259,6 +262,7 @@ class RunConfig:
             # Both objects: their fields above were read.
             tokenizer=dict(obj["tokenizer"]),
             corpus={k: v for k, v in obj["corpus"].items() if k != "shards"},
+            corpus_subset=CorpusSubset.from_record(obj["corpus"]["subset"], path) if "subset" in obj["corpus"] else None,
             split_rule=obj.get("split_rule") if isinstance(obj.get("split_rule"), dict) else None,
             versions=obj.get("versions") if isinstance(obj.get("versions"), dict) else None,
         )

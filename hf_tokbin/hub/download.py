@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._io import sha256_file
 from ..errors import HubError, VerificationError
 from .retry import _env_number, as_hub_error, short_reason, status_of
 from .revision import shown
@@ -95,7 +96,6 @@ class Source:
         timeout = httpx2.Timeout(self.limits.read_timeout)
         deadline = time.monotonic() + self.limits.seconds_for(expected.size)
         sha256 = hashlib.sha256()
-        blob = hashlib.sha1(b"blob %d\0" % expected.size)
         received = 0
         try:
             # The bytes as stored: no content coding, so what is counted and hashed is what is written (and no
@@ -120,15 +120,14 @@ class Source:
                             )
                         file.write(chunk)
                         sha256.update(chunk)
-                        blob.update(chunk)
                     file.flush()
                     os.fsync(file.fileno())
             if received != expected.size:
                 raise VerificationError(self.uri(path), f"size differs from {expected.listed_in} (the server sent fewer bytes)", expected=expected.size, got=received)
             if expected.sha256 is not None and sha256.hexdigest() != expected.sha256:
                 raise VerificationError(self.uri(path), f"SHA-256 differs from {expected.listed_in}", expected=expected.sha256, got=sha256.hexdigest())
-            if expected.git_blob_id is not None and blob.hexdigest() != expected.git_blob_id:
-                raise VerificationError(self.uri(path), f"git blob id differs from {expected.listed_in}", expected=expected.git_blob_id, got=blob.hexdigest())
+            if expected.git_blob_id is not None and git_blob_id(tmp) != expected.git_blob_id:
+                raise VerificationError(self.uri(path), f"git blob id differs from {expected.listed_in}", expected=expected.git_blob_id, got=git_blob_id(tmp))
             os.replace(tmp, dest)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
@@ -188,12 +187,30 @@ def matches(path: Path, expected: Expected) -> bool:
         return False
     if not stat.S_ISREG(info.st_mode) or info.st_size != expected.size:
         return False
-    sha256, blob = hashlib.sha256(), hashlib.sha1(b"blob %d\0" % expected.size)
-    with open(path, "rb") as file:
-        while chunk := file.read(1 << 22):
-            sha256.update(chunk)
-            blob.update(chunk)
-    return (expected.sha256 is None or sha256.hexdigest() == expected.sha256) and (expected.git_blob_id is None or blob.hexdigest() == expected.git_blob_id)
+    if expected.sha256 is not None and sha256_file(path) != expected.sha256:
+        return False
+    return expected.git_blob_id is None or git_blob_id(path) == expected.git_blob_id
+
+
+def git_blob_id(path: Path) -> str:
+    """The git blob id of a file the Hub stores in git, not LFS (small: the Hub keeps larger files in LFS)."""
+    from huggingface_hub.utils.sha import git_hash
+
+    return git_hash(Path(path).read_bytes())
+
+
+def tree_expected(tree: dict, path: str, source: Source, record: bool = True) -> Expected:
+    """What a file no record lists must be, by the Hub's tree: its size and LFS SHA-256 or git blob id.
+
+    A ``record`` (COMPLETE.json, a manifest, a card) is at most ``max_record_bytes``: refused before a byte is read.
+    """
+    entry = tree[path]
+    limit = source.limits.max_record_bytes if record else float("inf")
+    if not (isinstance(entry.size, int) and 0 <= entry.size <= limit):
+        raise HubError(source.uri(path), "the Hub's tree gives a size out of bounds for a record", expected=f"at most {source.limits.max_record_bytes:,} bytes", got=shown(entry.size))
+    if entry.lfs is not None:
+        return Expected(entry.size, sha256=entry.lfs.sha256 if hasattr(entry.lfs, "sha256") else entry.lfs["sha256"])
+    return Expected(entry.size, git_blob_id=entry.blob_id)
 
 
 def read_error(where: str, what: str, error: BaseException, endpoint: str | None, repo_id: str, repo_type: str = "dataset") -> HubError:

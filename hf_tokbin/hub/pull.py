@@ -63,6 +63,7 @@ from .download import (
     read_error,
     safe_destination,
     safe_folder,
+    tree_expected,
 )
 from .layout import Include, check_path, check_path_in_repo
 from .retry import RetryPolicy, call_with_retry, notify
@@ -216,20 +217,6 @@ def list_tree(api, repo_id: str, commit: str, folder: str = "") -> dict:
     prefix = f"{folder}/" if folder else ""
     entries = api.list_repo_tree(repo_id, path_in_repo=folder or None, repo_type=REPO_TYPE, revision=commit, recursive=True)
     return {f.path[len(prefix) :]: f for f in entries if hasattr(f, "blob_id") and f.path.startswith(prefix)}
-
-
-def tree_expected(tree: dict, path: str, source: Source, record: bool = True) -> Expected:
-    """What a file no record lists must be, by the Hub's tree: its size and LFS SHA-256 or git blob id.
-
-    A ``record`` (COMPLETE.json, the card) is at most ``max_record_bytes``.
-    """
-    entry = tree[path]
-    limit = source.limits.max_record_bytes if record else float("inf")
-    if not (isinstance(entry.size, int) and 0 <= entry.size <= limit):
-        raise HubError(source.uri(path), "the Hub's tree gives a size out of bounds for a record", expected=f"at most {source.limits.max_record_bytes:,} bytes", got=shown(entry.size))
-    if entry.lfs is not None:
-        return Expected(entry.size, sha256=entry.lfs.sha256)
-    return Expected(entry.size, git_blob_id=entry.blob_id)
 
 
 def tree_disagreements(entries, tree: dict) -> list[str]:

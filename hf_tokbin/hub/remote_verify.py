@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ..errors import HubError, VerificationError
 from ..formats.release import COMPLETE_NAME, RECEIPTS_DIR, Complete, Receipt, is_layout_path
-from .download import DownloadLimits, Expected, safe_folder
+from .download import DownloadLimits, Expected, safe_folder, tree_expected
 from .layout import check_path, is_token_file
 from .pull import (
     GIT_FILES,
@@ -42,7 +42,6 @@ from .pull import (
     named_on_the_hub,
     open_snapshot,
     tree_disagreements,
-    tree_expected,
 )
 from .retry import RetryPolicy
 from .revision import shown

@@ -10,7 +10,10 @@ A retry waits what the server asks (a 429's ``RateLimit`` header, as parsed by
 ``max_delay``. When the server asks for more than ``max_delay`` (a commit quota
 that resets in an hour), the call stops with "re-run after HH:MM" instead of
 holding the process. The number of attempts is bounded by ``attempts``, so no
-loop here is unbounded.
+loop here is unbounded. (``huggingface_hub.utils.http_backoff`` does not fit:
+it sleeps whatever ``Retry-After`` or ``RateLimit`` reset a server sends, with
+no cap, so one answer of a hostile server could hold a pull for days; and it
+retries single requests, where a download here must be checked as a whole.)
 
 Error messages carry the server's reason (``X-Error-Message`` / the JSON
 ``error`` field, as huggingface_hub reads them), cleaned to one printable line;

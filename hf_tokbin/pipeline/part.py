@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .._io import canonical_json, sha256_file, write_text_atomic
+from .._io import canonical_json, write_text_atomic
+from ..corpus.source import check_shard_file
 from ..errors import BuildError, FormatError
 from ..formats import megatron
-from ..formats.corpus_manifest import CorpusShard
 from ..formats.records import FileEntry
 from ..formats.release import Receipt, SplitCounts, pair_path, part_name, receipt_path
 from ..output import Output
@@ -51,7 +51,7 @@ def build_part(plan: BuildPlan, index: int, progress: bool = True) -> tuple[Rece
 def _build_part_from(plan: BuildPlan, index: int, shard_path: Path, progress: bool) -> tuple[Receipt, bool]:
     part = part_name(index)
     shard = plan.corpus.shards[index]
-    _check_shard(shard, shard_path)
+    check_shard_file(shard, shard_path)
     work = plan.output.work
     split = shard.split
     writers = []
@@ -113,13 +113,6 @@ def _publish_part(output: Output, receipt: Receipt, staging: list[FileEntry]) ->
     """The part's files in completion order: its pair, the staging pair and its digests, the receipt last."""
     digests = [staging_rel(receipt.part, "json")] if staging else []
     output.publish([*(e.path for e in receipt.files), *(e.path for e in staging), *digests, receipt_path(receipt.part)])
-
-
-def _check_shard(shard: CorpusShard, path: Path) -> None:
-    """The shard must be the bytes the corpus manifest (and so run_config.json) pins."""
-    size = path.stat().st_size
-    if size != shard.size or sha256_file(path) != shard.sha256:
-        raise BuildError(path, "corpus shard differs from its _MANIFEST.json entry (size or SHA-256)", expected=shard.sha256, got=f"{size} bytes")
 
 
 def _check_fits_llmc_file(plan: BuildPlan, shard_path: Path, lengths: np.ndarray, first_document: int) -> None:

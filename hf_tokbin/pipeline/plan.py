@@ -50,14 +50,13 @@ from ..errors import BuildError
 from ..formats import llmc, megatron
 from ..formats.build_options import BuildOptions
 from ..formats.corpus_manifest import MANIFEST_NAME as CORPUS_MANIFEST_NAME
-from ..formats.corpus_manifest import SPLIT_RULE_TEXT, CorpusManifest
-from ..formats.release import RUN_CONFIG_NAME, TOKENS_DIR, pair_path, part_name, receipt_path
+from ..formats.corpus_manifest import SPLIT_RULE_TEXT, CorpusManifest, CorpusSubset
+from ..formats.release import RUN_CONFIG_NAME, TOKENS_DIR, WORK_DIR, pair_path, part_name, receipt_path
 from ..formats.rules import FOLDER_NAME_RULE, is_folder_name
 from ..formats.run_config import run_config_record
 from ..output import Output, check_url, is_url, open_output, scratch_key
 from ..tokenizer.resolve import BYTE, TokenizerInfo
 
-WORK_DIR = ".work"
 MAX_STAGED_VOCAB = 2**31  # ids 0..2**31-1: what the int32 staging pairs (and Megatron's int32 files) hold
 
 
@@ -75,6 +74,7 @@ class BuildPlan:
     options: BuildOptions = BuildOptions()
     release_version: str = "v1"
     scratch_key: str | None = None  # out is a URL: the name of this machine's scratch folder (output.scratch_root)
+    corpus_subset: CorpusSubset | None = None  # options.limit: what the corpus was cut from (run_config.json corpus.subset)
     # The encoder after its fast-path check (prepare_encoder); not part of run_config.json.
     encoder: object = dataclasses.field(default=None, compare=False, repr=False)
     # Where input shard i is read (hf_tokbin.corpus.source: a corpus folder, or Hub files fetched per part).
@@ -136,6 +136,8 @@ class BuildPlan:
                 "revision": self.corpus_revision,
                 "manifest_sha256": self.corpus_manifest_sha256,
                 "shards": [s.to_dict() for s in self.corpus.shards],
+                # Only for a --limit build, so every other build writes the bytes it always did.
+                **({"subset": self.corpus_subset.to_record()} if self.corpus_subset is not None else {}),
             },
             tokenizer=self.tokenizer.to_record(),
             doc_sep=self.tokenizer.doc_sep,
@@ -172,7 +174,7 @@ def plan_build(
         check_url(out)
     _check_boundaries(tokenizer, options, out)
     _check_tokenizer(tokenizer, options.formats)
-    corpus_root, shards = _corpus(Path(corpus_root), corpus_source, corpus_revision, shards, options.limit)
+    corpus_root, shards, subset = _corpus(Path(corpus_root), corpus_source, corpus_revision, shards, options.limit)
     manifest = CorpusManifest.read(corpus_root)
     shards.check(manifest)
     _check_fits_the_hub(manifest, options.formats, out)
@@ -187,6 +189,7 @@ def plan_build(
         out=out.rstrip("/") if url else os.fspath(Path(out).resolve()),
         options=options,
         shards=shards,
+        corpus_subset=subset,
     )
     if url:
         plan = dataclasses.replace(plan, scratch_key=scratch_key(plan.out, canonical_json(plan.run_config())))
@@ -194,15 +197,17 @@ def plan_build(
 
 
 def _corpus(root: Path, source: str, revision: str | None, shards, limit: int | None):
-    """(the corpus folder, where its shards are read): as given, or with ``limit`` its first documents as a corpus of their own."""
-    from ..corpus.source import CorpusSource, LocalShards, first_documents
+    """(the corpus folder, where its shards are read, what it was cut from): as given, or with ``limit`` its first
+    documents, read checked, as a corpus of their own (:func:`hf_tokbin.corpus.subset.first_documents`)."""
+    from ..corpus.source import CorpusSource, LocalShards
+    from ..corpus.subset import first_documents
 
     if shards is None:
         shards = LocalShards(os.fspath(root.resolve()))
     if limit is None:
-        return root, shards
+        return root, shards, None
     subset = first_documents(CorpusSource(root, source, revision, shards), limit)
-    return subset.root, subset.shards
+    return subset.root, subset.shards, subset.subset
 
 
 def _check_boundaries(tokenizer: TokenizerInfo, options: BuildOptions, out) -> None:

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import BuildError
 from ..formats import megatron
-from ..formats.release import part_name
+from ..formats.release import WORK_DIR, part_name
 
 SHUFFLE_DIR = "shuffle"
 _TOKENS_PER_CHUNK = 1 << 22  # ids gathered per yielded batch (a document longer than this comes alone)
@@ -61,8 +61,6 @@ def shuffled_documents(
     if seed is None:
         yield from batches
         return
-    from .plan import WORK_DIR
-
     scratch = plan.output.work / WORK_DIR / SHUFFLE_DIR / f"{part_name(index)}.bin"
     writer = megatron.MegatronWriter(scratch, plan.tokenizer.vocab_size, None)
     documents = tokens = text_bytes = 0

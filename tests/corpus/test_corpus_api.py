@@ -70,3 +70,11 @@ def test_import_hf_tokbin_stays_light_and_help_shows_the_main_job():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={"PAGER": "cat", "PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)})
     assert result.returncode == 0, result.stderr
     assert "build_release(" in result.stdout
+
+
+def test_build_release_with_a_limit_says_what_each_split_got(corpus, tmp_path):
+    summary = hf_tokbin.build_release(corpus, "byte", tmp_path / "first3", doc_sep=0, progress=False, limit=3)
+    assert summary.corpus_subset.documents == {"train": 3, "validation": 0}
+    assert "--limit 3: validation 0 of" in summary.table() and "(none: the limit was reached before this split)" in summary.table()
+    recorded = json.loads((tmp_path / "first3" / "run_config.json").read_text())["corpus"]["subset"]
+    assert recorded == summary.corpus_subset.to_record()

@@ -187,6 +187,53 @@ def test_build_limit_takes_the_first_documents_in_corpus_order_and_reads_no_furt
     assert whole_downloads(hub, r"/data/(train-00003|validation)") == before
     config = json.loads((out / "run_config.json").read_text())
     assert config["corpus"]["source"] == REPO
+    # The release says what it was cut from and what each split got: validation got nothing, and the output says so.
+    subset = config["corpus"]["subset"]
+    assert (subset["limit"], subset["documents"], subset["checked"]) == (50, {"train": 50, "validation": 0}, True)
+    assert subset["available"] == {"train": sum(map(len, plain_repo["train"])), "validation": len(plain_repo["validation"][0])}
+    assert subset["cut_from_manifest_sha256"] != config["corpus"]["manifest_sha256"]
+    assert "validation 0 of 40 documents (none: the limit was reached before this split)" in built.stdout
     dry = build(env, tokenizer_dir, tmp_path / "dry", "--dry-run")
     assert dry.returncode == 0 and "nothing was written" in dry.stdout and not (tmp_path / "dry").exists(), dry.stderr[-2000:]
     assert "train: 4 shards" in dry.stdout
+
+
+def test_build_limit_checks_the_bytes_it_reads_against_the_listed_digest(hub, env, plain_repo, tokenizer_dir, tmp_path):
+    """A substituted blob under the listed SHA-256: without --limit the build refuses it; with --limit too (it used to
+    take the documents from unchecked range reads and record the listed digest)."""
+    bad = "data/train-00000-of-00004.parquet"
+    hub.flip_stored_byte(REPO, bad)
+    try:
+        result = build(env, tokenizer_dir, tmp_path / "first10", "--limit", "10")
+    finally:
+        hub.flip_stored_byte(REPO, bad)
+    assert result.returncode == 1, result.stdout + result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and bad in lines[0] and "SHA-256" in lines[0], result.stderr[-2000:]
+    assert not (tmp_path / "first10").exists()
+
+
+def test_corpus_import_of_hub_files_reads_only_bytes_checked_against_the_listing(hub, env, plain_repo, tmp_path):
+    """Each hf:// input is fetched by the checked download (LFS SHA-256, or git blob id for a small git file) and read
+    from that copy; the manifest's source digest is of the bytes read. A file served other than listed is refused."""
+    import hashlib
+
+    folder = tmp_path / "jsonl"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text("".join(json.dumps({"text": f"line {i}"}) + "\n" for i in range(5)), encoding="utf-8")
+    repo = "tester/jsonl-inputs"
+    assert run(env, repo, folder, code=_UPLOAD).returncode == 0
+    imported = run(env, "corpus", "import", f"hf://datasets/{repo}/a.jsonl", "--out", tmp_path / "c")
+    assert imported.returncode == 0, imported.stderr[-3000:]
+    manifest = json.loads((tmp_path / "c" / "_MANIFEST.json").read_text())
+    assert manifest["sources"] == [{"path": "a.jsonl", "size": (folder / "a.jsonl").stat().st_size, "sha256": hashlib.sha256((folder / "a.jsonl").read_bytes()).hexdigest()}]
+    for name, path in ((repo, "a.jsonl"), (REPO, "data/train-00000-of-00004.parquet")):
+        hub.flip_stored_byte(name, path)
+        try:
+            result = run(env, "corpus", "import", f"hf://datasets/{name}/{path}", "--out", tmp_path / f"bad-{path.count('/')}")
+        finally:
+            hub.flip_stored_byte(name, path)
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode == 1 and len(lines) == 1, result.stderr[-2000:]
+        assert path in lines[0] and ("SHA-256" in lines[0] or "git blob id" in lines[0]), lines[0]
+        assert not (tmp_path / f"bad-{path.count('/')}").exists()

@@ -81,7 +81,8 @@ def test_a_killed_corpus_run_leaves_a_folder_the_next_run_removes(tmp_path):
     process = subprocess.Popen([sys.executable, "-m", "hf_tokbin", "corpus", "import", str(big), "--out", str(tmp_path / "c")], env=env, stderr=subprocess.DEVNULL)
     try:
         for _ in range(600):  # wait (at most 60 s) for its temporary folder to appear
-            if any(p.name.startswith(".c.tmp-") for p in tmp_path.iterdir()):
+            # Its owner record, not just the folder: killed between the two, the folder names no owner to check.
+            if any(p.name.startswith(".c.tmp-") and (p / ".owner").is_file() for p in tmp_path.iterdir()):
                 break
             try:
                 process.wait(timeout=0.1)

@@ -436,3 +436,55 @@ def test_a_full_disk_is_one_clear_error_and_the_re_run_ends_byte_identical(hub, 
     monkeypatch.undo()
     pull(hub, out)
     assert {p: (out / p).read_bytes() for p in tree(out) if (out / p).is_file()} == {p: (release / p).read_bytes() for p in tree(release) if (release / p).is_file()}
+
+
+# -- records of a Hub corpus, bounded before they are written (issue 21.4) ------------------------------
+
+
+@pytest.mark.parametrize("record", ["_MANIFEST.json", "README.md"])
+def test_a_corpus_record_served_as_an_endless_stream_is_cut_at_its_listed_size(hub, tmp_path, record):
+    """The listing says a few hundred bytes; the server sends 256 MiB without a length. The build stops reading one
+    chunk past the listed size, writes nothing of it, and says so in one line."""
+    corpus, _ = make_corpus(tmp_path / "corpus")
+    if record == "README.md":  # a plain Parquet repo: its card is the record read
+        (corpus / "_MANIFEST.json").unlink()
+    hub.seed_repo("tester/corpus", corpus)
+    hub.oversize[record] = 256 << 20
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1"}
+    result = subprocess.run(
+        [sys.executable, "-c", _CLI, "build", "--corpus", "tester/corpus", "--tokenizer", "byte", "--format", "llmc", "--out", str(tmp_path / "out"), "--quiet"],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and record in lines[0] and "more bytes" in lines[0], result.stderr[-2000:]
+    assert hub.sent[record] < 32 << 20  # stopped early (what the socket buffers took), not the whole stream
+    written = [p for p in [*home.rglob("*"), *tmp_path.glob("out/**/*")] if p.is_file() and p.stat().st_size > 1 << 20]
+    assert written == []
+    assert not (tmp_path / "out" / "COMPLETE.json").exists()
+
+
+def test_a_pushed_corpus_fetches_only_what_its_checked_manifest_lists(hub, tmp_path):
+    """A file added to the repo beside the corpus (a planted 4 MiB blob) is never downloaded; a manifest the Hub's
+    listing contradicts is refused before any shard is fetched."""
+    corpus, _ = make_corpus(tmp_path / "corpus")
+    (corpus / "extra").mkdir()
+    (corpus / "extra" / "planted.bin").write_bytes(b"\1" * (4 << 20))
+    commit = hub.seed_repo("tester/corpus", corpus)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1"}
+    build = [sys.executable, "-c", _CLI, "build", "--corpus", "tester/corpus", "--tokenizer", "byte", "--format", "llmc", "--quiet", "--out"]
+    result = subprocess.run([*build, str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert sorted(set(hub.downloads(commit))) == ["README.md", "_MANIFEST.json", "data/train-00000.parquet", "data/validation-00000.parquet"]
+    manifest = json.loads((corpus / "_MANIFEST.json").read_text())
+    manifest["shards"][0]["size"] += 1  # the record says one size, the Hub's listing another
+    (corpus / "_MANIFEST.json").write_text(json.dumps(manifest))
+    commit = hub.seed_repo("tester/corpus", corpus)
+    result = subprocess.run([*build, str(tmp_path / "out2")], env=env, capture_output=True, text=True, timeout=120, check=False)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1 and "disagrees with the Hub's listing" in lines[0] and "data/train-00000.parquet" in lines[0], result.stderr
+    assert not [p for p in hub.downloads(commit) if p.startswith("data/")]

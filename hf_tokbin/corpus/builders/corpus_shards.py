@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Iterator, Literal, Optional
 
 import datasets
@@ -44,7 +45,7 @@ from tqdm.auto import tqdm
 
 from ...errors import CorpusInputError
 from ...formats.rules import SPLIT_NAMES
-from ..inputs import InputFile, locate_json_error, read_tables, reader_of
+from ..inputs import InputFile, fetched_copy, locate_json_error, read_tables, reader_of
 
 JSONL_SUFFIXES = (".jsonl", ".json")
 PARQUET_SUFFIXES = (".parquet",)
@@ -82,6 +83,9 @@ class CorpusShardsConfig(datasets.BuilderConfig):
             Validation rate of the SHA-256 rule, in 1000.
         file_splits (`dict[str, str]`, *optional*):
             The split each file's container names, by path (DatasetDict folders).
+        remote_files (`dict[str, tuple]`, *optional*):
+            ``(size, sha256, git blob id)`` of each ``hf://`` file as the Hub lists it: each is fetched by the
+            checked download before it is read, its SHA-256 as read kept in :attr:`CorpusShards.checked`.
         keep_columns (`tuple[str, ...]`, defaults to ()):
             Columns copied beside ``text`` and ``split``, values as they are.
         source_column (`str`, *optional*):
@@ -101,6 +105,7 @@ class CorpusShardsConfig(datasets.BuilderConfig):
     split_map: dict = field(default_factory=dict)
     val_per_mille: int = 1
     file_splits: dict = field(default_factory=dict)
+    remote_files: dict = field(default_factory=dict)
     keep_columns: tuple = ()
     source_column: Optional[str] = None
     batch_rows: int = 10_000
@@ -150,6 +155,14 @@ class CorpusShards(datasets.ArrowBasedBuilder):
     """Rows of corpus input files with a ``text`` and a ``split`` column."""
 
     BUILDER_CONFIG_CLASS = CorpusShardsConfig
+    used_split_column: bool | None = None  # split "auto": whether the first table had a split column (the rest must match)
+
+    @property
+    def checked(self) -> dict:
+        """``hf://`` files read so far: uri -> (size, SHA-256 of the bytes fetched, checked and read)."""
+        if "_checked" not in self.__dict__:
+            self._checked = {}
+        return self._checked
 
     def _info(self):
         return datasets.DatasetInfo(features=datasets.Features({"text": datasets.Value("string"), "split": datasets.Value("string")}))
@@ -157,7 +170,7 @@ class CorpusShards(datasets.ArrowBasedBuilder):
     def _split_generators(self, dl_manager):
         if not self.config.data_files:
             raise CorpusInputError(None, "CorpusShards needs data_files", expected="{split: [paths]}", got=self.config.data_files)
-        # Paths as given: the readers of hf_tokbin.corpus.inputs open local files and hf:// URLs themselves.
+        # Paths as given: local files are read where they are, hf:// files from a checked copy (inputs.fetched_copy).
         return [datasets.SplitGenerator(name=split, gen_kwargs={"files": list(paths)}) for split, paths in self.config.data_files.items()]
 
     def _generate_shards(self, files):
@@ -171,19 +184,23 @@ class CorpusShards(datasets.ArrowBasedBuilder):
             reader = reader_of(uri)[0]
             if reader is None:
                 raise CorpusInputError(uri, "unknown input file type", expected="a .jsonl, .json, .parquet, .arrow or .txt file", got=os.path.splitext(uri)[1] or "no suffix")
-            file = InputFile(uri, os.path.basename(uri), reader, self.config.file_splits.get(uri))
-            for batch_index, table in enumerate(self._read_file(file)):
-                yield Key(file_index, batch_index), table
+            listed = self.config.remote_files.get(uri, (None, None, None))
+            file = InputFile(uri, os.path.basename(uri), reader, self.config.file_splits.get(uri), *listed)
+            with fetched_copy(file, Path(self.cache_dir) / "inputs") as readable:
+                if readable.is_remote:
+                    self.checked[uri] = (readable.size, readable.sha256)
+                for batch_index, table in enumerate(self._read_file(readable)):
+                    yield Key(file_index, batch_index), table
 
     def _read_file(self, file: InputFile) -> Iterator[pa.Table]:
         first_row = 0
         try:
-            for table in read_tables(file, self._cache_dir_root):
+            for table in read_tables(file, self.cache_dir):
                 for start in range(0, max(table.num_rows, 1), self.config.batch_rows):
                     part = table.slice(start, self.config.batch_rows)
                     if part.num_rows == 0:
                         continue
-                    yield self._checked(file, part, first_row)
+                    yield self.check_table(file, part, first_row)
                     first_row += part.num_rows
         except CorpusInputError as e:
             if file.reader == "json" and e.path == file.uri:
@@ -193,8 +210,12 @@ class CorpusShards(datasets.ArrowBasedBuilder):
                     raise located from None
             raise
 
-    # One table: columnar checks; JSON places are turned into line numbers by the caller's scan.
-    def _checked(self, file: InputFile, table: pa.Table, first_row: int) -> pa.Table:
+    def check_table(self, file: InputFile, table: pa.Table, first_row: int) -> pa.Table:
+        """One table of ``file`` (its first row is ``first_row`` of the file) as checked ``text`` and ``split`` (and kept) columns.
+
+        Columnar checks; JSON places are turned into line numbers by the caller's scan. Public: rows that come
+        from no file (``hf_tokbin.import_dataset``'s in-memory datasets) are checked by the same rules.
+        """
         names = table.column_names
         place = _place(file, first_row)
         texts = []
@@ -254,7 +275,7 @@ class CorpusShards(datasets.ArrowBasedBuilder):
         return out
 
     def _row_problem(self, row: dict) -> tuple[str, str, str] | None:
-        """The rule a JSON object breaks, checked as :meth:`_checked` checks a table (for the line-by-line scan)."""
+        """The rule a JSON object breaks, checked as :meth:`check_table` checks a table (for the line-by-line scan)."""
         for column in self.config.text_columns:
             if column not in row:
                 return f"missing text column {column!r}", f"a {column!r} key", repr(sorted(row)[:10])

@@ -1,0 +1,356 @@
+"""A Hub dataset repo as a corpus: its listing, its records and its shards, each fetched bounded and checked.
+
+- an hf_tokbin corpus folder pushed to the Hub (``hf-tokbin push``): its
+  ``_MANIFEST.json`` is fetched first (bounded by the record size rule and
+  checked against the git blob id the Hub lists, see
+  :func:`fetch_record`), then the folder at its pinned commit
+  (:func:`fetch_corpus_folder`);
+- any other Hub dataset repo of Parquet files (a plain
+  ``huggingface_hub.upload_folder``, FineWeb-style, no manifest):
+  :class:`HubShards`. Its corpus manifest is synthesized from the Hub's own
+  listing at the pinned commit (:func:`synthesize_hub_manifest`): each Hub
+  file is one input shard, named by its path, with the size and SHA-256 the
+  Hub reports (LFS metadata) and its rows from the Parquet footer (read
+  with range requests, no download). ``datasets`` decides which files make
+  which split (the repo's ``configs:`` or its file names), exactly as
+  ``load_dataset`` would.
+
+Every file is fetched by the one checked download of
+:mod:`hf_tokbin.hub.download` (read no further than its listed size, hashed
+as it is written, renamed only once it matches). Every revision is resolved
+to a commit id first (40 lowercase hex digits, checked:
+:func:`hf_tokbin.hub.revision.resolve_commit`), and every later read names
+that commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from ..errors import CorpusInputError, FormatError, HubError, TokbinError
+from ..formats.corpus_manifest import FORMAT as CORPUS_FORMAT
+from ..formats.corpus_manifest import LANGUAGE_CODE, LICENSE_ID, MANIFEST_NAME, SPLITS, CorpusManifest, CorpusShard
+from ..formats.corpus_shard import check_text_field
+from ..formats.records import FileEntry
+from ..formats.rules import is_repo_id, split_name
+
+HUB_SHARD_SUFFIXES = (".parquet",)
+CARD_NAME = "README.md"
+
+
+def endpoint() -> str | None:
+    return os.environ.get("HF_ENDPOINT") or None
+
+
+def check_repo_id(name: str) -> None:
+    if not is_repo_id(name):
+        raise FormatError(name, "corpus not found", expected="a corpus folder or a Hub dataset repo NS/NAME")
+
+
+# -- one checked download for every file of a Hub corpus -------------------------------------------
+
+
+def _source(repo_id: str, commit: str, repo_type: str = "dataset"):
+    from ..hub.download import DownloadLimits, Source
+
+    return Source(repo_id, commit, endpoint=endpoint(), token=None, repo_type=repo_type, limits=DownloadLimits.from_env())
+
+
+def _fetched(repo_id: str, commit: str, what: str, fetch):
+    """``fetch()``, retried on transient failures; the client's failures as one line naming the file."""
+    from ..hub.download import read_error
+    from ..hub.retry import RetryPolicy, call_with_retry
+    from ..hub.revision import escaped
+
+    try:
+        return call_with_retry(RetryPolicy.from_env(), what, fetch)
+    except TokbinError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the client's errors vary by version; one line naming the file
+        raise escaped(read_error(f"{repo_id}@{commit}", what, e, endpoint(), repo_id)) from e
+
+
+def fetch_record(repo_id: str, commit: str, files: dict, path: str, folder: Path) -> Path:
+    """The record ``path`` (a manifest, a card) into ``folder``: refused before any byte is written when the
+    listing gives it more than the record size rule, read no further than its listed size, checked against its
+    listed git blob id or SHA-256."""
+    from ..hub.download import tree_expected
+
+    source = _source(repo_id, commit)
+    expected = tree_expected(files, path, source)
+    folder.mkdir(parents=True, exist_ok=True)
+    return _fetched(repo_id, commit, f"download {path}", lambda: source.fetch(path, folder, expected))
+
+
+def listed_digests(entry) -> tuple[int | None, str | None, str | None]:
+    """``(size, sha256, git blob id)`` of a file as the Hub lists it (a ``RepoFile`` or ``HfFileSystem`` info)."""
+    get = entry.get if isinstance(entry, dict) else lambda key: getattr(entry, key, None)
+    lfs = get("lfs")
+    sha256 = None if lfs is None else lfs.get("sha256") if isinstance(lfs, dict) else getattr(lfs, "sha256", None)
+    return get("size"), sha256, get("blob_id")
+
+
+def fetch_hub_file(uri: str, size: int | None, sha256: str | None, git_blob_id: str | None, folder: Path) -> Path:
+    """An ``hf://`` file at a commit, fetched into ``folder`` by the checked download (its listed size and digest)."""
+    from huggingface_hub import HfFileSystem
+
+    from ..hub.download import Expected
+
+    resolved = HfFileSystem().resolve_path(uri)
+    if not isinstance(size, int) or (sha256 is None and git_blob_id is None):
+        raise HubError(uri, "the Hub lists no size and digest for this file: it cannot be checked", got=f"size {size}")
+    source = _source(resolved.repo_id, resolved.revision, resolved.repo_type)
+    expected = Expected(size, sha256=sha256, git_blob_id=None if sha256 else git_blob_id, listed_in="the Hub's listing")
+    folder.mkdir(parents=True, exist_ok=True)
+    return _fetched(resolved.repo_id, resolved.revision, "download corpus input", lambda: source.fetch(resolved.path_in_repo, folder, expected))
+
+
+@dataclass(frozen=True)
+class HubShards:
+    """Input shards that are files of a Hub dataset repo at one commit, fetched one at a time and checked."""
+
+    repo_id: str
+    commit: str
+    endpoint: str | None = None  # None: huggingface_hub's (HF_ENDPOINT)
+
+    def _url(self, path: str) -> str:
+        return f"datasets/{self.repo_id}@{self.commit}/{path}"
+
+    def _fs(self):
+        from huggingface_hub import HfFileSystem
+
+        return HfFileSystem(endpoint=self.endpoint) if self.endpoint else HfFileSystem()
+
+    def check(self, manifest: CorpusManifest) -> None:
+        """Nothing to check before the parts: each shard is checked as it is fetched."""
+
+    @contextlib.contextmanager
+    def local_path(self, shard: CorpusShard, scratch: Path) -> Iterator[Path]:
+        """The shard fetched into ``scratch`` by the checked download (size and SHA-256 of the manifest); deleted afterwards."""
+        from ..hub.download import Expected
+
+        scratch.mkdir(parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix=".hub-shard-", dir=scratch))
+        try:
+            source = _source(self.repo_id, self.commit)
+            expected = Expected(shard.size, sha256=shard.sha256, listed_in="the corpus manifest")
+            yield _fetched(self.repo_id, self.commit, "download corpus shard", lambda: source.fetch(shard.path, folder, expected))
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def location(self, shard: CorpusShard) -> str:
+        return f"{self.repo_id}@{self.commit}/{shard.path}"
+
+    def open_for_sample(self, shard: CorpusShard):
+        """A seekable remote file: pyarrow reads the footer and the first row group with range requests."""
+        return self._fs().open(self._url(shard.path), "rb")
+
+
+# -- a pushed corpus folder --------------------------------------------------------------------------
+
+
+def hub_listing(repo_id: str, revision: str | None) -> tuple[str, dict]:
+    """The repo's commit (checked) and its files at that commit: path -> RepoFile (size, blob id, lfs)."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.hf_api import RepoFile
+
+    from ..hub.retry import fetch_error
+    from ..hub.revision import escaped, resolve_commit, shown
+
+    where = f"{repo_id}@{shown(revision or 'main')}"
+    api = HfApi()
+    try:
+        commit = resolve_commit(api, repo_id, revision, "dataset")
+        tree = list(api.list_repo_tree(repo_id, repo_type="dataset", revision=commit, recursive=True, expand=False))
+    except TokbinError:
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise escaped(fetch_error(where, "corpus", e)) from e
+    return commit, {f.path: f for f in tree if isinstance(f, RepoFile)}
+
+
+def is_corpus_manifest(repo_id: str, commit: str, files: dict, work: Path) -> bool:
+    """The repo's _MANIFEST.json (fetched bounded and checked) is an hf_tokbin corpus manifest (a release's llm.c
+    manifest is not ours)."""
+    if MANIFEST_NAME not in files:
+        return False
+    path = fetch_record(repo_id, commit, files, MANIFEST_NAME, work)
+    try:
+        record = json.loads(path.read_bytes())
+    except ValueError:  # not JSON: not a corpus manifest; the plain-repo path decides what to do
+        return False
+    return isinstance(record, dict) and record.get("format") == CORPUS_FORMAT
+
+
+def fetch_listed_corpus_folder(name: str, revision: str | None, commit: str, files: dict, records: Path) -> Path:
+    """A pushed corpus folder at ``commit``: only what its manifest (fetched checked into ``records``) lists, and the
+    card, after every shard was found in the Hub's listing with the manifest's size and SHA-256; the folder's
+    manifest must be the checked one, byte for byte."""
+    from ..hub.pull import disagreement_error, tree_disagreements
+
+    where = f"{name}@{commit}"
+    manifest = CorpusManifest.read(records)
+    problems = tree_disagreements(manifest.shards, files)
+    if problems:
+        raise disagreement_error(where, "the corpus manifest disagrees with the Hub's listing", problems)
+    folder = fetch_corpus_folder(name, revision, commit, _listed(manifest))
+    if (folder / MANIFEST_NAME).read_bytes() != (records / MANIFEST_NAME).read_bytes():
+        raise HubError(f"{where}/{MANIFEST_NAME}", "the corpus folder fetched differs from the manifest checked against the Hub's listing")
+    return folder
+
+
+def fetch_cached_corpus_folder(name: str, revision: str | None) -> Path:
+    """Offline: the corpus folder an earlier online build fetched, its manifest first, then what that lists."""
+    root = fetch_corpus_folder(name, revision, allow_patterns=[MANIFEST_NAME])
+    if not (root / MANIFEST_NAME).is_file():
+        return root
+    return fetch_corpus_folder(name, revision, allow_patterns=_listed(CorpusManifest.read(root)))
+
+
+def _listed(manifest: CorpusManifest) -> list[str]:
+    """``snapshot_download`` patterns naming exactly the manifest, the card and the shards (fnmatch's [*?[] escaped)."""
+    return [re.sub(r"([*?\[])", r"[\1]", path) for path in (MANIFEST_NAME, CARD_NAME, *(s.path for s in manifest.shards))]
+
+
+def fetch_corpus_folder(name: str, revision: str | None, commit: str | None = None, allow_patterns: list[str] | None = None) -> Path:
+    """The repo at its commit (checked, or ``commit`` when the caller resolved it; only ``allow_patterns`` when
+    given), from the cache when offline."""
+    from huggingface_hub import HfApi, constants, snapshot_download
+
+    from ..hub.retry import fetch_error
+    from ..hub.revision import escaped, is_commit_id, resolve_commit, shown
+    from .private_apis import record_cached_ref
+
+    where = f"{name}@{shown(revision or 'main')}"
+    try:
+        # The server's commit id names a folder in the cache: check it first, and fetch at that id only.
+        # Offline, the cache's own ref (written below, by an earlier online run) gives it.
+        if commit is None:
+            commit = revision if constants.HF_HUB_OFFLINE else resolve_commit(HfApi(), name, revision, "dataset")
+        root = Path(snapshot_download(name, repo_type="dataset", revision=commit, allow_patterns=allow_patterns))
+        if not is_commit_id(revision) and not constants.HF_HUB_OFFLINE:
+            # Fetching at a commit id records no ref; record it, so an offline build of the branch finds this snapshot.
+            record_cached_ref(root, revision or "main", commit)
+    except TokbinError:
+        raise
+    except Exception as e:
+        raise escaped(fetch_error(where, "corpus", e)) from e
+    if not is_commit_id(root.name):
+        raise HubError(where, "the cached corpus snapshot is not named by a commit id", got=shown(root.name))
+    return root
+
+
+# -- a plain repo of Parquet files -----------------------------------------------------------------
+
+
+def synthesize_hub_manifest(repo_id: str, commit: str, files: dict, config: str | None, splits: Sequence[str] | None, work: Path) -> CorpusManifest:
+    """The corpus manifest of a plain Hub dataset repo: its Parquet files per split, in ``datasets``' order."""
+    where = f"{repo_id}@{commit}"
+    # The card first: a record, fetched bounded and checked before datasets reads it (for its configs:).
+    license, language = _card_metadata(repo_id, commit, files, work)
+    by_split = data_files_by_split(repo_id, commit, config)
+    wanted = list(splits) if splits else [s for s in by_split if split_name(s)]
+    missing = [s for s in wanted if s not in by_split]
+    if missing:
+        raise CorpusInputError(where, "--corpus-split names a split the dataset does not have", expected=", ".join(by_split) or "some split", got=", ".join(missing))
+    if not wanted:
+        raise CorpusInputError(where, "the dataset has no train or validation split", expected="train or validation", got=", ".join(by_split) or "none", hint="choose splits with --corpus-split")
+    for split in wanted:
+        if split_name(split) is None:
+            raise CorpusInputError(where, f"split {split!r} is neither train nor validation", expected="train, validation or val")
+    shards: list[CorpusShard] = []
+    for ours in SPLITS:  # train shards first, then validation: the corpus order
+        for split in (s for s in wanted if split_name(s) == ours):
+            for path in by_split[split]:
+                shards.append(_hub_shard(repo_id, commit, files, path, ours))
+    name = repo_id.split("/")[1]
+    return CorpusManifest(name, "files", tuple(FileEntry(s.path, s.size, s.sha256) for s in shards), tuple(shards), license, language)
+
+
+def data_files_by_split(repo_id: str, commit: str, config: str | None) -> dict[str, list[str]]:
+    """The repo's data files per split, as ``load_dataset`` resolves them (``configs:`` in its card, else file names)."""
+    import datasets
+
+    from ..hub.retry import fetch_error
+
+    where = f"{repo_id}@{commit}"
+    try:
+        builder = datasets.load_dataset_builder(repo_id, config, revision=commit)
+    except Exception as e:  # noqa: BLE001 - datasets' errors (no such config, no data files) as one line
+        if isinstance(e, (ValueError, FileNotFoundError)) or type(e).__name__ in ("DataFilesNotFoundError", "EmptyDatasetError"):
+            raise CorpusInputError(where, "cannot find the dataset's data files", got=str(e).splitlines()[0][:300] if str(e) else type(e).__name__) from None
+        raise fetch_error(where, "corpus", e) from e
+    prefix = re.compile(rf"^hf://datasets/{re.escape(repo_id)}@{commit}/")
+    out: dict[str, list[str]] = {}
+    for split, urls in (builder.config.data_files or {}).items():
+        paths = []
+        for url in urls:
+            if not prefix.match(url):
+                raise HubError(where, "a data file of the dataset is not a file of this repo at this commit", got=url[:200])
+            paths.append(prefix.sub("", url))
+        out[str(split)] = paths
+    return out
+
+
+def _hub_shard(repo_id: str, commit: str, files: dict, path: str, split: str) -> CorpusShard:
+    where = f"{repo_id}@{commit}/{path}"
+    if not path.lower().endswith(HUB_SHARD_SUFFIXES):
+        raise CorpusInputError(where, "a Hub corpus built directly must be Parquet files", expected=".parquet", got=os.path.splitext(path)[1] or "no suffix", hint="import it first: hf-tokbin corpus import hf://datasets/NS/NAME --out DIR")
+    entry = files.get(path)
+    if entry is None:
+        raise HubError(where, "a data file is missing from the repo's listing")
+    if entry.lfs is None:
+        raise CorpusInputError(where, "the Hub reports no SHA-256 for this file (not stored with LFS)", hint="import it first: hf-tokbin corpus import hf://datasets/NS/NAME --out DIR")
+    sha256 = entry.lfs.sha256 if hasattr(entry.lfs, "sha256") else entry.lfs["sha256"]
+    rows = _parquet_rows(repo_id, commit, path)
+    try:
+        return CorpusShard(path, split, rows, int(entry.size), sha256)
+    except FormatError as e:
+        raise HubError(where, f"the Hub's listing of this file is not usable: {e.rule}", got=e.got) from None
+
+
+def _parquet_rows(repo_id: str, commit: str, path: str) -> int:
+    """Rows of a Hub Parquet file from its footer (range requests); the text column must be there and hold strings."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    shards = HubShards(repo_id, commit, endpoint())
+    where = f"{repo_id}@{commit}/{path}"
+    try:
+        with shards.open_for_sample(CorpusShard(path, "train", 0, 0, "0" * 64)) as handle:
+            parquet = pq.ParquetFile(handle)
+            schema, rows = parquet.schema_arrow, parquet.metadata.num_rows
+    except (pa.ArrowException, OSError) as e:
+        raise CorpusInputError(where, "not a readable Parquet file", got=str(e).splitlines()[0][:200] if str(e) else type(e).__name__) from None
+    check_text_field(schema, where, hint="import it first with --text-column: hf-tokbin corpus import hf://datasets/NS/NAME --text-column COL --out DIR")
+    return rows
+
+
+def _card_metadata(repo_id: str, commit: str, files: dict, work: Path) -> tuple[str, tuple[str, ...]]:
+    """The license and languages the repo's card states, when they are ids of the right shape; else unknown / none.
+
+    The card is a record: fetched bounded and checked like the manifest (an oversized one is refused, not read).
+    """
+    if CARD_NAME not in files:
+        return "unknown", ()
+    path = fetch_record(repo_id, commit, files, CARD_NAME, work)
+    try:
+        from huggingface_hub import DatasetCard
+
+        data = DatasetCard.load(path).data.to_dict()
+    except Exception:  # noqa: BLE001 - an unreadable card: nothing stated
+        return "unknown", ()
+    license = data.get("license")
+    license = license if isinstance(license, str) and LICENSE_ID.fullmatch(license) else "unknown"
+    language = data.get("language") or []
+    language = [language] if isinstance(language, str) else language
+    codes = tuple(c for c in language if isinstance(c, str) and LANGUAGE_CODE.fullmatch(c)) if isinstance(language, list) else ()
+    return license, codes
