@@ -83,6 +83,7 @@ def build_release(
     doc_sep: int | str | None = None,
     bos: int | str | None = None,
     engine: str = "local",
+    check_ids: str = "all",
     **build_options,
 ) -> ReleaseSummary:
     """Build a verified tokenized release of ``source`` with ``tokenizer`` into ``out``; see the module docstring.
@@ -95,21 +96,31 @@ def build_release(
     ``shard_rows``/``shard_bytes`` apply when ``source`` is first written as
     a corpus (files or an in-memory dataset); ``name`` names that corpus
     (default: the name of ``out``). Other keywords go to
+    ``check_ids`` applies to a dataset with an ``input_ids`` column (mapped
+    with :func:`hf_tokbin.tokenize`): its ids are written after every document
+    is checked against the tokenizer (``"all"``), or ``"sample:K"`` documents
+    (recorded in ``run_config.json``); see :mod:`hf_tokbin.pipeline.given_ids`.
+    Other keywords go to
     :func:`hf_tokbin.pipeline.plan_build` (``max_tokens_per_file``, ``llmc_layout``, ``llmc_separator``, ``parse_special``, ``shuffle_seed``, ``fast``, ...).
     """
-    from .pipeline import build, plan_build
     from .corpus.source import resolve_corpus_source
+    from .errors import BuildError
+    from .pipeline import build, plan_build
+    from .pipeline.given_ids import GivenIds, IdsCheck, has_given_ids
     from .tokenizer.resolve import TokenizerInfo, resolve_tokenizer
 
     if not isinstance(tokenizer, TokenizerInfo):
         tokenizer = resolve_tokenizer(os.fspath(tokenizer), tokenizer_id, doc_sep=doc_sep, bos=bos)
     import_options = dict(text_column=text_column, split=split, split_map=split_map, val_per_mille=val_per_mille, shard_rows=shard_rows, shard_bytes=shard_bytes)
     name = name if name is not None else Path(os.fspath(out).rstrip("/")).name
-    scratch = None
+    scratch = given = None
+    check = IdsCheck.parse(check_ids, out)
     try:
         if _is_dataset(source):
             scratch = Path(tempfile.mkdtemp(prefix="hf_tokbin-corpus-"))
-            import_dataset(source, scratch / name, name=name, progress=progress, **import_options)
+            if has_given_ids(source):
+                given = GivenIds(os.fspath(scratch / "input_ids"), check)
+            import_dataset(source, scratch / name, name=name, progress=progress, _given_ids_to=given and given.folder, **import_options)
             found, origin = resolve_corpus_source(os.fspath(scratch / name)), "in-memory dataset"
         elif _is_corpus_or_repo(source):
             found = resolve_corpus_source(os.fspath(source), revision, config, splits)
@@ -121,7 +132,11 @@ def build_release(
             paths = [source] if isinstance(source, (str, os.PathLike)) else list(source)
             import_corpus(paths, scratch / name, name=name, progress=progress, **import_options)
             found, origin = resolve_corpus_source(os.fspath(scratch / name)), "files"
-        plan = plan_build(found.root, tokenizer, out, formats=tuple(formats), num_proc=num_proc, corpus_source=found.source, corpus_revision=found.revision, shards=found.shards, **build_options)
+        if given is None and check.sample is not None:
+            raise BuildError(out, "check_ids applies to a dataset with an input_ids column", got=check_ids)
+        plan = plan_build(
+            found.root, tokenizer, out, formats=tuple(formats), num_proc=num_proc, corpus_source=found.source, corpus_revision=found.revision, shards=found.shards, given_ids=given, **build_options
+        )
         summary = build(plan, engine=engine, progress=progress)
         corpus = plan.corpus
         return ReleaseSummary(summary, corpus.name, origin, found.revision, corpus.split_rule, corpus.empty_documents_dropped)
@@ -152,12 +167,14 @@ def _is_corpus_or_repo(source) -> bool:
     return not Path(text).exists() and len(parts) == 2 and all(parts) and "://" not in text and not any(c in text for c in "*?[")
 
 
-def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, text_column="text", split: str = "auto", split_map=None, val_per_mille: int = 1, shard_rows=None, shard_bytes=None, progress: bool = False, license: str = "unknown", language=()):
+def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, text_column="text", split: str = "auto", split_map=None, val_per_mille: int = 1, shard_rows=None, shard_bytes=None, progress: bool = False, license: str = "unknown", language=(), _given_ids_to=None):
     """Write an in-memory ``datasets`` dataset as a corpus folder, with ``corpus import``'s rules and checks.
 
     A ``DatasetDict``'s split names are each row's split (unless the rows
     have a split column), mapped as by ``split_map``. The manifest lists no
-    sources: an in-memory dataset has no input files.
+    sources: an in-memory dataset has no input files. ``_given_ids_to``
+    (``build_release``'s): a folder where each kept row's ``input_ids`` are
+    written, in corpus order (:class:`hf_tokbin.pipeline.given_ids.GivenIdsWriter`).
     """
     import datasets
     import pyarrow as pa
@@ -167,6 +184,7 @@ def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, 
     from .corpus.inputs import InputFile
     from .corpus.write import ShardLimit, _check_name, _CorpusFolder, _split_rule_name, write_tables
     from .formats.corpus_manifest import CorpusManifest
+    from .pipeline.given_ids import ID_COLUMN, GivenIdsWriter
 
     name = Path(out).name if name is None else name
     _check_name(name)
@@ -185,15 +203,24 @@ def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, 
         )
         builder.used_split_column = None
 
+        given = GivenIdsWriter(Path(_given_ids_to), list(members)) if _given_ids_to is not None else None
+
         def checked_tables():
-            for file, member in zip(inputs, members.values()):
+            for member_index, (file, member) in enumerate(zip(inputs, members.values())):
                 first_row = 0
                 for batch in _batches(member):
                     table = batch if isinstance(batch, pa.Table) else pa.Table.from_pydict(batch)
-                    yield builder._checked(file, table, first_row)
+                    checked = builder._checked(file, table, first_row)
+                    if given is not None:
+                        given.add(member_index, first_row, table.column(ID_COLUMN), checked.column("split"), checked.column("text"), file.uri)
+                    yield checked
                     first_row += table.num_rows
 
-        writer = write_tables(folder.path, limit, checked_tables())
+        try:
+            writer = write_tables(folder.path, limit, checked_tables())
+        finally:
+            if given is not None:
+                given.close()
         manifest = CorpusManifest(name, _split_rule_name(builder, inputs), (), tuple(writer.close()), license, tuple(language), writer.empty_dropped, writer.by_source)
         return folder.finish(manifest, [], writer.schema)
 

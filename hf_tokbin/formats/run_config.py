@@ -13,6 +13,7 @@
      "bos": null | BOUNDARY,                   put before every document, in both formats
      "split_rule": {"name", "text"},
      "shuffle": {"seed": S, "scope": "documents within each part"},   only with build --shuffle-seed S
+     "ids": {"from", "checked": "sample:K", "rule"},   only for a dataset's input_ids checked on a sample
      "formats": ["llmc", "megatron"],
      "llmc": null | {"layout": "gpt2" | "llama3", "separator": null | "before" | "after",
                      "max_tokens_per_file": N},
@@ -110,6 +111,7 @@ def run_config_record(
     max_tokens_per_file: int,
     versions: dict,
     shuffle_seed: int | None = None,
+    ids: dict | None = None,
 ) -> dict:
     """The ``run_config.json`` object, keys in their fixed order."""
     # "shuffle" only when a seed is given, so a build in corpus order writes the same bytes as without the option.
@@ -125,6 +127,8 @@ def run_config_record(
         "bos": bos.to_record() if bos is not None else None,
         "split_rule": split_rule,
         **shuffle,
+        # "ids" only when given ids were checked on a sample: checked in full, they are the tokenizer's (the same bytes).
+        **({"ids": ids} if ids is not None else {}),
         "formats": list(formats),
         "llmc": (
             {"layout": llmc_layout, "separator": llmc_separator if doc_sep is not None else None, "max_tokens_per_file": max_tokens_per_file}

@@ -41,6 +41,7 @@ from .._io import write_text_atomic
 from ..errors import BuildError
 from ..formats.release import part_name
 from ..tokenizer.long_documents import encode_in_bounded_pieces
+from .given_ids import check_given
 from .plan import BuildPlan
 
 MAX_BATCH_TEXT_BYTES = 16 << 20  # a batch of documents is cut to this much text (a longer document goes alone)
@@ -87,6 +88,18 @@ def _encode_task(encoder, task: tuple) -> tuple[np.ndarray, np.ndarray, int]:
     """One batch of one shard, in this process or a worker's (:meth:`WorkerPool.map_ordered`): (flat ids, lengths, text bytes)."""
     vocab_size, source, texts, n_bytes = task
     return (*EncodeBatch(encoder, vocab_size, source).encode(texts), n_bytes)
+
+
+def _given_tasks(plan: BuildPlan, index: int, tasks):
+    """The encoding tasks of shard ``index`` with the kept ids of their documents and which of them to check."""
+    shards = plan.corpus.shards
+    split = shards[index].split
+    take = plan.given_ids.reader(split, sum(s.rows for s in shards[:index] if s.split == split))
+    first = sum(s.rows for s in shards[:index])  # in corpus order: what --check-ids sample:K spreads over
+    total = sum(s.rows for s in shards)
+    for vocab_size, source, texts, n_bytes in tasks:
+        yield (vocab_size, source, texts, n_bytes, *take(len(texts)), plan.given_ids.check.mask(first, len(texts), total))
+        first += len(texts)
 
 
 SAMPLE_DOCS_PER_SHARD = 64
@@ -176,10 +189,13 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path:
     shard_path = Path(plan.corpus_root) / shard.path if shard_path is None else shard_path
     source = os.fspath(shard_path)
     tasks = ((plan.tokenizer.vocab_size, source, texts, n_bytes) for texts, n_bytes in text_batches(shard_path, plan.batch_size))
+    work = _encode_task
+    if plan.given_ids is not None:  # a dataset's input_ids column: written after the check (given_ids.py)
+        tasks, work = _given_tasks(plan, index, tasks), check_given
     if plan.num_proc > 1:
-        results = shared_pool(plan.encoder, plan.num_proc).map_ordered(_encode_task, tasks)
+        results = shared_pool(plan.encoder, plan.num_proc).map_ordered(work, tasks)
     else:
-        results = (_encode_task(plan.encoder, task) for task in tasks)
+        results = (work(plan.encoder, task) for task in tasks)
     with tqdm(total=shard.rows, desc=f"encoding {part_name(index)}", unit="doc", disable=not progress) as bar:
         try:
             for flat, lengths, n_bytes in results:

@@ -84,6 +84,8 @@ class BuildPlan:
     fast: str = "auto"  # the fast-path mode of encoder.DocumentEncoder; never changes an id
     scratch_key: str | None = None  # out is a URL: the name of this machine's scratch folder (output.scratch_root)
     shuffle_seed: int | None = None  # build --shuffle-seed: documents of each part in a seeded order (.shuffle); None: corpus order
+    # A dataset's input_ids, kept beside the corpus (given_ids.GivenIds): written after the check instead of encoding.
+    given_ids: object = None
     # The encoder after its fast-path check (prepare_encoder); not part of run_config.json.
     encoder: object = dataclasses.field(default=None, compare=False, repr=False)
     # Where input shard i is read (hf_tokbin.corpus.source: a corpus folder, or Hub files fetched per part).
@@ -152,6 +154,7 @@ class BuildPlan:
             max_tokens_per_file=self.max_tokens_per_file,
             versions={"hf_tokbin": __version__, "tokenizers": _version("tokenizers")},
             shuffle_seed=self.shuffle_seed,
+            ids=self.given_ids.check.record() if self.given_ids is not None else None,
         )
 
 
@@ -171,6 +174,7 @@ def plan_build(
     parse_special: bool = False,
     shuffle_seed: int | None = None,
     shards=None,
+    given_ids=None,
 ) -> BuildPlan:
     """Check every input and option before any work starts.
 
@@ -230,6 +234,7 @@ def plan_build(
         fast=fast,
         shuffle_seed=check_seed(shuffle_seed, out),
         shards=shards,
+        given_ids=given_ids,
     )
     if url:
         plan = dataclasses.replace(plan, scratch_key=scratch_key(plan.out, canonical_json(plan.run_config())))
