@@ -23,6 +23,7 @@ COMMANDS = {
     "push": ("push", "publish a verified release to a Hub dataset repo"),
     "pull": ("pull", "download a release from the Hub and verify it"),
     "info": ("info", "what a token file or release holds, at a glance"),
+    "show": ("show", "decode a document or a training window of a release, boundary tokens marked"),
     "recipe": ("recipe", "the exact flags or config lines to train on a release with each trainer"),
     "merge": ("merge", "one Megatron pair per split, as Megatron's merge_datasets.py writes it"),
 }
