@@ -48,7 +48,7 @@ _LAZY = {
     "ReleaseSummary": "api",
     "build_release": "api",
     "tokenize": "pipeline.given_ids",
-    "show": "readers.decode",
+    "show": "api",
     "import_dataset": "api",
     "plan_build": "pipeline",
     "import_corpus": "corpus",

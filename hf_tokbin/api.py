@@ -231,3 +231,20 @@ def _batches(member, rows: int = 10_000):
     if isinstance(member, datasets.Dataset):
         return member.with_format("arrow").iter(rows)
     return member.iter(rows)  # IterableDataset: dicts of columns
+
+
+def show(release, split: str = "train", *, doc: int | None = None, window: int | None = None, length: int | None = None, format: str | None = None, tokenizer=None):
+    """Decode document ``doc``, or ``length`` tokens from ``window``, of a release's split (:mod:`hf_tokbin.readers.decode`).
+
+    Decoded with the tokenizer ``run_config.json`` pins (``byte``, or its Hub
+    repo at the recorded commit); a release built from a local
+    ``tokenizer.json`` needs it as ``tokenizer`` (its SHA-256 is checked).
+    """
+    from .formats.release import RUN_CONFIG_NAME
+    from .formats.run_config import RunConfig
+    from .readers.decode import show as show_with
+    from .tokenizer.decode import release_decoder
+
+    root = Path(release)
+    decode = release_decoder(root, RunConfig.read(root / RUN_CONFIG_NAME), tokenizer)
+    return show_with(release, split, doc=doc, window=window, length=length, format=format, decode=decode)

@@ -9,6 +9,7 @@ from ..pipeline.plan import DEFAULT_BATCH_SIZE
 from ..errors import BuildError
 from ..formats.llmc import DEFAULT_MAX_TOKENS
 from ..formats.run_config import LLMC_LAYOUTS, LLMC_VARIANTS, SEPARATOR_POSITIONS
+from .output import add_json_flag, emit, say
 from .progress import show_progress
 
 
@@ -51,6 +52,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--engine", choices=("local", "ray"), default="local")
     parser.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start one locally)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_json_flag(parser)
     parser.set_defaults(run=run)
 
 
@@ -95,12 +97,13 @@ def run(args) -> int:
         shuffle_seed=args.shuffle_seed,
         shards=corpus.shards,
     )
-    print(plan.boundary_line())
+    say(args, plan.boundary_line())
     if args.dry_run:
         from ..pipeline.dry_run import describe_plan
 
-        print(describe_plan(plan))
+        text = describe_plan(plan)
+        emit(args, text, {"dry_run": True, "out": plan.out, "boundary_tokens": plan.boundary_line(), "plan": text})
         return 0
     summary = build(plan, engine=args.engine, ray_address=args.ray_address, progress=show_progress(args.quiet))
-    print(summary.table())
+    emit(args, summary.table(), {**summary.record(), "boundary_tokens": plan.boundary_line()})
     return 0

@@ -18,7 +18,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from ..errors import FormatError
-    from ..readers.decode import show
+    from ..api import show
 
     if args.window is not None and args.length is None:
         raise FormatError(None, "--window OFFSET needs --len T")

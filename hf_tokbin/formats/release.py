@@ -92,6 +92,26 @@ class SplitCounts:
         return {**self.to_dict(), "total_tokens": self.total_tokens}
 
 
+def counts_table(counts: dict[str, SplitCounts]) -> list[str]:
+    """The lines of a split table, as the build's summary and ``hf-tokbin info`` both show it.
+
+    ``text tokens`` are the documents' own ids; ``EOD`` and ``BOS`` the
+    Megatron boundary tokens counted in ``stats.json`` (``total`` is their sum).
+    """
+    bos = any(c.bos_tokens for c in counts.values())
+    head = f"{'split':<11}{'documents':>12}{'text tokens':>15}{'EOD':>12}" + (f"{'BOS':>12}" if bos else "") + f"{'total tokens':>15}{'bytes/token':>13}"
+    lines = [head]
+    for split, c in counts.items():
+        per_token = c.text_bytes / c.text_tokens if c.text_tokens else 0.0
+        lines.append(f"{split:<11}{c.documents:>12,}{c.text_tokens:>15,}{c.eod_tokens:>12,}" + (f"{c.bos_tokens:>12,}" if bos else "") + f"{c.total_tokens:>15,}{per_token:>13.3f}")
+    return lines
+
+
+def megabytes(size: int) -> str:
+    """A size for people: ``12,345 bytes`` below a megabyte (never ``0.0 MB``), else ``12.3 MB``."""
+    return f"{size:,} bytes" if size < 1_000_000 else f"{size / 1e6:,.1f} MB"
+
+
 def split_totals(receipts: Iterable[Receipt]) -> dict[str, SplitCounts]:
     """Every :class:`SplitCounts` field summed over the receipts, per split (in ``SPLITS`` order, only splits present)."""
     receipts = list(receipts)

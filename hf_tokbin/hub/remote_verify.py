@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import HubError, VerificationError
-from ..formats.release import COMPLETE_NAME, RECEIPTS_DIR, Complete, Receipt
+from ..formats.release import COMPLETE_NAME, RECEIPTS_DIR, Complete, Receipt, megabytes
 from .download import DownloadLimits, Expected, safe_folder
 from .layout import check_path, is_token_file
 from .pull import (
@@ -62,10 +62,16 @@ class RemoteReport:
         lines = self.report.summary().splitlines()
         sample = f"; token files of {len(self.sampled)} part(s) downloaded and verified ({', '.join(self.sampled)})" if self.sampled else ""
         lines[0] = (
-            f"hf://datasets/{self.repo_id}@{self.commit}{'/' + self.folder if self.folder else ''}: OK: {self.files} files, {self.bytes / 1e6:,.1f} MB on the Hub match COMPLETE.json "
-            f"(sizes and LFS SHA-256 at this commit); records verified, {self.downloaded / 1e6:,.1f} MB downloaded{sample}"
+            f"hf://datasets/{self.repo_id}@{self.commit}{'/' + self.folder if self.folder else ''}: OK: {self.files} files, {megabytes(self.bytes)} on the Hub match COMPLETE.json "
+            f"(sizes and LFS SHA-256 at this commit); records verified, {megabytes(self.downloaded)} downloaded{sample}"
         )
         return "\n".join(lines)
+
+    def record(self) -> dict:
+        """The summary as a record (``verify NS/NAME --json``)."""
+        records = self.report.record()
+        where = {"repo": self.repo_id, "commit": self.commit, "path_in_repo": self.folder}
+        return {**where, "ok": True, "kind": "hub release", "files": self.files, "bytes": self.bytes, "downloaded_bytes": self.downloaded, "sampled_parts": list(self.sampled), **{k: records[k] for k in ("formats", "splits", "warnings")}}
 
 
 def verify_remote(

@@ -4,6 +4,7 @@
 
     shown = hf_tokbin.show("release/", split="train", doc=3)                  # one document
     shown = hf_tokbin.show("release/", window=1000, length=64, format="llmc")  # a training window
+    shown = hf_tokbin.show("release/", doc=3, tokenizer="tok/")                # built from a local tokenizer.json
     print(shown.render())
 
 A document is one Megatron sequence (``[bos] + ids + [eod]``) or one llm.c
@@ -23,10 +24,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
-from ..errors import FormatError, TokenizerError
+from ..errors import FormatError
 from ..formats.release import RUN_CONFIG_NAME
 from ..formats.run_config import RunConfig
 from .views import LlmcSplit, MegatronSplit, TokenStream
@@ -81,8 +83,12 @@ def _marker(piece: Piece) -> str:
     return f"⟦{piece.role} {piece.ids[0]}{token}⟧"
 
 
-def show(release, split: str = "train", *, doc: int | None = None, window: int | None = None, length: int | None = None, format: str | None = None, tokenizer=None) -> Shown:
-    """Decode document ``doc``, or ``length`` tokens from ``window``, of a split of the release; see the module docstring."""
+def show(release, split: str = "train", *, doc: int | None = None, window: int | None = None, length: int | None = None, format: str | None = None, decode: Callable[[tuple[int, ...]], str]) -> Shown:
+    """Decode document ``doc``, or ``length`` tokens from ``window``, of a split of the release; see the module docstring.
+
+    ``decode``: ids to text, the release's tokenizer's
+    (:func:`hf_tokbin.tokenizer.decode.release_decoder`; ``hf_tokbin.show`` finds it).
+    """
     root = Path(release)
     config = RunConfig.read(root / RUN_CONFIG_NAME)
     format = format or ("megatron" if "megatron" in config.formats else "llmc")
@@ -105,7 +111,6 @@ def show(release, split: str = "train", *, doc: int | None = None, window: int |
         if window < 0 or length < 1 or window + length > stream.n_tokens:
             raise FormatError(root, f"window outside the {split} tokens", expected=f"0 <= OFFSET, 1 <= LEN, OFFSET + LEN <= {stream.n_tokens:,}", got=f"{window}+{length}")
         start, stop = window, window + length
-    decode = release_decoder(root, config, tokenizer)
     roles = boundary_roles(config, format, starts, ends, np.arange(start, stop))
     pieces = _pieces(stream.read(start, stop), start, starts, roles, decode)
     return Shown(os.fspath(release), split, format, start, stop, stream.n_tokens, tuple(pieces))
@@ -164,26 +169,3 @@ def _pieces(ids: np.ndarray, start: int, starts: np.ndarray, roles: np.ndarray, 
         starts_document = bool(starts.size) and document[first] >= 0 and int(starts[document[first]]) == start + first
         pieces.append(Piece(int(document[first]), starts_document, roles[first], run_ids, decode(run_ids)))
     return pieces
-
-
-def release_decoder(root: Path, config: RunConfig, tokenizer=None):
-    """``decode(ids) -> str`` with the tokenizer the release pins; ``tokenizer`` (a path) must be that one (SHA-256)."""
-    from ..tokenizer.resolve import BYTE, resolve_tokenizer
-
-    record = config.tokenizer or {}
-    if tokenizer is None and record.get("source") == BYTE:
-        return lambda ids: bytes(ids).decode("utf-8", errors="replace")
-    if tokenizer is None:
-        if record.get("source") in (None, "local"):
-            raise TokenizerError(root / RUN_CONFIG_NAME, "this release was built with a local tokenizer.json, which it does not hold", hint=f"give --tokenizer PATH (its SHA-256 is {config.tokenizer_sha256})")
-        info = resolve_tokenizer(record["source"], revision=record.get("revision"), subfolder=record.get("subfolder"))
-    else:
-        info = resolve_tokenizer(os.fspath(tokenizer))
-    if info.sha256 != config.tokenizer_sha256:
-        raise TokenizerError(info.path or info.source, "not the tokenizer this release was built with (SHA-256)", expected=config.tokenizer_sha256, got=info.sha256)
-    if info.path is None:
-        return lambda ids: bytes(ids).decode("utf-8", errors="replace")
-    from tokenizers import Tokenizer
-
-    engine = Tokenizer.from_file(info.path)
-    return lambda ids: engine.decode(list(ids), skip_special_tokens=False)

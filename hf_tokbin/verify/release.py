@@ -97,6 +97,7 @@ from ..formats.release import (
     STATS_NAME,
     TOKENS_DIR,
     Complete,
+    megabytes,
     Receipt,
     SplitCounts,
     is_layout_path,
@@ -129,12 +130,17 @@ class ReleaseReport:
     warnings: list[str] = field(default_factory=list)  # what holds but deserves a look (a boundary id inside a document)
 
     def summary(self) -> str:
-        lines = [f"{self.path}: OK: {self.files} files, {self.bytes / 1e6:,.1f} MB, formats {', '.join(self.formats)}"]
+        lines = [f"{self.path}: OK: {self.files} files, {megabytes(self.bytes)}, formats {', '.join(self.formats)}"]
         for split, c in self.splits.items():
             bos = f" {c.bos_tokens:>12,} BOS" if c.bos_tokens else ""
             lines.append(f"  {split:<11}{c.documents:>12,} documents {c.text_tokens:>15,} text tokens {c.eod_tokens:>12,} EOD{bos}")
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
+
+    def record(self) -> dict:
+        """The summary as a record (``verify --json``): the same counts, ``total_tokens`` included."""
+        splits = {split: c.stats_dict() for split, c in self.splits.items()}
+        return {"path": str(self.path), "ok": True, "kind": "release", "files": self.files, "bytes": self.bytes, "formats": list(self.formats), "splits": splits, "warnings": list(self.warnings)}
 
 
 # ---------------------------------------------------------------- the release
