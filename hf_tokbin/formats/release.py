@@ -7,6 +7,7 @@
     DIR/tokens/<tokenizer_id>/<dataset>/...              llm.c token files and _MANIFEST.json
     DIR/run_config.json                                  pinned inputs, tokenizer, split rule, options
     DIR/stats.json                                       exact counts by source and split
+    DIR/preview/{train,validation}.parquet               the first documents, for the Hub's viewer (formats/preview.py)
     DIR/README.md                                        dataset card
     DIR/COMPLETE.json                                    written last: every other file, size, SHA-256
 
@@ -49,6 +50,7 @@ TOKENS_DIR = "tokens"
 SPLITS = ("train", "validation")
 FORMATS = ("llmc", "megatron")  # the output formats, in their canonical order
 STATS_FORMAT = "hf_tokbin.stats/1"
+PREVIEW_DIR = "preview"  # the Parquet preview (formats/preview.py)
 LLMC_SPLIT = {"train": "train", "validation": "val"}  # seed 000 names the validation split "val"
 
 
@@ -240,9 +242,12 @@ _LAYOUT_PATH = re.compile(
     rf"{SHARDS_DIR}/(?:{'|'.join(SPLITS)})/part-[0-9]{{6,}}\.(?:bin|idx)"
     rf"|{RECEIPTS_DIR}/part-[0-9]{{6,}}\.json"
     rf"|{TOKENS_DIR}/[^/]+/[^/]+/[^/]+"  # tokens/<tokenizer_id>/<dataset>/<file>: verify checks the folder's exact files
+    rf"|{PREVIEW_DIR}/(?:{'|'.join(SPLITS)})\.parquet"
     rf"|{re.escape(RUN_CONFIG_NAME)}|{re.escape(STATS_NAME)}|{re.escape(CARD_NAME)}"
 )
-LAYOUT_DESCRIPTION = "shards/{train,validation}/part-N.{bin,idx}, receipts/part-N.json, tokens/<tokenizer_id>/<dataset>/<file>, run_config.json, stats.json, README.md"
+LAYOUT_DESCRIPTION = (
+    "shards/{train,validation}/part-N.{bin,idx}, receipts/part-N.json, tokens/<tokenizer_id>/<dataset>/<file>, preview/{train,validation}.parquet, run_config.json, stats.json, README.md"
+)
 
 
 def is_plain_name(part: str) -> bool:

@@ -71,6 +71,11 @@ names the file (in a JSON file, the field) and the rule.
 8. **stats.json** equals what the receipts give
    (:func:`hf_tokbin.formats.release.stats_record`): dataset, tokenizer_id, and the
    counts per split, per source and per part.
+9. **Preview** (:mod:`hf_tokbin.verify.preview`). Each ``preview/<split>.parquet``
+   listed holds the same first documents for every format, numbered from 0,
+   each naming the part its receipts put it in, ``tokens`` = its id count, and
+   ids that are the files': the Megatron sequence, the llm.c document (the
+   rows, one after another, are the split's first llm.c ids).
 """
 
 from __future__ import annotations
@@ -86,6 +91,7 @@ import numpy as np
 from .._io import read_json
 from ..errors import FormatError, VerificationError
 from ..formats import llmc, megatron
+from .preview import check_previews
 from ..formats.release import (
     COMPLETE_NAME,
     LAYOUT_DESCRIPTION,
@@ -159,6 +165,7 @@ def verify_release(root: str | os.PathLike) -> ReleaseReport:
         if "megatron" in config.formats:
             _check_llmc_is_megatron(root, config, manifest, receipts)
     _check_stats(root, config, receipts)
+    check_previews(root, config, receipts, {f.path for f in complete.files})
     warnings = _boundaries_inside_documents(root, config, manifest, receipts)
     return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, config.formats, warnings)
 
