@@ -23,4 +23,4 @@ def run_parts(engine: str, build_part, plan, indices: list[int], ray_address: st
 
     # One process per task (Ray spreads the tasks); per-part bars would only be noise from every worker.
     task = functools.partial(build_part, progress=False)
-    return run_on_ray(task, dataclasses.replace(plan, num_proc=1), indices, address=ray_address, progress=progress)
+    return run_on_ray(task, dataclasses.replace(plan, options=dataclasses.replace(plan.options, num_proc=1)), indices, address=ray_address, progress=progress)

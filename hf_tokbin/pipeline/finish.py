@@ -11,6 +11,7 @@ documents and tokens add up everywhere (token conservation) and publishes
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import numpy as np
 
@@ -25,6 +26,8 @@ from ..formats.release import (
     RUN_CONFIG_NAME,
     SPLITS,
     STATS_NAME,
+    TOKENIZER_DIR,
+    TOKENIZER_FILE,
     Complete,
     Receipt,
     SplitCounts,
@@ -50,10 +53,11 @@ def finish_build(plan: BuildPlan, receipts: list[Receipt]) -> tuple[dict[str, Sp
     counts = check_split_totals(plan, receipts)
     # Digests computed as the big files were written; COMPLETE.json need not hash them again.
     known = {f.path: f for r in receipts for f in r.files}
-    if "llmc" in plan.formats:
+    if "llmc" in plan.options.formats:
         known.update((f.path, f) for f in _write_llmc(plan, counts))
     write_previews(plan, receipts)  # before the card, which declares them
     write_json_atomic(work / STATS_NAME, stats_record(plan.corpus.name, plan.tokenizer.tokenizer_id, receipts))
+    _ship_tokenizer(plan)
     _write_card(plan)
     written = {f.path: f for f in _list_release_files(plan, known)}
     # Pairs built on other machines need not be in this machine's work folder; their receipts name them.
@@ -75,7 +79,7 @@ def _fetch_parts(plan: BuildPlan, output: Output, receipts: list[Receipt]) -> No
         if not (work / receipt_path(receipt.part)).is_file():
             receipt.write(work)  # canonical JSON: the same bytes as the published receipt
         needed = [f for f in receipt.files if f.path.endswith(".idx")]
-        if "llmc" in plan.formats:
+        if "llmc" in plan.options.formats:
             needed.extend(staging_entries(output, receipt.part))
         for entry in needed:
             output.fetch(entry)
@@ -107,10 +111,10 @@ def _write_llmc(plan: BuildPlan, counts: dict[str, SplitCounts]) -> list[FileEnt
             LLMC_SPLIT[split],
             plan.tokenizer.vocab_size,
             plan.tokenizer.doc_sep_id,
-            plan.max_tokens_per_file,
-            family=plan.llmc_layout,
+            plan.options.max_tokens_per_file,
+            family=plan.options.llmc_layout,
             bos_id=plan.bos_id,
-            separator=plan.llmc_separator,
+            separator=plan.options.llmc_separator,
         )
         with writer:
             for i in shards:
@@ -146,6 +150,24 @@ def _feed_staging(writer: llmc.LlmcWriter, staging: megatron.MegatronPair) -> No
             file.seek(int(starts[first]))
             tokens = np.fromfile(file, dtype=staging.dtype, count=int(chunk.sum()))
             writer.add_documents(tokens, chunk)
+
+
+def _ship_tokenizer(plan: BuildPlan) -> None:
+    """``tokenizer/``: the tokenizer.json the build encoded with and the config files beside it, so a release decodes on its own.
+
+    Its SHA-256 must still be run_config.json's (the file could have changed since the plan); the byte tokenizer has no file.
+    """
+    if plan.tokenizer.path is None:
+        return
+    folder = plan.output.work / TOKENIZER_DIR
+    folder.mkdir(exist_ok=True)
+    target = folder / TOKENIZER_FILE
+    shutil.copyfile(plan.tokenizer.path, target)
+    if sha256_file(target) != plan.tokenizer.sha256:
+        target.unlink()
+        raise BuildError(plan.tokenizer.path, "the tokenizer changed during the build: its SHA-256 is not run_config.json's", expected=plan.tokenizer.sha256)
+    for source in plan.tokenizer.config_files:
+        shutil.copyfile(source, folder / Path(source).name)
 
 
 def _write_card(plan: BuildPlan) -> None:

@@ -55,14 +55,14 @@ def _build_part_from(plan: BuildPlan, index: int, shard_path: Path, progress: bo
     work = plan.output.work
     split = shard.split
     writers = []
-    if "megatron" in plan.formats:
+    if "megatron" in plan.options.formats:
         writers.append(megatron.MegatronWriter(work / pair_path(split, part, "bin"), plan.tokenizer.vocab_size, plan.eod_id, plan.bos_id))
-    if "llmc" in plan.formats:
+    if "llmc" in plan.options.formats:
         writers.append(megatron.MegatronWriter(work / staging_rel(part, "bin"), plan.tokenizer.vocab_size, None))
     documents = text_tokens = text_bytes = 0
     try:
         for flat, lengths, n_bytes in shuffled_documents(plan, index, encode_shard(plan, index, progress, shard_path)):
-            if "llmc" in plan.formats:
+            if "llmc" in plan.options.formats:
                 _check_fits_llmc_file(plan, shard_path, lengths, documents)
             for writer in writers:
                 writer.add_documents(flat, lengths)
@@ -79,7 +79,7 @@ def _build_part_from(plan: BuildPlan, index: int, shard_path: Path, progress: bo
         raise
     _check_conserved_on_disk(writers, pairs, text_tokens, documents)
     files = []
-    if "megatron" in plan.formats:
+    if "megatron" in plan.options.formats:
         pair = pairs[0]
         if documents == 0:  # a split with no documents has no pair
             pair.bin_path.unlink()
@@ -90,14 +90,14 @@ def _build_part_from(plan: BuildPlan, index: int, shard_path: Path, progress: bo
                 FileEntry(pair_path(split, part, "idx"), pair.idx_size, pair.idx_sha256),
             ]
     staging = []
-    if "llmc" in plan.formats:
+    if "llmc" in plan.options.formats:
         pair = pairs[-1]
         staging = [FileEntry(staging_rel(part, "bin"), pair.bin_size, pair.bin_sha256), FileEntry(staging_rel(part, "idx"), pair.idx_size, pair.idx_sha256)]
         # The staging digests, so a resumed build (here or at a URL) checks the staging pair as it checks the receipt's files.
         write_text_atomic(work / staging_rel(part, "json"), canonical_json({"files": [e.to_dict() for e in staging]}))
     # The receipt counts the Megatron pair's tokens: one EOD (and one BOS, if given) per document.
-    eod_tokens = documents if "megatron" in plan.formats else 0
-    bos_tokens = documents if "megatron" in plan.formats and plan.bos_id is not None else 0
+    eod_tokens = documents if "megatron" in plan.options.formats else 0
+    bos_tokens = documents if "megatron" in plan.options.formats and plan.bos_id is not None else 0
     receipt = Receipt(
         part=part,
         input_shard=FileEntry(shard.path, shard.size, shard.sha256),
@@ -125,13 +125,13 @@ def _check_shard(shard: CorpusShard, path: Path) -> None:
 def _check_fits_llmc_file(plan: BuildPlan, shard_path: Path, lengths: np.ndarray, first_document: int) -> None:
     """A document that no llm.c file can hold (with its separator and BOS) fails its part now, not the finish."""
     sep = (plan.tokenizer.doc_sep_id is not None) + (plan.bos_id is not None)
-    if not lengths.size or int(lengths.max()) + sep <= plan.max_tokens_per_file:
+    if not lengths.size or int(lengths.max()) + sep <= plan.options.max_tokens_per_file:
         return
-    i = int(np.argmax(lengths + sep > plan.max_tokens_per_file))
+    i = int(np.argmax(lengths + sep > plan.options.max_tokens_per_file))
     raise BuildError(
         shard_path,
         f"document {first_document + i} of this shard is longer than one llm.c file may hold",
-        expected=f"<= {plan.max_tokens_per_file} tokens with its separator and BOS",
+        expected=f"<= {plan.options.max_tokens_per_file} tokens with its separator and BOS",
         got=int(lengths[i]) + sep,
         hint="files hold whole documents; raise --max-tokens-per-file",
     )
@@ -175,7 +175,7 @@ def _intact_receipt(plan: BuildPlan, output: Output, index: int) -> Receipt | No
     part = part_name(index)
     try:
         receipt = output.read_record(receipt_path(part), Receipt.read)
-        staging = _staging_entries(output, part) if receipt is not None and "llmc" in plan.formats else []
+        staging = _staging_entries(output, part) if receipt is not None and "llmc" in plan.options.formats else []
     except FormatError:
         return None
     shard = plan.corpus.shards[index]

@@ -28,7 +28,7 @@ def write_previews(plan: BuildPlan, receipts: list[Receipt]) -> list[str]:
         if not documents:
             continue
         rows = {name: [] for name in ("format", "document", "part", "source", "text", "tokens", "input_ids")}
-        for format in plan.formats:
+        for format in plan.options.formats:
             for number, (part, source, text, ids) in enumerate(documents):
                 laid_out = layout(plan, format, ids)
                 for name, value in zip(rows, (format, number, part, source, text, int(laid_out.size), laid_out)):
@@ -44,7 +44,7 @@ def layout(plan: BuildPlan, format: str, ids: np.ndarray) -> np.ndarray:
     sep = [plan.tokenizer.doc_sep_id] if plan.tokenizer.doc_sep_id is not None else []
     if format == "megatron":
         parts = (bos, ids, sep)
-    elif plan.llmc_separator == "after":
+    elif plan.options.llmc_separator == "after":
         parts = (bos, ids, sep)
     else:
         parts = (sep, bos, ids)
@@ -59,7 +59,7 @@ def _first_documents(plan: BuildPlan, receipts: list[Receipt], parts: list[int])
         if wanted <= 0 or text_bytes >= PREVIEW_TEXT_BYTES:
             break
         rows = plan.corpus.shards[index].rows
-        order = permutation(plan.shuffle_seed, index, rows)[:wanted] if plan.shuffle_seed is not None else np.arange(min(wanted, rows))
+        order = permutation(plan.options.shuffle_seed, index, rows)[:wanted] if plan.options.shuffle_seed is not None else np.arange(min(wanted, rows))
         texts, sources = _shard_rows(plan, index, order)
         for k, (text, source, ids) in enumerate(zip(texts, sources, _bare_ids(plan, receipts[index], len(order)))):
             if documents and text_bytes + len(text.encode("utf-8")) > PREVIEW_TEXT_BYTES:
@@ -93,7 +93,7 @@ def _shard_rows(plan: BuildPlan, index: int, order: np.ndarray) -> tuple[list[st
 def _bare_ids(plan: BuildPlan, receipt: Receipt, count: int) -> list[np.ndarray]:
     """The first ``count`` documents' ids as the part wrote them, without boundary tokens."""
     output = plan.output
-    if "llmc" in plan.formats:
+    if "llmc" in plan.options.formats:
         pair = megatron.MegatronPair(output.work / staging_rel(receipt.part, "bin"))
         return [np.asarray(pair[k]) for k in range(count)]
     split = next(iter(receipt.splits))

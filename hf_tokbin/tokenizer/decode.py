@@ -20,6 +20,9 @@ def release_decoder(root: Path, config: RunConfig, tokenizer=None):
     record = config.tokenizer or {}
     if tokenizer is None and record.get("source") == BYTE:
         return _byte_decode
+    held = root / "tokenizer" / "tokenizer.json"  # the copy a release holds (built since the tokenizer/ folder)
+    if tokenizer is None and held.is_file():
+        tokenizer = held
     if tokenizer is None:
         if record.get("source") in (None, "local"):
             raise TokenizerError(root / RUN_CONFIG_NAME, "this release was built with a local tokenizer.json, which it does not hold", hint=f"give --tokenizer PATH (its SHA-256 is {config.tokenizer_sha256})")
