@@ -110,12 +110,13 @@ def tokenize(tokenizer, *, text_column: str = "text", fast: str = "auto", parse_
 
     from ..tokenizer.encoder import encoder_for
     from ..tokenizer.resolve import TokenizerInfo, resolve_tokenizer
-    from .encode import check_with_cache
+    from ..tokenizer.panics import engine_output_held
 
     if not isinstance(tokenizer, TokenizerInfo):
         tokenizer = resolve_tokenizer(os.fspath(tokenizer), tokenizer_id)
     encoder = encoder_for(tokenizer.path, fast, parse_special=parse_special)
-    check_with_cache(encoder, [])  # once, in this process: the outcome is pickled to every worker
+    with engine_output_held():  # as the build checks it (encode.prepare_encoder)
+        encoder.check_fast_path([])  # once, in this process: the outcome is pickled to every worker
     return Tokenize(encoder, tokenizer.vocab_size, text_column)
 
 

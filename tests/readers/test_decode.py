@@ -60,8 +60,13 @@ def test_documents_of_a_split_are_counted_as_the_build_wrote_them(release):
     assert starts.size == len(TEXTS) and (ends > starts).all()
 
 
-def test_a_release_built_with_a_local_tokenizer_asks_for_it(release, capsys):
-    assert main(["show", str(release), "--doc", "0"]) == 1
+def test_a_release_decodes_with_the_tokenizer_it_holds_and_asks_without_it(release, tok, tmp_path, capsys):
+    import shutil
+
+    assert hf_tokbin.show(release, doc=3).documents() == {3: TEXTS[3]}  # tokenizer/tokenizer.json of the release
+    bare = shutil.copytree(release, tmp_path / "bare")
+    shutil.rmtree(bare / "tokenizer")
+    assert main(["show", str(bare), "--doc", "0"]) == 1
     err = capsys.readouterr().err
     assert "built with a local tokenizer.json" in err and "give --tokenizer PATH" in err and len(err.splitlines()) == 1
 
