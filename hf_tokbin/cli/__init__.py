@@ -61,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     args = make_parser(_command_in(argv)).parse_args(argv)
     try:
         return int(args.run(args) or 0)
+    except BrokenPipeError:
+        # The reader went away (``| head``): nothing more to say, and nobody to say it to.
+        _silence_stdout()
+        return 141  # 128 + SIGPIPE, as a shell reports a command a closed pipe stopped
     except TokbinError as e:
         # Bad input is one line; any exception not caught here is a bug and shows its traceback.
         print(f"hf-tokbin {args.command}: error: {e}", file=sys.stderr)
@@ -75,6 +79,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"hf-tokbin {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's flush at exit does not fail on the closed pipe again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":
