@@ -10,6 +10,12 @@ The main job, in one call (a corpus folder, files or globs, a Hub dataset repo, 
     print(hf_tokbin.verify_release("release/").summary())
     hf_tokbin.hub.push_folder("release/", "me/name-tok")
 
+The ``datasets`` way in: map with the release's own encoder, then build from the mapped ids
+(checked against the tokenizer; see :mod:`hf_tokbin.pipeline.given_ids`)::
+
+    mapped = ds.map(hf_tokbin.tokenize("tok/"), batched=True, num_proc=8)
+    hf_tokbin.build_release(mapped, "tok/", "release/")
+
 Step by step (the CLI ``hf-tokbin`` is a thin layer over these)::
 
     hf_tokbin.write_tinystories_corpus("train.txt", "valid.txt", "corpus/")   # or import_corpus([...], "corpus/")
@@ -46,6 +52,8 @@ _LAZY = {
     "BuildSummary": "pipeline",
     "ReleaseSummary": "api",
     "build_release": "api",
+    "tokenize": "pipeline.given_ids",
+    "show": "api",
     "import_dataset": "api",
     "plan_build": "pipeline",
     "import_corpus": "corpus",
@@ -96,6 +104,8 @@ __all__ = [
     "open_tokens",
     "plan_build",
     "resolve_tokenizer",
+    "show",
+    "tokenize",
     "train_bpe",
     "verify_corpus",
     "verify_path",

@@ -97,6 +97,7 @@ def build_release(
     doc_sep: int | str | None = None,
     bos: int | str | None = None,
     engine: str = "local",
+    check_ids: str = "all",
     options=None,
     **option_fields,
 ) -> ReleaseSummary:
@@ -115,8 +116,10 @@ def build_release(
     ``llmc_separator``, ``parse_special``, ``shuffle_seed``, ``fast``, ...), are
     the build's options, as ``hf-tokbin build``'s flags give them.
     """
+    from .errors import BuildError
     from .formats.build_options import BuildOptions
     from .pipeline import build, plan_build
+    from .pipeline.given_ids import GivenIds, IdsCheck, has_given_ids
     from .tokenizer.resolve import TokenizerInfo, resolve_tokenizer
 
     options = BuildOptions.of(options, **option_fields)  # every option checked before any work
@@ -124,15 +127,19 @@ def build_release(
         tokenizer = resolve_tokenizer(os.fspath(tokenizer), tokenizer_id, doc_sep=doc_sep, bos=bos)
     import_options = dict(text_column=text_column, split=split, split_map=split_map, val_per_mille=val_per_mille, shard_rows=shard_rows, shard_bytes=shard_bytes)
     name = name if name is not None else Path(os.fspath(out).rstrip("/")).name
+    check = IdsCheck.parse(check_ids, out)
     with tempfile.TemporaryDirectory(prefix="hf_tokbin-corpus-", ignore_cleanup_errors=True) as scratch:
-        found, origin = _corpus_source(source, Path(scratch) / name, progress, (revision, config, splits), import_options)
-        plan = plan_build(found.root, tokenizer, out, options, corpus_source=found.source, corpus_revision=found.revision, shards=found.shards)
+        given = GivenIds(os.fspath(Path(scratch) / ".input_ids"), check) if _is_dataset(source) and has_given_ids(source) else None
+        found, origin = _corpus_source(source, Path(scratch) / name, progress, (revision, config, splits), import_options, given)
+        if given is None and check.sample is not None:
+            raise BuildError(out, "check_ids applies to a dataset with an input_ids column", got=check_ids)
+        plan = plan_build(found.root, tokenizer, out, options, corpus_source=found.source, corpus_revision=found.revision, shards=found.shards, given_ids=given)
         summary = build(plan, engine=engine, progress=progress)
         corpus = plan.corpus
         return ReleaseSummary(summary, corpus.name, origin, found.revision, corpus.split_rule, corpus.empty_documents_dropped, plan.corpus_subset)
 
 
-def _corpus_source(source, scratch: Path, progress: bool, hub_choice: tuple, import_options: dict):
+def _corpus_source(source, scratch: Path, progress: bool, hub_choice: tuple, import_options: dict, given=None):
     """(the resolved corpus, where it came from): a corpus folder or Hub repo as it is, else first written as a corpus at ``scratch``."""
     from .corpus.source import resolve_corpus_source
 
@@ -140,7 +147,7 @@ def _corpus_source(source, scratch: Path, progress: bool, hub_choice: tuple, imp
         found = resolve_corpus_source(os.fspath(source), *hub_choice)
         return found, found.source
     if _is_dataset(source):
-        import_dataset(source, scratch, name=scratch.name, progress=progress, **import_options)
+        import_dataset(source, scratch, name=scratch.name, progress=progress, _given_ids_to=given and given.folder, **import_options)
         return resolve_corpus_source(os.fspath(scratch)), "in-memory dataset"
     from .corpus.write import import_corpus
 
@@ -171,12 +178,14 @@ def _is_corpus_or_repo(source) -> bool:
     return not Path(text).exists() and is_repo_id(text) and "://" not in text and not any(c in text for c in "*?[")
 
 
-def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, text_column="text", split: str = "auto", split_map=None, val_per_mille: int = 1, shard_rows=None, shard_bytes=None, progress: bool = False, license: str = "unknown", language=()):
+def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, text_column="text", split: str = "auto", split_map=None, val_per_mille: int = 1, shard_rows=None, shard_bytes=None, progress: bool = False, license: str = "unknown", language=(), _given_ids_to=None):
     """Write an in-memory ``datasets`` dataset as a corpus folder, with ``corpus import``'s rules and checks.
 
     A ``DatasetDict``'s split names are each row's split (unless the rows
     have a split column), mapped as by ``split_map``. The manifest lists no
-    sources: an in-memory dataset has no input files.
+    sources: an in-memory dataset has no input files. ``_given_ids_to``
+    (``build_release``'s): a folder where each kept row's ``input_ids`` are
+    written, in corpus order (:class:`hf_tokbin.pipeline.given_ids.GivenIdsWriter`).
     """
     import datasets
     import pyarrow as pa
@@ -185,6 +194,7 @@ def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, 
     from .corpus.builders.corpus_shards import CorpusShards
     from .corpus.inputs import InputFile
     from .corpus.write import CorpusWriter, ShardLimit, split_rule_name
+    from .pipeline.given_ids import ID_COLUMN, GivenIdsWriter
 
     name = Path(out).name if name is None else name
     members = dict(dataset) if isinstance(dataset, (datasets.DatasetDict, datasets.IterableDatasetDict)) else {None: dataset}
@@ -200,15 +210,24 @@ def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, 
             val_per_mille=val_per_mille,
         )
 
+        given = GivenIdsWriter(Path(_given_ids_to), list(members)) if _given_ids_to is not None else None
+
         def checked_tables():
-            for file, member in zip(inputs, members.values()):
+            for member_index, (file, member) in enumerate(zip(inputs, members.values())):
                 first_row = 0
                 for batch in _batches(member):
                     table = batch if isinstance(batch, pa.Table) else pa.Table.from_pydict(batch)
-                    yield builder.check_table(file, table, first_row)
+                    checked = builder.check_table(file, table, first_row)
+                    if given is not None:
+                        given.add(member_index, first_row, table.column(ID_COLUMN), checked.column("split"), checked.column("text"), file.uri)
+                    yield checked
                     first_row += table.num_rows
 
-        corpus.write_tables(checked_tables())
+        try:
+            corpus.write_tables(checked_tables())
+        finally:
+            if given is not None:
+                given.close()
         return corpus.finish(split_rule_name(builder, inputs), (), license, language)
 
 
@@ -218,3 +237,20 @@ def _batches(member, rows: int = 10_000):
     if isinstance(member, datasets.Dataset):
         return member.with_format("arrow").iter(rows)
     return member.iter(rows)  # IterableDataset: dicts of columns
+
+
+def show(release, split: str = "train", *, doc: int | None = None, window: int | None = None, length: int | None = None, format: str | None = None, tokenizer=None):
+    """Decode document ``doc``, or ``length`` tokens from ``window``, of a release's split (:mod:`hf_tokbin.readers.decode`).
+
+    Decoded with the tokenizer ``run_config.json`` pins (``byte``, or its Hub
+    repo at the recorded commit); a release built from a local
+    ``tokenizer.json`` needs it as ``tokenizer`` (its SHA-256 is checked).
+    """
+    from .formats.release import RUN_CONFIG_NAME
+    from .formats.run_config import RunConfig
+    from .readers.decode import show as show_with
+    from .tokenizer.decode import release_decoder
+
+    root = Path(release)
+    decode = release_decoder(root, RunConfig.read(root / RUN_CONFIG_NAME), tokenizer)
+    return show_with(release, split, doc=doc, window=window, length=length, format=format, decode=decode)

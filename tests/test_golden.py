@@ -26,6 +26,8 @@ CHANGED_BY_RUN_CONFIG_2 = {"run_config.json", "README.md", "COMPLETE.json"}
 CHANGED_BY_TOKENIZER_FILES = {"sample": {"tokenizer/generation_config.json", "tokenizer/tokenizer_config.json"}}
 # A release ships its tokenizer (issue 22): tokenizer/ is new in every release, and COMPLETE.json lists it.
 SHIPPED_TOKENIZER_DIR = "tokenizer/"
+# A release holds a Parquet preview for the Hub's viewer (issue 25): preview/ is new, COMPLETE.json lists it, the card declares it.
+PREVIEW_DIR = "preview/"
 
 
 def _differences(recorded: dict, now: dict, allowed=lambda tree, path: False) -> list[str]:
@@ -46,7 +48,8 @@ def test_golden_releases_are_byte_identical_to_the_recorded_digests(tmp_path):
     now = json.loads((tmp_path / "now.json").read_text())
 
     def changed_on_purpose(tree: str, path: str) -> bool:
-        shipped = path.startswith(f"release/{SHIPPED_TOKENIZER_DIR}" if tree == "sample" else SHIPPED_TOKENIZER_DIR)
+        prefix = "release/" if tree == "sample" else ""
+        shipped = path.startswith((prefix + SHIPPED_TOKENIZER_DIR, prefix + PREVIEW_DIR))
         return path.rsplit("/", 1)[-1] in CHANGED_BY_RUN_CONFIG_2 or path in CHANGED_BY_TOKENIZER_FILES.get(tree, ()) or shipped
 
     assert _differences(json.loads((golden / "before-redesign.json").read_text()), now, changed_on_purpose) == []

@@ -71,6 +71,7 @@ from ..formats.release import (
 from ..formats.run_config import RunConfig
 from ..formats.sniff import file_magic
 from .metadata import HUB_LICENSES, dump_yaml, is_hub_language, load_template, size_category
+from .preview import preview_metadata, preview_rows
 
 COUNT_FIELDS = ("documents", "text_tokens", "bos_tokens", "eod_tokens", "total_tokens")
 MEGATRON, LLMC = "megatron", "llmc"
@@ -108,7 +109,7 @@ def render_release_card(release_dir: str | os.PathLike, *, license: str | None =
         special_tokens=config.special_tokens if config else None,
     )
 
-    metadata = _yaml_metadata(license, language, size_category(documents), source, tokenizer_id, title, formats)
+    metadata = _yaml_metadata(license, language, size_category(documents), source, tokenizer_id, title, formats, preview_metadata(root))
     version = _text(_dict(config.versions).get("hf_tokbin")) if config else None
     return load_template().substitute(
         metadata=metadata,
@@ -236,7 +237,7 @@ def _license_metadata(license: str) -> dict:
     return {"license": "other", **({"license_name": license} if _LICENSE_NAME.fullmatch(license) else {})}
 
 
-def _yaml_metadata(license, language, size, source, tokenizer_id, title, formats: list[str]) -> str:
+def _yaml_metadata(license, language, size, source, tokenizer_id, title, formats: list[str], preview: dict | None = None) -> str:
     """The card's YAML front matter, written by a YAML emitter: no value can add a key or end the block."""
     metadata = _license_metadata(license)
     languages = [x for x in _languages(language) if is_hub_language(x)]
@@ -251,6 +252,7 @@ def _yaml_metadata(license, language, size, source, tokenizer_id, title, formats
         "tags": ["tokenized", *(FORMAT_LABELS[f].lower() for f in formats), "hf-tokbin"],
         "viewer": False,
     }
+    metadata |= preview or {}  # the preview's configs: entry (cards/preview.py)
     return dump_yaml(metadata).rstrip("\n")
 
 
@@ -298,6 +300,7 @@ def _files_section(root: Path, receipts: list[Receipt], manifests: list[tuple[st
             files = [f for f in manifest.get("files", []) if isinstance(f, dict)]
             size = sum((root / folder / f["name"]).stat().st_size for f in files if isinstance(f.get("name"), str) and (root / folder / f["name"]).is_file())
             rows.append([f"`{folder}/{{train,val}}-NNNNN.bin`", "llm.c token files, with their `_MANIFEST.json`", f"{len(files):,}", f"{size:,}"])
+    rows += preview_rows(root)
     rows += [
         ["`run_config.json`", "pinned inputs, tokenizer and split rule", "1", ""],
         ["`stats.json`", "exact document and token counts, by split and source", "1", ""],

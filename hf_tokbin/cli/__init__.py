@@ -23,6 +23,7 @@ COMMANDS = {
     "push": ("push", "publish a verified release to a Hub dataset repo"),
     "pull": ("pull", "download a release from the Hub and verify it"),
     "info": ("info", "what a token file or release holds, at a glance"),
+    "show": ("show", "decode a document or a training window of a release, boundary tokens marked"),
     "recipe": ("recipe", "the exact flags or config lines to train on a release with each trainer"),
     "merge": ("merge", "one Megatron pair per split, as Megatron's merge_datasets.py writes it"),
 }
@@ -84,6 +85,10 @@ def _main(argv: list[str] | None) -> int:
     args = make_parser(_command_in(argv)).parse_args(argv)
     try:
         return int(args.run(args) or 0)
+    except BrokenPipeError:
+        # The reader went away (``| head``): nothing more to say, and nobody to say it to.
+        _silence_stdout()
+        return 141  # 128 + SIGPIPE, as a shell reports a command a closed pipe stopped
     except TokbinError as e:
         # Bad input is one line; any exception not caught here is a bug and shows its traceback.
         print(f"hf-tokbin {args.command}: error: {e}", file=sys.stderr)
@@ -98,6 +103,17 @@ def _main(argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         print(f"hf-tokbin {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's flush at exit does not fail on the closed pipe again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from ..formats.build_options import (
 )
 from ..formats.llmc import DEFAULT_MAX_TOKENS
 from ..formats.run_config import LLMC_VARIANTS
+from .output import add_json_flag, emit, say
 from .progress import show_progress
 
 
@@ -59,6 +60,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--engine", choices=("local", "ray"), default="local")
     parser.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start one locally)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_json_flag(parser)
     parser.set_defaults(run=run)
 
 
@@ -100,16 +102,17 @@ def _run(args) -> int:
     )
     corpus = resolve_corpus_source(args.corpus, args.corpus_revision, args.corpus_config, args.corpus_split)
     plan = plan_build(corpus.root, tokenizer, args.out, options, corpus_source=corpus.source, corpus_revision=corpus.revision, shards=corpus.shards)
-    print(plan.boundary_line())
+    say(args, plan.boundary_line())
     for line in plan.corpus_subset.lines() if plan.corpus_subset is not None else ():
-        print(line)  # what each split got of a --limit
+        say(args, line)  # what each split got of a --limit
     for line in plan.warnings():
         print(line, file=sys.stderr)
     if args.dry_run:
         from ..pipeline.dry_run import describe_plan
 
-        print(describe_plan(plan))
+        text = describe_plan(plan)
+        emit(args, text, {"dry_run": True, "out": plan.out, "boundary_tokens": plan.boundary_line(), "plan": text})
         return 0
     summary = build(plan, engine=args.engine, ray_address=args.ray_address, progress=show_progress(args.quiet))
-    print(summary.table())
+    emit(args, summary.table(), {**summary.record(), "boundary_tokens": plan.boundary_line()})
     return 0

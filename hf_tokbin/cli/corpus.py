@@ -18,6 +18,7 @@ import time
 
 from ..errors import CorpusInputError
 from ..formats.corpus_manifest import SPLIT_RULE_TEXT, SPLITS
+from ..formats.release import megabytes
 
 
 def add_arguments(parser) -> None:
@@ -133,8 +134,8 @@ def _print_summary(manifest, out, seconds: float, unit: str) -> None:
     read_mb = sum(s.size for s in manifest.sources) / 1e6
     for split in SPLITS:
         shards = [s for s in manifest.shards if s.split == split]
-        written_mb = sum(s.size for s in shards) / 1e6
-        print(f"{split}: {manifest.rows(split):,} {unit} in {len(shards)} shards ({written_mb:,.1f} MB)", file=sys.stderr)
+        written = sum(s.size for s in shards)
+        print(f"{split}: {manifest.rows(split):,} {unit} in {len(shards)} shard{'' if len(shards) == 1 else 's'} ({megabytes(written)})", file=sys.stderr)
     print(f"split rule: {manifest.split_rule}: {SPLIT_RULE_TEXT[manifest.split_rule]}", file=sys.stderr)
     print(f"empty documents dropped: {manifest.empty_documents_dropped:,}", file=sys.stderr)
     if manifest.empty_validation_warning():

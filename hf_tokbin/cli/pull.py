@@ -5,6 +5,7 @@ A killed or failed pull keeps its staging folder beside DIR; the same command re
 
 from __future__ import annotations
 
+from .output import add_json_flag, as_json, emit
 from .progress import show_progress
 
 
@@ -24,6 +25,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--workers", type=int, default=8, metavar="N", help="parallel downloads (default: %(default)s)")
     parser.add_argument("--allow-incomplete", action="store_true", help="download a release without COMPLETE.json (only its receipts' files are checked)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_json_flag(parser)
     parser.set_defaults(run=run)
 
 
@@ -37,5 +39,5 @@ def run(args) -> int:
         args.repo, args.out, revision=args.revision, endpoint=args.endpoint, include=args.include, path_in_repo=args.path_in_repo,
         allow_incomplete=args.allow_incomplete, max_workers=args.workers, progress=show_progress(args.quiet),
     )
-    print(f"pulled {summary}")
+    emit(args, f"pulled {summary}", as_json(summary))
     return 0

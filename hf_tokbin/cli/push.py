@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from .output import add_json_flag, as_json, emit
 from .progress import show_progress
 
 
@@ -22,6 +23,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--token", default=None, metavar="TOKEN", help="Hub token (default: HF_TOKEN or the saved login); never printed")
     parser.add_argument("--endpoint", default=None, metavar="URL", help="Hub endpoint (default: HF_ENDPOINT or https://huggingface.co)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_json_flag(parser)
     parser.set_defaults(run=run)
 
 
@@ -36,5 +38,5 @@ def run(args) -> int:
         progress=show_progress(args.quiet), path_in_repo=args.path_in_repo, delete=args.delete, mirror=args.mirror,
         dry_run=args.dry_run, commit_message=args.commit_message, create_pr=args.create_pr,
     )
-    print(result if args.dry_run else f"pushed {args.folder}: {result}")
+    emit(args, str(result) if args.dry_run else f"pushed {args.folder}: {result}", {"folder": args.folder, "dry_run": args.dry_run, **as_json(result)})
     return 0

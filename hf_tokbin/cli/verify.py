@@ -12,6 +12,8 @@ any finding is an error.
 
 from __future__ import annotations
 
+from .output import add_json_flag, emit
+
 
 def add_arguments(parser) -> None:
     from ..verify.compat import TARGETS, LoaderSettings
@@ -28,6 +30,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seq-len", "-T", type=int, default=defaults.seq_len, help="the loader's sequence length T (default: %(default)s, llm.c's)")
     parser.add_argument("--world-size", type=int, default=defaults.world_size, help="processes reading the same files (default: %(default)s)")
     parser.add_argument("--eod-id", type=int, default=None, help="the EOD id for Megatron/MaxText checks (default: run_config.json's)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars (verify shows none)")
+    add_json_flag(parser)
     parser.set_defaults(run=run)
 
 
@@ -49,24 +53,25 @@ def run(args) -> int:
             raise HubError(args.path, "--for checks local files; download the release first with hf-tokbin pull")
         from ..hub.remote_verify import verify_remote
 
-        print(verify_remote(args.path, revision=args.revision, endpoint=args.endpoint, download_sample=args.download_sample or 0, path_in_repo=args.path_in_repo, progress=False, strict=args.strict).summary())
+        report = verify_remote(args.path, revision=args.revision, endpoint=args.endpoint, download_sample=args.download_sample or 0, path_in_repo=args.path_in_repo, progress=False, strict=args.strict)
+        emit(args, report.summary(), report.record())
         return 0
     if hub_flags:
         from ..errors import FormatError
 
         raise FormatError(args.path, f"{', '.join(hub_flags)} apply to a Hub repo NS/NAME only, and this is a local path (or not NS/NAME)")
     if args.target is None:
-        from ..verify.files import verify_path
+        from ..verify.files import verify_path_record
 
-        print(verify_path(args.path))
+        emit(args, *verify_path_record(args.path))
         return 0
     from ..verify.compat import ERROR, WARNING, LoaderSettings, check
 
     settings = LoaderSettings(args.batch_size, args.seq_len, args.world_size, args.eod_id)
     findings = check(args.path, args.target, settings)
-    for finding in findings:
-        print(finding)
     errors = sum(f.level == ERROR for f in findings)
     warnings = sum(f.level == WARNING for f in findings)
-    print(f"{args.path}: --for {args.target} (B={settings.batch_size}, T={settings.seq_len}): {errors} error(s), {warnings} warning(s)")
+    lines = [*map(str, findings), f"{args.path}: --for {args.target} (B={settings.batch_size}, T={settings.seq_len}): {errors} error(s), {warnings} warning(s)"]
+    record = {"path": args.path, "ok": not errors, "target": args.target, "settings": settings, "findings": findings, "errors": errors, "warnings": warnings}
+    emit(args, "\n".join(lines), record)
     return 1 if errors else 0

@@ -8,6 +8,7 @@
     DIR/tokenizer/tokenizer.json (+ its config files)    the tokenizer the build read, byte for byte
     DIR/run_config.json                                  pinned inputs, tokenizer, split rule, options
     DIR/stats.json                                       exact counts by source and split
+    DIR/preview/{train,validation}.parquet               the first documents, for the Hub's viewer (formats/preview.py)
     DIR/README.md                                        dataset card
     DIR/COMPLETE.json                                    written last: every other file, size, SHA-256
 
@@ -56,6 +57,7 @@ TOKENIZER_FILES = (TOKENIZER_FILE, "generation_config.json", "tokenizer_config.j
 SPLITS = ("train", "validation")
 FORMATS = ("llmc", "megatron")  # the output formats, in their canonical order
 STATS_FORMAT = "hf_tokbin.stats/1"
+PREVIEW_DIR = "preview"  # the Parquet preview (formats/preview.py)
 LLMC_SPLIT = {"train": "train", "validation": "val"}  # seed 000 names the validation split "val"
 
 
@@ -97,6 +99,26 @@ class SplitCounts:
     def stats_dict(self) -> dict:
         """The counts as ``stats.json`` shows them: :meth:`to_dict` plus ``total_tokens``."""
         return {**self.to_dict(), "total_tokens": self.total_tokens}
+
+
+def counts_table(counts: dict[str, SplitCounts]) -> list[str]:
+    """The lines of a split table, as the build's summary and ``hf-tokbin info`` both show it.
+
+    ``text tokens`` are the documents' own ids; ``EOD`` and ``BOS`` the
+    Megatron boundary tokens counted in ``stats.json`` (``total`` is their sum).
+    """
+    bos = any(c.bos_tokens for c in counts.values())
+    head = f"{'split':<11}{'documents':>12}{'text tokens':>15}{'EOD':>12}" + (f"{'BOS':>12}" if bos else "") + f"{'total tokens':>15}{'bytes/token':>13}"
+    lines = [head]
+    for split, c in counts.items():
+        per_token = c.text_bytes / c.text_tokens if c.text_tokens else 0.0
+        lines.append(f"{split:<11}{c.documents:>12,}{c.text_tokens:>15,}{c.eod_tokens:>12,}" + (f"{c.bos_tokens:>12,}" if bos else "") + f"{c.total_tokens:>15,}{per_token:>13.3f}")
+    return lines
+
+
+def megabytes(size: int) -> str:
+    """A size for people: ``12,345 bytes`` below a megabyte (never ``0.0 MB``), else ``12.3 MB``."""
+    return f"{size:,} bytes" if size < 1_000_000 else f"{size / 1e6:,.1f} MB"
 
 
 def split_totals(receipts: Iterable[Receipt]) -> dict[str, SplitCounts]:
@@ -261,11 +283,12 @@ _LAYOUT_PATH = re.compile(
     rf"|{RECEIPTS_DIR}/part-[0-9]{{6,}}\.json"
     rf"|{TOKENS_DIR}/[^/]+/[^/]+/[^/]+"  # tokens/<tokenizer_id>/<dataset>/<file>: verify checks the folder's exact files
     rf"|{TOKENIZER_DIR}/(?:{'|'.join(map(re.escape, TOKENIZER_FILES))})"
+    rf"|{PREVIEW_DIR}/(?:{'|'.join(SPLITS)})\.parquet"
     rf"|{re.escape(RUN_CONFIG_NAME)}|{re.escape(STATS_NAME)}|{re.escape(CARD_NAME)}"
 )
 LAYOUT_DESCRIPTION = (
     "shards/{train,validation}/part-N.{bin,idx}, receipts/part-N.json, tokens/<tokenizer_id>/<dataset>/<file>, "
-    "tokenizer/{tokenizer.json,generation_config.json,tokenizer_config.json,special_tokens_map.json}, run_config.json, stats.json, README.md"
+    "tokenizer/{tokenizer.json,generation_config.json,tokenizer_config.json,special_tokens_map.json}, preview/{train,validation}.parquet, run_config.json, stats.json, README.md"
 )
 
 

@@ -14,6 +14,7 @@
      "bos": null | BOUNDARY,                   put before every document, in both formats
      "split_rule": {"name", "text"},
      "shuffle": {"seed": S, "scope": "documents within each part"},   only with build --shuffle-seed S
+     "ids": {"from", "checked": "sample:K", "rule"},   only for a dataset's input_ids checked on a sample
      "formats": ["llmc", "megatron"],
      "llmc": null | {"layout": "gpt2" | "llama3", "separator": null | "before" | "after",
                      "max_tokens_per_file": N},
@@ -108,6 +109,7 @@ def run_config_record(
     split_rule: dict,
     options: BuildOptions,
     versions: dict,
+    ids: dict | None = None,
 ) -> dict:
     """The ``run_config.json`` object, keys in their fixed order (the options' keys are :meth:`BuildOptions.to_record`'s)."""
     chosen = options.to_record(tokenizer["vocab_size"], doc_sep is not None)
@@ -122,6 +124,8 @@ def run_config_record(
         "bos": bos.to_record() if bos is not None else None,
         "split_rule": split_rule,
         **chosen,  # "shuffle" (only with a seed), "formats", "llmc", "megatron"
+        # "ids" only when given ids were checked on a sample: checked in full, they are the tokenizer's (the same bytes).
+        **({"ids": ids} if ids is not None else {}),
         "versions": versions,
     }
 

@@ -121,6 +121,10 @@ class Upload:
     def from_bytes(cls, path: str, data: bytes) -> "Upload":
         return cls(path, len(data), sha256_bytes(data), data)
 
+    def to_dict(self) -> dict:
+        """What a push would add (``push --dry-run --json``): the file's identity, not its bytes."""
+        return {"path": self.path, "size": self.size, "sha256": self.sha256}
+
     def git_blob_id(self) -> str:
         """Git's object id of the content: SHA-1 of ``b"blob <size>\\0"`` + content.
 

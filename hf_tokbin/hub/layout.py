@@ -7,14 +7,14 @@ own paths (seed 004's release, or a corpus folder), as plain text:
   (``.git/config`` would run the server's commands on the next ``git status``);
 - printable characters only, no backslash (no NUL, newline, terminal escape or bidi control);
 - release: ``shards/{train,validation}/part-N.{bin,idx}``, ``receipts/part-N.json``,
-  ``tokens/<tokenizer_id>/<dataset>/<file>``, ``run_config.json``, ``stats.json``, ``README.md``;
+  ``tokens/<tokenizer_id>/<dataset>/<file>``, ``preview/{train,validation}.parquet``, ``run_config.json``, ``stats.json``, ``README.md``;
 - corpus: ``data/...<name>.parquet`` (the shards ``_MANIFEST.json`` lists; ``README.md`` is fetched by name).
 
 ``--include`` names parts of a release by format and split: ``FORMAT:SPLIT``,
 ``FORMAT`` (every split) or ``SPLIT`` (every format), with FORMAT ``megatron``
 or ``llmc`` and SPLIT ``train`` or ``validation`` (``val`` accepted). A corpus
 takes splits only. The records (``run_config.json``, ``stats.json``,
-``README.md``, the receipts and the llm.c ``_MANIFEST.json``) are always
+``README.md``, the receipts, the llm.c ``_MANIFEST.json`` and the preview) are always
 fetched: they are what the selected files are verified against.
 """
 

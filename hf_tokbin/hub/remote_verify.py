@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import HubError, VerificationError
-from ..formats.release import COMPLETE_NAME, RECEIPTS_DIR, Complete, Receipt, is_layout_path
+from ..formats.release import COMPLETE_NAME, RECEIPTS_DIR, Complete, Receipt, is_layout_path, megabytes
 from .download import DownloadLimits, Expected, safe_folder, tree_expected
 from .layout import check_path, is_token_file
 from .pull import (
@@ -63,13 +63,19 @@ class RemoteReport:
         lines = self.report.summary().splitlines()
         sample = f"; token files of {len(self.sampled)} part(s) downloaded and verified ({', '.join(self.sampled)})" if self.sampled else ""
         lines[0] = (
-            f"hf://datasets/{self.repo_id}@{self.commit}{'/' + self.folder if self.folder else ''}: OK: {self.files} files, {self.bytes / 1e6:,.1f} MB on the Hub match COMPLETE.json "
-            f"(sizes and LFS SHA-256 at this commit); records verified, {self.downloaded / 1e6:,.1f} MB downloaded{sample}"
+            f"hf://datasets/{self.repo_id}@{self.commit}{'/' + self.folder if self.folder else ''}: OK: {self.files} files, {megabytes(self.bytes)} on the Hub match COMPLETE.json "
+            f"(sizes and LFS SHA-256 at this commit); records verified, {megabytes(self.downloaded)} downloaded{sample}"
         )
         if self.others:
             shown_others = ", ".join(map(shown, self.others[:10])) + (f", ... ({len(self.others)} in all)" if len(self.others) > 10 else "")
             lines.insert(1, f"{len(self.others)} other file(s) in the repo, outside the release layout and not part of the release: {shown_others}")
         return "\n".join(lines)
+
+    def record(self) -> dict:
+        """The summary as a record (``verify NS/NAME --json``)."""
+        records = self.report.record()
+        where = {"repo": self.repo_id, "commit": self.commit, "path_in_repo": self.folder}
+        return {**where, "ok": True, "kind": "hub release", "files": self.files, "bytes": self.bytes, "downloaded_bytes": self.downloaded, "sampled_parts": list(self.sampled), **{k: records[k] for k in ("formats", "splits", "warnings")}}
 
 
 def verify_remote(

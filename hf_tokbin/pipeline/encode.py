@@ -36,6 +36,7 @@ from ..formats.release import part_name
 from ..formats.rules import id_dtype
 from ..tokenizer.long_documents import bounded_prefixes, encode_in_bounded_pieces
 from ..tokenizer.panics import engine_output_held, is_engine_panic, panic_message
+from .given_ids import check_given
 from .plan import BuildPlan
 
 MAX_BATCH_TEXT_BYTES = 16 << 20  # a batch of documents is cut to this much text (a longer document goes alone)
@@ -110,6 +111,18 @@ def _encode_task(encoder, task: tuple) -> tuple[np.ndarray, np.ndarray, int]:
     """One batch of one shard, in this process or a worker's (:meth:`WorkerPool.map_ordered`): (flat ids, lengths, text bytes)."""
     vocab_size, source, texts, n_bytes, first_row = task
     return (*EncodeBatch(encoder, vocab_size, source, first_row).encode(texts), n_bytes)
+
+
+def _given_tasks(plan: BuildPlan, index: int, tasks):
+    """The encoding tasks of shard ``index`` with the kept ids of their documents and which of them to check."""
+    shards = plan.corpus.shards
+    split = shards[index].split
+    take = plan.given_ids.reader(split, sum(s.rows for s in shards[:index] if s.split == split))
+    first = sum(s.rows for s in shards[:index])  # in corpus order: what --check-ids sample:K spreads over
+    total = sum(s.rows for s in shards)
+    for vocab_size, source, texts, n_bytes, _row in tasks:
+        yield (vocab_size, source, texts, n_bytes, *take(len(texts)), plan.given_ids.check.mask(first, len(texts), total))
+        first += len(texts)
 
 
 SAMPLE_DOCS_PER_SHARD = 64
@@ -197,10 +210,13 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path:
     shard_path = Path(plan.corpus_root) / shard.path if shard_path is None else shard_path
     source = plan.shard_source.location(shard)  # the corpus file or Hub file, not a scratch copy, in messages
     tasks = ((plan.tokenizer.vocab_size, source, texts, n_bytes, row) for texts, n_bytes, row in text_batches(shard_path, plan.options.batch_size, where=source))
+    work = _encode_task
+    if plan.given_ids is not None:  # a dataset's input_ids column: written after the check (given_ids.py)
+        tasks, work = _given_tasks(plan, index, tasks), check_given
     if plan.options.num_proc > 1:
-        results = shared_pool(plan.encoder, plan.options.num_proc).map_ordered(_encode_task, tasks)
+        results = shared_pool(plan.encoder, plan.options.num_proc).map_ordered(work, tasks)
     else:
-        results = (_encode_task(plan.encoder, task) for task in tasks)
+        results = (work(plan.encoder, task) for task in tasks)
     with tqdm(total=shard.rows, desc=f"encoding {part_name(index)}", unit="doc", disable=not progress) as bar:
         try:
             for flat, lengths, n_bytes in results:

@@ -40,6 +40,7 @@ from ..formats.release import (
 from ..output import Output
 from .part import staging_entries, staging_rel
 from .plan import WORK_DIR, BuildPlan
+from .preview import write_previews
 
 _FEED_DOCS = 1 << 16  # documents handed to the llm.c writer per step
 
@@ -54,6 +55,7 @@ def finish_build(plan: BuildPlan, receipts: list[Receipt]) -> tuple[dict[str, Sp
     known = {f.path: f for r in receipts for f in r.files}
     if "llmc" in plan.options.formats:
         known.update((f.path, f) for f in _write_llmc(plan, counts))
+    write_previews(plan, receipts)  # before the card, which declares them
     write_json_atomic(work / STATS_NAME, stats_record(plan.corpus.name, plan.tokenizer.tokenizer_id, receipts))
     _ship_tokenizer(plan)
     _write_card(plan)

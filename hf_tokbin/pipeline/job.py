@@ -6,7 +6,16 @@ import time
 from dataclasses import dataclass
 
 from ..errors import BuildError, FormatError
-from ..formats.release import COMPLETE_NAME, Complete, Receipt, SplitCounts, part_name, receipt_path
+from ..formats.release import (
+    COMPLETE_NAME,
+    Complete,
+    Receipt,
+    SplitCounts,
+    counts_table,
+    megabytes,
+    part_name,
+    receipt_path,
+)
 from .encode import prepare_encoder
 from .finish import check_split_totals, finish_build
 from .part import build_part
@@ -27,16 +36,25 @@ class BuildSummary:
     encoder: str
 
     def table(self) -> str:
-        lines = [f"{'split':<11}{'documents':>12}{'tokens':>15}{'bytes/token':>13}"]
-        for split, c in self.counts.items():
-            tokens = c.text_tokens
-            bpt = c.text_bytes / tokens if tokens else 0.0
-            lines.append(f"{split:<11}{c.documents:>12,}{tokens:>15,}{bpt:>13.3f}")
+        lines = counts_table(self.counts)
         lines.append(
-            f"{self.files} files, {self.total_bytes / 1e6:,.1f} MB in {self.out}; "
+            f"{self.files} files, {megabytes(self.total_bytes)} in {self.out}; "
             f"{self.parts_built} parts built, {self.parts_skipped} skipped; {self.seconds:.1f} s; encoder {self.encoder}"
         )
         return "\n".join(lines)
+
+    def record(self) -> dict:
+        """The summary as a record (``build --json``)."""
+        return {
+            "out": self.out,
+            "splits": {split: c.stats_dict() for split, c in self.counts.items()},
+            "files": self.files,
+            "bytes": self.total_bytes,
+            "seconds": round(self.seconds, 3),
+            "parts_built": self.parts_built,
+            "parts_skipped": self.parts_skipped,
+            "encoder": self.encoder,
+        }
 
 
 def build(plan: BuildPlan, engine: str = "local", ray_address: str | None = None, progress: bool = True) -> BuildSummary:

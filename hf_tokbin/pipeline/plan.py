@@ -75,6 +75,8 @@ class BuildPlan:
     release_version: str = "v1"
     scratch_key: str | None = None  # out is a URL: the name of this machine's scratch folder (output.scratch_root)
     corpus_subset: CorpusSubset | None = None  # options.limit: what the corpus was cut from (run_config.json corpus.subset)
+    # A dataset's input_ids, kept beside the corpus (given_ids.GivenIds): written after the check instead of encoding.
+    given_ids: object = None
     # The encoder after its fast-path check (prepare_encoder); not part of run_config.json.
     encoder: object = dataclasses.field(default=None, compare=False, repr=False)
     # Where input shard i is read (hf_tokbin.corpus.source: a corpus folder, or Hub files fetched per part).
@@ -145,6 +147,7 @@ class BuildPlan:
             split_rule={"name": self.corpus.split_rule, "text": SPLIT_RULE_TEXT[self.corpus.split_rule]},
             options=self.options,
             versions={"hf_tokbin": __version__, "tokenizers": _version("tokenizers")},
+            ids=self.given_ids.check.record() if self.given_ids is not None else None,
         )
 
 
@@ -157,6 +160,7 @@ def plan_build(
     corpus_source: str = "local",
     corpus_revision: str | None = None,
     shards=None,
+    given_ids=None,
     **option_fields,
 ) -> BuildPlan:
     """Check every input and option before any work starts.
@@ -190,6 +194,7 @@ def plan_build(
         options=options,
         shards=shards,
         corpus_subset=subset,
+        given_ids=given_ids,
     )
     if url:
         plan = dataclasses.replace(plan, scratch_key=scratch_key(plan.out, canonical_json(plan.run_config())))

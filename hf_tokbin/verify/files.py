@@ -13,7 +13,7 @@ from pathlib import Path
 from ..formats import llmc, megatron
 from ..formats.sniff import file_magic, sniff
 
-__all__ = ["file_magic", "verify_path", "verify_token_file"]
+__all__ = ["file_magic", "verify_path", "verify_path_record", "verify_token_file"]
 
 
 def verify_token_file(path: str | os.PathLike) -> str:
@@ -31,12 +31,25 @@ def verify_token_file(path: str | os.PathLike) -> str:
 
 def verify_path(path: str | os.PathLike) -> str:
     """``hf-tokbin verify PATH``: whatever ``path`` holds (:func:`hf_tokbin.formats.sniff.sniff`), checked completely."""
-    from .release import verify_llmc_folder, verify_release
+    return verify_path_record(path)[0]
+
+
+def verify_path_record(path: str | os.PathLike) -> tuple[str, dict]:
+    """:func:`verify_path`'s report, and the same as a record (``verify --json``)."""
+    from .release import verify_release
 
     path = Path(path)
     kind = sniff(path)
     if kind == "release":
-        return verify_release(path).summary()
+        report = verify_release(path)
+        return report.summary(), report.record()
+    text = _verify_other(path, kind)
+    return text, {"path": str(path), "ok": True, "kind": kind, "summary": text}
+
+
+def _verify_other(path: Path, kind: str) -> str:
+    from .release import verify_llmc_folder
+
     if kind == "llmc-folder":
         manifest = verify_llmc_folder(path)
         tokens = sum(f.n_tokens for f in manifest.files)

@@ -75,6 +75,11 @@ names the file (in a JSON file, the field) and the rule.
 8. **stats.json** equals what the receipts give
    (:func:`hf_tokbin.formats.release.stats_record`): dataset, tokenizer_id, and the
    counts per split, per source and per part.
+9. **Preview** (:mod:`hf_tokbin.verify.preview`). Each ``preview/<split>.parquet``
+   listed holds the same first documents for every format, numbered from 0,
+   each naming the part its receipts put it in, ``tokens`` = its id count, and
+   ids that are the files': the Megatron sequence, the llm.c document (the
+   rows, one after another, are the split's first llm.c ids).
 """
 
 from __future__ import annotations
@@ -109,6 +114,7 @@ from ..formats.release import (
     is_layout_path,
     is_release_path,
     list_release_paths,
+    megabytes,
     pair_path,
     part_name,
     read_partial,
@@ -120,6 +126,7 @@ from ..formats.run_config import BoundaryToken, RunConfig
 from ..formats.sniff import file_magic
 from ..readers.views import open_llmc_file
 from .checks import check_files, check_receipts
+from .preview import check_previews
 
 # run_config.json's llmc.layout -> the magic of its token files
 LLMC_MAGIC = {family: next(x.magic for x in llmc.LAYOUTS if x.family == family) for family in llmc.FAMILIES}
@@ -137,12 +144,17 @@ class ReleaseReport:
     warnings: list[str] = field(default_factory=list)  # what holds but deserves a look (a boundary id inside a document)
 
     def summary(self) -> str:
-        lines = [f"{self.path}: OK: {self.files} files, {self.bytes / 1e6:,.1f} MB, formats {', '.join(self.formats)}"]
+        lines = [f"{self.path}: OK: {self.files} files, {megabytes(self.bytes)}, formats {', '.join(self.formats)}"]
         for split, c in self.splits.items():
             bos = f" {c.bos_tokens:>12,} BOS" if c.bos_tokens else ""
             lines.append(f"  {split:<11}{c.documents:>12,} documents {c.text_tokens:>15,} text tokens {c.eod_tokens:>12,} EOD{bos}")
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
+
+    def record(self) -> dict:
+        """The summary as a record (``verify --json``): the same counts, ``total_tokens`` included."""
+        splits = {split: c.stats_dict() for split, c in self.splits.items()}
+        return {"path": str(self.path), "ok": True, "kind": "release", "files": self.files, "bytes": self.bytes, "formats": list(self.formats), "splits": splits, "warnings": list(self.warnings)}
 
 
 # ---------------------------------------------------------------- the release
@@ -163,6 +175,7 @@ def verify_release(root: str | os.PathLike) -> ReleaseReport:
         if "megatron" in config.formats:
             _check_llmc_is_megatron(root, config, manifest, receipts)
     _check_stats(root, config, receipts)
+    check_previews(root, config, receipts, {f.path for f in complete.files})
     warnings = _boundaries_inside_documents(root, config, manifest, receipts)
     return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, config.formats, warnings)
 

@@ -10,6 +10,7 @@ import pytest
 import yaml
 from release_edits import edit_json  # the fixtures both and llmc_bos: tests/conftest.py
 
+from hf_tokbin.cards.preview import preview_metadata
 from hf_tokbin.cards.release import HUB_LICENSES, render_release_card
 from hf_tokbin.errors import TokbinError, VerificationError
 from hf_tokbin.formats import llmc
@@ -66,8 +67,9 @@ def test_language_no_stays_a_string(copy):
 def test_a_license_cannot_inject_yaml(copy, license):
     card = with_corpus(copy, license=license)
     meta = front_matter(card)
-    assert "configs" not in meta and meta["license"] == "other"
-    assert set(meta) <= {"license", "license_name", "language", "size_categories", "task_categories", "pretty_name", "tokenizer", "tags", "viewer"}
+    # The only configs: the release's own preview (cards/preview.py), never one a license wrote.
+    assert meta.get("configs") == preview_metadata(copy).get("configs") and meta["license"] == "other"
+    assert set(meta) <= {"license", "license_name", "language", "size_categories", "task_categories", "pretty_name", "tokenizer", "tags", "viewer", "configs"}
 
 
 def test_a_hub_license_id_is_written_as_it_is(copy):

@@ -1,0 +1,47 @@
+"""What a command prints, and where: ``--json`` puts the summary on stdout as one JSON object, everything else on stderr.
+
+As the ``hf`` CLI does: without ``--json`` the human summary goes to stdout;
+with it, stdout holds exactly one JSON object (one line), so
+``hf-tokbin verify R --json | jq .splits`` works, while progress bars (tqdm
+writes to stderr) and messages go to stderr.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+from pathlib import PurePath
+
+
+def add_json_flag(parser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object on stdout (messages and progress on stderr)")
+
+
+def say(args, text: str) -> None:
+    """A message that is not the summary: stdout for a person, stderr under ``--json``."""
+    print(text, file=sys.stderr if getattr(args, "json", False) else sys.stdout)
+
+
+def emit(args, human: str, record) -> None:
+    """The command's summary: ``human`` on stdout, or under ``--json`` ``record`` (a dict or dataclass) as one JSON line."""
+    if getattr(args, "json", False):
+        print(json.dumps(as_json(record), ensure_ascii=False, sort_keys=False))
+    else:
+        print(human)
+
+
+def as_json(value):
+    """``value`` as plain JSON types: dataclasses as dicts (a ``to_dict`` where one exists), paths as strings, tuples as lists."""
+    if hasattr(value, "to_dict") and callable(value.to_dict):
+        return as_json(value.to_dict())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: as_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): as_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [as_json(v) for v in value]
+    if isinstance(value, (PurePath, os.PathLike)):
+        return os.fspath(value)
+    return value

@@ -1,0 +1,26 @@
+"""``hf-tokbin show RELEASE``: decode a document or a training window, boundary tokens marked."""
+
+from __future__ import annotations
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("release", help="a release folder")
+    parser.add_argument("--split", default="train", help="train or validation (default train)")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--doc", type=int, metavar="N", help="document N of the split (from 0)")
+    which.add_argument("--window", type=int, metavar="OFFSET", help="a training window: --len T tokens of the split's token stream from OFFSET")
+    parser.add_argument("--len", dest="length", type=int, metavar="T", help="tokens in the window (with --window)")
+    parser.add_argument("--format", choices=("llmc", "megatron"), default=None, help="which files to read (default megatron if the release has it)")
+    parser.add_argument("--tokenizer", default=None, help="the release's tokenizer.json or folder, when it was built from a local one (its SHA-256 is checked)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars (show has none)")
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from ..api import show
+    from ..errors import FormatError
+
+    if args.window is not None and args.length is None:
+        raise FormatError(None, "--window OFFSET needs --len T")
+    print(show(args.release, args.split, doc=args.doc, window=args.window, length=args.length, format=args.format, tokenizer=args.tokenizer).render())
+    return 0

@@ -1,0 +1,86 @@
+"""A release's preview: the first documents of each split and format as Parquet, for the Hub's viewer.
+
+::
+
+    DIR/preview/train.parquet, DIR/preview/validation.parquet   (a split with no document has none)
+
+One row per document and format, the formats in their canonical order, then
+documents in split order (0, 1, ...)::
+
+    format     string   "llmc" or "megatron"
+    document   int64    the document's index in the split
+    part       string   the part holding it ("part-000000")
+    source     string   its source (the corpus's source column, else the dataset's name)
+    text       string   its text, as the corpus holds it
+    tokens     int64    len(input_ids)
+    input_ids  list<uint32>  the ids as that format's files hold the document, boundary tokens included
+                             (Megatron: [bos] + ids + [eod]; llm.c: [sep] + [bos] + ids, or [bos] + ids + [sep])
+
+At most :data:`PREVIEW_DOCUMENTS` documents per split and format (fewer
+when their text passes :data:`PREVIEW_TEXT_BYTES`; always at least one). The
+card declares the files as the ``preview`` config (``load_dataset(repo,
+"preview")``); ``COMPLETE.json`` lists them; no count of ``stats.json``
+includes them; ``verify`` checks every row against the token files.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .._io import commit_file, fsync_path, tmp_path_for
+from ..errors import VerificationError
+from .release import PREVIEW_DIR
+
+PREVIEW_CONFIG = "preview"  # the card's configs: config_name
+PREVIEW_DOCUMENTS = 100
+PREVIEW_TEXT_BYTES = 4 << 20  # the text of one split's preview rows, per format
+COLUMNS = ("format", "document", "part", "source", "text", "tokens", "input_ids")
+
+
+def preview_path(split: str) -> str:
+    return f"{PREVIEW_DIR}/{split}.parquet"
+
+
+def schema():
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("format", pa.string()),
+            ("document", pa.int64()),
+            ("part", pa.string()),
+            ("source", pa.string()),
+            ("text", pa.string()),
+            ("tokens", pa.int64()),
+            ("input_ids", pa.list_(pa.uint32())),
+        ]
+    )
+
+
+def write_preview(path: str | os.PathLike, rows: dict[str, list]) -> None:
+    """``rows`` (one list per column of :data:`COLUMNS`) as a Parquet file, the same bytes for the same rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({name: rows[name] for name in COLUMNS}, schema=schema())
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tmp_path_for(path)
+    # One row group and no statistics: bytes that depend on the rows alone (and the pyarrow version).
+    pq.write_table(table, tmp, row_group_size=max(1, table.num_rows), compression="zstd", write_statistics=False)
+    fsync_path(tmp)
+    commit_file(tmp, path)
+
+
+def read_preview(path: str | os.PathLike) -> dict[str, list]:
+    """The rows of a preview file as columns; a file that is not Parquet of :func:`schema` is a :class:`VerificationError`."""
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(Path(path))
+    except (OSError, ValueError) as e:  # pyarrow's errors derive from these
+        raise VerificationError(path, "preview is not readable Parquet", got=str(e).splitlines()[0][:200]) from None
+    if not table.schema.equals(schema()):
+        raise VerificationError(path, "preview columns must be " + ", ".join(COLUMNS), got=str(table.schema).replace("\n", "; ")[:300])
+    return table.to_pydict()

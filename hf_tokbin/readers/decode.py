@@ -1,0 +1,171 @@
+"""``hf-tokbin show``: decode what a trainer reads from a release, boundary tokens marked.
+
+::
+
+    shown = hf_tokbin.show("release/", split="train", doc=3)                  # one document
+    shown = hf_tokbin.show("release/", window=1000, length=64, format="llmc")  # a training window
+    shown = hf_tokbin.show("release/", doc=3, tokenizer="tok/")                # built from a local tokenizer.json
+    print(shown.render())
+
+A document is one Megatron sequence (``[bos] + ids + [eod]``) or one llm.c
+document with its separator (``[sep] + [bos] + ids``, or ``[bos] + ids + [sep]``
+with ``--llmc-sep after``), as :mod:`hf_tokbin.readers.views` finds them. A
+window is ``length`` ids of the split's token stream from ``window`` (the
+files one after the other). Each run of text ids is decoded with the
+release's own tokenizer (the one ``run_config.json`` pins: ``byte``, its Hub
+repo at the recorded commit, or a local ``tokenizer.json`` given with
+``tokenizer=`` whose SHA-256 must be the recorded one); each boundary token
+is shown as ``⟦ROLE ID 'TOKEN'⟧``, and where a document starts inside the
+output a line ``── document N ──`` says so.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..errors import FormatError
+from ..formats.release import RUN_CONFIG_NAME
+from ..formats.run_config import RunConfig
+from .views import LlmcSplit, MegatronSplit, TokenStream
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A run of ids of one document: text ids (``role`` None) or one boundary token (``"separator"``, ``"EOD"``, ``"BOS"``)."""
+
+    document: int  # the document's index in the split
+    starts_document: bool  # this piece is the first of its document
+    role: str | None
+    ids: tuple[int, ...]
+    text: str  # decoded text, or the boundary token's own text ("" if it has none)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What :func:`show` read: tokens ``start:stop`` of a split's stream in one format, in pieces."""
+
+    release: str
+    split: str
+    format: str
+    start: int
+    stop: int
+    n_tokens: int
+    pieces: tuple[Piece, ...]
+
+    def documents(self) -> dict[int, str]:
+        """Each document the window touches: its decoded text (boundary tokens left out)."""
+        texts: dict[int, str] = {}
+        for piece in self.pieces:
+            texts[piece.document] = texts.get(piece.document, "") + (piece.text if piece.role is None else "")
+        return texts
+
+    def render(self) -> str:
+        touched = sorted({p.document for p in self.pieces})
+        span = f"document {touched[0]}" if len(touched) == 1 else f"documents {touched[0]} to {touched[-1]}" if touched else "no document"
+        lines = [f"{self.release}: {self.split}, {self.format} tokens {self.start:,}..{self.stop:,} ({self.stop - self.start:,} of {self.n_tokens:,}), {span}"]
+        out = []
+        for piece in self.pieces:
+            if piece.starts_document:
+                out.append(f"\n── document {piece.document} ──\n")
+            elif not out:
+                out.append(f"── document {piece.document} (continued) ──\n")
+            out.append(piece.text if piece.role is None else _marker(piece))
+        return lines[0] + "\n" + "".join(out).lstrip("\n")
+
+
+def _marker(piece: Piece) -> str:
+    token = f" {piece.text!r}" if piece.text else ""
+    return f"⟦{piece.role} {piece.ids[0]}{token}⟧"
+
+
+def show(release, split: str = "train", *, doc: int | None = None, window: int | None = None, length: int | None = None, format: str | None = None, decode: Callable[[tuple[int, ...]], str]) -> Shown:
+    """Decode document ``doc``, or ``length`` tokens from ``window``, of a split of the release; see the module docstring.
+
+    ``decode``: ids to text, the release's tokenizer's
+    (:func:`hf_tokbin.tokenizer.decode.release_decoder`; ``hf_tokbin.show`` finds it).
+    """
+    root = Path(release)
+    config = RunConfig.read(root / RUN_CONFIG_NAME)
+    format = format or ("megatron" if "megatron" in config.formats else "llmc")
+    if format not in config.formats:
+        raise FormatError(root, f"this release holds no {format} files", expected=" or ".join(config.formats), got=format)
+    if (doc is None) == (window is None) or (window is not None and length is None):
+        raise FormatError(None, "show needs --doc N, or --window OFFSET with --len T", got=f"doc={doc}, window={window}, len={length}")
+    stream = MegatronSplit.open(root, split).stream if format == "megatron" else LlmcSplit.open(root, split)
+    try:
+        starts, ends = document_bounds(stream)
+    except FormatError:  # llm.c files without a separator: no document boundaries, windows only
+        if doc is not None:
+            raise
+        starts = ends = np.zeros(0, dtype=np.int64)
+    if doc is not None:
+        if not 0 <= doc < starts.size:
+            raise FormatError(root, f"no document {doc} in {split}", expected=f"0..{starts.size - 1}", got=doc)
+        start, stop = int(starts[doc]), int(ends[doc])
+    else:
+        if window < 0 or length < 1 or window + length > stream.n_tokens:
+            raise FormatError(root, f"window outside the {split} tokens", expected=f"0 <= OFFSET, 1 <= LEN, OFFSET + LEN <= {stream.n_tokens:,}", got=f"{window}+{length}")
+        start, stop = window, window + length
+    roles = boundary_roles(config, format, starts, ends, np.arange(start, stop))
+    pieces = _pieces(stream.read(start, stop), start, starts, roles, decode)
+    return Shown(os.fspath(release), split, format, start, stop, stream.n_tokens, tuple(pieces))
+
+
+def boundary_roles(config: RunConfig, format: str, starts: np.ndarray, ends: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Per stream position, the boundary token it holds by the layout (``"EOD"``, ``"separator"``, ``"BOS"``), or None.
+
+    By position, not by id: a document's text may hold the BOS or separator id
+    as ordinary text, and that is text.
+    """
+    roles = np.full(positions.size, None, dtype=object)
+    if not starts.size:
+        return roles
+    document = np.searchsorted(starts, positions, side="right") - 1
+    offset, from_end = positions - starts[document], ends[document] - 1 - positions
+    bos, sep = config.bos_id is not None, config.doc_sep_id is not None
+    if format == "megatron":
+        marks = [("BOS", offset == 0, bos), ("EOD", from_end == 0, sep)]
+    elif config.llmc_separator == "after":
+        marks = [("BOS", offset == 0, bos), ("separator", from_end == 0, sep)]
+    else:
+        marks = [("separator", offset == 0, sep), ("BOS", offset == int(sep), bos)]
+    for role, where, present in marks:
+        if present:
+            roles[where & (roles == None)] = role  # noqa: E711 (elementwise)
+    return roles
+
+
+def document_bounds(stream: TokenStream) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) of every document in the stream, as stream positions: a document ends at the next start or its file's end."""
+    starts, ends = [], []
+    for part in range(len(stream.parts)):
+        local = stream.document_starts(part)
+        offset = int(stream.offsets[part])
+        starts.append(local + offset)
+        ends.append(np.append(local[1:], stream.parts[part].size) + offset)
+    if not starts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(starts).astype(np.int64), np.concatenate(ends).astype(np.int64)
+
+
+def _pieces(ids: np.ndarray, start: int, starts: np.ndarray, roles: np.ndarray, decode) -> list[Piece]:
+    """The ids cut at document starts and boundary tokens; each text run decoded as one."""
+    ids = np.asarray(ids, dtype=np.int64)
+    positions = start + np.arange(ids.size)
+    document = np.searchsorted(starts, positions, side="right") - 1
+    boundary = roles != None  # noqa: E711 (elementwise)
+    cut = np.flatnonzero((np.diff(document) != 0) | boundary[1:] | boundary[:-1]) + 1
+    pieces = []
+    for run in np.split(np.arange(ids.size), cut):
+        if not run.size:
+            continue
+        first = int(run[0])
+        run_ids = tuple(int(i) for i in ids[run])
+        starts_document = bool(starts.size) and document[first] >= 0 and int(starts[document[first]]) == start + first
+        pieces.append(Piece(int(document[first]), starts_document, roles[first], run_ids, decode(run_ids)))
+    return pieces

@@ -1,0 +1,84 @@
+"""``verify``: a release's preview (:mod:`hf_tokbin.formats.preview`) holds exactly the first documents of its token files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import FormatError, VerificationError
+from ..formats.preview import COLUMNS, read_preview
+from ..formats.release import FORMATS, PREVIEW_DIR, SPLITS, Receipt
+from ..formats.run_config import RunConfig
+from ..readers.decode import document_bounds
+from ..readers.views import LlmcSplit, MegatronSplit
+
+
+def check_previews(root: Path, config: RunConfig, receipts: list[Receipt], listed: set[str]) -> None:
+    """Every ``preview/<split>.parquet`` COMPLETE.json lists: rows as the format promises, ids those of the files."""
+    for split in SPLITS:
+        rel = f"{PREVIEW_DIR}/{split}.parquet"
+        if rel in listed:
+            _check_preview(root / rel, root, config, split, receipts)
+    unknown = sorted(p for p in listed if p.startswith(f"{PREVIEW_DIR}/") and p not in {f"{PREVIEW_DIR}/{s}.parquet" for s in SPLITS})
+    if unknown:
+        raise VerificationError(root / unknown[0], "a preview is preview/train.parquet or preview/validation.parquet")
+
+
+def _check_preview(path: Path, root: Path, config: RunConfig, split: str, receipts: list[Receipt]) -> None:
+    rows = read_preview(path)
+    formats = [f for f in FORMATS if f in config.formats]
+    count = len(rows["format"]) // max(1, len(formats))
+    expected_formats = [f for f in formats for _ in range(count)]
+    if rows["format"] != expected_formats or count == 0:
+        raise VerificationError(path, "preview rows must be the same first documents for each format of the release, in order", expected=", ".join(formats), got=sorted(set(rows["format"])))
+    parts = _part_of_each_document(receipts, split, count)
+    for i in range(len(rows["format"])):
+        _check_row(path, rows, i, i % count, parts)
+    for name in ("part", "source", "text"):
+        if any(rows[name][i] != rows[name][i % count] for i in range(len(rows[name]))):
+            raise VerificationError(path, f"preview column {name} must be the same for a document in every format")
+    for k, format in enumerate(formats):
+        ids = rows["input_ids"][k * count : (k + 1) * count]
+        _check_ids(path, root, config, split, format, [np.asarray(v, dtype=np.int64) for v in ids])
+
+
+def _part_of_each_document(receipts: list[Receipt], split: str, count: int) -> list[str]:
+    parts = []
+    for receipt in receipts:
+        documents = receipt.splits[split].documents if split in receipt.splits else 0
+        parts.extend([receipt.part] * min(documents, count - len(parts)))
+    return parts
+
+
+def _check_row(path: Path, rows: dict, i: int, document: int, parts: list[str]) -> None:
+    where = f"row {i}"
+    if rows["document"][i] != document:
+        raise VerificationError(path, f"{where}: document must count the split's documents from 0", expected=document, got=rows["document"][i])
+    if document >= len(parts) or rows["part"][i] != parts[document]:
+        raise VerificationError(path, f"{where}: part must be the part holding the document (its receipts' counts)", expected=parts[document] if document < len(parts) else "none", got=rows["part"][i])
+    if any(rows[name][i] is None for name in COLUMNS):
+        raise VerificationError(path, f"{where}: no column may be null")
+    if rows["tokens"][i] != len(rows["input_ids"][i]):
+        raise VerificationError(path, f"{where}: tokens must be the number of input_ids", expected=len(rows["input_ids"][i]), got=rows["tokens"][i])
+
+
+def _check_ids(path: Path, root: Path, config: RunConfig, split: str, format: str, ids: list[np.ndarray]) -> None:
+    """Megatron: each row is that sequence. llm.c: the rows, one after the other, are the split's first ids, each a document."""
+    if format == "megatron":
+        documents = MegatronSplit.open(root, split)
+        for k, row in enumerate(ids):
+            if not np.array_equal(row, np.asarray(documents[k], dtype=np.int64)):
+                raise VerificationError(path, f"megatron document {k}: input_ids must be the Megatron sequence", got=f"{row[:8].tolist()}...")
+        return
+    stream = LlmcSplit.open(root, split, check_ids=False)
+    joined = np.concatenate(ids)
+    if joined.size > stream.n_tokens or not np.array_equal(np.asarray(stream.read(0, joined.size), dtype=np.int64), joined):
+        raise VerificationError(path, "llmc input_ids, one row after the other, must be the split's first llm.c ids")
+    try:
+        starts, _ = document_bounds(stream)
+    except FormatError:  # no separator: no document boundaries to compare with
+        return
+    row_starts = np.cumsum([0, *(r.size for r in ids[:-1])])
+    if not np.array_equal(starts[: len(ids)], row_starts):
+        raise VerificationError(path, "llmc rows must each be one document of the llm.c files", expected=starts[: len(ids)][:8].tolist(), got=row_starts[:8].tolist())

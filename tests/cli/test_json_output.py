@@ -1,0 +1,114 @@
+"""--json: the summary as one JSON object on stdout, messages and progress on stderr; the same facts as the human summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hub_server import HubServer, client_env
+from release_fixtures import stories, write_corpus
+
+TOKEN = "hf_json_test_token_0123456789"
+ROW = re.compile(r"^(train|validation)\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)\s+([\d.]+)$")
+
+
+def cli(*args, env=None) -> subprocess.CompletedProcess:
+    code = "import sys; from hf_tokbin.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env, capture_output=True, text=True, timeout=300)
+
+
+def one_object(result: subprocess.CompletedProcess) -> dict:
+    """stdout holds exactly one JSON object, on one line."""
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("\n") == 1, result.stdout
+    return json.loads(result.stdout)
+
+
+def table_counts(text: str) -> dict[str, dict]:
+    """The split table of a human summary (counts_table's columns) as counts."""
+    counts = {}
+    for line in text.splitlines():
+        found = ROW.match(line.strip())
+        if found:
+            documents, text_tokens, eod, total = (int(v.replace(",", "")) for v in found.groups()[1:5])
+            counts[found.group(1)] = {"documents": documents, "text_tokens": text_tokens, "eod_tokens": eod, "total_tokens": total}
+    return counts
+
+
+def without(record: dict, *keys) -> dict:
+    return {k: v for k, v in record.items() if k not in keys}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    return write_corpus(tmp_path_factory.mktemp("c") / "corpus", [("train", stories(20, 1)), ("train", stories(15, 2)), ("validation", stories(6, 3))])
+
+
+@pytest.fixture(scope="module")
+def built(corpus, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, subprocess.CompletedProcess]:
+    out = tmp_path_factory.mktemp("r") / "release"
+    flags = ["build", "--corpus", corpus, "--tokenizer", "byte", "--doc-sep", "0", "--out", out]
+    human = cli(*flags)
+    machine = cli(*flags, "--json")  # the complete release again: its summary read back
+    return out, human, machine
+
+
+def test_build_json_matches_the_build_table(built):
+    out, human, machine = built
+    record = one_object(machine)
+    assert human.returncode == 0 and table_counts(human.stdout)
+    assert {split: without(c, "text_bytes") for split, c in record["splits"].items()} == table_counts(human.stdout)
+    assert f"{record['files']} files" in human.stdout and record["out"] == str(out) and record["parts_skipped"] == 3
+    # The boundary line is a message: stdout for a person, stderr under --json.
+    assert record["boundary_tokens"] in human.stdout and record["boundary_tokens"] in machine.stderr
+
+
+def test_verify_json_matches_the_verify_summary(built):
+    out = built[0]
+    human, record = cli("verify", out), one_object(cli("verify", out, "--json"))
+    assert record["ok"] and record["kind"] == "release"
+    for split, c in record["splits"].items():
+        assert re.search(rf"{split}\s+{c['documents']:,} documents\s+{c['text_tokens']:,} text tokens\s+{c['eod_tokens']:,} EOD", human.stdout)
+    assert f"{record['files']} files" in human.stdout and ", ".join(record["formats"]) in human.stdout
+
+
+def test_info_json_matches_the_info_summary_and_the_build(built):
+    out, build_human, _ = built
+    human, record = cli("info", out), one_object(cli("info", out, "--json"))
+    assert {split: without(c, "text_bytes") for split, c in record["splits"].items()} == table_counts(human.stdout) == table_counts(build_human.stdout)
+    assert record["complete"] and f"release {record['dataset']}, complete" in human.stdout
+    assert "{" not in human.stdout  # a summary, not stats.json
+
+
+def test_info_json_of_a_token_file_carries_its_summary(built):
+    token_file = next((built[0] / "tokens").rglob("*.bin"))
+    human, record = cli("info", token_file), one_object(cli("info", token_file, "--json"))
+    assert record["kind"] == "llmc-file" and record["summary"] + "\n" == human.stdout
+
+
+def test_push_and_pull_json_match_their_summaries(built, tmp_path):
+    out = built[0]
+    home = tmp_path / "home"
+    home.mkdir()
+    with HubServer(token=TOKEN) as hub:
+        env = {**os.environ, **client_env(hub, home, TOKEN)}
+        preview = one_object(cli("push", out, "--repo", "me/rel", "--dry-run", "--json", env=env))
+        assert preview["dry_run"] and len(preview["add"]) > 0 and preview["keep"] == []
+        pushed = one_object(cli("push", out, "--repo", "me/rel", "--json", env=env))
+        assert pushed["files_uploaded"] == len(preview["add"]) and pushed["commits"] >= 1
+        again = cli("push", out, "--repo", "me/rel", env=env)
+        assert again.returncode == 0 and f"verified at {pushed['head']}" in again.stdout
+        pulled = one_object(cli("pull", "me/rel", "--out", tmp_path / "copy", "--json", env=env))
+        human = cli("pull", "me/rel", "--out", tmp_path / "copy2", env=env)
+    assert pulled["commit"] == pushed["head"] and pulled["complete"] and f"{pulled['files']} files" in human.stdout
+    assert f"me/rel@{pulled['commit']}" in human.stdout
+
+
+def test_an_error_under_json_is_one_line_on_stderr_and_nothing_on_stdout(tmp_path):
+    result = cli("verify", tmp_path / "missing", "--json")
+    assert result.returncode == 1 and result.stdout == "" and len(result.stderr.splitlines()) == 1
