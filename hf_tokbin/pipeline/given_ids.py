@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BuildError, CorpusInputError
+from .encode_batch import EncodeBatch
 
 ID_COLUMN = "input_ids"
 _IDS, _LENGTHS, _ROWS = "ids.u32", "lengths.i64", "rows.i64"  # per split: flat ids, id count per document, (member, row) per document
@@ -86,8 +87,6 @@ class Tokenize:
         self.text_column = text_column
 
     def __call__(self, batch) -> dict:
-        from .encode import EncodeBatch
-
         if self.text_column not in batch:
             raise CorpusInputError(None, f"missing text column {self.text_column!r}", expected=f"a column {self.text_column!r}", got=list(batch)[:10])
         texts = batch[self.text_column]
@@ -240,8 +239,6 @@ def check_given(encoder, task: tuple) -> tuple[np.ndarray, np.ndarray, int]:
     ``task``: (vocab size, shard, texts, text bytes, given flat ids, given lengths, row names, check mask).
     Returns what an encoding task returns: (flat ids in the release's width, lengths, text bytes).
     """
-    from .encode import EncodeBatch
-
     vocab_size, source, texts, n_bytes, flat, lengths, rows, mask = task
     batch = EncodeBatch(encoder, vocab_size, source)
     if flat.size and int(flat.max()) >= vocab_size:
