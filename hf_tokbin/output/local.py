@@ -12,6 +12,7 @@ from typing import Callable, Iterable, TypeVar
 
 from .._io import TMP_SUFFIX, sha256_file, write_text_atomic
 from ..errors import BuildError
+from ..formats.llmc_segments import copy_file_range_into
 from ..formats.records import FileEntry
 
 R = TypeVar("R")
@@ -37,6 +38,13 @@ def folder_lock(work: Path, location: str):
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def checked_range(where: str, data: bytes, start: int, length: int) -> bytes:
+    """``data`` if it is the ``length`` bytes asked for; else the file was shorter than its record says."""
+    if len(data) != length:
+        raise BuildError(where, "file is shorter than its record says", expected=f"{length} bytes from byte {start}", got=f"{len(data)} bytes", hint="run the build again")
+    return data
 
 
 def local_matches(path: Path, entry: FileEntry) -> bool:
@@ -83,6 +91,14 @@ class Output:
 
     def fetch(self, entry: FileEntry) -> None:
         """Make ``work/entry.path`` hold the published file, checked against its size and SHA-256."""
+        raise NotImplementedError
+
+    def read_range(self, rel: str, start: int, length: int) -> bytes:
+        """``length`` bytes of the published ``rel`` from byte ``start`` (an error if the file is shorter)."""
+        raise NotImplementedError
+
+    def copy_range_into(self, rel: str, start: int, length: int, fd: int) -> None:
+        """Append ``length`` bytes of the published ``rel`` from byte ``start`` to the open file ``fd``."""
         raise NotImplementedError
 
     def remove_tree(self, rel: str) -> None:
@@ -141,6 +157,14 @@ class LocalFolder(Output):
     def fetch(self, entry: FileEntry) -> None:
         if not self.matches(entry):
             raise BuildError(self.location(entry.path), "file must match its recorded size and SHA-256", expected=entry.sha256, hint="run the build again")
+
+    def read_range(self, rel: str, start: int, length: int) -> bytes:
+        with open(Path(self.root) / rel, "rb") as file:
+            data = os.pread(file.fileno(), length, start)
+        return checked_range(self.location(rel), data, start, length)
+
+    def copy_range_into(self, rel: str, start: int, length: int, fd: int) -> None:
+        copy_file_range_into(Path(self.root) / rel, start, length, fd)
 
     def remove_tree(self, rel: str) -> None:
         shutil.rmtree(Path(self.root) / rel, ignore_errors=True)

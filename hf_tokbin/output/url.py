@@ -41,10 +41,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._io import commit_file, naming_the_file, tmp_path_for
+from .._io import commit_file, naming_the_file, tmp_path_for, write_all
 from ..errors import BuildError
 from ..formats.records import FileEntry
-from .local import LocalFolder, Output, local_matches
+from .local import LocalFolder, Output, checked_range, local_matches
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _HASH_CHUNK = 1 << 22  # bytes read per step when hashing a remote file
@@ -211,6 +211,21 @@ class UrlFolder(Output):
         commit_file(tmp, local)
         if not local_matches(local, entry):
             raise BuildError(self.location(entry.path), "file must match its recorded size and SHA-256", expected=entry.sha256, got=f"{local.stat().st_size} bytes", hint="run the build again")
+
+    @_naming_the_url
+    def read_range(self, rel: str, start: int, length: int) -> bytes:
+        """A ranged read of the object (the backend's range request): never the whole file."""
+        fs, root = self._fs()
+        return checked_range(self.location(rel), fs.cat_file(f"{root}/{rel}", start=start, end=start + length), start, length)
+
+    @_naming_the_url
+    def copy_range_into(self, rel: str, start: int, length: int, fd: int) -> None:
+        """Ranged reads of the object, :data:`_HASH_CHUNK` bytes at a time, appended to ``fd``."""
+        fs, root = self._fs()
+        end = start + length
+        for first in range(start, end, _HASH_CHUNK):
+            last = min(first + _HASH_CHUNK, end)
+            write_all(fd, checked_range(self.location(rel), fs.cat_file(f"{root}/{rel}", start=first, end=last), first, last - first))
 
     @_naming_the_url
     def matches(self, entry: FileEntry) -> bool:
