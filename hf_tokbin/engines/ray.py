@@ -242,8 +242,9 @@ def _run_on_ray(ray, fn, plan, indices: list, max_retries: int, progress: bool, 
     return results
 
 
-def _task_result(ray, ref, label: str, max_retries: int) -> Any:
-    """The value of a finished task, or the error that ends the build."""
+def _task_result(ray, ref, label: str | int, max_retries: int) -> Any:
+    """The value of a finished task, or the error that ends the build (``label`` names it; an int is an input shard)."""
+    label = label if isinstance(label, str) else f"input shard {label}"
     try:
         value = ray.get(ref)
     except ray.exceptions.RayTaskError as e:

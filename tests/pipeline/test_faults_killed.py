@@ -43,7 +43,7 @@ def killed_at(call, when="before"):
     return wrapper
 
 
-if moment == "encoding":  # the third batch: the pairs' temporaries (and the llm.c staging pair's) are open
+if moment == "encoding":  # the third batch: the pairs' temporaries (and the llm.c segment's) are open
     from hf_tokbin.pipeline import encode
     real = encode.EncodeBatch.encode
     calls = []
@@ -109,7 +109,7 @@ def leftovers(out: Path) -> list[str]:
 
 # moment -> a leftover the kill must leave (proof that it landed there)
 MOMENTS = {
-    "encoding": ".work/llmc/.part-000000.bin",
+    "encoding": ".work/llmc/.part-000000.tokens",
     "closing_pair": "shards/train/.part-000000.bin.tmp",
     "between_parts": "receipts/part-000000.json",
     "finish": "tokens/",
