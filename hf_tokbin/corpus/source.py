@@ -2,7 +2,8 @@
 
 - a corpus folder on disk (``hf-tokbin corpus``): :class:`LocalShards`;
 - a Hub dataset repo holding a corpus folder (pushed with ``hf-tokbin push``):
-  fetched whole at its pinned commit, then :class:`LocalShards`;
+  its ``_MANIFEST.json`` fetched at the pinned commit, its shards read as
+  :class:`HubShards` (offline: the whole snapshot from the cache, :class:`LocalShards`);
 - any other Hub dataset repo of Parquet files (a plain
   ``huggingface_hub.upload_folder``, FineWeb-style, no manifest):
   :class:`HubShards`. Its corpus manifest is synthesized from the Hub's own
@@ -236,8 +237,9 @@ def resolve_corpus_source(name: str, revision: str | None = None, config: str | 
     if MANIFEST_NAME in files and _is_corpus_manifest(name, commit):
         if config is not None or splits:
             raise CorpusInputError(name, "--corpus-config and --corpus-split apply to a plain dataset repo; this one holds an hf_tokbin corpus", got=f"{config} {list(splits or [])}")
-        root, source, commit = resolve_corpus(name, revision)  # the commit is resolved again: a push meanwhile is read whole
-        return CorpusSource(root, source, commit, LocalShards(os.fspath(root)))
+        # Only the manifest comes down (it is in the cache already): each shard is fetched, and checked against
+        # the manifest's SHA-256, by the part that encodes it, on whichever node runs it; a dry run reads footers only.
+        return CorpusSource(_cached_manifest_folder(name, commit), name, commit, HubShards(name, commit, _endpoint()))
     manifest = synthesize_hub_manifest(name, commit, files, config, splits)
     root = Path(work_dir) if work_dir is not None else _temporary_folder("hf_tokbin-hub-corpus-")
     root.mkdir(parents=True, exist_ok=True)
@@ -292,6 +294,22 @@ def _is_corpus_manifest(repo_id: str, commit: str) -> bool:
     except Exception:  # noqa: BLE001 - unreadable: not a corpus manifest; the plain-repo path decides what to do
         return False
     return isinstance(record, dict) and record.get("format") == "hf_tokbin.corpus/1"
+
+
+def _cached_manifest_folder(repo_id: str, commit: str) -> Path:
+    """The cache's snapshot folder of ``commit`` holding the repo's corpus ``_MANIFEST.json`` (fetched if not there)."""
+    from huggingface_hub import hf_hub_download
+
+    from ..errors import TokbinError
+    from ..hub.retry import fetch_error
+    from ..hub.revision import escaped
+
+    try:
+        return Path(hf_hub_download(repo_id, MANIFEST_NAME, repo_type="dataset", revision=commit)).parent
+    except TokbinError:
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise escaped(fetch_error(f"{repo_id}@{commit}", "corpus", e)) from e
 
 
 def synthesize_hub_manifest(repo_id: str, commit: str, files: dict, config: str | None, splits: Sequence[str] | None) -> CorpusManifest:
