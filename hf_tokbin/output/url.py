@@ -11,13 +11,15 @@ a scratch folder. It then publishes the files to the URL with fsspec, in an
 order that keeps the completion rules of a local folder (on an object store
 an object appears only once its upload has finished):
 
-1. per part: the part's Megatron pair, its llm.c staging pair
-   ``.work/llmc/part-NNNNNN.bin|.idx``, the staging pair's sizes and digests
+1. per part: the part's Megatron pair, its llm.c segment
+   ``.work/llmc/part-NNNNNN.tokens|.ends``, the segment's sizes and digests
    ``.work/llmc/part-NNNNNN.json`` (``{"files": [{"path", "size", "sha256"},
    ...]}``, canonical JSON) and, last, the receipt;
-2. at the finish (on the driver): ``tokens/``, ``stats.json``, ``README.md``
-   and, last, ``COMPLETE.json``; then the remote ``.work/`` and the local
-   scratch folder are deleted.
+2. per llm.c file (a pack task, on any node): the file, made from ranged
+   reads of the segments at the URL (:meth:`UrlFolder.copy_range_into`);
+3. at the finish (on the driver, which reads records only): ``_MANIFEST.json``,
+   ``stats.json``, ``README.md`` and, last, ``COMPLETE.json``; then the remote
+   ``.work/`` and the local scratch folder are deleted.
 
 Nothing about the URL or its credentials is written into any release file;
 credentials come from the backend's own configuration (environment
