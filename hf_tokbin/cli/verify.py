@@ -27,6 +27,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seq-len", "-T", type=int, default=defaults.seq_len, help="the loader's sequence length T (default: %(default)s, llm.c's)")
     parser.add_argument("--world-size", type=int, default=defaults.world_size, help="processes reading the same files (default: %(default)s)")
     parser.add_argument("--eod-id", type=int, default=None, help="the EOD id for Megatron/MaxText checks (default: run_config.json's)")
+    parser.add_argument("--engine", choices=["local", "ray"], default="local", help="a release folder: where the per-file checks run (ray: one task per pair and llm.c file; every node must see PATH)")
+    parser.add_argument("--num-proc", type=int, default=1, metavar="N", help="with --engine local: files checked at once (default: %(default)s)")
+    parser.add_argument("--ray-address", default=None, metavar="ADDR", help="with --engine ray: the cluster (default: Ray's rule, as for build)")
     parser.set_defaults(run=run)
 
 
@@ -56,7 +59,7 @@ def run(args) -> int:
     if args.target is None:
         from ..verify.files import verify_path
 
-        print(verify_path(args.path))
+        print(verify_path(args.path, engine=args.engine, num_proc=args.num_proc, ray_address=args.ray_address))
         return 0
     from ..verify.compat import ERROR, WARNING, LoaderSettings, check
 

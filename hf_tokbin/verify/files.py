@@ -29,14 +29,21 @@ def verify_token_file(path: str | os.PathLike) -> str:
     return f"{path}: OK: Megatron pair, {len(pair):,} sequences, {pair.n_tokens:,} tokens, dtype {pair.dtype.name}"
 
 
-def verify_path(path: str | os.PathLike) -> str:
-    """``hf-tokbin verify PATH``: whatever ``path`` holds (:func:`hf_tokbin.formats.sniff.sniff`), checked completely."""
+def verify_path(path: str | os.PathLike, engine: str = "local", num_proc: int = 1, ray_address: str | None = None) -> str:
+    """``hf-tokbin verify PATH``: whatever ``path`` holds (:func:`hf_tokbin.formats.sniff.sniff`), checked completely.
+
+    A release's per-file checks run on ``engine`` (see :func:`hf_tokbin.verify.release.verify_release`).
+    """
     from .release import verify_llmc_folder, verify_release
 
     path = Path(path)
     kind = sniff(path)
     if kind == "release":
-        return verify_release(path).summary()
+        if num_proc < 1:
+            from ..errors import VerificationError
+
+            raise VerificationError(path, "--num-proc must be at least 1", got=num_proc)
+        return verify_release(os.path.abspath(path) if engine == "ray" else path, engine, num_proc, ray_address).summary()
     if kind == "llmc-folder":
         manifest = verify_llmc_folder(path)
         tokens = sum(f.n_tokens for f in manifest.files)

@@ -12,7 +12,9 @@ on the driver), and runs the real command line:
 2. ``--engine local`` on the long repo (the reference bytes);
 3. ``--engine ray`` on the long repo with small llm.c files (many pack
    tasks), a worker process SIGKILLed while it runs a pack task, and the
-   same with ``--engine local``.
+   same with ``--engine local``;
+4. ``hf-tokbin verify --engine ray`` (a task per pair and llm.c file) on the
+   release, and on a copy with one flipped byte in an llm.c file.
 
 Each shard is fetched by the node that encodes it (the driver reads only the
 listing and the Parquet footers), the llm.c files are packed by tasks, so the
@@ -38,7 +40,7 @@ SAMPLED_SHARDS = 60  # >= 2048 sampled documents / 40 per shard: identical in bo
 BIG_FILES, SMALL_FILES = 2_000_000, 40_000  # --max-tokens-per-file: a few llm.c files, or dozens (pack tasks to kill)
 
 DRIVER = r'''
-import json, os, signal, subprocess, sys, threading, time
+import json, os, shutil, signal, subprocess, sys, threading, time
 from pathlib import Path
 
 sys.path.insert(0, %(tests)r)
@@ -96,6 +98,11 @@ def local_build(env, repo, out, max_tokens):
     return {"returncode": done.returncode, "stderr": done.stderr[-4000:]}
 
 
+def verify(env, release):
+    done = subprocess.run(["hf-tokbin", "verify", release, "--engine", "ray", "--ray-address", os.environ["RAY_ADDRESS"]], env=env, capture_output=True, text=True, timeout=DEADLINE_S)
+    return {"returncode": done.returncode, "stdout": done.stdout[-2000:], "stderr": done.stderr[-2000:]}
+
+
 def kill_a_pack_worker(process):
     """SIGKILL the first worker seen running a pack task (its title still says so just before the kill)."""
     deadline = time.monotonic() + DEADLINE_S
@@ -124,6 +131,13 @@ with HubServer() as hub:
     report["long_local"] = local_build(env, "tester/long", "long-local", %(big)d)
     report["killed"] = ray_build(env, "tester/long", "killed-ray", %(small)d, str(WORK / "io-killed.json"), kill_a_pack_worker)
     report["killed_local"] = local_build(env, "tester/long", "killed-local", %(small)d)
+    report["verify"] = verify(env, "long-ray")
+    shutil.copytree("long-ray", "corrupted")
+    victim = sorted(Path("corrupted").rglob("tokens/*/*/train-*.bin"))[-1]
+    data = bytearray(victim.read_bytes())
+    data[-3] ^= 0x01  # another id: the file's SHA-256 no longer matches COMPLETE.json
+    victim.write_bytes(bytes(data))
+    report["verify_corrupted"] = {**verify(env, "corrupted"), "victim": victim.name}
     report["whole_shard_downloads"] = sum(1 for _, method, path, status in hub.requests if method == "GET" and status == 200 and path.endswith(".parquet"))
 for name in ("short", "long"):
     report[f"io_{name}"] = json.loads((WORK / f"io-{name}.json").read_text())
@@ -201,3 +215,9 @@ def test_a_worker_killed_mid_pack_still_ends_in_the_local_bytes(work, report):
     release = tree_bytes(work / "killed-ray")
     assert len([p for p in release if p.startswith("tokens/") and p.endswith(".bin")]) >= 20  # dozens of pack tasks
     assert release == tree_bytes(work / "killed-local")
+
+
+def test_verify_on_the_cluster_accepts_the_release_and_names_a_corrupted_file(report):
+    assert report["verify"]["returncode"] == 0 and "OK" in report["verify"]["stdout"], report["verify"]
+    broken = report["verify_corrupted"]
+    assert broken["returncode"] == 1 and broken["victim"] in broken["stderr"] and "Traceback" not in broken["stderr"], broken
