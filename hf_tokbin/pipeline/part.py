@@ -68,17 +68,8 @@ def _build_part_from(plan: BuildPlan, index: int, shard_path: Path, progress: bo
     work = plan.output.work
     split = shard.split
     writers = _open_writers(plan, work, split, part)
-    documents = text_tokens = text_bytes = 0
     try:
-        for flat, lengths, n_bytes in shuffled_documents(plan, index, encode_shard(plan, index, progress, shard_path)):
-            flat, lengths = checked_documents(flat, lengths, plan.tokenizer.vocab_size, shard_path)  # once, for every format
-            if "llmc" in plan.formats:
-                _check_fits_llmc_file(plan, shard_path, lengths, documents)
-            for writer in writers.values():
-                writer.add_checked_documents(flat, lengths)
-            documents += int(lengths.size)
-            text_tokens += int(flat.size)
-            text_bytes += n_bytes
+        documents, text_tokens, text_bytes = _write_documents(plan, index, shard_path, progress, writers)
         # Before close() renames anything: a part that lost documents leaves no file under a final name.
         if documents != shard.rows:
             raise BuildError(shard_path, "documents out must equal rows in (nothing lost)", expected=shard.rows, got=documents)
@@ -120,6 +111,21 @@ def _build_part_from(plan: BuildPlan, index: int, shard_path: Path, progress: bo
     receipt.write(work)
     _publish_part(plan.output, receipt, staging)
     return receipt, True
+
+
+def _write_documents(plan: BuildPlan, index: int, shard_path: Path, progress: bool, writers: dict) -> tuple[int, int, int]:
+    """Encode the shard and hand every batch, its ids checked once, to every writer. Returns (documents, text tokens, text bytes)."""
+    documents = text_tokens = text_bytes = 0
+    for flat, lengths, n_bytes in shuffled_documents(plan, index, encode_shard(plan, index, progress, shard_path)):
+        flat, lengths = checked_documents(flat, lengths, plan.tokenizer.vocab_size, shard_path)  # once, for every format
+        if "llmc" in plan.formats:
+            _check_fits_llmc_file(plan, shard_path, lengths, documents)
+        for writer in writers.values():
+            writer.add_checked_documents(flat, lengths)
+        documents += int(lengths.size)
+        text_tokens += int(flat.size)
+        text_bytes += n_bytes
+    return documents, text_tokens, text_bytes
 
 
 def _open_writers(plan: BuildPlan, work: Path, split: str, part: str) -> dict:
