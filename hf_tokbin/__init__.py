@@ -31,12 +31,17 @@ from .errors import (  # noqa: E402
     TokenizerError,
     VerificationError,
 )
-from .formats.llmc import LlmcWriter, TokensManifest, open_tokens, write_tokens  # noqa: E402
-from .formats.megatron import MegatronPair, MegatronWriter  # noqa: E402
 
-# The stages import datasets, tokenizers or the Hub client: loaded on first use,
-# so `hf-tokbin verify` and a reader's `import hf_tokbin` stay quick.
+# Loaded on first use: the stages import datasets, tokenizers or the Hub client, the
+# formats numpy, so `hf-tokbin --help` and a reader's `import hf_tokbin` stay quick.
 _LAZY = {
+    "BuildOptions": "formats.build_options",
+    "LlmcWriter": "formats.llmc",
+    "TokensManifest": "formats.llmc",
+    "open_tokens": "formats.llmc",
+    "write_tokens": "formats.llmc",
+    "MegatronPair": "formats.megatron",
+    "MegatronWriter": "formats.megatron",
     "BuildPlan": "pipeline",
     "BuildSummary": "pipeline",
     "ReleaseSummary": "api",
@@ -70,6 +75,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "BuildError",
+    "BuildOptions",
     "BuildPlan",
     "BuildSummary",
     "CorpusInputError",

@@ -27,7 +27,6 @@ line (``progress=False``, or ``TQDM_DISABLE=1``, turns them off).
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,8 +65,6 @@ def build_release(
     tokenizer,
     out: str | os.PathLike,
     *,
-    formats: Sequence[str] = ("llmc", "megatron"),
-    num_proc: int = 1,
     progress: bool = True,
     name: str | None = None,
     revision: str | None = None,
@@ -83,7 +80,8 @@ def build_release(
     doc_sep: int | str | None = None,
     bos: int | str | None = None,
     engine: str = "local",
-    **build_options,
+    options=None,
+    **option_fields,
 ) -> ReleaseSummary:
     """Build a verified tokenized release of ``source`` with ``tokenizer`` into ``out``; see the module docstring.
 
@@ -94,40 +92,44 @@ def build_release(
     and splits. ``text_column``, ``split``, ``split_map``, ``val_per_mille``,
     ``shard_rows``/``shard_bytes`` apply when ``source`` is first written as
     a corpus (files or an in-memory dataset); ``name`` names that corpus
-    (default: the name of ``out``). Other keywords go to
-    :func:`hf_tokbin.pipeline.plan_build` (``max_tokens_per_file``, ``llmc_layout``, ``llmc_separator``, ``parse_special``, ``shuffle_seed``, ``fast``, ...).
+    (default: the name of ``out``). ``options`` (a
+    :class:`hf_tokbin.pipeline.BuildOptions`) and the other keywords, its
+    fields (``formats``, ``num_proc``, ``limit``, ``llmc_layout``,
+    ``llmc_separator``, ``parse_special``, ``shuffle_seed``, ``fast``, ...), are
+    the build's options, as ``hf-tokbin build``'s flags give them.
     """
+    from .formats.build_options import BuildOptions
     from .pipeline import build, plan_build
-    from .corpus.source import resolve_corpus_source
     from .tokenizer.resolve import TokenizerInfo, resolve_tokenizer
 
+    options = BuildOptions.of(options, **option_fields)  # every option checked before any work
     if not isinstance(tokenizer, TokenizerInfo):
         tokenizer = resolve_tokenizer(os.fspath(tokenizer), tokenizer_id, doc_sep=doc_sep, bos=bos)
     import_options = dict(text_column=text_column, split=split, split_map=split_map, val_per_mille=val_per_mille, shard_rows=shard_rows, shard_bytes=shard_bytes)
     name = name if name is not None else Path(os.fspath(out).rstrip("/")).name
-    scratch = None
-    try:
-        if _is_dataset(source):
-            scratch = Path(tempfile.mkdtemp(prefix="hf_tokbin-corpus-"))
-            import_dataset(source, scratch / name, name=name, progress=progress, **import_options)
-            found, origin = resolve_corpus_source(os.fspath(scratch / name)), "in-memory dataset"
-        elif _is_corpus_or_repo(source):
-            found = resolve_corpus_source(os.fspath(source), revision, config, splits)
-            origin = found.source
-        else:
-            from .corpus.write import import_corpus
-
-            scratch = Path(tempfile.mkdtemp(prefix="hf_tokbin-corpus-"))
-            paths = [source] if isinstance(source, (str, os.PathLike)) else list(source)
-            import_corpus(paths, scratch / name, name=name, progress=progress, **import_options)
-            found, origin = resolve_corpus_source(os.fspath(scratch / name)), "files"
-        plan = plan_build(found.root, tokenizer, out, formats=tuple(formats), num_proc=num_proc, corpus_source=found.source, corpus_revision=found.revision, shards=found.shards, **build_options)
+    with tempfile.TemporaryDirectory(prefix="hf_tokbin-corpus-", ignore_cleanup_errors=True) as scratch:
+        found, origin = _corpus_source(source, Path(scratch) / name, progress, (revision, config, splits), import_options)
+        plan = plan_build(found.root, tokenizer, out, options, corpus_source=found.source, corpus_revision=found.revision, shards=found.shards)
         summary = build(plan, engine=engine, progress=progress)
         corpus = plan.corpus
         return ReleaseSummary(summary, corpus.name, origin, found.revision, corpus.split_rule, corpus.empty_documents_dropped)
-    finally:
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _corpus_source(source, scratch: Path, progress: bool, hub_choice: tuple, import_options: dict):
+    """(the resolved corpus, where it came from): a corpus folder or Hub repo as it is, else first written as a corpus at ``scratch``."""
+    from .corpus.source import resolve_corpus_source
+
+    if _is_corpus_or_repo(source):
+        found = resolve_corpus_source(os.fspath(source), *hub_choice)
+        return found, found.source
+    if _is_dataset(source):
+        import_dataset(source, scratch, name=scratch.name, progress=progress, **import_options)
+        return resolve_corpus_source(os.fspath(scratch)), "in-memory dataset"
+    from .corpus.write import import_corpus
+
+    paths = [source] if isinstance(source, (str, os.PathLike)) else list(source)
+    import_corpus(paths, scratch, name=scratch.name, progress=progress, **import_options)
+    return resolve_corpus_source(os.fspath(scratch)), "files"
 
 
 def _is_dataset(source) -> bool:
@@ -142,14 +144,14 @@ def _is_dataset(source) -> bool:
 
 def _is_corpus_or_repo(source) -> bool:
     from .formats.corpus_manifest import MANIFEST_NAME
+    from .formats.rules import is_repo_id
 
     if not isinstance(source, (str, os.PathLike)):
         return False
     text = os.fspath(source)
     if Path(text, MANIFEST_NAME).is_file():
         return True
-    parts = text.split("/")
-    return not Path(text).exists() and len(parts) == 2 and all(parts) and "://" not in text and not any(c in text for c in "*?[")
+    return not Path(text).exists() and is_repo_id(text) and "://" not in text and not any(c in text for c in "*?[")
 
 
 def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, text_column="text", split: str = "auto", split_map=None, val_per_mille: int = 1, shard_rows=None, shard_bytes=None, progress: bool = False, license: str = "unknown", language=()):

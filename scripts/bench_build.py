@@ -1,31 +1,34 @@
-"""Raw text to a verified release, against seed 002's encoder on the same cores (issues 8 and 15).
+"""Raw text to a verified release: hf_tokbin against the encoder alone and seed 002's method (issues 8, 15, 23).
 
-Both jobs start from the same TinyStories-like text files and the same
-8,192-entry byte-level BPE, run as fresh processes (start-up and imports
-count), alternately, ``--rounds`` times each:
+Every job starts from the same TinyStories-like text files and the same
+8,192-entry byte-level BPE and runs as fresh processes (start-up and imports
+count):
 
-- **seed 002**: its story reader, its pure-Python chunk-cache encoder in a
-  ``multiprocessing.Pool`` of ``--num-proc`` processes, one flat uint16 file
-  (``scripts/bench_build.py --seed002-job``);
-- **hf_tokbin**: ``hf-tokbin corpus tinystories`` then ``hf-tokbin build
-  --format llmc,megatron --num-proc N`` (then ``hf-tokbin verify``, timed on
-  its own line, not in the ratio).
+- **encoder limit**: gigatoken alone encoding the same stories (read before the
+  clock starts), one process, all threads, batches of 20,000: the floor;
+- **seed 002, per character**: its story reader and pure-Python chunk-cache
+  encoder (``scripts/seed002.py``, ``re`` with spelled-out character classes)
+  in a ``multiprocessing.Pool`` of ``--num-proc`` processes;
+- **seed 002, C regex**: the same method as fast as pure Python makes it
+  (``Seed002RegexEncoder``: the ``regex`` package's ``\\p{L}``, chunks looked up);
+- **hf_tokbin, --num-proc 1 and N**: ``hf-tokbin corpus tinystories`` then
+  ``hf-tokbin build --format llmc,megatron`` (then ``hf-tokbin verify``, timed
+  on its own line).
 
-It checks that both produced the same ids for every story (from the
-Megatron pairs, EOD stripped), then prints MB/s of text, tokens/s, the ratio,
-the peak memory of each job's whole process tree (PSS, sampled every 20 ms),
-and hf_tokbin's stages: the corpus command, the build's start-up (imports and
-planning, up to ``run_config.json``), its parts (fast-path check, encoding,
-writing, up to the last receipt), its finish (up to ``COMPLETE.json``) and its
-exit, each with its share of the wall time and its peak. The fast-path
-check's cache (``HF_TOKBIN_CACHE``, here ``WORK/cache``) is emptied before the
-first round, so round 1 pays the full check and later rounds the cached one;
-both are printed.
+It checks that every job produced the same ids for every story (the Megatron
+pairs, EOD stripped), then prints seconds, MB/s, each job's ratio to the
+encoder limit and seed 002's ratios to hf_tokbin, the peak memory of each
+job's process tree (PSS, sampled every 20 ms), the load average, and
+hf_tokbin's stages side by side for both ``--num-proc``: the corpus command,
+the build's start-up (imports and planning, up to ``run_config.json``), its
+parts (fast-path proof, encoding, writing, up to the last receipt), its finish
+(up to ``COMPLETE.json``) and its exit, each with its share and its peak.
 
-    python scripts/bench_build.py --mb 200            # the issue's figure
-    python scripts/bench_build.py --mb 20 --rounds 1  # a quick look
-    python scripts/bench_build.py --mb 2200 --rounds 1 --shard-mb 2000  # TinyStories V2's size, one 2 GB shard
-    python scripts/bench_build.py --mb 50 --rounds 1 --writes-against /work/main  # + bytes written per token, vs that tree
+    python scripts/bench_build.py --mb 200             # the issue's figure
+    python scripts/bench_build.py --mb 20              # a quick look
+    python scripts/bench_build.py --mb 2200 --skip-seed002-per-char   # TinyStories V2's size, default shards
+
+Needs ``pip install 'hf_tokbin[bench]'`` (psutil, regex).
 
 With ``--writes-against TREE`` a last section builds the same corpus once
 more with this tree's code and once with TREE's (another checkout, e.g. the
@@ -37,14 +40,13 @@ the files' times, as above), and the bytes written per byte of token data
 process wrote through write calls) and ``write_bytes`` (what reached the
 disk's block layer, kernel copies included). The ideal is 1 per format plus
 the records (indices, receipts, manifests).
-
-Needs ``psutil`` (for the process-tree memory).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import multiprocessing
 import os
 import shutil
@@ -58,6 +60,7 @@ from seed002 import stories
 
 HERE = Path(__file__).resolve().parent
 BATCH = 512
+LIMIT_BATCH = 20_000
 
 
 # ---------------------------------------------------------------- seed 002's job (run in its own process)
@@ -77,21 +80,21 @@ def batched(iterable, size: int):
 _encoder = None
 
 
-def _init(tokenizer_json: str) -> None:
+def _init(tokenizer_json: str, variant: str) -> None:
     global _encoder
-    from seed002 import Seed002Encoder
+    from seed002 import Seed002Encoder, Seed002RegexEncoder
 
-    _encoder = Seed002Encoder.from_tokenizer_json(tokenizer_json)
+    _encoder = {"per-char": Seed002Encoder, "regex": Seed002RegexEncoder}[variant].from_tokenizer_json(tokenizer_json)
 
 
 def _encode(batch: list[str]):
     return _encoder.encode_batch(batch)
 
 
-def seed002_job(tokenizer_json: str, out: str, num_proc: int, texts: list[str]) -> None:
+def seed002_job(variant: str, tokenizer_json: str, out: str, num_proc: int, texts: list[str]) -> None:
     """Encode every story of ``texts`` files; write ids (uint16) and lengths (int64) side by side."""
     with open(out + ".ids", "wb") as ids_file, open(out + ".lengths", "wb") as lengths_file:
-        with multiprocessing.Pool(num_proc, initializer=_init, initargs=(tokenizer_json,)) as pool:
+        with multiprocessing.Pool(num_proc, initializer=_init, initargs=(tokenizer_json, variant)) as pool:
             for path in texts:
                 for ids, lengths in pool.imap(_encode, batched(stories(path), BATCH), chunksize=4):
                     ids.astype(np.uint16).tofile(ids_file)
@@ -142,27 +145,31 @@ def build_stages(release: Path, start: float, end: float) -> list[tuple[str, flo
     ]
 
 
-def time_check(tokenizer: Path, corpus: Path, cache: Path) -> tuple[float, float]:
-    """Seconds of the fast-path check in this process: full (empty cache), then from the cache."""
-    import os
+def encoder_limit_job(tokenizer_json: str, out: str, texts: list[str]) -> None:
+    """gigatoken alone on every story of ``texts`` files (read first, not timed): prints the encoding seconds."""
+    import gigatoken
+    from awkward import flatten, num, to_numpy
 
-    from hf_tokbin.pipeline.encode import check_with_cache, sample_documents
-    from hf_tokbin.pipeline.plan import plan_build
-    from hf_tokbin.tokenizer.encoder import encoder_for
-    from hf_tokbin.tokenizer.resolve import resolve_tokenizer
+    from hf_tokbin.corpus.tinystories_text import read_stories
 
-    os.environ["HF_TOKBIN_CACHE"] = str(cache)
-    shutil.rmtree(cache, ignore_errors=True)
-    plan = plan_build(corpus, resolve_tokenizer(str(tokenizer)), cache / "unused")
-    seconds = []
-    for _ in range(2):
-        encoder = encoder_for(plan.tokenizer.path)
-        seconds.append(check_with_cache(encoder, sample_documents(plan)).seconds)
-    shutil.rmtree(cache, ignore_errors=True)
-    return seconds[0], seconds[1]
+    config = json.loads(Path(tokenizer_json).read_text())
+    config["added_tokens"] = []  # as the build gives it (no story holds one)
+    engine = gigatoken.Tokenizer.from_json(json.dumps(config))
+    documents = [story for path in texts for story in read_stories(path)]
+    engine.encode_batch(documents[:100])  # its thread pool started, as in a build
+    ids, lengths = [], []
+    started = time.perf_counter()
+    for first in range(0, len(documents), LIMIT_BATCH):
+        rows = engine.encode_batch(documents[first : first + LIMIT_BATCH])
+        ids.append(to_numpy(flatten(rows, axis=1)).astype(np.uint16))
+        lengths.append(to_numpy(num(rows, axis=1)).astype(np.int64))
+    seconds = time.perf_counter() - started
+    np.concatenate(ids).tofile(out + ".ids")
+    np.concatenate(lengths).tofile(out + ".lengths")
+    print(f"{seconds:.4f}")
 
 
-def digest_seed002(out: Path) -> tuple[str, int]:
+def digest_flat(out: Path) -> tuple[str, int]:
     ids = np.fromfile(f"{out}.ids", dtype=np.uint16)
     lengths = np.fromfile(f"{out}.lengths", dtype=np.int64)
     return hashlib.sha256(ids.tobytes() + lengths.tobytes()).hexdigest(), int(ids.size)
@@ -210,70 +217,104 @@ def load() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=float, default=200.0, help="MB of training text (validation: 1%% more)")
-    parser.add_argument("--num-proc", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=2, help="runs of each job, alternating; the best counts")
+    parser.add_argument("--num-proc", type=int, default=2, help="processes of seed 002's pool and of the second hf_tokbin build")
     parser.add_argument("--vocab-size", type=int, default=8192)
-    parser.add_argument("--shard-mb", type=float, default=None, help="corpus shard size in MB of text (default: hf-tokbin's); fix it to compare memory across corpus sizes")
+    parser.add_argument("--shard-mb", type=float, default=None, help="corpus shard size in MB of text (default: hf-tokbin's)")
+    parser.add_argument("--skip-seed002-per-char", action="store_true", help="leave out the slowest baseline (minutes at 2.2 GB)")
     parser.add_argument("--work", type=Path, default=Path("bench-build"), help="folder for inputs and outputs")
     parser.add_argument("--writes-against", type=Path, metavar="TREE", help="also compare bytes written per token and the finish's share with the hf_tokbin code of TREE")
     parser.add_argument("--seed002-job", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
+    parser.add_argument("--limit-job", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.seed002_job:
-        tokenizer_json, out, *texts = args.seed002_job
-        seed002_job(tokenizer_json, out, args.num_proc, texts)
+        variant, tokenizer_json, out, *texts = args.seed002_job
+        seed002_job(variant, tokenizer_json, out, args.num_proc, texts)
+        return 0
+    if args.limit_job:
+        tokenizer_json, out, *texts = args.limit_job
+        encoder_limit_job(tokenizer_json, out, texts)
         return 0
 
     train, valid, tokenizer = prepare(args.work, args.mb, args.vocab_size)
     text_mb = (train.stat().st_size + valid.stat().st_size) / 1e6
-    hf_tokbin = [sys.executable, "-m", "hf_tokbin"]
-    corpus, release, baseline, cache = args.work / "corpus", args.work / "release", args.work / "seed002", args.work / "cache"
-    shard_option = ["--shard-bytes", str(int(args.shard_mb * 1e6))] if args.shard_mb else []
-    env = {**os.environ, "HF_TOKBIN_CACHE": str(cache.resolve())}
-    jobs = {
-        "seed 002 encoder": [[sys.executable, __file__, "--num-proc", str(args.num_proc), "--seed002-job", str(tokenizer / "tokenizer.json"), str(baseline), str(train), str(valid)]],
-        "hf_tokbin corpus + build": [
-            [*hf_tokbin, "corpus", "tinystories", str(train), str(valid), "--out", str(corpus), *shard_option],
-            [*hf_tokbin, "build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--format", "llmc,megatron", "--num-proc", str(args.num_proc), "--out", str(release), "--quiet"],
-        ],
-    }
-    shutil.rmtree(cache, ignore_errors=True)  # round 1 pays the full fast-path check
-    best = {name: (float("inf"), 0) for name in jobs}
-    stages: dict[int, list] = {}
-    for round_ in range(args.rounds):
-        for name, commands in jobs.items():
-            shutil.rmtree(corpus, ignore_errors=True)
-            shutil.rmtree(release, ignore_errors=True)
-            spans, samples = run_tree(commands, env)
-            seconds, peak = spans[-1][1] - spans[0][0], peak_between(samples, spans[0][0], spans[-1][1])
-            print(f"round {round_ + 1}: {name:<26} {seconds:7.2f} s  peak {peak / 2**20:7.0f} MiB  ({load()})", flush=True)
-            if name.startswith("hf_tokbin"):
-                rows = [("corpus tinystories", *spans[0]), *build_stages(release, *spans[1])]
-                stages[round_] = [(label, end - start, peak_between(samples, start, end)) for label, start, end in rows]
-            best[name] = (min(best[name][0], seconds), max(best[name][1], peak))
+    tokenizer_json, inputs = str(tokenizer / "tokenizer.json"), [str(train), str(valid)]
+    print(f"{text_mb:,.1f} MB of text; {load()}", flush=True)
+    limit_out = args.work / "limit"
+    process = subprocess.run([sys.executable, __file__, "--limit-job", tokenizer_json, str(limit_out), *inputs], capture_output=True, text=True, check=True)
+    limit = float(process.stdout.split()[-1])
+    reference = digest_flat(limit_out)
+    n_tokens = reference[1]
+    print(f"encoder limit (gigatoken alone, batches of {LIMIT_BATCH:,}): {limit:.2f} s ({load()})", flush=True)
 
-    ours, n_tokens = digest_release(release)
-    theirs, their_tokens = digest_seed002(baseline)
-    if ours != theirs:
-        sys.exit(f"ids differ: seed 002 gave {their_tokens:,} tokens, hf_tokbin {n_tokens:,}")
-    base_seconds = best["seed 002 encoder"][0]
-    print(f"\n{text_mb:,.1f} MB of text, {n_tokens:,} tokens, ids identical; {args.num_proc} processes; best of {args.rounds}; {load()}")
-    print(f"{'job':<26}{'seconds':>9}{'MB/s':>9}{'Mtok/s':>9}{'ratio':>8}{'peak MiB':>10}")
-    for name, (seconds, peak) in best.items():
-        print(f"{name:<26}{seconds:>9.2f}{text_mb / seconds:>9.1f}{n_tokens / seconds / 1e6:>9.2f}{base_seconds / seconds:>8.2f}{peak / 2**20:>10.0f}")
-    for round_, rows in stages.items():
-        total = sum(seconds for _, seconds, _ in rows)
-        note = "full fast-path check" if round_ == 0 else "fast-path check from the cache"
-        print(f"\nhf_tokbin stages, round {round_ + 1} ({note}): {total:.2f} s")
-        for label, seconds, peak in rows:
-            print(f"  {label:<38}{seconds:>7.2f} s {100 * seconds / total:>5.1f}%  peak {peak / 2**20:>6.0f} MiB")
-    full, cached = time_check(tokenizer, corpus, cache)
-    print(f"\nfast-path check in one process: full {full:.2f} s, from the cache {cached:.2f} s", flush=True)
-    verify_spans, verify_samples = run_tree([[*hf_tokbin, "verify", str(release)]], env)
+    results: dict[str, tuple[float, int]] = {}
+    baselines = ["regex"] if args.skip_seed002_per_char else ["per-char", "regex"]
+    for variant in baselines:
+        out = args.work / f"seed002-{variant}"
+        spans, samples = run_tree([[sys.executable, __file__, "--num-proc", str(args.num_proc), "--seed002-job", variant, tokenizer_json, str(out), *inputs]])
+        results[f"seed 002, {variant}, {args.num_proc} proc"] = (spans[-1][1] - spans[0][0], peak_between(samples, spans[0][0], spans[-1][1]))
+        _same_ids(digest_flat(out), reference, f"seed 002 ({variant})")
+        print(f"seed 002 ({variant}): {results[f'seed 002, {variant}, {args.num_proc} proc'][0]:.2f} s ({load()})", flush=True)
+    stages = {}
+    for num_proc in sorted({1, args.num_proc}):
+        name = f"hf_tokbin, --num-proc {num_proc}"
+        seconds, peak, stages[num_proc], release = run_hf_tokbin(args, train, valid, tokenizer, num_proc)
+        results[name] = (seconds, peak)
+        _same_ids(digest_release(release), reference, name)
+        print(f"{name}: {seconds:.2f} s ({load()})", flush=True)
+    print_results(text_mb, n_tokens, limit, results, stages)
+    verify_spans, verify_samples = run_tree([[sys.executable, "-m", "hf_tokbin", "verify", str(release)]])
     verify_seconds = verify_spans[0][1] - verify_spans[0][0]
-    print(f"then hf-tokbin verify: {verify_seconds:.2f} s, peak {peak_between(verify_samples, *verify_spans[0]) / 2**20:.0f} MiB (every byte of the release checked; {load()})")
+    release_mb = sum(p.stat().st_size for p in release.rglob("*") if p.is_file()) / 1e6
+    print(f"then hf-tokbin verify: {verify_seconds:.2f} s for {release_mb:,.0f} MB ({release_mb / verify_seconds:,.0f} MB/s), peak {peak_between(verify_samples, *verify_spans[0]) / 2**20:.0f} MiB ({load()})")
     if args.writes_against:
-        print_writes_per_token(corpus, tokenizer, 1, args.work / "writes", {"this tree": HERE.parent, str(args.writes_against): args.writes_against}, env)
+        trees = {"this tree": HERE.parent, str(args.writes_against): args.writes_against}
+        print_writes_per_token(args.work / "corpus", tokenizer, 1, args.work / "writes", trees, dict(os.environ))
     return 0
+
+
+def _same_ids(got: tuple[str, int], want: tuple[str, int], name: str) -> None:
+    if got != want:
+        sys.exit(f"ids differ: the encoder alone gave {want[1]:,} tokens, {name} {got[1]:,}")
+
+
+def run_hf_tokbin(args, train: Path, valid: Path, tokenizer: Path, num_proc: int):
+    """corpus tinystories + build: (seconds, peak, stages, release folder)."""
+    hf_tokbin = [sys.executable, "-m", "hf_tokbin"]
+    corpus, release = args.work / "corpus", args.work / f"release-{num_proc}"
+    shutil.rmtree(corpus, ignore_errors=True)
+    shutil.rmtree(release, ignore_errors=True)
+    shard_option = ["--shard-bytes", str(int(args.shard_mb * 1e6))] if args.shard_mb else []
+    spans, samples = run_tree([
+        [*hf_tokbin, "corpus", "tinystories", str(train), str(valid), "--out", str(corpus), *shard_option],
+        [*hf_tokbin, "build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--format", "llmc,megatron", "--num-proc", str(num_proc), "--out", str(release), "--quiet"],
+    ])
+    rows = [("corpus tinystories", *spans[0]), *build_stages(release, *spans[1])]
+    stages = [(label, end - start, peak_between(samples, start, end)) for label, start, end in rows]
+    return spans[-1][1] - spans[0][0], peak_between(samples, spans[0][0], spans[-1][1]), stages, release
+
+
+def print_results(text_mb: float, n_tokens: int, limit: float, results: dict, stages: dict) -> None:
+    ours = min(seconds for name, (seconds, _) in results.items() if name.startswith("hf_tokbin"))
+    print(f"\n{text_mb:,.1f} MB of text, {n_tokens:,} tokens, ids identical in every job; {load()}")
+    print(f"{'job':<30}{'seconds':>9}{'MB/s':>9}{'x limit':>9}{'x faster':>10}{'peak MiB':>10}")
+    print(f"{'encoder limit (gigatoken)':<30}{limit:>9.2f}{text_mb / limit:>9.1f}{1:>9.2f}{'':>10}{'':>10}")
+    for name, (seconds, peak) in results.items():
+        faster = f"{seconds / ours:>10.2f}" if name.startswith("seed") else f"{'':>10}"
+        print(f"{name:<30}{seconds:>9.2f}{text_mb / seconds:>9.1f}{seconds / limit:>9.2f}{faster}{peak / 2**20:>10.0f}")
+    print("(x limit: the job's time over the encoder limit's; x faster: seed 002's time over hf_tokbin's best)")
+    columns = sorted(stages)
+    print(f"\nhf_tokbin stages{''.join(f'   --num-proc {n}: s, share, peak MiB' for n in columns)}")
+    for i, (label, *_rest) in enumerate(stages[columns[0]]):
+        cells = []
+        for n in columns:
+            total = sum(seconds for _, seconds, _ in stages[n])
+            _, seconds, peak = stages[n][i]
+            cells.append(f"{seconds:>10.2f} {100 * seconds / total:>5.1f}% {peak / 2**20:>7.0f}")
+        print(f"  {label:<38}{'    '.join(cells)}")
+    totals = [sum(seconds for _, seconds, _ in stages[n]) for n in columns]
+    blank = ""
+    print(f"  {'total':<38}{'    '.join(f'{t:>10.2f} {100:>5.1f}% {blank:>7}' for t in totals)}")
+
 
 
 # ---------------------------------------------------------------- bytes written per token, the finish's share (issue 24)

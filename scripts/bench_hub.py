@@ -53,9 +53,9 @@ def make_release(root: Path, parts: int, total_mb: float, seed: int = 0) -> Path
 
     from hf_tokbin._io import write_json_atomic
     from hf_tokbin.cards.release import render_release_card
+    from hf_tokbin.formats.megatron import MegatronWriter
     from hf_tokbin.formats.records import FileEntry
     from hf_tokbin.formats.release import Receipt, SplitCounts, pair_path, part_name
-    from hf_tokbin.megatron import MegatronWriter
 
     rng = np.random.default_rng(seed)
     tokens_per_part = int(total_mb * 1e6 / 2 / parts)

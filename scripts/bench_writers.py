@@ -42,8 +42,8 @@ import numpy as np
 from tqdm import tqdm
 
 from hf_tokbin._io import sha256_file
-from hf_tokbin.llmc import LlmcWriter
-from hf_tokbin.megatron import MegatronWriter
+from hf_tokbin.formats.llmc import LlmcWriter
+from hf_tokbin.formats.megatron import MegatronWriter
 
 GPT2_VOCAB, GPT2_EOT = 50257, 50256
 LLAMA3_VOCAB, LLAMA3_EOT = 128256, 128001

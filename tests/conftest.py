@@ -31,3 +31,28 @@ TESTS = Path(__file__).resolve().parent
 for folder in [TESTS.parent / "scripts", TESTS, *sorted(p for p in TESTS.iterdir() if p.is_dir() and p.name not in ("data", "golden", "__pycache__"))]:
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
+
+
+# Small releases that the verify and card tests tamper with (tests/release_edits.py); built once per module.
+import pytest  # noqa: E402
+from release_edits import build as build_small_release  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory) -> Path:
+    return build_small_release(tmp_path_factory.mktemp("both"), "--max-tokens-per-file", "40")
+
+
+@pytest.fixture(scope="module")
+def llmc_bos(tmp_path_factory) -> Path:
+    return build_small_release(tmp_path_factory.mktemp("llmc"), "--format", "llmc", "--bos", "2")
+
+
+@pytest.fixture
+def copy(both, tmp_path) -> Path:
+    return Path(shutil.copytree(both, tmp_path / "release"))
+
+
+@pytest.fixture
+def llmc_copy(llmc_bos, tmp_path) -> Path:
+    return Path(shutil.copytree(llmc_bos, tmp_path / "release"))

@@ -76,6 +76,7 @@ def write_release(
 
 def release_run_config(vocab_size: int, sep: int | None) -> dict:
     """A valid run_config.json for these files (no corpus shards: the consumer checks read the ids only)."""
+    from hf_tokbin.formats.build_options import BuildOptions
     from hf_tokbin.formats.run_config import BoundaryToken, run_config_record
 
     formats = ("llmc", "megatron") if sep is not None else ("llmc",)
@@ -84,14 +85,10 @@ def release_run_config(vocab_size: int, sep: int | None) -> dict:
         version="v1",
         corpus={"manifest_sha256": SHA, "shards": []},
         tokenizer={"tokenizer_id": "tok", "sha256": SHA, "vocab_size": vocab_size},
-        special_tokens="ordinary",
         doc_sep=BoundaryToken(sep, None, "--doc-sep", True) if sep is not None else None,
         bos=None,
         split_rule={"name": "files", "text": ""},
-        formats=formats,
-        llmc_layout="gpt2",
-        llmc_separator="before",
-        max_tokens_per_file=llmc.DEFAULT_MAX_TOKENS,
+        options=BuildOptions(formats=formats),
         versions={},
     )
 

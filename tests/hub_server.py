@@ -44,6 +44,8 @@ import base64
 import hashlib
 import json
 import re
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -67,6 +69,15 @@ KNOWN_LICENSES = frozenset(
 )
 GITATTRIBUTES = "".join(f"*{s} filter=lfs diff=lfs merge=lfs -text\n" for s in LFS_SUFFIXES).encode()
 _DATE = "2026-01-01T00:00:00.000Z"
+
+TOKEN = "hf_test_secret_token_0123456789"  # the token of tests/hub/conftest.py's server and client env
+REPO = "tester/release"
+
+
+def cli(env, *args) -> subprocess.CompletedProcess:
+    """``hf-tokbin ARGS`` in a child process with ``env`` (the client environment of a test server)."""
+    code = "import sys; from hf_tokbin.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env, capture_output=True, text=True, timeout=120)
 
 
 def git_blob_oid(data: bytes) -> str:
@@ -698,9 +709,9 @@ def make_release(root, parts: int = 3, vocab_size: int = 300, eod_id: int = 0, c
 
     from hf_tokbin._io import write_json_atomic
     from hf_tokbin.cards.release import render_release_card
+    from hf_tokbin.formats.megatron import MegatronWriter
     from hf_tokbin.formats.records import FileEntry
     from hf_tokbin.formats.release import Receipt, SplitCounts, pair_path, part_name
-    from hf_tokbin.megatron import MegatronWriter
 
     root = Path(root)
     rng = random.Random(seed)
@@ -736,8 +747,8 @@ def make_release(root, parts: int = 3, vocab_size: int = 300, eod_id: int = 0, c
 
 def _release_run_config(root, parts: int, vocab_size: int, eod_id: int, corpus_source: str) -> dict:
     """run_config.json as a Megatron build of a ``parts``-shard corpus with a byte-like tokenizer writes it."""
-    from hf_tokbin.pipeline import BuildPlan
     from hf_tokbin.formats.corpus_manifest import CorpusManifest, CorpusShard
+    from hf_tokbin.pipeline import BuildOptions, BuildPlan
     from hf_tokbin.tokenizer import TokenizerInfo
 
     shards = tuple(CorpusShard(f"data/train-{i:05d}.parquet", "train", 5, 1000 + i, f"{i:064x}") for i in range(parts))
@@ -746,7 +757,7 @@ def _release_run_config(root, parts: int, vocab_size: int, eod_id: int, corpus_s
     revision = None if corpus_source == "local" else "c0" * 20
     plan = BuildPlan(
         corpus_root="corpus", corpus=corpus, corpus_manifest_sha256="cd" * 32, corpus_source=corpus_source,
-        corpus_revision=revision, tokenizer=tokenizer, formats=("megatron",), out=str(root),
+        corpus_revision=revision, tokenizer=tokenizer, out=str(root), options=BuildOptions(formats=("megatron",)),
     )
     return plan.run_config()
 

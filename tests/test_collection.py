@@ -23,3 +23,14 @@ def test_every_test_file_on_disk_is_collected():
     missing = sorted(on_disk - collected)
     assert not missing, f"test files pytest does not collect: {missing}"
     assert "tests/pipeline/test_build.py" in collected
+
+
+def test_no_test_module_imports_another():
+    """Shared helpers live in helper modules and conftest fixtures, never in a test module another imports."""
+    offenders = [
+        f"{p.relative_to(TESTS.parent)}: {line.strip()}"
+        for p in TESTS.rglob("*.py")
+        for line in p.read_text(encoding="utf-8").splitlines()
+        if line.startswith(("from test_", "import test_", "from conftest", "import conftest"))
+    ]
+    assert not offenders, offenders

@@ -122,7 +122,7 @@ def render_release_card(release_dir: str | os.PathLike, *, license: str | None =
         tokenizer_section=_tokenizer_section(tokenizer, config),
         split_section=_split_section(config.split_rule if config else None),
         format_section=_format_section(root, receipts, manifests, formats, eod_id, separator, llmc_layout, config.megatron_dtype_code if config else None, layout),
-        reading_section=_reading_section(receipts, manifests, formats, llmc_layout),
+        reading_section=_reading_section(root, receipts, manifests, formats, llmc_layout),
     )
 
 
@@ -497,7 +497,7 @@ def _format_section(root: Path, receipts: list[Receipt], manifests: list[tuple[s
     return "\n\n".join(parts) or "No token files recorded."
 
 
-def _reading_section(receipts: list[Receipt], manifests: list[tuple[str, dict]], formats: list[str], llmc_layout) -> str:
+def _reading_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, dict]], formats: list[str], llmc_layout) -> str:
     parts = []
     if MEGATRON in formats:
         first_pair = next((f.path[: -len(".bin")] for r in receipts for f in r.files if f.path.endswith(".bin")), "shards/train/part-000000")
@@ -514,7 +514,7 @@ def _reading_section(receipts: list[Receipt], manifests: list[tuple[str, dict]],
             "not include: MaxText builds them at startup for the training configuration, or you build them beforehand.",
             "**numpy** (with hf_tokbin, which validates the index before it returns a view):\n\n"
             "```python\n"
-            "from hf_tokbin.megatron import MegatronPair\n\n"
+            "from hf_tokbin.formats.megatron import MegatronPair\n\n"
             f'pair = MegatronPair("{first_pair}.idx")\n'
             "print(len(pair), pair.n_tokens, pair[0][:16])\n"
             "```",
@@ -529,6 +529,30 @@ def _reading_section(receipts: list[Receipt], manifests: list[tuple[str, dict]],
                 continue
             parts.append(
                 f"**llm.c** reads version-1 files unchanged, e.g. `./train_gpt2cu -i \"{folder}/train-*.bin\" -j \"{folder}/val-*.bin\"`; "
-                "version-2 (uint32) files are read by `hf_tokbin.llmc.open_tokens` or any reader that follows the header."
+                "version-2 (uint32) files are read by `hf_tokbin.formats.llmc.open_tokens` or any reader that follows the header."
             )
-    return "\n\n".join(parts)
+    return "\n\n".join(parts + _recipes(root, formats, llmc_layout))
+
+
+RELEASE_PLACEHOLDER = "RELEASE"  # the card holds no absolute path: recipes name the downloaded folder so
+
+
+def _recipes(root: Path, formats: list[str], llmc_layout) -> list[str]:
+    """``hf-tokbin recipe`` per format present (llm.c's own trainer for its layout, Megatron-LM), with the release folder as RELEASE."""
+    from ..verify.recipe import recipe
+
+    targets = ([("llmc-llama3" if llmc_layout == "llama3" else "llmc", "llm.c")] if LLMC in formats else []) + ([("megatron", "Megatron-LM")] if MEGATRON in formats else [])
+    if not targets:
+        return []
+    parts = [
+        "**Train on it** (`hf-tokbin recipe RELEASE --for TARGET`, with RELEASE the absolute path of the downloaded folder; "
+        "these lines are for B=4, T=1024, one GPU: pass `-B`, `-T`, `--world-size`, `--epochs` for others, and "
+        "`--for modded-nanogpt|nanogpt|maxtext` for other trainers):"
+    ]
+    prefix = str(root.resolve())
+    for target, label in targets:
+        r = recipe(root, target, with_findings=False)
+        text = "\n".join(r.lines).replace(prefix, RELEASE_PLACEHOLDER)
+        notes = "; ".join(n.replace(prefix, RELEASE_PLACEHOLDER) for n in r.notes[:3])
+        parts.append(f"{label} ({r.checked_against.split(':')[0]}):\n\n```bash\n{text}\n```\n\n{notes}.")
+    return parts

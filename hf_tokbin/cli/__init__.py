@@ -28,23 +28,36 @@ COMMANDS = {
 }
 
 
-def make_parser() -> argparse.ArgumentParser:
+def make_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only ``command``'s module is imported (all of them when None).
+
+    ``hf-tokbin --help`` lists the commands from :data:`COMMANDS` alone, and
+    ``hf-tokbin build ...`` imports the build's options, not the Hub client's:
+    each subcommand module imports its libraries when it runs.
+    """
     from .. import __version__
 
     parser = argparse.ArgumentParser(prog="hf-tokbin", description="Tokenized pretraining releases for llm.c, Megatron-LM and MaxText.")
     parser.add_argument("--version", action="version", version=f"hf-tokbin {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
-        command = importlib.import_module(f"{__name__}.{module}")
-        command.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+        subparser = sub.add_parser(name, help=help_text, description=help_text)
+        if command is None or name == command:
+            importlib.import_module(f"{__name__}.{module}").add_arguments(subparser)
     return parser
+
+
+def _command_in(argv: list[str]) -> str:
+    """The subcommand ``argv`` names (its first word that is not an option), or "" for none (``--help``, ``--version``)."""
+    return next((word for word in argv if not word.startswith("-")), "")
 
 
 def main(argv: list[str] | None = None) -> int:
     from .._io import disk_full_error, write_errors_of_libraries
     from ..errors import TokbinError
 
-    args = make_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = make_parser(_command_in(argv)).parse_args(argv)
     try:
         return int(args.run(args) or 0)
     except TokbinError as e:

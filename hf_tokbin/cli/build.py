@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+import sys
 
-from ..pipeline.plan import DEFAULT_BATCH_SIZE
 from ..errors import BuildError
+from ..formats.build_options import (
+    DEFAULT_BATCH_SIZE,
+    FAST_MODES,
+    LLMC_LAYOUTS,
+    SEPARATOR_POSITIONS,
+    BuildOptions,
+    option_names,
+)
 from ..formats.llmc import DEFAULT_MAX_TOKENS
-from ..formats.run_config import LLMC_LAYOUTS, LLMC_VARIANTS, SEPARATOR_POSITIONS
+from ..formats.run_config import LLMC_VARIANTS
 from .progress import show_progress
 
 
@@ -33,20 +40,21 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument("--doc-sep-id", dest="doc_sep", default=None, metavar="ID", help=argparse.SUPPRESS)  # the older name of --doc-sep
     parser.add_argument("--bos", default=None, metavar="TOKEN_OR_ID", help="a token put before every document, in both formats (default none)")
-    parser.add_argument("--llmc-sep", choices=SEPARATOR_POSITIONS, default="before", help="llm.c: the separator before each document (seed 000, default) or after it (seed 002)")
+    parser.add_argument("--llmc-sep", dest="llmc_separator", choices=SEPARATOR_POSITIONS, default="before", help="llm.c: the separator before each document (seed 000, default) or after it (seed 002)")
     parser.add_argument(
         "--parse-special-tokens",
+        dest="parse_special",
         action="store_true",
         help="encode special-token text inside documents (<|endoftext|>) as the special token (default: as ordinary text)",
     )
-    parser.add_argument("--format", default="llmc,megatron", help="comma-separated: llmc, megatron (default both)")
+    parser.add_argument("--format", dest="formats", type=_format_list, default="llmc,megatron", help="comma-separated: llmc, megatron (default both)")
     parser.add_argument("--out", required=True, help="release folder, or an fsspec URL (s3://..., gs://..., hf://buckets/...; see docs/ray.md)")
     parser.add_argument("--num-proc", type=int, default=1, help="worker processes encoding batches, one pool for the whole build (default 1: in this process, the fast engine's own threads)")
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help=f"documents per encoded batch, at most 16 MiB of text (default {DEFAULT_BATCH_SIZE:,}); no byte depends on it")
     parser.add_argument("--max-tokens-per-file", type=int, default=DEFAULT_MAX_TOKENS, help="llm.c roll-over limit")
     parser.add_argument("--llmc-layout", choices=LLMC_LAYOUTS, default=None, help="llm.c header: gpt2 (magic 20240520, seed 000, default) or llama3 (upstream's magic 20240801, version 7, uint32)")
     parser.add_argument("--llmc-variant", choices=tuple(LLMC_VARIANTS), default=None, help=argparse.SUPPRESS)  # deprecated: seed000 = gpt2
-    parser.add_argument("--fast", choices=("auto", "never", "require"), default="auto", help="use gigatoken for the documents it is proven to encode exactly as tokenizers (per code point, see docs/speed.md; default auto)")
+    parser.add_argument("--fast", choices=FAST_MODES, default="auto", help="use gigatoken for the documents it is proven to encode exactly as tokenizers (per code point, see docs/speed.md; default auto)")
     parser.add_argument("--shuffle-seed", type=int, default=None, help="write each part's documents in a seeded order (default: corpus order)")
     parser.add_argument("--engine", choices=("local", "ray"), default="local")
     parser.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start one locally)")
@@ -54,16 +62,25 @@ def add_arguments(parser) -> None:
     parser.set_defaults(run=run)
 
 
-def run(args) -> int:
-    from ..pipeline import build, plan_build
-    from ..corpus.source import first_documents, resolve_corpus_source
-    from ..tokenizer.resolve import resolve_tokenizer, token_or_id
+def _format_list(text: str) -> tuple[str, ...]:
+    return tuple(f.strip() for f in text.split(",") if f.strip())
 
+
+def build_options(args) -> BuildOptions:
+    """The flags as a :class:`BuildOptions`: every flag whose ``dest`` is a field's name, and the llm.c layout under either of its names."""
     if args.llmc_layout is not None and args.llmc_variant is not None:
         raise BuildError(args.out, "give the llm.c layout once: --llmc-layout (--llmc-variant is its deprecated name)")
-    layout = args.llmc_layout or LLMC_VARIANTS[args.llmc_variant or "seed000"]
-    if args.corpus_revision is not None and Path(args.corpus).exists():  # it would be recorded without having applied
-        raise BuildError(args.corpus, "--corpus-revision applies to a Hub corpus only, not to a local folder", got=args.corpus_revision)
+    given = {name: getattr(args, name) for name in option_names()}
+    given["llmc_layout"] = args.llmc_layout or LLMC_VARIANTS[args.llmc_variant or "seed000"]
+    return BuildOptions(**given)
+
+
+def run(args) -> int:
+    from ..corpus.source import resolve_corpus_source
+    from ..pipeline import build, plan_build
+    from ..tokenizer.resolve import resolve_tokenizer, token_or_id
+
+    options = build_options(args)
     tokenizer = resolve_tokenizer(
         args.tokenizer,
         args.tokenizer_id,
@@ -73,29 +90,10 @@ def run(args) -> int:
         bos=token_or_id(args.bos),
     )
     corpus = resolve_corpus_source(args.corpus, args.corpus_revision, args.corpus_config, args.corpus_split)
-    if args.limit is not None:
-        if args.limit < 1:
-            raise BuildError(None, "--limit must be a positive number of documents", got=args.limit)
-        corpus = first_documents(corpus, args.limit)
-    root, source, revision = corpus.root, corpus.source, corpus.revision
-    plan = plan_build(
-        root,
-        tokenizer,
-        args.out,
-        formats=tuple(f.strip() for f in args.format.split(",") if f.strip()),
-        num_proc=args.num_proc,
-        batch_size=args.batch_size,
-        max_tokens_per_file=args.max_tokens_per_file,
-        corpus_source=source,
-        corpus_revision=revision,
-        llmc_layout=layout,
-        llmc_separator=args.llmc_sep,
-        parse_special=args.parse_special_tokens,
-        fast=args.fast,
-        shuffle_seed=args.shuffle_seed,
-        shards=corpus.shards,
-    )
+    plan = plan_build(corpus.root, tokenizer, args.out, options, corpus_source=corpus.source, corpus_revision=corpus.revision, shards=corpus.shards)
     print(plan.boundary_line())
+    for line in plan.warnings():
+        print(line, file=sys.stderr)
     if args.dry_run:
         from ..pipeline.dry_run import describe_plan
 

@@ -137,5 +137,7 @@ def _print_summary(manifest, out, seconds: float, unit: str) -> None:
         print(f"{split}: {manifest.rows(split):,} {unit} in {len(shards)} shards ({written_mb:,.1f} MB)", file=sys.stderr)
     print(f"split rule: {manifest.split_rule}: {SPLIT_RULE_TEXT[manifest.split_rule]}", file=sys.stderr)
     print(f"empty documents dropped: {manifest.empty_documents_dropped:,}", file=sys.stderr)
+    if manifest.empty_validation_warning():
+        print(manifest.empty_validation_warning(), file=sys.stderr)
     rate = read_mb / seconds if seconds > 0 else float("inf")
     print(f"read {read_mb:,.1f} MB in {seconds:,.1f} s ({rate:,.1f} MB/s) -> {out}", file=sys.stderr)

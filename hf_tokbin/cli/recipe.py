@@ -9,7 +9,7 @@ from __future__ import annotations
 
 
 def add_arguments(parser) -> None:
-    from ..verify.compat import LoaderSettings
+    from ..verify.compat import EOD_LOSS_POLICIES, LoaderSettings
     from ..verify.recipe import TARGETS
 
     defaults = LoaderSettings()
@@ -28,6 +28,15 @@ def add_arguments(parser) -> None:
         help="processes (GPUs) reading the files (default: %(default)s)",
     )
     parser.add_argument("--eod-id", type=int, default=None, help="the EOD id (default: run_config.json's)")
+    parser.add_argument("--epochs", type=int, default=defaults.epochs, help="passes over the train split the step count covers (default: %(default)s)")
+    parser.add_argument(
+        "--eod-loss",
+        choices=EOD_LOSS_POLICIES,
+        default=defaults.eod_loss,
+        help="train: the loss counts EOD tokens (default; the only policy the llm.c-family trainers have); mask: Megatron/MaxText mask it",
+    )
+    parser.add_argument("--init-from", default=None, metavar="MODEL", help="fine-tune this model (llm.c -e/--model, nanoGPT init_from) instead of training from scratch")
+    parser.add_argument("--json", action="store_true", help="print the recipe as one JSON object (commands as argv lists)")
     parser.add_argument(
         "--index-dir",
         default=None,
@@ -37,10 +46,15 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    import json
+
     from ..verify.compat import LoaderSettings
     from ..verify.recipe import recipe
 
-    settings = LoaderSettings(args.batch_size, args.seq_len, args.world_size, args.eod_id)
+    settings = LoaderSettings(args.batch_size, args.seq_len, args.world_size, args.eod_id, args.epochs, args.eod_loss, args.init_from)
     result = recipe(args.path, args.target, settings, args.index_dir)
-    print(result.text(), end="")
+    if args.json:
+        print(json.dumps(result.to_record(), indent=2))
+    else:
+        print(result.text(), end="")
     return 1 if result.has_errors() else 0

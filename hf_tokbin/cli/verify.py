@@ -37,8 +37,9 @@ def is_hub_repo(target: str) -> bool:
     """Whether ``target`` names a Hub repo: not an existing local path, and NS/NAME (two non-empty parts)."""
     import os
 
-    parts = target.split("/")
-    return not os.path.lexists(target) and len(parts) == 2 and all(parts) and not any(p in (".", "..") for p in parts)
+    from ..formats.rules import is_repo_id
+
+    return not os.path.lexists(target) and is_repo_id(target)
 
 
 def run(args) -> int:

@@ -37,6 +37,7 @@ from typing import Iterator, Sequence
 import pyarrow as pa
 
 from ..errors import CorpusInputError
+from ..formats.rules import is_folder_name, is_repo_id
 
 COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".bz2": "bz2", ".xz": "xz"}
 READERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".arrow": "arrow", ".txt": "text"}
@@ -132,7 +133,7 @@ def _saved_dataset_inputs(folder: Path) -> list[InputFile]:
     base = Path(folder.resolve().name)
     if (folder / "dataset_dict.json").is_file():
         splits = read_json(folder / "dataset_dict.json", CorpusInputError).get("splits")
-        if not isinstance(splits, list) or not all(isinstance(s, str) and s and "/" not in s and not s.startswith(".") for s in splits):
+        if not isinstance(splits, list) or not all(map(is_folder_name, splits)):
             raise CorpusInputError(folder / "dataset_dict.json", "splits must be a list of split names", got=splits)
         return [InputFile(f.uri, f.name, f.reader, split) for split in splits for f in _saved_dataset_inputs(folder / split)]
     state = read_json(folder / "state.json", CorpusInputError)
@@ -142,7 +143,7 @@ def _saved_dataset_inputs(folder: Path) -> list[InputFile]:
     found = []
     for entry in files:
         name = entry.get("filename") if isinstance(entry, dict) else None
-        if not isinstance(name, str) or "/" in name or "\\" in name or name.startswith(".") or not name.endswith(".arrow"):
+        if not is_folder_name(name) or not name.endswith(".arrow"):
             raise CorpusInputError(folder / "state.json", "_data_files: a file name inside the folder ending in .arrow", got=repr(name))
         path = folder / name
         if not path.is_file():
@@ -152,8 +153,7 @@ def _saved_dataset_inputs(folder: Path) -> list[InputFile]:
 
 
 def _looks_like_repo_id(text: str) -> bool:
-    parts = text.split("/")
-    return not Path(text).exists() and len(parts) == 2 and all(parts) and not any(p in (".", "..") for p in parts) and reader_of(text)[0] is None and not any(c in text for c in _GLOB_CHARS)
+    return not Path(text).exists() and is_repo_id(text) and reader_of(text)[0] is None and not any(c in text for c in _GLOB_CHARS)
 
 
 def _hub_repo_inputs(repo_id: str) -> list[InputFile]:

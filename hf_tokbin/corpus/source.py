@@ -41,22 +41,21 @@ from typing import Iterator, Sequence
 from .._io import fsync_path
 from ..errors import BuildError, CorpusInputError, FormatError, HubError
 from ..formats.corpus_manifest import MANIFEST_NAME, SPLITS, CorpusManifest, CorpusShard
+from ..formats.corpus_shard import check_text_field, iter_shard_texts
 from ..formats.records import FileEntry
+from ..formats.rules import is_repo_id, split_name
 
-_HUB_SPLITS = {"train": "train", "validation": "validation", "val": "validation"}
 HUB_SHARD_SUFFIXES = (".parquet",)
 
 
 def iter_texts(root: str | os.PathLike, manifest: CorpusManifest, split: str, batch_rows: int = 1024):
     """The texts of one split, in corpus order, streamed shard by shard."""
-    import pyarrow.parquet as pq
-
     for shard in manifest.shards:
         if shard.split != split:
             continue
-        with pq.ParquetFile(Path(root) / shard.path) as file:
-            for batch in file.iter_batches(batch_size=batch_rows, columns=["text"]):
-                yield from batch.column(0).to_pylist()
+        path = Path(root) / shard.path
+        for _, texts in iter_shard_texts(path, path, batch_rows):  # checked: strings, no null, valid UTF-8
+            yield from texts.to_pylist()
 
 
 # -- where input shard i is read ----------------------------------------------------------------
@@ -180,8 +179,7 @@ def resolve_corpus(name: str, revision: str | None = None) -> tuple[Path, str, s
 
 
 def _check_repo_id(name: str) -> None:
-    parts = name.split("/")
-    if len(parts) != 2 or not all(parts) or any(p in (".", "..") for p in parts):
+    if not is_repo_id(name):
         raise FormatError(name, "corpus not found", expected="a corpus folder or a Hub dataset repo NS/NAME")
 
 
@@ -224,6 +222,8 @@ def resolve_corpus_source(name: str, revision: str | None = None, config: str | 
     if path.exists():
         if config is not None or splits:
             raise CorpusInputError(name, "--corpus-config and --corpus-split apply to a Hub dataset repo", got="a local folder")
+        if revision is not None:  # it would be recorded without having applied
+            raise CorpusInputError(name, "--corpus-revision applies to a Hub corpus only, not to a local folder", got=revision)
         if not (path / MANIFEST_NAME).is_file():
             raise FormatError(path, "not a corpus folder: no " + MANIFEST_NAME, hint="write one with hf-tokbin corpus import or hf-tokbin corpus tinystories")
         return CorpusSource(path, "local", None, LocalShards(os.fspath(path.resolve())))
@@ -316,7 +316,7 @@ def synthesize_hub_manifest(repo_id: str, commit: str, files: dict, config: str 
     """The corpus manifest of a plain Hub dataset repo: its Parquet files per split, in ``datasets``' order."""
     where = f"{repo_id}@{commit}"
     by_split = _data_files_by_split(repo_id, commit, config)
-    wanted = list(splits) if splits else [s for s in by_split if s in _HUB_SPLITS]
+    wanted = list(splits) if splits else [s for s in by_split if split_name(s)]
     missing = [s for s in wanted if s not in by_split]
     if missing:
         raise CorpusInputError(where, "--corpus-split names a split the dataset does not have", expected=", ".join(by_split) or "some split", got=", ".join(missing))
@@ -324,11 +324,11 @@ def synthesize_hub_manifest(repo_id: str, commit: str, files: dict, config: str 
         raise CorpusInputError(where, "the dataset has no train or validation split", expected="train or validation", got=", ".join(by_split) or "none", hint="choose splits with --corpus-split")
     shards: list[CorpusShard] = []
     for ours in SPLITS:  # train shards first, then validation: the corpus order
-        for split in (s for s in wanted if _HUB_SPLITS.get(s, s) == ours):
+        for split in (s for s in wanted if split_name(s) == ours):
             for path in by_split[split]:
                 shards.append(_hub_shard(repo_id, commit, files, path, ours))
     for split in wanted:
-        if _HUB_SPLITS.get(split) is None:
+        if split_name(split) is None:
             raise CorpusInputError(where, f"split {split!r} is neither train nor validation", expected="train, validation or val")
     name = repo_id.split("/")[1]
     license, language = _card_metadata(repo_id, commit)
@@ -390,12 +390,7 @@ def _parquet_rows(repo_id: str, commit: str, path: str) -> int:
             schema, rows = parquet.schema_arrow, parquet.metadata.num_rows
     except (pa.ArrowException, OSError) as e:
         raise CorpusInputError(where, "not a readable Parquet file", got=str(e).splitlines()[0][:200] if str(e) else type(e).__name__) from None
-    names = schema.names
-    if names.count("text") != 1:
-        raise CorpusInputError(where, "a Hub corpus built directly needs one string column named text", got=names[:10], hint="import it first with --text-column: hf-tokbin corpus import hf://datasets/NS/NAME --text-column COL --out DIR")
-    kind = schema.field("text").type
-    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
-        raise CorpusInputError(where, "column text must hold strings", got=str(kind))
+    check_text_field(schema, where, hint="import it first with --text-column: hf-tokbin corpus import hf://datasets/NS/NAME --text-column COL --out DIR")
     return rows
 
 

@@ -63,9 +63,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from datasets import DownloadConfig
-from datasets.data_files import DataFilesDict, DataFilesList
-from datasets.download.streaming_download_manager import StreamingDownloadManager
 
 from .._io import fsync_dir, fsync_path, sha256_file, write_text_atomic
 from ..cards.corpus import DATA_DIR, check_card_metadata, render_corpus_card
@@ -80,9 +77,9 @@ from ..formats.corpus_manifest import (
     sha256_rule_name,
 )
 from ..formats.records import FileEntry
-from .builders.corpus_shards import CorpusShards
-from .builders.tinystories import TinyStories
+from ..formats.rules import FOLDER_NAME_RULE, is_folder_name
 from .inputs import InputFile, list_inputs
+from .tinystories_text import story_tables, string_array
 
 DEFAULT_SHARD_BYTES = 256 << 20
 ROW_GROUP_ROWS = 10_000
@@ -149,12 +146,13 @@ def write_tinystories_corpus(
     sources = [(path, path.name) for path in files.values()]
     _check_distinct_inputs([InputFile(os.fspath(path), source, "text") for path, source in sources])
     with _CorpusFolder(out, overwrite) as folder:
-        # keep_empty: the writer drops and counts empty stories, one policy with import_corpus.
-        builder = TinyStories(cache_dir=folder.cache, data_files=_data_files({split: [path] for split, path in files.items()}), progress=progress, keep_empty=True)
         writer = _CorpusWriter(folder.path, limit)
-        for split in files:
+        for split, path in files.items():
+            # The TinyStories builder's own reader, without datasets (its import alone cost more than reading 100 MB).
+            # keep_empty: the writer drops and counts empty stories, one policy with import_corpus.
+            tables = (table for _, table in story_tables([os.fspath(path.resolve())], split, progress=progress, keep_empty=True))
             # Reading and splitting the text on one thread, Parquet writing (zstd, SHA-256) on this one: both cores.
-            for table in prefetched(_stream_tables(builder, split)):
+            for table in prefetched(tables):
                 writer.write_split(split, table.column("text"))
         shards = tuple(writer.close())
         return folder.finish(CorpusManifest(name, "files", _source_entries(sources), shards, license, tuple(language), writer.empty_dropped), sources)
@@ -208,6 +206,10 @@ def import_corpus(
     inputs = list_inputs(paths)
     _check_distinct_inputs(inputs)
     text_columns = (text_column,) if isinstance(text_column, str) else tuple(text_column)
+    from datasets.data_files import DataFilesDict, DataFilesList
+
+    from .builders.corpus_shards import CorpusShards
+
     with _CorpusFolder(out, overwrite) as folder:
         builder = CorpusShards(
             cache_dir=folder.cache,
@@ -326,10 +328,8 @@ def _source_entries(sources: list[tuple[Path, str]]) -> tuple[FileEntry, ...]:
 
 def _check_name(name, flag: str = "--name") -> None:
     """A corpus name is one folder name: the flag that gave it is named, before anything is read or written."""
-    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith(".") or name.strip() != name:
-        raise CorpusInputError(
-            None, f"{flag}: the corpus name must be one folder name (not empty, no '/' or '\\', not starting with '.', e.g. not '..')", got=repr(name)
-        )
+    if not is_folder_name(name):
+        raise CorpusInputError(None, f"{flag}: the corpus name must be one folder name", expected=FOLDER_NAME_RULE, got=repr(name))
 
 
 def _check_input_file(path: Path) -> None:
@@ -337,8 +337,10 @@ def _check_input_file(path: Path) -> None:
         raise CorpusInputError(path, "input file is missing" if not path.exists() else "input is not a file")
 
 
-def _data_files(files: dict[str, list[Path]]) -> DataFilesDict:
+def _data_files(files: dict[str, list[Path]]):
     """``data_files`` for a builder, taken as given (no glob expansion: a name may hold '[' or '*')."""
+    from datasets.data_files import DataFilesDict, DataFilesList
+
     return DataFilesDict({split: DataFilesList([os.fspath(p.resolve()) for p in paths], [()] * len(paths)) for split, paths in files.items()})
 
 
@@ -351,10 +353,28 @@ def _stream_tables(builder, split: str) -> Iterator[pa.Table]:
     the shard writer sets its own row groups. Nothing is cached on disk and
     only one block of input is in memory at a time.
     """
+    from datasets import DownloadConfig
+    from datasets.download.streaming_download_manager import StreamingDownloadManager
+
     dl_manager = StreamingDownloadManager(base_path=builder.base_path, download_config=DownloadConfig())
     generators = {str(g.name): g for g in builder._split_generators(dl_manager)}
     for _key, table in builder._generate_tables(**generators[split].gen_kwargs):
         yield table
+
+
+def text_lengths(texts: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Each string's UTF-8 byte count (``int64``), from the arrays' offsets.
+
+    Not ``pyarrow.compute.binary_length``: a compute call's first use imports
+    pandas, a third of a small corpus command's time.
+    """
+    chunks = texts.chunks if isinstance(texts, pa.ChunkedArray) else [texts]
+    parts = []
+    for chunk in chunks:
+        width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset : chunk.offset + len(chunk) + 1]
+        parts.append(np.diff(offsets).astype(np.int64))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 class _ShardSequence:
@@ -389,7 +409,7 @@ class _ShardSequence:
         if self.limit.rows is not None:
             fit = min(len(texts), self.limit.rows - self._rows)
         else:
-            sizes = np.cumsum(pc.binary_length(texts).to_numpy(zero_copy_only=False), dtype=np.int64)
+            sizes = np.cumsum(text_lengths(texts))
             fit = int(np.searchsorted(sizes, self.limit.text_bytes - self._text_bytes, side="right"))
         return max(fit, 1) if self._rows == 0 else fit
 
@@ -397,7 +417,7 @@ class _ShardSequence:
         if self._writer is None:
             self._open_shard()
         self._rows += rows.num_rows
-        self._text_bytes += pc.sum(pc.binary_length(rows.column("text"))).as_py() or 0
+        self._text_bytes += int(text_lengths(rows.column("text")).sum())
         self._pending.append(rows)
         self._pending_rows += rows.num_rows
         while self._pending_rows >= ROW_GROUP_ROWS:
@@ -407,7 +427,7 @@ class _ShardSequence:
         pending = pa.concat_tables(self._pending)
         group = pending.slice(0, rows)
         kept = [group.column(name).combine_chunks() for name in self.schema.names[len(SCHEMA) :]]
-        columns = [group.column("text").combine_chunks(), pa.repeat(self.split, group.num_rows), *kept]
+        columns = [group.column("text").combine_chunks(), string_array([self.split] * group.num_rows), *kept]
         self._writer.write_table(pa.table(columns, schema=self.schema), row_group_size=rows)
         rest = pending.slice(rows)
         self._pending = [rest] if rest.num_rows else []
@@ -459,10 +479,11 @@ class _CorpusWriter:
         self._splits[split].write(rows)
 
     def _without_empty(self, rows: pa.Table) -> pa.Table:
-        nonempty = pc.greater(pc.binary_length(rows.column("text")), 0)
-        kept = pc.sum(nonempty).as_py() or 0
+        lengths = text_lengths(rows.column("text"))
+        kept = int(np.count_nonzero(lengths))
         if kept == rows.num_rows:
             return rows
+        nonempty = pa.array(lengths > 0)
         self.empty_dropped += rows.num_rows - kept
         return rows.filter(nonempty)
 

@@ -27,7 +27,7 @@ def run_parts(engine: str, build_part, plan, indices: list[int], ray_address: st
 
     # One process per task (Ray spreads the tasks); per-part bars would only be noise from every worker.
     task = functools.partial(build_part, progress=False)
-    return run_on_ray(task, dataclasses.replace(plan, num_proc=1), indices, address=ray_address, progress=progress)
+    return run_on_ray(task, dataclasses.replace(plan, options=dataclasses.replace(plan.options, num_proc=1)), indices, address=ray_address, progress=progress)
 
 
 def run_tasks(engine: str, fn, plan, items: list, labels: list[str], ray_address: str | None = None, progress: bool = True, desc: str = "tasks") -> list:
@@ -40,7 +40,8 @@ def run_tasks(engine: str, fn, plan, items: list, labels: list[str], ray_address
     if engine == "local":
         from .local import run_in_threads
 
-        return run_in_threads(fn, plan, items, plan.num_proc, progress, desc)
+        num_proc = plan.options.num_proc if hasattr(plan, "options") else plan.num_proc
+        return run_in_threads(fn, plan, items, num_proc, progress, desc)
     from .ray import run_parts as run_on_ray
 
     return run_on_ray(fn, plan, items, address=ray_address, progress=progress, labels=labels, desc=desc, unit="file")

@@ -31,16 +31,15 @@ rest of hf_tokbin never import it.
 from __future__ import annotations
 
 import contextlib
-import importlib.metadata
 import os
 import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import __version__
 from .._io import disk_full_cause, disk_full_error, write_errors_of_libraries
 from ..errors import BuildError, MissingDependencyError, TokbinError
+from ..versions import package_versions
 
 #: Ray's name for "spread tasks over the nodes": a build's tasks each read and
 #: write whole shards, so using every node beats packing the head node first.
@@ -49,11 +48,6 @@ SCHEDULING_STRATEGY = "SPREAD"
 #: Seconds to wait for a TCP connection to the head node before giving up on it.
 CONNECT_TIMEOUT_S = 10
 
-#: Packages whose versions decide a part's bytes (tokenizers defines the ids):
-#: a worker must have the driver's, or its output could differ from a local build.
-PINNED_PACKAGES = ("hf_tokbin", "tokenizers")
-
-
 @dataclass(frozen=True)
 class _PermanentFailure:
     """What a task returns instead of raising a TokbinError, so Ray does not retry it."""
@@ -61,22 +55,10 @@ class _PermanentFailure:
     error: TokbinError
 
 
-def package_versions() -> dict[str, str | None]:
-    """The versions of :data:`PINNED_PACKAGES` in this process (None: not installed)."""
-    versions: dict[str, str | None] = {}
-    for name in PINNED_PACKAGES:
-        if name == "hf_tokbin":
-            versions[name] = __version__  # the code running, even from a source tree
-            continue
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
-
-
 def _run_part(fn: Callable[[Any, Any], Any], plan: Any, index: Any, driver_versions: dict[str, str | None], label: str | None = None) -> Any:
     """The body of one Ray task: ``fn(plan, index)`` on a worker, input errors returned."""
+    # Every package whose version can change an id (hf_tokbin.versions.ID_PACKAGES) must be the driver's:
+    # the driver made the fast-path proof with its own gigatoken.
     worker_versions = package_versions()
     if worker_versions != driver_versions:
         return _PermanentFailure(

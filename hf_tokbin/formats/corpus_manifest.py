@@ -42,6 +42,7 @@ from pathlib import Path
 from .._io import canonical_json, read_json, write_text_atomic
 from ..errors import FormatError
 from .records import FileEntry, check_keys, is_count, require
+from .rules import FOLDER_NAME_RULE, is_folder_name
 
 MANIFEST_NAME = "_MANIFEST.json"
 FORMAT = "hf_tokbin.corpus/1"
@@ -121,7 +122,7 @@ class CorpusManifest:
         # The shapes of ids (what cards and YAML can carry safely); the Hub's own list is checked where a corpus is written.
         require(isinstance(self.license, str) and bool(LICENSE_ID.fullmatch(self.license)), None, "license must be a Hub license id such as apache-2.0", self.license)
         require(isinstance(self.language, tuple) and all(isinstance(x, str) and LANGUAGE_CODE.fullmatch(x) for x in self.language), None, "language must be a list of ISO codes such as en", self.language)
-        require(isinstance(self.name, str) and self.name and "/" not in self.name, None, "corpus name must be a non-empty string without '/'", self.name)
+        require(is_folder_name(self.name), None, f"corpus name must be {FOLDER_NAME_RULE}", self.name)
         require(is_split_rule(self.split_rule), None, f"split_rule must be one of {SPLIT_RULES} or sha256-per-mille-N", self.split_rule)
         require(is_count(self.empty_documents_dropped), None, "empty_documents_dropped must be a non-negative integer", self.empty_documents_dropped)
         by_source = self.documents_by_source
@@ -138,6 +139,20 @@ class CorpusManifest:
 
     def rows(self, split: str) -> int:
         return sum(s.rows for s in self.shards if s.split == split)
+
+    def empty_validation_warning(self) -> str | None:
+        """One line when the corpus has no validation document, naming the split rule that gave none; else None.
+
+        ``corpus import`` and ``build`` print it: every trainer recipe then
+        validates on nothing (or says what it reads instead).
+        """
+        if self.rows("validation"):
+            return None
+        return (
+            f"warning: no validation documents (split rule {self.split_rule}: {SPLIT_RULE_TEXT[self.split_rule]}); "
+            "trainers will validate on nothing: hf-tokbin recipe says what each does without one "
+            "(give --split-column, or --split-rule sha256 on a larger corpus)"
+        )
 
     def to_json(self) -> str:
         record = {

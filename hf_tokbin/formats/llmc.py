@@ -85,12 +85,12 @@ from .._io import (
 from ..errors import FormatError
 from .ids import check_ids_below, checked_documents, checked_ids, with_boundaries
 from .records import is_sha256, require
+from .rules import UINT16_VOCAB_LIMIT
 
 MAGIC = 20240520  # the GPT-2 family (seed 000)
 LLAMA3_MAGIC = 20240801  # upstream llm.c's Llama 3 files
 HEADER_INTS = 256
 HEADER_BYTES = HEADER_INTS * 4
-UINT16_VOCAB_LIMIT = 65536
 MAX_TOKENS_PER_FILE = 2**31 - 1
 DEFAULT_MAX_TOKENS = 100_000_000
 SPLITS = ("train", "val")

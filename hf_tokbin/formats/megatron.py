@@ -37,7 +37,8 @@ import numpy as np
 
 from .._io import BackgroundSha256, commit_file, fsync_dir, naming_the_file, sha256_file, tmp_path_for
 from ..errors import FormatError
-from .ids import checked_documents, with_boundaries
+from .ids import check_ids_below, checked_documents, with_boundaries
+from .rules import fits_uint16
 
 MAGIC = b"MMIDIDX\x00\x00"
 VERSION = 1
@@ -54,7 +55,6 @@ DTYPE_CODES = {
 }
 CODE_UINT16 = 8
 CODE_INT32 = 4
-UINT16_VOCAB_LIMIT = 65536
 _CHUNK = 1 << 22  # index entries or ids handled per step
 
 
@@ -64,7 +64,7 @@ def dtype_code_for_vocab(vocab_size: int) -> int:
         raise FormatError(None, "vocab_size must be positive", got=vocab_size)
     if vocab_size > 2**31:
         raise FormatError(None, "vocab_size too large for Megatron's int32 ids", expected="<= 2**31", got=vocab_size)
-    return CODE_UINT16 if vocab_size <= UINT16_VOCAB_LIMIT else CODE_INT32
+    return CODE_UINT16 if fits_uint16(vocab_size) else CODE_INT32
 
 
 def idx_path_for(bin_path: str | os.PathLike) -> Path:
@@ -330,12 +330,7 @@ class MegatronPair:
         """
         if vocab_size is None:
             vocab_size = 1 << (8 * self.dtype.itemsize)
-        tokens = self.tokens
-        for start in range(0, tokens.size, _CHUNK):
-            chunk = tokens[start : start + _CHUNK]
-            if chunk.size and (int(chunk.max()) >= vocab_size or int(chunk.min()) < 0):
-                i = start + int(np.argmax((chunk >= vocab_size) | (chunk < 0)))
-                raise FormatError(self.bin_path, f"token {i}: id must be in 0..vocab_size-1", expected=f"< {vocab_size}", got=int(tokens[i]))
+        check_ids_below(self.bin_path, self.tokens, vocab_size)
 
     def check_one_document_per_sequence(self, eod_id: int | None = None, bos_id: int | None = None) -> None:
         """The release rule: document indices are [0..S]; with ``eod_id`` every sequence ends with it, with ``bos_id`` begins with it."""

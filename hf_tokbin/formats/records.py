@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from typing import Callable
 
-from ..errors import FormatError
+from ..errors import FormatError, VerificationError
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -29,6 +30,18 @@ def is_sha256(value) -> bool:
 
 def is_count(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def checked_field(path, obj, name: str, ok: Callable, rule: str, prefix: str = ""):
+    """The field ``name`` of ``obj`` ("a.b" is ``obj["a"]["b"]``), which must satisfy ``ok``; errors say ``prefix + name``."""
+    value = obj
+    for key in name.split("."):
+        if not isinstance(value, dict) or key not in value:
+            raise VerificationError(path, f"{prefix}{name} is missing")
+        value = value[key]
+    if not ok(value):
+        raise VerificationError(path, f"{prefix}{name} must be {rule}", got=value)
+    return value
 
 
 def check_keys(obj, keys: list[str], path, where: str) -> None:

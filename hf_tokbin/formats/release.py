@@ -5,6 +5,7 @@
     DIR/shards/{train,validation}/part-NNNNNN.bin|.idx   Megatron pairs, one per input shard and split
     DIR/receipts/part-NNNNNN.json                        one per input shard, written after its outputs
     DIR/tokens/<tokenizer_id>/<dataset>/...              llm.c token files and _MANIFEST.json
+    DIR/tokenizer/tokenizer.json (+ its config files)    the tokenizer the build read, byte for byte
     DIR/run_config.json                                  pinned inputs, tokenizer, split rule, options
     DIR/stats.json                                       exact counts by source and split
     DIR/README.md                                        dataset card
@@ -37,6 +38,7 @@ from pathlib import Path
 from .._io import canonical_json, read_json, write_text_atomic
 from ..errors import FormatError, VerificationError
 from .records import FileEntry, check_keys, is_count, require
+from .rules import is_folder_name
 
 FORMAT = "hf_tokbin.release/1"
 COMPLETE_NAME = "COMPLETE.json"
@@ -46,6 +48,10 @@ CARD_NAME = "README.md"
 SHARDS_DIR = "shards"
 RECEIPTS_DIR = "receipts"
 TOKENS_DIR = "tokens"
+TOKENIZER_DIR = "tokenizer"  # the release's own tokenizer: the files the build read, byte for byte
+TOKENIZER_FILE = "tokenizer.json"
+# What tokenizer/ may hold: tokenizer.json and the config files a build reads beside it (tokenizer.resolve).
+TOKENIZER_FILES = (TOKENIZER_FILE, "generation_config.json", "tokenizer_config.json", "special_tokens_map.json")
 SPLITS = ("train", "validation")
 FORMATS = ("llmc", "megatron")  # the output formats, in their canonical order
 STATS_FORMAT = "hf_tokbin.stats/1"
@@ -159,6 +165,9 @@ class Receipt:
     def read(cls, path: str | os.PathLike) -> Receipt:
         obj = read_json(path, FormatError)
         check_keys(obj, ["part", "input_shard", "splits", "files"], path, "receipt")
+        for key, kind in (("splits", dict), ("files", list)):  # an empty {} must not pass for an empty list
+            if not isinstance(obj[key], kind):
+                raise FormatError(path, f"receipt {key} must be a {'JSON object' if kind is dict else 'list'}", got=type(obj[key]).__name__)
         try:
             splits = {}
             for name, counts in obj["splits"].items():
@@ -215,20 +224,48 @@ class Complete:
             raise FormatError(path, e.rule, got=e.got) from None
 
 
+PARTIAL_NAME = "PARTIAL.json"  # a partial copy's record (hf-tokbin pull --include), in place of COMPLETE.json
+PARTIAL_FORMAT = "hf_tokbin.partial/1"
+
+
+def read_partial(root: str | os.PathLike) -> tuple[Complete, tuple[FileEntry, ...]]:
+    """A partial copy's ``PARTIAL.json``: the release's whole ``COMPLETE.json`` listing and the entries the copy holds.
+
+    ::
+
+        {"format": "hf_tokbin.partial/1", "repo", "commit", "path_in_repo", "record": "COMPLETE.json",
+         "include": [SPEC, ...], "files": [ENTRY, ...],     the files the copy holds, as COMPLETE.json lists them
+         "complete": [ENTRY, ...]}                          every file COMPLETE.json lists
+    """
+    path = Path(root) / PARTIAL_NAME
+    obj = read_json(path, FormatError)
+    check_keys(obj, ["format", "repo", "commit", "path_in_repo", "record", "include", "files", "complete"], path, "PARTIAL.json")
+    if obj["format"] != PARTIAL_FORMAT:
+        raise FormatError(path, "format must be " + PARTIAL_FORMAT, got=obj["format"])
+    for key in ("files", "complete"):
+        if not isinstance(obj[key], list):
+            raise FormatError(path, f"{key} must be a list", got=type(obj[key]).__name__)
+    complete = Complete(tuple(FileEntry.from_dict(f, path, f"complete[{i}]") for i, f in enumerate(obj["complete"])))
+    listed = {f.path: f for f in complete.files}
+    held = tuple(FileEntry.from_dict(f, path, f"files[{i}]") for i, f in enumerate(obj["files"]))
+    for entry in held:
+        if listed.get(entry.path) != entry:
+            raise FormatError(path, "a held file must be listed, with the same size and SHA-256, in complete", got=entry.path)
+    return complete, held
+
+
 # The release layout: the only paths COMPLETE.json may list (verify) and a pull may write (hub.layout).
 _LAYOUT_PATH = re.compile(
     rf"{SHARDS_DIR}/(?:{'|'.join(SPLITS)})/part-[0-9]{{6,}}\.(?:bin|idx)"
     rf"|{RECEIPTS_DIR}/part-[0-9]{{6,}}\.json"
     rf"|{TOKENS_DIR}/[^/]+/[^/]+/[^/]+"  # tokens/<tokenizer_id>/<dataset>/<file>: verify checks the folder's exact files
+    rf"|{TOKENIZER_DIR}/(?:{'|'.join(map(re.escape, TOKENIZER_FILES))})"
     rf"|{re.escape(RUN_CONFIG_NAME)}|{re.escape(STATS_NAME)}|{re.escape(CARD_NAME)}"
 )
-LAYOUT_DESCRIPTION = "shards/{train,validation}/part-N.{bin,idx}, receipts/part-N.json, tokens/<tokenizer_id>/<dataset>/<file>, run_config.json, stats.json, README.md"
-
-
-def is_plain_name(part: str) -> bool:
-    """One path component a release (or a pull) may hold: not empty, not hidden (so not "." or ".."), printable
-    (no newline, NUL, escape or bidi control), no backslash, no white space at either end."""
-    return part != "" and part.strip() == part and not part.startswith(".") and part.isprintable() and "\\" not in part
+LAYOUT_DESCRIPTION = (
+    "shards/{train,validation}/part-N.{bin,idx}, receipts/part-N.json, tokens/<tokenizer_id>/<dataset>/<file>, "
+    "tokenizer/{tokenizer.json,generation_config.json,tokenizer_config.json,special_tokens_map.json}, run_config.json, stats.json, README.md"
+)
 
 
 def is_layout_path(rel) -> bool:
@@ -238,7 +275,7 @@ def is_layout_path(rel) -> bool:
     listing anything else (``~/t.txt``, a name holding a newline, ``notes.txt``),
     and a pull writes nothing else.
     """
-    return isinstance(rel, str) and _LAYOUT_PATH.fullmatch(rel) is not None and all(map(is_plain_name, rel.split("/")))
+    return isinstance(rel, str) and _LAYOUT_PATH.fullmatch(rel) is not None and all(map(is_folder_name, rel.split("/")))
 
 
 def is_release_path(rel: str) -> bool:

@@ -41,6 +41,7 @@ from ..formats.release import (
     TOKENS_DIR,
     Complete,
 )
+from ..formats.rules import is_folder_name
 from ..verify.checks import check_files, check_receipts
 
 _BLOB_CHUNK = 1 << 20
@@ -98,7 +99,7 @@ def normalize_path_in_repo(prefix: str | None) -> str:
         raise HubError(None, "path in repo must be a relative folder such as releases/v1", got=repr(prefix))
     parts = prefix.strip("/").split("/")
     for part in parts:
-        if part in ("", ".", "..") or part.startswith(".") or not part.isprintable():
+        if not is_folder_name(part):
             raise HubError(None, "path in repo must be a relative folder such as releases/v1 (no empty, '.', '..' or hidden parts)", got=repr(prefix))
     return posixpath.join(*parts) + "/"
 

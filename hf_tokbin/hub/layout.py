@@ -25,13 +25,12 @@ from dataclasses import dataclass
 
 from ..errors import HubError
 from ..formats.release import FORMATS, SPLITS, is_layout_path
-from ..formats.release import is_plain_name as _is_plain_name
+from ..formats.rules import is_folder_name, split_name
 from .revision import shown
 
 _CORPUS_PATH = re.compile(r"data/(?:[^/]+/)*[^/]+\.parquet")  # the shards a corpus manifest lists (the card is fetched by name)
 _LLMC_FILE = re.compile(r"tokens/[^/]+/[^/]+/(train|val)-[0-9]+\.bin")
 _PAIR_FILE = re.compile(r"shards/(train|validation)/part-[0-9]+\.(?:bin|idx)")
-_SPLIT_ALIASES = {"train": "train", "validation": "validation", "val": "validation"}
 
 
 def check_path(kind: str, path: str, listed_in: str) -> str:
@@ -39,7 +38,7 @@ def check_path(kind: str, path: str, listed_in: str) -> str:
     if kind == "release":
         ok = is_layout_path(path)  # formats.release: the rule verify applies too
     else:
-        ok = isinstance(path, str) and _CORPUS_PATH.fullmatch(path) is not None and all(map(_is_plain_name, path.split("/")))
+        ok = isinstance(path, str) and _CORPUS_PATH.fullmatch(path) is not None and all(map(is_folder_name, path.split("/")))
     if not ok:
         raise HubError(
             listed_in,
@@ -59,7 +58,7 @@ def check_path_in_repo(value: str | None) -> str:
     """``--path-in-repo``: the folder of the repo holding the release, as ``a/b`` ("" for the top); each component
     a plain, non-hidden name."""
     folder = (value or "").strip("/")
-    if folder and not all(map(_is_plain_name, folder.split("/"))):
+    if folder and not all(map(is_folder_name, folder.split("/"))):
         raise HubError("--path-in-repo", "must be a folder of plain, non-hidden names such as releases/v1", got=shown(value))
     return folder
 
@@ -82,17 +81,17 @@ class Include:
         for item in items:
             if ":" in item:
                 fmt, _, split = item.partition(":")
-                bad = fmt not in FORMATS or split not in _SPLIT_ALIASES
+                bad = fmt not in FORMATS or split_name(split) is None
             else:
                 fmt, split = (item, "") if item in FORMATS else ("", item)
-                bad = not fmt and split not in _SPLIT_ALIASES
+                bad = not fmt and split_name(split) is None
             if bad:
                 raise HubError(
                     "--include", "each item is FORMAT:SPLIT, FORMAT or SPLIT", expected=f"FORMAT among {', '.join(FORMATS)}, SPLIT among {', '.join(SPLITS)}", got=shown(item)
                 )
             names_a_format |= bool(fmt)
             for f in [fmt] if fmt else FORMATS:
-                for s in [_SPLIT_ALIASES[split]] if split else SPLITS:
+                for s in [split_name(split)] if split else SPLITS:
                     pairs.add((f, s))
         return cls(frozenset(pairs), tuple(items), names_a_format)
 
@@ -107,7 +106,7 @@ class Include:
         if match := _PAIR_FILE.fullmatch(path):
             return ("megatron", match.group(1)) in self.pairs
         if match := _LLMC_FILE.fullmatch(path):
-            return ("llmc", _SPLIT_ALIASES[match.group(1)]) in self.pairs
+            return ("llmc", split_name(match.group(1))) in self.pairs
         return True  # records: run_config.json, stats.json, README.md, receipts, the llm.c _MANIFEST.json
 
     def selects_split(self, split: str) -> bool:

@@ -48,6 +48,8 @@ from ..formats.records import FileEntry
 from ..formats.release import (
     CARD_NAME,
     COMPLETE_NAME,
+    PARTIAL_FORMAT,
+    PARTIAL_NAME,
     RECEIPTS_DIR,
     Complete,
     Receipt,
@@ -67,8 +69,6 @@ from .retry import RetryPolicy, call_with_retry, notify
 from .revision import escaped, resolve_commit, shown
 
 REPO_TYPE = "dataset"
-PARTIAL_NAME = "PARTIAL.json"
-PARTIAL_FORMAT = "hf_tokbin.partial/1"
 RECORDS_DIR = ".records"  # inside the staging folder: the record as fetched, until it goes in last
 GIT_FILES = (".gitattributes", ".gitignore")  # the repo's own files, no part of a release
 _NAMED_MAX = 50  # files named in one error
@@ -387,7 +387,9 @@ def _finish_partial(staging: Path, kind: str, record: Path, wanted: list[Wanted]
         verify_release_records(staging, complete, held)
         receipts = len([p for p in held if p.startswith(f"{RECEIPTS_DIR}/")])
         files = [by_path[p].to_dict() for p in held]
+        listing = {"complete": [f.to_dict() for f in complete.files]}  # what is absent, for verify and merge
     else:
+        listing = {}
         files = [{"path": w.path, "size": w.expected.size, "sha256": sha256_file(staging / w.path)} for w in wanted]
     partial = {
         "format": PARTIAL_FORMAT,
@@ -397,6 +399,7 @@ def _finish_partial(staging: Path, kind: str, record: Path, wanted: list[Wanted]
         "record": record.name,
         "include": list(include.specs),
         "files": sorted(files, key=lambda f: f["path"]),
+        **listing,
     }
     write_text_atomic(staging / PARTIAL_NAME, canonical_json(partial))
     return receipts

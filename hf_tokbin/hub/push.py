@@ -53,6 +53,7 @@ from tqdm.auto import tqdm
 from .._io import sha256_file
 from ..errors import HubError, VerificationError
 from ..formats.release import CARD_NAME
+from ..formats.rules import is_repo_id
 from .files import (
     LAYOUT_DIRS,
     PublishPlan,
@@ -731,8 +732,7 @@ def _check_patterns(patterns: Sequence[str]) -> tuple[str, ...]:
 
 
 def _check_repo_args(repo_id: str, revision: str) -> None:
-    parts = repo_id.split("/") if isinstance(repo_id, str) else []
-    if len(parts) != 2 or not all(parts):
+    if not is_repo_id(repo_id):
         raise HubError(None, "repo id must be NAMESPACE/NAME", got=repo_id)
     if not revision or len(revision) == 40 and all(c in "0123456789abcdef" for c in revision):
         raise HubError(None, "push needs a branch name as revision, not a commit id", got=revision)

@@ -7,9 +7,10 @@
 - :mod:`.job`: :func:`build`, every part on an engine (:mod:`hf_tokbin.engines`), then the finish.
 """
 
+from ..formats.build_options import DEFAULT_BATCH_SIZE, BuildOptions
 from .finish import finish_build
 from .job import BuildSummary, build
 from .part import build_part
-from .plan import DEFAULT_BATCH_SIZE, BuildPlan, plan_build, start_release
+from .plan import BuildPlan, plan_build, start_release
 
-__all__ = ["DEFAULT_BATCH_SIZE", "BuildPlan", "BuildSummary", "build", "build_part", "finish_build", "plan_build", "start_release"]
+__all__ = ["DEFAULT_BATCH_SIZE", "BuildOptions", "BuildPlan", "BuildSummary", "build", "build_part", "finish_build", "plan_build", "start_release"]

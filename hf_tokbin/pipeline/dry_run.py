@@ -16,7 +16,7 @@ import numpy as np
 from ..formats import llmc, megatron
 from ..formats.corpus_manifest import SPLITS
 from ..formats.release import part_name
-from .encode import prepare_encoder, sample_documents
+from .encode import EncodeBatch, prepare_encoder, sample_documents
 from .plan import BuildPlan
 
 _LLMC_NAMES = {"train": "train", "validation": "val"}
@@ -27,7 +27,8 @@ def describe_plan(plan: BuildPlan) -> str:
     sample = sample_documents(plan)
     plan = prepare_encoder(plan)
     if sample:
-        _, lengths = plan.encoder.encode_batch(sample)
+        # As the build encodes: long documents in bounded pieces, a panic as one line.
+        _, lengths = EncodeBatch(plan.encoder, plan.tokenizer.vocab_size, "the sampled documents (the first of each shard)").encode(sample)
         tokens_per_document = float(np.mean(lengths))
     else:
         tokens_per_document = 0.0
@@ -37,7 +38,7 @@ def describe_plan(plan: BuildPlan) -> str:
     if corpus.empty_documents_dropped:
         lines.append(f"  {corpus.empty_documents_dropped:,} empty documents were dropped when the corpus was written")
     width = 2 if megatron.dtype_code_for_vocab(plan.tokenizer.vocab_size) == megatron.CODE_UINT16 else 4
-    llmc_width = llmc.layout_for(plan.tokenizer.vocab_size, plan.llmc_layout).dtype.itemsize
+    llmc_width = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout).dtype.itemsize
     sep = 0 if plan.eod_id is None else 1
     bos = 0 if plan.bos_id is None else 1
     for split in SPLITS:
@@ -47,13 +48,13 @@ def describe_plan(plan: BuildPlan) -> str:
         lines.append(f"{split}: {len(shards)} shards ({part_name(shards[0])}..{part_name(shards[-1])}), {documents:,} documents, ~{tokens:,} tokens" if shards else f"{split}: no documents")
         if not shards:
             continue
-        if "megatron" in plan.formats:
+        if "megatron" in plan.options.formats:
             bin_bytes = (tokens + documents * (1 + bos)) * width
             idx_bytes = len(shards) * megatron.HEADER_BYTES + documents * 12 + (documents + len(shards)) * 8
             lines.append(f"  megatron: ~{(bin_bytes + idx_bytes) / 1e6:,.1f} MB in shards/{split}/part-NNNNNN.bin/.idx, receipts/part-NNNNNN.json")
-        if "llmc" in plan.formats:
+        if "llmc" in plan.options.formats:
             stream = tokens + documents * (sep + bos)
-            files = max(1, -(-stream // plan.max_tokens_per_file))
+            files = max(1, -(-stream // plan.options.max_tokens_per_file))
             lines.append(f"  llmc: ~{(stream * llmc_width + files * llmc.HEADER_BYTES) / 1e6:,.1f} MB in ~{files} files {plan.llmc_dir}/{_LLMC_NAMES[split]}-NNNNN.bin")
     lines.append(f"tokenizer {plan.tokenizer.tokenizer_id}: vocab {plan.tokenizer.vocab_size:,}, separator/EOD {plan.eod_id}; encoder {plan.encoder.engine}")
     lines.append(f"estimate from {len(sample):,} sampled documents ({tokens_per_document:,.1f} tokens each on average)")

@@ -12,6 +12,7 @@ and tokens add up everywhere (token conservation) and publishes
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 from .._io import sha256_file, write_json_atomic, write_text_atomic
 from ..errors import BuildError
@@ -24,6 +25,8 @@ from ..formats.release import (
     RUN_CONFIG_NAME,
     SPLITS,
     STATS_NAME,
+    TOKENIZER_DIR,
+    TOKENIZER_FILE,
     Complete,
     Receipt,
     SplitCounts,
@@ -45,8 +48,9 @@ def finish_build(plan: BuildPlan, receipts: list[Receipt], engine: str = "local"
     counts = check_split_totals(plan, receipts)
     # Digests computed as the big files were written; COMPLETE.json need not hash them again.
     parts_files = {f.path: f for r in receipts for f in r.files}
-    packed = _write_llmc(plan, receipts, counts, engine, ray_address, progress) if "llmc" in plan.formats else []
+    packed = _write_llmc(plan, receipts, counts, engine, ray_address, progress) if "llmc" in plan.options.formats else []
     write_json_atomic(work / STATS_NAME, stats_record(plan.corpus.name, plan.tokenizer.tokenizer_id, receipts))
+    _ship_tokenizer(plan)
     _write_card(plan)
     written = {f.path: f for f in _list_release_files(plan, {**parts_files, **{f.path: f for f in packed}})}
     # Files written by tasks (pairs, llm.c files) need not be in this machine's work folder; their tasks named them.
@@ -111,6 +115,24 @@ def _write_llmc(plan: BuildPlan, receipts: list[Receipt], counts: dict[str, Spli
     )
     manifest.write(directory)
     return [p.file for p in packed]
+
+
+def _ship_tokenizer(plan: BuildPlan) -> None:
+    """``tokenizer/``: the tokenizer.json the build encoded with and the config files beside it, so a release decodes on its own.
+
+    Its SHA-256 must still be run_config.json's (the file could have changed since the plan); the byte tokenizer has no file.
+    """
+    if plan.tokenizer.path is None:
+        return
+    folder = plan.output.work / TOKENIZER_DIR
+    folder.mkdir(exist_ok=True)
+    target = folder / TOKENIZER_FILE
+    shutil.copyfile(plan.tokenizer.path, target)
+    if sha256_file(target) != plan.tokenizer.sha256:
+        target.unlink()
+        raise BuildError(plan.tokenizer.path, "the tokenizer changed during the build: its SHA-256 is not run_config.json's", expected=plan.tokenizer.sha256)
+    for source in plan.tokenizer.config_files:
+        shutil.copyfile(source, folder / Path(source).name)
 
 
 def _write_card(plan: BuildPlan) -> None:

@@ -46,7 +46,7 @@ from .._io import canonical_json, sha256_file, write_text_atomic
 from ..errors import BuildError, VerificationError
 from ..formats import megatron
 from ..formats.records import FileEntry
-from ..formats.release import COMPLETE_NAME, RECEIPTS_DIR, RUN_CONFIG_NAME, SPLITS, Receipt, pair_path
+from ..formats.release import COMPLETE_NAME, RECEIPTS_DIR, RUN_CONFIG_NAME, SPLITS, Receipt, pair_path, read_partial
 from ..formats.run_config import RunConfig
 
 MERGE_FORMAT = "hf_tokbin.megatron_merge/1"
@@ -73,16 +73,17 @@ def merge_release(release: str | os.PathLike, out: str | os.PathLike, splits: tu
             hint="build with --format megatron",
         )
     receipts = [Receipt.read(path) for path in sorted((release / RECEIPTS_DIR).glob("part-*.json"))]
+    complete_sha256, held = _release_listing(release)
     out.mkdir(parents=True, exist_ok=True)
     record = {
         "format": MERGE_FORMAT,
-        "release": {"complete_sha256": sha256_file(release / COMPLETE_NAME), "eod_id": config.eod_id},
+        "release": {"complete_sha256": complete_sha256, "eod_id": config.eod_id},
         "splits": {},
     }
     try:
         for split in splits:
             parts = [r for r in receipts if r.splits.get(split) and r.splits[split].documents]
-            if parts:
+            if parts and _split_is_held(release, split, parts, held):
                 record["splits"][split] = _merge_split(release, out, split, parts, config.vocab_size)
     except BaseException:
         for split in record["splits"]:  # the pairs this merge finished: nothing half-done stays behind
@@ -91,6 +92,24 @@ def merge_release(release: str | os.PathLike, out: str | os.PathLike, splits: tu
         raise
     write_text_atomic(out / MERGED_NAME, canonical_json(record))
     return record
+
+
+def _release_listing(release: Path) -> tuple[str, set[str] | None]:
+    """The SHA-256 of the release's ``COMPLETE.json`` and, for a partial copy, the paths it holds (None: all)."""
+    if (release / COMPLETE_NAME).exists():
+        return sha256_file(release / COMPLETE_NAME), None
+    complete, held = read_partial(release)  # verify_release checked it; the listing is COMPLETE.json's own bytes
+    return hashlib.sha256(complete.to_json().encode()).hexdigest(), {f.path for f in held}
+
+
+def _split_is_held(release: Path, split: str, parts: list[Receipt], held: set[str] | None) -> bool:
+    """Whether a partial copy holds the split's pairs: all of them (merged), none (skipped), never some."""
+    paths = {f.path for r in parts for f in r.files}
+    if held is None or paths <= held:
+        return True
+    if paths & held:
+        raise BuildError(release, f"a partial copy must hold all of a split's pairs or none to merge it: {split} lacks some", got=sorted(paths - held)[:3])
+    return False
 
 
 def _merge_split(release: Path, out: Path, split: str, parts: list[Receipt], vocab_size: int) -> dict:

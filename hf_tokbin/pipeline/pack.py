@@ -44,7 +44,7 @@ class PackedFile:
 def segments_of(plan: BuildPlan, receipts: list[Receipt], split: str, counts: SplitCounts) -> list[Segment]:
     """The segments of ``split`` in corpus order, from the parts' records, checked against the receipts' counts."""
     output = plan.output
-    width = llmc.layout_for(plan.tokenizer.vocab_size, plan.llmc_layout).dtype.itemsize
+    width = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout).dtype.itemsize
     added = (plan.tokenizer.doc_sep_id is not None) + (plan.bos_id is not None)
     segments = []
     for i, shard in enumerate(plan.corpus.shards):
@@ -72,14 +72,14 @@ def plan_llmc_files(plan: BuildPlan, receipts: list[Receipt], counts: dict[str, 
     files = []
     for split in SPLITS:
         if split in counts and counts[split].documents:
-            files.extend(plan_files(LLMC_SPLIT[split], segments_of(plan, receipts, split, counts[split]), plan.max_tokens_per_file, read_ends))
+            files.extend(plan_files(LLMC_SPLIT[split], segments_of(plan, receipts, split, counts[split]), plan.options.max_tokens_per_file, read_ends))
     return files
 
 
 def pack_file(plan: BuildPlan, file: FilePlan, progress: bool = False) -> PackedFile:
     """One pack task: write llm.c file ``file`` from its segments' byte ranges, hash it, publish it."""
     output = plan.output
-    layout = llmc.layout_for(plan.tokenizer.vocab_size, plan.llmc_layout)
+    layout = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout)
     width = layout.dtype.itemsize
     rel = f"{plan.llmc_dir}/{file.name}"
 

@@ -80,7 +80,7 @@ def _build_part_from(plan: BuildPlan, index: int, shard_path: Path, progress: bo
         raise
     _check_conserved_on_disk(writers, closed, text_tokens, documents)
     files = []
-    if "megatron" in plan.formats:
+    if "megatron" in plan.options.formats:
         pair = closed["megatron"]
         if documents == 0:  # a split with no documents has no pair
             pair.bin_path.unlink()
@@ -91,7 +91,7 @@ def _build_part_from(plan: BuildPlan, index: int, shard_path: Path, progress: bo
                 FileEntry(pair_path(split, part, "idx"), pair.idx_size, pair.idx_sha256),
             ]
     staging = []
-    if "llmc" in plan.formats:
+    if "llmc" in plan.options.formats:
         segment = closed["llmc"]
         staging = [
             FileEntry(staging_rel(part, TOKENS_SUFFIX), segment.tokens_size, segment.tokens_sha256),
@@ -100,8 +100,8 @@ def _build_part_from(plan: BuildPlan, index: int, shard_path: Path, progress: bo
         # The segment's digests, so a resumed build (here or at a URL) checks the segment as it checks the receipt's files.
         write_text_atomic(work / staging_rel(part, "json"), canonical_json({"files": [e.to_dict() for e in staging]}))
     # The receipt counts the Megatron pair's tokens: one EOD (and one BOS, if given) per document.
-    eod_tokens = documents if "megatron" in plan.formats else 0
-    bos_tokens = documents if "megatron" in plan.formats and plan.bos_id is not None else 0
+    eod_tokens = documents if "megatron" in plan.options.formats else 0
+    bos_tokens = documents if "megatron" in plan.options.formats and plan.bos_id is not None else 0
     receipt = Receipt(
         part=part,
         input_shard=FileEntry(shard.path, shard.size, shard.sha256),
@@ -118,7 +118,7 @@ def _write_documents(plan: BuildPlan, index: int, shard_path: Path, progress: bo
     documents = text_tokens = text_bytes = 0
     for flat, lengths, n_bytes in shuffled_documents(plan, index, encode_shard(plan, index, progress, shard_path)):
         flat, lengths = checked_documents(flat, lengths, plan.tokenizer.vocab_size, shard_path)  # once, for every format
-        if "llmc" in plan.formats:
+        if "llmc" in plan.options.formats:
             _check_fits_llmc_file(plan, shard_path, lengths, documents)
         for writer in writers.values():
             writer.add_checked_documents(flat, lengths)
@@ -131,11 +131,11 @@ def _write_documents(plan: BuildPlan, index: int, shard_path: Path, progress: bo
 def _open_writers(plan: BuildPlan, work: Path, split: str, part: str) -> dict:
     """The part's writers by format: its Megatron pair, its llm.c segment."""
     writers: dict = {}
-    if "megatron" in plan.formats:
+    if "megatron" in plan.options.formats:
         writers["megatron"] = megatron.MegatronWriter(work / pair_path(split, part, "bin"), plan.tokenizer.vocab_size, plan.eod_id, plan.bos_id)
-    if "llmc" in plan.formats:
-        layout = llmc.layout_for(plan.tokenizer.vocab_size, plan.llmc_layout)
-        writers["llmc"] = SegmentWriter(work / segment_stem(part), layout, plan.tokenizer.doc_sep_id, plan.bos_id, plan.llmc_separator)
+    if "llmc" in plan.options.formats:
+        layout = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout)
+        writers["llmc"] = SegmentWriter(work / segment_stem(part), layout, plan.tokenizer.doc_sep_id, plan.bos_id, plan.options.llmc_separator)
     return writers
 
 
@@ -155,13 +155,13 @@ def _check_shard(shard: CorpusShard, path: Path) -> None:
 def _check_fits_llmc_file(plan: BuildPlan, shard_path: Path, lengths: np.ndarray, first_document: int) -> None:
     """A document that no llm.c file can hold (with its separator and BOS) fails its part now, not the finish."""
     sep = (plan.tokenizer.doc_sep_id is not None) + (plan.bos_id is not None)
-    if not lengths.size or int(lengths.max()) + sep <= plan.max_tokens_per_file:
+    if not lengths.size or int(lengths.max()) + sep <= plan.options.max_tokens_per_file:
         return
-    i = int(np.argmax(lengths + sep > plan.max_tokens_per_file))
+    i = int(np.argmax(lengths + sep > plan.options.max_tokens_per_file))
     raise BuildError(
         shard_path,
         f"document {first_document + i} of this shard is longer than one llm.c file may hold",
-        expected=f"<= {plan.max_tokens_per_file} tokens with its separator and BOS",
+        expected=f"<= {plan.options.max_tokens_per_file} tokens with its separator and BOS",
         got=int(lengths[i]) + sep,
         hint="files hold whole documents; raise --max-tokens-per-file",
     )
@@ -213,7 +213,7 @@ def _intact_receipt(plan: BuildPlan, output: Output, index: int) -> Receipt | No
     part = part_name(index)
     try:
         receipt = output.read_record(receipt_path(part), Receipt.read)
-        staging = _staging_entries(output, part) if receipt is not None and "llmc" in plan.formats else []
+        staging = _staging_entries(output, part) if receipt is not None and "llmc" in plan.options.formats else []
     except FormatError:
         return None
     shard = plan.corpus.shards[index]

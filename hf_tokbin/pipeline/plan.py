@@ -45,18 +45,17 @@ from .. import __version__
 from .._io import canonical_json, sha256_file
 from ..errors import BuildError
 from ..formats import llmc, megatron
+from ..formats.build_options import BuildOptions
 from ..formats.corpus_manifest import MANIFEST_NAME as CORPUS_MANIFEST_NAME
 from ..formats.corpus_manifest import SPLIT_RULE_TEXT, CorpusManifest
-from ..formats.release import FORMATS, RUN_CONFIG_NAME, TOKENS_DIR, pair_path, part_name, receipt_path
-from ..formats.run_config import LLMC_LAYOUTS, SEPARATOR_POSITIONS, run_config_record
+from ..formats.release import RUN_CONFIG_NAME, TOKENS_DIR, pair_path, part_name, receipt_path
+from ..formats.rules import FOLDER_NAME_RULE, is_folder_name
+from ..formats.run_config import run_config_record
 from ..output import Output, check_url, is_url, open_output, scratch_key
-from ..tokenizer.encoder import FAST_MODES
 from ..tokenizer.resolve import BYTE, TokenizerInfo
-from .shuffle import check_seed
 
 WORK_DIR = ".work"
 MAX_STAGED_VOCAB = 2**31  # ids 0..2**31-1: what Megatron's int32 files (and the shuffle's scratch pairs) hold
-DEFAULT_BATCH_SIZE = 10_000  # documents per encoded batch: larger batches amortize per-call costs (scripts/bench_build.py)
 
 
 @dataclass(frozen=True)
@@ -69,22 +68,24 @@ class BuildPlan:
     corpus_source: str  # "local" or the Hub repo id
     corpus_revision: str | None
     tokenizer: TokenizerInfo
-    formats: tuple[str, ...]
     out: str  # an absolute local folder, or an fsspec URL (see hf_tokbin.output)
-    num_proc: int = 1
-    batch_size: int = DEFAULT_BATCH_SIZE
-    max_tokens_per_file: int = llmc.DEFAULT_MAX_TOKENS
-    llmc_layout: str = "gpt2"  # or "llama3": upstream llm.c's uint32 header for train_llama3.py (formats.llmc.LAYOUTS)
-    llmc_separator: str = "before"  # llm.c: the separator before each document (seed 000) or after it (seed 002)
-    parse_special: bool = False  # special-token text inside documents: ordinary text (default) or parsed as the token
+    options: BuildOptions = BuildOptions()
     release_version: str = "v1"
-    fast: str = "auto"  # the fast-path mode of encoder.DocumentEncoder; never changes an id
     scratch_key: str | None = None  # out is a URL: the name of this machine's scratch folder (output.scratch_root)
-    shuffle_seed: int | None = None  # build --shuffle-seed: documents of each part in a seeded order (.shuffle); None: corpus order
     # The encoder after its fast-path check (prepare_encoder); not part of run_config.json.
     encoder: object = dataclasses.field(default=None, compare=False, repr=False)
     # Where input shard i is read (hf_tokbin.corpus.source: a corpus folder, or Hub files fetched per part).
     shards: object = dataclasses.field(default=None, compare=False, repr=False)
+
+    def warnings(self) -> list[str]:
+        """What the build prints before it starts: an empty validation split, and an llm.c layout no upstream trainer reads."""
+        lines = [self.corpus.empty_validation_warning()] if self.corpus.empty_validation_warning() else []
+        if "llmc" in self.options.formats and self.options.llmc_layout == "gpt2" and self.tokenizer.vocab_size > llmc.UINT16_VOCAB_LIMIT:
+            lines.append(
+                f"warning: a vocabulary of {self.tokenizer.vocab_size:,} gives llm.c files of magic {llmc.MAGIC} version 2 (uint32), "
+                "which no upstream llm.c trainer reads: build with --llmc-layout llama3 for train_llama3.py"
+            )
+        return lines
 
     @property
     def shard_source(self):
@@ -100,19 +101,14 @@ class BuildPlan:
     def bos_id(self) -> int | None:
         return self.tokenizer.bos.id if self.tokenizer.bos is not None else None
 
-    @property
-    def special_tokens(self) -> str:
-        """``run_config.json``'s policy for special-token text inside documents."""
-        return "parsed" if self.parse_special else "ordinary"
-
     def boundary_line(self) -> str:
         """One line naming the boundary tokens, where they came from, and the special-token policy (printed before the work)."""
         sep = self.tokenizer.doc_sep
         parts = [f"separator/EOD {sep.describe() if sep is not None else 'none'}"]
         parts.append(f"BOS {self.tokenizer.bos.describe()}" if self.tokenizer.bos is not None else "no BOS")
-        if "llmc" in self.formats and sep is not None:
-            parts.append(f"llm.c separator {self.llmc_separator} each document")
-        parts.append("special-token text " + ("parsed as tokens" if self.parse_special else "encoded as ordinary text"))
+        if "llmc" in self.options.formats and sep is not None:
+            parts.append(f"llm.c separator {self.options.llmc_separator} each document")
+        parts.append("special-token text " + ("parsed as tokens" if self.options.parse_special else "encoded as ordinary text"))
         return "; ".join(parts)
 
     @property
@@ -139,16 +135,11 @@ class BuildPlan:
                 "shards": [s.to_dict() for s in self.corpus.shards],
             },
             tokenizer=self.tokenizer.to_record(),
-            special_tokens=self.special_tokens,
             doc_sep=self.tokenizer.doc_sep,
             bos=self.tokenizer.bos,
             split_rule={"name": self.corpus.split_rule, "text": SPLIT_RULE_TEXT[self.corpus.split_rule]},
-            formats=self.formats,
-            llmc_layout=self.llmc_layout,
-            llmc_separator=self.llmc_separator,
-            max_tokens_per_file=self.max_tokens_per_file,
+            options=self.options,
             versions={"hf_tokbin": __version__, "tokenizers": _version("tokenizers")},
-            shuffle_seed=self.shuffle_seed,
         )
 
 
@@ -156,58 +147,32 @@ def plan_build(
     corpus_root: str | os.PathLike,
     tokenizer: TokenizerInfo,
     out: str | os.PathLike,
-    formats: tuple[str, ...] = FORMATS,
-    num_proc: int = 1,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    max_tokens_per_file: int = llmc.DEFAULT_MAX_TOKENS,
+    options: BuildOptions | None = None,
+    *,
     corpus_source: str = "local",
     corpus_revision: str | None = None,
-    llmc_layout: str = "gpt2",
-    fast: str = "auto",
-    llmc_separator: str = "before",
-    parse_special: bool = False,
-    shuffle_seed: int | None = None,
     shards=None,
+    **option_fields,
 ) -> BuildPlan:
     """Check every input and option before any work starts.
 
-    ``shards`` says where input shard i is read (default: the corpus folder;
-    :func:`hf_tokbin.corpus.source.resolve_corpus_source` gives Hub files).
+    ``options`` are the build's :class:`BuildOptions`; ``option_fields`` its
+    fields one by one (``formats=("llmc",)``), over ``options`` or the
+    defaults. ``shards`` says where input shard i is read (default: the corpus
+    folder; :func:`hf_tokbin.corpus.source.resolve_corpus_source` gives Hub
+    files). With ``options.limit``, the corpus's first documents are first
+    written as a corpus of their own, which the release then pins.
     """
+    options = BuildOptions.of(options, **option_fields)
     url = is_url(out)
     if url:
         check_url(out)
-    if not formats or set(formats) - set(FORMATS):
-        raise BuildError(out, "formats must be among llmc, megatron", got=",".join(formats) or "none")
-    formats = tuple(f for f in FORMATS if f in formats)  # one canonical order
-    if "megatron" in formats and tokenizer.doc_sep_id is None:
-        hint = (
-            "the byte tokenizer has none of its own: give --doc-sep N, a byte value 0..255"
-            if tokenizer.source == BYTE
-            else "give --doc-sep TOKEN_OR_ID, or put beside tokenizer.json a generation_config.json with eos_token_id or a tokenizer_config.json with eos_token"
-        )
-        raise BuildError(out, "the megatron format appends an EOD token to every document and this tokenizer has none", hint=hint)
-    if fast not in FAST_MODES:
-        raise BuildError(out, "fast-path mode must be auto, never or require", got=fast)
-    if llmc_layout not in LLMC_LAYOUTS:
-        raise BuildError(out, "llm.c layout must be gpt2 or llama3", got=llmc_layout)
-    if llmc_separator not in SEPARATOR_POSITIONS:
-        raise BuildError(out, "--llmc-sep must be before or after", got=llmc_separator)
-    if llmc_separator != "before" and "llmc" in formats and tokenizer.doc_sep_id is None:
-        raise BuildError(out, f"--llmc-sep {llmc_separator} needs a separator and this tokenizer has none", hint="give --doc-sep TOKEN_OR_ID")
-    if num_proc < 1 or batch_size < 1:
-        raise BuildError(out, "num_proc and batch_size must be at least 1", got=(num_proc, batch_size))
-    if not 0 < max_tokens_per_file <= llmc.MAX_TOKENS_PER_FILE:
-        raise BuildError(out, "--max-tokens-per-file out of range", expected=f"1..{llmc.MAX_TOKENS_PER_FILE}", got=max_tokens_per_file)
-    _check_tokenizer(tokenizer, formats)
-    corpus_root = Path(corpus_root)
+    _check_boundaries(tokenizer, options, out)
+    _check_tokenizer(tokenizer, options.formats)
+    corpus_root, shards = _corpus(Path(corpus_root), corpus_source, corpus_revision, shards, options.limit)
     manifest = CorpusManifest.read(corpus_root)
-    if shards is None:
-        from ..corpus.source import LocalShards
-
-        shards = LocalShards(os.fspath(corpus_root.resolve()))
     shards.check(manifest)
-    _check_fits_the_hub(manifest, formats, out)
+    _check_fits_the_hub(manifest, options.formats, out)
     plan = BuildPlan(
         # Absolute: Ray workers run in other folders. Never written to reproducible files.
         corpus_root=os.fspath(corpus_root.resolve()),
@@ -216,21 +181,39 @@ def plan_build(
         corpus_source=corpus_source,
         corpus_revision=corpus_revision,
         tokenizer=tokenizer,
-        formats=formats,
         out=out.rstrip("/") if url else os.fspath(Path(out).resolve()),
-        num_proc=num_proc,
-        batch_size=batch_size,
-        max_tokens_per_file=max_tokens_per_file,
-        llmc_layout=llmc_layout,
-        llmc_separator=llmc_separator,
-        parse_special=bool(parse_special),
-        fast=fast,
-        shuffle_seed=check_seed(shuffle_seed, out),
+        options=options,
         shards=shards,
     )
     if url:
         plan = dataclasses.replace(plan, scratch_key=scratch_key(plan.out, canonical_json(plan.run_config())))
     return plan
+
+
+def _corpus(root: Path, source: str, revision: str | None, shards, limit: int | None):
+    """(the corpus folder, where its shards are read): as given, or with ``limit`` its first documents as a corpus of their own."""
+    from ..corpus.source import CorpusSource, LocalShards, first_documents
+
+    if shards is None:
+        shards = LocalShards(os.fspath(root.resolve()))
+    if limit is None:
+        return root, shards
+    subset = first_documents(CorpusSource(root, source, revision, shards), limit)
+    return subset.root, subset.shards
+
+
+def _check_boundaries(tokenizer: TokenizerInfo, options: BuildOptions, out) -> None:
+    """A format (or llm.c layout) that puts a separator at every document needs the tokenizer to have one."""
+    if "megatron" in options.formats and tokenizer.doc_sep_id is None:
+        hint = (
+            "the byte tokenizer has none of its own: give --doc-sep N, a byte value 0..255"
+            if tokenizer.source == BYTE
+            else "give --doc-sep TOKEN_OR_ID, or put beside tokenizer.json a generation_config.json with eos_token_id or a tokenizer_config.json with eos_token"
+        )
+        raise BuildError(out, "the megatron format appends an EOD token to every document and this tokenizer has none", hint=hint)
+    separator = options.llmc_separator
+    if separator != "before" and "llmc" in options.formats and tokenizer.doc_sep_id is None:
+        raise BuildError(out, f"--llmc-sep {separator} needs a separator and this tokenizer has none", hint="give --doc-sep TOKEN_OR_ID")
 
 
 def _check_fits_the_hub(manifest: CorpusManifest, formats: tuple[str, ...], out) -> None:
@@ -251,15 +234,9 @@ def _check_fits_the_hub(manifest: CorpusManifest, formats: tuple[str, ...], out)
 
 
 def _check_tokenizer(tokenizer: TokenizerInfo, formats: tuple[str, ...]) -> None:
-    """The tokenizer names one folder and its ids fit every output (and the shuffle's int32 scratch pairs)."""
-    tokenizer_id = tokenizer.tokenizer_id
-    if not tokenizer_id or tokenizer_id.strip() != tokenizer_id or "/" in tokenizer_id or "\\" in tokenizer_id or tokenizer_id.startswith(".") or not tokenizer_id.isprintable():
-        raise BuildError(
-            tokenizer.path or tokenizer.source,
-            "--tokenizer-id names the folder tokens/<tokenizer_id>/",
-            expected="one folder name: not empty, printable, no '/' or '\\', not starting with '.', no white space at either end",
-            got=repr(tokenizer_id),
-        )
+    """The tokenizer names one folder and its ids fit every output and the int32 staging pairs."""
+    if not is_folder_name(tokenizer.tokenizer_id):
+        raise BuildError(tokenizer.path or tokenizer.source, "--tokenizer-id names the folder tokens/<tokenizer_id>/", expected=FOLDER_NAME_RULE, got=repr(tokenizer.tokenizer_id))
     llmc.version_for_vocab(tokenizer.vocab_size)
     if tokenizer.vocab_size > MAX_STAGED_VOCAB:
         # Megatron's widest dtype is int32, and --shuffle-seed stages a part's ids as an int32 pair (shuffle.py).

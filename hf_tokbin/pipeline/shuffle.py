@@ -37,17 +37,7 @@ from ..formats import megatron
 from ..formats.release import part_name
 
 SHUFFLE_DIR = "shuffle"
-MAX_SEED = 2**63 - 1
 _TOKENS_PER_CHUNK = 1 << 22  # ids gathered per yielded batch (a document longer than this comes alone)
-
-
-def check_seed(seed, where) -> int | None:
-    """``seed`` as given (None: corpus order), or an error naming the rule."""
-    if seed is None:
-        return None
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise BuildError(where, "--shuffle-seed must be an integer in 0..2**63-1", got=seed)
-    return seed
 
 
 def permutation(seed: int, index: int, documents: int) -> np.ndarray:
@@ -65,9 +55,9 @@ def shuffled_documents(
 ) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
     """``batches`` (flat ids, lengths, text bytes) in corpus order, re-yielded in the part's seeded order.
 
-    Without a seed (``plan.shuffle_seed`` None) the batches pass through untouched.
+    Without a seed (``plan.options.shuffle_seed`` None) the batches pass through untouched.
     """
-    seed = getattr(plan, "shuffle_seed", None)
+    seed = plan.options.shuffle_seed
     if seed is None:
         yield from batches
         return

@@ -1,7 +1,7 @@
 """Readers for training: a split of a release as numpy views, with no copy and no torch.
 
 Two views, both over memory maps that every file's reader has checked first
-(:func:`hf_tokbin.llmc.open_tokens`, :class:`hf_tokbin.megatron.MegatronPair`):
+(:func:`hf_tokbin.formats.llmc.open_tokens`, :class:`hf_tokbin.formats.megatron.MegatronPair`):
 
 - :class:`LlmcSplit` -- a split's llm.c ``.bin`` files (seed 000, or upstream's
   Llama 3 layout) as one token stream.
@@ -45,6 +45,7 @@ import numpy as np
 from ..errors import FormatError
 from ..formats import llmc, megatron
 from ..formats.release import LLMC_SPLIT, RUN_CONFIG_NAME, SHARDS_DIR, TOKENS_DIR
+from ..formats.rules import split_name
 from ..formats.run_config import RunConfig
 
 _SCAN_CHUNK = 1 << 24  # ids compared per step when looking for separators
@@ -187,8 +188,8 @@ def llmc_split_name(split: str) -> str:
 
 def megatron_split_name(split: str) -> str:
     """``train`` or ``validation`` (seed 004's name), accepting ``val`` for ``validation``."""
-    name = {"val": "validation"}.get(split, split)
-    if name not in LLMC_SPLIT:
+    name = split_name(split)
+    if name is None:
         raise FormatError(None, "unknown split", expected="train, validation or val", got=split)
     return name
 

@@ -92,7 +92,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.metadata
 import json
 import os
 import re
@@ -100,15 +99,17 @@ import time
 import unicodedata
 from dataclasses import dataclass
 from itertools import chain
-from typing import Literal
 
 import numpy as np
 
 from ..errors import TokenizerError
+from ..formats.build_options import FAST_MODES, FastMode
+from ..versions import package_version
+from .panics import engine_output_held, is_engine_panic, panic_message
 from .resolve import TOKENIZER_FILE, load_tokenizer_json, vocab_size_of
 
-FastMode = Literal["auto", "never", "require"]
-FAST_MODES: tuple[str, ...] = ("auto", "never", "require")
+# The start of a check's reason when gigatoken cannot be used at all (--fast auto says so in one line).
+GIGATOKEN_UNAVAILABLE = "gigatoken cannot be used here"
 
 # Texts every fast-path check encodes besides the corpus sample: the places
 # where another engine is most likely to part from tokenizers.
@@ -162,7 +163,24 @@ class FastPathCheck:
 
 
 def _engine_name(package: str) -> str:
-    return f"{package} {importlib.metadata.version(package)}"
+    return f"{package} {package_version(package) or '(version unknown)'}"
+
+
+def gigatoken_unavailable() -> str | None:
+    """Why gigatoken cannot be used in this process (not installed, a broken install), or None if it can.
+
+    Its version must be known too: the proof holds for the version it was made with.
+    """
+    try:
+        import awkward  # noqa: F401 - gigatoken returns its ids as awkward arrays
+        import gigatoken  # noqa: F401
+    except Exception as e:  # noqa: BLE001 - ImportError, or whatever a broken extension module raises
+        if isinstance(e, ModuleNotFoundError) and e.name in ("gigatoken", "awkward"):
+            return f"{e.name} is not installed"
+        return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}".rstrip(": ")
+    if package_version("gigatoken") is None:
+        return "no package metadata, so no version to prove it for: a broken install"
+    return None
 
 
 class DocumentEncoder:
@@ -188,7 +206,8 @@ class DocumentEncoder:
         self._tokenizer_json: str | None = None
         self._gigatoken = None
         self._check = FastPathCheck(False, _engine_name("tokenizers"), "fast path not checked yet")
-        self._unproven: tuple[tuple[int, int], ...] = ()  # inclusive code point ranges routed to tokenizers
+        self._decided: tuple[tuple[int, int], ...] = ()  # inclusive code point ranges decided by the check (ASCII, outside the universe)
+        self._unproven: tuple[tuple[int, int], ...] = ()  # of those, the ranges routed to tokenizers
         self._parsed_added: tuple[str, ...] = ()  # added-token texts whose documents are routed to tokenizers
         self._gigatoken_json: str | None = None  # what gigatoken loads: tokenizer.json without added tokens
         self._router = None
@@ -217,6 +236,7 @@ class DocumentEncoder:
             "fast": self.fast,
             "parse_special": self.parse_special,
             "check": dataclasses.replace(self._check, seconds=0.0),  # timing must not change the fingerprint
+            "decided": self._decided,
             "unproven": self._unproven,
             "parsed_added": self._parsed_added,
             # Made once by the check: a worker loads gigatoken without parsing tokenizer.json again.
@@ -231,6 +251,7 @@ class DocumentEncoder:
         self._tokenizer = None  # loaded on first use
         self._gigatoken = None
         self._check = state["check"]
+        self._decided = state["decided"]
         self._unproven = state["unproven"]
         self._parsed_added = state["parsed_added"]
         self._gigatoken_json = state["gigatoken_json"]
@@ -274,35 +295,41 @@ class DocumentEncoder:
         if self.fast == "never":
             self._check = FastPathCheck(False, _engine_name("tokenizers"), "fast path disabled (fast='never')")
             return self._check
-        self._gigatoken, self._gigatoken_json, self._router, self._unproven = None, None, None, ()
+        self._gigatoken, self._gigatoken_json, self._router, self._decided, self._unproven = None, None, None, (), ()
         self._parsed_added = tuple(self.parsed_added_tokens())
         texts = [*sample_texts, *PROBE_TEXTS, *self._added_token_probes()]
         config = json.loads(self.tokenizer_json)
-        reason = self._unsupported_shape(config)
+        unavailable = gigatoken_unavailable()
+        reason = f"{GIGATOKEN_UNAVAILABLE} ({unavailable})" if unavailable else self._unsupported_shape(config)
         unproven_count = 0
         if reason is None:
             try:
-                engine = self._load_gigatoken(config)
-                unproven = prove_code_points(self.tokenizer, engine)
-                unproven_count = int(unproven.sum())
-                self._unproven = _ranges(~_proven_mask(unproven))
-                reason = _first_difference(texts, self._encode_with_tokenizers(texts), self._encode_routed(texts))
+                with engine_output_held():  # a panic's report is dropped: it becomes the reason
+                    self._load_gigatoken(config)
+                    self._decided, self._unproven = _ascii_at_check(self._prove)
+                    reason = _first_difference(texts, self._encode_with_tokenizers(texts), self._encode_routed(texts))
+                    unproven_count = self._router.unproven
             except ImportError:
                 reason = "gigatoken is not installed (pip install gigatoken)"
             except Exception as e:  # gigatoken raises RuntimeError (and others) for what it does not implement
                 reason = f"gigatoken cannot load or run this tokenizer: {str(e).splitlines()[0][:200]}"
+            except BaseException as e:  # a Rust panic in either engine (pyo3's PanicException), on a checked text
+                if not is_engine_panic(e):
+                    raise
+                reason = f"an engine panicked on a checked text: {panic_message(e)}"
         seconds = time.perf_counter() - started
         if reason is None:
             self._check = FastPathCheck(
                 True,
                 f"{_engine_name('gigatoken')} ({_engine_name('tokenizers')} for documents it is not proven on)",
-                f"identical ids on {len(texts)} texts; {unproven_count} of {len(code_point_universe())} code points unproven "
-                "(documents holding one, or any code point outside the universe, are encoded by tokenizers)",
+                f"identical ids on {len(texts)} texts; each code point is proven when a document first holds it, "
+                f"{unproven_count} of the {self._router.decided} met so far unproven "
+                "(documents holding one are encoded by tokenizers)",
                 seconds,
                 unproven_count,
             )
         else:
-            self._gigatoken, self._router, self._unproven = None, None, ()
+            self._gigatoken, self._router, self._decided, self._unproven = None, None, (), ()
             self._check = FastPathCheck(False, _engine_name("tokenizers"), reason, seconds)
             if self.fast == "require":
                 raise TokenizerError(self.source, "fast path required but unavailable", expected="gigatoken ids identical to tokenizers", got=reason)
@@ -360,8 +387,14 @@ class DocumentEncoder:
     def _route(self, texts: list[str]) -> list[int]:
         """Indices of the texts gigatoken is not proven on: an unproven code point, or parsed added-token text."""
         if self._router is None:
-            self._router = _Router(self._unproven, self._parsed_added)
+            self._router = _Router(self._decided, self._unproven, self._parsed_added, self._prove)
         return self._router.unproven_texts(texts)
+
+    def _prove(self, code_points: np.ndarray) -> np.ndarray:
+        """True where gigatoken is NOT proven on a code point: outside the universe, or :func:`prove_code_points` says so."""
+        unproven = ~in_universe(code_points)
+        unproven[~unproven] = prove_code_points(self.tokenizer, self._load_gigatoken(), code_points[~unproven])
+        return unproven
 
     # -------------------------------------------------------------- encoding
 
@@ -415,19 +448,31 @@ def _as_definition(tokenizer, parse_special: bool):
     return tokenizer
 
 
+_UNDECIDED, _PROVEN, _UNPROVEN = 0, 1, 2  # a code point's state in a process's router
+
+
 class _Router:
     """Finds the documents of a batch that must go to tokenizers, without a Python loop over characters.
 
     Code points: the batch as one UTF-32 array, looked up in a table of the
-    1,114,112 code points (proven or not); an all-ASCII batch skips that when
-    ASCII is proven. Added-token text: one regex of the parsed tokens' texts.
+    1,114,112 code points (undecided, proven or unproven); an all-ASCII batch
+    skips that when ASCII is proven. A code point no document of this process
+    held before is proven then (``prove``: :func:`prove_code_points`, which
+    decides each code point on its own, so the outcome never depends on the
+    batch, the process or what else it met). Added-token text: one regex of
+    the parsed tokens' texts.
     """
 
-    def __init__(self, unproven: tuple[tuple[int, int], ...], added_tokens: tuple[str, ...]):
-        self.proven = np.ones(_LAST_CODE_POINT + 1, dtype=bool)
-        for first, last in unproven:
-            self.proven[first : last + 1] = False
-        self.ascii_proven = bool(self.proven[:128].all())
+    def __init__(self, decided, unproven, added_tokens: tuple[str, ...], prove):
+        self.state = np.full(_LAST_CODE_POINT + 1, _UNDECIDED, dtype=np.int8)
+        for ranges, value in ((decided, _PROVEN), (unproven, _UNPROVEN)):
+            for first, last in ranges:
+                self.state[first : last + 1] = value
+        self.prove = prove
+        self.ascii_proven = bool((self.state[:128] == _PROVEN).all())
+        # The code points decided so far, and how many of them are unproven: what FastPathCheck reports.
+        self.decided = int((self.state != _UNDECIDED).sum())
+        self.unproven = int((self.state == _UNPROVEN).sum())
         alternatives = [re.escape(t) for t in sorted(set(added_tokens), key=len, reverse=True) if t]
         self.added_search = re.compile("|".join(alternatives)).search if alternatives else None
 
@@ -437,7 +482,11 @@ class _Router:
         if not (self.ascii_proven and joined.isascii()):
             # surrogatepass: a lone surrogate becomes its code point, which is never proven.
             codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
-            bad = np.flatnonzero(~self.proven[codes])
+            states = self.state[codes]
+            if (states == _UNDECIDED).any():
+                self._decide(np.unique(codes[states == _UNDECIDED]))
+                states = self.state[codes]
+            bad = np.flatnonzero(states == _UNPROVEN)
             if bad.size:
                 ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
                 found.update(np.unique(np.searchsorted(ends, bad, side="right")).tolist())
@@ -445,6 +494,12 @@ class _Router:
             search = self.added_search
             found.update(i for i, text in enumerate(texts) if search(text) is not None)
         return sorted(found)
+
+    def _decide(self, code_points: np.ndarray) -> None:
+        unproven = self.prove(code_points.astype(np.int64))
+        self.state[code_points] = np.where(unproven, _UNPROVEN, _PROVEN)
+        self.decided += int(code_points.size)
+        self.unproven += int(unproven.sum())
 
 
 def _steps(component: dict | None, key: str) -> list[dict]:
@@ -471,38 +526,55 @@ def _encode_with_gigatoken(engine, texts: list[str]) -> tuple[np.ndarray, np.nda
 # ---------------------------------------------------------------- the per-code-point proof
 
 
-@functools.lru_cache(maxsize=1)
-def code_point_universe() -> np.ndarray:
-    """The code points the check proves (sorted ``int64``): those Python's Unicode tables assign, below plane 15.
+def in_universe(code_points: np.ndarray) -> np.ndarray:
+    """Per code point, whether the proof may cover it: assigned in Python's Unicode tables, below plane 15.
 
     Anything else (unassigned, surrogates, the private use planes 15-16) is
     never proven: documents holding it are encoded by ``tokenizers``.
     """
-    return np.fromiter(
-        (c for c in range(0xF0000) if not 0xD800 <= c < 0xE000 and unicodedata.category(chr(c)) != "Cn"),
-        dtype=np.int64,
-    )
+    code_points = np.asarray(code_points, dtype=np.int64)
+    category = unicodedata.category
+    assigned = np.fromiter((category(chr(c)) != "Cn" for c in code_points.tolist()), dtype=bool, count=code_points.size)
+    return assigned & (code_points < 0xF0000) & ~((code_points >= 0xD800) & (code_points < 0xE000))
 
 
-def prove_code_points(tokenizer, engine, universe: np.ndarray | None = None) -> np.ndarray:
-    """For each code point of ``universe`` (:func:`code_point_universe`), True where gigatoken is NOT proven identical."""
-    universe = code_point_universe() if universe is None else np.asarray(universe, dtype=np.int64)
-    unproven = _class_mismatches(universe)
-    unproven |= _probe_mismatches(tokenizer, engine, universe, CODE_POINT_PROBE)
-    ascii_pairs = [CONTRACTION_PROBE.format(x=chr(x), y=chr(y)) for x in range(128) for y in range(128)]
-    if not _same_ids(tokenizer, engine, ascii_pairs).all():
-        unproven[universe < 128] = True
-    folds = _case_folds_onto_ascii(universe)
-    unproven[folds] |= _probe_mismatches(tokenizer, engine, universe[folds], _FOLD_PROBE)
+@functools.lru_cache(maxsize=1)
+def code_point_universe() -> np.ndarray:
+    """Every code point :func:`in_universe` (sorted ``int64``): the ~150,000 a full proof covers."""
+    candidates = np.arange(0xF0000, dtype=np.int64)
+    return candidates[in_universe(candidates)]
+
+
+def prove_code_points(tokenizer, engine, code_points: np.ndarray | None = None) -> np.ndarray:
+    """For each code point (default: :func:`code_point_universe`), True where gigatoken is NOT proven identical.
+
+    Each code point is decided by its own probes alone, never by a group it
+    was tested with: the outcome is the same whichever code points are proven
+    together, in whichever process (documents are proven as they come).
+    """
+    code_points = code_point_universe() if code_points is None else np.asarray(code_points, dtype=np.int64)
+    unproven = _class_mismatches(code_points)
+    unproven |= ~_same_ids(tokenizer, engine, [CODE_POINT_PROBE.format(c=chr(c)) for c in code_points.tolist()])
+    ascii_chars = code_points < 128
+    if ascii_chars.any() and not _same_ids(tokenizer, engine, _ascii_pair_probes()).all():
+        unproven[ascii_chars] = True
+    folds = _case_folds_onto_ascii(code_points)
+    unproven[folds] |= ~_same_ids(tokenizer, engine, [_FOLD_PROBE.format(c=chr(c)) for c in code_points[folds].tolist()])
     return unproven
 
 
-def _proven_mask(unproven: np.ndarray) -> np.ndarray:
-    """A boolean per code point U+0000..U+10FFFF: proven (in the universe and not unproven)."""
-    mask = np.zeros(_LAST_CODE_POINT + 1, dtype=bool)
-    universe = code_point_universe()
-    mask[universe[~unproven]] = True
-    return mask
+def _ascii_pair_probes() -> list[str]:
+    return [CONTRACTION_PROBE.format(x=chr(x), y=chr(y)) for x in range(128) for y in range(128)]
+
+
+def _ascii_at_check(prove) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
+    """(decided, unproven) code point ranges before any document: ASCII, proven by ``prove``.
+
+    Every other code point is proven in the process that first meets it (:class:`_Router`).
+    """
+    unproven = np.zeros(_LAST_CODE_POINT + 1, dtype=bool)
+    unproven[:128] = prove(np.arange(128, dtype=np.int64))
+    return ((0, 127),), _ranges(unproven)
 
 
 def _ranges(mask: np.ndarray) -> tuple[tuple[int, int], ...]:
@@ -568,23 +640,10 @@ def _case_folds_onto_ascii(universe: np.ndarray) -> np.ndarray:
     return np.flatnonzero(hits) if len(marked) == len(text) else np.flatnonzero(universe >= 0x80)
 
 
-def _probe_mismatches(tokenizer, engine, code_points: np.ndarray, template: str, group: int = 64) -> np.ndarray:
-    """True where ``template`` with the code point gives different ids in the two engines.
-
-    Group testing: the probes of ``group`` code points are encoded as one text;
-    only a group that differs is encoded again probe by probe, which decides.
-    """
-    probes = [template.format(c=chr(c)) for c in code_points.tolist()]
-    groups = ["".join(probes[i : i + group]) for i in range(0, len(probes), group)]
-    unproven = np.zeros(len(probes), dtype=bool)
-    for g in np.flatnonzero(~_same_ids(tokenizer, engine, groups)).tolist():
-        members = slice(g * group, min((g + 1) * group, len(probes)))
-        unproven[members] = ~_same_ids(tokenizer, engine, probes[members])
-    return unproven
-
-
 def _same_ids(tokenizer, engine, texts: list[str]) -> np.ndarray:
     """Per text, whether tokenizers and gigatoken give the same ids."""
+    if not texts:
+        return np.ones(0, dtype=bool)
     want = [e.ids for e in tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
     want_lengths = np.fromiter(map(len, want), dtype=np.int64, count=len(want))
     want_ids = np.fromiter(_chain(want), dtype=np.uint32, count=int(want_lengths.sum()))

@@ -50,7 +50,14 @@ checks all of this against ``tokenizers`` on the whole text, with GPT-2's
 and Llama 3's real tokenizers and hypothesis-chosen texts.
 
 A long document without such a cut (no ASCII character before a space, e.g.
-Chinese text) is encoded whole.
+Chinese text) is encoded whole, and so is every long document of a tokenizer
+of another shape.
+
+The fast-path check compares the two engines on the corpus sample
+(:mod:`hf_tokbin.tokenizer.encoder`); it is given the start of each sampled
+document, at most :data:`PIECE_CHARS` characters (:func:`bounded_prefixes`):
+a prefix is a text like any other, the engines are compared on the same
+strings, and their memory grows with the bound, not with the document.
 """
 
 from __future__ import annotations
@@ -120,6 +127,11 @@ def pieces(text: str, piece_chars: int = PIECE_CHARS):
         yield text[start : cut.end()]
         start = cut.end()
     yield text[start:]
+
+
+def bounded_prefixes(texts: list[str]) -> list[str]:
+    """Each text's first :data:`PIECE_CHARS` characters: what a comparison of the engines encodes of a long document."""
+    return [text[:PIECE_CHARS] if len(text) > PIECE_CHARS else text for text in texts]
 
 
 def encode_in_bounded_pieces(encoder, texts: list[str], piece_chars: int | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -32,6 +32,7 @@ from pathlib import Path, PurePosixPath
 
 from .._io import canonical_json, read_json, sha256_bytes, sha256_file
 from ..errors import TokenizerError
+from ..formats.rules import is_repo_id
 from ..formats.run_config import BoundaryToken
 
 BYTE = "byte"
@@ -42,6 +43,7 @@ TOKENIZER_FILE = "tokenizer.json"
 GENERATION_CONFIG_FILE = "generation_config.json"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 SPECIAL_TOKENS_MAP_FILE = "special_tokens_map.json"
+CONFIG_FILES = (GENERATION_CONFIG_FILE, TOKENIZER_CONFIG_FILE, SPECIAL_TOKENS_MAP_FILE)  # read for the separator, in this order
 EOS_TOKEN = "<|endoftext|>"
 # Where a boundary token came from (BoundaryToken.source), as run_config.json records it.
 FROM_DOC_SEP_OPTION = "--doc-sep"
@@ -65,6 +67,7 @@ class TokenizerInfo:
     path: str | None  # the local tokenizer.json (None for byte)
     doc_sep: BoundaryToken | None = None  # where doc_sep_id came from; filled in when only the id is given
     bos: BoundaryToken | None = None  # the token put before every document (--bos), if any
+    config_files: tuple[str, ...] = ()  # the local config files beside tokenizer.json the build may read (a release ships them)
 
     def __post_init__(self):
         if self.doc_sep is None and self.doc_sep_id is not None:
@@ -76,7 +79,7 @@ class TokenizerInfo:
     def to_record(self) -> dict:
         """The identity as run_config.json records it: no local path; the boundary tokens are recorded on their own."""
         record = asdict(self)
-        for name in ("path", "doc_sep_id", "doc_sep", "bos"):
+        for name in ("path", "doc_sep_id", "doc_sep", "bos", "config_files"):
             del record[name]
         return record
 
@@ -124,7 +127,7 @@ def resolve_tokenizer(
         # a symlink (as in a Hub cache snapshot) is named after the folder it sits in, not its target's.
         default_id = Path(os.path.abspath(json_path)).parent.name
         source, resolved_revision = "local", None
-    elif _looks_like_repo_id(name):
+    elif is_repo_id(name):
         json_path, resolved_revision = _download_from_hub(name, revision, subfolder)
         default_id = name.split("/")[-1]
         source = name
@@ -148,6 +151,7 @@ def resolve_tokenizer(
         os.fspath(Path(json_path).resolve()),
         separator,
         vocab.boundary(bos, FROM_BOS_OPTION, json_path, "--bos") if bos is not None else None,
+        tuple(os.fspath(Path(json_path.parent, n).resolve()) for n in CONFIG_FILES if Path(json_path.parent, n).is_file()),
     )
 
 
@@ -325,11 +329,6 @@ def read_eos_token(path: Path) -> str | None:
     if eos is not None and (not isinstance(eos, str) or not eos):
         raise TokenizerError(path, 'eos_token must be a token string or {"content": TOKEN}', got=config.get("eos_token"))
     return eos
-
-
-def _looks_like_repo_id(name: str) -> bool:
-    parts = name.split("/")
-    return len(parts) == 2 and all(parts) and not name.startswith((".", "/"))
 
 
 def _download_from_hub(repo_id: str, revision: str | None, subfolder: str | None) -> tuple[Path, str]:

@@ -136,7 +136,8 @@ import numpy as np
 
 from ..errors import FormatError
 from ..formats import llmc, megatron
-from ..formats.release import RUN_CONFIG_NAME, SHARDS_DIR, SPLITS
+from ..formats.release import PARTIAL_NAME, RUN_CONFIG_NAME, SHARDS_DIR, SPLITS
+from ..formats.rules import UINT16_VOCAB_LIMIT
 from ..formats.run_config import RunConfig
 from ..readers.views import find_llmc_folder, find_megatron_pairs, scan_positions
 
@@ -144,6 +145,12 @@ ERROR, WARNING, INFO = "error", "warning", "info"
 INT32_MAX = 2**31 - 1
 GPT2_VOCAB = 50257  # llm.c train_gpt2.py GPTConfig, modded-nanogpt GPT(vocab_size=50257)
 MODDED_NANOGPT_BOS = 50256  # modded-nanogpt train_gpt.py BOS_ID
+# train_gpt.py TRAINING_STAGES: tokens per process per micro-batch (batch_size / 8, whatever the world size:
+# grad_accum_steps = 8 // world_size), train_max_seq_len, and TRAIN_MAX_NUM_DOCS[tokens] (documents per micro-batch + 1).
+MODDED_NANOGPT_STAGES = ((16384, 896, 64), (32768, 2048, 96), (49152, 2048, 128))
+MODDED_NANOGPT_VAL_BATCH = 4 * 64 * 1024 * 8  # train_gpt.py Hyperparameters.val_batch_size
+MODDED_NANOGPT_VAL_TOKENS = 10485760  # train_gpt.py Hyperparameters.val_tokens
+LLAMA3_BEGIN_OF_TEXT = 128000  # <|begin_of_text|>: llm.c's dev/data Llama 3 files put it before each document
 LLAMA3_VOCAB = 128256  # llm.c train_llama3.py LlamaConfig.vocab_size
 MEGATRON_UINT16_BELOW = 65500  # megatron-core DType.optimal_dtype
 GRAIN_SEPARATORS = "|:;,"  # MaxText grain_train_files syntax
@@ -161,22 +168,46 @@ class Finding:
         return f"{self.level}: {self.file}: {self.rule}: {self.message}"
 
 
+EOD_LOSS_POLICIES = ("train", "mask")  # recipe --eod-loss: the loss at EOD positions is trained on, or masked
+
+
 @dataclass(frozen=True)
 class LoaderSettings:
-    """The loader's batch size B, sequence length T, process count and (optionally) EOD id."""
+    """How the trainer reads a release, for ``verify --for`` and ``recipe``.
+
+    Args:
+        batch_size: micro-batch size B per process.
+        seq_len: sequence length T.
+        world_size: processes (GPUs) reading the same files.
+        eod_id: the EOD id (default: ``run_config.json``'s).
+        epochs: passes over the whole train split a recipe's step count covers.
+        eod_loss: ``"train"`` (the loss counts the EOD token, as every llm.c-family
+            trainer does: none of them can mask it) or ``"mask"`` (Megatron's
+            ``--eod-mask-loss``, MaxText's ``eod_mask_loss``; an error for the
+            trainers without such a switch).
+        init_from: a pretrained model to fine-tune (llm.c ``-e``/``--model``,
+            nanoGPT ``init_from``); None trains from scratch.
+    """
 
     batch_size: int = 4
     seq_len: int = 1024
     world_size: int = 1
     eod_id: int | None = None
+    epochs: int = 1
+    eod_loss: str = "train"
+    init_from: str | None = None
 
     def __post_init__(self):
-        for name in ("batch_size", "seq_len", "world_size"):
+        for name in ("batch_size", "seq_len", "world_size", "epochs"):
             value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise FormatError(None, f"{name} must be a positive integer", got=value)
         if self.eod_id is not None and (not isinstance(self.eod_id, int) or self.eod_id < 0):
             raise FormatError(None, "eod_id must be a non-negative integer", got=self.eod_id)
+        if self.eod_loss not in EOD_LOSS_POLICIES:
+            raise FormatError(None, "eod_loss must be one of " + ", ".join(EOD_LOSS_POLICIES), got=self.eod_loss)
+        if self.init_from is not None and not (isinstance(self.init_from, str) and re.fullmatch(r"[A-Za-z0-9._/:-]+", self.init_from)):
+            raise FormatError(None, "init_from must be a model name (letters, digits, . _ / : -)", got=self.init_from)
 
 
 def check(path: str | os.PathLike, target: str, settings: LoaderSettings = LoaderSettings()) -> list[Finding]:
@@ -212,6 +243,8 @@ def _llmc_inputs(path: Path) -> _LlmcInputs:
     manifest_path = folder / llmc.MANIFEST_NAME
     manifest = llmc.TokensManifest.read(manifest_path)
     splits = [(s, [folder / f.name for f in manifest.files if f.split == s]) for s in llmc.SPLITS]
+    if (path / PARTIAL_NAME).is_file():  # a copy from pull --include: the files it holds (hf-tokbin verify checked them)
+        splits = [(s, [f for f in files if f.is_file()]) for s, files in splits]
     return _LlmcInputs(splits, manifest, manifest_path)
 
 
@@ -320,7 +353,7 @@ def check_llmc(path: Path, s: LoaderSettings) -> list[Finding]:
     for split, files in inputs.splits:
         findings += _file_order(files, "llm.c's glob") if files else []
         where = "llm.c's dataloader_load_shard_ (and train_gpt2.py _peek_data_shard)"
-        for file, tokens in _readable_files(files, llmc.MAGIC, llmc.VERSION_UINT16, where, "uint16 ids only: a vocabulary <= 65,536", llmc.open_tokens, findings):
+        for file, tokens in _readable_files(files, llmc.MAGIC, llmc.VERSION_UINT16, where, "uint16 ids only: a vocabulary <= 65,536; for a larger one build with --llmc-layout llama3 and train with --for llmc-llama3", llmc.open_tokens, findings):
             if tokens.size == 0:
                 findings.append(Finding(ERROR, str(file), "empty-file", "dataloader_load_shard_ asserts ntok > 0"))
                 continue
@@ -373,7 +406,80 @@ def check_modded_nanogpt(path: Path, s: LoaderSettings) -> list[Finding]:
             if vocab > GPT2_VOCAB:
                 findings.append(Finding(ERROR, str(file), "vocab", f"the model is GPT(vocab_size={GPT2_VOCAB}); this vocabulary has {vocab:,}"))
             findings += _bos_rules(file, tokens, s.seq_len)
+            if split == "train":
+                findings += _documents_per_micro_batch(file, tokens)
+    findings += _modded_val_tokens(inputs, s)
     return findings
+
+
+def most_documents_per_micro_batch(tokens: np.ndarray, num_tokens_local: int, max_seq_len: int) -> int:
+    """The most BOS-aligned pieces ``Shard.next_batch`` can put in one micro-batch of this file.
+
+    A micro-batch takes documents from a BOS, each cut at ``max_seq_len``, until
+    ``num_tokens_local + 1`` tokens are gathered; every start is tried.
+    """
+    bos = scan_positions(tokens, MODDED_NANOGPT_BOS)
+    if bos.size == 0:
+        return 0
+    pieces = np.minimum(np.diff(np.append(bos, tokens.size)), max_seq_len)
+    ends = np.concatenate([[0], np.cumsum(pieces)])
+    last = np.searchsorted(ends, ends[:-1] + num_tokens_local + 1, side="left")
+    whole = last < ends.size  # a start without enough documents after it ends the shard instead
+    return int((last - np.arange(pieces.size))[whole].max()) if whole.any() else 0
+
+
+def _documents_per_micro_batch(file: Path, tokens: np.ndarray) -> list[Finding]:
+    """``distributed_data_generator`` copies a micro-batch's document starts into ``TRAIN_MAX_NUM_DOCS[tokens]`` slots."""
+    needed = {n: most_documents_per_micro_batch(tokens, n, cap) for n, cap, _ in MODDED_NANOGPT_STAGES}
+    over = [(n, k, slots) for (n, _, slots), k in zip(MODDED_NANOGPT_STAGES, needed.values()) if k + 1 > slots]
+    if not over:
+        return []
+    fix = {n: max(slots, -(-(needed[n] + 1) // 32) * 32) for n, _, slots in MODDED_NANOGPT_STAGES}
+    n, k, slots = over[0]
+    return [
+        Finding(
+            ERROR,
+            str(file),
+            "documents-per-micro-batch",
+            f"a {n:,}-token micro-batch can hold {k} documents here, TRAIN_MAX_NUM_DOCS gives {slots - 1} "
+            f"(the first micro-batch fails: 'The expanded size of the tensor'): set TRAIN_MAX_NUM_DOCS = {fix} (hf-tokbin recipe prints it)",
+        )
+    ]
+
+
+def modded_val_batch(val_files_tokens: list[int], world_size: int) -> tuple[int, int]:
+    """The ``val_batch_size`` and ``val_tokens`` the validation files can serve, (0, 0) when none.
+
+    The val loader (``align_to_bos=False``) reads ``val_batch_size // grad_accum_steps``
+    tokens (+1) per micro-batch inside one file and moves to the next file when
+    ``pos + num_tokens + 1 >= len(tokens)``. The default batch, else the largest
+    power-of-two fraction of it (at least 2,048 tokens per process), that fits.
+    """
+    grad_accum = max(1, 8 // world_size)
+    batch = MODDED_NANOGPT_VAL_BATCH
+    while batch >= 2048 * 8:
+        micro = batch // grad_accum
+        micro_batches = sum(max(0, n - 2) // micro for n in val_files_tokens)
+        usable = micro_batches // grad_accum * batch
+        if usable:
+            return batch, min(usable, MODDED_NANOGPT_VAL_TOKENS)
+        batch //= 2
+    return 0, 0
+
+
+def _modded_val_tokens(inputs: _LlmcInputs, s: LoaderSettings) -> list[Finding]:
+    files = dict(inputs.splits).get("val") or []
+    if inputs.manifest is None:
+        return []
+    if not files:
+        return [Finding(WARNING, str(inputs.manifest_path), "no-val", "no val files: train_gpt.py validates at its last step at least; the recipe points val_files at the train files")]
+    sizes = [llmc.read_header(f).n_tokens for f in files]
+    batch, _ = modded_val_batch(sizes, s.world_size)
+    if batch == 0:
+        return [Finding(ERROR, str(files[0].parent), "val-tokens", f"no val file holds one val micro-batch of {2048 * 8 // max(1, 8 // s.world_size):,}+2 tokens: the val loader raises StopIteration")]
+    if batch != MODDED_NANOGPT_VAL_BATCH:
+        return [Finding(WARNING, str(files[0].parent), "val-tokens", f"the val split ({sum(sizes):,} tokens) is below one default val batch of {MODDED_NANOGPT_VAL_BATCH:,} per file: set val_batch_size = {batch} and val_tokens as the recipe prints")]
+    return []
 
 
 def _bos_rules(file: Path, tokens: np.ndarray, max_seq_len: int) -> list[Finding]:
@@ -406,6 +512,18 @@ def check_llmc_llama3(path: Path, s: LoaderSettings) -> list[Finding]:
         opener = functools.partial(llmc.open_tokens, vocab_size=vocab)
         for file, tokens in _readable_files(files, llmc.LLAMA3_MAGIC, 7, "train_llama3.py's _peek_data_shard", "build with --llmc-layout llama3", opener, findings):
             findings += _capacity(file, int(tokens.size), s, "train_llama3.py's DistributedShardedDataLoader")
+    if inputs.manifest is not None:
+        start, what = _document_start_token(path, inputs.manifest)
+        if start != LLAMA3_BEGIN_OF_TEXT:
+            findings.append(
+                Finding(
+                    WARNING,
+                    str(inputs.manifest_path),
+                    "begin-of-text",
+                    f"llm.c's own Llama 3 files begin each document with <|begin_of_text|> {LLAMA3_BEGIN_OF_TEXT}; this release's {what} is {start}: "
+                    f"build with --bos {LLAMA3_BEGIN_OF_TEXT} --llmc-sep after for the same document starts",
+                )
+            )
     return findings
 
 
@@ -445,7 +563,7 @@ def check_megatron(path: Path, s: LoaderSettings) -> list[Finding]:
                 findings.append(
                     Finding(WARNING, str(idx), "short-pair", f"{pair.n_tokens:,} tokens < seq_length+1 = {s.seq_len + 1:,}: no full sample per epoch, GPTDataset repeats this pair over many epochs")
                 )
-            if pair.header.code == megatron.CODE_UINT16 and vocab_size is not None and MEGATRON_UINT16_BELOW <= vocab_size <= megatron.UINT16_VOCAB_LIMIT:
+            if pair.header.code == megatron.CODE_UINT16 and vocab_size is not None and MEGATRON_UINT16_BELOW <= vocab_size <= UINT16_VOCAB_LIMIT:
                 findings.append(
                     Finding(WARNING, str(idx), "dtype-cutoff", f"vocab_size {vocab_size:,}: DType.optimal_dtype picks uint16 only below {MEGATRON_UINT16_BELOW:,}, so Megatron's preprocess_data.py would write int32; these uint16 files read the same")
                 )

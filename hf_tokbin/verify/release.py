@@ -68,6 +68,10 @@ names the file (in a JSON file, the field) and the rule.
    ``ordinary_text_can_encode`` is false, the text cannot have given it: an
    error. Otherwise the text may hold that id (a byte, a vocabulary entry, or
    special-token text parsed on request): a warning in the report.
+7c. **The shipped tokenizer.** ``tokenizer/``, when present (releases from
+   before it, and byte-tokenizer releases, have none), holds ``tokenizer.json``
+   whose SHA-256 is run_config.json's ``tokenizer.sha256``, and at most the
+   config files read beside it.
 8. **stats.json** equals what the receipts give
    (:func:`hf_tokbin.formats.release.stats_record`): dataset, tokenizer_id, and the
    counts per split, per source and per part.
@@ -92,11 +96,14 @@ from ..formats.release import (
     COMPLETE_NAME,
     LAYOUT_DESCRIPTION,
     LLMC_SPLIT,
+    PARTIAL_NAME,
     RECEIPTS_DIR,
     RUN_CONFIG_NAME,
     SHARDS_DIR,
     SPLITS,
     STATS_NAME,
+    TOKENIZER_DIR,
+    TOKENIZER_FILE,
     TOKENS_DIR,
     Complete,
     Receipt,
@@ -106,6 +113,7 @@ from ..formats.release import (
     list_release_paths,
     pair_path,
     part_name,
+    read_partial,
     receipt_path,
     split_totals,
     stats_record,
@@ -147,6 +155,8 @@ def verify_release(root: str | os.PathLike, engine: str = "local", num_proc: int
     ``engine`` (``local``: ``num_proc`` threads; ``ray``: one Ray task each, on nodes that see ``root`` at the same
     path); the checks across files run here, from the records and the files."""
     root = Path(root)
+    if not (root / COMPLETE_NAME).exists() and (root / PARTIAL_NAME).is_file():
+        return verify_partial_copy(root)
     complete = _check_complete(root)
     config, receipts, manifest = _check_records(root, complete)
     totals = split_totals(receipts)
@@ -185,6 +195,24 @@ def verify_release_records(root: str | os.PathLike, complete: Complete, held: It
     return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), split_totals(receipts), config.formats)
 
 
+def verify_partial_copy(root: str | os.PathLike) -> ReleaseReport:
+    """A copy from ``pull --include``: every file it holds checked against ``COMPLETE.json``'s entries (kept in
+    ``PARTIAL.json``), the records' rules as for a whole release, and a warning naming what is absent."""
+    root = Path(root)
+    complete, held = read_partial(root)
+    on_disk = {p for p in list_release_paths(root) if p != PARTIAL_NAME}
+    held_paths = {f.path for f in held}
+    for rel in sorted(on_disk - held_paths):
+        raise VerificationError(root / rel, f"file is not listed in {PARTIAL_NAME}")
+    check_files(root, held, PARTIAL_NAME, progress=False)
+    report = verify_release_records(root, complete, held_paths)
+    absent = [f.path for f in complete.files if f.path not in held_paths]
+    if absent:
+        report.warnings.append(f"partial copy: {len(absent)} of {len(complete.files)} files of COMPLETE.json are absent, e.g. {', '.join(absent[:3])}")
+    report.files, report.bytes = len(held), sum(f.size for f in held)
+    return report
+
+
 def _check_records(root: Path, complete: Complete) -> tuple[RunConfig, list[Receipt], llmc.TokensManifest | None]:
     """run_config.json, one receipt per input shard and the llm.c manifest, each agreeing with the files COMPLETE.json lists."""
     listed = {f.path for f in complete.files}
@@ -198,7 +226,20 @@ def _check_records(root: Path, complete: Complete) -> tuple[RunConfig, list[Rece
         manifest = _read_llmc_manifest(root, listed, config)
         llmc_files = {f"{config.llmc_dir}/{name}" for name in [llmc.MANIFEST_NAME, *(f.name for f in manifest.files)]}
     _check_area(root, listed, TOKENS_DIR, llmc_files, f"the llm.c folder {config.llmc_dir}/ and the files its manifest lists")
+    _check_shipped_tokenizer(root, complete, config)
     return config, receipts, manifest
+
+
+def _check_shipped_tokenizer(root: Path, complete: Complete, config: RunConfig) -> None:
+    """``tokenizer/``, when the release ships it: a tokenizer.json whose SHA-256 (as COMPLETE.json lists it) is run_config.json's."""
+    shipped = {f.path: f for f in complete.files if f.path.startswith(f"{TOKENIZER_DIR}/")}
+    if not shipped:
+        return  # releases built before tokenizer/ was shipped, and the byte tokenizer's
+    entry = shipped.get(f"{TOKENIZER_DIR}/{TOKENIZER_FILE}")
+    if entry is None:
+        raise VerificationError(root / TOKENIZER_DIR, f"tokenizer/ holds config files but no {TOKENIZER_FILE}")
+    if entry.sha256 != config.tokenizer_sha256:
+        raise VerificationError(root / entry.path, "the shipped tokenizer is not the one the release was built with: its SHA-256 must be run_config.json's tokenizer.sha256", expected=config.tokenizer_sha256, got=entry.sha256)
 
 
 def _check_complete(root: Path) -> Complete:

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_trust_run_config import both, edit_json, llmc_bos  # noqa: F401  (module fixtures)
+from release_edits import edit_json  # the fixtures both and llmc_bos: tests/conftest.py
 
 from hf_tokbin.cards.release import HUB_LICENSES, render_release_card
+from hf_tokbin.errors import VerificationError
 from hf_tokbin.formats import llmc
 
 
@@ -86,6 +87,13 @@ def test_a_language_that_is_no_hub_code_is_left_out_of_the_yaml_and_named(copy):
 
 
 def test_a_dataset_name_cannot_break_the_yaml(copy):
-    edit_json(copy / "run_config.json", lambda c: c.update(dataset="yes: no\n---"))
+    edit_json(copy / "run_config.json", lambda c: c.update(dataset="yes: no --- &a *b"))
     meta = front_matter(render_release_card(copy))
-    assert meta["pretty_name"].startswith("yes: no")
+    assert meta["pretty_name"].startswith("yes: no --- &a *b")
+
+
+def test_a_dataset_name_holding_a_newline_is_refused_as_no_folder_name(copy):
+    """The dataset names the folder tokens/<tokenizer_id>/<dataset>/: one folder name (formats.rules.is_folder_name)."""
+    edit_json(copy / "run_config.json", lambda c: c.update(dataset="yes: no\n---"))
+    with pytest.raises(VerificationError, match="run_config.json: dataset must be one folder name"):
+        render_release_card(copy)

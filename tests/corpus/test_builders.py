@@ -13,39 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from seed002 import DELIMITER
 from seed002 import stories as seed_stories
+from story_edges import EDGE_STORIES, EDGE_TEXT
 
 from hf_tokbin.corpus.builders import CorpusShards, TinyStories, read_stories, sha256_split
 from hf_tokbin.corpus.builders.tinystories import read_story_batches
 from hf_tokbin.errors import CorpusInputError
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-
-
-# Seed 002's edge cases, with the stories a reader must return written out by hand.
-EDGE_TEXT = (
-    "and so the cat went home.\n"  # truncated first story, kept
-    "<|endoftext|>\n"
-    "\n\n"  # blank lines after a delimiter
-    "Once upon a time, Lily met Tom.\n\nThey played.\n"
-    "<|endoftext|> \n"  # trailing space: text, not a delimiter
-    "Still the same story.\n"
-    "<|endoftext|>\n"
-    "<|endoftext|>\n"  # empty story, dropped
-    "\n"
-    "<|endoftext|>\n"  # a story of blank lines only, dropped
-    "Mia said <|endoftext|> in the middle.\n"  # the marker inside a line is text
-    "<|endoftext|>x\n"  # text after the marker on its line: text
-    "x<|endoftext|>\n"
-    "<|endoftext|>\n"
-    "  Leading spaces stay, café ☕ too.  \n"
-    "<|endoftext|>"  # the last delimiter, with no line end
-)
-EDGE_STORIES = [
-    "and so the cat went home.",
-    "Once upon a time, Lily met Tom.\n\nThey played.\n<|endoftext|> \nStill the same story.",
-    "Mia said <|endoftext|> in the middle.\n<|endoftext|>x\nx<|endoftext|>",
-    "  Leading spaces stay, café ☕ too.  ",
-]
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

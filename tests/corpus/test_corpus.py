@@ -11,7 +11,8 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_builders import EDGE_STORIES, EDGE_TEXT, seed_stories
+from seed002 import stories as seed_stories
+from story_edges import EDGE_STORIES, EDGE_TEXT
 
 from hf_tokbin.cli import main
 from hf_tokbin.corpus.write import ROW_GROUP_ROWS, import_corpus, write_tinystories_corpus

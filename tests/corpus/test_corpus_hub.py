@@ -21,6 +21,8 @@ from hf_tokbin.cli import main
 from hf_tokbin.formats.megatron import MegatronPair
 from hf_tokbin.formats.release import Receipt
 
+pytestmark = pytest.mark.slow  # builds from the Hub test server in child processes
+
 TOKEN = "hf_corpus_hub_test_token_0123456789"
 REPO = "tester/plain-parquet"
 _CLI = "import sys; from hf_tokbin.cli import main; sys.exit(main(sys.argv[1:]))"

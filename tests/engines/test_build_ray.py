@@ -35,6 +35,8 @@ from hf_tokbin.errors import BuildError
 from hf_tokbin.formats.release import part_name
 from hf_tokbin.tokenizer import train_bpe
 
+pytestmark = pytest.mark.slow  # a Ray cluster
+
 # Shards large enough that a part takes a moment to encode (the worker kill
 # must land mid-part), small enough that the whole file runs in about a minute.
 SHARDS = [("train", stories(2500, seed=30 + i, max_words=150)) for i in range(4)] + [("validation", stories(400, seed=40)), ("train", [])]

@@ -27,6 +27,8 @@ from hf_tokbin.engines.ray import (
 )
 from hf_tokbin.errors import BuildError, CorpusInputError, MissingDependencyError
 
+pytestmark = pytest.mark.slow  # a Ray cluster
+
 pytest_plugins = ["ray_cluster"]  # the session's one cluster
 
 INPUT_ERROR = "corpus/part-000003.parquet: text is not valid UTF-8: expected UTF-8, got byte 0xff at offset 7"
@@ -294,12 +296,63 @@ def test_task_body_returns_input_errors_instead_of_raising():
 
 def test_task_body_refuses_a_worker_with_other_package_versions():
     tokenizers_version = importlib.metadata.version("tokenizers")
-    driver_versions = {"hf_tokbin": "0.0.0-driver", "tokenizers": tokenizers_version}
+    gigatoken_version = importlib.metadata.version("gigatoken")
+    driver_versions = {"hf_tokbin": "0.0.0-driver", "tokenizers": tokenizers_version, "gigatoken": gigatoken_version}
     outcome = _run_part(_raise_input_error, None, 3, driver_versions)
     assert isinstance(outcome, _PermanentFailure)
     assert type(outcome.error) is BuildError
     assert str(outcome.error) == (
         "input shard 3: package versions on a Ray worker must be the driver's: "
-        f"expected hf_tokbin 0.0.0-driver, tokenizers {tokenizers_version}, got hf_tokbin {__version__}, tokenizers {tokenizers_version} "
+        f"expected hf_tokbin 0.0.0-driver, tokenizers {tokenizers_version}, gigatoken {gigatoken_version}, "
+        f"got hf_tokbin {__version__}, tokenizers {tokenizers_version}, gigatoken {gigatoken_version} "
         "(HINT: install the same versions on every node)"
     )
+
+
+# Every worker of this job finds a gigatoken 0.0.1 dist-info first on its path (a node where
+# another gigatoken is installed); the driver has the real one, with which it made the proof.
+OTHER_GIGATOKEN_DRIVER = r'''
+import json, os
+
+import ray
+
+from hf_tokbin.engines.ray import run_parts
+
+
+def version_of_gigatoken(plan, index):
+    import importlib.metadata
+
+    return importlib.metadata.version("gigatoken")
+
+
+site = os.path.join(os.getcwd(), "other-gigatoken")
+os.makedirs(os.path.join(site, "gigatoken-0.0.1.dist-info"), exist_ok=True)
+with open(os.path.join(site, "gigatoken-0.0.1.dist-info", "METADATA"), "w") as f:
+    f.write("Metadata-Version: 2.1\nName: gigatoken\nVersion: 0.0.1\n")
+pythonpath = os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH")]))
+ray.init(address=os.environ["RAY_ADDRESS"], runtime_env={"env_vars": {"PYTHONPATH": pythonpath}})
+seen = ray.get(ray.remote(num_cpus=1)(version_of_gigatoken).remote(None, 0))
+try:
+    run_parts(version_of_gigatoken, None, [0], progress=False)
+    error = None
+except Exception as e:
+    error = {"type": type(e).__name__, "message": str(e)}
+ray.shutdown()
+with open("report.json", "w") as f:
+    json.dump({"worker_gigatoken": seen, "error": error}, f)
+'''
+
+
+def test_every_package_that_can_change_an_id_is_pinned():
+    assert set(package_versions()) == {"hf_tokbin", "tokenizers", "gigatoken"}
+
+
+def test_a_worker_with_another_gigatoken_is_refused_in_one_line(tmp_path, ray_cluster):
+    _, report = _driver_report(ray_cluster.run(OTHER_GIGATOKEN_DRIVER, tmp_path), tmp_path, ray_cluster.log)
+    assert report["worker_gigatoken"] == "0.0.1"  # the fixture works: the worker sees the other version
+    driver = importlib.metadata.version("gigatoken")
+    assert report["error"]["type"] == "BuildError"
+    message = report["error"]["message"]
+    assert message.startswith("input shard 0: package versions on a Ray worker must be the driver's: expected ")
+    assert f"gigatoken {driver}, got " in message and "gigatoken 0.0.1" in message
+    assert "\n" not in message

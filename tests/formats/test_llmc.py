@@ -282,7 +282,7 @@ def test_reader_reads_version_2(tmp_path):
         (llmc_bytes([1, 2], 256)[:1023], "truncated header: expected at least 1024 bytes, got 1023 bytes"),
         (llmc_bytes([1, 2], 256, header_ints={255: 1}), "reserved header[255] must be 0: expected 0, got 1"),
         (llmc_bytes([1, 2], 256, header_ints={4: -7}), "reserved header[4] must be 0"),
-        (llmc_bytes([1, 256], 256), "token 1: id must be < vocab_size: expected < 256, got 256"),
+        (llmc_bytes([1, 256], 256), "token 1: id must be in 0..vocab_size-1: expected < 256, got 256"),
         (llmc_bytes([1, 2], 70000), "version 1 (uint16) cannot hold vocab_size"),
         (llmc_bytes([1, 2], 256, header_ints={2: -2}), "negative n_tokens"),
     ],

@@ -120,7 +120,7 @@ def test_ids_checked_against_vocab(tmp_path):
     path = tmp_path / "x.bin"
     path.write_bytes(header_bytes(20240801, 7, 3) + np.array([1, 300, 2], "<u4").tobytes())
     assert llmc.open_tokens(path).tolist() == [1, 300, 2]
-    with pytest.raises(FormatError, match="token 1: id must be < vocab_size: expected < 300, got 300"):
+    with pytest.raises(FormatError, match="token 1: id must be in 0..vocab_size-1: expected < 300, got 300"):
         llmc.open_tokens(path, vocab_size=300)
     with pytest.raises(FormatError, match="token id out of range"):
         llmc.write_tokens(tmp_path / "y.bin", [300], 300, family="llama3")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import string
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from hf_tokbin.errors import FormatError, VerificationError
@@ -27,6 +27,9 @@ def receipts(draw):
     documents = draw(st.integers(0, 10**6))
     counts = SplitCounts(documents, draw(COUNT), draw(st.integers(0, documents)), draw(COUNT))
     return Receipt(f"part-{draw(st.integers(0, 999_999)):06d}", draw(st.builds(FileEntry, PATH, COUNT, SHA)), {split: counts}, tuple(draw(ENTRIES)))
+
+
+ONE_RECEIPT = Receipt("part-000000", FileEntry("data/train-00000.parquet", 1, "a" * 64), {"train": SplitCounts(1, 2, 1, 3)}, ())
 
 
 @settings(max_examples=60, deadline=None)
@@ -75,6 +78,8 @@ def test_corpus_manifest_round_trip(tmp_path_factory, shards, name):
 
 @settings(max_examples=60, deadline=None)
 @given(receipts(), st.sampled_from(["part", "input_shard", "splits", "files"]), st.sampled_from([None, -1, "x", [], {}, 1.5, True]))
+@example(receipt=ONE_RECEIPT, field="files", value={})  # a fresh clone's counterexample: an empty {} passed for a list
+@example(receipt=ONE_RECEIPT, field="splits", value=[])
 def test_a_hand_edited_receipt_field_is_refused(tmp_path_factory, receipt, field, value):
     if (field, value) == ("files", []):
         return  # a part with no files (an empty split, llm.c only) is a valid receipt

@@ -8,9 +8,7 @@ import shutil
 
 import pytest
 from hostile_hub import build_release
-from hub_server import HubServer, client_env
-
-TOKEN = "hf_test_secret_token_0123456789"  # the push tests' (test_hub_push.TOKEN)
+from hub_server import TOKEN, HubServer, client_env
 
 
 @pytest.fixture(scope="module")

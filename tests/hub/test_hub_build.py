@@ -29,6 +29,8 @@ import hf_tokbin
 from hf_tokbin.cli import main
 from hf_tokbin.formats.release import Complete
 
+pytestmark = pytest.mark.slow  # builds from the Hub test server
+
 TOKEN = "hf_build_test_token_0123456789"
 TOKENIZER_REPO = "tester/tiny-bpe"
 CORPUS_REPO = "tester/tinystories-corpus"

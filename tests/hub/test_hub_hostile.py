@@ -24,6 +24,8 @@ from hf_tokbin.hub import RetryPolicy, pull_release
 from hf_tokbin.hub.download import DownloadLimits
 from hf_tokbin.hub.layout import check_path
 
+pytestmark = pytest.mark.slow  # builds and pulls from hostile servers in child processes
+
 TOKEN = "hf_hostile_test_token_0123456789"
 REPO = "tester/release"
 FAST = RetryPolicy(attempts=2, base_delay=0.01)

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import httpx2
 import pytest
-from hub_server import make_corpus, make_release, write_complete
+from hub_server import REPO, TOKEN, cli, make_corpus, make_release, write_complete
 from huggingface_hub.errors import HfHubHTTPError
 
 from hf_tokbin.corpus import write_tinystories_corpus
@@ -24,8 +24,7 @@ from hf_tokbin.hub import CommitRateLimiter, HubLimits, RetryPolicy, Upload
 from hf_tokbin.hub.push import _Publisher, pack_batches
 from hf_tokbin.hub.retry import call_with_retry
 
-TOKEN = "hf_test_secret_token_0123456789"  # the token tests/hub/conftest.py's server and client env use
-REPO = "tester/release"
+pytestmark = pytest.mark.slow  # pushes through the Hub test server in child processes
 
 # Runs the Python API with explicit limits (the command line has no knobs for them).
 _PUSH_API = """
@@ -62,11 +61,6 @@ except TokbinError as e:
     print(f"error: {e}", file=sys.stderr)
     sys.exit(1)
 """
-
-
-def cli(env, *args) -> subprocess.CompletedProcess:
-    code = "import sys; from hf_tokbin.cli import main; sys.exit(main(sys.argv[1:]))"
-    return subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env, capture_output=True, text=True, timeout=120)
 
 
 def push_api(env, folder, repo=REPO, revision="main", **limits) -> subprocess.CompletedProcess:

@@ -14,16 +14,21 @@ import sys
 
 import httpx2
 import pytest
-from hub_server import Blob, make_corpus, make_release, write_complete
-from test_hub_push import (  # the push tests' repo, token and CLI runner; hub and env: tests/hub/conftest.py
+from hub_server import (  # hub and env: tests/hub/conftest.py
     REPO,
     TOKEN,
+    Blob,
     cli,
+    make_corpus,
+    make_release,
+    write_complete,
 )
 
 from hf_tokbin.errors import HubError
 from hf_tokbin.hub.files import check_hub_limits, folder_entries, normalize_path_in_repo
 from hf_tokbin.hub.retry import RetryPolicy, is_transient, scrub
+
+pytestmark = pytest.mark.slow  # pushes through the Hub test server in child processes
 
 # The Python API with a recorded sleep; ``setup`` runs first (a monkeypatch, in the child only).
 _PUSH = """

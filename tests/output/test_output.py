@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from hf_tokbin import __version__
-from hf_tokbin.pipeline import build, plan_build
 from hf_tokbin.corpus.write import write_tinystories_corpus
 from hf_tokbin.errors import BuildError
+from hf_tokbin.pipeline import build, plan_build
 from hf_tokbin.tokenizer import resolve_tokenizer
 
 CONSOLE_SCRIPT = Path(sys.executable).with_name("hf-tokbin")

@@ -11,11 +11,11 @@ import pytest
 from release_fixtures import stories, write_corpus
 from tokenizers import Tokenizer
 
-from hf_tokbin.pipeline import build, build_part, plan_build, start_release
 from hf_tokbin.cli import main
-from hf_tokbin.errors import BuildError
+from hf_tokbin.errors import BuildError, FormatError
 from hf_tokbin.formats import llmc, megatron
 from hf_tokbin.formats.release import Complete, Receipt
+from hf_tokbin.pipeline import build, build_part, plan_build, start_release
 from hf_tokbin.tokenizer import resolve_tokenizer, train_bpe
 from hf_tokbin.verify.release import verify_release
 
@@ -149,7 +149,7 @@ def test_changed_or_broken_shard_is_refused_before_it_is_encoded(tmp_path, bpe_d
         run_build(corpus, resolve_tokenizer(str(bpe_dir)), tmp_path / "r")
     assert not (tmp_path / "r" / "receipts").exists()
     shard.write_bytes(shard.read_bytes()[:-1] + b"\0")
-    with pytest.raises(BuildError, match="not readable Parquet") as info:
+    with pytest.raises(FormatError, match="not readable Parquet") as info:
         run_build(corpus, resolve_tokenizer(str(bpe_dir)), tmp_path / "r")
     assert str(shard) in str(info.value)
 

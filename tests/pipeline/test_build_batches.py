@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -14,15 +12,17 @@ from release_fixtures import stories
 from tokenizers import Tokenizer
 
 from hf_tokbin._io import sha256_file
-from hf_tokbin.pipeline import build, plan_build
-from hf_tokbin.pipeline import encode as encode_module
-from hf_tokbin.pipeline.encode import check_cache_dir, check_with_cache, text_batches
 from hf_tokbin.engines import local
-from hf_tokbin.errors import BuildError
+from hf_tokbin.errors import BuildError, FormatError
 from hf_tokbin.formats import megatron
 from hf_tokbin.formats.corpus_manifest import CorpusManifest, CorpusShard
+from hf_tokbin.pipeline import build, plan_build
+from hf_tokbin.pipeline import encode as encode_module
+from hf_tokbin.pipeline.encode import text_batches
 from hf_tokbin.tokenizer import resolve_tokenizer, train_bpe
 from hf_tokbin.tokenizer.encoder import DocumentEncoder
+
+pytestmark = pytest.mark.slow  # builds with the full fast-path check
 
 
 @pytest.fixture(scope="module")
@@ -41,12 +41,6 @@ def bpe_with_unproven_merges(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("bpe-a7ce")
     train_bpe(stories(200, seed=1) + [UNPROVEN_TEXT] * 200, 400, out)
     return out
-
-
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path, monkeypatch):
-    """Each test its own fast-path cache: none of them reads another's record."""
-    monkeypatch.setenv("HF_TOKBIN_CACHE", str(tmp_path / "cache"))
 
 
 def write_shards(root: Path, shards: list[tuple[str, list[str]]], row_group_size: int) -> Path:
@@ -95,8 +89,9 @@ def test_text_batches_hold_at_most_the_batch_rows_and_the_text_limit(tmp_path, m
     corpus = write_shards(tmp_path / "corpus", [("train", texts)], row_group_size=97)
     monkeypatch.setattr(encode_module, "MAX_BATCH_TEXT_BYTES", 1000)
     seen = []
-    for batch, n_bytes in text_batches(corpus / "data/train-00000.parquet", 64):
+    for batch, n_bytes, first_row in text_batches(corpus / "data/train-00000.parquet", 64):
         batch_texts = batch.to_pylist()
+        assert first_row == len(seen)  # the shard's row of the batch's first text
         assert 1 <= len(batch_texts) <= 64
         assert n_bytes == sum(len(t.encode()) for t in batch_texts)
         assert n_bytes <= 1000 or len(batch_texts) == 1  # only a document longer than the limit goes over it, alone
@@ -143,72 +138,23 @@ def test_one_worker_pool_serves_every_shard_of_a_build(tmp_path, bpe_dir, monkey
     assert local._shared is None  # closed with the build: no worker processes left behind
 
 
-def test_the_fast_path_check_is_cached_and_the_cached_outcome_gives_the_same_ids(tmp_path, bpe_dir):
-    texts = stories(50, seed=7)
-    first = DocumentEncoder.from_tokenizer_json(bpe_dir)
-    full = check_with_cache(first, texts)
-    assert full.used and "cache" not in full.reason
-    records = list(check_cache_dir().glob("*.json"))
-    assert len(records) == 1
-    again = DocumentEncoder.from_tokenizer_json(bpe_dir)
-    cached = check_with_cache(again, texts)
-    assert cached.used and "from the cache" in cached.reason and cached.engine == full.engine
-    assert cached.seconds < full.seconds
-    for got, want in zip(again.encode_batch(texts), first.encode_batch(texts)):
-        assert np.array_equal(got, want)
-    # The restored encoder pickles as the fully checked one does (what workers receive).
-    assert again.__getstate__()["unproven"] == first.__getstate__()["unproven"]
-
-
-@pytest.mark.parametrize(
-    "spoil",
-    [
-        "not json",
-        "wrong key",
-        "range out of order",
-        "range past U+10FFFF",
-        "symlink",
-        "too large",
-        "wrong sample",
-    ],
-)
-def test_a_cached_outcome_that_does_not_hold_runs_the_full_check(tmp_path, bpe_with_unproven_merges, spoil):
-    bpe_dir = bpe_with_unproven_merges
-    texts = ["Lily said hello.", UNPROVEN_TEXT]
-    check_with_cache(DocumentEncoder.from_tokenizer_json(bpe_dir), texts)
-    (path,) = check_cache_dir().glob("*.json")
-    record = json.loads(path.read_text())
-    if spoil == "not json":
-        path.write_text("{")
-    elif spoil == "wrong key":
-        record["key"]["gigatoken"] = "0.0.0"
-        path.write_text(json.dumps(record))
-    elif spoil == "range out of order":
-        record["unproven"] = [[10, 20], [5, 6]]
-        path.write_text(json.dumps(record))
-    elif spoil == "range past U+10FFFF":
-        record["unproven"] = [[0x110000, 0x110001]]
-        path.write_text(json.dumps(record))
-    elif spoil == "symlink":
-        target = tmp_path / "elsewhere.json"
-        target.write_text(json.dumps(record))
-        path.unlink()
-        os.symlink(target, path)
-    elif spoil == "too large":
-        path.write_text(json.dumps(record) + " " * (encode_module._CHECK_CACHE_MAX_BYTES + 1))
-    elif spoil == "wrong sample":
-        # A record that claims U+A7CE proven: the sample's document holding it then goes to gigatoken, whose ids differ.
-        assert any(lo <= 0xA7CE <= hi for lo, hi in record["unproven"])
-        record["unproven"] = [[lo, hi] for lo, hi in record["unproven"] if hi < 0xA7CE or lo > 0xA7CE]
-        path.write_text(json.dumps(record))
-    encoder = DocumentEncoder.from_tokenizer_json(bpe_dir)
-    check = check_with_cache(encoder, texts)
-    assert check.used and "cache" not in check.reason  # the full check ran
-    want = DocumentEncoder.from_tokenizer_json(bpe_dir, fast="never").encode_batch(texts)
-    for got, expected in zip(encoder.encode_batch(texts), want):
-        assert np.array_equal(got, expected)
-    if spoil != "symlink":
-        assert json.loads(path.read_text())["unproven"]  # rewritten by the full check
+def test_workers_prove_the_code_points_they_meet_and_give_the_ids_of_tokenizers(tmp_path, bpe_with_unproven_merges):
+    # U+A7CE first appears in a worker's batch, past the sample: the worker proves it (unproven) and routes its documents.
+    texts = stories(120, seed=7)
+    texts[100] = texts[117] = UNPROVEN_TEXT
+    texts[110] = "caf\u00e9 na\u00efve \u65e5\u672c"  # new code points the proof covers
+    corpus = write_shards(tmp_path / "corpus", [("train", texts)], row_group_size=16)
+    info = resolve_tokenizer(str(bpe_with_unproven_merges))
+    outputs = {}
+    for fast, num_proc in (("auto", 2), ("auto", 1), ("never", 1)):
+        out = tmp_path / f"{fast}-{num_proc}"
+        summary = build(plan_build(corpus, info, out, num_proc=num_proc, batch_size=8, fast=fast), progress=False)
+        assert summary.encoder.startswith("gigatoken " if fast == "auto" else "tokenizers ")
+        outputs[fast, num_proc] = (out / "shards" / "train" / "part-000000.bin").read_bytes()
+    assert outputs["auto", 2] == outputs["auto", 1] == outputs["never", 1]
+    encoder = DocumentEncoder.from_tokenizer_json(bpe_with_unproven_merges)
+    assert encoder.check_fast_path(texts[:8]).used
+    assert encoder._route(texts[96:120]) == [4, 21]  # only the documents holding U+A7CE leave the fast path
 
 
 def test_prefetched_keeps_order_raises_where_the_error_was_and_stops_with_its_consumer():
@@ -242,7 +188,7 @@ def test_prefetched_keeps_order_raises_where_the_error_was_and_stops_with_its_co
 def test_a_null_text_in_a_worker_is_one_error_naming_the_shard(tmp_path, bpe_dir):
     corpus = write_shards(tmp_path / "corpus", [("train", ["Lily ran.", None, "Tom sat."])], row_group_size=8)
     plan = plan_build(corpus, resolve_tokenizer(str(bpe_dir)), tmp_path / "r", num_proc=2)
-    with pytest.raises(BuildError, match=r"train-00000\.parquet: row 1 of this shard has no text \(null\)"):
+    with pytest.raises(FormatError, match=r"train-00000\.parquet: row 1: column 'text' has no text \(null\)"):
         build(plan, progress=False)
 
 

@@ -13,10 +13,12 @@ from release_fixtures import stories, write_corpus
 from tokenizer_files import gpt2_tokenizer_json, llama3_tokenizer_json
 from tokenizers import Tokenizer
 
-from hf_tokbin.pipeline import build, plan_build
 from hf_tokbin.formats import llmc, megatron
+from hf_tokbin.pipeline import build, plan_build
 from hf_tokbin.tokenizer import resolve_tokenizer
 from hf_tokbin.verify.release import verify_release
+
+pytestmark = pytest.mark.slow  # real tokenizers on real text
 
 CASES = {
     # tokenizer folder, llm.c version, Megatron dtype code

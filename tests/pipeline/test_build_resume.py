@@ -14,6 +14,8 @@ from release_fixtures import stories, write_corpus
 
 from hf_tokbin.tokenizer import train_bpe
 
+pytestmark = pytest.mark.slow  # SIGKILLed builds resumed
+
 BUILD = "import sys; from hf_tokbin.cli import main; sys.exit(main())"
 
 

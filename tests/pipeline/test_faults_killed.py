@@ -24,6 +24,8 @@ from release_fixtures import stories, write_corpus
 from hf_tokbin.cli import main
 from hf_tokbin.tokenizer import train_bpe
 
+pytestmark = pytest.mark.slow  # SIGKILLed builds
+
 OPTIONS = ["--quiet", "--batch-size", "50"]  # several batches per part
 
 DRIVER = r'''

@@ -26,6 +26,8 @@ from hf_tokbin.tokenizer import long_documents, resolve_tokenizer, train_bpe
 from hf_tokbin.tokenizer.encoder import DocumentEncoder
 from hf_tokbin.tokenizer.long_documents import cuts_keep_ids, encode_in_bounded_pieces, pieces
 
+pytestmark = pytest.mark.slow  # long documents with real tokenizers
+
 # Pieces of text where pre-tokenizers, contractions and Unicode tables are most likely to part.
 FRAGMENTS = [
     "a", "Z", "word", "Hello", " the", " ", "  ", "   ", "\n", "\n\n", "\r\n", "\t", " \n", "'s", "'S", "'LL", "'ve", "n't", "don't",
@@ -158,3 +160,47 @@ def test_a_build_encodes_no_piece_longer_than_the_bound_and_gives_the_bytes_of_w
     build(plan(tmp_path / "whole"), progress=False)
     assert max(seen) > 19_000
     assert tree_bytes(tmp_path / "pieces") == tree_bytes(tmp_path / "whole")
+
+
+@pytest.mark.parametrize("fast", ["auto", "never"])
+def test_no_engine_sees_a_text_longer_than_the_bound_anywhere_in_a_build(long_corpus, tmp_path, monkeypatch, fast):
+    """The encoding, the fast-path check on the corpus sample (the long story is in it) and the dry run."""
+    from hf_tokbin.pipeline.dry_run import describe_plan
+    from hf_tokbin.tokenizer import encoder as encoder_module
+
+    seen = []
+    with_tokenizers, with_gigatoken = DocumentEncoder._encode_with_tokenizers, encoder_module._encode_with_gigatoken
+
+    def tokenizers_spy(self, texts):
+        seen.append(max(map(len, texts), default=0))
+        return with_tokenizers(self, texts)
+
+    def gigatoken_spy(engine, texts):
+        seen.append(max(map(len, texts), default=0))
+        return with_gigatoken(engine, texts)
+
+    monkeypatch.setattr(DocumentEncoder, "_encode_with_tokenizers", tokenizers_spy)
+    monkeypatch.setattr(encoder_module, "_encode_with_gigatoken", gigatoken_spy)
+    monkeypatch.setattr(long_documents, "PIECE_CHARS", 1000)
+    monkeypatch.setenv("HF_TOKBIN_CACHE", str(tmp_path / "cache"))  # the full check, not a cached one
+    plan = plan_build(long_corpus / "corpus", resolve_tokenizer(str(long_corpus / "tok")), tmp_path / "out", fast=fast)
+    describe_plan(plan)
+    build(plan, progress=False)
+    assert seen and max(seen) < 1100  # never the ~20,000-character story whole
+
+
+@pytest.mark.slow
+def test_peak_memory_of_a_build_does_not_grow_with_a_long_document(tmp_path):
+    """Peak RSS of real builds (fresh processes): one 8 MiB document, first in its shard, against the same corpus without it."""
+    from bench_long_document import MIB, long_document, peak_rss_of_build
+
+    short = stories(200, seed=3)
+    base = write_corpus(tmp_path / "base", [("train", short), ("validation", short[:20])])
+    size = 8 * MIB
+    corpus = write_corpus(tmp_path / "long", [("train", [long_document(size), *short]), ("validation", short[:20])])
+    tokenizer = gpt2_tokenizer_json()
+    for fast in ("never", "auto"):
+        without, _ = peak_rss_of_build(base, tokenizer, tmp_path / f"base-{fast}", fast)
+        with_it, _ = peak_rss_of_build(corpus, tokenizer, tmp_path / f"long-{fast}", fast)
+        # Whole in tokenizers, the document cost ~120 bytes per byte (140x on the fast path's check); in pieces ~10.
+        assert with_it - without < 25 * size, f"--fast {fast}: {(with_it - without) / size:.1f} bytes of memory per byte of the document"

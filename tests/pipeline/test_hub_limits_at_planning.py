@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from hf_tokbin.pipeline import plan_build
 from hf_tokbin.errors import BuildError
 from hf_tokbin.formats.corpus_manifest import CorpusManifest, CorpusShard
+from hf_tokbin.pipeline import plan_build
 from hf_tokbin.tokenizer import resolve_tokenizer
 
 

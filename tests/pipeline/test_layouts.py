@@ -18,15 +18,17 @@ from tokenizer_files import GPT2_EOS_ID, LLAMA3_EOS_ID, gpt2_tokenizer_json, lla
 from tokenizers import Tokenizer
 
 from hf_tokbin._io import sha256_file
-from hf_tokbin.pipeline import build, plan_build
 from hf_tokbin.cli import main
 from hf_tokbin.errors import TokenizerError, VerificationError
 from hf_tokbin.formats import llmc, megatron
 from hf_tokbin.formats.records import FileEntry
 from hf_tokbin.formats.release import Complete
 from hf_tokbin.formats.run_config import RunConfig
+from hf_tokbin.pipeline import build, plan_build
 from hf_tokbin.tokenizer import resolve_tokenizer
 from hf_tokbin.verify.release import verify_release
+
+pytestmark = pytest.mark.slow  # real GPT-2 and Llama 3 builds
 
 SPECIAL_TEXT = "Hello <|endoftext|> world <|end_of_text|> and <|begin_of_text|> end"
 

@@ -7,10 +7,10 @@ import shutil
 import pytest
 from release_fixtures import stories, write_corpus
 
-from hf_tokbin.pipeline import build, plan_build
-from hf_tokbin.pipeline.merge import merge_release
 from hf_tokbin.cli import main
 from hf_tokbin.errors import BuildError
+from hf_tokbin.pipeline import build, plan_build
+from hf_tokbin.pipeline.merge import merge_release
 from hf_tokbin.tokenizer import resolve_tokenizer
 from hf_tokbin.verify.release import verify_release
 

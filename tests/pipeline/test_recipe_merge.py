@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from release_fixtures import stories, write_corpus
 
-from hf_tokbin.pipeline import build, plan_build
-from hf_tokbin.pipeline.merge import MERGED_NAME, merge_release
 from hf_tokbin.cli import main
 from hf_tokbin.errors import BuildError, VerificationError
 from hf_tokbin.formats import megatron
+from hf_tokbin.pipeline import build, plan_build
+from hf_tokbin.pipeline.merge import MERGED_NAME, merge_release
 from hf_tokbin.tokenizer import resolve_tokenizer
 
 

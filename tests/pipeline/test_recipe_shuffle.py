@@ -13,15 +13,17 @@ import numpy as np
 import pytest
 from release_fixtures import stories, write_corpus
 
-from hf_tokbin.pipeline import build, plan_build
-from hf_tokbin.pipeline.shuffle import permutation
 from hf_tokbin.cli import main
 from hf_tokbin.errors import BuildError
 from hf_tokbin.formats import llmc, megatron
 from hf_tokbin.formats.run_config import RunConfig
+from hf_tokbin.pipeline import build, plan_build
+from hf_tokbin.pipeline.shuffle import permutation
 from hf_tokbin.readers import LlmcSplit
 from hf_tokbin.tokenizer import resolve_tokenizer
 from hf_tokbin.verify.release import verify_release
+
+pytestmark = pytest.mark.slow  # shuffled builds, one on Ray
 
 SEED = 20261201
 

@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from hf_tokbin.pipeline import build, plan_build
 from hf_tokbin.corpus.write import write_tinystories_corpus
 from hf_tokbin.errors import VerificationError
+from hf_tokbin.pipeline import build, plan_build
 from hf_tokbin.tokenizer import resolve_tokenizer
 from hf_tokbin.verify import verify_release
 

@@ -85,7 +85,7 @@ def test_llmc_split_checks_ids_against_manifest_vocab(tmp_path):
     folder = write_llmc_folder(tmp_path, {"train": [[1, 250]]}, VOCAB, SEP)
     manifest = llmc.TokensManifest.read(folder / "_MANIFEST.json")
     llmc.TokensManifest(**{**manifest.__dict__, "vocab_size": 200, "doc_sep_id": 0}).write(folder)
-    with pytest.raises(FormatError, match="token 0: id must be < vocab_size: expected < 200, got 299"):
+    with pytest.raises(FormatError, match="token 0: id must be in 0..vocab_size-1: expected < 200, got 299"):
         LlmcSplit.open(folder)
     assert LlmcSplit.open(folder, check_ids=False).n_tokens == 3
 

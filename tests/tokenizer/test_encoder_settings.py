@@ -17,6 +17,8 @@ from tokenizers import Tokenizer
 
 from hf_tokbin.tokenizer.encoder import DocumentEncoder
 
+pytestmark = pytest.mark.slow  # real tokenizers under every tokenizer.json setting
+
 SETTINGS = {
     "truncation": {"direction": "Right", "max_length": 300, "strategy": "LongestFirst", "stride": 0},
     "padding": {"strategy": "BatchLongest", "direction": "Right", "pad_to_multiple_of": None, "pad_id": 50256, "pad_type_id": 0, "pad_token": "<|endoftext|>"},

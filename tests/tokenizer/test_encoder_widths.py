@@ -17,10 +17,10 @@ from release_fixtures import write_corpus
 from tokenizer_files import gpt2_tokenizer_json
 from tokenizers import Tokenizer
 
-from hf_tokbin.pipeline import build, plan_build
-from hf_tokbin.pipeline.encode import EncodeBatch
 from hf_tokbin.errors import BuildError
 from hf_tokbin.formats import megatron
+from hf_tokbin.pipeline import build, plan_build
+from hf_tokbin.pipeline.encode import EncodeBatch
 from hf_tokbin.tokenizer.encoder import DocumentEncoder
 from hf_tokbin.tokenizer.resolve import resolve_tokenizer, vocab_size_of
 

@@ -132,7 +132,7 @@ def broken_llmc(tmp_path, case) -> tuple[Path, str]:
     if case == "truncated header":
         return llmc_file(path, [], cut=1), "truncated header"
     if case == "id >= vocab_size":
-        return llmc_file(path, [1, 256], vocab_size=256), "token 1: id must be < vocab_size: expected < 256, got 256"
+        return llmc_file(path, [1, 256], vocab_size=256), "token 1: id must be in 0..vocab_size-1: expected < 256, got 256"
     if case == "reserved header int":
         return llmc_file(path, [1, 2], header_ints={17: 3}), "reserved header[17] must be 0: expected 0, got 3"
     raise AssertionError(case)

@@ -20,7 +20,7 @@ from hf_tokbin.cli import main
 from hf_tokbin.errors import FormatError, VerificationError
 from hf_tokbin.formats import llmc, megatron
 from hf_tokbin.verify import compat
-from hf_tokbin.verify.compat import LoaderSettings, check
+from hf_tokbin.verify.compat import LoaderSettings, check, most_documents_per_micro_batch
 
 SMALL = LoaderSettings(batch_size=2, seq_len=8)  # B*T+1 = 17 tokens per file
 GPT2_EOT = 50256
@@ -135,9 +135,22 @@ def test_llmc_reports_a_broken_file_as_format_error(tmp_path):
 # ------------------------------------------------------------------ modded-nanogpt
 
 
-def test_modded_nanogpt_passes_a_gpt2_release(gpt2_release):
+def test_modded_nanogpt_passes_a_gpt2_release_but_for_its_tiny_val_split(gpt2_release):
     findings = check(gpt2_release, "modded-nanogpt", LoaderSettings(seq_len=64))
-    assert findings == []
+    # A few dozen val tokens: the val loader (align_to_bos=False) needs one micro-batch of 2,048 tokens per process + 2.
+    assert [(f.level, f.rule) for f in findings] == [("error", "val-tokens")]
+
+
+def test_modded_nanogpt_short_documents_overflow_its_documents_per_micro_batch(tmp_path):
+    """~140-token documents: a 16,384-token micro-batch holds ~118 of them, TRAIN_MAX_NUM_DOCS gives 63 slots."""
+    rng = np.random.default_rng(9)
+    short = [rng.integers(0, GPT2_EOT, 140).tolist() for _ in range(600)]
+    root = write_release(tmp_path / "rel", [short, short], [short], 50257, GPT2_EOT)
+    (finding,) = [f for f in check(root, "modded-nanogpt", LoaderSettings(seq_len=896)) if f.rule == "documents-per-micro-batch"]
+    assert finding.level == "error" and "{16384: 128, 32768: 256, 49152: 352}" in finding.message
+    # the loader's own rule, replayed: documents from each BOS until 16,385 tokens are gathered
+    tokens = llmc.open_tokens(sorted((root / "tokens" / "tok" / "toy").glob("train-*.bin"))[0])
+    assert most_documents_per_micro_batch(tokens, 16384, 896) == -(-16385 // 141)
 
 
 def test_modded_nanogpt_bos_id_and_single_file(tmp_path):

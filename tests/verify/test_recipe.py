@@ -90,7 +90,7 @@ def test_modded_nanogpt_lines_select_the_files(release):
     root = release[0]
     r = recipe(root, "modded-nanogpt", SMALL)
     values = {}
-    for line in r.lines:
+    for line in r.code:
         if ": str = " in line:
             name, value = line.strip().split(": str = ")
             values[name] = ast.literal_eval(value)
@@ -117,7 +117,7 @@ def test_glob_metacharacters_in_the_path_are_escaped(tmp_path):
 def test_nanogpt_lines_read_each_file_with_its_dtype(release):
     root = release[0]
     r = recipe(root, "nanogpt", SMALL)
-    code = "\n".join(line for line in r.lines if not line.startswith("#"))
+    code = "\n".join(line for line in r.code if not line.startswith("#"))
     namespace = {"np": np, "os": os}
     exec(code, namespace)  # the lines as train.py would run them
     expected = {f: llmc.open_tokens(f) for split in ("train", "val") for f in manifest_files(root, split)}
@@ -137,10 +137,11 @@ def test_nanogpt_reads_uint32_files(tmp_path):
     r = recipe(root, "nanogpt", SMALL)
     assert any("dtype=np.uint32" in line for line in r.lines)
     namespace = {"np": np, "os": os}
-    exec("\n".join(line for line in r.lines if not line.startswith("#")), namespace)
+    exec("\n".join(line for line in r.code if not line.startswith("#")), namespace)
     (file,) = manifest_files(root, "train")
     assert np.array_equal(namespace["token_data"]("train"), llmc.open_tokens(file))
     assert any("no val files" in n for n in r.notes)
+    assert np.array_equal(namespace["token_data"]("val"), llmc.open_tokens(file))  # said plainly: val reads train
 
 
 def test_megatron_data_path_weights_are_tokens_and_prefixes_have_no_suffix(release):
@@ -319,18 +320,24 @@ def test_unknown_target_is_one_clear_error(release):
         recipe(release[0], "gpt-neox")
 
 
-@pytest.mark.parametrize("max_tokens, val_tokens", [(10_000_000, 2_097_152), (1_000_001, None)])
-def test_modded_nanogpt_val_tokens_fit_whole_batches_inside_each_file(tmp_path, max_tokens, val_tokens):
-    """Three validation documents of 1,000,000 ids: 3,000,003 tokens, in one file or in three."""
+@pytest.mark.parametrize(
+    "max_tokens, world_size, val_batch, val_tokens",
+    [(10_000_000, 1, 2_097_152, 2_097_152), (1_000_001, 1, 2_097_152, 2_097_152), (1_000_001, 8, 524_288, 1_572_864)],
+)
+def test_modded_nanogpt_val_batches_fit_inside_each_file(tmp_path, max_tokens, world_size, val_batch, val_tokens):
+    """Three validation documents of 1,000,000 ids: 3,000,003 tokens, in one file or in three.
+
+    The val loader reads val_batch_size // (8 // world_size) tokens + 1 per micro-batch inside one file: at world
+    size 8 a file of 1,000,001 tokens holds no micro-batch of 2,097,152 nor of 1,048,576, one of 524,288.
+    """
     rng = np.random.default_rng(5)
     val = [rng.integers(0, EOT, 1_000_000).tolist() for _ in range(3)]
     root = write_release(tmp_path / "rel", [docs(4, 1), docs(4, 2)], [val], VOCAB, EOT, max_tokens=max_tokens)
-    r = recipe(root, "modded-nanogpt", SMALL)
-    printed = [line.strip() for line in r.lines if line.strip().startswith("val_tokens")]
-    if val_tokens is None:  # no file holds one val batch of 2,097,152 + 1 tokens
-        assert printed == [] and any("smaller than one val batch" in n for n in r.notes)
-    else:
-        assert printed == [f"val_tokens: int = {val_tokens}"]
+    r = recipe(root, "modded-nanogpt", LoaderSettings(batch_size=2, seq_len=8, world_size=world_size))
+    printed = {line.split(":")[0].strip(): line.split("=")[1].strip() for line in r.code if line.strip().startswith("val_")}
+    assert printed["val_batch_size"] == str(val_batch) and printed["val_tokens"] == str(val_tokens)
+    assert int(printed["val_tokens"]) % int(printed["val_batch_size"]) == 0  # train_gpt.py asserts it
+    assert any(f.rule == "val-tokens" for f in r.findings) == (val_batch != 2_097_152)
 
 
 def test_megatron_tokenizer_flags_follow_the_releases_tokenizer(tmp_path):
@@ -370,3 +377,58 @@ def test_megatron_hub_tokenizer_is_named_with_its_pinned_revision(release):
     assert flag_values(argv, "--tokenizer-model") == ["openai-community/gpt2"]
     assert any(f"eos_token, which must be {EOT}" in n for n in r.notes)
     assert any(f"--revision {commit} --local-dir DIR" in n for n in r.notes)
+
+
+HOSTILE = {
+    "revision": "main\necho pwned > PWNED_REVISION\n",
+    "source": "evil/x$(echo pwned > PWNED_SOURCE);echo pwned > PWNED_SEMICOLON",
+    "subfolder": "sub`echo pwned > PWNED_SUBFOLDER`",
+}
+
+
+@pytest.mark.parametrize("fields", [{"revision": HOSTILE["revision"]}, {"source": HOSTILE["source"], "subfolder": HOSTILE["subfolder"]}])
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_hostile_releases_recipe_pasted_into_bash_runs_nothing(release, tmp_path, capsys, fields, target):
+    """run_config.json written directly (no build, no read-side validation): the printed text is pasted into bash.
+
+    bash runs with an empty PATH, so no command of the recipe itself starts; `echo` and `>` are bash's own,
+    so a value that escaped its quoting would leave a PWNED_* file.
+    """
+    import json
+    import subprocess
+
+    root = release[0]
+    config = json.loads((root / "run_config.json").read_text())
+    config["tokenizer"].update({"source": "openai-community/gpt2", "revision": "a" * 40, **fields})
+    (root / "run_config.json").write_text(json.dumps(config))
+    try:
+        code = main(["recipe", str(root), "--for", target, "-T", "8", "-B", "2"])
+    except FormatError:
+        code = None
+    out, err = capsys.readouterr()
+    if "\n" in fields.get("revision", "") and target == "megatron":
+        assert code == 1 and out == "" and "control character" in err  # refused, one line
+    if out:  # the Python lines (nanoGPT, modded-nanogpt) go into train.py, not the shell: repr() quotes them
+        python = recipe(root, target, SMALL).code
+        out = "\n".join(line for line in out.splitlines() if line not in python) + "\n"
+    shell = tmp_path / "shell"
+    shell.mkdir()
+    (shell / "bin").mkdir()
+    env = {"PATH": str(shell / "bin"), "HOME": str(shell)}
+    assert subprocess.run(["/bin/bash", "-n"], input=out, text=True, cwd=shell, env=env).returncode == 0
+    subprocess.run(["/bin/bash"], input=out, text=True, cwd=shell, env=env, capture_output=True)
+    assert sorted(p.name for p in shell.iterdir()) == ["bin"]  # nothing ran
+
+
+def test_recipe_json_carries_the_commands_as_argv(release, capsys):
+    import json
+
+    root = release[0]
+    assert main(["recipe", str(root), "--for", "llmc", "-T", "8", "-B", "2", "--epochs", "2", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    text = recipe(root, "llmc", LoaderSettings(batch_size=2, seq_len=8, epochs=2))
+    assert record["commands"] == [list(c) for c in text.commands] and record["checked_against"] == CHECKED_AGAINST["llmc"]
+    assert [shlex.join(c) for c in record["commands"]] == record["lines"]
+    c_line = record["commands"][0]
+    assert c_line[c_line.index("-x") + 1] == str(2 * int(recipe(root, "llmc", SMALL).commands[0][c_line.index("-x") + 1]))
+    assert record["findings"] == [] and record["release"] == str(root)

@@ -6,8 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_trust_run_config import both, build, refused  # noqa: F401  (a module fixture and its helpers)
-from test_verify_release import reseal
+from release_edits import refused, reseal  # the fixture both: tests/conftest.py
 
 from hf_tokbin.errors import HubError
 from hf_tokbin.formats.release import is_layout_path

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_trust_run_config import both  # noqa: F401  (a module fixture)
 
 from hf_tokbin._io import RECORD_MAX_BYTES, read_json, sha256_file
 from hf_tokbin.errors import FormatError, TokbinError, TokenizerError, VerificationError

@@ -3,56 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-from release_fixtures import write_corpus
-from test_verify_release import edit_json, reseal
+from release_edits import edit_json, refused, reseal
 
-from hf_tokbin.cli import main
-from hf_tokbin.errors import TokbinError
 from hf_tokbin.formats import llmc
 from hf_tokbin.verify.release import verify_release
-
-TEXTS = ["one line of text", "two lines\nof text", "three", "four and more words here", "five"]
-
-
-def build(root: Path, *flags: str) -> Path:
-    corpus = write_corpus(root / "corpus", [("train", TEXTS), ("validation", TEXTS[:2])])
-    out = root / "release"
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", "byte", "--doc-sep", "3", "--out", str(out), "--quiet", *flags]) == 0
-    return out
-
-
-@pytest.fixture(scope="module")
-def both(tmp_path_factory) -> Path:
-    return build(tmp_path_factory.mktemp("both"), "--max-tokens-per-file", "40")
-
-
-@pytest.fixture(scope="module")
-def llmc_bos(tmp_path_factory) -> Path:
-    return build(tmp_path_factory.mktemp("llmc"), "--format", "llmc", "--bos", "2")
-
-
-@pytest.fixture
-def copy(both, tmp_path) -> Path:
-    return Path(shutil.copytree(both, tmp_path / "release"))
-
-
-@pytest.fixture
-def llmc_copy(llmc_bos, tmp_path) -> Path:
-    return Path(shutil.copytree(llmc_bos, tmp_path / "release"))
-
-
-def refused(root: Path, *fragments: str) -> str:
-    with pytest.raises(TokbinError) as info:
-        verify_release(root)
-    message = str(info.value)
-    assert "\n" not in message
-    for fragment in fragments:
-        assert fragment in message, message
-    return message
 
 
 def manifest_of(root: Path) -> Path:

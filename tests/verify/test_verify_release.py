@@ -8,16 +8,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from release_edits import edit_json, reseal
 from release_fixtures import stories, write_corpus
 
 from hf_tokbin._io import sha256_file, write_json_atomic
-from hf_tokbin.pipeline import build, plan_build
 from hf_tokbin.cli import main
 from hf_tokbin.errors import TokbinError
 from hf_tokbin.formats import llmc
-from hf_tokbin.formats.records import FileEntry
-from hf_tokbin.formats.release import Complete, Receipt, is_release_path, list_release_paths
-from hf_tokbin.megatron import MegatronPair
+from hf_tokbin.formats.megatron import MegatronPair
+from hf_tokbin.formats.release import Receipt, is_release_path, list_release_paths
+from hf_tokbin.pipeline import build, plan_build
 from hf_tokbin.tokenizer import resolve_tokenizer, train_bpe
 from hf_tokbin.verify.release import verify_release
 
@@ -63,22 +63,6 @@ def train_only_copy(train_only, tmp_path) -> Path:
     dst = tmp_path / "train_only"
     shutil.copytree(train_only, dst)
     return dst
-
-
-def reseal(root: Path) -> None:
-    """Rewrite COMPLETE.json (and receipts) so only the deeper rule is broken."""
-    for receipt_path in sorted((root / "receipts").glob("*.json")):
-        receipt = Receipt.read(receipt_path)
-        files = tuple(FileEntry(f.path, (root / f.path).stat().st_size, sha256_file(root / f.path)) for f in receipt.files)
-        Receipt(receipt.part, receipt.input_shard, receipt.splits, files).write(root)
-    entries = [FileEntry(p.relative_to(root).as_posix(), p.stat().st_size, sha256_file(p)) for p in sorted(root.rglob("*")) if p.is_file() and p.name != "COMPLETE.json"]
-    Complete(tuple(sorted(entries, key=lambda e: e.path))).write(root)
-
-
-def edit_json(path: Path, change) -> None:
-    obj = json.loads(path.read_text())
-    change(obj)
-    write_json_atomic(path, obj)
 
 
 def write_llmc_file(directory: Path, name: str, ids, vocab_size: int) -> dict:

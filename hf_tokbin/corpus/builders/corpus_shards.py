@@ -43,11 +43,11 @@ from datasets.builder import Key
 from tqdm.auto import tqdm
 
 from ...errors import CorpusInputError
+from ...formats.rules import SPLIT_NAMES
 from ..inputs import InputFile, locate_json_error, read_tables, reader_of
 
 JSONL_SUFFIXES = (".jsonl", ".json")
 PARQUET_SUFFIXES = (".parquet",)
-SPLIT_VALUES = {"train": "train", "validation": "validation", "val": "validation"}
 VALIDATION_MODULUS = 1000
 SPLIT_POLICIES = ("auto", "column", "sha256", "all-train")
 
@@ -143,7 +143,7 @@ class CorpusShardsConfig(datasets.BuilderConfig):
 
     @property
     def split_values(self) -> dict[str, str]:
-        return {**SPLIT_VALUES, **self.split_map}
+        return {**SPLIT_NAMES, **self.split_map}
 
 
 class CorpusShards(datasets.ArrowBasedBuilder):

@@ -1,0 +1,52 @@
+"""The value rules that several records and stages share, each one function (or table) written once.
+
+A record calls them from ``__post_init__``, a stage before it acts; each
+caller raises its own error (the file and flag it knows). The one id range
+check of every writer, reader and the encoder is :mod:`hf_tokbin.formats.ids`.
+``tests/test_architecture.py`` fails when one of these rules is written again
+elsewhere.
+"""
+
+from __future__ import annotations
+
+# A split as given (a split column, a Hub repo's split, a file's name) -> seed 004's name; seed 000's llm.c says "val".
+SPLIT_NAMES = {"train": "train", "validation": "validation", "val": "validation"}
+FOLDER_NAME_RULE = "one folder name: not empty, printable, no '/' or '\\', not starting with '.', no white space at either end"
+UINT16_VOCAB_LIMIT = 65_536  # ids 0..65,535 fit 16 bits; a larger vocabulary needs 32-bit ids
+
+
+def split_name(value) -> str | None:
+    """Seed 004's name (``train`` or ``validation``) of a split given as ``train``, ``validation`` or ``val``; else None."""
+    return SPLIT_NAMES.get(value) if isinstance(value, str) else None
+
+
+def is_repo_id(value) -> bool:
+    """A Hub repo id ``NAMESPACE/NAME``: two non-empty parts, neither hidden (so neither "." nor "..")."""
+    if not isinstance(value, str):
+        return False
+    parts = value.split("/")
+    return len(parts) == 2 and all(part and not part.startswith(".") for part in parts)
+
+
+def is_folder_name(value) -> bool:
+    """One folder (or file) name: not empty, not hidden (so not "." or ".."), printable (no newline,
+    NUL, escape or bidi control), no '/' or '\\', no white space at either end."""
+    return (
+        isinstance(value, str)
+        and value != ""
+        and value.strip() == value
+        and not value.startswith(".")
+        and value.isprintable()
+        and "/" not in value
+        and "\\" not in value
+    )
+
+
+def fits_uint16(vocab_size: int) -> bool:
+    """Whether every id of ``vocab_size`` fits 16 bits (llm.c version 1, Megatron dtype code 8)."""
+    return vocab_size <= UINT16_VOCAB_LIMIT
+
+
+def id_dtype(vocab_size: int) -> str:
+    """The narrowest unsigned width (a numpy dtype name) holding every id of ``vocab_size``: uint16, or uint32 above 65,536."""
+    return "uint16" if fits_uint16(vocab_size) else "uint32"

@@ -1,0 +1,121 @@
+"""A release ships its tokenizer: ``tokenizer/`` holds the files the build read, byte for byte.
+
+Listed in ``COMPLETE.json`` with the SHA-256 ``run_config.json`` pins, so a
+recipe's tokenizer flag points inside the release, and a pulled copy decodes
+its own tokens to the corpus text with nothing else at hand.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from release_fixtures import stories, write_corpus
+
+from hf_tokbin._io import sha256_file
+from hf_tokbin.errors import VerificationError
+from hf_tokbin.formats import megatron
+from hf_tokbin.formats.release import Complete
+from hf_tokbin.pipeline import build, plan_build
+from hf_tokbin.tokenizer import resolve_tokenizer
+from hf_tokbin.verify.compat import LoaderSettings
+from hf_tokbin.verify.recipe import recipe
+from hf_tokbin.verify.release import verify_release
+
+EOS = "<|endoftext|>"
+
+
+def train_tokenizer(folder, texts):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=[EOS], initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tokenizer.train_from_iterator(texts, trainer)
+    folder.mkdir()
+    tokenizer.save(str(folder / "tokenizer.json"))
+    (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": tokenizer.token_to_id(EOS)}))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("shipped")
+    train, validation = stories(30, 1), stories(8, 2)
+    tokenizer = train_tokenizer(tmp / "tok", train + validation)
+    corpus = write_corpus(tmp / "corpus", [("train", train), ("validation", validation)])
+    out = tmp / "release"
+    build(plan_build(corpus, resolve_tokenizer(str(tokenizer)), out), progress=False)
+    return out, tokenizer, train, validation
+
+
+def test_the_release_ships_the_files_the_build_read(built):
+    out, tokenizer, _, _ = built
+    assert sorted(p.name for p in (out / "tokenizer").iterdir()) == ["generation_config.json", "tokenizer.json"]
+    for name in ("tokenizer.json", "generation_config.json"):
+        assert (out / "tokenizer" / name).read_bytes() == (tokenizer / name).read_bytes()
+    listed = {f.path: f.sha256 for f in Complete.read(out).files}
+    pinned = json.loads((out / "run_config.json").read_text())["tokenizer"]["sha256"]
+    assert listed["tokenizer/tokenizer.json"] == pinned == sha256_file(tokenizer / "tokenizer.json")
+    assert "tokenizer/generation_config.json" in listed
+    verify_release(out)
+
+
+def test_recipes_point_inside_the_release(built):
+    out = built[0]
+    argv = [a for line in recipe(out, "megatron", LoaderSettings(batch_size=2, seq_len=8)).commands for a in line]
+    assert argv[argv.index("--tokenizer-model") + 1] == str(out / "tokenizer")
+    maxtext = recipe(out, "maxtext", LoaderSettings(batch_size=2, seq_len=8)).lines
+    assert any(line.strip("' \\") == f"tokenizer_path={out / 'tokenizer'}" for line in maxtext)
+
+
+def test_a_shipped_tokenizer_that_is_not_the_pinned_one_fails_verify(built, tmp_path):
+    import shutil
+
+    copy = shutil.copytree(built[0], tmp_path / "copy")
+    config = json.loads((copy / "run_config.json").read_text())
+    config["tokenizer"]["sha256"] = "0" * 64  # COMPLETE.json re-listed below, so only the tokenizer rule can object
+    (copy / "run_config.json").write_text(json.dumps(config))
+    from hf_tokbin.formats.records import FileEntry
+
+    files = tuple(FileEntry(f.path, (copy / f.path).stat().st_size, sha256_file(copy / f.path)) for f in Complete.read(copy).files)
+    (copy / "COMPLETE.json").write_text(Complete(files).to_json())
+    with pytest.raises(VerificationError):
+        verify_release(copy)
+
+
+def test_a_pulled_release_decodes_with_its_own_tokenizer(built, tmp_path):
+    from hostile_hub import HostileHub
+    from tokenizers import Tokenizer
+
+    from hf_tokbin.hub import RetryPolicy, pull_release
+
+    out, _, train, validation = built
+    token = "hf_shipped_tokenizer_test_0123456789"
+    with HostileHub(token=token) as hub:
+        hub.seed_repo("tester/shipped", out)
+        pulled = tmp_path / "pulled"
+        pull_release("tester/shipped", pulled, endpoint=hub.url, token=token, retry=RetryPolicy(attempts=2, base_delay=0.01), progress=False)
+    tokenizer = Tokenizer.from_file(str(pulled / "tokenizer" / "tokenizer.json"))
+    eos = tokenizer.token_to_id(EOS)
+    for split, texts in (("train", train), ("validation", validation)):
+        (idx,) = sorted((pulled / "shards" / split).glob("*.idx"))
+        pair = megatron.MegatronPair(idx)
+        decoded = []
+        for k in range(len(pair)):
+            ids = np.asarray(pair[k]).tolist()
+            assert ids[-1] == eos
+            decoded.append(tokenizer.decode(ids[:-1], skip_special_tokens=False))
+        assert decoded == texts
+
+
+def test_the_card_carries_a_recipe_per_format_with_no_absolute_path(built):
+    out = built[0]
+    card = (out / "README.md").read_text()
+    assert "hf-tokbin recipe RELEASE --for TARGET" in card
+    assert "./train_gpt2cu -i 'RELEASE/tokens/" in card and "--model d12 --overfit_single_batch 0" in card
+    assert "pretrain_gpt.py" in card and "--tokenizer-model RELEASE/tokenizer" in card
+    assert str(out) not in card and ".work" not in card
+    assert "hf_tokbin.llmc." not in card and "from hf_tokbin.megatron import" not in card

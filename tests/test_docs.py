@@ -1,0 +1,114 @@
+"""The documents say what the code does: every import, command line and path they show is checked.
+
+The README and ``docs/*.md`` are read as a user reads them: a ``python`` block's
+imports must import, every ``hf-tokbin ...`` line of a shell block must parse
+with the real command line parser (nothing is run), and every module path or
+dotted name of hf_tokbin they cite must exist.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from hf_tokbin.cli import make_parser
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
+
+
+def blocks(kinds: tuple[str, ...]):
+    for doc in DOCS:
+        for match in FENCE.finditer(doc.read_text(encoding="utf-8")):
+            if match.group(1) in kinds:
+                line = doc.read_text(encoding="utf-8")[: match.start()].count("\n") + 1
+                yield f"{doc.name}:{line}", match.group(2)
+
+
+def import_lines(code: str) -> list[str]:
+    return [line.strip() for line in code.splitlines() if re.match(r"\s*(import \w|from [\w.]+ import )", line) and "hf_tokbin" in line]
+
+
+def command_lines(code: str) -> list[str]:
+    """The ``hf-tokbin`` invocations of a shell block: continuations joined, comments dropped, split at ``&&``, ``|``, ``;``."""
+    joined = re.sub(r"\\\n\s*", " ", code)
+    found = []
+    for line in joined.splitlines():
+        words = [synopsis_word(w) for w in shlex.split(line, comments=True)]
+        current: list[str] = []
+        for word in [*words, "&&"]:
+            if word in ("&&", "||", "|", ";"):
+                if current and current[0] == "hf-tokbin":
+                    found.append(current[1:])
+                current = []
+            else:
+                current.append(word)
+    return found
+
+
+def synopsis_word(word: str) -> str:
+    """A usage synopsis as one example: ``[--seq-len`` -> ``--seq-len``, ``llmc|megatron`` -> ``llmc``."""
+    word = word.strip("[]")
+    if re.fullmatch(r"[A-Z]", word):  # a number placeholder: --eod-id N, --download-sample K
+        return "1"
+    if re.fullmatch(r"[\w-]+(\|[\w-]+)+", word):
+        return word.split("|")[0]
+    return word
+
+
+IMPORTS = [(where, line) for where, code in blocks(("python", "py")) for line in import_lines(code)]
+COMMANDS = [(where, argv) for where, code in blocks(("bash", "sh", "shell", "console")) for argv in command_lines(code)]
+
+
+def test_the_documents_show_imports_and_commands():
+    assert len(IMPORTS) >= 5 and len(COMMANDS) >= 20, (len(IMPORTS), len(COMMANDS))
+
+
+@pytest.mark.parametrize("where,line", IMPORTS, ids=[f"{w}:{line}" for w, line in IMPORTS])
+def test_every_documented_import_imports(where, line):
+    exec(compile(line.replace("...", ""), where, "exec"), {})
+
+
+@pytest.mark.parametrize("where,argv", COMMANDS, ids=[f"{w}:{' '.join(a)[:60]}" for w, a in COMMANDS])
+def test_every_documented_command_line_parses(where, argv):
+    parser = make_parser()
+    try:
+        parser.parse_args(argv)
+    except SystemExit as e:
+        if argv in (["--help"], ["--version"]) or "--help" in argv or "-h" in argv:
+            return
+        raise AssertionError(f"{where}: `hf-tokbin {shlex.join(argv)}` does not parse (exit {e.code})") from None
+
+
+# A path in the tree (not ~/.cache/hf_tokbin/...), a dotted name (not a record's format, hf_tokbin.run_config/2).
+CITED_PATH = re.compile(r"(?<![\w/.~])hf_tokbin/[\w/.-]*\w")
+CITED_NAME = re.compile(r"(?<![\w/.])hf_tokbin(?:\.[A-Za-z_]\w*)+(?![\w/])")
+
+
+def cited(pattern: re.Pattern) -> list[tuple[str, str]]:
+    return sorted({(doc.name, m.group(0)) for doc in DOCS for m in pattern.finditer(doc.read_text(encoding="utf-8"))})
+
+
+@pytest.mark.parametrize("doc,path", cited(CITED_PATH))
+def test_every_cited_module_path_exists(doc, path):
+    assert (ROOT / path).exists() or (ROOT / f"{path}.py").exists(), f"{doc} cites {path}, which does not exist"
+
+
+@pytest.mark.parametrize("doc,name", cited(CITED_NAME))
+def test_every_cited_dotted_name_exists(doc, name):
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):  # the longest importable module, then attributes
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            assert hasattr(obj, attr), f"{doc} cites {name}: {'.'.join(parts[:cut])} has no {attr}"
+            obj = getattr(obj, attr)
+        return
+    raise AssertionError(f"{doc} cites {name}, which does not import")

@@ -1,0 +1,53 @@
+"""The golden releases: every file of the README's main job and of GPT-2 and Llama 3 releases, rebuilt and compared.
+
+``scripts/golden_releases.py record`` builds them; the digests recorded before the
+redesign (``tests/golden/before-redesign.json``) and after run_config format 2
+(``run-config-v2.json``) are the bytes every change must keep, or change on purpose here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # four real builds, about 30 s
+
+
+# run_config.json format 2 (issue 12) changed these files on purpose, and nothing else: the token
+# files, .idx, receipts, manifests and stats.json of every golden release keep their bytes. The
+# card and COMPLETE.json (which lists run_config.json) follow run_config.json; ``tokenizer train``
+# now also writes tokenizer_config.json and generation_config.json's bos_token_id.
+CHANGED_BY_RUN_CONFIG_2 = {"run_config.json", "README.md", "COMPLETE.json"}
+CHANGED_BY_TOKENIZER_FILES = {"sample": {"tokenizer/generation_config.json", "tokenizer/tokenizer_config.json"}}
+# A release ships its tokenizer (issue 22): tokenizer/ is new in every release, and COMPLETE.json lists it.
+SHIPPED_TOKENIZER_DIR = "tokenizer/"
+
+
+def _differences(recorded: dict, now: dict, allowed=lambda tree, path: False) -> list[str]:
+    return [
+        f"{tree}/{path}: recorded {recorded.get(tree, {}).get(path, 'absent')[:12]}, now {now.get(tree, {}).get(path, 'absent')[:12]}"
+        for tree in sorted(set(recorded) | set(now))
+        for path in sorted(set(recorded.get(tree, {})) | set(now.get(tree, {})))
+        if recorded.get(tree, {}).get(path) != now.get(tree, {}).get(path) and not allowed(tree, path)
+    ]
+
+
+def test_golden_releases_are_byte_identical_to_the_recorded_digests(tmp_path):
+    """The token files, indices, receipts, manifests and stats are the bytes recorded before the redesign; all files are run-config-v2.json's."""
+    script = ROOT / "scripts" / "golden_releases.py"
+    golden = ROOT / "tests" / "golden"
+    result = subprocess.run([sys.executable, str(script), "record", str(tmp_path / "now.json")], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    now = json.loads((tmp_path / "now.json").read_text())
+
+    def changed_on_purpose(tree: str, path: str) -> bool:
+        shipped = path.startswith(f"release/{SHIPPED_TOKENIZER_DIR}" if tree == "sample" else SHIPPED_TOKENIZER_DIR)
+        return path.rsplit("/", 1)[-1] in CHANGED_BY_RUN_CONFIG_2 or path in CHANGED_BY_TOKENIZER_FILES.get(tree, ()) or shipped
+
+    assert _differences(json.loads((golden / "before-redesign.json").read_text()), now, changed_on_purpose) == []
+    assert _differences(json.loads((golden / "run-config-v2.json").read_text()), now) == []

@@ -1,0 +1,358 @@
+"""Every printed recipe line, parsed as the trainer at the named commit parses it.
+
+The trainers that are not packages (llm.c, modded-nanogpt, nanoGPT, Megatron-LM's
+``pretrain_gpt.py``) are recorded below as facts read from their source at the
+commit ``CHECKED_AGAINST`` names (fetched with ``git show COMMIT:FILE``): each
+flag's name, type and default, and what a default does. A printed line is parsed
+against that record the way the program parses its own command line (argparse,
+llm.c's C option loop, nanoGPT's ``configurator.py``), so a line naming a flag the
+program lacks, or leaving a flag at a default that trains on one batch, loads a
+pretrained model or reads another dataset, fails here. torchrun's argv goes
+through ``torch.distributed.run``'s own parser.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+
+import numpy as np
+import pytest
+from consumer_fixtures import docs_of, write_release
+
+from hf_tokbin.formats import llmc
+from hf_tokbin.verify.compat import LoaderSettings
+from hf_tokbin.verify.recipe import CHECKED_AGAINST, llmc_batches, recipe
+
+VOCAB, EOT = 50257, 50256
+
+# karpathy/llm.c f1e2ace651495b74ae22d45d1723443fd00ecd3a train_gpt2.py (and train_llama3.py) argparse: name -> (type, default).
+TRAIN_GPT2_PY = {
+    "input_bin": (str, "dev/data/tinyshakespeare/tiny_shakespeare_val.bin"),  # another dataset
+    "input_val_bin": (str, ""),
+    "output_dir": (str, ""),
+    "model": (str, "gpt2"),  # OpenAI's pretrained GPT-2; "d12".."d48" are random weights
+    "batch_size": (int, 4),
+    "sequence_length": (int, 64),
+    "total_batch_size": (int, 256),
+    "num_iterations": (int, 10),
+    "inference_only": (int, 0),
+    "learning_rate": (float, 1e-4),
+    "warmup_iters": (int, 0),
+    "learning_rate_decay_frac": (float, 1.0),
+    "weight_decay": (float, 0.0),
+    "grad_clip": (float, 1.0),
+    "val_loss_every": (int, 0),
+    "val_max_steps": (int, 20),
+    "sample_every": (int, 0),
+    "overfit_single_batch": (int, 1),  # 1: train_loader.reset() before every step, one batch forever
+    "tensorcores": (int, 0),
+    "device": (str, ""),
+    "compile": (int, 0),
+    "flash": (int, 0),
+    "dtype": (str, "float32"),
+    "zero_stage": (int, 0),
+    "write_tensors": (int, 1),  # 1: writes gpt2_124M.bin etc. and a debug state before training
+}
+TRAIN_GPT2_PY_MODELS = {"gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "d12", "d24", "d36", "d48"}  # asserted
+TRAIN_LLAMA3_PY = {
+    **{k: v for k, v in TRAIN_GPT2_PY.items() if k != "flash"},
+    "model": (str, "meta-llama/Meta-Llama-3.1-8B"),
+    "use_hf": (int, 1),
+    "ckpt_dir": (str, None),
+    "tokenizer_path": (str, None),
+    "learning_rate": (float, 1e-5),
+    "dtype": (str, "bfloat16"),
+    "write_tensors": (int, 0),
+}
+# train_gpt2.cu main(): the option loop reads "-x VALUE" pairs (one dash, one or two letters); letter(s) -> (variable, default).
+TRAIN_GPT2_CU = {
+    "i": ("train_data_pattern", "dev/data/tinyshakespeare/tiny_shakespeare_train.bin"),
+    "j": ("val_data_pattern", "dev/data/tinyshakespeare/tiny_shakespeare_val.bin"),
+    "e": ("load_filename", "gpt2_124M_bf16.bin"),  # a .bin loads those weights; "d12" is a descriptor: random init
+    "o": ("output_log_dir", None),
+    "b": ("B", 4),
+    "t": ("T", 1024),
+    "d": ("total_batch_size", -1),
+    "x": ("max_steps", -1),
+    "v": ("val_loss_every", 20),  # step % val_loss_every: 0 divides by zero
+    "m": ("val_max_steps", 20),
+    "s": ("sample_every", 20),
+    "a": ("overfit_single_batch", 0),
+    "l": ("learning_rate", 3e-4),
+    "u": ("warmup_iterations", 0),
+    "h": ("hellaswag_eval", 0),
+    "z": ("zero_stage", 0),
+}
+# KellerJordan/modded-nanogpt f411b3d346aa52d3504324ca93c230fd84c6c07f train_gpt.py class Hyperparameters: name -> type.
+MODDED_HYPERPARAMETERS = {
+    "train_files": str,
+    "val_files": str,
+    "val_tokens": int,
+    "val_batch_size": int,
+    "num_scheduled_iterations": int,
+    "num_extension_iterations": int,
+    "run_id": str,
+    "val_loss_every": int,
+    "save_checkpoint": bool,
+    "run_evals": bool,
+    "bigram_vocab_size": int,
+    "bigram_dim": int,
+    "bigram_sign_table_rows": int,
+}
+MODDED_TRAIN_MAX_NUM_DOCS_KEYS = {16384, 32768, 49152}
+# karpathy/nanoGPT 3adf61e154c3fe3fca428ad6bc3818b27a3b8291 train.py globals configurator.py may override: name -> default.
+NANOGPT_CONFIG = {
+    "out_dir": "out", "eval_interval": 2000, "log_interval": 1, "eval_iters": 200, "eval_only": False,
+    "always_save_checkpoint": True, "init_from": "scratch", "wandb_log": False, "wandb_project": "owt",
+    "wandb_run_name": "gpt2", "dataset": "openwebtext", "gradient_accumulation_steps": 40, "batch_size": 12,
+    "block_size": 1024, "n_layer": 12, "n_head": 12, "n_embd": 768, "dropout": 0.0, "bias": False,
+    "learning_rate": 6e-4, "max_iters": 600000, "weight_decay": 1e-1, "beta1": 0.9, "beta2": 0.95,
+    "grad_clip": 1.0, "decay_lr": True, "warmup_iters": 2000, "lr_decay_iters": 600000, "min_lr": 6e-5,
+    "backend": "nccl", "device": "cuda", "dtype": "bfloat16", "compile": True,
+}  # fmt: skip
+# NVIDIA/Megatron-LM core_v0.16.1 (55ac7082) megatron/training arguments.py / training_config.py: the flags recipes print.
+MEGATRON_FLAGS = {
+    "--train-data-path": {"nargs": "*"},
+    "--valid-data-path": {"nargs": "*"},
+    "--seq-length": {"type": int},
+    "--micro-batch-size": {"type": int},
+    "--global-batch-size": {"type": int},
+    "--train-samples": {"type": int},
+    "--train-iters": {"type": int},
+    "--seed": {"type": int, "default": 1234},
+    "--eval-iters": {"type": int, "default": 100},
+    "--eval-interval": {"type": int},
+    "--tokenizer-type": {"type": str},
+    "--tokenizer-model": {"type": str},
+    "--vocab-size": {"type": int},
+    "--reset-position-ids": {"action": "store_true"},
+    "--reset-attention-mask": {"action": "store_true"},
+    "--eod-mask-loss": {"action": "store_true"},
+}
+
+
+def docs(n, seed, low=3, high=14):
+    return docs_of(np.random.default_rng(seed), n, VOCAB, low, high, avoid=EOT)
+
+
+@pytest.fixture(params=["with-val", "no-val"])
+def release(tmp_path, request):
+    validation = [docs(30, 4)] if request.param == "with-val" else []
+    root = write_release(tmp_path / "rel", [docs(40, 1), docs(25, 2)], validation, VOCAB, EOT, max_tokens=200)
+    return root, bool(validation)
+
+
+SETTINGS = [LoaderSettings(batch_size=2, seq_len=8), LoaderSettings(batch_size=1, seq_len=4, world_size=2, epochs=3)]
+
+
+def torchrun(argv: list[str]):
+    """``argv`` parsed by torchrun's own parser: (its namespace, the script's argv)."""
+    from torch.distributed.run import get_args_parser
+
+    assert argv[0] == "torchrun"
+    ns = get_args_parser().parse_args(argv[1:])
+    return ns, [ns.training_script, *ns.training_script_args]
+
+
+def launched(argv: list[str], s: LoaderSettings) -> list[str]:
+    """The script's argv of a ``python SCRIPT`` or ``torchrun ... SCRIPT`` line, checking the launcher starts N processes."""
+    if s.world_size == 1 and argv[0] == "python":
+        return argv[1:]
+    ns, script = torchrun(argv)
+    assert ns.standalone and int(ns.nproc_per_node) == s.world_size and not ns.no_python and not ns.module
+    assert script[0].endswith(".py")  # torchrun runs the script itself: `torchrun ... python X.py` made `python` the script
+    return script
+
+
+def argparse_of(table: dict) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    for name, (kind, default) in table.items():
+        parser.add_argument(f"--{name}", type=kind, default=default)
+    return parser
+
+
+def release_batches(root, split, s: LoaderSettings) -> int:
+    folder = root / "tokens" / "tok" / "toy"
+    manifest = llmc.TokensManifest.read(folder / llmc.MANIFEST_NAME)
+    sizes = [f.n_tokens for f in manifest.files if f.split == split]
+    return llmc_batches(sizes, s.batch_size * s.seq_len * s.world_size)
+
+
+@pytest.mark.parametrize("s", SETTINGS)
+def test_train_gpt2_py_line_trains_from_scratch_on_every_batch(release, s):
+    root, has_val = release
+    r = recipe(root, "llmc", s)
+    script = launched(list(r.commands[1]), s)
+    assert script[0] == "train_gpt2.py"
+    args = argparse_of(TRAIN_GPT2_PY).parse_args(script[1:])  # an unknown flag raises
+    assert args.overfit_single_batch == 0 and args.write_tensors == 0
+    assert args.model in TRAIN_GPT2_PY_MODELS and args.model.startswith("d")  # random weights
+    assert args.input_bin != TRAIN_GPT2_PY["input_bin"][1]
+    assert 1 <= args.sequence_length <= 1024 and args.total_batch_size % (s.batch_size * s.seq_len * s.world_size) == 0
+    steps = args.num_iterations * args.total_batch_size // (s.batch_size * s.seq_len * s.world_size)
+    assert steps == s.epochs * release_batches(root, "train", s) > 0
+    if has_val:
+        assert args.val_loss_every > 0 and args.val_max_steps == release_batches(root, "val", s)
+    else:
+        assert args.input_val_bin == "" and args.val_loss_every == 0  # no val loader at all
+
+
+@pytest.mark.parametrize("s", SETTINGS)
+def test_train_gpt2_cu_line_reads_only_the_release(release, s):
+    root, has_val = release
+    r = recipe(root, "llmc", s)
+    argv = list(r.commands[0])
+    if s.world_size > 1:
+        assert argv[:3] == ["mpirun", "-np", str(s.world_size)]
+        argv = argv[3:]
+    assert argv[0] == "./train_gpt2cu" and len(argv) % 2 == 1
+    values = {}
+    for flag, value in zip(argv[1::2], argv[2::2]):  # the C loop: i += 2, "-x" or "-xy"
+        assert flag.startswith("-") and len(flag) in (2, 3) and flag[1:] in TRAIN_GPT2_CU, flag
+        values[flag[1:]] = value
+    given = {TRAIN_GPT2_CU[k][0]: v for k, v in values.items()}
+    assert {"train_data_pattern", "val_data_pattern", "load_filename", "max_steps"} <= set(given)
+    assert not given["load_filename"].endswith(".bin")  # a descriptor: random weights
+    assert given["val_data_pattern"] != TRAIN_GPT2_CU["j"][1] and int(given["val_loss_every"]) > 0
+    assert int(given["total_batch_size"]) == s.batch_size * s.seq_len * s.world_size
+    assert int(given["max_steps"]) == s.epochs * release_batches(root, "train", s)
+    assert int(given["val_max_steps"]) == (release_batches(root, "val", s) if has_val else 0)
+    assert given.get("overfit_single_batch", "0") == "0" and given["sample_every"] == "0"
+
+
+def test_train_llama3_py_line_names_its_only_model_and_every_batch(release):
+    root, _ = release
+    s = SETTINGS[1]
+    r = recipe(root, "llmc-llama3", s)
+    script = launched(list(r.commands[0]), s)
+    args = argparse_of(TRAIN_LLAMA3_PY).parse_args(script[1:])
+    assert script[0] == "train_llama3.py" and args.overfit_single_batch == 0
+    assert args.model == "meta-llama/Meta-Llama-3.1-8B" and any("no from-scratch option" in n for n in r.notes)
+    assert args.num_iterations == s.epochs * release_batches(root, "train", s)
+
+
+@pytest.mark.parametrize("s", SETTINGS)
+def test_nanogpt_line_is_read_by_its_configurator(release, s):
+    root, has_val = release
+    r = recipe(root, "nanogpt", s)
+    script = launched(list(r.commands[0]), s)
+    assert script[0] == "train.py"
+    config = dict(NANOGPT_CONFIG)
+    for arg in script[1:]:  # configurator.py, as it reads sys.argv
+        assert arg.startswith("--") and "=" in arg
+        key, val = arg.split("=")
+        key = key[2:]
+        assert key in config, f"Unknown config key: {key}"
+        try:
+            attempt = ast.literal_eval(val)
+        except (SyntaxError, ValueError):
+            attempt = val
+        assert type(attempt) is type(config[key]), key
+        config[key] = attempt
+    assert config["init_from"] == "scratch"
+    assert config["gradient_accumulation_steps"] % s.world_size == 0
+    per_step = config["gradient_accumulation_steps"] * config["batch_size"] * config["block_size"]
+    train_tokens = sum(f.n_tokens for f in llmc.TokensManifest.read(root / "tokens/tok/toy/_MANIFEST.json").files if f.split == "train")
+    assert config["max_iters"] == config["lr_decay_iters"] == s.epochs * train_tokens // per_step
+    assert config["warmup_iters"] <= config["max_iters"] and config["eval_interval"] <= config["max_iters"]
+
+
+@pytest.mark.parametrize("s", SETTINGS)
+def test_modded_nanogpt_lines_name_its_hyperparameters(release, s):
+    root, has_val = release
+    r = recipe(root, "modded-nanogpt", s)
+    (command,) = r.commands
+    ns, script = torchrun(list(command))
+    assert script == ["train_gpt.py"] and int(ns.nproc_per_node) == s.world_size
+    for line in r.code:
+        if line.startswith("#"):
+            continue
+        if line.startswith("TRAIN_MAX_NUM_DOCS"):
+            assert set(ast.literal_eval(line.split("=", 1)[1].strip())) == MODDED_TRAIN_MAX_NUM_DOCS_KEYS
+            continue
+        name, rest = line.strip().split(": ", 1)
+        kind, value = rest.split(" = ", 1)
+        assert MODDED_HYPERPARAMETERS[name].__name__ == kind
+        assert isinstance(ast.literal_eval(value), MODDED_HYPERPARAMETERS[name])
+
+
+def test_modded_nanogpt_short_documents_get_room_in_the_table(tmp_path):
+    rng = np.random.default_rng(3)
+    short = [rng.integers(0, EOT, 140).tolist() for _ in range(300)]
+    root = write_release(tmp_path / "rel", [short, short], [short], VOCAB, EOT)
+    r = recipe(root, "modded-nanogpt", LoaderSettings(seq_len=896))
+    (line,) = [c for c in r.code if c.startswith("TRAIN_MAX_NUM_DOCS")]
+    table = ast.literal_eval(line.split("=", 1)[1].strip())
+    assert table[16384] >= -(-16385 // 141) + 1  # the documents of one micro-batch, plus the slot train_gpt.py keeps
+    assert any(f.rule == "documents-per-micro-batch" for f in r.findings)
+
+
+def megatron_args(r):
+    (argv,) = r.commands
+    ns, script = torchrun(list(argv))
+    assert script[0] == "pretrain_gpt.py" and ns.standalone
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    for flag, kw in MEGATRON_FLAGS.items():
+        parser.add_argument(flag, **kw)
+    return parser.parse_args(script[1:])
+
+
+@pytest.mark.parametrize("eod_loss", ["train", "mask"])
+def test_megatron_line_parses_and_its_samples_cover_the_release(release, tmp_path, eod_loss):
+    pytest.importorskip("megatron.core.datasets.blended_megatron_dataset_builder")
+    import torch.distributed as dist
+    from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegatronDatasetBuilder
+    from megatron.core.datasets.gpt_dataset import GPTDataset, GPTDatasetConfig
+    from megatron.core.datasets.utils import get_blend_from_list
+    from megatron.core.tokenizers.text.libraries.null_tokenizer import NullTokenizer
+
+    root, has_val = release
+    s = LoaderSettings(batch_size=2, seq_len=8, world_size=2, eod_loss=eod_loss)
+    r = recipe(root, "megatron", s)
+    args = megatron_args(r)
+    assert args.train_iters is None and args.train_samples > 0  # sample-based, as validate_args wants one of them
+    assert args.eod_mask_loss == (eod_loss == "mask")
+    assert (args.eval_iters > 0) == has_val and (args.valid_data_path is not None) == has_val
+    assert args.global_batch_size == s.batch_size * s.world_size
+    config = GPTDatasetConfig(
+        random_seed=args.seed,
+        sequence_length=args.seq_length,
+        blend_per_split=[get_blend_from_list(args.train_data_path), get_blend_from_list(args.valid_data_path), None],
+        path_to_cache=None,
+        tokenizer=NullTokenizer(args.vocab_size),
+        reset_position_ids=args.reset_position_ids,
+        reset_attention_mask=args.reset_attention_mask,
+        eod_mask_loss=args.eod_mask_loss,
+    )
+    sizes = [args.train_samples, args.eval_iters * args.global_batch_size if has_val else None, None]
+    assert not dist.is_initialized()
+    train_ds, valid_ds, _ = BlendedMegatronDatasetBuilder(GPTDataset, sizes, lambda: True, config).build()
+    assert len(train_ds) >= args.train_samples  # the blend may round up; training reads the first train_samples
+    # Every pair gives one epoch of distinct samples: (tokens - 1) // seq_length each, give or take the blend's rounding.
+    weights = [int(w) for w in args.train_data_path[0::2]]
+    drawn = np.asarray(train_ds.dataset_index[: args.train_samples])
+    for k, tokens in enumerate(weights):
+        picked = np.asarray(train_ds.dataset_sample_index[: args.train_samples])[drawn == k]
+        assert len(np.unique(picked)) == len(picked)  # distinct batches
+        assert abs(len(picked) - (tokens - 1) // args.seq_length) <= 1
+    if has_val:
+        assert len(valid_ds) >= args.eval_iters * args.global_batch_size
+
+
+def test_maxtext_and_megatron_use_the_same_eod_loss_policy(release):
+    root, _ = release
+    for policy, flag in (("train", "false"), ("mask", "true")):
+        s = LoaderSettings(batch_size=2, seq_len=8, eod_loss=policy)
+        maxtext = dict(line.rstrip(" \\").strip("'").split("=", 1) for line in recipe(root, "maxtext", s).lines)
+        assert maxtext["eod_mask_loss"] == flag
+        assert megatron_args(recipe(root, "megatron", s)).eod_mask_loss == (policy == "mask")
+        llmc_recipe = recipe(root, "llmc", s)
+        refused = [f for f in llmc_recipe.findings if f.rule == "eod-loss"]
+        assert [f.level for f in refused] == (["error"] if policy == "mask" else [])  # llm.c cannot mask: refused, not ignored
+
+
+def test_every_target_names_the_commit_of_its_facts():
+    for target, commit in (("llmc", "f1e2ace651495b74ae22d45d1723443fd00ecd3a"), ("modded-nanogpt", "f411b3d346aa52d3504324ca93c230fd84c6c07f"),
+                           ("nanogpt", "3adf61e154c3fe3fca428ad6bc3818b27a3b8291"), ("megatron", "55ac7082517c3878ae653c07c09c534b8aed49f6")):  # fmt: skip
+        assert commit in CHECKED_AGAINST[target]
