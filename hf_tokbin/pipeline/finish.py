@@ -51,6 +51,11 @@ def finish_build(plan: BuildPlan, receipts: list[Receipt], engine: str = "local"
     packed = _write_llmc(plan, receipts, counts, engine, ray_address, progress) if "llmc" in plan.options.formats else []
     write_json_atomic(work / STATS_NAME, stats_record(plan.corpus.name, plan.tokenizer.tokenizer_id, receipts))
     _ship_tokenizer(plan)
+    if output.scratch() is not None:
+        # The card's recipes (cards/release.py, verify/recipe.py) read the llm.c files themselves: at a URL, the
+        # driver must fetch them back. TODO: have the recipes read the manifest, so no token reaches the driver.
+        for entry in packed:
+            output.fetch(entry)
     _write_card(plan)
     written = {f.path: f for f in _list_release_files(plan, {**parts_files, **{f.path: f for f in packed}})}
     # Files written by tasks (pairs, llm.c files) need not be in this machine's work folder; their tasks named them.
@@ -66,14 +71,14 @@ def finish_build(plan: BuildPlan, receipts: list[Receipt], engine: str = "local"
 
 
 def _fetch_records(output: Output, receipts: list[Receipt]) -> None:
-    """Make the work folder hold what the card reads: every receipt, and the first Megatron ``.idx`` (its header: metadata only)."""
+    """Make the work folder hold what the card reads: every receipt, and the Megatron ``.idx`` files (metadata only)."""
     work = output.work
     for receipt in receipts:
         if not (work / receipt_path(receipt.part)).is_file():
             receipt.write(work)  # canonical JSON: the same bytes as the published receipt
-    first_idx = next((f for r in receipts for f in r.files if f.path.endswith(".idx")), None)
-    if first_idx is not None:
-        output.fetch(first_idx)
+    # The card's recipes read every .idx (metadata: 12 bytes a document, no token).
+    for entry in (f for r in receipts for f in r.files if f.path.endswith(".idx")):
+        output.fetch(entry)
 
 
 def check_split_totals(plan: BuildPlan, receipts: list[Receipt]) -> dict[str, SplitCounts]:
