@@ -177,8 +177,8 @@ def verify_release(root: str | os.PathLike, engine: str = "local", num_proc: int
         if "megatron" in config.formats:
             _check_llmc_is_megatron(root, config, manifest, receipts)
     _check_stats(root, config, receipts)
-    check_previews(root, config, receipts, {f.path for f in complete.files})
     warnings = _boundaries_inside_documents(root, config, manifest, receipts)
+    check_previews(root, config, receipts, {f.path for f in complete.files})  # last: derived from the files checked above
     return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, config.formats, warnings)
 
 
