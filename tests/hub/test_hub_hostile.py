@@ -466,6 +466,41 @@ def test_a_corpus_record_served_as_an_endless_stream_is_cut_at_its_listed_size(h
     assert not (tmp_path / "out" / "COMPLETE.json").exists()
 
 
+def _tokenizer_repo(root):
+    """A byte-level tokenizer repo whose generation_config.json names the separator."""
+    from tokenizer_files import byte_level_bpe_json
+    from tokenizers.pre_tokenizers import ByteLevel
+
+    root.mkdir(parents=True)
+    vocab = {c: i for i, c in enumerate(sorted(ByteLevel.alphabet()))}
+    (root / "tokenizer.json").write_text(json.dumps(byte_level_bpe_json(vocab=vocab)))
+    (root / "generation_config.json").write_text(json.dumps({"eos_token_id": 0}))
+    return root
+
+
+@pytest.mark.parametrize("file", ["tokenizer.json", "generation_config.json"])
+def test_a_hub_tokenizer_file_served_as_an_endless_stream_is_cut_at_its_listed_size(hub, tmp_path, file):
+    """The tree at the checked commit lists a few KB; the server sends 600 MiB without a length (more than any bound
+    lets through). The build stops one chunk past the listed size, writes nothing of it, and says so in one line."""
+    hub.seed_repo("tester/tok", _tokenizer_repo(tmp_path / "model"), repo_type="model")
+    hub.oversize[file] = 600 << 20
+    corpus, _ = make_corpus(tmp_path / "corpus")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1"}
+    result = subprocess.run(
+        [sys.executable, "-c", _CLI, "build", "--corpus", str(corpus), "--tokenizer", "tester/tok", "--format", "llmc", "--out", str(tmp_path / "out"), "--quiet"],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and file in lines[0] and "more bytes" in lines[0], result.stderr[-2000:]
+    assert hub.sent[file] < 32 << 20  # stopped early (what the socket buffers took), not the whole stream
+    written = [p for p in [*home.rglob("*"), *tmp_path.glob("out/**/*")] if p.is_file() and p.stat().st_size > 1 << 20]
+    assert written == []
+    assert not (tmp_path / "out" / "run_config.json").exists()
+
+
 def test_a_pushed_corpus_fetches_only_what_its_checked_manifest_lists(hub, tmp_path):
     """A file added to the repo beside the corpus (a planted 4 MiB blob) is never downloaded; a manifest the Hub's
     listing contradicts is refused before any shard is fetched."""
