@@ -5,8 +5,8 @@ A tokenizer is named by ``--tokenizer``:
 - ``byte``: 256 entries, id = byte value, no document separator;
 - a ``tokenizer.json`` file or a folder holding one;
 - a Hub repo id ``NS/NAME`` (optionally with ``subfolder`` and a pinned
-  ``revision``), fetched with ``huggingface_hub`` (the local cache serves it
-  under ``HF_HUB_OFFLINE=1``).
+  ``revision``), listed at its checked commit and fetched bounded and checked
+  into the Hub cache (which serves it under ``HF_HUB_OFFLINE=1``).
 
 Its identity, recorded wherever ids are written, is a :class:`TokenizerInfo`:
 ``tokenizer_id``, the SHA-256 of ``tokenizer.json``, ``vocab_size``, the
