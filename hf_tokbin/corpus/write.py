@@ -204,30 +204,50 @@ def import_corpus(
         split = "sha256" if split_rule == "sha256" else split_rule
     inputs = list_inputs(paths)
     _check_distinct_inputs(inputs)
-    text_columns = (text_column,) if isinstance(text_column, str) else tuple(text_column)
-    from datasets.data_files import DataFilesDict, DataFilesList
-
-    from .builders.corpus_shards import CorpusShards
-
     with CorpusWriter(out, name, ShardLimit.of(shard_rows, shard_bytes), overwrite) as corpus:
-        builder = CorpusShards(
-            cache_dir=corpus.cache,
-            data_files=DataFilesDict({"input": DataFilesList([f.uri for f in inputs], [()] * len(inputs))}),
-            text_columns=text_columns,
-            text_join=text_join,
-            split=split,
-            split_column=split_column,
-            split_map=dict(split_map or {}),
-            val_per_mille=val_per_mille,
-            file_splits={f.uri: f.split for f in inputs if f.split is not None},
-            remote_files={f.uri: (f.size, f.sha256, f.git_blob_id) for f in inputs if f.is_remote},
-            keep_columns=tuple(keep_columns),
-            source_column=source_column,
-            progress=progress,
+        builder = _corpus_shards_builder(
+            corpus.cache, inputs, text_column=text_column, text_join=text_join, split=split, split_column=split_column, split_map=split_map,
+            val_per_mille=val_per_mille, keep_columns=keep_columns, source_column=source_column, progress=progress,
         )
         corpus.write_tables(limited(stream_builder_tables(builder, "input"), limit))
         sources = tuple(_source_entry(f, builder.checked, corpus.cache) for f in inputs)
         return corpus.finish(split_rule_name(builder, inputs), sources, license, language, [f.uri for f in inputs])
+
+
+def _corpus_shards_builder(
+    cache: str,
+    inputs: list[InputFile],
+    *,
+    text_column: str | Sequence[str],
+    text_join: str,
+    split: str,
+    split_column: str | None,
+    split_map: dict[str, str] | None,
+    val_per_mille: int,
+    keep_columns: Sequence[str],
+    source_column: str | None,
+    progress: bool,
+):
+    """The ``CorpusShards`` builder reading ``inputs`` with :func:`import_corpus`'s options, its cache in ``cache``."""
+    from datasets.data_files import DataFilesDict, DataFilesList
+
+    from .builders.corpus_shards import CorpusShards
+
+    return CorpusShards(
+        cache_dir=cache,
+        data_files=DataFilesDict({"input": DataFilesList([f.uri for f in inputs], [()] * len(inputs))}),
+        text_columns=(text_column,) if isinstance(text_column, str) else tuple(text_column),
+        text_join=text_join,
+        split=split,
+        split_column=split_column,
+        split_map=dict(split_map or {}),
+        val_per_mille=val_per_mille,
+        file_splits={f.uri: f.split for f in inputs if f.split is not None},
+        remote_files={f.uri: (f.size, f.sha256, f.git_blob_id) for f in inputs if f.is_remote},
+        keep_columns=tuple(keep_columns),
+        source_column=source_column,
+        progress=progress,
+    )
 
 
 class CorpusWriter:

@@ -661,38 +661,56 @@ def push_folder(
         raise HubError(None, "--create-pr opens a pull request against main: it takes no --revision", got=revision, hint="to continue a pull request, push with --revision refs/pr/N")
     plan = publish_plan(folder, progress, check=False)
     local = _LocalFiles.check(plan, prefix, progress)  # every file hashed once, before any request
-    retry = retry or RetryPolicy.from_env()
     rate_limiter = rate_limiter or CommitRateLimiter(limits.commits_per_hour)
-    publisher = _Publisher(HfApi(endpoint=endpoint, token=token), repo_id, revision, limits, retry, prefix=prefix, local=local)
+    publisher = _Publisher(HfApi(endpoint=endpoint, token=token), repo_id, revision, limits, retry or RetryPolicy.from_env(), prefix=prefix, local=local)
 
     is_private, head = publisher.repo_state()
-    if is_private is not None and private is not None and is_private != private:
-        have, want = ("private", "public") if is_private else ("public", "private")
-        raise HubError(publisher.where, f"the repo exists and is {have}; --{want} does not change an existing repo", hint=f"change its visibility in the repo's settings on the Hub, or push without --{want}")
-    remote = publisher.remote_tree(head) if head is not None else {}
-    survey = _survey(plan, remote, delete, mirror, prefix, publisher.where)
-    _check_limits(plan, survey, publisher, head, prefix)
+    _check_visibility(publisher, is_private, private)
+    survey, commits = _survey_and_plan(plan, publisher, head, delete, mirror, commit_message)
     card = next((u for g in survey.pending_groups for u in g if u.path == CARD_NAME), None)
     if card is not None:
         publisher.validate_card(card)
-    commits = _plan_commits(plan, survey, limits, prefix, commit_message)
     if dry_run:
-        add = tuple(u for g in survey.pending_groups for u in g) + ((plan.final,) if survey.final_pending else ())
-        keep = tuple(sorted(survey.present - ({plan.final.path} if survey.final_pending else set())))
-        return PushPreview(repo_id, revision, prefix, head is not None, add, keep, survey.delete, survey.leave, len(commits))
+        return _preview(plan, survey, repo_id, revision, prefix, head, len(commits))
 
     publisher.ensure_repo(private)
     publisher.head = publisher.read_head()
     if publisher.head != head:  # a new repo or branch, or someone pushed since the survey: decide again
-        survey = _survey(plan, publisher.remote_tree(publisher.head), delete, mirror, prefix, publisher.where)
-        _check_limits(plan, survey, publisher, publisher.head, prefix)
-        commits = _plan_commits(plan, survey, limits, prefix, commit_message)
+        survey, commits = _survey_and_plan(plan, publisher, publisher.head, delete, mirror, commit_message)
 
     to_send = _send_commits(publisher, commits, rate_limiter, create_pr, progress)
+    return _summary(plan, survey, publisher, len(commits), to_send)
+
+
+def _check_visibility(publisher: _Publisher, is_private: bool | None, private: bool | None) -> None:
+    """``--private``/``--public`` create a repo so; they refuse an existing repo of the other visibility."""
+    if is_private is not None and private is not None and is_private != private:
+        have, want = ("private", "public") if is_private else ("public", "private")
+        raise HubError(publisher.where, f"the repo exists and is {have}; --{want} does not change an existing repo", hint=f"change its visibility in the repo's settings on the Hub, or push without --{want}")
+
+
+def _survey_and_plan(plan: PublishPlan, publisher: _Publisher, head: str | None, delete: Sequence[str], mirror: bool, message: str | None) -> tuple[_Survey, list[_Commit]]:
+    """The survey of the branch at ``head`` (None: no branch yet), checked against the Hub's limits, and the commits it needs."""
+    prefix = publisher.prefix
+    remote = publisher.remote_tree(head) if head is not None else {}
+    survey = _survey(plan, remote, delete, mirror, prefix, publisher.where)
+    _check_limits(plan, survey, publisher, head, prefix)
+    return survey, _plan_commits(plan, survey, publisher.limits, prefix, message)
+
+
+def _preview(plan: PublishPlan, survey: _Survey, repo_id: str, revision: str, prefix: str, head: str | None, commits: int) -> PushPreview:
+    """What a push would upload, keep, delete and leave (``--dry-run``)."""
+    add = tuple(u for g in survey.pending_groups for u in g) + ((plan.final,) if survey.final_pending else ())
+    keep = tuple(sorted(survey.present - ({plan.final.path} if survey.final_pending else set())))
+    return PushPreview(repo_id, revision, prefix, head is not None, add, keep, survey.delete, survey.leave, commits)
+
+
+def _summary(plan: PublishPlan, survey: _Survey, publisher: _Publisher, commits: int, sent: list[Upload]) -> PushSummary:
+    """What a finished push did: ``sent`` are the files it uploaded."""
     already_there = len(survey.present - {plan.final.path}) if survey.final_pending else len(survey.present)
     return PushSummary(
-        repo_id, publisher.revision, publisher.head, len(commits), len(to_send), sum(u.size for u in to_send), already_there,
-        plan.kind, plan.final.path, len(survey.delete), prefix, len(survey.leave), publisher.pr_url,
+        publisher.repo_id, publisher.revision, publisher.head, commits, len(sent), sum(u.size for u in sent), already_there,
+        plan.kind, plan.final.path, len(survey.delete), publisher.prefix, len(survey.leave), publisher.pr_url,
     )
 
 

@@ -113,17 +113,8 @@ def verify_remote(
         with named_on_the_hub(root, records, source):
             record = call(f"download {COMPLETE_NAME}", lambda: source.fetch(COMPLETE_NAME, records, tree_expected(tree, COMPLETE_NAME, source)))
             complete = Complete.read(record)
-            for entry in complete.files:
-                check_path("release", entry.path, source.uri(COMPLETE_NAME))
+            others = _files_outside_release(complete, tree, folder, source, strict)
             listed = {e.path for e in complete.files}
-            problems = tree_disagreements(complete.files, tree)
-            unlisted = sorted(set(tree) - listed - {COMPLETE_NAME, *([] if folder else GIT_FILES)})
-            # A file outside the release layout (a LICENSE, NOTES.md, a card image) is no part of the release: push
-            # keeps it, so verify reports it. One inside the layout that COMPLETE.json does not list is a broken release.
-            others = tuple(p for p in unlisted if not is_layout_path(p))
-            problems += [f"{shown(p)} is on the Hub but not listed in COMPLETE.json" for p in unlisted if p not in others or strict]
-            if problems:
-                raise disagreement_error(source.uri(COMPLETE_NAME), "the Hub's files at this commit disagree with COMPLETE.json", problems, VerificationError)
 
             def wanted(entries):
                 return [Wanted(e.path, Expected(e.size, sha256=e.sha256, listed_in=COMPLETE_NAME)) for e in entries]
@@ -141,6 +132,25 @@ def verify_remote(
     downloaded = sum(e.size for e in small) + sum(by_path[p].size for p in sample) + tree[COMPLETE_NAME].size
     sampled = tuple(Path(p).stem for p in parts)
     return RemoteReport(repo_id, commit, len(complete.files) + 1, sum(e.size for e in complete.files), downloaded, sampled, report, folder, others)
+
+
+def _files_outside_release(complete: Complete, tree: dict, folder: str, source, strict: bool) -> tuple[str, ...]:
+    """Check the Hub's tree against ``complete``; return the files beside the release, outside its layout.
+
+    Raises :class:`VerificationError` naming every file that disagrees (and, with ``strict``, every one outside the layout).
+    """
+    for entry in complete.files:
+        check_path("release", entry.path, source.uri(COMPLETE_NAME))
+    listed = {e.path for e in complete.files}
+    problems = tree_disagreements(complete.files, tree)
+    unlisted = sorted(set(tree) - listed - {COMPLETE_NAME, *([] if folder else GIT_FILES)})
+    # A file outside the release layout (a LICENSE, NOTES.md, a card image) is no part of the release: push
+    # keeps it, so verify reports it. One inside the layout that COMPLETE.json does not list is a broken release.
+    others = tuple(p for p in unlisted if not is_layout_path(p))
+    problems += [f"{shown(p)} is on the Hub but not listed in COMPLETE.json" for p in unlisted if p not in others or strict]
+    if problems:
+        raise disagreement_error(source.uri(COMPLETE_NAME), "the Hub's files at this commit disagree with COMPLETE.json", problems, VerificationError)
+    return others
 
 
 def _sample(receipts: list[str], k: int) -> list[str]:

@@ -105,34 +105,8 @@ def resolve_tokenizer(
     if name == BYTE or Path(name).exists():
         _refuse_hub_options(name, revision, subfolder)
     if name == BYTE:
-        separator = _byte_boundary(doc_sep, FROM_DOC_SEP_OPTION, "--doc-sep")
-        return TokenizerInfo(
-            tokenizer_id or BYTE,
-            sha256_bytes(BYTE_DESCRIPTION.encode()),
-            BYTE_VOCAB_SIZE,
-            separator.id if separator else None,
-            BYTE,
-            None,
-            None,
-            None,
-            separator,
-            _byte_boundary(bos, FROM_BOS_OPTION, "--bos"),
-        )
-    path = Path(name)
-    if path.exists():
-        json_path = path / TOKENIZER_FILE if path.is_dir() else path
-        if not json_path.is_file():
-            raise TokenizerError(path, f"no {TOKENIZER_FILE} in this folder")
-        # Absolute ("." and "tokenizer.json" have no folder name of their own) but not resolved:
-        # a symlink (as in a Hub cache snapshot) is named after the folder it sits in, not its target's.
-        default_id = Path(os.path.abspath(json_path)).parent.name
-        source, resolved_revision = "local", None
-    elif is_repo_id(name):
-        json_path, resolved_revision = _download_from_hub(name, revision, subfolder)
-        default_id = name.split("/")[-1]
-        source = name
-    else:
-        raise TokenizerError(name, "tokenizer not found", expected="'byte', a tokenizer.json, a folder holding one, or a Hub repo id NS/NAME")
+        return _byte_tokenizer(tokenizer_id, doc_sep, bos)
+    json_path, default_id, source, resolved_revision = _find_tokenizer_json(name, revision, subfolder)
     _check_id_space(json_path)
     tokenizer = load_tokenizer_json(json_path)
     vocab = _Vocabulary(json_path, tokenizer)
@@ -154,6 +128,43 @@ def resolve_tokenizer(
         # By their own names, not resolved: in the Hub cache each is a link to a blob named by its hash.
         tuple(os.fspath(Path(json_path.parent, n).absolute()) for n in CONFIG_FILES if Path(json_path.parent, n).is_file()),
     )
+
+
+def _byte_tokenizer(tokenizer_id: str | None, doc_sep: int | str | None, bos: int | str | None) -> TokenizerInfo:
+    """The identity of the byte tokenizer, with the boundary tokens given."""
+    separator = _byte_boundary(doc_sep, FROM_DOC_SEP_OPTION, "--doc-sep")
+    return TokenizerInfo(
+        tokenizer_id or BYTE,
+        sha256_bytes(BYTE_DESCRIPTION.encode()),
+        BYTE_VOCAB_SIZE,
+        separator.id if separator else None,
+        BYTE,
+        None,
+        None,
+        None,
+        separator,
+        _byte_boundary(bos, FROM_BOS_OPTION, "--bos"),
+    )
+
+
+def _find_tokenizer_json(name: str, revision: str | None, subfolder: str | None) -> tuple[Path, str, str, str | None]:
+    """The ``tokenizer.json`` that ``name`` (a file, a folder or a Hub repo id) refers to.
+
+    Returns its path, the tokenizer id it gives by default, its source (``"local"`` or the repo id)
+    and the Hub commit it was downloaded at (None for a local file).
+    """
+    path = Path(name)
+    if path.exists():
+        json_path = path / TOKENIZER_FILE if path.is_dir() else path
+        if not json_path.is_file():
+            raise TokenizerError(path, f"no {TOKENIZER_FILE} in this folder")
+        # Absolute ("." and "tokenizer.json" have no folder name of their own) but not resolved:
+        # a symlink (as in a Hub cache snapshot) is named after the folder it sits in, not its target's.
+        return json_path, Path(os.path.abspath(json_path)).parent.name, "local", None
+    if is_repo_id(name):
+        json_path, resolved_revision = _download_from_hub(name, revision, subfolder)
+        return json_path, name.split("/")[-1], name, resolved_revision
+    raise TokenizerError(name, "tokenizer not found", expected="'byte', a tokenizer.json, a folder holding one, or a Hub repo id NS/NAME")
 
 
 def token_or_id(value: str | None) -> int | str | None:
