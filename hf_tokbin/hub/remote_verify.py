@@ -113,7 +113,7 @@ def verify_remote(
         with named_on_the_hub(root, records, source):
             record = call(f"download {COMPLETE_NAME}", lambda: source.fetch(COMPLETE_NAME, records, tree_expected(tree, COMPLETE_NAME, source)))
             complete = Complete.read(record)
-            others = _files_outside_release(complete, tree, folder, source, strict)
+            others = _check_tree_against_complete(complete, tree, folder, source, strict)
             listed = {e.path for e in complete.files}
 
             def wanted(entries):
@@ -134,7 +134,7 @@ def verify_remote(
     return RemoteReport(repo_id, commit, len(complete.files) + 1, sum(e.size for e in complete.files), downloaded, sampled, report, folder, others)
 
 
-def _files_outside_release(complete: Complete, tree: dict, folder: str, source, strict: bool) -> tuple[str, ...]:
+def _check_tree_against_complete(complete: Complete, tree: dict, folder: str, source, strict: bool) -> tuple[str, ...]:
     """Check the Hub's tree against ``complete``; return the files beside the release, outside its layout.
 
     Raises :class:`VerificationError` naming every file that disagrees (and, with ``strict``, every one outside the layout).
