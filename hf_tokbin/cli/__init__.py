@@ -82,7 +82,7 @@ def _main(argv: list[str] | None) -> int:
     from ..errors import TokbinError
 
     argv = sys.argv[1:] if argv is None else argv
-    args = make_parser(_command_in(argv)).parse_args(argv)
+    args = _parse(make_parser(_command_in(argv)), argv)
     try:
         return int(args.run(args) or 0)
     except BrokenPipeError:
@@ -103,6 +103,22 @@ def _main(argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         print(f"hf-tokbin {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, but a word no option takes is refused with the usage of the subcommand it was given to."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _innermost_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
+def _innermost_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)subcommand's parser ``args`` were parsed by (``corpus import``'s for ``hf-tokbin corpus import ...``)."""
+    for action in parser._actions:  # argparse keeps its subcommands only there
+        if isinstance(action, argparse._SubParsersAction) and getattr(args, action.dest, None) in action.choices:
+            return _innermost_parser(action.choices[getattr(args, action.dest)], args)
+    return parser
 
 
 def _silence_stdout() -> None:

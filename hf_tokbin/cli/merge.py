@@ -13,8 +13,9 @@ def run(args) -> int:
     from ..pipeline.merge import merge_release
 
     record = merge_release(args.release, args.out)
+    out = args.out.rstrip("/")  # "--out merged/" names merged/train, not merged//train
     for split, merged in record["splits"].items():
         print(
-            f"{args.out}/{split}: {merged['documents']:,} documents, {merged['tokens']:,} tokens from {len(merged['parts'])} part(s)"
+            f"{out}/{split}: {merged['documents']:,} documents, {merged['tokens']:,} tokens from {len(merged['parts'])} part(s)"
         )
     return 0

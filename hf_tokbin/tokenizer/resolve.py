@@ -132,7 +132,7 @@ def resolve_tokenizer(
         default_id = name.split("/")[-1]
         source = name
     else:
-        raise TokenizerError(name, "tokenizer not found", expected="'byte', a tokenizer.json, a folder holding one, or a Hub repo id NS/NAME")
+        raise TokenizerError(name, "tokenizer not found", expected="'byte', a tokenizer.json, a folder holding one, or a Hub repo id NS/NAME", got="no such file or folder")
     _check_id_space(json_path)
     tokenizer = load_tokenizer_json(json_path)
     vocab = _Vocabulary(json_path, tokenizer)

@@ -30,3 +30,84 @@ def test_the_corpus_summary_counts_shards_and_small_sizes_in_words(tmp_path):
     done = subprocess.run([sys.executable, "-c", CLI, "corpus", "import", str(tmp_path / "in.jsonl"), "--out", str(tmp_path / "c"), "--all-train"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "in 1 shard (" in done.stderr and "bytes)" in done.stderr and "0.0 MB)" not in done.stderr
+
+
+def _cli(*argv, cwd=None):
+    return subprocess.run([sys.executable, "-c", CLI, *map(str, argv)], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def _jsonl_shards(folder, shards: int = 2, rows: int = 30):
+    import gzip
+
+    folder.mkdir(parents=True)
+    for shard in range(shards):
+        with gzip.open(folder / f"s{shard}.jsonl.gz", "wt", encoding="utf-8") as f:
+            for row in range(rows):
+                f.write(json.dumps({"text": f"document {shard} {row} says hello"}) + "\n")
+    return folder
+
+
+def test_build_corpus_takes_files_folders_and_globs_as_build_release_does(tmp_path):
+    shards = _jsonl_shards(tmp_path / "shards")
+    documents = {}
+    for name, corpus in {"glob": shards / "*.jsonl.gz", "folder": shards, "file": shards / "s0.jsonl.gz"}.items():
+        done = _cli("build", "--corpus", corpus, "--tokenizer", "byte", "--doc-sep", "0", "--out", tmp_path / name, "--quiet")
+        assert done.returncode == 0, done.stderr
+        documents[name] = json.loads((tmp_path / name / "stats.json").read_text())["splits"]["train"]["total_documents"]
+    assert documents == {"glob": 60, "folder": 60, "file": 30}
+
+
+def test_a_different_build_in_the_output_names_the_fields_that_differ(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus", [("train", stories(20, 1))])
+    out = tmp_path / "release"
+    assert _cli("build", "--corpus", corpus, "--tokenizer", "byte", "--doc-sep", "0", "--out", out, "--quiet").returncode == 0
+    again = _cli("build", "--corpus", corpus, "--tokenizer", "byte", "--doc-sep", "0", "--out", out, "--quiet", "--format", "llmc")
+    assert again.returncode == 1 and "different build" in again.stderr
+    assert "formats" in again.stderr and "corpus" not in again.stderr.split("different build")[1].split("HINT")[0]
+
+
+def test_quiet_on_corpus_and_tokenizer_train_and_no_cursor_escapes_in_a_log(tmp_path):
+    shards = _jsonl_shards(tmp_path / "shards")
+    for argv in (
+        ("corpus", "import", shards, "--out", tmp_path / "c", "--all-train", "--quiet"),
+        ("corpus", "tinystories", shards / "s0.jsonl.gz", "--out", tmp_path / "t", "--quiet"),
+        ("tokenizer", "train", "--corpus", tmp_path / "c", "--vocab-size", "300", "--out", tmp_path / "tok", "--quiet"),
+    ):
+        done = _cli(*argv)
+        assert done.returncode == 0, done.stderr
+        assert "it/s" not in done.stderr and "%|" not in done.stderr, argv
+    # Not a terminal: bars are plain lines, no cursor movement (ESC [ A) or carriage returns redrawing a line.
+    logged = _cli("build", "--corpus", tmp_path / "c", "--tokenizer", "byte", "--doc-sep", "0", "--out", tmp_path / "r", "--num-proc", "2")
+    assert logged.returncode == 0, logged.stderr
+    assert "\x1b[" not in logged.stderr and "\r" not in logged.stderr
+
+
+def test_a_mistyped_flag_shows_the_subcommands_usage(tmp_path):
+    done = _cli("build", "--corpus", tmp_path, "--tokenizer", "byte", "--out", tmp_path / "r", "--qiuet")
+    assert done.returncode == 2
+    assert done.stderr.startswith("usage: hf-tokbin build ") and "unrecognized arguments: --qiuet" in done.stderr
+
+
+def test_a_missing_tokenizer_says_no_such_file_not_got_none(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus", [("train", stories(5, 1))])
+    done = _cli("build", "--corpus", corpus, "--tokenizer", tmp_path / "nope", "--out", tmp_path / "r")
+    assert done.returncode == 1 and "tokenizer not found" in done.stderr and str(tmp_path / "nope") in done.stderr
+    assert "got None" not in done.stderr
+
+
+def test_a_tokenizer_without_eos_names_the_tokenizer_not_the_output(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus", [("train", stories(50, 1))])
+    assert _cli("tokenizer", "train", "--corpus", corpus, "--vocab-size", "300", "--out", tmp_path / "tok").returncode == 0
+    (tmp_path / "bare").mkdir()
+    (tmp_path / "bare" / "tokenizer.json").write_bytes((tmp_path / "tok" / "tokenizer.json").read_bytes())
+    done = _cli("build", "--corpus", corpus, "--tokenizer", tmp_path / "bare" / "tokenizer.json", "--out", tmp_path / "r")
+    assert done.returncode == 1 and "EOD" in done.stderr
+    assert done.stderr.split(": error: ")[1].startswith(str(tmp_path / "bare" / "tokenizer.json") + ":")
+
+
+def test_merge_paths_have_no_double_slash(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus", [("train", stories(20, 1)), ("train", stories(20, 2))])
+    assert _cli("build", "--corpus", corpus, "--tokenizer", "byte", "--doc-sep", "0", "--out", tmp_path / "r", "--quiet", "--format", "megatron").returncode == 0
+    done = _cli("merge", tmp_path / "r", "--out", f"{tmp_path / 'merged'}/")
+    assert done.returncode == 0, done.stderr
+    assert "merged/train" in done.stdout and "//" not in done.stdout
