@@ -53,7 +53,7 @@ def test_build_corpus_takes_files_folders_and_globs_as_build_release_does(tmp_pa
     for name, corpus in {"glob": shards / "*.jsonl.gz", "folder": shards, "file": shards / "s0.jsonl.gz"}.items():
         done = _cli("build", "--corpus", corpus, "--tokenizer", "byte", "--doc-sep", "0", "--out", tmp_path / name, "--quiet")
         assert done.returncode == 0, done.stderr
-        documents[name] = json.loads((tmp_path / name / "stats.json").read_text())["splits"]["train"]["total_documents"]
+        documents[name] = json.loads((tmp_path / name / "stats.json").read_text())["splits"]["train"]["documents"]
     assert documents == {"glob": 60, "folder": 60, "file": 30}
 
 
@@ -68,9 +68,10 @@ def test_a_different_build_in_the_output_names_the_fields_that_differ(tmp_path):
 
 def test_quiet_on_corpus_and_tokenizer_train_and_no_cursor_escapes_in_a_log(tmp_path):
     shards = _jsonl_shards(tmp_path / "shards")
+    (tmp_path / "stories.txt").write_text("Once upon a time.\n<|endoftext|>\nThe end.\n", encoding="utf-8")
     for argv in (
         ("corpus", "import", shards, "--out", tmp_path / "c", "--all-train", "--quiet"),
-        ("corpus", "tinystories", shards / "s0.jsonl.gz", "--out", tmp_path / "t", "--quiet"),
+        ("corpus", "tinystories", tmp_path / "stories.txt", "--out", tmp_path / "t", "--quiet"),
         ("tokenizer", "train", "--corpus", tmp_path / "c", "--vocab-size", "300", "--out", tmp_path / "tok", "--quiet"),
     ):
         done = _cli(*argv)
