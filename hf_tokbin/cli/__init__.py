@@ -72,9 +72,26 @@ def _command_in(argv: list[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     import contextlib
 
-    # Every line a command prints (results, progress, errors) is masked, whichever code printed it.
-    with contextlib.redirect_stdout(_MaskedStream(sys.stdout)), contextlib.redirect_stderr(_MaskedStream(sys.stderr)):
-        return _main(argv)
+    from .progress import LogLines, log_progress_seldom
+
+    # Every line a command prints (results, progress, errors) is masked, whichever code printed it;
+    # in a log (stderr not a terminal), a progress bar's redraws are lines, not carriage returns and cursor moves.
+    errors = sys.stderr if _is_terminal(sys.stderr) else LogLines(sys.stderr)
+    if errors is not sys.stderr:
+        log_progress_seldom()
+    try:
+        with contextlib.redirect_stdout(_MaskedStream(sys.stdout)), contextlib.redirect_stderr(_MaskedStream(errors)):
+            return _main(argv)
+    finally:
+        if errors is not sys.stderr:
+            errors.close()
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
 
 
 def _main(argv: list[str] | None) -> int:

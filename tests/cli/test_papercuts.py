@@ -70,7 +70,7 @@ def test_quiet_on_corpus_and_tokenizer_train_and_no_cursor_escapes_in_a_log(tmp_
     shards = _jsonl_shards(tmp_path / "shards")
     (tmp_path / "stories.txt").write_text("Once upon a time.\n<|endoftext|>\nThe end.\n", encoding="utf-8")
     for argv in (
-        ("corpus", "import", shards, "--out", tmp_path / "c", "--all-train", "--quiet"),
+        ("corpus", "import", shards, "--out", tmp_path / "c", "--all-train", "--shard-rows", "10", "--quiet"),
         ("corpus", "tinystories", tmp_path / "stories.txt", "--out", tmp_path / "t", "--quiet"),
         ("tokenizer", "train", "--corpus", tmp_path / "c", "--vocab-size", "300", "--out", tmp_path / "tok", "--quiet"),
     ):
