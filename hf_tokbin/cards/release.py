@@ -118,7 +118,7 @@ def render_release_card(release_dir: str | os.PathLike, *, license: str | None =
         hf_tokbin=f"hf_tokbin {version}" if version else "hf_tokbin",
         corpus_phrase=f"`{dataset}`" if dataset else "a text corpus",
         trainers=_trainers(formats),
-        files_section=_files_section(root, receipts, manifests, formats),
+        files_section=_files_section(root, receipts, manifests, formats, llmc_layout),
         counts_section=_counts_section(split_counts, stats, bool(stats.get("splits")), eod_id, separator, formats, layout) + _llmc_counts(manifests, formats),
         tokenizer_section=_tokenizer_section(tokenizer, config),
         split_section=_split_section(config.split_rule if config else None),
@@ -284,7 +284,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _files_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, dict]], formats: list[str]) -> str:
+def _files_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, dict]], formats: list[str], llmc_layout: str | None = None) -> str:
     rows = []
     if MEGATRON in formats:
         for split in SPLITS:
@@ -298,7 +298,7 @@ def _files_section(root: Path, receipts: list[Receipt], manifests: list[tuple[st
     if LLMC in formats:
         for folder, manifest in manifests:
             files = [f for f in manifest.get("files", []) if isinstance(f, dict)]
-            size = sum((root / folder / f["name"]).stat().st_size for f in files if isinstance(f.get("name"), str) and (root / folder / f["name"]).is_file())
+            size = sum(_llmc_file_size(root / folder, f, manifest, llmc_layout) for f in files)
             rows.append([f"`{folder}/{{train,val}}-NNNNN.bin`", "llm.c token files, with their `_MANIFEST.json`", f"{len(files):,}", f"{size:,}"])
     rows += preview_rows(root)
     rows += [
@@ -435,6 +435,17 @@ def _split_section(rule) -> str:
     return _text(details.get("text")) or SPLIT_RULE_TEXT.get(name, f"`{name}`")
 
 
+def _llmc_file_size(folder: Path, entry: dict, manifest: dict, llmc_layout: str | None) -> int:
+    """A token file's size: from its manifest entry and the layout (a build's finish may hold no token file), else from disk."""
+    from ..formats import llmc
+
+    n_tokens, vocab = entry.get("n_tokens"), manifest.get("vocab_size")
+    if llmc_layout in llmc.FAMILIES and isinstance(n_tokens, int) and isinstance(vocab, int) and 0 < vocab <= 2**32:
+        return llmc.HEADER_BYTES + n_tokens * llmc.layout_for(vocab, llmc_layout).dtype.itemsize
+    path = folder / entry["name"] if isinstance(entry.get("name"), str) else None
+    return path.stat().st_size if path is not None and path.is_file() else 0
+
+
 def _format_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, dict]], formats: list[str], eod_id, separator, llmc_layout, dtype_code, layout: _Layout) -> str:
     from ..formats import llmc, megatron
 
@@ -474,7 +485,11 @@ def _format_section(root: Path, receipts: list[Receipt], manifests: list[tuple[s
                 )
                 continue
             version = ""
-            if first is not None and first.is_file():
+            vocab = manifest.get("vocab_size")
+            if llmc_layout == "gpt2" and isinstance(vocab, int) and 0 < vocab <= 2**32:  # the layout the build wrote, from the manifest
+                written = llmc.layout_for(vocab, "gpt2")
+                version = f" Here: version {written.version} ({written.dtype.name} ids)."
+            elif first is not None and first.is_file():
                 header = llmc.read_header(first)
                 version = f" Here: version {header.version} ({header.dtype.name} ids)."
             parts.append(
