@@ -147,6 +147,7 @@ def corpus_for_build(source, out, *, progress: bool = True, name: str | None = N
 
     name = name if name is not None else Path(os.fspath(out).rstrip("/")).name
     check = IdsCheck.parse(check_ids, out)
+    source = _loaded_if_saved_with_ids(source)
     with tempfile.TemporaryDirectory(prefix="hf_tokbin-corpus-", ignore_cleanup_errors=True) as scratch:
         given = GivenIds(os.fspath(Path(scratch) / ".input_ids"), check) if _is_dataset(source) and has_given_ids(source) else None
         found, origin = _corpus_source(source, Path(scratch) / name, progress, hub_choice, dict(import_options or {}), given)
@@ -170,6 +171,24 @@ def _corpus_source(source, scratch: Path, progress: bool, hub_choice: tuple, imp
     paths = [source] if isinstance(source, (str, os.PathLike)) else list(source)
     import_corpus(paths, scratch, name=scratch.name, progress=progress, **import_options)
     return resolve_corpus_source(os.fspath(scratch)), "files"
+
+
+def _loaded_if_saved_with_ids(source):
+    """A ``save_to_disk`` folder whose rows have ``input_ids``, loaded (memory-mapped) so its ids are the given ids; else ``source``.
+
+    Without ``input_ids`` the folder is read as the files it holds (``corpus import``'s reader, which names what is wrong).
+    """
+    from .corpus.inputs import is_saved_dataset_folder, list_inputs
+    from .pipeline.given_ids import has_given_ids
+
+    if not isinstance(source, (str, os.PathLike)) or not is_saved_dataset_folder(Path(source)):
+        return source
+    import datasets
+
+    list_inputs([source])  # a broken folder is refused naming its file, before datasets reads it
+
+    loaded = datasets.load_from_disk(os.fspath(source))
+    return loaded if has_given_ids(loaded) else source
 
 
 def _is_dataset(source) -> bool:

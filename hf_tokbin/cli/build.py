@@ -63,6 +63,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--shuffle-seed", type=int, default=None, help="write each part's documents in a seeded order (default: corpus order)")
     parser.add_argument("--engine", choices=("local", "ray"), default="local")
     parser.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start one locally)")
+    parser.add_argument(
+        "--check-ids",
+        default="all",
+        metavar="all|sample:K",
+        help="a --corpus with an input_ids column (a save_to_disk folder of Dataset.map(hf_tokbin.tokenize(...))): check every document's ids "
+        "against the tokenizer (default all), or K spread over the corpus (recorded in run_config.json)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     add_json_flag(parser)
     parser.set_defaults(run=run)
@@ -105,8 +112,8 @@ def _run(args) -> int:
         bos=token_or_id(args.bos),
     )
     hub_choice = (args.corpus_revision, args.corpus_config, args.corpus_split)
-    with corpus_for_build(args.corpus, args.out, progress=show_progress(args.quiet), hub_choice=hub_choice) as (corpus, _, _):
-        plan = plan_build(corpus.root, tokenizer, args.out, options, corpus_source=corpus.source, corpus_revision=corpus.revision, shards=corpus.shards)
+    with corpus_for_build(args.corpus, args.out, progress=show_progress(args.quiet), hub_choice=hub_choice, check_ids=args.check_ids) as (corpus, _, given):
+        plan = plan_build(corpus.root, tokenizer, args.out, options, corpus_source=corpus.source, corpus_revision=corpus.revision, shards=corpus.shards, given_ids=given)
         return _report_and_build(args, plan)
 
 

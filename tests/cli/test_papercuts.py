@@ -112,3 +112,27 @@ def test_merge_paths_have_no_double_slash(tmp_path):
     done = _cli("merge", tmp_path / "r", "--out", f"{tmp_path / 'merged'}/")
     assert done.returncode == 0, done.stderr
     assert "merged/train" in done.stdout and "//" not in done.stdout
+
+
+def test_build_of_a_saved_dataset_with_input_ids_writes_its_ids_and_check_ids_samples_them(tmp_path):
+    import datasets
+
+    import hf_tokbin
+
+    texts = stories(30, 3)
+    raw = datasets.Dataset.from_dict({"text": texts})
+    raw.map(hf_tokbin.tokenize("byte"), batched=True).save_to_disk(tmp_path / "mapped")
+    wrong = raw.map(hf_tokbin.tokenize("byte"), batched=True)
+    ids = list(wrong["input_ids"])
+    ids[7] = [*ids[7][:-1], (ids[7][-1] + 1) % 256]
+    wrong.remove_columns("input_ids").add_column("input_ids", ids).save_to_disk(tmp_path / "wrong")
+    raw.save_to_disk(tmp_path / "raw")
+    built = {}
+    for name, extra in {"raw": (), "mapped": ("--check-ids", "sample:5")}.items():
+        done = _cli("build", "--corpus", tmp_path / name, "--tokenizer", "byte", "--doc-sep", "0", "--out", tmp_path / f"r-{name}", "--quiet", *extra)
+        assert done.returncode == 0, done.stderr
+        built[name] = json.loads((tmp_path / f"r-{name}" / "run_config.json").read_text())
+    assert built["mapped"]["ids"]["checked"] == "sample:5" and "ids" not in built["raw"]
+    assert (tmp_path / "r-mapped/shards/train/part-000000.bin").read_bytes() == (tmp_path / "r-raw/shards/train/part-000000.bin").read_bytes()
+    refused = _cli("build", "--corpus", tmp_path / "wrong", "--tokenizer", "byte", "--doc-sep", "0", "--out", tmp_path / "r-wrong", "--quiet")
+    assert refused.returncode == 1 and "input_ids" in refused.stderr and "Traceback" not in refused.stderr
