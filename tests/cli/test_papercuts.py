@@ -136,3 +136,22 @@ def test_build_of_a_saved_dataset_with_input_ids_writes_its_ids_and_check_ids_sa
     assert (tmp_path / "r-mapped/shards/train/part-000000.bin").read_bytes() == (tmp_path / "r-raw/shards/train/part-000000.bin").read_bytes()
     refused = _cli("build", "--corpus", tmp_path / "wrong", "--tokenizer", "byte", "--doc-sep", "0", "--out", tmp_path / "r-wrong", "--quiet")
     assert refused.returncode == 1 and "input_ids" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def _leaf_parsers(parser, name="hf-tokbin"):
+    import argparse
+
+    nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not nested:
+        yield name, parser
+    for action in nested:
+        for word, sub in action.choices.items():
+            yield from _leaf_parsers(sub, f"{name} {word}")
+
+
+def test_every_command_takes_quiet():
+    from hf_tokbin.cli import make_parser
+
+    leaves = dict(_leaf_parsers(make_parser()))
+    assert {"hf-tokbin build", "hf-tokbin corpus import", "hf-tokbin tokenizer train", "hf-tokbin merge"} <= set(leaves)
+    assert [name for name, parser in leaves.items() if "--quiet" not in parser._option_string_actions] == []
