@@ -26,6 +26,7 @@ line (``progress=False``, or ``TQDM_DISABLE=1``, turns them off).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import tempfile
@@ -116,27 +117,43 @@ def build_release(
     ``llmc_separator``, ``parse_special``, ``shuffle_seed``, ``fast``, ...), are
     the build's options, as ``hf-tokbin build``'s flags give them.
     """
-    from .errors import BuildError
     from .formats.build_options import BuildOptions
     from .pipeline import build, plan_build
-    from .pipeline.given_ids import GivenIds, IdsCheck, has_given_ids
     from .tokenizer.resolve import TokenizerInfo, resolve_tokenizer
 
     options = BuildOptions.of(options, **option_fields)  # every option checked before any work
     if not isinstance(tokenizer, TokenizerInfo):
         tokenizer = resolve_tokenizer(os.fspath(tokenizer), tokenizer_id, doc_sep=doc_sep, bos=bos)
     import_options = dict(text_column=text_column, split=split, split_map=split_map, val_per_mille=val_per_mille, shard_rows=shard_rows, shard_bytes=shard_bytes)
-    name = name if name is not None else Path(os.fspath(out).rstrip("/")).name
-    check = IdsCheck.parse(check_ids, out)
-    with tempfile.TemporaryDirectory(prefix="hf_tokbin-corpus-", ignore_cleanup_errors=True) as scratch:
-        given = GivenIds(os.fspath(Path(scratch) / ".input_ids"), check) if _is_dataset(source) and has_given_ids(source) else None
-        found, origin = _corpus_source(source, Path(scratch) / name, progress, (revision, config, splits), import_options, given)
-        if given is None and check.sample is not None:
-            raise BuildError(out, "check_ids applies to a dataset with an input_ids column", got=check_ids)
+    with corpus_for_build(source, out, progress=progress, name=name, hub_choice=(revision, config, splits), import_options=import_options, check_ids=check_ids) as (found, origin, given):
         plan = plan_build(found.root, tokenizer, out, options, corpus_source=found.source, corpus_revision=found.revision, shards=found.shards, given_ids=given)
         summary = build(plan, engine=engine, progress=progress)
         corpus = plan.corpus
         return ReleaseSummary(summary, corpus.name, origin, found.revision, corpus.split_rule, corpus.empty_documents_dropped, plan.corpus_subset)
+
+
+@contextlib.contextmanager
+def corpus_for_build(source, out, *, progress: bool = True, name: str | None = None, hub_choice: tuple = (None, None, None), import_options: dict | None = None, check_ids: str = "all"):
+    """``(corpus, origin, given ids)`` of a build's ``source`` (what :func:`build_release` and ``build --corpus`` take), while the context lasts.
+
+    A corpus folder or Hub repo is used as it is; files, folders, globs and
+    in-memory datasets are first written as a corpus into a temporary folder
+    (named ``name``, default the name of ``out``), removed afterwards.
+    ``given`` is the :class:`~hf_tokbin.pipeline.given_ids.GivenIds` of a
+    dataset with an ``input_ids`` column, else None.
+    """
+    from .errors import BuildError
+    from .pipeline.given_ids import GivenIds, IdsCheck, has_given_ids
+
+    name = name if name is not None else Path(os.fspath(out).rstrip("/")).name
+    check = IdsCheck.parse(check_ids, out)
+    source = _loaded_if_saved_with_ids(source)
+    with tempfile.TemporaryDirectory(prefix="hf_tokbin-corpus-", ignore_cleanup_errors=True) as scratch:
+        given = GivenIds(os.fspath(Path(scratch) / ".input_ids"), check) if _is_dataset(source) and has_given_ids(source) else None
+        found, origin = _corpus_source(source, Path(scratch) / name, progress, hub_choice, dict(import_options or {}), given)
+        if given is None and check.sample is not None:
+            raise BuildError(out, "check_ids applies to a dataset with an input_ids column", got=check_ids)
+        yield found, origin, given
 
 
 def _corpus_source(source, scratch: Path, progress: bool, hub_choice: tuple, import_options: dict, given=None):
@@ -154,6 +171,24 @@ def _corpus_source(source, scratch: Path, progress: bool, hub_choice: tuple, imp
     paths = [source] if isinstance(source, (str, os.PathLike)) else list(source)
     import_corpus(paths, scratch, name=scratch.name, progress=progress, **import_options)
     return resolve_corpus_source(os.fspath(scratch)), "files"
+
+
+def _loaded_if_saved_with_ids(source):
+    """A ``save_to_disk`` folder whose rows have ``input_ids``, loaded (memory-mapped) so its ids are the given ids; else ``source``.
+
+    Without ``input_ids`` the folder is read as the files it holds (``corpus import``'s reader, which names what is wrong).
+    """
+    from .corpus.inputs import is_saved_dataset_folder, list_inputs
+    from .pipeline.given_ids import has_given_ids
+
+    if not isinstance(source, (str, os.PathLike)) or not is_saved_dataset_folder(Path(source)):
+        return source
+    import datasets
+
+    list_inputs([source])  # a broken folder is refused naming its file, before datasets reads it
+
+    loaded = datasets.load_from_disk(os.fspath(source))
+    return loaded if has_given_ids(loaded) else source
 
 
 def _is_dataset(source) -> bool:

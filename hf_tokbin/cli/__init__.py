@@ -72,9 +72,26 @@ def _command_in(argv: list[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     import contextlib
 
-    # Every line a command prints (results, progress, errors) is masked, whichever code printed it.
-    with contextlib.redirect_stdout(_MaskedStream(sys.stdout)), contextlib.redirect_stderr(_MaskedStream(sys.stderr)):
-        return _main(argv)
+    from .progress import LogLines, log_progress_seldom
+
+    # Every line a command prints (results, progress, errors) is masked, whichever code printed it;
+    # in a log (stderr not a terminal), a progress bar's redraws are lines, not carriage returns and cursor moves.
+    errors = sys.stderr if _is_terminal(sys.stderr) else LogLines(sys.stderr)
+    if errors is not sys.stderr:
+        log_progress_seldom()
+    try:
+        with contextlib.redirect_stdout(_MaskedStream(sys.stdout)), contextlib.redirect_stderr(_MaskedStream(errors)):
+            return _main(argv)
+    finally:
+        if errors is not sys.stderr:
+            errors.close()
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
 
 
 def _main(argv: list[str] | None) -> int:
@@ -82,7 +99,7 @@ def _main(argv: list[str] | None) -> int:
     from ..errors import TokbinError
 
     argv = sys.argv[1:] if argv is None else argv
-    args = make_parser(_command_in(argv)).parse_args(argv)
+    args = _parse(make_parser(_command_in(argv)), argv)
     try:
         return int(args.run(args) or 0)
     except BrokenPipeError:
@@ -103,6 +120,22 @@ def _main(argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         print(f"hf-tokbin {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, but a word no option takes is refused with the usage of the subcommand it was given to."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _innermost_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
+def _innermost_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)subcommand's parser ``args`` were parsed by (``corpus import``'s for ``hf-tokbin corpus import ...``)."""
+    for action in parser._actions:  # argparse keeps its subcommands only there
+        if isinstance(action, argparse._SubParsersAction) and getattr(args, action.dest, None) in action.choices:
+            return _innermost_parser(action.choices[getattr(args, action.dest)], args)
+    return parser
 
 
 def _silence_stdout() -> None:

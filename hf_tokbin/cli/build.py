@@ -21,7 +21,11 @@ from .progress import show_progress
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--corpus", required=True, help="a corpus folder (hf-tokbin corpus) or a Hub dataset repo NS/NAME")
+    parser.add_argument(
+        "--corpus",
+        required=True,
+        help="a corpus folder (hf-tokbin corpus), a Hub dataset repo NS/NAME, or input files, folders, globs or hf:// paths (written as a temporary corpus, as corpus import does)",
+    )
     parser.add_argument("--corpus-revision", default=None, help="pinned revision of a Hub corpus (resolved to its commit id)")
     # -- corpus choice and planning (docs/corpus.md)
     parser.add_argument("--corpus-config", default=None, help="config of a plain Hub dataset repo (default: its default config)")
@@ -59,6 +63,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--shuffle-seed", type=int, default=None, help="write each part's documents in a seeded order (default: corpus order)")
     parser.add_argument("--engine", choices=("local", "ray"), default="local")
     parser.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start one locally)")
+    parser.add_argument(
+        "--check-ids",
+        default="all",
+        metavar="all|sample:K",
+        help="a --corpus with an input_ids column (a save_to_disk folder of Dataset.map(hf_tokbin.tokenize(...))): check every document's ids "
+        "against the tokenizer (default all), or K spread over the corpus (recorded in run_config.json)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     add_json_flag(parser)
     parser.set_defaults(run=run)
@@ -87,8 +98,8 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
-    from ..corpus.source import resolve_corpus_source
-    from ..pipeline import build, plan_build
+    from ..api import corpus_for_build
+    from ..pipeline import plan_build
     from ..tokenizer.resolve import resolve_tokenizer, token_or_id
 
     options = build_options(args)
@@ -100,8 +111,14 @@ def _run(args) -> int:
         doc_sep=token_or_id(args.doc_sep),
         bos=token_or_id(args.bos),
     )
-    corpus = resolve_corpus_source(args.corpus, args.corpus_revision, args.corpus_config, args.corpus_split)
-    plan = plan_build(corpus.root, tokenizer, args.out, options, corpus_source=corpus.source, corpus_revision=corpus.revision, shards=corpus.shards)
+    hub_choice = (args.corpus_revision, args.corpus_config, args.corpus_split)
+    with corpus_for_build(args.corpus, args.out, progress=show_progress(args.quiet), hub_choice=hub_choice, check_ids=args.check_ids) as (corpus, _, given):
+        plan = plan_build(corpus.root, tokenizer, args.out, options, corpus_source=corpus.source, corpus_revision=corpus.revision, shards=corpus.shards, given_ids=given)
+        return _report_and_build(args, plan)
+
+
+def _report_and_build(args, plan) -> int:
+    """Print the plan's boundary tokens, subset and warnings; then the dry run's plan, or build and print the summary."""
     say(args, plan.boundary_line())
     for line in plan.corpus_subset.lines() if plan.corpus_subset is not None else ():
         say(args, line)  # what each split got of a --limit
@@ -113,6 +130,8 @@ def _run(args) -> int:
         text = describe_plan(plan)
         emit(args, text, {"dry_run": True, "out": plan.out, "boundary_tokens": plan.boundary_line(), "plan": text})
         return 0
+    from ..pipeline import build
+
     summary = build(plan, engine=args.engine, ray_address=args.ray_address, progress=show_progress(args.quiet))
     emit(args, summary.table(), {**summary.record(), "boundary_tokens": plan.boundary_line()})
     return 0

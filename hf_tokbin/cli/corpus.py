@@ -19,6 +19,7 @@ import time
 from ..errors import CorpusInputError
 from ..formats.corpus_manifest import SPLIT_RULE_TEXT, SPLITS
 from ..formats.release import megabytes
+from .progress import show_progress
 
 
 def add_arguments(parser) -> None:
@@ -77,6 +78,7 @@ def _add_output_arguments(parser) -> None:
     limit.add_argument("--shard-bytes", type=_positive_int, help="UTF-8 text bytes per shard (default: 268435456, 256 MiB)")
     limit.add_argument("--shard-rows", type=_positive_int, help="documents per shard, instead of --shard-bytes")
     parser.add_argument("--overwrite", action="store_true", help="replace --out if it is an existing corpus folder")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
 def _positive_int(text: str) -> int:
@@ -94,7 +96,7 @@ def run_tinystories(args) -> int:
 
     started = time.perf_counter()
     manifest = write_tinystories_corpus(
-        args.train, args.valid, args.out, name=args.name, license=args.license, language=_languages(args.language), shard_rows=args.shard_rows, shard_bytes=args.shard_bytes, overwrite=args.overwrite, progress=True,
+        args.train, args.valid, args.out, name=args.name, license=args.license, language=_languages(args.language), shard_rows=args.shard_rows, shard_bytes=args.shard_bytes, overwrite=args.overwrite, progress=show_progress(args.quiet),
         any_license=args.any_license,
     )
     _print_summary(manifest, args.out, time.perf_counter() - started, "stories")
@@ -123,7 +125,7 @@ def run_import(args) -> int:
         shard_rows=args.shard_rows,
         shard_bytes=args.shard_bytes,
         overwrite=args.overwrite,
-        progress=True,
+        progress=show_progress(args.quiet),
         any_license=args.any_license,
     )
     _print_summary(manifest, args.out, time.perf_counter() - started, "documents")

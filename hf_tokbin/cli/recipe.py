@@ -42,6 +42,7 @@ def add_arguments(parser) -> None:
         default=None,
         help="MaxText: where mmap_npy builds its .npy indices (default: RELEASE/.maxtext-index)",
     )
+    parser.add_argument("--quiet", action="store_true", help="no progress bars (this command shows none; accepted as by every command)")
     parser.set_defaults(run=run)
 
 

@@ -17,6 +17,7 @@ def add_arguments(parser) -> None:
     train.add_argument("--bos-token", default=None, help="the BOS token the files name (default: the first special token)")
     train.add_argument("--eos-token", default=None, help="the EOS token, the document separator a build finds (default: the last special token)")
     train.add_argument("--overwrite", action="store_true", help="replace the tokenizer files of a non-empty --out")
+    train.add_argument("--quiet", action="store_true", help="no progress bars")
     train.set_defaults(run=run_train)
 
 
@@ -40,7 +41,7 @@ def run_train(args) -> int:
     manifest = CorpusManifest.read(args.corpus)
     # At most --sample-chars characters (10 MB by default): small enough to hold at once.
     texts = list(sample_texts(iter_texts(args.corpus, manifest, "train"), args.sample_chars))
-    path = train_bpe(texts, args.vocab_size, args.out, special_tokens, bos_token=args.bos_token, eos_token=args.eos_token, overwrite=args.overwrite, progress=show_progress(False))
+    path = train_bpe(texts, args.vocab_size, args.out, special_tokens, bos_token=args.bos_token, eos_token=args.eos_token, overwrite=args.overwrite, progress=show_progress(args.quiet))
     vocab_size = load_tokenizer_json(path).get_vocab_size(with_added_tokens=True)
     print(f"wrote {path} ({vocab_size:,} entries, trained on the first {sum(map(len, texts)):,} characters of train)")
     return 0

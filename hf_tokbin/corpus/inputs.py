@@ -145,8 +145,13 @@ def _single_file(path: Path) -> InputFile:
     return InputFile(os.fspath(path), path.name, reader)
 
 
+def is_saved_dataset_folder(folder: Path) -> bool:
+    """Whether ``folder`` was written by ``Dataset.save_to_disk`` (``state.json``) or ``DatasetDict.save_to_disk`` (``dataset_dict.json``)."""
+    return (folder / "dataset_dict.json").is_file() or (folder / "state.json").is_file()
+
+
 def _folder_inputs(folder: Path) -> list[InputFile]:
-    if (folder / "dataset_dict.json").is_file() or (folder / "state.json").is_file():
+    if is_saved_dataset_folder(folder):
         return _saved_dataset_inputs(folder)
     inside = sorted((p for p in folder.rglob("*") if p.is_file() and reader_of(p.name)[0]), key=lambda p: p.relative_to(folder).as_posix())
     inside = [p for p in inside if not any(part.startswith((".", "_")) for part in p.relative_to(folder).parts)]

@@ -20,6 +20,7 @@ fetched: they are what the selected files are verified against.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass
 
@@ -70,15 +71,17 @@ class Include:
     pairs: frozenset[tuple[str, str]] | None = None
     specs: tuple[str, ...] = ()
     names_a_format: bool = False
+    globs: tuple[str, ...] = ()  # patterns of repo paths, as ``hf download --include`` takes them
 
     @classmethod
     def parse(cls, specs) -> Include:
-        """``FORMAT:SPLIT``, ``FORMAT`` or ``SPLIT`` items, comma-separated or repeated."""
+        """``FORMAT:SPLIT``, ``FORMAT`` or ``SPLIT`` items, or globs of paths (``shards/validation/*``), comma-separated or repeated."""
         items = [item.strip() for spec in (specs or ()) for item in spec.split(",") if item.strip()]
         if not items:
             return cls()
+        globs = tuple(item for item in items if any(c in item for c in "*?["))
         pairs, names_a_format = set(), False
-        for item in items:
+        for item in (item for item in items if item not in globs):
             if ":" in item:
                 fmt, _, split = item.partition(":")
                 bad = fmt not in FORMATS or split_name(split) is None
@@ -93,7 +96,7 @@ class Include:
             for f in [fmt] if fmt else FORMATS:
                 for s in [split_name(split)] if split else SPLITS:
                     pairs.add((f, s))
-        return cls(frozenset(pairs), tuple(items), names_a_format)
+        return cls(frozenset(pairs), tuple(items), names_a_format, globs)
 
     @property
     def everything(self) -> bool:
@@ -104,13 +107,18 @@ class Include:
         if self.pairs is None:
             return True
         if match := _PAIR_FILE.fullmatch(path):
-            return ("megatron", match.group(1)) in self.pairs
+            stem = path.rsplit(".", 1)[0]  # a glob naming one file of a Megatron pair fetches the pair
+            return ("megatron", match.group(1)) in self.pairs or self._globbed(f"{stem}.bin", f"{stem}.idx")
         if match := _LLMC_FILE.fullmatch(path):
-            return ("llmc", split_name(match.group(1))) in self.pairs
+            return ("llmc", split_name(match.group(1))) in self.pairs or self._globbed(path)
         return True  # records: run_config.json, stats.json, README.md, receipts, the llm.c _MANIFEST.json
 
-    def selects_split(self, split: str) -> bool:
-        """Whether a corpus shard of ``split`` is fetched (a corpus has no formats)."""
+    def selects_split(self, split: str, path: str = "") -> bool:
+        """Whether the corpus shard ``path`` of ``split`` is fetched (a corpus has no formats)."""
         if self.names_a_format:
             raise HubError("--include", "a corpus repo has no formats: name splits only", got=shown(", ".join(self.specs)))
-        return self.pairs is None or any(s == split for _, s in self.pairs)
+        return self.pairs is None or any(s == split for _, s in self.pairs) or self._globbed(path)
+
+    def _globbed(self, *paths: str) -> bool:
+        """Whether a glob of ``--include`` matches one of ``paths`` (``*`` crosses folders, as in ``hf download``)."""
+        return any(fnmatch.fnmatchcase(path, glob) for glob in self.globs for path in paths if path)

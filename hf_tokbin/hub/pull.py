@@ -254,7 +254,7 @@ def _wanted_from_record(kind: str, record: Path, tree: dict, include: Include, s
         entries = [FileEntry(s.path, s.size, s.sha256) for s in manifest.shards]
         for entry in entries:
             check_path(kind, entry.path, source.uri(CORPUS_MANIFEST_NAME))
-        selected = [FileEntry(s.path, s.size, s.sha256) for s in manifest.shards if include.selects_split(s.split)]
+        selected = [FileEntry(s.path, s.size, s.sha256) for s in manifest.shards if include.selects_split(s.split, s.path)]
     problems = tree_disagreements(entries, tree)
     if problems:
         raise disagreement_error(source.uri(record.name), "the record disagrees with the Hub's own tree at this commit", problems)

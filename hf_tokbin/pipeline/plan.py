@@ -37,6 +37,7 @@ receipt), :mod:`.finish` (llm.c packing, stats, card, ``COMPLETE.json``) and
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,7 +174,7 @@ def plan_build(
     url = is_url(out)
     if url:
         check_url(out)
-    _check_boundaries(tokenizer, options, out)
+    _check_boundaries(tokenizer, options)
     _check_tokenizer(tokenizer, options.formats)
     corpus_root, shards, subset = _corpus(Path(corpus_root), corpus_source, corpus_revision, shards, options.limit)
     manifest = CorpusManifest.read(corpus_root)
@@ -212,7 +213,12 @@ def _corpus(root: Path, source: str, revision: str | None, shards, limit: int | 
     return subset.root, subset.shards, subset.subset
 
 
-def _check_boundaries(tokenizer: TokenizerInfo, options: BuildOptions, out) -> None:
+def _tokenizer_place(tokenizer: TokenizerInfo) -> str:
+    """The tokenizer as a message names it: a local tokenizer.json by its path, else its Hub repo id or ``byte``."""
+    return tokenizer.path if tokenizer.source == "local" and tokenizer.path else tokenizer.source
+
+
+def _check_boundaries(tokenizer: TokenizerInfo, options: BuildOptions) -> None:
     """A format (or llm.c layout) that puts a separator at every document needs the tokenizer to have one."""
     if "megatron" in options.formats and tokenizer.doc_sep_id is None:
         hint = (
@@ -220,10 +226,10 @@ def _check_boundaries(tokenizer: TokenizerInfo, options: BuildOptions, out) -> N
             if tokenizer.source == BYTE
             else "give --doc-sep TOKEN_OR_ID, or put beside tokenizer.json a generation_config.json with eos_token_id or a tokenizer_config.json with eos_token"
         )
-        raise BuildError(out, "the megatron format appends an EOD token to every document and this tokenizer has none", hint=hint)
+        raise BuildError(_tokenizer_place(tokenizer), "the megatron format appends an EOD token to every document and this tokenizer has none", hint=hint)
     separator = options.llmc_separator
     if separator != "before" and "llmc" in options.formats and tokenizer.doc_sep_id is None:
-        raise BuildError(out, f"--llmc-sep {separator} needs a separator and this tokenizer has none", hint="give --doc-sep TOKEN_OR_ID")
+        raise BuildError(_tokenizer_place(tokenizer), f"--llmc-sep {separator} needs a separator and this tokenizer has none", hint="give --doc-sep TOKEN_OR_ID")
 
 
 def _check_fits_the_hub(manifest: CorpusManifest, formats: tuple[str, ...], out) -> None:
@@ -272,7 +278,7 @@ def start_release(plan: BuildPlan) -> None:
     elif existing != text.encode("utf-8"):
         raise BuildError(
             output.location(RUN_CONFIG_NAME),
-            "this output holds a different build (inputs, tokenizer or options differ)",
+            f"this output holds a different build ({', '.join(_differing_fields(existing, text)) or 'its run_config.json bytes'} differ)",
             hint="use a new --out, or delete this one",
         )
     scratch = output.scratch()
@@ -280,6 +286,23 @@ def start_release(plan: BuildPlan) -> None:
         # The scratch key pins this very build, so whatever the scratch folder holds is this build's.
         scratch.write_text(RUN_CONFIG_NAME, text)  # the card reads it at the finish
     output.remove_temporaries()
+
+
+def _differing_fields(existing: bytes, wanted: str) -> list[str]:
+    """The run_config.json fields (dotted: ``llmc.max_tokens_per_file``) whose values differ between an output's and this build's."""
+    try:
+        old = _flat_fields(json.loads(existing))
+    except ValueError:
+        return []  # not JSON: nothing to name but the file
+    new = _flat_fields(json.loads(wanted))
+    return [name for name in [*new, *(n for n in old if n not in new)] if old.get(name) != new.get(name)]
+
+
+def _flat_fields(value, prefix: str = "") -> dict:
+    """A JSON object's leaves by dotted name (a list is one leaf)."""
+    if not isinstance(value, dict) or not value:
+        return {prefix.rstrip("."): value}
+    return {name: leaf for key, inner in value.items() for name, leaf in _flat_fields(inner, f"{prefix}{key}.").items()}
 
 
 def _version(package: str) -> str:

@@ -164,7 +164,7 @@ def _find_tokenizer_json(name: str, revision: str | None, subfolder: str | None)
     if is_repo_id(name):
         json_path, resolved_revision = _download_from_hub(name, revision, subfolder)
         return json_path, name.split("/")[-1], name, resolved_revision
-    raise TokenizerError(name, "tokenizer not found", expected="'byte', a tokenizer.json, a folder holding one, or a Hub repo id NS/NAME")
+    raise TokenizerError(name, "tokenizer not found", expected="'byte', a tokenizer.json, a folder holding one, or a Hub repo id NS/NAME", got="no such file or folder")
 
 
 def token_or_id(value: str | None) -> int | str | None:

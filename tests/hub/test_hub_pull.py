@@ -220,7 +220,21 @@ def test_cli_pull_include_and_workers(hub, tmp_path, verified_release, capsys):
     assert (out / "tokens/byte/toy/val-00000.bin").is_file() and not (out / "tokens/byte/toy/train-00000.bin").exists()
     assert (out / "PARTIAL.json").is_file() and not (out / "COMPLETE.json").exists()
     assert main(["pull", REPO, "--out", str(tmp_path / "other"), "--endpoint", hub.url, "--workers", "0"]) == 1
-    assert "--workers: must be a positive integer" in capsys.readouterr().err
+    assert "--max-workers: must be a positive integer" in capsys.readouterr().err
+
+
+def test_cli_pull_include_takes_globs_and_max_workers_as_hf_download_does(hub, tmp_path, verified_release, capsys):
+    from hf_tokbin.cli import main
+
+    hub.seed_repo(REPO, verified_release)
+    out = tmp_path / "out"
+    assert main(["pull", REPO, "--out", str(out), "--endpoint", hub.url, "--include", "shards/validation/*.idx", "--include", "tokens/*val-*.bin", "--max-workers", "3", "--quiet"]) == 0
+    capsys.readouterr()
+    pair = sorted(p.name for p in (out / "shards/validation").iterdir())
+    assert pair and {name.rsplit(".", 1)[1] for name in pair} == {"bin", "idx"}  # the glob named the .idx; the pair came whole
+    assert not (out / "shards/train").exists() and not (out / "tokens/byte/toy/train-00000.bin").exists()
+    assert (out / "tokens/byte/toy/val-00000.bin").is_file() and (out / "PARTIAL.json").is_file()
+    assert main(["verify", str(out), "--quiet"]) == 0
 
 
 def test_a_release_in_a_folder_of_the_repo_is_pulled_with_path_in_repo(hub, tmp_path, verified_release):
