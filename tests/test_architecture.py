@@ -278,3 +278,15 @@ def test_a_build_part_worker_does_not_load_datasets():
     code = "import sys, hf_tokbin.pipeline.part, hf_tokbin.corpus.source\nassert 'datasets' not in sys.modules, 'datasets imported'\n"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_every_function_is_under_60_lines():
+    """Short functions, each one thing (``def`` to its last line, docstring included)."""
+    import ast
+
+    long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 >= 60:
+                long.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)")
+    assert not long, long

@@ -128,11 +128,7 @@ def pull_release(
 ) -> PullSummary:
     """Download the release or corpus in ``repo_id`` at ``revision`` to ``out``, verified; see the module docstring."""
 
-    out = Path(out)
-    if out.is_symlink() or (out.exists() and not out.is_dir()):
-        raise HubError(out, "output path exists and is a file, not a folder", hint="choose a new --out")
-    if out.exists() and any(out.iterdir()):
-        raise HubError(out, "output folder already exists and is not empty", hint="choose a new --out")
+    out = _checked_new_folder(Path(out))
     include = include if isinstance(include, Include) else Include.parse(include)
     snapshot = open_snapshot(repo_id, revision, endpoint, token, path_in_repo, retry, limits)
     call, commit, folder, tree, source = snapshot.call, snapshot.commit, snapshot.folder, snapshot.tree, snapshot.source
@@ -156,15 +152,7 @@ def pull_release(
         _remove_strays(staging, {w.path for w in wanted})
         fetched = fetch_all(wanted, staging, lambda w: call(f"download {w.path}", lambda: source.fetch(w.path, staging, w.expected)), max_workers, progress)
 
-        receipts = 0
-        if kind is None:
-            receipts = len(_check_incomplete(staging, [w.path for w in wanted], progress))
-        elif not include.everything:
-            receipts = _finish_partial(staging, kind, record, wanted, include, source)
-        elif kind == "release":
-            receipts = _finish_release(staging, record)
-        else:
-            _finish_corpus(staging, record)
+        receipts = _check_what_came(staging, kind, record, wanted, include, source, progress)
     shutil.rmtree(records)  # our own hidden folder; rmtree unlinks symlinks, never follows them
     if out.exists():
         out.rmdir()  # empty, checked above
@@ -174,6 +162,27 @@ def pull_release(
     total = sum(os.lstat(out / n).st_size for n in names)
     kept = len(wanted) - fetched  # the record is fetched (or PARTIAL.json written) by every run
     return PullSummary(repo_id, commit, out, len(names), total, receipts, kind == "release" and include.everything, kind or "release", include.specs, fetched, kept)
+
+
+def _checked_new_folder(out: Path) -> Path:
+    """``out`` if it is a folder that does not exist yet, or an empty one (a pull never writes into a folder's files)."""
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise HubError(out, "output path exists and is a file, not a folder", hint="choose a new --out")
+    if out.exists() and any(out.iterdir()):
+        raise HubError(out, "output folder already exists and is not empty", hint="choose a new --out")
+    return out
+
+
+def _check_what_came(staging: Path, kind: str | None, record, wanted: list, include: Include, source, progress: bool) -> int:
+    """Every rule ``verify`` applies to what was fetched into ``staging``, before the rename; the number of receipts."""
+    if kind is None:
+        return len(_check_incomplete(staging, [w.path for w in wanted], progress))
+    if not include.everything:
+        return _finish_partial(staging, kind, record, wanted, include, source)
+    if kind == "release":
+        return _finish_release(staging, record)
+    _finish_corpus(staging, record)
+    return 0
 
 
 @dataclass(frozen=True)
