@@ -58,10 +58,11 @@ def check_repo_id(name: str) -> None:
 # -- one checked download for every file of a Hub corpus -------------------------------------------
 
 
-def _source(repo_id: str, commit: str, repo_type: str = "dataset"):
+def _source(repo_id: str, commit: str, repo_type: str = "dataset", hub_endpoint: str | None = None):
+    """The checked download of ``repo_id`` at ``commit``; ``hub_endpoint`` the driver's (a Ray worker has no HF_ENDPOINT)."""
     from ..hub.download import DownloadLimits, Source
 
-    return Source(repo_id, commit, endpoint=endpoint(), token=None, repo_type=repo_type, limits=DownloadLimits.from_env())
+    return Source(repo_id, commit, endpoint=hub_endpoint or endpoint(), token=None, repo_type=repo_type, limits=DownloadLimits.from_env())
 
 
 def _fetched(repo_id: str, commit: str, what: str, fetch):
@@ -140,7 +141,7 @@ class HubShards:
         scratch.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(prefix=".hub-shard-", dir=scratch))
         try:
-            source = _source(self.repo_id, self.commit)
+            source = _source(self.repo_id, self.commit, hub_endpoint=self.endpoint)
             expected = Expected(shard.size, sha256=shard.sha256, listed_in="the corpus manifest")
             yield _fetched(self.repo_id, self.commit, "download corpus shard", lambda: source.fetch(shard.path, folder, expected))
         finally:

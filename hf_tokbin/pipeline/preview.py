@@ -99,9 +99,14 @@ def _bare_ids(plan: BuildPlan, receipt: Receipt, count: int) -> list[np.ndarray]
     split = next(iter(receipt.splits))
     entry = next(f for f in receipt.files if f.path == pair_path(split, receipt.part, "bin"))
     output.fetch(entry)  # built on another machine: the finish fetched only the .idx
-    pair = megatron.MegatronPair(output.work / entry.path)
+    # Read, not mapped: only the first documents' bytes reach this process (the driver of a distributed build).
+    bin_path = output.work / entry.path
+    idx_path = megatron.idx_path_for(bin_path)
+    header = megatron.read_index_header(idx_path)
+    lengths = np.fromfile(idx_path, dtype="<i4", count=count, offset=megatron.HEADER_BYTES)
+    ids = np.fromfile(bin_path, dtype=header.dtype, count=int(lengths.sum()))
     first = int(plan.bos_id is not None)
-    return [np.asarray(pair[k])[first:-1] for k in range(count)]
+    return [document[first:-1] for document in np.split(ids, np.cumsum(lengths)[:-1])]
 
 
 def _bare_ids_of_segment(plan: BuildPlan, receipt: Receipt, count: int) -> list[np.ndarray]:

@@ -132,6 +132,8 @@ with HubServer() as hub:
     report["killed"] = ray_build(env, "tester/long", "killed-ray", %(small)d, str(WORK / "io-killed.json"), kill_a_pack_worker)
     report["killed_local"] = local_build(env, "tester/long", "killed-local", %(small)d)
     report["verify"] = verify(env, "long-ray")
+    if report["long"]["returncode"] != 0:  # nothing to corrupt: the report says why
+        raise SystemExit("the Ray build of tester/long failed: " + report["long"]["stderr"])
     shutil.copytree("long-ray", "corrupted")
     victim = sorted(Path("corrupted").rglob("tokens/*/*/train-*.bin"))[-1]
     data = bytearray(victim.read_bytes())
@@ -200,8 +202,11 @@ def test_the_driver_s_reads_and_writes_do_not_grow_with_the_token_data(work, rep
     assert extra_tokens > 10_000_000 // 4  # the long repo holds megabytes more token data
     extra_read = report["io_long"]["rchar"] - report["io_short"]["rchar"]
     extra_written = report["io_long"]["wchar"] - report["io_short"]["wchar"]
-    assert extra_read < 0.01 * extra_tokens, (extra_read, extra_tokens)
-    assert extra_written < 0.01 * extra_tokens, (extra_written, extra_tokens)
+    # The driver reads and writes the preview itself: at most PREVIEW_DOCUMENTS documents a split, however large the
+    # corpus (here the long documents make it larger), so it is allowed for on top of the 1%.
+    preview = sum(p.stat().st_size for p in (work / "long-ray" / "preview").glob("*.parquet"))
+    assert extra_read < 0.01 * extra_tokens + 3 * preview, (extra_read, extra_tokens, preview)
+    assert extra_written < 0.01 * extra_tokens + 3 * preview, (extra_written, extra_tokens, preview)
     assert report["short"]["mapped"] == [] and report["long"]["mapped"] == []
 
 
