@@ -70,6 +70,7 @@ from ..formats.release import (
 )
 from ..formats.run_config import RunConfig
 from ..formats.sniff import file_magic
+from .lengths import NOT_RECORDED, length_section
 from .metadata import HUB_LICENSES, dump_yaml, is_hub_language, load_template, size_category
 from .preview import preview_metadata, preview_rows
 
@@ -120,6 +121,7 @@ def render_release_card(release_dir: str | os.PathLike, *, license: str | None =
         trainers=_trainers(formats),
         files_section=_files_section(root, receipts, manifests, formats),
         counts_section=_counts_section(split_counts, stats, bool(stats.get("splits")), eod_id, separator, formats, layout) + _llmc_counts(manifests, formats),
+        lengths_section=length_section(root, receipts) if MEGATRON in formats else NOT_RECORDED,
         tokenizer_section=_tokenizer_section(tokenizer, config),
         split_section=_split_section(config.split_rule if config else None),
         format_section=_format_section(root, receipts, manifests, formats, eod_id, separator, llmc_layout, config.megatron_dtype_code if config else None, layout),
