@@ -82,50 +82,81 @@ _LICENSE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")  # what license_name may be:
 
 def render_release_card(release_dir: str | os.PathLike, *, license: str | None = None, language: str | list[str] | None = None, source_dataset: str | None = None) -> str:
     """The ``README.md`` text of the release in ``release_dir``; arguments override ``run_config.json``."""
-    root = Path(release_dir)
-    config = RunConfig.read(root / RUN_CONFIG_NAME) if (root / RUN_CONFIG_NAME).is_file() else None
-    stats = _optional_json(root / STATS_NAME)
-    receipts = [Receipt.read(p) for p in sorted((root / RECEIPTS_DIR).glob("part-*.json"))]
-    manifests = _llmc_manifests(root)
-    tokenizer = _dict(config.tokenizer) if config else {}
-    corpus = _dict(config.corpus) if config else {}
-    formats = _formats(config, receipts, manifests)
-    split_counts = _split_counts(stats, receipts)
-
-    dataset = config.dataset if config else None
-    tokenizer_id = _text(tokenizer.get("tokenizer_id")) or "unknown"
+    release = _Release.read(Path(release_dir))
+    corpus = _dict(release.config.corpus) if release.config else {}
     corpus_source = _text(corpus.get("source"))
-    source = source_dataset or (corpus_source if corpus_source != "local" else None)
     license = license or _text(corpus.get("license")) or "unknown"
     language = language if language is not None else corpus.get("language")
-    documents = sum(c.get("documents", 0) for c in split_counts.values())
-    made_for = " and ".join(FORMAT_LABELS[f] for f in formats) or "training"
-    title = f"{dataset} tokenized with {tokenizer_id} for {made_for}" if dataset else "Tokenized pretraining release"
-    eod_id = config.eod_id if config and MEGATRON in formats else None
-    separator = _manifest_separator(config, manifests) if LLMC in formats else None
-    llmc_layout = _llmc_layout(config, root, manifests) if LLMC in formats else None
-    layout = _Layout(
-        bos_id=config.bos_id if config else None,
-        separator_position=(config.llmc_separator if config else None) or "before",
-        special_tokens=config.special_tokens if config else None,
-    )
+    source = source_dataset or (corpus_source if corpus_source != "local" else None)
+    documents = sum(c.get("documents", 0) for c in release.split_counts.values())
+    metadata = _yaml_metadata(license, language, size_category(documents), source, release.tokenizer_id, release.title, release.formats, preview_metadata(release.root))
+    return load_template().substitute(metadata=metadata, license_line=_license_line(license, language), **_sections(release))
 
-    metadata = _yaml_metadata(license, language, size_category(documents), source, tokenizer_id, title, formats, preview_metadata(root))
+
+@dataclass(frozen=True)
+class _Release:
+    """What the card is rendered from, each file read through its own reader (``run_config.json`` may be absent)."""
+
+    root: Path
+    config: RunConfig | None
+    stats: dict
+    receipts: list[Receipt]
+    manifests: list[tuple[str, llmc.TokensManifest]]  # (folder relative to the release, its _MANIFEST.json)
+
+    @classmethod
+    def read(cls, root: Path) -> _Release:
+        config = RunConfig.read(root / RUN_CONFIG_NAME) if (root / RUN_CONFIG_NAME).is_file() else None
+        receipts = [Receipt.read(p) for p in sorted((root / RECEIPTS_DIR).glob("part-*.json"))]
+        return cls(root, config, _optional_json(root / STATS_NAME), receipts, _llmc_manifests(root))
+
+    @property
+    def formats(self) -> list[str]:
+        return _formats(self.config, self.receipts, self.manifests)
+
+    @property
+    def split_counts(self) -> dict[str, dict[str, int]]:
+        return _split_counts(self.stats, self.receipts)
+
+    @property
+    def tokenizer_id(self) -> str:
+        recorded = _text(_dict(self.config.tokenizer).get("tokenizer_id")) if self.config else None
+        return recorded or "unknown"
+
+    @property
+    def title(self) -> str:
+        made_for = " and ".join(FORMAT_LABELS[f] for f in self.formats) or "training"
+        return f"{self.config.dataset} tokenized with {self.tokenizer_id} for {made_for}" if self.config else "Tokenized pretraining release"
+
+    def layout(self) -> _Layout:
+        config = self.config
+        return _Layout(
+            bos_id=config.bos_id if config else None,
+            separator_position=(config.llmc_separator if config else None) or "before",
+            special_tokens=config.special_tokens if config else None,
+        )
+
+
+def _sections(release: _Release) -> dict[str, str]:
+    """The template's fields but the metadata and license line."""
+    config, formats, root = release.config, release.formats, release.root
+    eod_id = config.eod_id if config and MEGATRON in formats else None
+    separator = _manifest_separator(config, release.manifests) if LLMC in formats else None
+    llmc_layout = _llmc_layout(config, root, release.manifests) if LLMC in formats else None
+    layout = release.layout()
     version = _text(_dict(config.versions).get("hf_tokbin")) if config else None
-    return load_template().substitute(
-        metadata=metadata,
-        title=title,
-        license_line=_license_line(license, language),
+    counts = _counts_section(release.split_counts, release.stats, bool(release.stats.get("splits")), eod_id, separator, formats, layout)
+    return dict(
+        title=release.title,
         hf_tokbin=f"hf_tokbin {version}" if version else "hf_tokbin",
-        corpus_phrase=f"`{dataset}`" if dataset else "a text corpus",
+        corpus_phrase=f"`{config.dataset}`" if config else "a text corpus",
         trainers=_trainers(formats),
-        files_section=_files_section(root, receipts, manifests, formats),
-        counts_section=_counts_section(split_counts, stats, bool(stats.get("splits")), eod_id, separator, formats, layout) + _llmc_counts(manifests, formats),
-        lengths_section=length_section(root, receipts) if MEGATRON in formats else NOT_RECORDED,
-        tokenizer_section=_tokenizer_section(tokenizer, config),
+        files_section=_files_section(root, release.receipts, release.manifests, formats),
+        counts_section=counts + _llmc_counts(release.manifests, formats),
+        lengths_section=length_section(root, release.receipts) if MEGATRON in formats else NOT_RECORDED,
+        tokenizer_section=_tokenizer_section(_dict(config.tokenizer) if config else {}, config),
         split_section=_split_section(config.split_rule if config else None),
-        format_section=_format_section(root, receipts, manifests, formats, eod_id, separator, llmc_layout, config.megatron_dtype_code if config else None, layout),
-        reading_section=_reading_section(root, receipts, manifests, formats, llmc_layout),
+        format_section=_format_section(root, release.receipts, release.manifests, formats, eod_id, separator, llmc_layout, config.megatron_dtype_code if config else None, layout),
+        reading_section=_reading_section(root, release.receipts, release.manifests, formats, llmc_layout),
     )
 
 
@@ -169,7 +200,7 @@ class _Layout:
         return f"`[sep] + {bos}ids`" if self.separator_position == "before" else f"`{bos}ids + [sep]`"
 
 
-def _formats(config: RunConfig | None, receipts: list[Receipt], manifests: list[tuple[str, dict]]) -> list[str]:
+def _formats(config: RunConfig | None, receipts: list[Receipt], manifests: list[tuple[str, llmc.TokensManifest]]) -> list[str]:
     """The formats ``run_config.json`` names, in a fixed order; without it, those whose files are here."""
     if config is not None:
         return [f for f in FORMAT_LABELS if f in config.formats]
@@ -177,19 +208,19 @@ def _formats(config: RunConfig | None, receipts: list[Receipt], manifests: list[
     return [f for f in FORMAT_LABELS if held[f]]
 
 
-def _manifest_separator(config: RunConfig | None, manifests: list[tuple[str, dict]]):
+def _manifest_separator(config: RunConfig | None, manifests: list[tuple[str, llmc.TokensManifest]]):
     """The llm.c separator id: run_config.json's; without it, the first manifest's ``doc_sep_id``."""
     if config is not None:
         return config.doc_sep_id
-    return next((m.get("doc_sep_id") for _, m in manifests), None)
+    return next((m.doc_sep_id for _, m in manifests), None)
 
 
-def _llmc_layout(config: RunConfig | None, root: Path, manifests: list[tuple[str, dict]]) -> str | None:
+def _llmc_layout(config: RunConfig | None, root: Path, manifests: list[tuple[str, llmc.TokensManifest]]) -> str | None:
     """``llmc.layout`` of run_config.json; without it, ``llama3`` when the first token file has that magic."""
     if config is not None:
         return config.llmc_layout
     for folder, manifest in manifests:
-        names = [f["name"] for f in manifest.get("files", []) if isinstance(f, dict) and isinstance(f.get("name"), str)]
+        names = [f.name for f in manifest.files]
         if names and (root / folder / names[0]).is_file():
             return "llama3" if file_magic(root / folder / names[0]) == llmc.LLAMA3_MAGIC else "gpt2"
     return None
@@ -217,12 +248,10 @@ def _split_counts(stats: dict, receipts: list[Receipt]) -> dict[str, dict[str, i
     return {s: summed[s] for s in SPLITS if s in summed}
 
 
-def _llmc_manifests(root: Path) -> list[tuple[str, dict]]:
+def _llmc_manifests(root: Path) -> list[tuple[str, llmc.TokensManifest]]:
     """``(folder relative to the release, manifest)`` for every llm.c ``_MANIFEST.json``."""
-    found = []
-    for path in sorted((root / TOKENS_DIR).glob("*/*/_MANIFEST.json")):
-        found.append((path.parent.relative_to(root).as_posix(), read_json(path, FormatError)))
-    return found
+    paths = sorted((root / TOKENS_DIR).glob(f"*/*/{llmc.MANIFEST_NAME}"))
+    return [(path.parent.relative_to(root).as_posix(), llmc.TokensManifest.read(path)) for path in paths]
 
 
 # -- sections --------------------------------------------------------------
@@ -286,7 +315,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _files_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, dict]], formats: list[str]) -> str:
+def _files_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, llmc.TokensManifest]], formats: list[str]) -> str:
     rows = []
     if MEGATRON in formats:
         for split in SPLITS:
@@ -299,8 +328,8 @@ def _files_section(root: Path, receipts: list[Receipt], manifests: list[tuple[st
         rows.append(["`receipts/part-NNNNNN.json`", what, f"{len(receipts):,}", ""])
     if LLMC in formats:
         for folder, manifest in manifests:
-            files = [f for f in manifest.get("files", []) if isinstance(f, dict)]
-            size = sum((root / folder / f["name"]).stat().st_size for f in files if isinstance(f.get("name"), str) and (root / folder / f["name"]).is_file())
+            files = manifest.files
+            size = sum((root / folder / f.name).stat().st_size for f in files if (root / folder / f.name).is_file())
             rows.append([f"`{folder}/{{train,val}}-NNNNN.bin`", "llm.c token files, with their `_MANIFEST.json`", f"{len(files):,}", f"{size:,}"])
     rows += preview_rows(root)
     rows += [
@@ -361,17 +390,16 @@ def _counts_section(split_counts: dict[str, dict[str, int]], stats: dict, from_s
     return text
 
 
-def _llmc_counts(manifests: list[tuple[str, dict]], formats: list[str]) -> str:
+def _llmc_counts(manifests: list[tuple[str, llmc.TokensManifest]], formats: list[str]) -> str:
     """The llm.c files' documents and tokens per split, as their ``_MANIFEST.json`` lists them: what a trainer reads."""
     if LLMC not in formats or not manifests:
         return ""
     text = ""
     for folder, manifest in manifests:
-        entries = [f for f in manifest.get("files", []) if isinstance(f, dict)]
         rows = []
         for split in llmc.SPLITS:
-            files = [f for f in entries if f.get("split") == split]
-            documents, tokens = (sum(_count(f.get(k)) or 0 for f in files) for k in ("n_docs", "n_tokens"))
+            files = [f for f in manifest.files if f.split == split]
+            documents, tokens = sum(f.n_docs for f in files), sum(f.n_tokens for f in files)
             rows.append([f"`{split}`", f"{len(files):,}", f"{documents:,}", f"{tokens:,}"])
         text += (
             f"\n\nThe llm.c files (`{folder}/`), as their `_MANIFEST.json` lists them: the tokens are every id the files hold, "
@@ -437,7 +465,7 @@ def _split_section(rule) -> str:
     return _text(details.get("text")) or SPLIT_RULE_TEXT.get(name, f"`{name}`")
 
 
-def _format_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, dict]], formats: list[str], eod_id, separator, llmc_layout, dtype_code, layout: _Layout) -> str:
+def _format_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, llmc.TokensManifest]], formats: list[str], eod_id, separator, llmc_layout, dtype_code, layout: _Layout) -> str:
     from ..formats import llmc, megatron
 
     parts = []
@@ -466,7 +494,7 @@ def _format_section(root: Path, receipts: list[Receipt], manifests: list[tuple[s
         else:
             documents = f"Each document is {shape}, with no separator (the tokenizer has none); files hold whole documents."
         for folder, manifest in manifests:
-            names = [f["name"] for f in manifest.get("files", []) if isinstance(f, dict) and isinstance(f.get("name"), str)]
+            names = [f.name for f in manifest.files]
             first = root / folder / names[0] if names else None
             if llmc_layout == "llama3":
                 parts.append(
@@ -487,7 +515,7 @@ def _format_section(root: Path, receipts: list[Receipt], manifests: list[tuple[s
     return "\n\n".join(parts) or "No token files recorded."
 
 
-def _reading_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, dict]], formats: list[str], llmc_layout) -> str:
+def _reading_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, llmc.TokensManifest]], formats: list[str], llmc_layout) -> str:
     parts = []
     if MEGATRON in formats:
         first_pair = next((f.path[: -len(".bin")] for r in receipts for f in r.files if f.path.endswith(".bin")), "shards/train/part-000000")
