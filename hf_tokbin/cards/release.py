@@ -466,53 +466,64 @@ def _split_section(rule) -> str:
 
 
 def _format_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, llmc.TokensManifest]], formats: list[str], eod_id, separator, llmc_layout, dtype_code, layout: _Layout) -> str:
-    from ..formats import llmc, megatron
-
-    parts = []
-    if MEGATRON in formats:
-        idx_files = [f.path for r in receipts for f in r.files if f.path.endswith(".idx")]
-        dtype = "uint16 (dtype code 8) or int32 (code 4)"
-        if idx_files:
-            header = megatron.read_index_header(root / idx_files[0])
-            dtype = f"{header.dtype.name} (dtype code {header.code})"
-        elif _count(dtype_code) in megatron.DTYPE_CODES:
-            code = dtype_code
-            dtype = f"{megatron.DTYPE_CODES[code].name} (dtype code {code})"
-        parts.append(
-            "**Megatron pairs** are IndexedDataset version 1. `.bin` is a contiguous little-endian "
-            f"stream of {dtype} token ids; each document is one sequence, {layout.megatron_document()}: it ends with one EOD token{_id_text(eod_id)}"
-            + (f" and begins with one BOS token{_id_text(layout.bos_id)}. " if layout.bos_id is not None else ". ")
-            + "`.idx`: magic `MMIDIDX\\0\\0`, version 1 (uint64), the dtype code (uint8), the sequence count and "
-            "document count (uint64 each; documents + 1), then the int32 sequence lengths, the int64 byte "
-            "pointers into `.bin`, and the int64 document indices `[0, 1, ..., N]`."
-        )
+    parts = [_megatron_format(root, receipts, eod_id, dtype_code, layout)] if MEGATRON in formats else []
     if LLMC in formats:
-        shape = layout.llmc_document(_count(separator) is not None)
-        if _count(separator) is not None:
-            where = "preceded" if layout.separator_position == "before" else "followed"
-            documents = f"Each document is {shape}: {where} by the document separator{_id_text(separator)}; files hold whole documents."
-        else:
-            documents = f"Each document is {shape}, with no separator (the tokenizer has none); files hold whole documents."
-        for folder, manifest in manifests:
-            names = [f.name for f in manifest.files]
-            first = root / folder / names[0] if names else None
-            if llmc_layout == "llama3":
-                parts.append(
-                    f"**llm.c token files** (`{folder}/`) use upstream llm.c's Llama 3 layout (`--llmc-layout llama3`): "
-                    "a 1024-byte header of 256 little-endian int32 (magic 20240801, version 7, token count, zeros), "
-                    f"then uint32 ids, as `train_llama3.py` reads them. {documents}"
-                )
-                continue
-            version = ""
-            if first is not None and first.is_file():
-                header = llmc.read_header(first)
-                version = f" Here: version {header.version} ({header.dtype.name} ids)."
-            parts.append(
-                f"**llm.c token files** (`{folder}/`): a 1024-byte header of 256 little-endian int32 "
-                f"(magic 20240520, version, token count, vocabulary size, zeros), then the ids; version 1 "
-                f"holds uint16 ids, version 2 uint32 ids.{version} {documents}"
-            )
+        documents = _llmc_documents(separator, layout)
+        parts += [_llmc_format(root, folder, manifest, llmc_layout, documents) for folder, manifest in manifests]
     return "\n\n".join(parts) or "No token files recorded."
+
+
+def _megatron_dtype(root: Path, receipts: list[Receipt], dtype_code) -> str:
+    """The pairs' dtype: the first ``.idx`` header's; without one, run_config.json's code; else both possibilities."""
+    from ..formats import megatron
+
+    idx_files = [f.path for r in receipts for f in r.files if f.path.endswith(".idx")]
+    if idx_files:
+        header = megatron.read_index_header(root / idx_files[0])
+        return f"{header.dtype.name} (dtype code {header.code})"
+    if _count(dtype_code) in megatron.DTYPE_CODES:
+        return f"{megatron.DTYPE_CODES[dtype_code].name} (dtype code {dtype_code})"
+    return "uint16 (dtype code 8) or int32 (code 4)"
+
+
+def _megatron_format(root: Path, receipts: list[Receipt], eod_id, dtype_code, layout: _Layout) -> str:
+    dtype = _megatron_dtype(root, receipts, dtype_code)
+    return (
+        "**Megatron pairs** are IndexedDataset version 1. `.bin` is a contiguous little-endian "
+        f"stream of {dtype} token ids; each document is one sequence, {layout.megatron_document()}: it ends with one EOD token{_id_text(eod_id)}"
+        + (f" and begins with one BOS token{_id_text(layout.bos_id)}. " if layout.bos_id is not None else ". ")
+        + "`.idx`: magic `MMIDIDX\\0\\0`, version 1 (uint64), the dtype code (uint8), the sequence count and "
+        "document count (uint64 each; documents + 1), then the int32 sequence lengths, the int64 byte "
+        "pointers into `.bin`, and the int64 document indices `[0, 1, ..., N]`."
+    )
+
+
+def _llmc_documents(separator, layout: _Layout) -> str:
+    """How a document stands in the llm.c files, in words."""
+    shape = layout.llmc_document(_count(separator) is not None)
+    if _count(separator) is None:
+        return f"Each document is {shape}, with no separator (the tokenizer has none); files hold whole documents."
+    where = "preceded" if layout.separator_position == "before" else "followed"
+    return f"Each document is {shape}: {where} by the document separator{_id_text(separator)}; files hold whole documents."
+
+
+def _llmc_format(root: Path, folder: str, manifest: llmc.TokensManifest, llmc_layout, documents: str) -> str:
+    if llmc_layout == "llama3":
+        return (
+            f"**llm.c token files** (`{folder}/`) use upstream llm.c's Llama 3 layout (`--llmc-layout llama3`): "
+            "a 1024-byte header of 256 little-endian int32 (magic 20240801, version 7, token count, zeros), "
+            f"then uint32 ids, as `train_llama3.py` reads them. {documents}"
+        )
+    first = root / folder / manifest.files[0].name if manifest.files else None
+    version = ""
+    if first is not None and first.is_file():
+        header = llmc.read_header(first)
+        version = f" Here: version {header.version} ({header.dtype.name} ids)."
+    return (
+        f"**llm.c token files** (`{folder}/`): a 1024-byte header of 256 little-endian int32 "
+        f"(magic 20240520, version, token count, vocabulary size, zeros), then the ids; version 1 "
+        f"holds uint16 ids, version 2 uint32 ids.{version} {documents}"
+    )
 
 
 def _reading_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, llmc.TokensManifest]], formats: list[str], llmc_layout) -> str:
