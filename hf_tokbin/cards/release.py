@@ -378,16 +378,19 @@ def _counts_section(split_counts: dict[str, dict[str, int]], stats: dict, from_s
     origin = "From `stats.json`." if from_stats else "Summed over the receipts (this release has no split counts in `stats.json`)."
     note = _token_note(eod_id, separator, formats, layout)
     text = origin + (" " + note if note else "") + "\n\n" + _table(header, rows)
-    source_rows = []
-    for name, value in sorted(_dict(stats.get("sources")).items()):
-        # A source maps either straight to counts, or to counts per split.
-        by_split = {"": _counts_of(value)} if _counts_of(value) else {s: _counts_of(v) for s, v in sorted(_dict(value).items())}
-        for split, counts in by_split.items():
-            if counts:
-                source_rows.append([f"`{name}`", split] + [f"{counts[k]:,}" if k in counts else "" for k in columns])
+    source_rows = _source_rows(stats, columns)
     if source_rows:
         text += "\n\nBy source:\n\n" + _table(["source", "split"] + header[1:], source_rows)
     return text
+
+
+def _source_rows(stats: dict, columns: list[str]) -> list[list[str]]:
+    """The per-source table's rows: a source maps either straight to counts, or to counts per split."""
+    rows = []
+    for name, value in sorted(_dict(stats.get("sources")).items()):
+        by_split = {"": _counts_of(value)} if _counts_of(value) else {s: _counts_of(v) for s, v in sorted(_dict(value).items())}
+        rows += [[f"`{name}`", split] + [f"{counts[k]:,}" if k in counts else "" for k in columns] for split, counts in by_split.items() if counts]
+    return rows
 
 
 def _llmc_counts(manifests: list[tuple[str, llmc.TokensManifest]], formats: list[str]) -> str:
