@@ -212,6 +212,13 @@ def sha256_file(path: str | os.PathLike) -> str:
         return hashlib.file_digest(file, "sha256").hexdigest()
 
 
+def write_all(fd: int, data) -> None:
+    """Write every byte of ``data`` to the open file ``fd`` (``os.write`` may write fewer)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

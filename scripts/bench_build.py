@@ -29,6 +29,17 @@ parts (fast-path proof, encoding, writing, up to the last receipt), its finish
     python scripts/bench_build.py --mb 2200 --skip-seed002-per-char   # TinyStories V2's size, default shards
 
 Needs ``pip install 'hf_tokbin[bench]'`` (psutil, regex).
+
+With ``--writes-against TREE`` a last section builds the same corpus once
+more with this tree's code and once with TREE's (another checkout, e.g. the
+code before a change), each build process (``--num-proc 1``: no encoding workers, so
+``wchar`` counts no pipe traffic) recording its own ``/proc/self/io`` at
+exit, and prints for each: the wall time, the finish's share of it (from
+the files' times, as above), and the bytes written per byte of token data
+(the llm.c files and the Megatron ``.bin`` files): ``wchar`` (what the
+process wrote through write calls) and ``write_bytes`` (what reached the
+disk's block layer, kernel copies included). The ideal is 1 per format plus
+the records (indices, receipts, manifests).
 """
 
 from __future__ import annotations
@@ -211,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shard-mb", type=float, default=None, help="corpus shard size in MB of text (default: hf-tokbin's)")
     parser.add_argument("--skip-seed002-per-char", action="store_true", help="leave out the slowest baseline (minutes at 2.2 GB)")
     parser.add_argument("--work", type=Path, default=Path("bench-build"), help="folder for inputs and outputs")
+    parser.add_argument("--writes-against", type=Path, metavar="TREE", help="also compare bytes written per token and the finish's share with the hf_tokbin code of TREE")
     parser.add_argument("--seed002-job", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
     parser.add_argument("--limit-job", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -254,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     verify_seconds = verify_spans[0][1] - verify_spans[0][0]
     release_mb = sum(p.stat().st_size for p in release.rglob("*") if p.is_file()) / 1e6
     print(f"then hf-tokbin verify: {verify_seconds:.2f} s for {release_mb:,.0f} MB ({release_mb / verify_seconds:,.0f} MB/s), peak {peak_between(verify_samples, *verify_spans[0]) / 2**20:.0f} MiB ({load()})")
+    if args.writes_against:
+        trees = {"this tree": HERE.parent, str(args.writes_against): args.writes_against}
+        print_writes_per_token(args.work / "corpus", tokenizer, 1, args.work / "writes", trees, dict(os.environ))
     return 0
 
 
@@ -299,6 +314,48 @@ def print_results(text_mb: float, n_tokens: int, limit: float, results: dict, st
     totals = [sum(seconds for _, seconds, _ in stages[n]) for n in columns]
     blank = ""
     print(f"  {'total':<38}{'    '.join(f'{t:>10.2f} {100:>5.1f}% {blank:>7}' for t in totals)}")
+
+
+
+# ---------------------------------------------------------------- bytes written per token, the finish's share (issue 24)
+
+# Runs `hf-tokbin build` in this process, then records /proc/self/io (the build's own reads and writes; its encoding
+# workers write nothing) as JSON in argv[1].
+_IO_RECORDING_BUILD = """
+import json, sys
+from hf_tokbin.cli import main
+code = main(sys.argv[2:])
+with open("/proc/self/io") as f:
+    io = {k: int(v) for k, v in (line.split(": ") for line in f.read().splitlines())}
+with open(sys.argv[1], "w") as f:
+    json.dump(io, f)
+sys.exit(code)
+"""
+
+
+def token_data_bytes(release: Path) -> int:
+    """Bytes of token data in a release: the llm.c files and the Megatron .bin files."""
+    return sum(p.stat().st_size for p in release.rglob("*.bin"))
+
+
+def print_writes_per_token(corpus: Path, tokenizer: Path, num_proc: int, work: Path, trees: dict[str, Path], env: dict) -> None:
+    """One build per code tree of the same corpus: wall time, the finish's share, bytes written per byte of token data."""
+    import json
+
+    print(f"\nbytes written per byte of token data (llm.c + Megatron .bin), the finish's share; --num-proc {num_proc}; {load()}")
+    print(f"{'code':<28}{'seconds':>9}{'finish':>9}{'share':>7}{'wchar/B':>9}{'disk/B':>8}")
+    for name, tree in trees.items():
+        release, record = work / "release", work / "io.json"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        command = [sys.executable, "-c", _IO_RECORDING_BUILD, str(record), "build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--format", "llmc,megatron", "--num-proc", str(num_proc), "--out", str(release), "--quiet"]
+        tree_env = {**env, "PYTHONPATH": os.pathsep.join([str(Path(tree).resolve()), env.get("PYTHONPATH", "")])}
+        (span,), _ = run_tree([command], tree_env)
+        finish = next(seconds for label, start, end in build_stages(release, *span) for seconds in [end - start] if label.startswith("build: finish"))
+        io, data = json.loads(record.read_text()), token_data_bytes(release)
+        wall = span[1] - span[0]
+        print(f"{name[-28:]:<28}{wall:>9.2f}{finish:>9.2f}{100 * finish / wall:>6.1f}%{io['wchar'] / data:>9.2f}{io['write_bytes'] / data:>8.2f}")
+    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -285,6 +285,7 @@ _ROUTES = [
     ("HEAD", re.compile(rf"^/datasets/{_REPO}/resolve/(?P<rev>[^/]+)/(?P<path>.+)$"), "resolve"),
     # Model repos have no URL prefix; these come after the dataset routes, which they cannot match.
     ("GET", re.compile(rf"^/api/models/{_REPO}(?:/revision/(?P<rev>[^/]+))?$"), "model_info"),
+    ("GET", re.compile(rf"^/api/models/{_REPO}/tree/(?P<rev>[^/]+)(?:/(?P<path>.*))?$"), "model_tree"),
     ("GET", re.compile(rf"^/{_REPO}/resolve/(?P<rev>[^/]+)/(?P<path>.+)$"), "model_resolve"),
     ("HEAD", re.compile(rf"^/{_REPO}/resolve/(?P<rev>[^/]+)/(?P<path>.+)$"), "model_resolve"),
 ]
@@ -599,8 +600,8 @@ class _Handler(BaseHTTPRequestHandler):
                 out.append({"type": "directory", "path": path.rstrip("/"), "oid": _tree_oid(commit, path)})
         return self._ok(out)
 
-    def route_tree(self, repo, rev, path=""):
-        commit = self._commit(self._repo(repo), rev)
+    def route_tree(self, repo, rev, path="", repo_type="dataset"):
+        commit = self._commit(self._repo(repo, repo_type), rev)
         recursive = self.query.get("recursive", ["false"])[0].lower() == "true"
         expand = self.query.get("expand", ["false"])[0].lower() == "true"
         prefix = path.strip("/") + "/" if path.strip("/") else ""
@@ -632,6 +633,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def route_model_info(self, repo, rev="main"):
         return self.route_repo_info(repo, rev, "model")
+
+    def route_model_tree(self, repo, rev, path=""):
+        return self.route_tree(repo, rev, path, "model")
 
     def route_model_resolve(self, repo, rev, path):
         return self.route_resolve(repo, rev, path, "model")

@@ -1,6 +1,6 @@
-"""A real two-node Ray cluster, confined to a fresh network namespace, for tests.
+"""A real Ray cluster of three nodes, confined to a fresh network namespace, for tests.
 
-The cluster has two nodes (a head and one worker, one CPU each) in namespaces
+The cluster has three nodes (a head and two workers, one CPU each) in namespaces
 of its own, so that nothing it starts can bind or reach any address but
 loopback:
 
@@ -56,6 +56,8 @@ from pathlib import Path
 import pytest
 
 HEAD_PORT = 6379  # free by construction: the namespace is new
+WORKER_NODES = 2  # besides the head: the session's cluster has NODES nodes
+NODES = 1 + WORKER_NODES
 ADDRESS = f"127.0.0.1:{HEAD_PORT}"
 OBJECT_STORE_BYTES = 100 * 1024 * 1024  # small: tests move kilobytes, and /dev/shm is shared
 
@@ -82,13 +84,14 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 deadline = time.monotonic() + float(sys.argv[1])
+expected = int(sys.argv[2])
 ray.init(address=os.environ["RAY_ADDRESS"], logging_level="ERROR", log_to_driver=False)
 while True:
     nodes = [node["NodeID"] for node in ray.nodes() if node["Alive"]]
-    if len(nodes) == 2:
+    if len(nodes) == expected:
         break
     if time.monotonic() > deadline:
-        sys.exit(f"ray_cluster: {len(nodes)} of 2 nodes alive at the deadline")
+        sys.exit(f"ray_cluster: {len(nodes)} of {expected} nodes alive at the deadline")
     time.sleep(0.2)
 
 
@@ -119,10 +122,11 @@ def _environment(ray_tmpdir: str) -> dict[str, str]:
     return env
 
 
-def _start_nodes_script(ray: Path, log: Path) -> str:
-    """Bash lines that bring up loopback and start the head and the worker node, exiting 97/98 on failure."""
+def _start_nodes_script(ray: Path, log: Path, workers: int = WORKER_NODES) -> str:
+    """Bash lines that bring up loopback and start the head and ``workers`` worker nodes, exiting 97/98 on failure."""
     q = shlex.quote
     node = f"--node-ip-address=127.0.0.1 --num-cpus=1 --object-store-memory={OBJECT_STORE_BYTES}"
+    start_workers = " \\\n   || ".join(f'! {q(str(ray))} start --address={ADDRESS} {node} >>"$log" 2>&1' for _ in range(workers))
     return f"""
 set -u
 ip link set lo up || exit 97
@@ -133,7 +137,7 @@ stop() {{ {q(str(ray))} stop --force >>"$log" 2>&1; }}
 # the driver's directory resolves must fail here too.
 cd "$RAY_TMPDIR" || exit 97
 if ! {q(str(ray))} start --head --port={HEAD_PORT} {node} --include-dashboard=false --disable-usage-stats >>"$log" 2>&1 \\
-   || ! {q(str(ray))} start --address={ADDRESS} {node} >>"$log" 2>&1; then
+   || {start_workers}; then
     echo "ray_cluster: ray start failed; see $log" >&2
     stop
     exit 98
@@ -148,7 +152,7 @@ def _driver_command(python: str, driver: Path, *args: str) -> str:
 
 
 class RayCluster:
-    """A two-node cluster running in namespaces of its own until :meth:`stop`; drivers join it with :meth:`run`.
+    """A cluster of :data:`NODES` nodes running in namespaces of its own until :meth:`stop`; drivers join it with :meth:`run`.
 
     The namespaces' first process is a bash script that starts the nodes,
     then waits for its stdin to close (the session's end, or the test
@@ -186,7 +190,7 @@ class RayCluster:
         # The namespaces' first process is unshare's only child (unshare itself stays outside the PID namespace).
         (child,) = psutil.Process(self._holder.pid).children()
         self._init_pid = child.pid
-        ping = self.run(PING_DRIVER, self.folder / "ping", timeout=max(1.0, deadline - time.monotonic()), args=(str(max(1.0, deadline - time.monotonic())),))
+        ping = self.run(PING_DRIVER, self.folder / "ping", timeout=max(1.0, deadline - time.monotonic()), args=(str(max(1.0, deadline - time.monotonic())), str(NODES)))
         if ping.returncode != 0:
             raise RuntimeError(f"ray_cluster: the cluster is not ready ({ping.returncode}); see {self.log}:\n{ping.stderr[-4000:]}")
 
@@ -227,14 +231,14 @@ class RayCluster:
 
 @pytest.fixture(scope="session")
 def ray_cluster(tmp_path_factory) -> RayCluster:
-    """The session's one two-node cluster (see the module docstring)."""
+    """The session's one cluster of :data:`NODES` nodes (see the module docstring)."""
     cluster = RayCluster(tmp_path_factory.mktemp("ray_session"))
     yield cluster
     cluster.stop()
 
 
 def run_in_ray_namespace(driver_code: str, tmp_path: str | os.PathLike, timeout: float = 120, cluster: bool = True) -> subprocess.CompletedProcess:
-    """Run ``driver_code`` as a Python script beside a fresh two-node Ray cluster on loopback only.
+    """Run ``driver_code`` as a Python script beside a fresh two-node Ray cluster (head and one worker) on loopback only.
 
     The script is written to ``tmp_path/driver.py`` and run with the current
     interpreter, in ``tmp_path``, with ``RAY_ADDRESS`` set to the head node.
@@ -253,7 +257,7 @@ def run_in_ray_namespace(driver_code: str, tmp_path: str | os.PathLike, timeout:
     q = shlex.quote
     with tempfile.TemporaryDirectory(prefix="ray-", dir="/tmp") as ray_tmpdir:
         if cluster:
-            script = _start_nodes_script(_ray_command(), tmp_path / "ray_cluster.log") + _driver_command(sys.executable, driver) + "status=$?\nstop\nexit $status\n"
+            script = _start_nodes_script(_ray_command(), tmp_path / "ray_cluster.log", workers=1) + _driver_command(sys.executable, driver) + "status=$?\nstop\nexit $status\n"
         else:
             script = f"ip link set lo up || exit 97\ncd {q(str(tmp_path))} || exit 97\n{q(sys.executable)} {q(str(driver))}\n"
         return subprocess.run(

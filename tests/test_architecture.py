@@ -115,30 +115,35 @@ def test_formats_import_nothing_above_them():
                 assert module.split(".")[1] in ("formats", "errors", "_io"), f"{path.name} imports {module}, above formats/"
 
 
-def test_no_import_cycle_between_packages():
-    """Which top-level parts of hf_tokbin each part imports: the graph has no cycle."""
+def package_graph() -> dict[str, set[str]]:
+    """Which top-level parts of hf_tokbin each part imports (the package root, the old-path shims and ``__main__`` left out)."""
+    parts = {p.name.removesuffix(".py") for p in PACKAGE.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
     graph: dict[str, set[str]] = {}
     for path in PACKAGE.rglob("*.py"):
         part = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
         for module in _imports(path):
-            if module.startswith("hf_tokbin.") and module.split(".")[1] != part:
-                graph.setdefault(part, set()).add(module.split(".")[1])
-    # The package root and the old-path shims re-export; the CLI sits on top of everything.
-    for top in ("__init__", "llmc", "megatron", "cli", "__main__"):
+            target = module.split(".")[1] if module.startswith("hf_tokbin.") else None
+            if target in parts and target != part:  # `from .. import __version__` is the package root's
+                graph.setdefault(part, set()).add(target)
+    for top in ("__init__", "llmc", "megatron", "__main__"):
         graph.pop(top, None)
-    seen, done = set(), set()
+    return graph
 
-    def visit(node, stack):
-        assert node not in stack, f"import cycle: {' -> '.join([*stack, node])}"
-        if node in done:
-            return
-        for nxt in sorted(graph.get(node, ())):
-            visit(nxt, [*stack, node])
-        done.add(node)
 
-    for node in sorted(graph):
-        visit(node, [])
-        seen.add(node)
+def test_no_import_cycle_between_packages():
+    """The graph of the parts has no cycle (the CLI sits on top of everything)."""
+    graph = package_graph()
+    graph.pop("cli", None)
+    assert find_cycle(graph) is None, f"import cycle: {' -> '.join(find_cycle(graph))}"
+
+
+def test_docs_architecture_lists_the_arrows_as_they_are():
+    """docs/architecture.md's table of imports is the tree's, arrow for arrow."""
+    text = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = text.split("<!-- imports: generated from the tree, checked by tests/test_architecture.py -->\n```text\n", 1)[1].split("```", 1)[0]
+    documented = {line.split(" -> ")[0].strip(): set(line.split(" -> ")[1].split(", ")) for line in block.strip().splitlines()}
+    actual = package_graph()
+    assert documented == actual, "\n".join(f"{k} -> {', '.join(sorted(v))}" for k, v in sorted(actual.items()))
 
 
 def test_no_import_cycle_between_modules_counting_function_local_imports():

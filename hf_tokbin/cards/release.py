@@ -150,7 +150,7 @@ def _sections(release: _Release) -> dict[str, str]:
         hf_tokbin=f"hf_tokbin {version}" if version else "hf_tokbin",
         corpus_phrase=f"`{config.dataset}`" if config else "a text corpus",
         trainers=_trainers(formats),
-        files_section=_files_section(root, release.receipts, release.manifests, formats),
+        files_section=_files_section(root, release.receipts, release.manifests, formats, llmc_layout),
         counts_section=counts + _llmc_counts(release.manifests, formats),
         lengths_section=length_section(root, release.receipts) if MEGATRON in formats else NOT_RECORDED,
         tokenizer_section=_tokenizer_section(_dict(config.tokenizer) if config else {}, config),
@@ -315,7 +315,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _files_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, llmc.TokensManifest]], formats: list[str]) -> str:
+def _files_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, llmc.TokensManifest]], formats: list[str], llmc_layout: str | None = None) -> str:
     rows = []
     if MEGATRON in formats:
         for split in SPLITS:
@@ -329,7 +329,7 @@ def _files_section(root: Path, receipts: list[Receipt], manifests: list[tuple[st
     if LLMC in formats:
         for folder, manifest in manifests:
             files = manifest.files
-            size = sum((root / folder / f.name).stat().st_size for f in files if (root / folder / f.name).is_file())
+            size = sum(_llmc_file_size(root / folder, f, manifest, llmc_layout) for f in files)
             rows.append([f"`{folder}/{{train,val}}-NNNNN.bin`", "llm.c token files, with their `_MANIFEST.json`", f"{len(files):,}", f"{size:,}"])
     rows += preview_rows(root)
     rows += [
@@ -468,6 +468,14 @@ def _split_section(rule) -> str:
     return _text(details.get("text")) or SPLIT_RULE_TEXT.get(name, f"`{name}`")
 
 
+def _llmc_file_size(folder: Path, entry: llmc.LlmcFileEntry, manifest: llmc.TokensManifest, llmc_layout: str | None) -> int:
+    """A token file's size: from its manifest entry and the layout (a build's finish may hold no token file), else from disk."""
+    if llmc_layout in llmc.FAMILIES and manifest.vocab_size <= 2**32:
+        return llmc.HEADER_BYTES + entry.n_tokens * llmc.layout_for(manifest.vocab_size, llmc_layout).dtype.itemsize
+    path = folder / entry.name
+    return path.stat().st_size if path.is_file() else 0
+
+
 def _format_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, llmc.TokensManifest]], formats: list[str], eod_id, separator, llmc_layout, dtype_code, layout: _Layout) -> str:
     parts = [_megatron_format(root, receipts, eod_id, dtype_code, layout)] if MEGATRON in formats else []
     if LLMC in formats:
@@ -519,7 +527,10 @@ def _llmc_format(root: Path, folder: str, manifest: llmc.TokensManifest, llmc_la
         )
     first = root / folder / manifest.files[0].name if manifest.files else None
     version = ""
-    if first is not None and first.is_file():
+    if llmc_layout == "gpt2" and manifest.vocab_size <= 2**32:  # the layout the build wrote, from the manifest
+        written = llmc.layout_for(manifest.vocab_size, "gpt2")
+        version = f" Here: version {written.version} ({written.dtype.name} ids)."
+    elif first is not None and first.is_file():
         header = llmc.read_header(first)
         version = f" Here: version {header.version} ({header.dtype.name} ids)."
     return (

@@ -32,6 +32,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--eod-id", type=int, default=None, help="the EOD id for Megatron/MaxText checks (default: run_config.json's)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars (verify shows none)")
     add_json_flag(parser)
+    parser.add_argument("--engine", choices=["local", "ray"], default="local", help="a release folder: where the per-file checks run (ray: one task per pair and llm.c file; every node must see PATH)")
+    parser.add_argument("--num-proc", type=int, default=1, metavar="N", help="with --engine local: files checked at once (default: %(default)s)")
+    parser.add_argument("--ray-address", default=None, metavar="ADDR", help="with --engine ray: the cluster (default: Ray's rule, as for build)")
     parser.set_defaults(run=run)
 
 
@@ -63,7 +66,7 @@ def run(args) -> int:
     if args.target is None:
         from ..verify.files import verify_path_record
 
-        emit(args, *verify_path_record(args.path))
+        emit(args, *verify_path_record(args.path, engine=args.engine, num_proc=args.num_proc, ray_address=args.ray_address))
         return 0
     from ..verify.compat import ERROR, WARNING, LoaderSettings, check
 

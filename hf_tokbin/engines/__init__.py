@@ -1,11 +1,15 @@
-"""Where a build's parts run: ``local`` (this machine, :mod:`.local`) or ``ray`` (a Ray cluster, :mod:`.ray`).
+"""Where a build's tasks run: ``local`` (this machine, :mod:`.local`) or ``ray`` (a Ray cluster, :mod:`.ray`).
 
-Both run the same function, :func:`hf_tokbin.pipeline.build_part`, on the same
-plan, and give byte-identical releases. Ray is imported only when used.
+Two kinds of task, on the same plan: one per input shard
+(:func:`hf_tokbin.pipeline.build_part`, :func:`run_parts`) and, at the finish,
+one per llm.c file (:func:`hf_tokbin.pipeline.pack.pack_file`,
+:func:`run_tasks`). Both engines give byte-identical releases. Ray is
+imported only when used.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 
@@ -24,3 +28,32 @@ def run_parts(engine: str, build_part, plan, indices: list[int], ray_address: st
     # One process per task (Ray spreads the tasks); per-part bars would only be noise from every worker.
     task = functools.partial(build_part, progress=False)
     return run_on_ray(task, dataclasses.replace(plan, options=dataclasses.replace(plan.options, num_proc=1)), indices, address=ray_address, progress=progress)
+
+
+def run_tasks(engine: str, fn, plan, items: list, labels: list[str], ray_address: str | None = None, progress: bool = True, desc: str = "tasks") -> list:
+    """``fn(plan, item)`` for every item on ``engine``; the results in order.
+
+    Locally a pool of ``plan.num_proc`` threads runs them (the tasks copy and
+    hash files: the kernel and hashlib work without the GIL); on Ray each is a
+    task, retried as a part is. ``labels`` name the items in messages.
+    """
+    if engine == "local":
+        from .local import run_in_threads
+
+        num_proc = plan.options.num_proc if hasattr(plan, "options") else plan.num_proc
+        return run_in_threads(fn, plan, items, num_proc, progress, desc)
+    from .ray import run_parts as run_on_ray
+
+    return run_on_ray(fn, plan, items, address=ray_address, progress=progress, labels=labels, desc=desc, unit="file")
+
+
+@contextlib.contextmanager
+def connected(engine: str, ray_address: str | None = None):
+    """One connection to the engine for every stage of a build (Ray: ``ray.init`` once, shut down at the end)."""
+    if engine != "ray":
+        yield
+        return
+    from .ray import session
+
+    with session(ray_address):
+        yield

@@ -189,3 +189,18 @@ def run_parts_locally(fn: Callable[..., Any], plan: Any, indices: list[int], pro
         return [fn(plan, i, progress) for i in tqdm(indices, desc="parts", unit="part", disable=not progress or len(indices) < 2)]
     finally:
         close_shared_pool()
+
+
+def run_in_threads(fn: Callable[..., Any], plan: Any, items: list, num_threads: int, progress: bool = True, desc: str = "tasks") -> list:
+    """``fn(plan, item)`` for every item on a pool of ``num_threads`` threads; the results in order, with a bar."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tqdm.auto import tqdm
+
+    with ThreadPoolExecutor(max(1, num_threads), thread_name_prefix="hf_tokbin-task") as pool:
+        futures = [pool.submit(fn, plan, item) for item in items]
+        try:
+            return [f.result() for f in tqdm(futures, desc=desc, unit="file", disable=not progress or len(items) < 2)]
+        finally:
+            for future in futures:  # an error: drop the tasks not started
+                future.cancel()

@@ -30,6 +30,7 @@ rest of hf_tokbin never import it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from collections.abc import Callable, Iterable
@@ -54,7 +55,7 @@ class _PermanentFailure:
     error: TokbinError
 
 
-def _run_part(fn: Callable[[Any, int], Any], plan: Any, index: int, driver_versions: dict[str, str | None]) -> Any:
+def _run_part(fn: Callable[[Any, Any], Any], plan: Any, index: Any, driver_versions: dict[str, str | None], label: str | None = None) -> Any:
     """The body of one Ray task: ``fn(plan, index)`` on a worker, input errors returned."""
     # Every package whose version can change an id (hf_tokbin.versions.ID_PACKAGES) must be the driver's:
     # the driver made the fast-path proof with its own gigatoken.
@@ -62,7 +63,7 @@ def _run_part(fn: Callable[[Any, int], Any], plan: Any, index: int, driver_versi
     if worker_versions != driver_versions:
         return _PermanentFailure(
             BuildError(
-                f"input shard {index}",
+                label or f"input shard {index}",
                 "package versions on a Ray worker must be the driver's",
                 expected=_describe(driver_versions),
                 got=_describe(worker_versions),
@@ -119,6 +120,21 @@ def check_reachable(address: str | None) -> None:
         ) from e
 
 
+@contextlib.contextmanager
+def session(address: str | None):
+    """Connected to the cluster for the block (if this process is not already): every stage's tasks share the connection."""
+    ray = _import_ray()
+    if ray.is_initialized():
+        yield
+        return
+    check_reachable(address)
+    ray.init(address=address)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
 def run_parts(
     fn: Callable[[Any, int], Any],
     plan: Any,
@@ -126,6 +142,9 @@ def run_parts(
     address: str | None = None,
     max_retries: int = 3,
     progress: bool = True,
+    labels: list[str] | None = None,
+    desc: str = "ray tasks",
+    unit: str = "part",
 ) -> list:
     """Run ``fn(plan, i)`` for every ``i`` in ``indices`` as Ray tasks; return the results in that order.
 
@@ -144,6 +163,9 @@ def run_parts(
         max_retries: how many times Ray re-runs a task whose worker died or
             which raised an error other than a TokbinError (0: never).
         progress: show a tqdm bar that advances as tasks finish.
+        labels: what each task is, for messages (default ``input shard I``);
+            with labels, ``indices`` may be any picklable values (a pack task's file plan).
+        desc, unit: the bar's name and what it counts.
 
     Raises:
         MissingDependencyError: Ray is not installed.
@@ -160,13 +182,14 @@ def run_parts(
         check_reachable(address)
         ray.init(address=address)
     try:
-        return _run_on_ray(ray, fn, plan, indices, max_retries, progress)
+        labels = labels or [f"input shard {i}" for i in indices]
+        return _run_on_ray(ray, fn, plan, indices, max_retries, progress, labels, (desc, unit))
     finally:
         if connected_here:
             ray.shutdown()
 
 
-def _run_on_ray(ray, fn, plan, indices: list[int], max_retries: int, progress: bool) -> list:
+def _run_on_ray(ray, fn, plan, indices: list, max_retries: int, progress: bool, labels: list[str], bar: tuple[str, str]) -> list:
     from tqdm.auto import tqdm
 
     task = ray.remote(
@@ -178,19 +201,20 @@ def _run_on_ray(ray, fn, plan, indices: list[int], max_retries: int, progress: b
     driver_versions = package_versions()
     named = getattr(fn, "func", fn)  # a functools.partial: name the task after the function it wraps
     fn_name = getattr(named, "__name__", type(named).__name__)
+    plan_ref = ray.put(plan)  # one copy of the plan in the object store, not one per task
     position_of = {
         # Named after the part, so `ray list tasks` and Ray's retry messages say which.
-        task.options(name=f"{fn_name}[{index}]").remote(fn, plan, index, driver_versions): position
+        task.options(name=f"{fn_name}[{index if isinstance(index, int) else labels[position]}]").remote(fn, plan_ref, index, driver_versions, labels[position]): position
         for position, index in enumerate(indices)
     }
     results: list = [None] * len(indices)
     pending = list(position_of)
     try:
-        with tqdm(total=len(indices), desc="ray tasks", unit="part", disable=not progress) as bar:
+        with tqdm(total=len(indices), desc=bar[0], unit=bar[1], disable=not progress) as bar:
             while pending:
                 (ref,), pending = ray.wait(pending, num_returns=1)
                 position = position_of[ref]
-                results[position] = _task_result(ray, ref, indices[position], max_retries)
+                results[position] = _task_result(ray, ref, labels[position], max_retries)
                 bar.update(1)
     except BaseException:
         # A failed part (or Ctrl-C) ends the build: free the cluster.
@@ -200,27 +224,28 @@ def _run_on_ray(ray, fn, plan, indices: list[int], max_retries: int, progress: b
     return results
 
 
-def _task_result(ray, ref, index: int, max_retries: int) -> Any:
-    """The value of a finished task, or the error that ends the build."""
+def _task_result(ray, ref, label: str | int, max_retries: int) -> Any:
+    """The value of a finished task, or the error that ends the build (``label`` names it; an int is an input shard)."""
+    label = label if isinstance(label, str) else f"input shard {label}"
     try:
         value = ray.get(ref)
     except ray.exceptions.RayTaskError as e:
-        full = disk_full_error(e.cause, f"input shard {index}")  # the file, where the task's error names it
+        full = disk_full_error(e.cause, label)  # the file, where the task's error names it
         if full is not None:
             raise full from e
         if isinstance(e.cause, OSError):
-            raise _task_failed(index, max_retries, f"{type(e.cause).__name__}: {e.cause}", "every node must read the corpus and tokenizer, and write the output, at the same paths (shared storage)") from e
+            raise _task_failed(label, max_retries, f"{type(e.cause).__name__}: {e.cause}", "every node must read the corpus and tokenizer, and write the output, at the same paths (shared storage)") from e
         raise  # a bug: keep Ray's error and the worker's traceback
     except ray.exceptions.RayError as e:
         # The worker process or its node died on every attempt.
-        raise _task_failed(index, max_retries, f"{type(e).__name__}: {_first_line(e)}", "see `ray logs` on the cluster (killed? out of memory?), or allow more retries") from e
+        raise _task_failed(label, max_retries, f"{type(e).__name__}: {_first_line(e)}", "see `ray logs` on the cluster (killed? out of memory?), or allow more retries") from e
     if isinstance(value, _PermanentFailure):
         raise value.error
     return value
 
 
-def _task_failed(index: int, max_retries: int, got: str, hint: str) -> BuildError:
-    return BuildError(f"input shard {index}", "Ray task did not finish", expected=f"success within {max_retries} retries", got=got, hint=hint)
+def _task_failed(label: str, max_retries: int, got: str, hint: str) -> BuildError:
+    return BuildError(label, "Ray task did not finish", expected=f"success within {max_retries} retries", got=got, hint=hint)
 
 
 def _first_line(error: BaseException) -> str:

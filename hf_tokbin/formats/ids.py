@@ -29,16 +29,23 @@ def checked_ids(ids, vocab_size: int, path) -> np.ndarray:
     return array
 
 
-def check_ids_below(path, ids: np.ndarray, vocab_size: int, offset: int = 0, where: str = "token") -> None:
-    """Raise if any id in ``ids`` (a file's ids, read in chunks) is >= ``vocab_size`` or negative, naming the first one's index.
-
-    Negative ids only fit a signed file (Megatron's int32); no tokenizer has one.
-    """
+def first_out_of_range(ids: np.ndarray, vocab_size: int) -> int | None:
+    """The index of the first id of ``ids`` that is not in ``0..vocab_size-1`` (read in chunks), or None."""
     for start in range(0, len(ids), _CHECK_CHUNK):
         chunk = ids[start : start + _CHECK_CHUNK]
         if chunk.size and (int(chunk.max()) >= vocab_size or int(chunk.min()) < 0):
-            i = start + int(np.argmax((chunk >= vocab_size) | (chunk < 0)))
-            raise FormatError(path, f"{where} {offset + i}: id must be in 0..vocab_size-1", expected=f"< {vocab_size}", got=int(ids[i]))
+            return start + int(np.argmax((chunk >= vocab_size) | (chunk < 0)))
+    return None
+
+
+def check_ids_below(path, ids: np.ndarray, vocab_size: int, offset: int = 0, where: str = "token") -> None:
+    """Raise if any id in ``ids`` (a file's ids) is >= ``vocab_size`` or negative, naming the first one's index.
+
+    Negative ids only fit a signed file (Megatron's int32); no tokenizer has one.
+    """
+    i = first_out_of_range(ids, vocab_size)
+    if i is not None:
+        raise FormatError(path, f"{where} {offset + i}: id must be in 0..vocab_size-1", expected=f"< {vocab_size}", got=int(ids[i]))
 
 
 def checked_documents(flat_ids, lengths, vocab_size: int, path) -> tuple[np.ndarray, np.ndarray]:

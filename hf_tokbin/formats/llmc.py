@@ -42,6 +42,20 @@ Worked example (ids [1, 2, 3]): 1,036 bytes,
 The three (magic, version) pairs are the one table :data:`LAYOUTS`; every
 reader and writer here goes through it.
 
+A build writes the files in two steps, so that no machine reads every token
+(:class:`SegmentWriter`, :func:`pack_file`). Each part (input shard) writes its
+documents once, exactly as they stand in the token files (separators and BOS
+in place, the layout's dtype, no header), as a *segment*::
+
+    <part>.tokens   the stream of ids, document after document
+    <part>.ends     int64 little-endian: ends[i] = the stream position (in ids) after document i
+
+A token file is then its header followed by consecutive byte ranges of the
+segments, cut between documents; :func:`plan_files` computes the cuts from the
+segments' counts alone, reading ``.ends`` only where a file's end falls inside
+a segment. The files are the bytes one sequential writer (:class:`LlmcWriter`)
+would write.
+
 The manifest ``tokens/<tokenizer_id>/<dataset>/_MANIFEST.json`` lists every file
 with its split, n_tokens, n_docs and SHA-256 (schema
 ``hf_tokbin/schemas/tokens-manifest.schema.json``).
@@ -128,6 +142,13 @@ def layout_of(magic: int, version: int) -> Layout | None:
 def version_for_vocab(vocab_size: int) -> int:
     """Version 1 (uint16) when every id fits 16 bits, version 2 (uint32) above (magic 20240520)."""
     return layout_for(vocab_size).version
+
+
+def document_boundaries(doc_sep_id: int | None, bos_id: int | None, separator: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The tokens before and after each document's ids: ``([sep, bos], [])`` for "before" (seed 000), ``([bos], [sep])`` for "after"."""
+    sep = () if doc_sep_id is None else (doc_sep_id,)
+    bos = () if bos_id is None else (bos_id,)
+    return (sep + bos, ()) if separator == "before" else (bos, sep)
 
 
 def file_name(split: str, index: int) -> str:
@@ -286,10 +307,7 @@ class LlmcWriter:
         self.doc_sep_id = doc_sep_id
         self.bos_id = bos_id
         self.separator = separator
-        sep = () if doc_sep_id is None else (doc_sep_id,)
-        bos = () if bos_id is None else (bos_id,)
-        # The tokens around each document's ids, by the layout.
-        self._before, self._after = (sep + bos, ()) if separator == "before" else (bos, sep)
+        self._before, self._after = document_boundaries(doc_sep_id, bos_id, separator)
         self.max_tokens = max_tokens
         self.files: list[LlmcFileEntry] = []
         # Finished files still being hashed: (name, n_tokens, n_docs, digest). A

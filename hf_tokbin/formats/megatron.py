@@ -132,7 +132,10 @@ class MegatronWriter:
 
     def add_documents(self, flat_ids: np.ndarray, lengths: np.ndarray) -> None:
         """Append documents given as one flat id array (without BOS or EOD) and each one's length."""
-        flat_ids, lengths = checked_documents(flat_ids, lengths, self.vocab_size, self.bin_path)
+        self.add_checked_documents(*checked_documents(flat_ids, lengths, self.vocab_size, self.bin_path))
+
+    def add_checked_documents(self, flat_ids: np.ndarray, lengths: np.ndarray) -> None:
+        """:meth:`add_documents` for documents ``formats.ids.checked_documents`` has already checked (a build checks once for every format)."""
         seq_lengths = lengths + self.boundary_tokens  # BOS and EOD count in each sequence's length
         if seq_lengths.size and int(seq_lengths.max()) > np.iinfo(np.int32).max:
             raise FormatError(self.bin_path, "a sequence length must fit int32", got=int(seq_lengths.max()))

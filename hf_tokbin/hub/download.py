@@ -199,15 +199,17 @@ def git_blob_id(path: Path) -> str:
     return git_hash(Path(path).read_bytes())
 
 
-def tree_expected(tree: dict, path: str, source: Source, record: bool = True) -> Expected:
+def tree_expected(tree: dict, path: str, source: Source, record: bool = True, max_bytes: int | None = None) -> Expected:
     """What a file no record lists must be, by the Hub's tree: its size and LFS SHA-256 or git blob id.
 
-    A ``record`` (COMPLETE.json, a manifest, a card) is at most ``max_record_bytes``: refused before a byte is read.
+    A ``record`` (COMPLETE.json, a manifest, a card) is at most ``max_record_bytes``, any file at most ``max_bytes``
+    when given (a tokenizer.json): a larger listed size is refused before a byte is read.
     """
     entry = tree[path]
-    limit = source.limits.max_record_bytes if record else float("inf")
-    if not (isinstance(entry.size, int) and 0 <= entry.size <= limit):
-        raise HubError(source.uri(path), "the Hub's tree gives a size out of bounds for a record", expected=f"at most {source.limits.max_record_bytes:,} bytes", got=shown(entry.size))
+    limit = max_bytes if max_bytes is not None else source.limits.max_record_bytes if record else None
+    if not (isinstance(entry.size, int) and 0 <= entry.size and (limit is None or entry.size <= limit)):
+        what = "a record" if max_bytes is None else "this file"
+        raise HubError(source.uri(path), f"the Hub's tree gives a size out of bounds for {what}", expected=f"at most {limit:,} bytes" if limit else "a size", got=shown(entry.size))
     if entry.lfs is not None:
         return Expected(entry.size, sha256=entry.lfs.sha256 if hasattr(entry.lfs, "sha256") else entry.lfs["sha256"])
     return Expected(entry.size, git_blob_id=entry.blob_id)

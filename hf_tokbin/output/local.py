@@ -14,6 +14,7 @@ from typing import Callable, Iterable, TypeVar
 
 from .._io import TMP_SUFFIX, notify, refuse_link, sha256_file, write_text_atomic
 from ..errors import BuildError, shown
+from ..formats.llmc_segments import copy_file_range_into
 from ..formats.records import FileEntry
 
 R = TypeVar("R")
@@ -173,6 +174,13 @@ def real_folder(root: Path, rel: str) -> Path:
     return folder
 
 
+def checked_range(where: str, data: bytes, start: int, length: int) -> bytes:
+    """``data`` if it is the ``length`` bytes asked for; else the file was shorter than its record says."""
+    if len(data) != length:
+        raise BuildError(where, "file is shorter than its record says", expected=f"{length} bytes from byte {start}", got=f"{len(data)} bytes", hint="run the build again")
+    return data
+
+
 def local_matches(path: Path, entry: FileEntry) -> bool:
     """Whether ``path`` is a regular file (not a symlink) with the entry's size and SHA-256."""
     return path.is_file() and not path.is_symlink() and path.stat().st_size == entry.size and sha256_file(path) == entry.sha256
@@ -217,6 +225,14 @@ class Output:
 
     def fetch(self, entry: FileEntry) -> None:
         """Make ``work/entry.path`` hold the published file, checked against its size and SHA-256."""
+        raise NotImplementedError
+
+    def read_range(self, rel: str, start: int, length: int) -> bytes:
+        """``length`` bytes of the published ``rel`` from byte ``start`` (an error if the file is shorter)."""
+        raise NotImplementedError
+
+    def copy_range_into(self, rel: str, start: int, length: int, fd: int) -> None:
+        """Append ``length`` bytes of the published ``rel`` from byte ``start`` to the open file ``fd``."""
         raise NotImplementedError
 
     def remove_tree(self, rel: str) -> None:
@@ -275,6 +291,14 @@ class LocalFolder(Output):
     def fetch(self, entry: FileEntry) -> None:
         if not self.matches(entry):
             raise BuildError(self.location(entry.path), "file must match its recorded size and SHA-256", expected=entry.sha256, hint="run the build again")
+
+    def read_range(self, rel: str, start: int, length: int) -> bytes:
+        with open(Path(self.root) / rel, "rb") as file:
+            data = os.pread(file.fileno(), length, start)
+        return checked_range(self.location(rel), data, start, length)
+
+    def copy_range_into(self, rel: str, start: int, length: int, fd: int) -> None:
+        copy_file_range_into(Path(self.root) / rel, start, length, fd)
 
     def remove_tree(self, rel: str) -> None:
         shutil.rmtree(Path(self.root) / rel, ignore_errors=True)

@@ -11,13 +11,15 @@ a scratch folder. It then publishes the files to the URL with fsspec, in an
 order that keeps the completion rules of a local folder (on an object store
 an object appears only once its upload has finished):
 
-1. per part: the part's Megatron pair, its llm.c staging pair
-   ``.work/llmc/part-NNNNNN.bin|.idx``, the staging pair's sizes and digests
+1. per part: the part's Megatron pair, its llm.c segment
+   ``.work/llmc/part-NNNNNN.tokens|.ends``, the segment's sizes and digests
    ``.work/llmc/part-NNNNNN.json`` (``{"files": [{"path", "size", "sha256"},
    ...]}``, canonical JSON) and, last, the receipt;
-2. at the finish (on the driver): ``tokens/``, ``stats.json``, ``README.md``
-   and, last, ``COMPLETE.json``; then the remote ``.work/`` and the local
-   scratch folder are deleted.
+2. per llm.c file (a pack task, on any node): the file, made from ranged
+   reads of the segments at the URL (:meth:`UrlFolder.copy_range_into`);
+3. at the finish (on the driver, which reads records only): ``_MANIFEST.json``,
+   ``stats.json``, ``README.md`` and, last, ``COMPLETE.json``; then the remote
+   ``.work/`` and the local scratch folder are deleted.
 
 Nothing about the URL or its credentials is written into any release file;
 credentials come from the backend's own configuration (environment
@@ -41,10 +43,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._io import commit_file, naming_the_file, refuse_link, tmp_path_for
+from .._io import commit_file, naming_the_file, refuse_link, tmp_path_for, write_all
 from ..errors import BuildError
 from ..formats.records import FileEntry
-from .local import LocalFolder, Output, local_matches
+from .local import LocalFolder, Output, checked_range, local_matches
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _HASH_CHUNK = 1 << 22  # bytes read per step when hashing a remote file
@@ -213,6 +215,21 @@ class UrlFolder(Output):
         commit_file(tmp, local)
         if not local_matches(local, entry):
             raise BuildError(self.location(entry.path), "file must match its recorded size and SHA-256", expected=entry.sha256, got=f"{local.stat().st_size} bytes", hint="run the build again")
+
+    @_naming_the_url
+    def read_range(self, rel: str, start: int, length: int) -> bytes:
+        """A ranged read of the object (the backend's range request): never the whole file."""
+        fs, root = self._fs()
+        return checked_range(self.location(rel), fs.cat_file(f"{root}/{rel}", start=start, end=start + length), start, length)
+
+    @_naming_the_url
+    def copy_range_into(self, rel: str, start: int, length: int, fd: int) -> None:
+        """Ranged reads of the object, :data:`_HASH_CHUNK` bytes at a time, appended to ``fd``."""
+        fs, root = self._fs()
+        end = start + length
+        for first in range(start, end, _HASH_CHUNK):
+            last = min(first + _HASH_CHUNK, end)
+            write_all(fd, checked_range(self.location(rel), fs.cat_file(f"{root}/{rel}", start=first, end=last), first, last - first))
 
     @_naming_the_url
     def matches(self, entry: FileEntry) -> bool:

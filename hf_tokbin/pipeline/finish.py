@@ -1,10 +1,11 @@
-"""The finish of a build: cheap and sequential, after every part has its receipt.
+"""The finish of a build, after every part has its receipt: llm.c packing, stats, card, COMPLETE.json last.
 
-It packs the llm.c token files in corpus order from the parts' staging pairs
-(the separator before or after every document, the BOS first, roll-over
-before the per-file limit),
-writes ``_MANIFEST.json``, ``stats.json`` and the dataset card, checks that
-documents and tokens add up everywhere (token conservation) and publishes
+The process that runs it (the *driver*) handles records only, never token
+bytes: it reads the receipts and the parts' llm.c segment records, cuts the
+llm.c files from their counts and runs one pack task per file on the build's
+engine (:mod:`hf_tokbin.pipeline.pack`), writes ``_MANIFEST.json`` from what
+the tasks return, ``stats.json`` and the dataset card, checks that documents
+and tokens add up everywhere (token conservation) and publishes
 ``COMPLETE.json`` last.
 """
 
@@ -13,11 +14,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import numpy as np
-
 from .._io import sha256_file, write_json_atomic, write_text_atomic
 from ..errors import BuildError
-from ..formats import llmc, megatron
+from ..formats import llmc
 from ..formats.records import FileEntry
 from ..formats.release import (
     CARD_NAME,
@@ -32,39 +31,40 @@ from ..formats.release import (
     Receipt,
     SplitCounts,
     list_release_paths,
-    part_name,
     receipt_path,
     split_totals,
     stats_record,
 )
 from ..output import Output
-from .part import staging_entries, staging_rel
+from .pack import pack_file, plan_llmc_files
 from .plan import WORK_DIR, BuildPlan
 from .preview import write_previews
 
-_FEED_DOCS = 1 << 16  # documents handed to the llm.c writer per step
 
-
-def finish_build(plan: BuildPlan, receipts: list[Receipt]) -> tuple[dict[str, SplitCounts], int]:
-    """Pack llm.c files, write stats.json, the card and, last, COMPLETE.json. Returns the counts and the number of files."""
+def finish_build(plan: BuildPlan, receipts: list[Receipt], engine: str = "local", ray_address: str | None = None, progress: bool = True) -> tuple[dict[str, SplitCounts], int]:
+    """Pack llm.c files (tasks on ``engine``), write stats.json, the card and, last, COMPLETE.json. Returns the counts and the number of files."""
     output = plan.output
     work = output.work
-    _fetch_parts(plan, output, receipts)
+    _fetch_records(output, receipts)
     counts = check_split_totals(plan, receipts)
     # Digests computed as the big files were written; COMPLETE.json need not hash them again.
-    known = {f.path: f for r in receipts for f in r.files}
-    if "llmc" in plan.options.formats:
-        known.update((f.path, f) for f in _write_llmc(plan, counts))
-    write_previews(plan, receipts)  # before the card, which declares them
+    parts_files = {f.path: f for r in receipts for f in r.files}
+    packed = _write_llmc(plan, receipts, counts, engine, ray_address, progress) if "llmc" in plan.options.formats else []
     write_json_atomic(work / STATS_NAME, stats_record(plan.corpus.name, plan.tokenizer.tokenizer_id, receipts))
     _ship_tokenizer(plan)
+    if output.scratch() is not None:
+        # The card's recipes (cards/release.py, verify/recipe.py) read the llm.c files themselves: at a URL, the
+        # driver must fetch them back. TODO: have the recipes read the manifest, so no token reaches the driver.
+        for entry in packed:
+            output.fetch(entry)
+    write_previews(plan, receipts)  # before the card, which declares them
     _write_card(plan)
-    written = {f.path: f for f in _list_release_files(plan, known)}
-    # Pairs built on other machines need not be in this machine's work folder; their receipts name them.
-    files = sorted({**written, **{f.path: f for r in receipts for f in r.files}}.values(), key=lambda f: f.path)
+    written = {f.path: f for f in _list_release_files(plan, {**parts_files, **{f.path: f for f in packed}})}
+    # Files written by tasks (pairs, llm.c files) need not be in this machine's work folder; their tasks named them.
+    files = sorted({**written, **parts_files, **{f.path: f for f in packed}}.values(), key=lambda f: f.path)
     complete = Complete(tuple(files))
-    # Published already: run_config.json (at the start) and every part's files (receipt last).
-    published = {RUN_CONFIG_NAME} | {receipt_path(r.part) for r in receipts} | {f.path for r in receipts for f in r.files}
+    # Published already: run_config.json (at the start), every part's files (receipt last) and the llm.c files.
+    published = {RUN_CONFIG_NAME} | {receipt_path(r.part) for r in receipts} | set(parts_files) | {f.path for f in packed}
     output.publish([path for path in written if path not in published])
     output.write_text(COMPLETE_NAME, complete.to_json())
     output.remove_tree(WORK_DIR)
@@ -72,17 +72,15 @@ def finish_build(plan: BuildPlan, receipts: list[Receipt]) -> tuple[dict[str, Sp
     return counts, len(complete.files) + 1
 
 
-def _fetch_parts(plan: BuildPlan, output: Output, receipts: list[Receipt]) -> None:
-    """Make the work folder hold what the finish reads: every receipt and staging pair, and the Megatron ``.idx`` files (the card reads one's header)."""
+def _fetch_records(output: Output, receipts: list[Receipt]) -> None:
+    """Make the work folder hold what the card reads: every receipt, and the Megatron ``.idx`` files (metadata only)."""
     work = output.work
     for receipt in receipts:
         if not (work / receipt_path(receipt.part)).is_file():
             receipt.write(work)  # canonical JSON: the same bytes as the published receipt
-        needed = [f for f in receipt.files if f.path.endswith(".idx")]
-        if "llmc" in plan.options.formats:
-            needed.extend(staging_entries(output, receipt.part))
-        for entry in needed:
-            output.fetch(entry)
+    # The card's recipes read every .idx (metadata: 12 bytes a document, no token).
+    for entry in (f for r in receipts for f in r.files if f.path.endswith(".idx")):
+        output.fetch(entry)
 
 
 def check_split_totals(plan: BuildPlan, receipts: list[Receipt]) -> dict[str, SplitCounts]:
@@ -95,37 +93,23 @@ def check_split_totals(plan: BuildPlan, receipts: list[Receipt]) -> dict[str, Sp
     return totals
 
 
-def _write_llmc(plan: BuildPlan, counts: dict[str, SplitCounts]) -> list[FileEntry]:
-    """Pack the llm.c token files and their manifest; return the token files as release entries."""
-    work = plan.output.work
-    directory = work / plan.llmc_dir
+def _write_llmc(plan: BuildPlan, receipts: list[Receipt], counts: dict[str, SplitCounts], engine: str, ray_address: str | None, progress: bool) -> list[FileEntry]:
+    """Pack the llm.c token files (one task each) and write their manifest; return the token files as release entries."""
+    from ..engines import run_tasks
+
+    directory = plan.output.work / plan.llmc_dir
     if directory.exists():
-        shutil.rmtree(directory)  # a killed finish: pack again from the staging pairs
-    entries = []
-    for split in SPLITS:
-        shards = [i for i, s in enumerate(plan.corpus.shards) if s.split == split and s.rows]
-        if not shards:
-            continue
-        writer = llmc.LlmcWriter(
-            directory,
-            LLMC_SPLIT[split],
-            plan.tokenizer.vocab_size,
-            plan.tokenizer.doc_sep_id,
-            plan.options.max_tokens_per_file,
-            family=plan.options.llmc_layout,
-            bos_id=plan.bos_id,
-            separator=plan.options.llmc_separator,
-        )
-        with writer:
-            for i in shards:
-                _feed_staging(writer, megatron.MegatronPair(work / staging_rel(part_name(i), "bin")))
-        files = writer.close()
-        sep = (plan.tokenizer.doc_sep_id is not None) + (plan.bos_id is not None)  # tokens added to each document
-        c = counts[split]
-        written = sum(f.n_tokens for f in files)
-        if sum(f.n_docs for f in files) != c.documents or written != c.text_tokens + sep * c.documents:
+        shutil.rmtree(directory)  # a killed finish: pack again from the segments
+    files = plan_llmc_files(plan, receipts, counts)
+    packed = run_tasks(engine, pack_file, plan, files, [f"{plan.llmc_dir}/{f.name}" for f in files], ray_address, progress, "llm.c files")
+    entries = [p.entry for p in packed]
+    sep = (plan.tokenizer.doc_sep_id is not None) + (plan.bos_id is not None)  # tokens added to each document
+    for split, name in LLMC_SPLIT.items():
+        c = counts.get(split, SplitCounts(0, 0, 0, 0, 0))
+        mine = [e for e in entries if e.split == name]
+        written, documents = sum(e.n_tokens for e in mine), sum(e.n_docs for e in mine)
+        if documents != c.documents or written != c.text_tokens + sep * c.documents:
             raise BuildError(directory, f"{split}: llm.c tokens must equal tokens encoded (token conservation)", expected=c.text_tokens + sep * c.documents, got=written)
-        entries.extend(files)
     manifest = llmc.TokensManifest(
         tokenizer_id=plan.tokenizer.tokenizer_id,
         tokenizer_sha256=plan.tokenizer.sha256,
@@ -137,19 +121,7 @@ def _write_llmc(plan: BuildPlan, counts: dict[str, SplitCounts]) -> list[FileEnt
         files=tuple(entries),
     )
     manifest.write(directory)
-    return [FileEntry(f"{plan.llmc_dir}/{f.name}", (directory / f.name).stat().st_size, f.sha256) for f in entries]
-
-
-def _feed_staging(writer: llmc.LlmcWriter, staging: megatron.MegatronPair) -> None:
-    # Read, not sliced from the memory map: mapped pages stay in the process's memory until the map closes.
-    lengths = staging.lengths
-    starts = staging.pointers
-    with open(staging.bin_path, "rb") as file:
-        for first in range(0, len(staging), _FEED_DOCS):
-            chunk = np.asarray(lengths[first : first + _FEED_DOCS], dtype=np.int64)
-            file.seek(int(starts[first]))
-            tokens = np.fromfile(file, dtype=staging.dtype, count=int(chunk.sum()))
-            writer.add_documents(tokens, chunk)
+    return [p.file for p in packed]
 
 
 def _ship_tokenizer(plan: BuildPlan) -> None:

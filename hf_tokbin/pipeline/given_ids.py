@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BuildError, CorpusInputError
+from ..formats.ids import first_out_of_range
 from .encode_batch import EncodeBatch
 
 ID_COLUMN = "input_ids"
@@ -241,9 +242,10 @@ def check_given(encoder, task: tuple) -> tuple[np.ndarray, np.ndarray, int]:
     """
     vocab_size, source, texts, n_bytes, flat, lengths, rows, mask = task
     batch = EncodeBatch(encoder, vocab_size, source)
-    if flat.size and int(flat.max()) >= vocab_size:
-        where = rows[int(np.searchsorted(np.cumsum(lengths), int(np.argmax(flat >= vocab_size)), side="right"))]
-        raise BuildError(where, f"{ID_COLUMN} holds an id outside the tokenizer's vocabulary", expected=f"ids < {vocab_size}", got=int(flat.max()))
+    bad = first_out_of_range(flat, vocab_size)
+    if bad is not None:
+        where = rows[int(np.searchsorted(np.cumsum(lengths), bad, side="right"))]
+        raise BuildError(where, f"{ID_COLUMN} holds an id outside the tokenizer's vocabulary", expected=f"ids < {vocab_size}", got=int(flat[bad]))
     if mask.any():
         texts = texts if isinstance(texts, list) else texts.to_pylist()
         checked = np.flatnonzero(mask)

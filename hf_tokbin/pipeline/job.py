@@ -92,14 +92,15 @@ def _summarize_complete(plan: BuildPlan, started: float) -> BuildSummary:
 
 
 def _build(plan: BuildPlan, engine: str, ray_address: str | None, progress: bool, started: float) -> BuildSummary:
-    from ..engines import run_parts
+    from ..engines import connected, run_parts
 
     start_release(plan)
     plan = prepare_encoder(plan)
-    results = run_parts(engine, build_part, plan, list(range(len(plan.corpus.shards))), ray_address=ray_address, progress=progress)
-    receipts = [r for r, _ in results]
-    built = sum(1 for _, b in results if b)
-    counts, _ = finish_build(plan, receipts)
+    with connected(engine, ray_address):  # one Ray connection for the parts and the pack tasks
+        results = run_parts(engine, build_part, plan, list(range(len(plan.corpus.shards))), ray_address=ray_address, progress=progress)
+        receipts = [r for r, _ in results]
+        built = sum(1 for _, b in results if b)
+        counts, _ = finish_build(plan, receipts, engine, ray_address, progress)
     return _summary(plan, counts, started, built, len(results) - built)
 
 

@@ -1,9 +1,12 @@
 """One part of a release: one input shard encoded once, its outputs written, its receipt last.
 
-From the same ids a part writes its Megatron pair (``[bos] + ids + [eod]`` per
-document, BOS only when given) and its llm.c staging pair (the bare ids and document lengths, under
-``.work/llmc/``, with their sizes and digests in ``.work/llmc/part-NNNNNN.json``),
-then its receipt. The receipt is published last: it marks the part done, so a
+From the same ids (range-checked once) a part writes its Megatron pair
+(``[bos] + ids + [eod]`` per document, BOS only when given) and its llm.c
+segment: its documents exactly as they will stand in the llm.c files, in
+their dtype (``.work/llmc/part-NNNNNN.tokens`` and ``.ends``,
+:mod:`hf_tokbin.formats.llmc_segments`), with their sizes and digests in
+``.work/llmc/part-NNNNNN.json``; then its receipt. The llm.c files are later
+cut from the segments by byte ranges (:mod:`hf_tokbin.pipeline.pack`). The receipt is published last: it marks the part done, so a
 killed build skips the part on re-run, after checking every file it names.
 """
 
@@ -17,7 +20,9 @@ import numpy as np
 from .._io import canonical_json, write_text_atomic
 from ..corpus.source import check_shard_file
 from ..errors import BuildError, FormatError
-from ..formats import megatron
+from ..formats import llmc, megatron
+from ..formats.ids import checked_documents
+from ..formats.llmc_segments import ENDS_SUFFIX, TOKENS_SUFFIX, SegmentFiles, SegmentWriter
 from ..formats.records import FileEntry
 from ..formats.release import Receipt, SplitCounts, pair_path, part_name, receipt_path
 from ..output import Output
@@ -26,9 +31,17 @@ from .plan import WORK_DIR, BuildPlan
 from .shuffle import shuffled_documents
 
 
+def segment_stem(part: str) -> str:
+    """``.work/llmc/<part>``, relative to the release root: where the part's llm.c segment and its record go."""
+    return f"{WORK_DIR}/llmc/{part}"
+
+
 def staging_rel(part: str, suffix: str) -> str:
-    """``.work/llmc/<part>.<suffix>``, relative to the release root: the staging pair (bin, idx) and its digests (json)."""
-    return f"{WORK_DIR}/llmc/{part}.{suffix}"
+    """``.work/llmc/<part>.<suffix>``: the llm.c segment (tokens, ends) and its digests (json)."""
+    return f"{segment_stem(part)}.{suffix}"
+
+
+SEGMENT_SUFFIXES = (TOKENS_SUFFIX, ENDS_SUFFIX)
 
 
 def build_part(plan: BuildPlan, index: int, progress: bool = True) -> tuple[Receipt, bool]:
@@ -54,33 +67,21 @@ def _build_part_from(plan: BuildPlan, index: int, shard_path: Path, progress: bo
     check_shard_file(shard, shard_path)
     work = plan.output.work
     split = shard.split
-    writers = []
-    if "megatron" in plan.options.formats:
-        writers.append(megatron.MegatronWriter(work / pair_path(split, part, "bin"), plan.tokenizer.vocab_size, plan.eod_id, plan.bos_id))
-    if "llmc" in plan.options.formats:
-        writers.append(megatron.MegatronWriter(work / staging_rel(part, "bin"), plan.tokenizer.vocab_size, None))
-    documents = text_tokens = text_bytes = 0
+    writers = _open_writers(plan, work, split, part)
     try:
-        for flat, lengths, n_bytes in shuffled_documents(plan, index, encode_shard(plan, index, progress, shard_path)):
-            if "llmc" in plan.options.formats:
-                _check_fits_llmc_file(plan, shard_path, lengths, documents)
-            for writer in writers:
-                writer.add_documents(flat, lengths)
-            documents += int(lengths.size)
-            text_tokens += int(flat.size)
-            text_bytes += n_bytes
+        documents, text_tokens, text_bytes = _write_documents(plan, index, shard_path, progress, writers)
         # Before close() renames anything: a part that lost documents leaves no file under a final name.
         if documents != shard.rows:
             raise BuildError(shard_path, "documents out must equal rows in (nothing lost)", expected=shard.rows, got=documents)
-        pairs = [writer.close() for writer in writers]
+        closed = {name: writer.close() for name, writer in writers.items()}
     except BaseException:
-        for writer in writers:
+        for writer in writers.values():
             writer.abort()
         raise
-    _check_conserved_on_disk(writers, pairs, text_tokens, documents)
+    _check_conserved_on_disk(writers, closed, text_tokens, documents)
     files = []
     if "megatron" in plan.options.formats:
-        pair = pairs[0]
+        pair = closed["megatron"]
         if documents == 0:  # a split with no documents has no pair
             pair.bin_path.unlink()
             pair.idx_path.unlink()
@@ -91,9 +92,12 @@ def _build_part_from(plan: BuildPlan, index: int, shard_path: Path, progress: bo
             ]
     staging = []
     if "llmc" in plan.options.formats:
-        pair = pairs[-1]
-        staging = [FileEntry(staging_rel(part, "bin"), pair.bin_size, pair.bin_sha256), FileEntry(staging_rel(part, "idx"), pair.idx_size, pair.idx_sha256)]
-        # The staging digests, so a resumed build (here or at a URL) checks the staging pair as it checks the receipt's files.
+        segment = closed["llmc"]
+        staging = [
+            FileEntry(staging_rel(part, TOKENS_SUFFIX), segment.tokens_size, segment.tokens_sha256),
+            FileEntry(staging_rel(part, ENDS_SUFFIX), segment.ends_size, segment.ends_sha256),
+        ]
+        # The segment's digests, so a resumed build (here or at a URL) checks the segment as it checks the receipt's files.
         write_text_atomic(work / staging_rel(part, "json"), canonical_json({"files": [e.to_dict() for e in staging]}))
     # The receipt counts the Megatron pair's tokens: one EOD (and one BOS, if given) per document.
     eod_tokens = documents if "megatron" in plan.options.formats else 0
@@ -109,8 +113,34 @@ def _build_part_from(plan: BuildPlan, index: int, shard_path: Path, progress: bo
     return receipt, True
 
 
+def _write_documents(plan: BuildPlan, index: int, shard_path: Path, progress: bool, writers: dict) -> tuple[int, int, int]:
+    """Encode the shard and hand every batch, its ids checked once, to every writer. Returns (documents, text tokens, text bytes)."""
+    documents = text_tokens = text_bytes = 0
+    for flat, lengths, n_bytes in shuffled_documents(plan, index, encode_shard(plan, index, progress, shard_path)):
+        flat, lengths = checked_documents(flat, lengths, plan.tokenizer.vocab_size, shard_path)  # once, for every format
+        if "llmc" in plan.options.formats:
+            _check_fits_llmc_file(plan, shard_path, lengths, documents)
+        for writer in writers.values():
+            writer.add_checked_documents(flat, lengths)
+        documents += int(lengths.size)
+        text_tokens += int(flat.size)
+        text_bytes += n_bytes
+    return documents, text_tokens, text_bytes
+
+
+def _open_writers(plan: BuildPlan, work: Path, split: str, part: str) -> dict:
+    """The part's writers by format: its Megatron pair, its llm.c segment."""
+    writers: dict = {}
+    if "megatron" in plan.options.formats:
+        writers["megatron"] = megatron.MegatronWriter(work / pair_path(split, part, "bin"), plan.tokenizer.vocab_size, plan.eod_id, plan.bos_id)
+    if "llmc" in plan.options.formats:
+        layout = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout)
+        writers["llmc"] = SegmentWriter(work / segment_stem(part), layout, plan.tokenizer.doc_sep_id, plan.bos_id, plan.options.llmc_separator)
+    return writers
+
+
 def _publish_part(output: Output, receipt: Receipt, staging: list[FileEntry]) -> None:
-    """The part's files in completion order: its pair, the staging pair and its digests, the receipt last."""
+    """The part's files in completion order: its pair, the llm.c segment and its digests, the receipt last."""
     digests = [staging_rel(receipt.part, "json")] if staging else []
     output.publish([*(e.path for e in receipt.files), *(e.path for e in staging), *digests, receipt_path(receipt.part)])
 
@@ -130,20 +160,28 @@ def _check_fits_llmc_file(plan: BuildPlan, shard_path: Path, lengths: np.ndarray
     )
 
 
-def _check_conserved_on_disk(writers: list[megatron.MegatronWriter], pairs: list[megatron.PairFiles], text_tokens: int, documents: int) -> None:
-    """Each ``.bin`` on disk must hold the tokens encoded, plus the BOS and EOD per document the writer adds.
+def _check_conserved_on_disk(writers: dict, closed: dict, text_tokens: int, documents: int) -> None:
+    """Each token file on disk must hold the tokens encoded, plus the boundary tokens (BOS, EOD, separator) per document its writer adds.
 
     The sizes are the files' own (not the writers' counters), so a short write
-    is caught; on failure the pairs are removed, leaving no file under a final name.
+    is caught; on failure the part's files are removed, leaving no file under a final name.
     """
-    for writer, pair in zip(writers, pairs):
+    for name, writer in writers.items():
+        path = _paths_of(closed[name])[0]
         expected = text_tokens + documents * writer.boundary_tokens
-        on_disk = pair.bin_size // writer.dtype.itemsize
+        on_disk = path.stat().st_size // writer.dtype.itemsize
         if on_disk != expected:
-            for written in pairs:
-                written.bin_path.unlink(missing_ok=True)
-                written.idx_path.unlink(missing_ok=True)
-            raise BuildError(pair.bin_path, "tokens on disk must equal tokens encoded (token conservation)", expected=expected, got=on_disk)
+            for files in closed.values():
+                for written in _paths_of(files):
+                    written.unlink(missing_ok=True)
+            raise BuildError(path, "tokens on disk must equal tokens encoded (token conservation)", expected=expected, got=on_disk)
+
+
+def _paths_of(files: megatron.PairFiles | SegmentFiles) -> tuple[Path, Path]:
+    """A closed writer's two files, the token file first."""
+    if isinstance(files, SegmentFiles):
+        return files.tokens_path, files.ends_path
+    return files.bin_path, files.idx_path
 
 
 def finished_receipt(plan: BuildPlan, index: int) -> Receipt | None:
@@ -187,9 +225,12 @@ def _staging_entries(output: Output, part: str) -> list[FileEntry] | None:
         return None
     try:
         files = json.loads(data.decode("utf-8"))["files"]
-        return [FileEntry.from_dict(f, output.location(rel), f"files[{i}]") for i, f in enumerate(files)]
+        entries = [FileEntry.from_dict(f, output.location(rel), f"files[{i}]") for i, f in enumerate(files)]
     except (UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
         raise FormatError(output.location(rel), "staging record is not valid", got=str(e)) from None
+    if [e.path for e in entries] != [staging_rel(part, suffix) for suffix in SEGMENT_SUFFIXES]:
+        raise FormatError(output.location(rel), "staging record must name the part's llm.c segment", expected=[staging_rel(part, x) for x in SEGMENT_SUFFIXES], got=[e.path for e in entries])
+    return entries
 
 
 def staging_entries(output: Output, part: str) -> list[FileEntry]:

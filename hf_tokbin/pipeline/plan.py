@@ -7,22 +7,19 @@ sequential finish:
    every option (a format that needs a separator and has none fails here,
    before any work); :func:`start_release` writes ``run_config.json``, and a
    re-run must pin the same inputs.
-2. :func:`build_part` encodes one corpus shard once, with
-   in bounded batches (one pool of ``num_proc`` worker processes for the whole build), and writes from the same ids its
-   Megatron pair (``[bos] + ids + [eod]`` per document) and its llm.c staging
-   pair (the bare ids and document lengths, under ``.work/``), then its
-   receipt, last: the receipt marks the part done, so a killed build skips it
-   on re-run.
-3. :func:`finish_build` packs the llm.c token files in corpus order from the
-   staging pairs (the layout of ``options.llmc_separator``: ``[sep] + [bos] + ids`` or
-   ``[bos] + ids + [sep]``; roll-over before the per-file limit), writes
-   ``_MANIFEST.json``, ``stats.json``, the dataset card and, last,
-   ``COMPLETE.json``, after checking that documents and tokens add up
-   everywhere (token conservation).
-
-The staging pairs hold bare ids: the layout is the writers' business
-(:class:`hf_tokbin.formats.megatron.MegatronWriter`,
-:class:`hf_tokbin.formats.llmc.LlmcWriter`), and ``run_config.json`` records it.
+2. :func:`build_part` encodes one corpus shard once, in bounded batches
+   (one pool of ``num_proc`` worker processes for the whole build), checks
+   the ids once, and writes from them its Megatron pair (``[bos] + ids +
+   [eod]`` per document) and its llm.c segment (its documents as they will
+   stand in the llm.c files: ``[sep] + [bos] + ids`` or ``[bos] + ids +
+   [sep]``, the files' dtype, under ``.work/llmc/``), then its receipt, last:
+   the receipt marks the part done, so a killed build skips it on re-run.
+3. :func:`finish_build` cuts the llm.c files from the segments' counts
+   (roll-over before the per-file limit) and packs each one in a task from
+   byte ranges of the segments (:mod:`.pack`), writes ``_MANIFEST.json``,
+   ``stats.json``, the dataset card and, last, ``COMPLETE.json``, after
+   checking that documents and tokens add up everywhere (token conservation).
+   It reads records only, never token bytes.
 
 Same inputs and options give byte-identical files whatever ``num_proc``,
 batch size or engine.
@@ -57,7 +54,7 @@ from ..formats.run_config import run_config_record
 from ..output import Output, check_url, is_url, open_output, scratch_key
 from ..tokenizer.resolve import BYTE, TokenizerInfo
 
-MAX_STAGED_VOCAB = 2**31  # ids 0..2**31-1: what the int32 staging pairs (and Megatron's int32 files) hold
+MAX_STAGED_VOCAB = 2**31  # ids 0..2**31-1: what Megatron's int32 files (and the shuffle's scratch pairs) hold
 
 
 @dataclass(frozen=True)
@@ -252,7 +249,7 @@ def _check_tokenizer(tokenizer: TokenizerInfo, formats: tuple[str, ...]) -> None
         raise BuildError(tokenizer.path or tokenizer.source, "--tokenizer-id names the folder tokens/<tokenizer_id>/", expected=FOLDER_NAME_RULE, got=repr(tokenizer.tokenizer_id))
     llmc.version_for_vocab(tokenizer.vocab_size)
     if tokenizer.vocab_size > MAX_STAGED_VOCAB:
-        # Every build stages each part's ids as int32 Megatron pairs (part.py), whatever the formats.
+        # Megatron's widest dtype is int32, and --shuffle-seed stages a part's ids as an int32 pair (shuffle.py).
         raise BuildError(
             tokenizer.path or tokenizer.source,
             "ids up to 2**31 - 1 only: the build stages every document as int32",

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..formats import megatron
+from ..formats import llmc, megatron
+from ..formats.llmc_segments import ENDS_DTYPE, ENDS_SUFFIX, TOKENS_SUFFIX
 from ..formats.preview import PREVIEW_DOCUMENTS, PREVIEW_TEXT_BYTES, preview_path, write_preview
 from ..formats.release import SPLITS, Receipt, pair_path, part_name
 from .part import staging_rel
@@ -93,9 +94,8 @@ def _shard_rows(plan: BuildPlan, index: int, order: np.ndarray) -> tuple[list[st
 def _bare_ids(plan: BuildPlan, receipt: Receipt, count: int) -> list[np.ndarray]:
     """The first ``count`` documents' ids as the part wrote them, without boundary tokens."""
     output = plan.output
-    if "llmc" in plan.options.formats:
-        pair = megatron.MegatronPair(output.work / staging_rel(receipt.part, "bin"))
-        return [np.asarray(pair[k]) for k in range(count)]
+    if "megatron" not in plan.options.formats:
+        return _bare_ids_of_segment(plan, receipt, count)
     split = next(iter(receipt.splits))
     entry = next(f for f in receipt.files if f.path == pair_path(split, receipt.part, "bin"))
     output.fetch(entry)  # built on another machine: the finish fetched only the .idx
@@ -103,3 +103,13 @@ def _bare_ids(plan: BuildPlan, receipt: Receipt, count: int) -> list[np.ndarray]
     first = int(plan.bos_id is not None)
     return [np.asarray(pair[k])[first:-1] for k in range(count)]
 
+
+def _bare_ids_of_segment(plan: BuildPlan, receipt: Receipt, count: int) -> list[np.ndarray]:
+    """An llm.c-only build: the first documents of the part's llm.c segment (formats/llmc_segments.py), boundaries cut off."""
+    layout = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout)
+    ends = np.fromfile(plan.output.work / staging_rel(receipt.part, ENDS_SUFFIX), dtype=ENDS_DTYPE, count=count)
+    tokens = np.fromfile(plan.output.work / staging_rel(receipt.part, TOKENS_SUFFIX), dtype=layout.dtype, count=int(ends[-1]) if ends.size else 0)
+    head = int(plan.bos_id is not None) + int(plan.tokenizer.doc_sep_id is not None and plan.options.llmc_separator == "before")
+    tail = int(plan.tokenizer.doc_sep_id is not None and plan.options.llmc_separator == "after")
+    starts = np.concatenate(([0], ends[:-1]))
+    return [np.asarray(tokens[a + head : b - tail]) for a, b in zip(starts.tolist(), ends.tolist())]

@@ -5,8 +5,8 @@ A tokenizer is named by ``--tokenizer``:
 - ``byte``: 256 entries, id = byte value, no document separator;
 - a ``tokenizer.json`` file or a folder holding one;
 - a Hub repo id ``NS/NAME`` (optionally with ``subfolder`` and a pinned
-  ``revision``), fetched with ``huggingface_hub`` (the local cache serves it
-  under ``HF_HUB_OFFLINE=1``).
+  ``revision``), listed at its checked commit and fetched bounded and checked
+  into the Hub cache (which serves it under ``HF_HUB_OFFLINE=1``).
 
 Its identity, recorded wherever ids are written, is a :class:`TokenizerInfo`:
 ``tokenizer_id``, the SHA-256 of ``tokenizer.json``, ``vocab_size``, the
@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
 from .._io import canonical_json, read_json, sha256_bytes, sha256_file
-from ..errors import TokenizerError
+from ..errors import HubError, TokenizerError
 from ..formats.rules import is_repo_id
 from ..formats.run_config import BoundaryToken
 
@@ -332,41 +332,141 @@ def read_eos_token(path: Path) -> str | None:
     return eos
 
 
+# The most bytes a Hub tokenizer's files may be, by the tree listing, before any is read: the largest public
+# tokenizer.json files are tens of MB; a config file is a small record.
+TOKENIZER_MAX_BYTES = 512 * 1024 * 1024
+CONFIG_MAX_BYTES = 16 * 1024 * 1024
+
+
 def _download_from_hub(repo_id: str, revision: str | None, subfolder: str | None) -> tuple[Path, str]:
-    """Fetch tokenizer.json (and the files naming its separator, if any) at a pinned revision.
+    """Fetch tokenizer.json (and the files naming its separator, if any) at a pinned revision into the Hub cache.
 
-    Returns the local tokenizer.json and the commit id it was read at.
+    Online, the revision is resolved to a commit id (checked), the tree at that commit gives each file's size and
+    digest, and each file is fetched by the one checked download (:mod:`hf_tokbin.hub.download`): refused over its
+    bound, read no further than its listed size, checked against its listed digest. Offline, the cache serves what
+    an online run fetched. Returns the local tokenizer.json and the commit id it was read at.
     """
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError
-
-    from ..errors import HubError, shown
-    from ..hub.retry import fetch_error
-    from ..hub.revision import is_commit_id
+    from huggingface_hub import constants
 
     subfolder = subfolder.strip("/") if subfolder else None
     folder = f"{subfolder}/" if subfolder else ""
+    where = f"{repo_id}@{revision or 'main'}/{folder}{TOKENIZER_FILE}"
+    if constants.HF_HUB_OFFLINE:
+        return _from_hub_cache(repo_id, revision, folder, where)
+    return _fetch_from_hub(repo_id, revision, folder, where)
+
+
+def _fetch_from_hub(repo_id: str, revision: str | None, folder: str, where: str) -> tuple[Path, str]:
+    """Online: the files listed at the checked commit, each fetched bounded and checked into the cache's snapshot."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.hf_api import RepoFile
+
+    from ..corpus.private_apis import record_cached_ref
+    from ..errors import TokbinError
+    from ..hub.download import DownloadLimits, Source, matches, safe_folder, tree_expected
+    from ..hub.retry import RetryPolicy, call_with_retry, fetch_error
+    from ..hub.revision import escaped, is_commit_id
+
+    api = HfApi()
     try:
-        json_path = Path(hf_hub_download(repo_id, TOKENIZER_FILE, subfolder=subfolder, revision=revision))
+        commit = call_with_retry(RetryPolicy.from_env(), "resolve the tokenizer's revision", lambda: _checked_commit(api, repo_id, revision))
+        listing = call_with_retry(RetryPolicy.from_env(), "list the tokenizer's files", lambda: list(api.list_repo_tree(repo_id, path_in_repo=folder.rstrip("/") or None, repo_type="model", revision=commit)))
+    except TokbinError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the client's errors vary by version; one line naming the file
+        raise escaped(fetch_error(where, "tokenizer", e)) from e
+    tree = {entry.path: entry for entry in listing if isinstance(entry, RepoFile)}
+    if folder + TOKENIZER_FILE not in tree:
+        raise HubError(where, "cannot fetch the tokenizer: no such file in the repo at this revision")
+    source = Source(repo_id, commit, endpoint=os.environ.get("HF_ENDPOINT") or None, token=None, repo_type="model", limits=DownloadLimits.from_env())
+    repo_cache = _cache_folder(repo_id)
+    repo_cache.mkdir(parents=True, exist_ok=True)
+    snapshot = safe_folder(repo_cache, f"snapshots/{commit}")
+    for name, max_bytes in ((TOKENIZER_FILE, TOKENIZER_MAX_BYTES), *((n, CONFIG_MAX_BYTES) for n in CONFIG_FILES)):
+        path = folder + name
+        if path not in tree:
+            _record_no_file(repo_id, commit, path)  # so an offline build knows the file is absent, not uncached
+            continue
+        expected = tree_expected(tree, path, source, max_bytes=max_bytes)
+        if not matches(snapshot / path, expected):
+            _fetch_checked(source, path, snapshot, expected, where)
+    if not is_commit_id(revision):
+        # Fetched at the commit id: record the branch's commit, so an offline build of the branch finds this snapshot.
+        record_cached_ref(snapshot, revision or "main", commit)
+    return snapshot / folder / TOKENIZER_FILE, commit
+
+
+def _checked_commit(api, repo_id: str, revision: str | None) -> str:
+    from ..hub.revision import resolve_commit
+
+    return resolve_commit(api, repo_id, revision, "model")
+
+
+def _fetch_checked(source, path: str, snapshot: Path, expected, where: str) -> Path:
+    """``path`` fetched by the checked download, retried on transient failures; the client's failures in one line."""
+    from ..errors import TokbinError
+    from ..hub.download import read_error
+    from ..hub.retry import RetryPolicy, call_with_retry
+    from ..hub.revision import escaped
+
+    try:
+        return call_with_retry(RetryPolicy.from_env(), f"download {path}", lambda: source.fetch(path, snapshot, expected))
+    except TokbinError:
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise escaped(read_error(source.uri(path), f"download {path}", e, source.endpoint, source.repo_id, "model")) from e
+
+
+def _cache_folder(repo_id: str) -> Path:
+    """The Hub cache's folder of the model repo ``repo_id`` (as ``hf_hub_download`` names it)."""
+    from huggingface_hub import constants
+    from huggingface_hub.file_download import repo_folder_name
+
+    return Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type="model")
+
+
+def _record_no_file(repo_id: str, commit: str, path: str) -> None:
+    """Record in the cache that ``path`` is not in the repo at ``commit``, where ``try_to_load_from_cache`` reads it."""
+    from ..hub.download import safe_folder
+
+    parent, _, name = f".no_exist/{commit}/{path}".rpartition("/")
+    marker = safe_folder(_cache_folder(repo_id), parent) / name
+    if not marker.is_file():
+        marker.touch()
+
+
+def _from_hub_cache(repo_id: str, revision: str | None, folder: str, where: str) -> tuple[Path, str]:
+    """Offline: tokenizer.json and its config files as an online run left them in the cache, at a checked commit.
+
+    A config file is absent only where the cache records it absent: one it does not hold at all is an error, as a
+    build without the separator it names would give other ids.
+    """
+    from huggingface_hub import hf_hub_download, try_to_load_from_cache
+
+    from ..errors import shown
+    from ..hub.retry import fetch_error
+    from ..hub.revision import is_commit_id
+
+    try:
+        json_path = Path(hf_hub_download(repo_id, folder + TOKENIZER_FILE, revision=revision))
     except Exception as e:
-        raise fetch_error(f"{repo_id}@{revision or 'main'}/{folder}{TOKENIZER_FILE}", "tokenizer", e) from e
-    # The cache's snapshot folder is named after the commit the server answered: that is the pinned revision,
-    # so it must be one (a server answering "main" would record a branch that moves as "pinned").
+        raise fetch_error(where, "tokenizer", e) from e
+    # The cache's snapshot folder is named after the commit the server answered: that is the pinned revision.
     commit = json_path.parents[len(PurePosixPath(folder + TOKENIZER_FILE).parts) - 1].name
     if not is_commit_id(commit):
-        raise HubError(f"{repo_id}@{shown(revision or 'main')}", "the Hub answered a commit id that is not 40 lowercase hex digits; nothing was written", got=shown(commit))
+        raise HubError(f"{repo_id}@{shown(revision or 'main')}", "the cached commit id is not 40 lowercase hex digits; nothing was written", got=shown(commit))
     if is_commit_id(revision) and commit != revision:
-        raise HubError(f"{repo_id}@{revision}", "the Hub answered another commit than the one asked for", expected=revision, got=shown(commit))
-    for name in (GENERATION_CONFIG_FILE, TOKENIZER_CONFIG_FILE, SPECIAL_TOKENS_MAP_FILE):
-        try:
-            # At the same commit, so a branch that moves in between cannot mix two versions.
-            hf_hub_download(repo_id, name, subfolder=subfolder, revision=commit)
-        except EntryNotFoundError:
-            pass  # not there: the separator comes from the next file, or --doc-sep
-        except Exception as e:
-            # Never go on without the separator because of a failed fetch: that would build other ids.
-            raise fetch_error(f"{repo_id}@{commit}/{folder}{name}", "tokenizer config", e) from e
+        raise HubError(f"{repo_id}@{revision}", "the cache holds another commit than the one asked for", expected=revision, got=shown(commit))
+    for name in CONFIG_FILES:
+        if try_to_load_from_cache(repo_id, folder + name, revision=commit, repo_type="model") is None:
+            raise fetch_error(f"{repo_id}@{commit}/{folder}{name}", "tokenizer config", _not_cached())
     return json_path, commit
+
+
+def _not_cached():
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    return LocalEntryNotFoundError("not in the local cache")
 
 
 # ---------------------------------------------------------------- training

@@ -29,19 +29,26 @@ def verify_token_file(path: str | os.PathLike) -> str:
     return f"{path}: OK: Megatron pair, {len(pair):,} sequences, {pair.n_tokens:,} tokens, dtype {pair.dtype.name}"
 
 
-def verify_path(path: str | os.PathLike) -> str:
-    """``hf-tokbin verify PATH``: whatever ``path`` holds (:func:`hf_tokbin.formats.sniff.sniff`), checked completely."""
-    return verify_path_record(path)[0]
+def verify_path(path: str | os.PathLike, engine: str = "local", num_proc: int = 1, ray_address: str | None = None) -> str:
+    """``hf-tokbin verify PATH``: whatever ``path`` holds (:func:`hf_tokbin.formats.sniff.sniff`), checked completely.
+
+    A release's per-file checks run on ``engine`` (see :func:`hf_tokbin.verify.release.verify_release`).
+    """
+    return verify_path_record(path, engine, num_proc, ray_address)[0]
 
 
-def verify_path_record(path: str | os.PathLike) -> tuple[str, dict]:
+def verify_path_record(path: str | os.PathLike, engine: str = "local", num_proc: int = 1, ray_address: str | None = None) -> tuple[str, dict]:
     """:func:`verify_path`'s report, and the same as a record (``verify --json``)."""
     from .release import verify_release
 
     path = Path(path)
     kind = sniff(path)
     if kind == "release":
-        report = verify_release(path)
+        if num_proc < 1:
+            from ..errors import VerificationError
+
+            raise VerificationError(path, "--num-proc must be at least 1", got=num_proc)
+        report = verify_release(os.path.abspath(path) if engine == "ray" else path, engine, num_proc, ray_address)
         return report.summary(), report.record()
     text = _verify_other(path, kind)
     return text, {"path": str(path), "ok": True, "kind": kind, "summary": text}

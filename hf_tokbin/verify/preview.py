@@ -6,11 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import FormatError, VerificationError
+from ..errors import VerificationError
 from ..formats.preview import COLUMNS, read_preview
 from ..formats.release import FORMATS, PREVIEW_DIR, SPLITS, Receipt
 from ..formats.run_config import RunConfig
-from ..readers.decode import document_bounds
 from ..readers.views import LlmcSplit, MegatronSplit
 
 
@@ -75,10 +74,11 @@ def _check_ids(path: Path, root: Path, config: RunConfig, split: str, format: st
     joined = np.concatenate(ids)
     if joined.size > stream.n_tokens or not np.array_equal(np.asarray(stream.read(0, joined.size), dtype=np.int64), joined):
         raise VerificationError(path, "llmc input_ids, one row after the other, must be the split's first llm.c ids")
-    try:
-        starts, _ = document_bounds(stream)
-    except FormatError:  # no separator: no document boundaries to compare with
-        return
-    row_starts = np.cumsum([0, *(r.size for r in ids[:-1])])
-    if not np.array_equal(starts[: len(ids)], row_starts):
-        raise VerificationError(path, "llmc rows must each be one document of the llm.c files", expected=starts[: len(ids)][:8].tolist(), got=row_starts[:8].tolist())
+    # Each row is one document as the layout puts it: [sep, bos, text] or [bos, text, sep]. A scan for the separator
+    # cannot cut the stream (text may give the separator's id), so the rows' own ends are checked against the layout.
+    sep, bos = config.doc_sep_id, config.bos_id
+    head = ([sep] if sep is not None and config.llmc_separator == "before" else []) + ([bos] if bos is not None else [])
+    tail = [sep] if sep is not None and config.llmc_separator == "after" else []
+    for k, row in enumerate(ids):
+        if row.size < len(head) + len(tail) or row[: len(head)].tolist() != head or (tail and row[-1] != tail[0]):
+            raise VerificationError(path, f"llmc row {k} must be one document in the llm.c layout (separator {config.llmc_separator}, bos {bos})", expected=[*head, "...", *tail], got=row[:4].tolist())

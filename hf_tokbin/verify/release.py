@@ -84,6 +84,7 @@ names the file (in a JSON file, the field) and the rule.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 from collections.abc import Iterable, Iterator
@@ -160,23 +161,24 @@ class ReleaseReport:
 # ---------------------------------------------------------------- the release
 
 
-def verify_release(root: str | os.PathLike) -> ReleaseReport:
+def verify_release(root: str | os.PathLike, engine: str = "local", num_proc: int = 1, ray_address: str | None = None, progress: bool = False) -> ReleaseReport:
+    """Every rule of the module docstring. The per-file checks (each Megatron pair, each llm.c file) run as tasks on
+    ``engine`` (``local``: ``num_proc`` threads; ``ray``: one Ray task each, on nodes that see ``root`` at the same
+    path); the checks across files run here, from the records and the files."""
     root = Path(root)
     if not (root / COMPLETE_NAME).exists() and (root / PARTIAL_NAME).is_file():
         return verify_partial_copy(root)
     complete = _check_complete(root)
     config, receipts, manifest = _check_records(root, complete)
-    if "megatron" in config.formats:
-        for receipt, shard in zip(receipts, config.shards):
-            _check_pair(root, receipt, shard.split, config)
     totals = split_totals(receipts)
+    _run_file_checks(FileChecks(os.fspath(root), config, manifest), receipts, engine, num_proc, ray_address, progress)
     if manifest is not None:
-        _check_llmc(root, config, manifest, totals)
+        _check_llmc_records(root, config, manifest, totals)
         if "megatron" in config.formats:
             _check_llmc_is_megatron(root, config, manifest, receipts)
     _check_stats(root, config, receipts)
-    check_previews(root, config, receipts, {f.path for f in complete.files})
     warnings = _boundaries_inside_documents(root, config, manifest, receipts)
+    check_previews(root, config, receipts, {f.path for f in complete.files})  # last: derived from the files checked above
     return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, config.formats, warnings)
 
 
@@ -310,6 +312,41 @@ def _check_receipts(root: Path, complete: Complete, config: RunConfig) -> list[R
     return receipts
 
 
+@dataclass(frozen=True)
+class FileChecks:
+    """What a per-file check task needs (plain values: it pickles to Ray workers)."""
+
+    root: str
+    config: RunConfig
+    manifest: llmc.TokensManifest | None
+    num_proc: int = 1
+
+
+def check_one_file(checks: FileChecks, item: tuple) -> None:
+    """One task of :func:`verify_release`: ``("pair", receipt, split)`` or ``("llmc", manifest entry)``."""
+    root = Path(checks.root)
+    if item[0] == "pair":
+        _check_pair(root, item[1], item[2], checks.config)
+        return
+    entry, manifest, config = item[1], checks.manifest, checks.config
+    path = root / config.llmc_dir / entry.name
+    _check_llmc_header(path, config)
+    llmc.verify_token_file(path, entry, manifest.vocab_size, manifest.doc_sep_id, config.llmc_separator)
+    _check_llmc_file_layout(path, entry, config)
+
+
+def _run_file_checks(checks: FileChecks, receipts: list[Receipt], engine: str, num_proc: int, ray_address: str | None, progress: bool) -> None:
+    from ..engines import run_tasks
+
+    items: list[tuple] = []
+    if "megatron" in checks.config.formats:
+        items += [("pair", receipt, shard.split) for receipt, shard in zip(receipts, checks.config.shards)]
+    if checks.manifest is not None:
+        items += [("llmc", entry) for entry in checks.manifest.files]
+    labels = [f"{pair_path(i[2], i[1].part, 'bin')}" if i[0] == "pair" else f"{checks.config.llmc_dir}/{i[1].name}" for i in items]
+    run_tasks(engine, check_one_file, dataclasses.replace(checks, num_proc=num_proc), items, labels, ray_address, progress, "files checked")
+
+
 def _check_pair(root: Path, receipt: Receipt, split: str, config: RunConfig) -> None:
     counts = receipt.splits[split]
     if not counts.documents:
@@ -365,23 +402,27 @@ def _read_llmc_manifest(root: Path, listed: set[str], config: RunConfig) -> llmc
     return manifest
 
 
-def _check_llmc(root: Path, config: RunConfig, manifest: llmc.TokensManifest, totals: dict[str, SplitCounts]) -> None:
-    directory = root / config.llmc_dir
-    manifest_path = directory / llmc.MANIFEST_NAME
+def _check_llmc_header(path: Path, config: RunConfig) -> None:
+    """The header's magic is run_config.json's layout's; a GPT-2-family header[3] is the release's vocab_size."""
     magic = LLMC_MAGIC[config.llmc_layout]
     # The seed 000 writer fills header[3] (0 only for a vocabulary beyond int32, as llmc.encode_header does).
     header_vocab = config.vocab_size if config.vocab_size <= np.iinfo(np.int32).max else 0
-    for entry in manifest.files:
-        path = directory / entry.name
-        if file_magic(path) != magic:
-            raise FormatError(path, f"magic in header[0] must be that of llm.c layout {config.llmc_layout} (run_config.json)", expected=magic, got=file_magic(path))
-        if config.llmc_layout == "gpt2":  # upstream's Llama 3 header has no vocab_size field
-            header = llmc.read_header(path)
-            if header.vocab_size != header_vocab:
-                raise FormatError(path, "header[3] must be the release's vocab_size", expected=header_vocab, got=header.vocab_size)
-    _check_llmc_files(directory, manifest, config.llmc_separator)
-    for entry in manifest.files:
-        _check_llmc_file_layout(directory / entry.name, entry, config)
+    if file_magic(path) != magic:
+        raise FormatError(path, f"magic in header[0] must be that of llm.c layout {config.llmc_layout} (run_config.json)", expected=magic, got=file_magic(path))
+    if config.llmc_layout == "gpt2":  # upstream's Llama 3 header has no vocab_size field
+        header = llmc.read_header(path)
+        if header.vocab_size != header_vocab:
+            raise FormatError(path, "header[3] must be the release's vocab_size", expected=header_vocab, got=header.vocab_size)
+
+
+def _check_llmc_records(root: Path, config: RunConfig, manifest: llmc.TokensManifest, totals: dict[str, SplitCounts]) -> None:
+    """The llm.c rules the manifest decides: files numbered without gaps, counts equal to the receipts'."""
+    directory = root / config.llmc_dir
+    manifest_path = directory / llmc.MANIFEST_NAME
+    for split in llmc.SPLITS:
+        files = sorted((f for f in manifest.files if f.split == split), key=lambda f: f.name)
+        if [f.name for f in files] != [llmc.file_name(split, i) for i in range(len(files))]:
+            raise VerificationError(manifest_path, f"{split}: token files must be numbered from 00000 without gaps", got=[f.name for f in files])
     sep = (config.doc_sep is not None) + (config.bos is not None)  # tokens added to each document
     for split in SPLITS:
         counts = totals.get(split, SplitCounts(0, 0, 0))

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ray_cluster import DRIVER_TIMEOUT_S, run_in_ray_namespace
+from ray_cluster import DRIVER_TIMEOUT_S, NODES, run_in_ray_namespace
 
 from hf_tokbin import __version__
 from hf_tokbin.engines.ray import (
@@ -190,9 +190,9 @@ def test_results_come_back_in_the_order_of_indices(cluster_report):
     assert cluster_report["where_attempts"] == [1] * 6
 
 
-def test_tasks_run_on_both_nodes(cluster_report):
+def test_tasks_run_on_every_node(cluster_report):
     nodes_used = {node for _, node, _ in cluster_report["where"]}
-    assert len(cluster_report["cluster_nodes"]) == 2
+    assert len(cluster_report["cluster_nodes"]) == NODES
     assert nodes_used == set(cluster_report["cluster_nodes"])
 
 

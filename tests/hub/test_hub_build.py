@@ -248,3 +248,26 @@ def test_push_pull_verify_gives_back_every_byte_of_the_release(hub, env, referen
     assert main(["verify", str(pulled_dir)]) == 0
     assert files_under(pulled_dir) == files_under(reference)
     assert TOKEN not in pushed.stdout + pushed.stderr + pulled.stdout + pulled.stderr
+
+
+def _whole_downloads(hub, suffix: str) -> int:
+    """Complete downloads (status 200, not 206 ranges) of files ending in ``suffix``."""
+    return sum(1 for _, method, path, status in hub.requests if method == "GET" and status == 200 and "/resolve/" in path and path.endswith(suffix))
+
+
+def test_a_hub_corpus_folder_plans_from_its_manifest_and_footers_and_each_part_fetches_its_own_shard(hub, env, corpus, tokenizer_dir, reference, tmp_path):
+    """``build --dry-run`` on a pushed corpus downloads no shard; the build downloads each shard once, for its part."""
+    repo = "tester/corpus-planned"
+    pushed = cli(env, "push", corpus, "--repo", repo)
+    assert pushed.returncode == 0, pushed.stderr
+    shards = [p for p in hub.head_files(repo) if p.endswith(".parquet")]
+    before = _whole_downloads(hub, ".parquet")
+    planned = cli(env, "build", "--corpus", repo, "--tokenizer", tokenizer_dir, "--tokenizer-id", TOKENIZER_ID, "--out", tmp_path / "release", "--dry-run")
+    assert planned.returncode == 0, planned.stderr
+    assert f"{len(shards)} input shards" in planned.stdout
+    assert _whole_downloads(hub, ".parquet") == before  # the listing, the manifest and range requests only
+    assert not (tmp_path / "release").exists()
+    built = cli(env, "build", "--corpus", repo, "--tokenizer", tokenizer_dir, "--tokenizer-id", TOKENIZER_ID, "--out", tmp_path / "release", "--quiet")
+    assert built.returncode == 0, built.stderr
+    assert _whole_downloads(hub, ".parquet") == before + len(shards)
+    assert {p: b for p, b in files_under(tmp_path / "release").items() if p.startswith(("tokens/", "shards/"))} == {p: b for p, b in files_under(reference).items() if p.startswith(("tokens/", "shards/"))}

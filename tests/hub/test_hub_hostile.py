@@ -466,6 +466,41 @@ def test_a_corpus_record_served_as_an_endless_stream_is_cut_at_its_listed_size(h
     assert not (tmp_path / "out" / "COMPLETE.json").exists()
 
 
+def _tokenizer_repo(root):
+    """A byte-level tokenizer repo whose generation_config.json names the separator."""
+    from tokenizer_files import byte_level_bpe_json
+    from tokenizers.pre_tokenizers import ByteLevel
+
+    root.mkdir(parents=True)
+    vocab = {c: i for i, c in enumerate(sorted(ByteLevel.alphabet()))}
+    (root / "tokenizer.json").write_text(json.dumps(byte_level_bpe_json(vocab=vocab)))
+    (root / "generation_config.json").write_text(json.dumps({"eos_token_id": 0}))
+    return root
+
+
+@pytest.mark.parametrize("file", ["tokenizer.json", "generation_config.json"])
+def test_a_hub_tokenizer_file_served_as_an_endless_stream_is_cut_at_its_listed_size(hub, tmp_path, file):
+    """The tree at the checked commit lists a few KB; the server sends 600 MiB without a length (more than any bound
+    lets through). The build stops one chunk past the listed size, writes nothing of it, and says so in one line."""
+    hub.seed_repo("tester/tok", _tokenizer_repo(tmp_path / "model"), repo_type="model")
+    hub.oversize[file] = 600 << 20
+    corpus, _ = make_corpus(tmp_path / "corpus")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1"}
+    result = subprocess.run(
+        [sys.executable, "-c", _CLI, "build", "--corpus", str(corpus), "--tokenizer", "tester/tok", "--format", "llmc", "--out", str(tmp_path / "out"), "--quiet"],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and file in lines[0] and "more bytes" in lines[0], result.stderr[-2000:]
+    assert hub.sent[file] < 32 << 20  # stopped early (what the socket buffers took), not the whole stream
+    written = [p for p in [*home.rglob("*"), *tmp_path.glob("out/**/*")] if p.is_file() and p.stat().st_size > 1 << 20]
+    assert written == []
+    assert not (tmp_path / "out" / "run_config.json").exists()
+
+
 def test_a_pushed_corpus_fetches_only_what_its_checked_manifest_lists(hub, tmp_path):
     """A file added to the repo beside the corpus (a planted 4 MiB blob) is never downloaded; a manifest the Hub's
     listing contradicts is refused before any shard is fetched."""
@@ -488,3 +523,45 @@ def test_a_pushed_corpus_fetches_only_what_its_checked_manifest_lists(hub, tmp_p
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 1 and len(lines) == 1 and "disagrees with the Hub's listing" in lines[0] and "data/train-00000.parquet" in lines[0], result.stderr
     assert not [p for p in hub.downloads(commit) if p.startswith("data/")]
+
+
+def test_a_hub_tokenizer_config_the_tree_lists_over_its_size_rule_is_refused_before_it_is_read(hub, tmp_path):
+    """A generation_config.json the tree lists at more than a config file may be (a record, 16 MiB) is never fetched."""
+    from hf_tokbin.tokenizer.resolve import CONFIG_MAX_BYTES
+
+    model = _tokenizer_repo(tmp_path / "model")
+    (model / "generation_config.json").write_bytes(b'{"eos_token_id": 0}' + b" " * CONFIG_MAX_BYTES)
+    commit = hub.seed_repo("tester/tok", model, repo_type="model")
+    corpus, _ = make_corpus(tmp_path / "corpus")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1"}
+    result = subprocess.run(
+        [sys.executable, "-c", _CLI, "build", "--corpus", str(corpus), "--tokenizer", "tester/tok", "--format", "llmc", "--out", str(tmp_path / "out"), "--quiet"],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "generation_config.json" in lines[0] and "out of bounds" in lines[0] and f"{CONFIG_MAX_BYTES:,}" in lines[0], result.stderr
+    assert hub.downloads(commit) == ["tokenizer.json"]  # the config was refused by its listing, not by reading it
+    assert not (tmp_path / "out" / "run_config.json").exists()
+
+
+def test_an_offline_build_refuses_a_hub_tokenizer_whose_config_the_cache_does_not_hold(hub, tmp_path):
+    """generation_config.json names the separator: a cache that lost it (and does not record it absent) must not give
+    a build that silently takes the separator from elsewhere, or none."""
+    hub.seed_repo("tester/tok", _tokenizer_repo(tmp_path / "model"), repo_type="model")
+    corpus, _ = make_corpus(tmp_path / "corpus")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1"}
+    args = [sys.executable, "-c", _CLI, "build", "--corpus", str(corpus), "--tokenizer", "tester/tok", "--format", "llmc", "--quiet"]
+    online = subprocess.run([*args, "--out", str(tmp_path / "online")], env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert online.returncode == 0, online.stderr[-2000:]
+    [cached] = home.rglob("snapshots/*/generation_config.json")
+    cached.unlink()
+    offline = subprocess.run([*args, "--out", str(tmp_path / "offline")], env={**env, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, timeout=300, check=False)
+    assert offline.returncode == 1, offline.stdout + offline.stderr[-2000:]
+    lines = offline.stderr.strip().splitlines()
+    assert len(lines) == 1 and "generation_config.json" in lines[0] and "local cache does not hold it" in lines[0], offline.stderr
+    assert not (tmp_path / "offline" / "run_config.json").exists()

@@ -1,8 +1,8 @@
-"""A build SIGKILLed at five moments leaves temporaries; the next run removes them (ours only) and ends with the same bytes.
+"""A build SIGKILLed at six moments leaves temporaries; the next run removes them (ours only) and ends with the same bytes.
 
 Each kill is deterministic, not timed: a driver process wraps one function
 of the build so that the process SIGKILLs itself at that moment (mid
-encoding, while a part's pair is being closed, between parts, in the finish
+encoding, while a part's pair is being closed, between parts, while the llm.c files are packed, in the finish
 before the card, while ``COMPLETE.json`` is being renamed into place), then
 runs the real command line. What the kill left is recorded, the same command
 runs again, and the release must equal an uninterrupted build's, byte for
@@ -45,7 +45,7 @@ def killed_at(call, when="before"):
     return wrapper
 
 
-if moment == "encoding":  # the third batch: the pairs' temporaries (and the llm.c staging pair's) are open
+if moment == "encoding":  # the third batch: the pairs' temporaries (and the llm.c segment's) are open
     from hf_tokbin.pipeline import encode
     real = encode.EncodeBatch.encode
     calls = []
@@ -61,6 +61,9 @@ elif moment == "closing_pair":
 elif moment == "between_parts":
     from hf_tokbin.pipeline import part
     part._publish_part = killed_at(part._publish_part, when="after")
+elif moment == "packing":  # the first llm.c file written by its pack task, the others not yet
+    from hf_tokbin.pipeline import pack
+    pack.write_packed_file = killed_at(pack.write_packed_file, when="after")
 elif moment == "finish":
     from hf_tokbin.pipeline import finish
     finish._write_card = killed_at(finish._write_card)
@@ -111,9 +114,10 @@ def leftovers(out: Path) -> list[str]:
 
 # moment -> a leftover the kill must leave (proof that it landed there)
 MOMENTS = {
-    "encoding": ".work/llmc/.part-000000.bin",
+    "encoding": ".work/llmc/.part-000000.tokens",
     "closing_pair": "shards/train/.part-000000.bin.tmp",
     "between_parts": "receipts/part-000000.json",
+    "packing": ".work/llmc/part-000000.tokens",  # the segments stay until COMPLETE.json: a re-run packs from them
     "finish": "tokens/",
     "complete_json": ".COMPLETE.json.tmp",
 }

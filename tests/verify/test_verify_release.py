@@ -378,3 +378,27 @@ def test_stats_parts_and_sources_must_match_the_receipts(copy, change, field):
     edit_json(copy / "stats.json", change)
     reseal(copy)
     expect_error(copy, "stats.json", f"{field} differs from the receipts")
+
+
+@pytest.mark.parametrize("target", ["shards/validation/part-000001.bin", "tokens/tok/toy/val-00000.bin"])
+def test_per_file_checks_on_a_pool_find_what_one_process_finds(copy, target):
+    """``verify --num-proc 2``: the pairs and llm.c files are checked by a pool of tasks, with the same verdicts."""
+    assert verify_release(copy, num_proc=2).splits == verify_release(copy).splits
+    path = copy / target
+    assert path.is_file(), sorted(p.relative_to(copy).as_posix() for p in copy.rglob("*.bin"))
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF  # an id beyond the vocabulary, or another id: either way a broken promise naming the file
+    path.write_bytes(bytes(data))
+    reseal(copy)
+    with pytest.raises(TokbinError) as alone:
+        verify_release(copy)
+    with pytest.raises(TokbinError) as pooled:
+        verify_release(copy, num_proc=2)
+    assert str(pooled.value) == str(alone.value) and target.rsplit("/", 1)[-1] in str(alone.value)
+
+
+def test_verify_num_proc_on_the_command_line(release, capsys):
+    from hf_tokbin.cli import main
+
+    assert main(["verify", str(release), "--num-proc", "2"]) == 0
+    assert "OK" in capsys.readouterr().out

@@ -1,0 +1,102 @@
+"""The llm.c files of a build, packed in parallel from the parts' segments; the driver handles counts only.
+
+Each finished part left its llm.c segment (its documents as they stand in the
+token files: :mod:`hf_tokbin.formats.llmc_segments`) and a record of the
+segment's two files (``.work/llmc/part-NNNNNN.json``). The finish:
+
+1. reads those records (O(parts) small reads) and checks them against the
+   receipts (documents, and tokens plus the separator and BOS of each);
+2. cuts each split's stream into files (:func:`~hf_tokbin.formats.llmc_segments.plan_files`:
+   a few ranged reads of a segment's ``.ends`` where a file ends inside it, never a token);
+3. runs one task per file (:func:`pack_file`, on the build's engine: a local
+   pool of threads or Ray tasks), which writes the header and copies the
+   byte ranges of the segments it is made of (``os.copy_file_range`` for a
+   folder, ranged reads of the output URL otherwise), hashes the file and
+   publishes it.
+
+The files are the bytes one sequential writer would write. A pack task is
+idempotent (it writes to a temporary name and renames), so Ray may re-run it
+after a worker died, and a killed finish packs again on re-run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._io import sha256_file
+from ..errors import BuildError
+from ..formats import llmc
+from ..formats.llmc_segments import (
+    ENDS_DTYPE,
+    ENDS_SUFFIX,
+    TOKENS_SUFFIX,
+    FilePlan,
+    Segment,
+    ends_of,
+    plan_files,
+    write_packed_file,
+)
+from ..formats.records import FileEntry
+from ..formats.release import LLMC_SPLIT, SPLITS, Receipt, SplitCounts, part_name
+from .part import staging_entries, staging_rel
+from .plan import BuildPlan
+
+
+@dataclass(frozen=True)
+class PackedFile:
+    """What a pack task returns: the file's manifest entry and its release entry."""
+
+    entry: llmc.LlmcFileEntry
+    file: FileEntry
+
+
+def segments_of(plan: BuildPlan, receipts: list[Receipt], split: str, counts: SplitCounts) -> list[Segment]:
+    """The segments of ``split`` in corpus order, from the parts' records, checked against the receipts' counts."""
+    output = plan.output
+    width = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout).dtype.itemsize
+    added = (plan.tokenizer.doc_sep_id is not None) + (plan.bos_id is not None)
+    segments = []
+    for i, shard in enumerate(plan.corpus.shards):
+        if shard.split != split or not shard.rows:
+            continue
+        tokens, ends = staging_entries(output, part_name(i))
+        documents = receipts[i].splits[split].documents
+        expected = receipts[i].splits[split].text_tokens + added * documents
+        if ends.size != documents * ENDS_DTYPE.itemsize or tokens.size != expected * width:
+            raise BuildError(output.location(tokens.path), "an llm.c segment must hold its receipt's documents and tokens (token conservation)", expected=f"{documents} documents, {expected} tokens", got=f"{ends.size} + {tokens.size} bytes")
+        segments.append(Segment(part_name(i), documents, expected))
+    if sum(s.n_documents for s in segments) != counts.documents:
+        raise BuildError(plan.out, f"{split}: llm.c segments must hold every document", expected=counts.documents, got=sum(s.n_documents for s in segments))
+    return segments
+
+
+def plan_llmc_files(plan: BuildPlan, receipts: list[Receipt], counts: dict[str, SplitCounts]) -> list[FilePlan]:
+    """Every llm.c file of the release, train first, each as the ranges of the segments it is made of."""
+    output = plan.output
+
+    def read_ends(segment: str, first: int, count: int):
+        rel = staging_rel(segment, ENDS_SUFFIX)
+        return ends_of(output.read_range(rel, first * ENDS_DTYPE.itemsize, count * ENDS_DTYPE.itemsize), output.location(rel))
+
+    files = []
+    for split in SPLITS:
+        if split in counts and counts[split].documents:
+            files.extend(plan_files(LLMC_SPLIT[split], segments_of(plan, receipts, split, counts[split]), plan.options.max_tokens_per_file, read_ends))
+    return files
+
+
+def pack_file(plan: BuildPlan, file: FilePlan, progress: bool = False) -> PackedFile:
+    """One pack task: write llm.c file ``file`` from its segments' byte ranges, hash it, publish it."""
+    output = plan.output
+    layout = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout)
+    width = layout.dtype.itemsize
+    rel = f"{plan.llmc_dir}/{file.name}"
+
+    def copy_range(token_range, fd: int) -> None:
+        output.copy_range_into(staging_rel(token_range.segment, TOKENS_SUFFIX), token_range.start * width, token_range.length * width, fd)
+
+    size = write_packed_file(output.work / rel, file, layout, plan.tokenizer.vocab_size, copy_range)
+    digest = sha256_file(output.work / rel)
+    output.publish([rel])
+    split = file.name.split("-", 1)[0]
+    return PackedFile(llmc.LlmcFileEntry(file.name, split, file.n_tokens, file.n_docs, digest), FileEntry(rel, size, digest))
