@@ -56,8 +56,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._io import read_json
-from ..errors import FormatError
 from ..formats import llmc
 from ..formats.corpus_manifest import SPLIT_RULE_TEXT
 from ..formats.release import (
@@ -67,6 +65,7 @@ from ..formats.release import (
     STATS_NAME,
     TOKENS_DIR,
     Receipt,
+    Stats,
 )
 from ..formats.run_config import RunConfig
 from ..formats.sniff import file_magic
@@ -99,7 +98,7 @@ class _Release:
 
     root: Path
     config: RunConfig | None
-    stats: dict
+    stats: Stats | None  # None without stats.json: the counts are the receipts'
     receipts: list[Receipt]
     manifests: list[tuple[str, llmc.TokensManifest]]  # (folder relative to the release, its _MANIFEST.json)
 
@@ -107,7 +106,8 @@ class _Release:
     def read(cls, root: Path) -> _Release:
         config = RunConfig.read(root / RUN_CONFIG_NAME) if (root / RUN_CONFIG_NAME).is_file() else None
         receipts = [Receipt.read(p) for p in sorted((root / RECEIPTS_DIR).glob("part-*.json"))]
-        return cls(root, config, _optional_json(root / STATS_NAME), receipts, _llmc_manifests(root))
+        stats = Stats.read(root / STATS_NAME) if (root / STATS_NAME).is_file() else None
+        return cls(root, config, stats, receipts, _llmc_manifests(root))
 
     @property
     def formats(self) -> list[str]:
@@ -115,7 +115,9 @@ class _Release:
 
     @property
     def split_counts(self) -> dict[str, dict[str, int]]:
-        return _split_counts(self.stats, self.receipts)
+        if self.stats is not None and self.stats.splits:
+            return {name: counts.stats_dict() for name, counts in self.stats.splits.items()}
+        return _receipt_counts(self.receipts)
 
     @property
     def tokenizer_id(self) -> str:
@@ -144,7 +146,8 @@ def _sections(release: _Release) -> dict[str, str]:
     llmc_layout = _llmc_layout(config, root, release.manifests) if LLMC in formats else None
     layout = release.layout()
     version = _text(_dict(config.versions).get("hf_tokbin")) if config else None
-    counts = _counts_section(release.split_counts, release.stats, bool(release.stats.get("splits")), eod_id, separator, formats, layout)
+    sources = {name: {s: c.stats_dict() for s, c in by_split.items()} for name, by_split in release.stats.sources.items()} if release.stats else {}
+    counts = _counts_section(release.split_counts, sources, bool(release.stats and release.stats.splits), eod_id, separator, formats, layout)
     return dict(
         title=release.title,
         hf_tokbin=f"hf_tokbin {version}" if version else "hf_tokbin",
@@ -161,10 +164,6 @@ def _sections(release: _Release) -> dict[str, str]:
 
 
 # -- reading the release defensively ---------------------------------------
-
-
-def _optional_json(path: Path) -> dict:
-    return read_json(path, FormatError) if path.is_file() else {}
 
 
 def _dict(value) -> dict:
@@ -226,19 +225,8 @@ def _llmc_layout(config: RunConfig | None, root: Path, manifests: list[tuple[str
     return None
 
 
-def _counts_of(obj) -> dict[str, int]:
-    """The count fields of a stats entry, with ``total_tokens`` derived when it is missing."""
-    counts = {k: v for k, v in obj.items() if _count(v) is not None} if isinstance(obj, dict) else {}
-    if "total_tokens" not in counts and "text_tokens" in counts and "eod_tokens" in counts:
-        counts["total_tokens"] = counts["text_tokens"] + counts["eod_tokens"]
-    return counts
-
-
-def _split_counts(stats: dict, receipts: list[Receipt]) -> dict[str, dict[str, int]]:
-    """Counts per split from ``stats.json``, or summed over the receipts when it has none."""
-    splits = _dict(stats.get("splits"))
-    if splits:
-        return {name: _counts_of(value) for name, value in splits.items()}
+def _receipt_counts(receipts: list[Receipt]) -> dict[str, dict[str, int]]:
+    """Counts per split summed over the receipts, for a release whose ``stats.json`` has none."""
     summed: dict[str, dict[str, int]] = {}
     for receipt in receipts:
         for split, counts in receipt.splits.items():
@@ -367,7 +355,7 @@ def _token_note(eod_id, separator, formats: list[str], layout: _Layout) -> str:
     return " ".join(notes)
 
 
-def _counts_section(split_counts: dict[str, dict[str, int]], stats: dict, from_stats: bool, eod_id, separator, formats: list[str], layout: _Layout) -> str:
+def _counts_section(split_counts: dict[str, dict[str, int]], sources: dict[str, dict[str, dict[str, int]]], from_stats: bool, eod_id, separator, formats: list[str], layout: _Layout) -> str:
     if not split_counts:
         return "Not recorded (no `stats.json` and no receipts)."
     # The known counts first, in their order, then any other count stats.json has (shown as it is).
@@ -378,18 +366,17 @@ def _counts_section(split_counts: dict[str, dict[str, int]], stats: dict, from_s
     origin = "From `stats.json`." if from_stats else "Summed over the receipts (this release has no split counts in `stats.json`)."
     note = _token_note(eod_id, separator, formats, layout)
     text = origin + (" " + note if note else "") + "\n\n" + _table(header, rows)
-    source_rows = _source_rows(stats, columns)
+    source_rows = _source_rows(sources, columns)
     if source_rows:
         text += "\n\nBy source:\n\n" + _table(["source", "split"] + header[1:], source_rows)
     return text
 
 
-def _source_rows(stats: dict, columns: list[str]) -> list[list[str]]:
-    """The per-source table's rows: a source maps either straight to counts, or to counts per split."""
+def _source_rows(sources: dict[str, dict[str, dict[str, int]]], columns: list[str]) -> list[list[str]]:
+    """The per-source table's rows: each source's counts per split."""
     rows = []
-    for name, value in sorted(_dict(stats.get("sources")).items()):
-        by_split = {"": _counts_of(value)} if _counts_of(value) else {s: _counts_of(v) for s, v in sorted(_dict(value).items())}
-        rows += [[f"`{name}`", split] + [f"{counts[k]:,}" if k in counts else "" for k in columns] for split, counts in by_split.items() if counts]
+    for name, by_split in sorted(sources.items()):
+        rows += [[f"`{name}`", split] + [f"{counts[k]:,}" if k in counts else "" for k in columns] for split, counts in sorted(by_split.items())]
     return rows
 
 
