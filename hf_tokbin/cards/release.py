@@ -416,35 +416,39 @@ def _tokenizer_section(tokenizer: dict, config: RunConfig | None) -> str:
     if not tokenizer:
         return "Not recorded in `run_config.json`."
     is_byte = tokenizer.get("source") == BYTE_SOURCE
-    labels = {**_TOKENIZER_LABELS, "sha256": "SHA-256 of its canonical description (it has no `tokenizer.json`)"} if is_byte else _TOKENIZER_LABELS
-    lines = []
-    for key, label in labels.items():
-        if key in tokenizer and tokenizer[key] is not None:
-            lines.append(f"- {label}: `{tokenizer[key]}`")
-    for key in sorted(set(tokenizer) - set(labels)):
-        if isinstance(tokenizer[key], (str, int, float)) and not isinstance(tokenizer[key], bool):
-            lines.append(f"- {key}: `{tokenizer[key]}`")
+    lines = _tokenizer_lines(tokenizer, is_byte)
     if config is not None and "doc_sep_id" not in tokenizer:
         for label, token in (("document separator (EOD)", config.doc_sep), ("BOS, before every document", config.bos)):
             lines.append(f"- {label}: " + (f"`{token.id}`{f' `{token.token}`' if token.token is not None else ''}, from {token.source}" if token is not None else "none"))
-    lines.append("")
+    bos = config.bos if config is not None else None
+    lines += ["", _encoding_note(is_byte, config)]
+    lines.append(("A BOS is inserted before every document; no" if bos is not None else "No BOS or") + " padding is inserted; nothing is truncated, packed or deduplicated.")
+    return "\n".join(lines)
+
+
+def _tokenizer_lines(tokenizer: dict, is_byte: bool) -> list[str]:
+    """The tokenizer record's fields: the known ones labelled, in their order, then any other scalar as it is."""
+    labels = {**_TOKENIZER_LABELS, "sha256": "SHA-256 of its canonical description (it has no `tokenizer.json`)"} if is_byte else _TOKENIZER_LABELS
+    lines = [f"- {label}: `{tokenizer[key]}`" for key, label in labels.items() if tokenizer.get(key) is not None]
+    others = sorted(set(tokenizer) - set(labels))
+    return lines + [f"- {key}: `{tokenizer[key]}`" for key in others if isinstance(tokenizer[key], (str, int, float)) and not isinstance(tokenizer[key], bool)]
+
+
+def _encoding_note(is_byte: bool, config: RunConfig | None) -> str:
+    """How each document's text became ids, as run_config.json's special-token policy says."""
     if is_byte:
-        lines.append("Each document is encoded as its UTF-8 bytes: one id per byte, the id being the byte value.")
-    elif config is not None and config.special_tokens == "ordinary":
-        lines.append(
+        return "Each document is encoded as its UTF-8 bytes: one id per byte, the id being the byte value."
+    if config is not None and config.special_tokens == "ordinary":
+        return (
             "Each document is encoded once with `tokenizers` (`encode(text, add_special_tokens=False)`) with special-token "
             "text as ordinary text (`encode_special_tokens = True`): `<|endoftext|>` written in a document is encoded as "
             "the characters it is made of, never as the special token, so no document boundary comes from the text."
         )
-    else:
-        lines.append(
-            "Each document is encoded once with `tokenizers` (`encode(text, add_special_tokens=False)`): an added token "
-            "written literally in the text (such as `<|endoftext|>`) is matched as that token, as `tokenizers` does"
-            + (" (`--parse-special-tokens`)." if config is not None else ".")
-        )
-    bos = config.bos if config is not None else None
-    lines.append(("A BOS is inserted before every document; no" if bos is not None else "No BOS or") + " padding is inserted; nothing is truncated, packed or deduplicated.")
-    return "\n".join(lines)
+    return (
+        "Each document is encoded once with `tokenizers` (`encode(text, add_special_tokens=False)`): an added token "
+        "written literally in the text (such as `<|endoftext|>`) is matched as that token, as `tokenizers` does"
+        + (" (`--parse-special-tokens`)." if config is not None else ".")
+    )
 
 
 def _split_section(rule) -> str:
