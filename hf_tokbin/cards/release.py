@@ -56,8 +56,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._io import read_json
-from ..errors import FormatError
 from ..formats import llmc
 from ..formats.corpus_manifest import SPLIT_RULE_TEXT
 from ..formats.release import (
@@ -67,9 +65,11 @@ from ..formats.release import (
     STATS_NAME,
     TOKENS_DIR,
     Receipt,
+    Stats,
 )
 from ..formats.run_config import RunConfig
 from ..formats.sniff import file_magic
+from .lengths import NOT_RECORDED, length_section
 from .metadata import HUB_LICENSES, dump_yaml, is_hub_language, load_template, size_category
 from .preview import preview_metadata, preview_rows
 
@@ -81,57 +81,89 @@ _LICENSE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")  # what license_name may be:
 
 def render_release_card(release_dir: str | os.PathLike, *, license: str | None = None, language: str | list[str] | None = None, source_dataset: str | None = None) -> str:
     """The ``README.md`` text of the release in ``release_dir``; arguments override ``run_config.json``."""
-    root = Path(release_dir)
-    config = RunConfig.read(root / RUN_CONFIG_NAME) if (root / RUN_CONFIG_NAME).is_file() else None
-    stats = _optional_json(root / STATS_NAME)
-    receipts = [Receipt.read(p) for p in sorted((root / RECEIPTS_DIR).glob("part-*.json"))]
-    manifests = _llmc_manifests(root)
-    tokenizer = _dict(config.tokenizer) if config else {}
-    corpus = _dict(config.corpus) if config else {}
-    formats = _formats(config, receipts, manifests)
-    split_counts = _split_counts(stats, receipts)
-
-    dataset = config.dataset if config else None
-    tokenizer_id = _text(tokenizer.get("tokenizer_id")) or "unknown"
+    release = _Release.read(Path(release_dir))
+    corpus = _dict(release.config.corpus) if release.config else {}
     corpus_source = _text(corpus.get("source"))
-    source = source_dataset or (corpus_source if corpus_source != "local" else None)
     license = license or _text(corpus.get("license")) or "unknown"
     language = language if language is not None else corpus.get("language")
-    documents = sum(c.get("documents", 0) for c in split_counts.values())
-    made_for = " and ".join(FORMAT_LABELS[f] for f in formats) or "training"
-    title = f"{dataset} tokenized with {tokenizer_id} for {made_for}" if dataset else "Tokenized pretraining release"
-    eod_id = config.eod_id if config and MEGATRON in formats else None
-    separator = _manifest_separator(config, manifests) if LLMC in formats else None
-    llmc_layout = _llmc_layout(config, root, manifests) if LLMC in formats else None
-    layout = _Layout(
-        bos_id=config.bos_id if config else None,
-        separator_position=(config.llmc_separator if config else None) or "before",
-        special_tokens=config.special_tokens if config else None,
-    )
+    source = source_dataset or (corpus_source if corpus_source != "local" else None)
+    documents = sum(c.get("documents", 0) for c in release.split_counts.values())
+    metadata = _yaml_metadata(license, language, size_category(documents), source, release.tokenizer_id, release.title, release.formats, preview_metadata(release.root))
+    return load_template().substitute(metadata=metadata, license_line=_license_line(license, language), **_sections(release))
 
-    metadata = _yaml_metadata(license, language, size_category(documents), source, tokenizer_id, title, formats, preview_metadata(root))
+
+@dataclass(frozen=True)
+class _Release:
+    """What the card is rendered from, each file read through its own reader (``run_config.json`` may be absent)."""
+
+    root: Path
+    config: RunConfig | None
+    stats: Stats | None  # None without stats.json: the counts are the receipts'
+    receipts: list[Receipt]
+    manifests: list[tuple[str, llmc.TokensManifest]]  # (folder relative to the release, its _MANIFEST.json)
+
+    @classmethod
+    def read(cls, root: Path) -> _Release:
+        config = RunConfig.read(root / RUN_CONFIG_NAME) if (root / RUN_CONFIG_NAME).is_file() else None
+        receipts = [Receipt.read(p) for p in sorted((root / RECEIPTS_DIR).glob("part-*.json"))]
+        stats = Stats.read(root / STATS_NAME) if (root / STATS_NAME).is_file() else None
+        return cls(root, config, stats, receipts, _llmc_manifests(root))
+
+    @property
+    def formats(self) -> list[str]:
+        return _formats(self.config, self.receipts, self.manifests)
+
+    @property
+    def split_counts(self) -> dict[str, dict[str, int]]:
+        if self.stats is not None and self.stats.splits:
+            return {name: counts.stats_dict() for name, counts in self.stats.splits.items()}
+        return _receipt_counts(self.receipts)
+
+    @property
+    def tokenizer_id(self) -> str:
+        recorded = _text(_dict(self.config.tokenizer).get("tokenizer_id")) if self.config else None
+        return recorded or "unknown"
+
+    @property
+    def title(self) -> str:
+        made_for = " and ".join(FORMAT_LABELS[f] for f in self.formats) or "training"
+        return f"{self.config.dataset} tokenized with {self.tokenizer_id} for {made_for}" if self.config else "Tokenized pretraining release"
+
+    def layout(self) -> _Layout:
+        config = self.config
+        return _Layout(
+            bos_id=config.bos_id if config else None,
+            separator_position=(config.llmc_separator if config else None) or "before",
+            special_tokens=config.special_tokens if config else None,
+        )
+
+
+def _sections(release: _Release) -> dict[str, str]:
+    """The template's fields but the metadata and license line."""
+    config, formats, root = release.config, release.formats, release.root
+    eod_id = config.eod_id if config and MEGATRON in formats else None
+    separator = _manifest_separator(config, release.manifests) if LLMC in formats else None
+    llmc_layout = _llmc_layout(config, root, release.manifests) if LLMC in formats else None
+    layout = release.layout()
     version = _text(_dict(config.versions).get("hf_tokbin")) if config else None
-    return load_template().substitute(
-        metadata=metadata,
-        title=title,
-        license_line=_license_line(license, language),
+    sources = {name: {s: c.stats_dict() for s, c in by_split.items()} for name, by_split in release.stats.sources.items()} if release.stats else {}
+    counts = _counts_section(release.split_counts, sources, bool(release.stats and release.stats.splits), eod_id, separator, formats, layout)
+    return dict(
+        title=release.title,
         hf_tokbin=f"hf_tokbin {version}" if version else "hf_tokbin",
-        corpus_phrase=f"`{dataset}`" if dataset else "a text corpus",
+        corpus_phrase=f"`{config.dataset}`" if config else "a text corpus",
         trainers=_trainers(formats),
-        files_section=_files_section(root, receipts, manifests, formats, llmc_layout),
-        counts_section=_counts_section(split_counts, stats, bool(stats.get("splits")), eod_id, separator, formats, layout) + _llmc_counts(manifests, formats),
-        tokenizer_section=_tokenizer_section(tokenizer, config),
+        files_section=_files_section(root, release.receipts, release.manifests, formats, llmc_layout),
+        counts_section=counts + _llmc_counts(release.manifests, formats),
+        lengths_section=length_section(root, release.receipts) if MEGATRON in formats else NOT_RECORDED,
+        tokenizer_section=_tokenizer_section(_dict(config.tokenizer) if config else {}, config),
         split_section=_split_section(config.split_rule if config else None),
-        format_section=_format_section(root, receipts, manifests, formats, eod_id, separator, llmc_layout, config.megatron_dtype_code if config else None, layout),
-        reading_section=_reading_section(root, receipts, manifests, formats, llmc_layout),
+        format_section=_format_section(root, release.receipts, release.manifests, formats, eod_id, separator, llmc_layout, config.megatron_dtype_code if config else None, layout),
+        reading_section=_reading_section(root, release.receipts, release.manifests, formats, llmc_layout),
     )
 
 
 # -- reading the release defensively ---------------------------------------
-
-
-def _optional_json(path: Path) -> dict:
-    return read_json(path, FormatError) if path.is_file() else {}
 
 
 def _dict(value) -> dict:
@@ -167,7 +199,7 @@ class _Layout:
         return f"`[sep] + {bos}ids`" if self.separator_position == "before" else f"`{bos}ids + [sep]`"
 
 
-def _formats(config: RunConfig | None, receipts: list[Receipt], manifests: list[tuple[str, dict]]) -> list[str]:
+def _formats(config: RunConfig | None, receipts: list[Receipt], manifests: list[tuple[str, llmc.TokensManifest]]) -> list[str]:
     """The formats ``run_config.json`` names, in a fixed order; without it, those whose files are here."""
     if config is not None:
         return [f for f in FORMAT_LABELS if f in config.formats]
@@ -175,37 +207,26 @@ def _formats(config: RunConfig | None, receipts: list[Receipt], manifests: list[
     return [f for f in FORMAT_LABELS if held[f]]
 
 
-def _manifest_separator(config: RunConfig | None, manifests: list[tuple[str, dict]]):
+def _manifest_separator(config: RunConfig | None, manifests: list[tuple[str, llmc.TokensManifest]]):
     """The llm.c separator id: run_config.json's; without it, the first manifest's ``doc_sep_id``."""
     if config is not None:
         return config.doc_sep_id
-    return next((m.get("doc_sep_id") for _, m in manifests), None)
+    return next((m.doc_sep_id for _, m in manifests), None)
 
 
-def _llmc_layout(config: RunConfig | None, root: Path, manifests: list[tuple[str, dict]]) -> str | None:
+def _llmc_layout(config: RunConfig | None, root: Path, manifests: list[tuple[str, llmc.TokensManifest]]) -> str | None:
     """``llmc.layout`` of run_config.json; without it, ``llama3`` when the first token file has that magic."""
     if config is not None:
         return config.llmc_layout
     for folder, manifest in manifests:
-        names = [f["name"] for f in manifest.get("files", []) if isinstance(f, dict) and isinstance(f.get("name"), str)]
+        names = [f.name for f in manifest.files]
         if names and (root / folder / names[0]).is_file():
             return "llama3" if file_magic(root / folder / names[0]) == llmc.LLAMA3_MAGIC else "gpt2"
     return None
 
 
-def _counts_of(obj) -> dict[str, int]:
-    """The count fields of a stats entry, with ``total_tokens`` derived when it is missing."""
-    counts = {k: v for k, v in obj.items() if _count(v) is not None} if isinstance(obj, dict) else {}
-    if "total_tokens" not in counts and "text_tokens" in counts and "eod_tokens" in counts:
-        counts["total_tokens"] = counts["text_tokens"] + counts["eod_tokens"]
-    return counts
-
-
-def _split_counts(stats: dict, receipts: list[Receipt]) -> dict[str, dict[str, int]]:
-    """Counts per split from ``stats.json``, or summed over the receipts when it has none."""
-    splits = _dict(stats.get("splits"))
-    if splits:
-        return {name: _counts_of(value) for name, value in splits.items()}
+def _receipt_counts(receipts: list[Receipt]) -> dict[str, dict[str, int]]:
+    """Counts per split summed over the receipts, for a release whose ``stats.json`` has none."""
     summed: dict[str, dict[str, int]] = {}
     for receipt in receipts:
         for split, counts in receipt.splits.items():
@@ -215,12 +236,10 @@ def _split_counts(stats: dict, receipts: list[Receipt]) -> dict[str, dict[str, i
     return {s: summed[s] for s in SPLITS if s in summed}
 
 
-def _llmc_manifests(root: Path) -> list[tuple[str, dict]]:
+def _llmc_manifests(root: Path) -> list[tuple[str, llmc.TokensManifest]]:
     """``(folder relative to the release, manifest)`` for every llm.c ``_MANIFEST.json``."""
-    found = []
-    for path in sorted((root / TOKENS_DIR).glob("*/*/_MANIFEST.json")):
-        found.append((path.parent.relative_to(root).as_posix(), read_json(path, FormatError)))
-    return found
+    paths = sorted((root / TOKENS_DIR).glob(f"*/*/{llmc.MANIFEST_NAME}"))
+    return [(path.parent.relative_to(root).as_posix(), llmc.TokensManifest.read(path)) for path in paths]
 
 
 # -- sections --------------------------------------------------------------
@@ -284,7 +303,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _files_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, dict]], formats: list[str], llmc_layout: str | None = None) -> str:
+def _files_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, llmc.TokensManifest]], formats: list[str], llmc_layout: str | None = None) -> str:
     rows = []
     if MEGATRON in formats:
         for split in SPLITS:
@@ -297,7 +316,7 @@ def _files_section(root: Path, receipts: list[Receipt], manifests: list[tuple[st
         rows.append(["`receipts/part-NNNNNN.json`", what, f"{len(receipts):,}", ""])
     if LLMC in formats:
         for folder, manifest in manifests:
-            files = [f for f in manifest.get("files", []) if isinstance(f, dict)]
+            files = manifest.files
             size = sum(_llmc_file_size(root / folder, f, manifest, llmc_layout) for f in files)
             rows.append([f"`{folder}/{{train,val}}-NNNNN.bin`", "llm.c token files, with their `_MANIFEST.json`", f"{len(files):,}", f"{size:,}"])
     rows += preview_rows(root)
@@ -336,7 +355,7 @@ def _token_note(eod_id, separator, formats: list[str], layout: _Layout) -> str:
     return " ".join(notes)
 
 
-def _counts_section(split_counts: dict[str, dict[str, int]], stats: dict, from_stats: bool, eod_id, separator, formats: list[str], layout: _Layout) -> str:
+def _counts_section(split_counts: dict[str, dict[str, int]], sources: dict[str, dict[str, dict[str, int]]], from_stats: bool, eod_id, separator, formats: list[str], layout: _Layout) -> str:
     if not split_counts:
         return "Not recorded (no `stats.json` and no receipts)."
     # The known counts first, in their order, then any other count stats.json has (shown as it is).
@@ -347,29 +366,30 @@ def _counts_section(split_counts: dict[str, dict[str, int]], stats: dict, from_s
     origin = "From `stats.json`." if from_stats else "Summed over the receipts (this release has no split counts in `stats.json`)."
     note = _token_note(eod_id, separator, formats, layout)
     text = origin + (" " + note if note else "") + "\n\n" + _table(header, rows)
-    source_rows = []
-    for name, value in sorted(_dict(stats.get("sources")).items()):
-        # A source maps either straight to counts, or to counts per split.
-        by_split = {"": _counts_of(value)} if _counts_of(value) else {s: _counts_of(v) for s, v in sorted(_dict(value).items())}
-        for split, counts in by_split.items():
-            if counts:
-                source_rows.append([f"`{name}`", split] + [f"{counts[k]:,}" if k in counts else "" for k in columns])
+    source_rows = _source_rows(sources, columns)
     if source_rows:
         text += "\n\nBy source:\n\n" + _table(["source", "split"] + header[1:], source_rows)
     return text
 
 
-def _llmc_counts(manifests: list[tuple[str, dict]], formats: list[str]) -> str:
+def _source_rows(sources: dict[str, dict[str, dict[str, int]]], columns: list[str]) -> list[list[str]]:
+    """The per-source table's rows: each source's counts per split."""
+    rows = []
+    for name, by_split in sorted(sources.items()):
+        rows += [[f"`{name}`", split] + [f"{counts[k]:,}" if k in counts else "" for k in columns] for split, counts in sorted(by_split.items())]
+    return rows
+
+
+def _llmc_counts(manifests: list[tuple[str, llmc.TokensManifest]], formats: list[str]) -> str:
     """The llm.c files' documents and tokens per split, as their ``_MANIFEST.json`` lists them: what a trainer reads."""
     if LLMC not in formats or not manifests:
         return ""
     text = ""
     for folder, manifest in manifests:
-        entries = [f for f in manifest.get("files", []) if isinstance(f, dict)]
         rows = []
         for split in llmc.SPLITS:
-            files = [f for f in entries if f.get("split") == split]
-            documents, tokens = (sum(_count(f.get(k)) or 0 for f in files) for k in ("n_docs", "n_tokens"))
+            files = [f for f in manifest.files if f.split == split]
+            documents, tokens = sum(f.n_docs for f in files), sum(f.n_tokens for f in files)
             rows.append([f"`{split}`", f"{len(files):,}", f"{documents:,}", f"{tokens:,}"])
         text += (
             f"\n\nThe llm.c files (`{folder}/`), as their `_MANIFEST.json` lists them: the tokens are every id the files hold, "
@@ -396,35 +416,39 @@ def _tokenizer_section(tokenizer: dict, config: RunConfig | None) -> str:
     if not tokenizer:
         return "Not recorded in `run_config.json`."
     is_byte = tokenizer.get("source") == BYTE_SOURCE
-    labels = {**_TOKENIZER_LABELS, "sha256": "SHA-256 of its canonical description (it has no `tokenizer.json`)"} if is_byte else _TOKENIZER_LABELS
-    lines = []
-    for key, label in labels.items():
-        if key in tokenizer and tokenizer[key] is not None:
-            lines.append(f"- {label}: `{tokenizer[key]}`")
-    for key in sorted(set(tokenizer) - set(labels)):
-        if isinstance(tokenizer[key], (str, int, float)) and not isinstance(tokenizer[key], bool):
-            lines.append(f"- {key}: `{tokenizer[key]}`")
+    lines = _tokenizer_lines(tokenizer, is_byte)
     if config is not None and "doc_sep_id" not in tokenizer:
         for label, token in (("document separator (EOD)", config.doc_sep), ("BOS, before every document", config.bos)):
             lines.append(f"- {label}: " + (f"`{token.id}`{f' `{token.token}`' if token.token is not None else ''}, from {token.source}" if token is not None else "none"))
-    lines.append("")
+    bos = config.bos if config is not None else None
+    lines += ["", _encoding_note(is_byte, config)]
+    lines.append(("A BOS is inserted before every document; no" if bos is not None else "No BOS or") + " padding is inserted; nothing is truncated, packed or deduplicated.")
+    return "\n".join(lines)
+
+
+def _tokenizer_lines(tokenizer: dict, is_byte: bool) -> list[str]:
+    """The tokenizer record's fields: the known ones labelled, in their order, then any other scalar as it is."""
+    labels = {**_TOKENIZER_LABELS, "sha256": "SHA-256 of its canonical description (it has no `tokenizer.json`)"} if is_byte else _TOKENIZER_LABELS
+    lines = [f"- {label}: `{tokenizer[key]}`" for key, label in labels.items() if tokenizer.get(key) is not None]
+    others = sorted(set(tokenizer) - set(labels))
+    return lines + [f"- {key}: `{tokenizer[key]}`" for key in others if isinstance(tokenizer[key], (str, int, float)) and not isinstance(tokenizer[key], bool)]
+
+
+def _encoding_note(is_byte: bool, config: RunConfig | None) -> str:
+    """How each document's text became ids, as run_config.json's special-token policy says."""
     if is_byte:
-        lines.append("Each document is encoded as its UTF-8 bytes: one id per byte, the id being the byte value.")
-    elif config is not None and config.special_tokens == "ordinary":
-        lines.append(
+        return "Each document is encoded as its UTF-8 bytes: one id per byte, the id being the byte value."
+    if config is not None and config.special_tokens == "ordinary":
+        return (
             "Each document is encoded once with `tokenizers` (`encode(text, add_special_tokens=False)`) with special-token "
             "text as ordinary text (`encode_special_tokens = True`): `<|endoftext|>` written in a document is encoded as "
             "the characters it is made of, never as the special token, so no document boundary comes from the text."
         )
-    else:
-        lines.append(
-            "Each document is encoded once with `tokenizers` (`encode(text, add_special_tokens=False)`): an added token "
-            "written literally in the text (such as `<|endoftext|>`) is matched as that token, as `tokenizers` does"
-            + (" (`--parse-special-tokens`)." if config is not None else ".")
-        )
-    bos = config.bos if config is not None else None
-    lines.append(("A BOS is inserted before every document; no" if bos is not None else "No BOS or") + " padding is inserted; nothing is truncated, packed or deduplicated.")
-    return "\n".join(lines)
+    return (
+        "Each document is encoded once with `tokenizers` (`encode(text, add_special_tokens=False)`): an added token "
+        "written literally in the text (such as `<|endoftext|>`) is matched as that token, as `tokenizers` does"
+        + (" (`--parse-special-tokens`)." if config is not None else ".")
+    )
 
 
 def _split_section(rule) -> str:
@@ -435,72 +459,79 @@ def _split_section(rule) -> str:
     return _text(details.get("text")) or SPLIT_RULE_TEXT.get(name, f"`{name}`")
 
 
-def _llmc_file_size(folder: Path, entry: dict, manifest: dict, llmc_layout: str | None) -> int:
+def _llmc_file_size(folder: Path, entry: llmc.LlmcFileEntry, manifest: llmc.TokensManifest, llmc_layout: str | None) -> int:
     """A token file's size: from its manifest entry and the layout (a build's finish may hold no token file), else from disk."""
-    from ..formats import llmc
-
-    n_tokens, vocab = entry.get("n_tokens"), manifest.get("vocab_size")
-    if llmc_layout in llmc.FAMILIES and isinstance(n_tokens, int) and isinstance(vocab, int) and 0 < vocab <= 2**32:
-        return llmc.HEADER_BYTES + n_tokens * llmc.layout_for(vocab, llmc_layout).dtype.itemsize
-    path = folder / entry["name"] if isinstance(entry.get("name"), str) else None
-    return path.stat().st_size if path is not None and path.is_file() else 0
+    if llmc_layout in llmc.FAMILIES and manifest.vocab_size <= 2**32:
+        return llmc.HEADER_BYTES + entry.n_tokens * llmc.layout_for(manifest.vocab_size, llmc_layout).dtype.itemsize
+    path = folder / entry.name
+    return path.stat().st_size if path.is_file() else 0
 
 
-def _format_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, dict]], formats: list[str], eod_id, separator, llmc_layout, dtype_code, layout: _Layout) -> str:
-    from ..formats import llmc, megatron
-
-    parts = []
-    if MEGATRON in formats:
-        idx_files = [f.path for r in receipts for f in r.files if f.path.endswith(".idx")]
-        dtype = "uint16 (dtype code 8) or int32 (code 4)"
-        if idx_files:
-            header = megatron.read_index_header(root / idx_files[0])
-            dtype = f"{header.dtype.name} (dtype code {header.code})"
-        elif _count(dtype_code) in megatron.DTYPE_CODES:
-            code = dtype_code
-            dtype = f"{megatron.DTYPE_CODES[code].name} (dtype code {code})"
-        parts.append(
-            "**Megatron pairs** are IndexedDataset version 1. `.bin` is a contiguous little-endian "
-            f"stream of {dtype} token ids; each document is one sequence, {layout.megatron_document()}: it ends with one EOD token{_id_text(eod_id)}"
-            + (f" and begins with one BOS token{_id_text(layout.bos_id)}. " if layout.bos_id is not None else ". ")
-            + "`.idx`: magic `MMIDIDX\\0\\0`, version 1 (uint64), the dtype code (uint8), the sequence count and "
-            "document count (uint64 each; documents + 1), then the int32 sequence lengths, the int64 byte "
-            "pointers into `.bin`, and the int64 document indices `[0, 1, ..., N]`."
-        )
+def _format_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, llmc.TokensManifest]], formats: list[str], eod_id, separator, llmc_layout, dtype_code, layout: _Layout) -> str:
+    parts = [_megatron_format(root, receipts, eod_id, dtype_code, layout)] if MEGATRON in formats else []
     if LLMC in formats:
-        shape = layout.llmc_document(_count(separator) is not None)
-        if _count(separator) is not None:
-            where = "preceded" if layout.separator_position == "before" else "followed"
-            documents = f"Each document is {shape}: {where} by the document separator{_id_text(separator)}; files hold whole documents."
-        else:
-            documents = f"Each document is {shape}, with no separator (the tokenizer has none); files hold whole documents."
-        for folder, manifest in manifests:
-            names = [f["name"] for f in manifest.get("files", []) if isinstance(f, dict) and isinstance(f.get("name"), str)]
-            first = root / folder / names[0] if names else None
-            if llmc_layout == "llama3":
-                parts.append(
-                    f"**llm.c token files** (`{folder}/`) use upstream llm.c's Llama 3 layout (`--llmc-layout llama3`): "
-                    "a 1024-byte header of 256 little-endian int32 (magic 20240801, version 7, token count, zeros), "
-                    f"then uint32 ids, as `train_llama3.py` reads them. {documents}"
-                )
-                continue
-            version = ""
-            vocab = manifest.get("vocab_size")
-            if llmc_layout == "gpt2" and isinstance(vocab, int) and 0 < vocab <= 2**32:  # the layout the build wrote, from the manifest
-                written = llmc.layout_for(vocab, "gpt2")
-                version = f" Here: version {written.version} ({written.dtype.name} ids)."
-            elif first is not None and first.is_file():
-                header = llmc.read_header(first)
-                version = f" Here: version {header.version} ({header.dtype.name} ids)."
-            parts.append(
-                f"**llm.c token files** (`{folder}/`): a 1024-byte header of 256 little-endian int32 "
-                f"(magic 20240520, version, token count, vocabulary size, zeros), then the ids; version 1 "
-                f"holds uint16 ids, version 2 uint32 ids.{version} {documents}"
-            )
+        documents = _llmc_documents(separator, layout)
+        parts += [_llmc_format(root, folder, manifest, llmc_layout, documents) for folder, manifest in manifests]
     return "\n\n".join(parts) or "No token files recorded."
 
 
-def _reading_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, dict]], formats: list[str], llmc_layout) -> str:
+def _megatron_dtype(root: Path, receipts: list[Receipt], dtype_code) -> str:
+    """The pairs' dtype: the first ``.idx`` header's; without one, run_config.json's code; else both possibilities."""
+    from ..formats import megatron
+
+    idx_files = [f.path for r in receipts for f in r.files if f.path.endswith(".idx")]
+    if idx_files:
+        header = megatron.read_index_header(root / idx_files[0])
+        return f"{header.dtype.name} (dtype code {header.code})"
+    if _count(dtype_code) in megatron.DTYPE_CODES:
+        return f"{megatron.DTYPE_CODES[dtype_code].name} (dtype code {dtype_code})"
+    return "uint16 (dtype code 8) or int32 (code 4)"
+
+
+def _megatron_format(root: Path, receipts: list[Receipt], eod_id, dtype_code, layout: _Layout) -> str:
+    dtype = _megatron_dtype(root, receipts, dtype_code)
+    return (
+        "**Megatron pairs** are IndexedDataset version 1. `.bin` is a contiguous little-endian "
+        f"stream of {dtype} token ids; each document is one sequence, {layout.megatron_document()}: it ends with one EOD token{_id_text(eod_id)}"
+        + (f" and begins with one BOS token{_id_text(layout.bos_id)}. " if layout.bos_id is not None else ". ")
+        + "`.idx`: magic `MMIDIDX\\0\\0`, version 1 (uint64), the dtype code (uint8), the sequence count and "
+        "document count (uint64 each; documents + 1), then the int32 sequence lengths, the int64 byte "
+        "pointers into `.bin`, and the int64 document indices `[0, 1, ..., N]`."
+    )
+
+
+def _llmc_documents(separator, layout: _Layout) -> str:
+    """How a document stands in the llm.c files, in words."""
+    shape = layout.llmc_document(_count(separator) is not None)
+    if _count(separator) is None:
+        return f"Each document is {shape}, with no separator (the tokenizer has none); files hold whole documents."
+    where = "preceded" if layout.separator_position == "before" else "followed"
+    return f"Each document is {shape}: {where} by the document separator{_id_text(separator)}; files hold whole documents."
+
+
+def _llmc_format(root: Path, folder: str, manifest: llmc.TokensManifest, llmc_layout, documents: str) -> str:
+    if llmc_layout == "llama3":
+        return (
+            f"**llm.c token files** (`{folder}/`) use upstream llm.c's Llama 3 layout (`--llmc-layout llama3`): "
+            "a 1024-byte header of 256 little-endian int32 (magic 20240801, version 7, token count, zeros), "
+            f"then uint32 ids, as `train_llama3.py` reads them. {documents}"
+        )
+    first = root / folder / manifest.files[0].name if manifest.files else None
+    version = ""
+    if llmc_layout == "gpt2" and manifest.vocab_size <= 2**32:  # the layout the build wrote, from the manifest
+        written = llmc.layout_for(manifest.vocab_size, "gpt2")
+        version = f" Here: version {written.version} ({written.dtype.name} ids)."
+    elif first is not None and first.is_file():
+        header = llmc.read_header(first)
+        version = f" Here: version {header.version} ({header.dtype.name} ids)."
+    return (
+        f"**llm.c token files** (`{folder}/`): a 1024-byte header of 256 little-endian int32 "
+        f"(magic 20240520, version, token count, vocabulary size, zeros), then the ids; version 1 "
+        f"holds uint16 ids, version 2 uint32 ids.{version} {documents}"
+    )
+
+
+def _reading_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, llmc.TokensManifest]], formats: list[str], llmc_layout) -> str:
     parts = []
     if MEGATRON in formats:
         first_pair = next((f.path[: -len(".bin")] for r in receipts for f in r.files if f.path.endswith(".bin")), "shards/train/part-000000")

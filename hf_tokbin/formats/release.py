@@ -157,6 +157,33 @@ def stats_record(dataset: str, tokenizer_id: str, receipts: Sequence[Receipt]) -
 
 
 @dataclass(frozen=True)
+class Stats:
+    """What ``stats.json`` (:func:`stats_record`) says: the counts per split and per source, read back as :class:`SplitCounts`."""
+
+    splits: dict[str, SplitCounts]
+    sources: dict[str, dict[str, SplitCounts]]
+
+    @classmethod
+    def read(cls, path: str | os.PathLike) -> Stats:
+        obj = read_json(path, FormatError)
+        require(isinstance(obj, dict) and isinstance(obj.get("splits"), dict), path, "splits must be an object of counts by split")
+        sources = obj.get("sources", {})
+        require(isinstance(sources, dict) and all(isinstance(v, dict) for v in sources.values()), path, "sources must be an object of counts by split, per source")
+        return cls(_stats_counts(path, obj["splits"], "splits"), {name: _stats_counts(path, v, f"sources.{name}") for name, v in sources.items()})
+
+
+def _stats_counts(path, obj: dict, where: str) -> dict[str, SplitCounts]:
+    """``{SPLIT: COUNTS}`` of stats.json, each COUNTS :meth:`SplitCounts.stats_dict`'s keys, its total their sum."""
+    counts = {}
+    for split, c in obj.items():
+        keys = ["documents", "text_tokens", "eod_tokens", "text_bytes", "total_tokens"]
+        check_keys(c, keys + ["bos_tokens"] if isinstance(c, dict) and "bos_tokens" in c else keys, path, f"{where}.{split}")
+        counts[split] = SplitCounts(**{k: v for k, v in c.items() if k != "total_tokens"})
+        require(counts[split].total_tokens == c["total_tokens"], path, f"{where}.{split}.total_tokens must be the sum of the tokens", c["total_tokens"])
+    return counts
+
+
+@dataclass(frozen=True)
 class Receipt:
     part: str
     input_shard: FileEntry

@@ -172,3 +172,20 @@ def test_card_states_the_boundary_tokens_the_layout_and_the_special_token_policy
     card = (plain / "README.md").read_text(encoding="utf-8")
     assert "- BOS, before every document: none" in card and "`[sep] + ids`" in card and "bos tokens" not in card
     assert "No BOS or padding is inserted" in card
+
+
+def test_stats_json_is_read_through_its_reader(tmp_path):
+    from hf_tokbin.errors import FormatError
+    from hf_tokbin.formats.release import Stats, stats_record
+
+    release = make_release(tmp_path / "release", card=False)
+    receipts = [Receipt.read(p) for p in sorted((release / "receipts").glob("*.json"))]
+    stats = Stats.read(release / "stats.json")
+    record = stats_record("tinystories", "byte-test", receipts)
+    assert {s: c.stats_dict() for s, c in stats.splits.items()} == record["splits"]
+    # A hand-edited total is one clear error, never a card with counts that disagree.
+    edited = json.loads((release / "stats.json").read_text())
+    edited["splits"]["train"]["total_tokens"] += 1
+    (release / "stats.json").write_text(json.dumps(edited))
+    with pytest.raises(FormatError, match="splits.train.total_tokens must be the sum"):
+        render_release_card(release)
