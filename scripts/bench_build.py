@@ -321,7 +321,7 @@ def print_results(text_mb: float, n_tokens: int, limit: float, results: dict, st
 
 # Runs `hf-tokbin build` in this process, then records /proc/self/io (the build's own reads and writes; its encoding
 # workers write nothing) as JSON in argv[1].
-_IO_RECORDING_BUILD = """
+IO_RECORDING_BUILD = """
 import json, sys
 from hf_tokbin.cli import main
 code = main(sys.argv[2:])
@@ -348,7 +348,7 @@ def print_writes_per_token(corpus: Path, tokenizer: Path, num_proc: int, work: P
         release, record = work / "release", work / "io.json"
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
-        command = [sys.executable, "-c", _IO_RECORDING_BUILD, str(record), "build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--format", "llmc,megatron", "--num-proc", str(num_proc), "--out", str(release), "--quiet"]
+        command = [sys.executable, "-c", IO_RECORDING_BUILD, str(record), "build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--format", "llmc,megatron", "--num-proc", str(num_proc), "--out", str(release), "--quiet"]
         tree_env = {**env, "PYTHONPATH": os.pathsep.join([str(Path(tree).resolve()), env.get("PYTHONPATH", "")])}
         (span,), _ = run_tree([command], tree_env)
         finish = next(seconds for label, start, end in build_stages(release, *span) for seconds in [end - start] if label.startswith("build: finish"))

@@ -28,6 +28,7 @@ import json
 from pathlib import Path
 
 import pytest
+from bench_build import IO_RECORDING_BUILD
 from release_fixtures import stories
 
 from hf_tokbin.tokenizer import train_bpe
@@ -49,16 +50,7 @@ from hub_server import HubServer, client_env
 
 WORK = Path.cwd()
 DEADLINE_S = 1500  # only stops a hung build
-WRAPPER = """
-import json, sys
-from hf_tokbin.cli import main
-code = main(sys.argv[2:])
-with open("/proc/self/io") as f:
-    io = {k: int(v) for k, v in (line.split(": ") for line in f.read().splitlines())}
-with open(sys.argv[1], "w") as f:
-    json.dump(io, f)
-sys.exit(code)
-"""
+WRAPPER = %(wrapper)r  # scripts/bench_build.py's IO_RECORDING_BUILD: a build that records its /proc/self/io
 (WORK / "wrapper.py").write_text(WRAPPER)
 PACK_TITLE = "ray::pack_file["
 
@@ -182,7 +174,7 @@ def work(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def report(work, ray_cluster) -> dict:
     tests = str(Path(__file__).resolve().parent.parent)
-    process = ray_cluster.run(DRIVER % {"tests": tests, "big": BIG_FILES, "small": SMALL_FILES}, work)
+    process = ray_cluster.run(DRIVER % {"tests": tests, "big": BIG_FILES, "small": SMALL_FILES, "wrapper": IO_RECORDING_BUILD}, work)
     if process.returncode != 0:
         pytest.fail(f"driver failed ({process.returncode}), Ray's log in {ray_cluster.log}:\n{process.stderr[-6000:]}")
     report = json.loads((work / "report.json").read_text())
