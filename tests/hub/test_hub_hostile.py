@@ -478,20 +478,25 @@ def _tokenizer_repo(root):
     return root
 
 
+def build_with_hub_tokenizer(hub, tmp_path, home) -> subprocess.CompletedProcess:
+    """``hf-tokbin build`` of a small local corpus with the test Hub's tester/tok, one attempt per request."""
+    corpus, _ = make_corpus(tmp_path / "corpus")
+    home.mkdir()
+    env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1"}
+    return subprocess.run(
+        [sys.executable, "-c", _CLI, "build", "--corpus", str(corpus), "--tokenizer", "tester/tok", "--format", "llmc", "--out", str(tmp_path / "out"), "--quiet"],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )
+
+
 @pytest.mark.parametrize("file", ["tokenizer.json", "generation_config.json"])
 def test_a_hub_tokenizer_file_served_as_an_endless_stream_is_cut_at_its_listed_size(hub, tmp_path, file):
     """The tree at the checked commit lists a few KB; the server sends 600 MiB without a length (more than any bound
     lets through). The build stops one chunk past the listed size, writes nothing of it, and says so in one line."""
     hub.seed_repo("tester/tok", _tokenizer_repo(tmp_path / "model"), repo_type="model")
     hub.oversize[file] = 600 << 20
-    corpus, _ = make_corpus(tmp_path / "corpus")
     home = tmp_path / "home"
-    home.mkdir()
-    env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1"}
-    result = subprocess.run(
-        [sys.executable, "-c", _CLI, "build", "--corpus", str(corpus), "--tokenizer", "tester/tok", "--format", "llmc", "--out", str(tmp_path / "out"), "--quiet"],
-        env=env, capture_output=True, text=True, timeout=300, check=False,
-    )
+    result = build_with_hub_tokenizer(hub, tmp_path, home)
     assert result.returncode == 1, result.stdout + result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and file in lines[0] and "more bytes" in lines[0], result.stderr[-2000:]
@@ -532,14 +537,8 @@ def test_a_hub_tokenizer_config_the_tree_lists_over_its_size_rule_is_refused_bef
     model = _tokenizer_repo(tmp_path / "model")
     (model / "generation_config.json").write_bytes(b'{"eos_token_id": 0}' + b" " * CONFIG_MAX_BYTES)
     commit = hub.seed_repo("tester/tok", model, repo_type="model")
-    corpus, _ = make_corpus(tmp_path / "corpus")
     home = tmp_path / "home"
-    home.mkdir()
-    env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1"}
-    result = subprocess.run(
-        [sys.executable, "-c", _CLI, "build", "--corpus", str(corpus), "--tokenizer", "tester/tok", "--format", "llmc", "--out", str(tmp_path / "out"), "--quiet"],
-        env=env, capture_output=True, text=True, timeout=300, check=False,
-    )
+    result = build_with_hub_tokenizer(hub, tmp_path, home)
     assert result.returncode == 1, result.stdout + result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "generation_config.json" in lines[0] and "out of bounds" in lines[0] and f"{CONFIG_MAX_BYTES:,}" in lines[0], result.stderr
