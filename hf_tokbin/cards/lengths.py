@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..formats.megatron import MegatronPair
+from ..formats.megatron import read_sequence_lengths
 from ..formats.release import SPLITS, Receipt
 
 NOT_RECORDED = "Not shown: the llm.c manifests count documents and tokens per file, not the length of each document."
@@ -30,7 +30,7 @@ def split_lengths(root: Path, receipts: list[Receipt]) -> dict[str, np.ndarray]:
     for split in SPLITS:
         prefix = f"shards/{split}/"
         indices = [f.path for r in receipts for f in r.files if f.path.startswith(prefix) and f.path.endswith(".idx")]
-        lengths = [np.asarray(MegatronPair(root / p).lengths, dtype=np.int64) for p in indices]
+        lengths = [read_sequence_lengths(root / p) for p in indices]  # the .idx alone: a URL build's .bin is not here
         if sum(map(len, lengths)):
             by_split[split] = np.concatenate(lengths)
     return by_split

@@ -269,6 +269,13 @@ def read_index_header(idx_path: str | os.PathLike) -> IndexHeader:
     return header
 
 
+def read_sequence_lengths(idx_path: str | os.PathLike, count: int | None = None) -> np.ndarray:
+    """The first ``count`` (default: every) sequence lengths of an ``.idx``, read from it alone: the ``.bin`` need not be here."""
+    header = read_index_header(idx_path)
+    n = header.sequence_count if count is None else min(count, header.sequence_count)
+    return np.fromfile(idx_path, dtype="<i4", count=n, offset=HEADER_BYTES).astype(np.int64)
+
+
 class MegatronPair:
     """A validated, zero-copy view of one ``.bin``/``.idx`` pair.
 

@@ -102,9 +102,8 @@ def _bare_ids(plan: BuildPlan, receipt: Receipt, count: int) -> list[np.ndarray]
     # Read, not mapped: only the first documents' bytes reach this process (the driver of a distributed build).
     bin_path = output.work / entry.path
     idx_path = megatron.idx_path_for(bin_path)
-    header = megatron.read_index_header(idx_path)
-    lengths = np.fromfile(idx_path, dtype="<i4", count=count, offset=megatron.HEADER_BYTES)
-    ids = np.fromfile(bin_path, dtype=header.dtype, count=int(lengths.sum()))
+    lengths = megatron.read_sequence_lengths(idx_path, count)
+    ids = np.fromfile(bin_path, dtype=megatron.read_index_header(idx_path).dtype, count=int(lengths.sum()))
     first = int(plan.bos_id is not None)
     return [document[first:-1] for document in np.split(ids, np.cumsum(lengths)[:-1])]
 
