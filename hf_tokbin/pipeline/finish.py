@@ -27,6 +27,7 @@ from ..formats.release import (
     STATS_NAME,
     TOKENIZER_DIR,
     TOKENIZER_FILE,
+    WORK_DIR,
     Complete,
     Receipt,
     SplitCounts,
@@ -37,7 +38,7 @@ from ..formats.release import (
 )
 from ..output import Output
 from .pack import pack_file, plan_llmc_files
-from .plan import WORK_DIR, BuildPlan
+from .plan import BuildPlan
 from .preview import write_previews
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ..errors import BuildError, FormatError
 from ..formats.release import (
     COMPLETE_NAME,
+    WORK_DIR,
     Complete,
     Receipt,
     SplitCounts,
@@ -19,7 +20,7 @@ from ..formats.release import (
 from .encode import prepare_encoder
 from .finish import check_split_totals, finish_build
 from .part import build_part
-from .plan import WORK_DIR, BuildPlan, start_release
+from .plan import BuildPlan, start_release
 
 ENGINES = ("local", "ray")
 

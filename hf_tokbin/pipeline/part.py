@@ -24,10 +24,10 @@ from ..formats import llmc, megatron
 from ..formats.ids import checked_documents
 from ..formats.llmc_segments import ENDS_SUFFIX, TOKENS_SUFFIX, SegmentFiles, SegmentWriter
 from ..formats.records import FileEntry
-from ..formats.release import Receipt, SplitCounts, pair_path, part_name, receipt_path
+from ..formats.release import WORK_DIR, Receipt, SplitCounts, pair_path, part_name, receipt_path
 from ..output import Output
 from .encode import encode_shard, prepare_encoder
-from .plan import WORK_DIR, BuildPlan
+from .plan import BuildPlan
 from .shuffle import shuffled_documents
 
 
