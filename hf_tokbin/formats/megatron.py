@@ -276,6 +276,13 @@ def read_sequence_lengths(idx_path: str | os.PathLike, count: int | None = None)
     return np.fromfile(idx_path, dtype="<i4", count=n, offset=HEADER_BYTES).astype(np.int64)
 
 
+def read_pointers(idx_path: str | os.PathLike) -> tuple[np.ndarray, int]:
+    """The byte pointers of an ``.idx`` (a memory map of the index alone: the ``.bin`` is never opened) and the id width."""
+    header = read_index_header(idx_path)
+    s = header.sequence_count
+    return _memmap(Path(idx_path), "<i8", HEADER_BYTES + 4 * s, s), header.dtype.itemsize
+
+
 class MegatronPair:
     """A validated, zero-copy view of one ``.bin``/``.idx`` pair.
 

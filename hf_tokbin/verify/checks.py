@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from .._io import sha256_file
@@ -11,29 +11,41 @@ from ..formats.records import FileEntry
 from ..formats.release import COMPLETE_NAME, RECEIPTS_DIR, Complete, Receipt
 
 
-def check_files(root: Path, entries: Iterable[FileEntry], listed_in: str, progress: bool = True) -> None:
+def check_files(root: Path, entries: Iterable[FileEntry], listed_in: str, progress: bool = True, hash_here: Callable[[str], bool] | None = None) -> None:
     """Check that every entry's file under ``root`` has its size and SHA-256; raise on the first that does not.
 
     ``listed_in`` names the record the entries come from (``COMPLETE.json``, a receipt...)
-    so the error says which promise is broken.
+    so the error says which promise is broken. ``hash_here(path)`` false: only the size is
+    checked here, the digest by a task (:func:`check_digest`) that reads the file anyway.
     """
     from tqdm.auto import tqdm
 
     entries = list(entries)
     with tqdm(total=sum(e.size for e in entries), unit="B", unit_scale=True, desc=f"checking {listed_in}", disable=not progress, leave=False) as bar:
         for entry in entries:
-            path = root / entry.path
-            linked = _through_symlink(root, entry.path)
-            if linked or not path.is_file():
-                rule = "is reached through a symlink: a release holds only regular files" if linked else "is missing"
-                raise VerificationError(path, f"file listed in {listed_in} {rule}")
-            size = path.stat().st_size
-            if size != entry.size:
-                raise VerificationError(path, f"size differs from {listed_in}", expected=entry.size, got=size)
-            digest = sha256_file(path)
-            if digest != entry.sha256:
-                raise VerificationError(path, f"SHA-256 differs from {listed_in}", expected=entry.sha256, got=digest)
+            check_present(root, entry, listed_in)
+            if hash_here is None or hash_here(entry.path):
+                check_digest(root, entry, listed_in)
             bar.update(entry.size)
+
+
+def check_present(root: Path, entry: FileEntry, listed_in: str) -> None:
+    """The entry's file is a regular file under ``root`` (no symlink on the way) of the listed size."""
+    path = root / entry.path
+    linked = _through_symlink(root, entry.path)
+    if linked or not path.is_file():
+        rule = "is reached through a symlink: a release holds only regular files" if linked else "is missing"
+        raise VerificationError(path, f"file listed in {listed_in} {rule}")
+    size = path.stat().st_size
+    if size != entry.size:
+        raise VerificationError(path, f"size differs from {listed_in}", expected=entry.size, got=size)
+
+
+def check_digest(root: Path, entry: FileEntry, listed_in: str) -> None:
+    """The entry's file has the listed SHA-256."""
+    digest = sha256_file(root / entry.path)
+    if digest != entry.sha256:
+        raise VerificationError(root / entry.path, f"SHA-256 differs from {listed_in}", expected=entry.sha256, got=digest)
 
 
 def _through_symlink(root: Path, rel: str) -> bool:

@@ -58,9 +58,11 @@ names the file (in a JSON file, the field) and the rule.
    documents in part order, document by document: Megatron's
    ``[bos] + doc + [eod]`` is llm.c's ``[sep] + [bos] + doc`` (separator
    before) or the very same ``[bos] + doc + [sep]`` (after), with sep = eod.
-   The streams are compared id by id in chunks of bounded size. Each llm.c
-   file begins where a document begins, and its ``n_docs`` is the number of
-   documents it holds.
+   The streams are compared id by id in chunks of bounded size, one task per
+   llm.c file against the Megatron ranges its position in the split gives
+   (computed here from the records). Each llm.c file begins where a document
+   begins, and its ``n_docs`` is the number of documents it holds (from the
+   ``.idx`` pointers).
 7b. **Boundary tokens inside documents.** A separator/EOD or BOS id anywhere
    but its own place in a Megatron document (or, without Megatron, more of
    them in an llm.c file than documents) is named with the file and document
@@ -80,6 +82,11 @@ names the file (in a JSON file, the field) and the rule.
    each naming the part its receipts put it in, ``tokens`` = its id count, and
    ids that are the files': the Megatron sequence, the llm.c document (the
    rows, one after another, are the split's first llm.c ids).
+
+Who reads what: this process (the *driver*) reads the records and binary-searches
+the ``.idx`` pointers; every token file is read by a task on ``engine`` (its
+SHA-256, its ids, its boundary tokens, its comparison with the other format, the
+previews' first documents). COMPLETE.json's digests of the records are checked here.
 """
 
 from __future__ import annotations
@@ -126,7 +133,7 @@ from ..formats.release import (
 from ..formats.run_config import BoundaryToken, RunConfig
 from ..formats.sniff import file_magic
 from ..readers.views import open_llmc_file
-from .checks import check_files, check_receipts
+from .checks import check_digest, check_files, check_receipts
 from .preview import check_previews
 
 # run_config.json's llmc.layout -> the magic of its token files
@@ -171,14 +178,16 @@ def verify_release(root: str | os.PathLike, engine: str = "local", num_proc: int
     complete = _check_complete(root)
     config, receipts, manifest = _check_records(root, complete)
     totals = split_totals(receipts)
-    _run_file_checks(FileChecks(os.fspath(root), config, manifest), receipts, engine, num_proc, ray_address, progress)
+    tasks = _Tasks(FileChecks(os.fspath(root), config, manifest, num_proc), engine, ray_address, progress)
+    found = _run_file_checks(tasks, receipts)
     if manifest is not None:
         _check_llmc_records(root, config, manifest, totals)
         if "megatron" in config.formats:
-            _check_llmc_is_megatron(root, config, manifest, receipts)
+            _check_llmc_is_megatron(tasks, receipts)
     _check_stats(root, config, receipts)
-    warnings = _boundaries_inside_documents(root, config, manifest, receipts)
-    check_previews(root, config, receipts, {f.path for f in complete.files})  # last: derived from the files checked above
+    warnings = _boundary_warnings(config, found)
+    # Last: derived from the files checked above. One task: it reads the first documents of the token files.
+    tasks.run([("preview", receipts, sorted(f.path for f in complete.files))], ["preview/"], "previews checked")
     return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, config.formats, warnings)
 
 
@@ -236,10 +245,20 @@ def _check_records(root: Path, complete: Complete) -> tuple[RunConfig, list[Rece
     manifest, llmc_files = None, set()
     if "llmc" in config.formats:
         manifest = _read_llmc_manifest(root, listed, config)
+        _check_manifest_digests(root, complete, config, manifest)
         llmc_files = {f"{config.llmc_dir}/{name}" for name in [llmc.MANIFEST_NAME, *(f.name for f in manifest.files)]}
     _check_area(root, listed, TOKENS_DIR, llmc_files, f"the llm.c folder {config.llmc_dir}/ and the files its manifest lists")
     _check_shipped_tokenizer(root, complete, config)
     return config, receipts, manifest
+
+
+def _check_manifest_digests(root: Path, complete: Complete, config: RunConfig, manifest: llmc.TokensManifest) -> None:
+    """Each llm.c file's SHA-256 in the manifest is COMPLETE.json's: the file's task checks the bytes against the manifest."""
+    listed = {f.path: f.sha256 for f in complete.files}
+    for entry in manifest.files:
+        rel = f"{config.llmc_dir}/{entry.name}"
+        if rel in listed and listed[rel] != entry.sha256:
+            raise VerificationError(root / rel, f"SHA-256 in {llmc.MANIFEST_NAME} differs from {COMPLETE_NAME}", expected=listed[rel], got=entry.sha256)
 
 
 def _check_shipped_tokenizer(root: Path, complete: Complete, config: RunConfig) -> None:
@@ -269,8 +288,14 @@ def _check_complete(root: Path) -> Complete:
     for rel in list_release_paths(root):
         if rel not in listed:
             raise VerificationError(root / rel, "file is not listed in COMPLETE.json")
-    check_files(root, complete.files, COMPLETE_NAME, progress=False)
+    # A token file's digest is checked by the task that reads it (every one is named by a record: _check_records).
+    check_files(root, complete.files, COMPLETE_NAME, progress=False, hash_here=lambda rel: not _read_by_a_task(rel))
     return complete
+
+
+def _read_by_a_task(rel: str) -> bool:
+    """Whether a listed path is a token file (a pair's half, an llm.c file), whose SHA-256 its task checks."""
+    return rel.startswith(f"{SHARDS_DIR}/") or (rel.startswith(f"{TOKENS_DIR}/") and not rel.endswith(".json"))
 
 
 def _check_area(root: Path, listed: set[str], area: str, expected: set[str], named_by: str) -> None:
@@ -322,29 +347,67 @@ class FileChecks:
     num_proc: int = 1
 
 
-def check_one_file(checks: FileChecks, item: tuple) -> None:
-    """One task of :func:`verify_release`: ``("pair", receipt, split)`` or ``("llmc", manifest entry)``."""
-    root = Path(checks.root)
-    if item[0] == "pair":
-        _check_pair(root, item[1], item[2], checks.config)
-        return
-    entry, manifest, config = item[1], checks.manifest, checks.config
+def check_one_file(checks: FileChecks, item: tuple) -> list:
+    """One task of :func:`verify_release`; returns the boundary ids it found inside documents (see :func:`_boundary_warnings`).
+
+    ``("pair", receipt, split)``: a Megatron pair, its digests, its boundary ids. ``("llmc", entry)``: an llm.c
+    file (and, without Megatron, its boundary ids). ``("same", entry, sources)``: an llm.c file equals its
+    Megatron ranges. ``("preview", receipts, listed)``: the previews.
+    """
+    root, config = Path(checks.root), checks.config
+    kind = item[0]
+    if kind == "pair":
+        return _check_pair_task(root, item[1], item[2], config)
+    if kind == "same":
+        _check_same_ids(root, config, item[1], item[2])
+        return []
+    if kind == "preview":
+        check_previews(root, config, item[1], set(item[2]))
+        return []
+    entry, manifest = item[1], checks.manifest
     path = root / config.llmc_dir / entry.name
     _check_llmc_header(path, config)
     llmc.verify_token_file(path, entry, manifest.vocab_size, manifest.doc_sep_id, config.llmc_separator)
     _check_llmc_file_layout(path, entry, config)
+    return [] if "megatron" in config.formats else _inside_llmc_file(path, entry, config.boundary_tokens())
 
 
-def _run_file_checks(checks: FileChecks, receipts: list[Receipt], engine: str, num_proc: int, ray_address: str | None, progress: bool) -> None:
-    from ..engines import run_tasks
+@dataclass(frozen=True)
+class _Tasks:
+    """Where verify's tasks run: the engine, and what each task is given."""
 
+    checks: FileChecks
+    engine: str
+    ray_address: str | None
+    progress: bool
+
+    def run(self, items: list[tuple], labels: list[str], desc: str) -> list:
+        from ..engines import run_tasks
+
+        return run_tasks(self.engine, check_one_file, self.checks, items, labels, self.ray_address, self.progress, desc)
+
+
+def _run_file_checks(tasks: _Tasks, receipts: list[Receipt]) -> list:
+    """Every pair and llm.c file checked by a task; the boundary ids found inside documents, in file order."""
+    config, manifest = tasks.checks.config, tasks.checks.manifest
     items: list[tuple] = []
-    if "megatron" in checks.config.formats:
-        items += [("pair", receipt, shard.split) for receipt, shard in zip(receipts, checks.config.shards)]
-    if checks.manifest is not None:
-        items += [("llmc", entry) for entry in checks.manifest.files]
-    labels = [f"{pair_path(i[2], i[1].part, 'bin')}" if i[0] == "pair" else f"{checks.config.llmc_dir}/{i[1].name}" for i in items]
-    run_tasks(engine, check_one_file, dataclasses.replace(checks, num_proc=num_proc), items, labels, ray_address, progress, "files checked")
+    if "megatron" in config.formats:
+        items += [("pair", receipt, shard.split) for receipt, shard in zip(receipts, config.shards)]
+    if manifest is not None:
+        items += [("llmc", entry) for entry in manifest.files]
+    labels = [f"{pair_path(i[2], i[1].part, 'bin')}" if i[0] == "pair" else f"{config.llmc_dir}/{i[1].name}" for i in items]
+    return [found for one in tasks.run(items, labels, "files checked") for found in one]
+
+
+def _check_pair_task(root: Path, receipt: Receipt, split: str, config: RunConfig) -> list:
+    """A pair's digests (the receipt's entries are COMPLETE.json's), its rules, and the boundary ids inside its documents."""
+    for entry in receipt.files:
+        check_digest(root, entry, COMPLETE_NAME)
+    _check_pair(root, receipt, split, config)
+    tokens = config.boundary_tokens()
+    if not tokens or not receipt.splits[split].documents:
+        return []
+    return _inside_pair(root / pair_path(split, receipt.part, "bin"), tokens)
 
 
 def _check_pair(root: Path, receipt: Receipt, split: str, config: RunConfig) -> None:
@@ -464,36 +527,62 @@ def _check_llmc_file_layout(path: Path, entry: llmc.LlmcFileEntry, config: RunCo
 # ---------------------------------------------------------------- llm.c = Megatron
 
 
-def _check_llmc_is_megatron(root: Path, config: RunConfig, manifest: llmc.TokensManifest, receipts: list[Receipt]) -> None:
+def _check_llmc_is_megatron(tasks: _Tasks, receipts: list[Receipt]) -> None:
     """Per split, the llm.c files hold the Megatron documents in part order, whole, in run_config.json's layout.
 
-    Runs after the counts agree, so both streams of a split hold the same number of ids.
+    Runs after the counts agree, so both streams of a split hold the same number of ids. Each llm.c file is
+    compared with its Megatron ranges by a task; here, only positions computed from the records, and the
+    documents per file from the ``.idx`` pointers.
     """
-    directory = root / config.llmc_dir
+    root, config, manifest = Path(tasks.checks.root), tasks.checks.config, tasks.checks.manifest
+    items, documents = [], []
     for split in SPLITS:
         entries = [f for f in manifest.files if f.split == LLMC_SPLIT[split]]
-        pairs = [root / pair_path(split, r.part, "bin") for r in receipts if split in r.splits and r.splits[split].documents]
-        _check_same_ids(directory, entries, pairs, config.doc_sep_id, config.llmc_separator)
-        _check_documents_per_file(directory, entries, pairs)
+        parts = [(pair_path(split, r.part, "bin"), r.splits[split].total_tokens) for r in receipts if split in r.splits and r.splits[split].documents]
+        starts = itertools.accumulate((e.n_tokens for e in entries), initial=0)
+        items += [("same", e, megatron_sources(parts, start, e.n_tokens, config.llmc_separator)) for e, start in zip(entries, starts)]
+        documents.append((entries, parts))
+    tasks.run(items, [f"{config.llmc_dir}/{i[1].name}" for i in items], "llm.c files compared")
+    for entries, parts in documents:
+        _check_documents_per_file(root, root / config.llmc_dir, entries, parts)
 
 
-def _check_documents_per_file(directory: Path, entries: list[llmc.LlmcFileEntry], pairs: list[Path]) -> None:
+def megatron_sources(parts: list[tuple[str, int]], start: int, count: int, separator: str) -> list[tuple[str | None, int, int]]:
+    """Where llm.c positions ``[start, start + count)`` of a split stand in its Megatron stream: ``(pair .bin, first id, ids)``.
+
+    ``parts`` are the split's pairs in part order with their token counts. The streams are the same ids with
+    the separator "after"; "before", llm.c position p is Megatron position p - 1, and position 0 is the
+    separator before the first document (``None``).
+    """
+    shift = 1 if separator == "before" else 0
+    low, high = start - shift, start + count - shift
+    sources: list[tuple[str | None, int, int]] = [(None, 0, 1)] if low < 0 else []
+    offset = 0
+    for rel, n in parts:
+        a, b = max(low, offset), min(high, offset + n)
+        if a < b:
+            sources.append((rel, a - offset, b - a))
+        offset += n
+    return sources
+
+
+def _check_documents_per_file(root: Path, directory: Path, entries: list[llmc.LlmcFileEntry], parts: list[tuple[str, int]]) -> None:
     """Each llm.c file begins where a Megatron document begins and holds ``n_docs`` documents.
 
     Document d starts at the same position in both streams (``[sep] + [bos] + doc``
     against ``[bos] + doc + [eod]``, or the same ids), so file k, spanning positions [b_k, b_k+1),
     holds the documents whose Megatron start lies in that span. ``rank(x)``,
     the number of documents starting before x, is a binary search in each
-    pair's pointers: no index is loaded whole.
+    pair's pointers (the ``.idx`` alone): no index is loaded whole, no ``.bin`` opened.
     """
     bounds = np.concatenate(([0], np.cumsum([e.n_tokens for e in entries], dtype=np.int64)))
     points = np.concatenate((bounds, bounds[:-1] + 1))  # b_k starts a document iff rank(b_k + 1) - rank(b_k) == 1
     rank = np.zeros(points.size, dtype=np.int64)
     offset = 0
-    for path in pairs:
-        pair = megatron.MegatronPair(path)
-        rank += np.searchsorted(pair.pointers, (points - offset) * pair.dtype.itemsize)
-        offset += pair.n_tokens
+    for rel, n_tokens in parts:
+        pointers, itemsize = megatron.read_pointers(megatron.idx_path_for(root / rel))
+        rank += np.searchsorted(pointers, (points - offset) * itemsize)
+        offset += n_tokens
     n = len(entries)
     documents = np.diff(rank[: n + 1])
     starts = rank[n + 1 :] - rank[:n]
@@ -504,27 +593,36 @@ def _check_documents_per_file(directory: Path, entries: list[llmc.LlmcFileEntry]
             raise VerificationError(directory / llmc.MANIFEST_NAME, f"{entry.name}: n_docs must be the number of documents the file holds (by the Megatron pairs)", expected=int(documents[k]), got=entry.n_docs)
 
 
-def _check_same_ids(directory: Path, entries: list[llmc.LlmcFileEntry], pairs: list[Path], sep: int, separator: str) -> None:
-    """llm.c ids = the Megatron ids ("after"), or [sep] + them ("before"; the last id, the final EOD, has no llm.c counterpart)."""
-    llmc_ids = _chunks((directory / e.name, open_llmc_file(directory / e.name, check_ids=False)) for e in entries)
-    first = [("the separator before the first document", np.array([sep]))] if separator == "before" else []
-    megatron_ids = _chunks(itertools.chain(first, ((p, megatron.MegatronPair(p).tokens) for p in pairs)))
+def _check_same_ids(root: Path, config: RunConfig, entry: llmc.LlmcFileEntry, sources: list[tuple[str | None, int, int]]) -> None:
+    """One llm.c file's ids = its Megatron ranges (:func:`megatron_sources`), id by id, in chunks of bounded size."""
+    path = root / config.llmc_dir / entry.name
+    llmc_ids = _chunks([(path, 0, open_llmc_file(path, check_ids=False))])
+    megatron_ids = _chunks(_megatron_ranges(root, config.doc_sep_id, sources))
     mismatch = _first_mismatch(llmc_ids, megatron_ids)
     if mismatch is not None:
         (path, position, got), (source, source_position, expected) = mismatch
         raise VerificationError(
             path,
-            f"token {position}: llm.c ids must be the Megatron documents in part order, each {separator} the separator",
+            f"token {position}: llm.c ids must be the Megatron documents in part order, each {config.llmc_separator} the separator",
             expected=f"{expected} (as {source} token {source_position})",
             got=got,
         )
 
 
-def _chunks(sources: Iterable[tuple[object, np.ndarray]]) -> Iterator[tuple[object, int, np.ndarray]]:
-    """``(name, first position, ids)`` slices of at most ``_COMPARE_CHUNK`` ids of each ``(name, ids)`` source in turn."""
-    for name, ids in sources:
+def _megatron_ranges(root: Path, sep: int, sources: list[tuple[str | None, int, int]]) -> Iterator[tuple[object, int, np.ndarray]]:
+    """``(name, first position, ids)`` of each source: the separator before the first document, or a pair's range."""
+    for rel, first, count in sources:
+        if rel is None:
+            yield "the separator before the first document", 0, np.array([sep])
+        else:
+            yield root / rel, first, megatron.MegatronPair(root / rel).tokens[first : first + count]
+
+
+def _chunks(sources: Iterable[tuple[object, int, np.ndarray]]) -> Iterator[tuple[object, int, np.ndarray]]:
+    """``(name, first position, ids)`` slices of at most ``_COMPARE_CHUNK`` ids of each ``(name, first, ids)`` source in turn."""
+    for name, first, ids in sources:
         for start in range(0, ids.size, _COMPARE_CHUNK):
-            yield name, start, ids[start : start + _COMPARE_CHUNK]
+            yield name, first + start, ids[start : start + _COMPARE_CHUNK]
 
 
 def _first_mismatch(left: Iterator, right: Iterator) -> tuple[tuple, tuple] | None:
@@ -548,30 +646,14 @@ def _first_mismatch(left: Iterator, right: Iterator) -> tuple[tuple, tuple] | No
 # ---------------------------------------------------------------- boundary tokens inside documents
 
 
-def _boundaries_inside_documents(root: Path, config: RunConfig, manifest: llmc.TokensManifest | None, receipts: list[Receipt]) -> list[str]:
-    """Each boundary id found inside a document: an error when the text cannot have given it, else a warning (returned).
+def _boundary_warnings(config: RunConfig, found: list[tuple[Path, str, BoundaryToken, str]]) -> list[str]:
+    """Each boundary id the file tasks found inside a document: an error when the text cannot have given it, else a warning (returned).
 
     Megatron pairs give every document's bounds, so each occurrence is named by
     file and document index; the llm.c stream equals them (checked before).
     Without Megatron, an llm.c file holding more of an id than it has documents
     is named with the count.
     """
-    tokens = config.boundary_tokens()
-    if not tokens:
-        return []
-    found: list[tuple[Path, str, BoundaryToken, str]] = []  # (file, role, token, where)
-    if "megatron" in config.formats:
-        for receipt, shard in zip(receipts, config.shards):
-            if receipt.splits[shard.split].documents:
-                found += _inside_pair(root / pair_path(shard.split, receipt.part, "bin"), tokens)
-    elif manifest is not None:
-        directory = root / config.llmc_dir
-        for entry in manifest.files:
-            ids = open_llmc_file(directory / entry.name, check_ids=False)
-            for role, token in tokens.items():
-                extra = llmc.count_id(ids, token.id) - entry.n_docs
-                if extra > 0:
-                    found.append((directory / entry.name, role, token, f"{extra} more than its {entry.n_docs} documents"))
     warnings = []
     for path, role, token, where in found:
         text = f"the {role} id {token.id}{f' {token.token!r}' if token.token is not None else ''} is inside a document: {where}"
@@ -583,6 +665,19 @@ def _boundaries_inside_documents(root: Path, config: RunConfig, manifest: llmc.T
     if len(found) > MAX_WARNINGS:
         warnings.append(f"... and {len(found) - MAX_WARNINGS} more boundary ids inside documents")
     return warnings
+
+
+def _inside_llmc_file(path: Path, entry: llmc.LlmcFileEntry, tokens: dict[str, BoundaryToken]) -> list[tuple[Path, str, BoundaryToken, str]]:
+    """Without Megatron: each boundary id an llm.c file holds more often than it has documents, with the count."""
+    if not tokens:
+        return []
+    ids = open_llmc_file(path, check_ids=False)
+    found = []
+    for role, token in tokens.items():
+        extra = llmc.count_id(ids, token.id) - entry.n_docs
+        if extra > 0:
+            found.append((path, role, token, f"{extra} more than its {entry.n_docs} documents"))
+    return found
 
 
 def _inside_pair(bin_path: Path, tokens: dict[str, BoundaryToken]) -> list[tuple[Path, str, BoundaryToken, str]]:
