@@ -17,6 +17,7 @@ import threading
 import numpy as np
 
 TASK_THREAD = "hf_tokbin-task"
+_state = threading.local()  # .ranged: inside a ranged read, recorded by the caller with its length
 TOKEN_SUFFIXES = (".bin", ".tokens")
 RECORDED_SUFFIXES = (*TOKEN_SUFFIXES, ".idx", ".ends")
 
@@ -28,7 +29,7 @@ def recording_token_reads():
     real_open, real_memmap = builtins.open, np.memmap
 
     def note(path) -> None:
-        if isinstance(path, int):
+        if isinstance(path, int) or getattr(_state, "ranged", False):
             return
         name = str(path)
         if name.endswith(RECORDED_SUFFIXES):
@@ -48,6 +49,16 @@ def recording_token_reads():
         yield seen
     finally:
         builtins.open, io.open, np.memmap = real_open, real_open, real_memmap
+
+
+@contextlib.contextmanager
+def ranged_read():
+    """A ranged read (a few bytes of a file, counted by the caller): its opening is not recorded."""
+    _state.ranged = True
+    try:
+        yield
+    finally:
+        _state.ranged = False
 
 
 def on_the_driver(seen: list[tuple[str, str]]) -> list[str]:

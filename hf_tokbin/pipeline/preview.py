@@ -92,27 +92,30 @@ def _shard_rows(plan: BuildPlan, index: int, order: np.ndarray) -> tuple[list[st
 
 
 def _bare_ids(plan: BuildPlan, receipt: Receipt, count: int) -> list[np.ndarray]:
-    """The first ``count`` documents' ids as the part wrote them, without boundary tokens."""
+    """The first ``count`` documents' ids as the part wrote them, without boundary tokens.
+
+    Ranged reads of the part's files at the output: only the first documents' bytes reach this process (the
+    driver of a distributed build), whether the files are here or at a URL; the ``.idx`` is here (a record).
+    """
     output = plan.output
     if "megatron" not in plan.options.formats:
         return _bare_ids_of_segment(plan, receipt, count)
     split = next(iter(receipt.splits))
-    entry = next(f for f in receipt.files if f.path == pair_path(split, receipt.part, "bin"))
-    output.fetch(entry)  # built on another machine: the finish fetched only the .idx
-    # Read, not mapped: only the first documents' bytes reach this process (the driver of a distributed build).
-    bin_path = output.work / entry.path
-    idx_path = megatron.idx_path_for(bin_path)
+    rel = pair_path(split, receipt.part, "bin")
+    idx_path = megatron.idx_path_for(output.work / rel)
     lengths = megatron.read_sequence_lengths(idx_path, count)
-    ids = np.fromfile(bin_path, dtype=megatron.read_index_header(idx_path).dtype, count=int(lengths.sum()))
+    dtype = megatron.read_index_header(idx_path).dtype
+    ids = np.frombuffer(output.read_range(rel, 0, int(lengths.sum()) * dtype.itemsize), dtype=dtype)
     first = int(plan.bos_id is not None)
     return [document[first:-1] for document in np.split(ids, np.cumsum(lengths)[:-1])]
 
 
 def _bare_ids_of_segment(plan: BuildPlan, receipt: Receipt, count: int) -> list[np.ndarray]:
     """An llm.c-only build: the first documents of the part's llm.c segment (formats/llmc_segments.py), boundaries cut off."""
+    output = plan.output
     layout = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout)
-    ends = np.fromfile(plan.output.work / staging_rel(receipt.part, ENDS_SUFFIX), dtype=ENDS_DTYPE, count=count)
-    tokens = np.fromfile(plan.output.work / staging_rel(receipt.part, TOKENS_SUFFIX), dtype=layout.dtype, count=int(ends[-1]) if ends.size else 0)
+    ends = np.frombuffer(output.read_range(staging_rel(receipt.part, ENDS_SUFFIX), 0, count * ENDS_DTYPE.itemsize), dtype=ENDS_DTYPE)
+    tokens = np.frombuffer(output.read_range(staging_rel(receipt.part, TOKENS_SUFFIX), 0, (int(ends[-1]) if ends.size else 0) * layout.dtype.itemsize), dtype=layout.dtype)
     head = int(plan.bos_id is not None) + int(plan.tokenizer.doc_sep_id is not None and plan.options.llmc_separator == "before")
     tail = int(plan.tokenizer.doc_sep_id is not None and plan.options.llmc_separator == "after")
     starts = np.concatenate(([0], ends[:-1]))
