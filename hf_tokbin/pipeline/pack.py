@@ -21,6 +21,7 @@ after a worker died, and a killed finish packs again on re-run.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from .._io import sha256_file
@@ -29,7 +30,6 @@ from ..formats import llmc
 from ..formats.llmc_segments import (
     ENDS_DTYPE,
     ENDS_SUFFIX,
-    TOKENS_SUFFIX,
     FilePlan,
     Segment,
     ends_of,
@@ -38,6 +38,7 @@ from ..formats.llmc_segments import (
 )
 from ..formats.records import FileEntry
 from ..formats.release import LLMC_SPLIT, SPLITS, Receipt, SplitCounts, part_name
+from .llmc_source import copy_llmc_range, stream_file
 from .part import staging_entries, staging_rel
 from .plan import BuildPlan
 
@@ -59,7 +60,9 @@ def segments_of(plan: BuildPlan, receipts: list[Receipt], split: str, counts: Sp
     for i, shard in enumerate(plan.corpus.shards):
         if shard.split != split or not shard.rows:
             continue
-        tokens, ends = staging_entries(output, part_name(i))
+        staging = staging_entries(plan, part_name(i))
+        ends = staging[-1]
+        tokens = next(f for f in (*staging, *receipts[i].files) if f.path == stream_file(plan, part_name(i))[0])
         documents = receipts[i].splits[split].documents
         expected = receipts[i].splits[split].text_tokens + added * documents
         if ends.size != documents * ENDS_DTYPE.itemsize or tokens.size != expected * width:
@@ -89,13 +92,9 @@ def pack_file(plan: BuildPlan, file: FilePlan, progress: bool = False) -> Packed
     """One pack task: write llm.c file ``file`` from its segments' byte ranges, hash it, publish it."""
     output = plan.output
     layout = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout)
-    width = layout.dtype.itemsize
     rel = f"{plan.llmc_dir}/{file.name}"
-
-    def copy_range(token_range, fd: int) -> None:
-        output.copy_range_into(staging_rel(token_range.segment, TOKENS_SUFFIX), token_range.start * width, token_range.length * width, fd)
-
-    size = write_packed_file(output.work / rel, file, layout, plan.tokenizer.vocab_size, copy_range)
+    # Each range from its part's segment or Megatron .bin (pipeline/llmc_source.py).
+    size = write_packed_file(output.work / rel, file, layout, plan.tokenizer.vocab_size, functools.partial(copy_llmc_range, plan))
     digest = sha256_file(output.work / rel)
     output.publish([rel])
     split = file.name.split("-", 1)[0]

@@ -5,7 +5,9 @@ From the same ids (range-checked once) a part writes its Megatron pair
 segment: its documents exactly as they will stand in the llm.c files, in
 their dtype (``.work/llmc/part-NNNNNN.tokens`` and ``.ends``,
 :mod:`hf_tokbin.formats.llmc_segments`), with their sizes and digests in
-``.work/llmc/part-NNNNNN.json``; then its receipt. The llm.c files are later
+``.work/llmc/part-NNNNNN.json``; then its receipt. Where the Megatron ``.bin``
+already holds the llm.c ids' bytes (:mod:`hf_tokbin.pipeline.llmc_source`),
+the segment is its ``.ends`` alone: every id is written once. The llm.c files are later
 cut from the segments by byte ranges (:mod:`hf_tokbin.pipeline.pack`). The receipt is published last: it marks the part done, so a
 killed build skips the part on re-run, after checking every file it names.
 """
@@ -27,21 +29,11 @@ from ..formats.records import FileEntry
 from ..formats.release import WORK_DIR, Receipt, SplitCounts, pair_path, part_name, receipt_path
 from ..output import Output
 from .encode import encode_shard, prepare_encoder
+from .llmc_source import segment_stem, segment_suffixes, staging_rel
 from .plan import BuildPlan
 from .shuffle import shuffled_documents
 
-
-def segment_stem(part: str) -> str:
-    """``.work/llmc/<part>``, relative to the release root: where the part's llm.c segment and its record go."""
-    return f"{WORK_DIR}/llmc/{part}"
-
-
-def staging_rel(part: str, suffix: str) -> str:
-    """``.work/llmc/<part>.<suffix>``: the llm.c segment (tokens, ends) and its digests (json)."""
-    return f"{segment_stem(part)}.{suffix}"
-
-
-SEGMENT_SUFFIXES = (TOKENS_SUFFIX, ENDS_SUFFIX)
+__all__ = ["build_part", "finished_receipt", "segment_stem", "staging_entries", "staging_rel"]
 
 
 def build_part(plan: BuildPlan, index: int, progress: bool = True) -> tuple[Receipt, bool]:
@@ -93,10 +85,8 @@ def _build_part_from(plan: BuildPlan, index: int, shard_path: Path, progress: bo
     staging = []
     if "llmc" in plan.options.formats:
         segment = closed["llmc"]
-        staging = [
-            FileEntry(staging_rel(part, TOKENS_SUFFIX), segment.tokens_size, segment.tokens_sha256),
-            FileEntry(staging_rel(part, ENDS_SUFFIX), segment.ends_size, segment.ends_sha256),
-        ]
+        written = {TOKENS_SUFFIX: (segment.tokens_size, segment.tokens_sha256), ENDS_SUFFIX: (segment.ends_size, segment.ends_sha256)}
+        staging = [FileEntry(staging_rel(part, suffix), *written[suffix]) for suffix in segment_suffixes(plan)]
         # The segment's digests, so a resumed build (here or at a URL) checks the segment as it checks the receipt's files.
         write_text_atomic(work / staging_rel(part, "json"), canonical_json({"files": [e.to_dict() for e in staging]}))
     # The receipt counts the Megatron pair's tokens: one EOD (and one BOS, if given) per document.
@@ -135,7 +125,7 @@ def _open_writers(plan: BuildPlan, work: Path, split: str, part: str) -> dict:
         writers["megatron"] = megatron.MegatronWriter(work / pair_path(split, part, "bin"), plan.tokenizer.vocab_size, plan.eod_id, plan.bos_id)
     if "llmc" in plan.options.formats:
         layout = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout)
-        writers["llmc"] = SegmentWriter(work / segment_stem(part), layout, plan.tokenizer.doc_sep_id, plan.bos_id, plan.options.llmc_separator)
+        writers["llmc"] = SegmentWriter(work / segment_stem(part), layout, plan.tokenizer.doc_sep_id, plan.bos_id, plan.options.llmc_separator, write_tokens=TOKENS_SUFFIX in segment_suffixes(plan))
     return writers
 
 
@@ -168,16 +158,19 @@ def _check_conserved_on_disk(writers: dict, closed: dict, text_tokens: int, docu
     """
     for name, writer in writers.items():
         path = _paths_of(closed[name])[0]
+        if path is None:  # no .tokens: its ids are the Megatron .bin's, checked in this loop
+            continue
         expected = text_tokens + documents * writer.boundary_tokens
         on_disk = path.stat().st_size // writer.dtype.itemsize
         if on_disk != expected:
             for files in closed.values():
                 for written in _paths_of(files):
-                    written.unlink(missing_ok=True)
+                    if written is not None:
+                        written.unlink(missing_ok=True)
             raise BuildError(path, "tokens on disk must equal tokens encoded (token conservation)", expected=expected, got=on_disk)
 
 
-def _paths_of(files: megatron.PairFiles | SegmentFiles) -> tuple[Path, Path]:
+def _paths_of(files: megatron.PairFiles | SegmentFiles) -> tuple[Path | None, Path]:
     """A closed writer's two files, the token file first."""
     if isinstance(files, SegmentFiles):
         return files.tokens_path, files.ends_path
@@ -197,7 +190,7 @@ def finished_receipt(plan: BuildPlan, index: int) -> Receipt | None:
     if receipt is None and scratch is not None:
         receipt = _intact_receipt(plan, scratch, index)
         if receipt is not None:
-            _publish_part(output, receipt, _staging_entries(scratch, receipt.part) or [])
+            _publish_part(output, receipt, _staging_entries(plan, scratch, receipt.part) or [])
     return receipt
 
 
@@ -206,7 +199,7 @@ def _intact_receipt(plan: BuildPlan, output: Output, index: int) -> Receipt | No
     part = part_name(index)
     try:
         receipt = output.read_record(receipt_path(part), Receipt.read)
-        staging = _staging_entries(output, part) if receipt is not None and "llmc" in plan.options.formats else []
+        staging = _staging_entries(plan, output, part) if receipt is not None and "llmc" in plan.options.formats else []
     except FormatError:
         return None
     shard = plan.corpus.shards[index]
@@ -217,8 +210,8 @@ def _intact_receipt(plan: BuildPlan, output: Output, index: int) -> Receipt | No
     return receipt
 
 
-def _staging_entries(output: Output, part: str) -> list[FileEntry] | None:
-    """The staging pair's entries recorded at ``output``, or None if the record is missing."""
+def _staging_entries(plan: BuildPlan, output: Output, part: str) -> list[FileEntry] | None:
+    """The llm.c segment's entries recorded at ``output`` (:func:`segment_suffixes`), or None if the record is missing."""
     rel = staging_rel(part, "json")
     data = output.read_bytes(rel)
     if data is None:
@@ -228,14 +221,16 @@ def _staging_entries(output: Output, part: str) -> list[FileEntry] | None:
         entries = [FileEntry.from_dict(f, output.location(rel), f"files[{i}]") for i, f in enumerate(files)]
     except (UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
         raise FormatError(output.location(rel), "staging record is not valid", got=str(e)) from None
-    if [e.path for e in entries] != [staging_rel(part, suffix) for suffix in SEGMENT_SUFFIXES]:
-        raise FormatError(output.location(rel), "staging record must name the part's llm.c segment", expected=[staging_rel(part, x) for x in SEGMENT_SUFFIXES], got=[e.path for e in entries])
+    expected = [staging_rel(part, suffix) for suffix in segment_suffixes(plan)]
+    if [e.path for e in entries] != expected:
+        raise FormatError(output.location(rel), "staging record must name the part's llm.c segment", expected=expected, got=[e.path for e in entries])
     return entries
 
 
-def staging_entries(output: Output, part: str) -> list[FileEntry]:
-    """The staging pair of a finished part, for the finish; an error if its record is missing."""
-    staging = _staging_entries(output, part)
+def staging_entries(plan: BuildPlan, part: str) -> list[FileEntry]:
+    """The llm.c segment of a finished part at the output, for the finish; an error if its record is missing."""
+    output = plan.output
+    staging = _staging_entries(plan, output, part)
     if staging is None:
         raise BuildError(output.location(staging_rel(part, "json")), "staging record of a finished part is missing", hint="run the build again")
     return staging
