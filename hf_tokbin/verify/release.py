@@ -91,7 +91,6 @@ previews' first documents). COMPLETE.json's digests of the records are checked h
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import os
 from collections.abc import Iterable, Iterator
