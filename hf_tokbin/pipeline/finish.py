@@ -22,6 +22,7 @@ from ..formats.release import (
     CARD_NAME,
     COMPLETE_NAME,
     LLMC_SPLIT,
+    RECEIPTS_DIR,
     RUN_CONFIG_NAME,
     SPLITS,
     STATS_NAME,
@@ -51,7 +52,7 @@ def finish_build(plan: BuildPlan, receipts: list[Receipt], engine: str = "local"
     # Digests computed as the big files were written; COMPLETE.json need not hash them again.
     parts_files = {f.path: f for r in receipts for f in r.files}
     packed = _write_llmc(plan, receipts, counts, engine, ray_address, progress) if "llmc" in plan.options.formats else []
-    write_json_atomic(work / STATS_NAME, stats_record(plan.corpus.name, plan.tokenizer.tokenizer_id, receipts))
+    write_json_atomic(work / STATS_NAME, stats_record(plan.corpus.name, plan.tokenizer.tokenizer_id, receipts, where=output.location(RECEIPTS_DIR)))
     _ship_tokenizer(plan)
     if output.scratch() is not None:
         # The card's recipes (cards/release.py, verify/recipe.py) read the llm.c files themselves: at a URL, the

@@ -49,6 +49,7 @@ from ..formats import llmc, megatron
 from ..formats.build_options import BuildOptions
 from ..formats.corpus_manifest import MANIFEST_NAME as CORPUS_MANIFEST_NAME
 from ..formats.corpus_manifest import SPLIT_RULE_TEXT, CorpusManifest, CorpusSubset
+from ..formats.corpus_shard import SOURCE_COLUMN
 from ..formats.release import RUN_CONFIG_NAME, TOKENS_DIR, WORK_DIR, pair_path, part_name, receipt_path
 from ..formats.rules import FOLDER_NAME_RULE, is_folder_name
 from ..formats.run_config import run_config_record
@@ -95,6 +96,15 @@ class BuildPlan:
         from ..corpus.source import LocalShards
 
         return self.shards if self.shards is not None else LocalShards(self.corpus_root)
+
+    @property
+    def source_column(self) -> str | None:
+        """The shards' column of source names, counted per source and split; None: not counted.
+
+        ``source`` in a corpus folder imported with ``--source-column`` (its manifest counts its sources), else the
+        ``--source-column`` given (a plain Hub repo's own column).
+        """
+        return SOURCE_COLUMN if self.corpus.documents_by_source else self.options.source_column
 
     @property
     def eod_id(self) -> int | None:

@@ -611,7 +611,7 @@ def _inside_pair(bin_path: Path, tokens: dict[str, BoundaryToken]) -> list[tuple
 def _check_stats(root: Path, config: RunConfig, receipts: list[Receipt]) -> None:
     path = root / STATS_NAME
     stats = read_json(path, VerificationError)
-    difference = _first_difference(stats_record(config.dataset, config.tokenizer_id, receipts), stats)
+    difference = _first_difference(stats_record(config.dataset, config.tokenizer_id, receipts, where=root / RECEIPTS_DIR), stats)
     if difference is not None:
         name, expected, got = difference
         raise VerificationError(path, f"{name} differs from the receipts and run_config.json", expected=expected, got=got)
