@@ -88,3 +88,17 @@ def _token_counter(tokenizer_json: Path):
 
     tokenizer = Tokenizer.from_file(str(tokenizer_json))
     return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+def build_with_sources(root: Path, rows: list[dict]) -> Path:
+    """A release (byte tokenizer, EOD 0) of JSONL ``rows`` built with ``build --corpus FILE --source-column src``."""
+    import json
+
+    from hf_tokbin.cli import main
+
+    root.mkdir(parents=True, exist_ok=True)
+    jsonl = root / "rows.jsonl"
+    jsonl.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    out = root / "release"
+    assert main(["build", "--corpus", str(jsonl), "--source-column", "src", "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet"]) == 0
+    return out
