@@ -23,7 +23,11 @@ input shards of a build: shard i becomes ``part-{i:06d}`` of the release.
 ``empty_documents_dropped`` (present only when not 0): how many empty input
 documents were left out (both importers drop them, as seed 002 does).
 ``documents_by_source`` (present only with ``--source-column``):
-``{split: {source: documents}}``, adding up to each split's rows.
+``{split: {source: documents}}``, adding up to each split's rows; each
+source a source name (:func:`hf_tokbin.formats.rules.is_source_name`), at
+most ``MAX_SOURCES`` per split. It also says that the shards hold a
+``source`` column, which a build counts by (receipts' and ``stats.json``'s
+``sources``).
 ``split_rule`` ``sha256-per-mille-N``: the SHA-256 rule with N in 1000 in validation.
 
 ``license`` (a Hub license id, ``unknown`` when not given) and ``language``

@@ -74,7 +74,9 @@ names the file (in a JSON file, the field) and the rule.
    config files read beside it.
 8. **stats.json** equals what the receipts give
    (:func:`hf_tokbin.formats.release.stats_record`): dataset, tokenizer_id, and the
-   counts per split, per source and per part.
+   counts per split, per source and per part. With a source column, every receipt
+   counts its sources and they add up to its split counts (a receipt that does not
+   is refused as it is read, naming it), and so do their sums in ``stats.json``.
 9. **Preview** (:mod:`hf_tokbin.verify.preview`). Each ``preview/<split>.parquet``
    listed holds the same first documents for every format, numbered from 0,
    each naming the part its receipts put it in, ``tokens`` = its id count, and
