@@ -48,3 +48,26 @@ def test_receipts_of_which_only_some_count_sources_are_refused(release):
     edit_json(release / "receipts" / "part-000001.json", lambda receipt: receipt.pop("sources"))
     reseal(release)
     refused(release, "receipts", "every receipt counts its documents by source, or none does", "part-000001")
+
+
+def test_verify_corpus_counts_the_source_column_against_the_manifest(tmp_path):
+    import json
+
+    from hf_tokbin.corpus.write import import_corpus
+    from hf_tokbin.errors import VerificationError
+    from hf_tokbin.verify.corpus import verify_corpus
+
+    rows = source_rows(30, seed=1)
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    corpus = tmp_path / "corpus"
+    import_corpus([tmp_path / "rows.jsonl"], corpus, source_column="src")
+    assert "OK" in verify_corpus(corpus)
+
+    def moved(manifest):
+        train = manifest["documents_by_source"]["train"]
+        train["web"], train["books"] = train["web"] - 1, train["books"] + 1  # still adds up to the rows
+
+    edit_json(corpus / "_MANIFEST.json", moved)
+    with pytest.raises(VerificationError, match="documents_by_source must count the shards' source column") as info:
+        verify_corpus(corpus)
+    assert str(info.value).startswith(str(corpus / "_MANIFEST.json"))
