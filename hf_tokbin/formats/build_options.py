@@ -17,10 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Literal, get_args
 
-from ..errors import BuildError
+from ..errors import BuildError, shown
 from . import llmc, megatron
 from .records import checked_field, is_count
 from .release import FORMATS
+from .rules import SOURCE_NAME_RULE, is_source_name
 
 Format = Literal["llmc", "megatron"]
 LlmcLayout = Literal["gpt2", "llama3"]
@@ -86,7 +87,7 @@ class BuildOptions:
         _check(self.fast in FAST_MODES, "fast-path mode must be auto, never or require", self.fast)
         _check(self.shuffle_seed is None or _is_seed(self.shuffle_seed), "--shuffle-seed must be an integer in 0..2**63-1", self.shuffle_seed)
         _check(self.limit is None or _is_positive(self.limit), "--limit must be a positive number of documents", self.limit)
-        _check(self.source_column is None or (isinstance(self.source_column, str) and self.source_column.isprintable() and self.source_column.strip() != ""), "--source-column must name a column", self.source_column)
+        _check(self.source_column is None or is_source_name(self.source_column), f"--source-column must name a column: {SOURCE_NAME_RULE}", shown(self.source_column))
 
     @classmethod
     def of(cls, options: BuildOptions | None = None, **fields_given) -> BuildOptions:

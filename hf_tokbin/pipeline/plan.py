@@ -148,6 +148,8 @@ class BuildPlan:
                 "shards": [s.to_dict() for s in self.corpus.shards],
                 # Only for a --limit build, so every other build writes the bytes it always did.
                 **({"subset": self.corpus_subset.to_record()} if self.corpus_subset is not None else {}),
+                # Only when sources are counted: a re-run counting otherwise is another build, and verify knows to expect them.
+                **({"source_column": self.source_column} if self.source_column is not None else {}),
             },
             tokenizer=self.tokenizer.to_record(),
             doc_sep=self.tokenizer.doc_sep,

@@ -611,6 +611,10 @@ def _inside_pair(bin_path: Path, tokens: dict[str, BoundaryToken]) -> list[tuple
 
 
 def _check_stats(root: Path, config: RunConfig, receipts: list[Receipt]) -> None:
+    uncounted = [r.part for r in receipts if (r.sources is None) != (config.source_column is None)]
+    if uncounted:  # a receipt without sources in a build that counted them (or the reverse) would hide documents from stats.json
+        rule = f"every receipt counts its sources: run_config.json's corpus.source_column is {config.source_column!r}" if config.source_column else "no receipt counts sources: run_config.json names no corpus.source_column"
+        raise VerificationError(root / receipt_path(uncounted[0]), rule)
     path = root / STATS_NAME
     stats = read_json(path, VerificationError)
     difference = _first_difference(stats_record(config.dataset, config.tokenizer_id, receipts, where=root / RECEIPTS_DIR), stats)

@@ -56,6 +56,7 @@ def test_corpus_import_with_a_source_column_then_build_counts_every_source_as_to
     assert_sources_add_up(stats)
     receipts = [Receipt.read(p) for p in sorted((out / "receipts").glob("*.json"))]
     assert len(receipts) > 4 and all(r.sources is not None for r in receipts)
+    assert json.loads((out / "run_config.json").read_text())["corpus"]["source_column"] == "source"
     verify_release(out)
 
 
@@ -77,6 +78,7 @@ def test_without_a_source_column_the_receipts_have_no_sources_and_the_dataset_is
     stats = stats_of(out)
     assert stats["sources"] == {"release": stats["splits"]}
     assert all("sources" not in json.loads(p.read_text()) for p in (out / "receipts").glob("*.json"))
+    assert "source_column" not in json.loads((out / "run_config.json").read_text())["corpus"]
 
 
 def test_build_release_of_an_in_memory_dataset_with_source_column(tmp_path):

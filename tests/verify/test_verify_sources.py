@@ -47,7 +47,16 @@ def test_a_document_moved_between_sources_in_stats_json_is_refused_naming_stats_
 def test_receipts_of_which_only_some_count_sources_are_refused(release):
     edit_json(release / "receipts" / "part-000001.json", lambda receipt: receipt.pop("sources"))
     reseal(release)
-    refused(release, "receipts", "every receipt counts its documents by source, or none does", "part-000001")
+    refused(release, "receipts/part-000001.json", "every receipt counts its sources: run_config.json's corpus.source_column is 'source'")
+
+
+def test_sources_in_a_release_whose_run_config_names_no_source_column_are_refused(release):
+    def forget(config):
+        del config["corpus"]["source_column"]
+
+    edit_json(release / "run_config.json", forget)
+    reseal(release)
+    refused(release, "receipts/part-000000.json", "no receipt counts sources: run_config.json names no corpus.source_column")
 
 
 def test_verify_corpus_counts_the_source_column_against_the_manifest(tmp_path):
