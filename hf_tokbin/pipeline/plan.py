@@ -188,7 +188,7 @@ def plan_build(
         check_url(out)
     _check_boundaries(tokenizer, options)
     _check_tokenizer(tokenizer, options.formats)
-    corpus_root, shards, subset = _corpus(Path(corpus_root), corpus_source, corpus_revision, shards, options.limit)
+    corpus_root, shards, subset = _corpus(Path(corpus_root), corpus_source, corpus_revision, shards, options.limit, options.source_column)
     manifest = CorpusManifest.read(corpus_root)
     shards.check(manifest)
     _check_fits_the_hub(manifest, options.formats, out)
@@ -211,7 +211,7 @@ def plan_build(
     return plan
 
 
-def _corpus(root: Path, source: str, revision: str | None, shards, limit: int | None):
+def _corpus(root: Path, source: str, revision: str | None, shards, limit: int | None, source_column: str | None = None):
     """(the corpus folder, where its shards are read, what it was cut from): as given, or with ``limit`` its first
     documents, read checked, as a corpus of their own (:func:`hf_tokbin.corpus.subset.first_documents`)."""
     from ..corpus.source import CorpusSource, LocalShards
@@ -221,7 +221,7 @@ def _corpus(root: Path, source: str, revision: str | None, shards, limit: int | 
         shards = LocalShards(os.fspath(root.resolve()))
     if limit is None:
         return root, shards, None
-    subset = first_documents(CorpusSource(root, source, revision, shards), limit)
+    subset = first_documents(CorpusSource(root, source, revision, shards), limit, source_column=source_column)
     return subset.root, subset.shards, subset.subset
 
 

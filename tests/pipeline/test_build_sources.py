@@ -130,3 +130,13 @@ def test_the_counter_sums_per_source_and_bounds_the_distinct_sources(monkeypatch
     with pytest.raises(BuildError, match="at most 2 distinct sources") as info:
         counter.add(pa.array(["c"]), np.array([1]), np.array([1]))
     assert str(info.value).startswith("shard.parquet: ")
+
+
+def test_a_limited_build_counts_the_sources_of_the_documents_it_took(tmp_path):
+    jsonl = write_jsonl(tmp_path / "rows.jsonl", ROWS)
+    corpus, out = tmp_path / "corpus", tmp_path / "release"
+    assert main(["corpus", "import", str(jsonl), "--out", str(corpus), "--source-column", "src"]) == 0
+    assert main(["build", "--corpus", str(corpus), "--limit", "50", "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet"]) == 0
+    taken = [row for row in ROWS if row["text"] and row["split"] == "train"][:50]
+    assert stats_of(out)["sources"] == counts_by_source(taken, None)
+    verify_release(out)
