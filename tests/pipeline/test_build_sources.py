@@ -140,3 +140,21 @@ def test_a_limited_build_counts_the_sources_of_the_documents_it_took(tmp_path):
     taken = [row for row in ROWS if row["text"] and row["split"] == "train"][:50]
     assert stats_of(out)["sources"] == counts_by_source(taken, None)
     verify_release(out)
+
+
+def test_a_part_that_counts_a_document_under_the_wrong_source_fails_the_build(tmp_path, monkeypatch):
+    jsonl = write_jsonl(tmp_path / "rows.jsonl", ROWS)
+    corpus = tmp_path / "corpus"
+    assert main(["corpus", "import", str(jsonl), "--out", str(corpus), "--source-column", "src"]) == 0
+    counted = SourceCounter.totals
+
+    def one_moved(self):  # still adds up to the part's split counts: only the import's own count can tell
+        totals = counted(self)
+        (a, b) = sorted(totals)[:2]
+        totals[a] = (totals[a][0] - 1, *totals[a][1:])
+        totals[b] = (totals[b][0] + 1, *totals[b][1:])
+        return totals
+
+    monkeypatch.setattr(SourceCounter, "totals", one_moved)
+    with pytest.raises(BuildError, match="documents out per source must equal the corpus manifest's documents_by_source"):
+        build(plan_build(corpus, resolve_tokenizer("byte", doc_sep=0), tmp_path / "release"), progress=False)
