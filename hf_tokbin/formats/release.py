@@ -165,8 +165,12 @@ def source_totals(receipts: Sequence[Receipt], where=None) -> dict[str, dict[str
         return None
     missing = [r.part for r in receipts if r.sources is None]
     require(not missing, where, "every receipt counts its documents by source, or none does", f"no sources in {', '.join(missing[:3])}")
-    names = sorted({name for r in receipts for name in r.sources})
-    totals = {name: {split: summed(r.sources[name][split] for r in receipts if split in r.sources.get(name, {})) for split in SPLITS if any(split in r.sources.get(name, {}) for r in receipts)} for name in names}
+    gathered: dict[str, dict[str, list[SplitCounts]]] = {}  # one pass over the receipts: O(their entries), not sources x parts
+    for r in receipts:
+        for name, by_split in r.sources.items():
+            for split, counts in by_split.items():
+                gathered.setdefault(name, {}).setdefault(split, []).append(counts)
+    totals = {name: {split: summed(gathered[name][split]) for split in SPLITS if split in gathered[name]} for name in sorted(gathered)}
     check_sources_add_up(split_totals(receipts), totals, where)
     return totals
 
