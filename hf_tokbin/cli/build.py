@@ -31,6 +31,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--corpus-config", default=None, help="config of a plain Hub dataset repo (default: its default config)")
     parser.add_argument("--corpus-split", action="append", default=None, metavar="SPLIT", help="split of a plain Hub dataset repo to build (repeatable; default: train and validation)")
     parser.add_argument("--limit", type=int, default=None, metavar="N", help="build only the first N documents in corpus order (train first, then validation)")
+    parser.add_argument("--source-column", default=None, metavar="COL", help="the input's column of source names: documents and tokens counted per source and split in the receipts and stats.json")
     parser.add_argument("--dry-run", action="store_true", help="print the plan (shards, documents, estimated tokens and bytes, encoder, paths) and write nothing")
     parser.add_argument("--tokenizer", required=True, help="byte, a tokenizer.json, a folder holding one, or a Hub repo NS/NAME")
     parser.add_argument("--tokenizer-revision", default=None, help="pinned revision of a Hub tokenizer")
@@ -112,7 +113,7 @@ def _run(args) -> int:
         bos=token_or_id(args.bos),
     )
     hub_choice = (args.corpus_revision, args.corpus_config, args.corpus_split)
-    with corpus_for_build(args.corpus, args.out, progress=show_progress(args.quiet), hub_choice=hub_choice, check_ids=args.check_ids) as (corpus, _, given):
+    with corpus_for_build(args.corpus, args.out, progress=show_progress(args.quiet), hub_choice=hub_choice, import_options={"source_column": options.source_column}, check_ids=args.check_ids) as (corpus, _, given):
         plan = plan_build(corpus.root, tokenizer, args.out, options, corpus_source=corpus.source, corpus_revision=corpus.revision, shards=corpus.shards, given_ids=given)
         return _report_and_build(args, plan)
 

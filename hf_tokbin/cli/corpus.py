@@ -46,7 +46,7 @@ def add_arguments(parser) -> None:
     imports.add_argument("--val-per-mille", type=_positive_int, default=1, help="--split-rule sha256: documents in 1000 that go to validation (default 1, seed 004)")
     imports.add_argument("--limit", type=_positive_int, help="keep only the first N documents, in input order")
     imports.add_argument("--keep-columns", default="", metavar="A,B", help="comma-separated columns copied into the shards beside text and split")
-    imports.add_argument("--source-column", metavar="COL", help="a string column copied as 'source'; documents counted per source and split in the manifest")
+    imports.add_argument("--source-column", metavar="COL", help="a column of source names copied as 'source'; documents counted per source and split in the manifest, and by the build in stats.json")
     _add_card_arguments(imports, "unknown", "")
     _add_output_arguments(imports)
     imports.set_defaults(run=run_import)

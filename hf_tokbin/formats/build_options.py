@@ -17,10 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Literal, get_args
 
-from ..errors import BuildError
+from ..errors import BuildError, shown
 from . import llmc, megatron
 from .records import checked_field, is_count
 from .release import FORMATS
+from .rules import SOURCE_NAME_RULE, is_source_name
 
 Format = Literal["llmc", "megatron"]
 LlmcLayout = Literal["gpt2", "llama3"]
@@ -55,6 +56,9 @@ class BuildOptions:
         shuffle_seed: write each part's documents in a seeded order, 0..2**63-1 (None: corpus order).
         limit: build only the first N documents in corpus order, train first (None: all). Not in
             ``run_config.json``: the corpus pinned there is the limited one.
+        source_column: the input's column of source names, counted per source and split in the receipts and
+            ``stats.json`` (input files: copied as the corpus's ``source`` column; a plain Hub repo: read as it is).
+            A corpus folder made with ``--source-column`` is counted by source without it.
     """
 
     formats: tuple[Format, ...] = FORMATS
@@ -67,6 +71,7 @@ class BuildOptions:
     fast: FastMode = "auto"
     shuffle_seed: int | None = None
     limit: int | None = None
+    source_column: str | None = None
 
     def __post_init__(self) -> None:
         formats = (self.formats,) if isinstance(self.formats, str) else tuple(self.formats)
@@ -82,6 +87,7 @@ class BuildOptions:
         _check(self.fast in FAST_MODES, "fast-path mode must be auto, never or require", self.fast)
         _check(self.shuffle_seed is None or _is_seed(self.shuffle_seed), "--shuffle-seed must be an integer in 0..2**63-1", self.shuffle_seed)
         _check(self.limit is None or _is_positive(self.limit), "--limit must be a positive number of documents", self.limit)
+        _check(self.source_column is None or is_source_name(self.source_column), f"--source-column must name a column: {SOURCE_NAME_RULE}", shown(self.source_column))
 
     @classmethod
     def of(cls, options: BuildOptions | None = None, **fields_given) -> BuildOptions:

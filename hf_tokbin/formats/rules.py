@@ -59,6 +59,24 @@ def id_dtype(vocab_size: int) -> str:
     return "uint16" if fits_uint16(vocab_size) else "uint32"
 
 
+# A source name (a corpus's source column): it becomes a key of receipts and stats.json and a cell of the card's table.
+MAX_SOURCE_NAME_CHARS = 200
+MAX_SOURCES = 10_000  # distinct sources a build counts: its counters, receipts and stats.json grow with them
+_SOURCE_NAME_EXCLUDED = "`|\\<>"  # they would break the card's code spans, table cells or HTML
+SOURCE_NAME_RULE = f"a printable name of 1 to {MAX_SOURCE_NAME_CHARS} characters, no white space at either end, none of ` | \\ < >"
+
+
+def is_source_name(value) -> bool:
+    """A source name: printable (no newline, NUL, escape or bidi control), 1..200 characters, trimmed, no markup characters."""
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= MAX_SOURCE_NAME_CHARS
+        and value.strip() == value
+        and value.isprintable()
+        and not any(c in _SOURCE_NAME_EXCLUDED for c in value)
+    )
+
+
 COMMIT_ID = re.compile(r"[0-9a-f]{40}")
 
 

@@ -7,7 +7,8 @@
      "corpus": {"name", "license", "language": [...], "source": "local" | "NS/NAME",
                 "revision": null | "<commit>", "manifest_sha256": "<hex>",
                 "shards": [{"path", "split", "rows", "size", "sha256"}, ...],
-                "subset": {...}},                only with build --limit: formats.corpus_manifest.CorpusSubset
+                "subset": {...},                 only with build --limit: formats.corpus_manifest.CorpusSubset
+                "source_column": "source"},      only when the build counted by source (receipts' and stats.json's sources)
      "tokenizer": {"tokenizer_id", "sha256", "vocab_size", "source", "revision", "subfolder"},
      "special_tokens": "ordinary" | "parsed",  special-token text inside documents
      "doc_sep": null | BOUNDARY,               the separator (llm.c) and EOD (Megatron): one id
@@ -66,7 +67,7 @@ from .build_options import BuildOptions, read_format_records, read_formats
 from .corpus_manifest import CorpusSubset
 from .records import FileEntry, checked_field, is_count, is_sha256
 from .release import SPLITS, TOKENS_DIR
-from .rules import FOLDER_NAME_RULE, is_commit_id, is_folder_name, is_repo_id
+from .rules import FOLDER_NAME_RULE, SOURCE_NAME_RULE, is_commit_id, is_folder_name, is_repo_id, is_source_name
 
 RUN_CONFIG_FORMAT = "hf_tokbin.run_config/2"
 RUN_CONFIG_FORMAT_V1 = "hf_tokbin.run_config/1"
@@ -164,6 +165,11 @@ class RunConfig:
     @property
     def formats(self) -> tuple[str, ...]:
         return self.options.formats
+
+    @property
+    def source_column(self) -> str | None:
+        """The column the build counted by source (receipts' and stats.json's ``sources``); None: not counted."""
+        return (self.corpus or {}).get("source_column")
 
     @property
     def special_tokens(self) -> str:
@@ -293,6 +299,8 @@ def _read_origins(path: Path, obj: dict) -> None:
             pinned = source not in local
             rule = "a commit id (40 lowercase hex digits): a pinned revision never names a branch" if pinned else f"null for a {source} {name}"
             checked_field(path, obj, f"{name}.revision", is_commit_id if pinned else (lambda v: v is None), rule)
+    if isinstance(obj.get("corpus"), dict) and "source_column" in obj["corpus"]:
+        checked_field(path, obj, "corpus.source_column", is_source_name, SOURCE_NAME_RULE)
     if isinstance(obj.get("tokenizer"), dict) and "subfolder" in obj["tokenizer"]:
         checked_field(path, obj, "tokenizer.subfolder", lambda v: v is None or (isinstance(v, str) and _SUBFOLDER.fullmatch(v) is not None and ".." not in v.split("/")), "null or a relative folder of plain names")
     if "versions" in obj:

@@ -22,6 +22,7 @@ from ..formats.release import (
     CARD_NAME,
     COMPLETE_NAME,
     LLMC_SPLIT,
+    RECEIPTS_DIR,
     RUN_CONFIG_NAME,
     SPLITS,
     STATS_NAME,
@@ -33,6 +34,7 @@ from ..formats.release import (
     SplitCounts,
     list_release_paths,
     receipt_path,
+    source_totals,
     split_totals,
     stats_record,
 )
@@ -51,7 +53,7 @@ def finish_build(plan: BuildPlan, receipts: list[Receipt], engine: str = "local"
     # Digests computed as the big files were written; COMPLETE.json need not hash them again.
     parts_files = {f.path: f for r in receipts for f in r.files}
     packed = _write_llmc(plan, receipts, counts, engine, ray_address, progress) if "llmc" in plan.options.formats else []
-    write_json_atomic(work / STATS_NAME, stats_record(plan.corpus.name, plan.tokenizer.tokenizer_id, receipts))
+    write_json_atomic(work / STATS_NAME, stats_record(plan.corpus.name, plan.tokenizer.tokenizer_id, receipts, where=output.location(RECEIPTS_DIR)))
     _ship_tokenizer(plan)
     if output.scratch() is not None:
         # The card's recipes (cards/release.py, verify/recipe.py) read the llm.c files themselves: at a URL, the
@@ -91,7 +93,19 @@ def check_split_totals(plan: BuildPlan, receipts: list[Receipt]) -> dict[str, Sp
         rows, documents = plan.corpus.rows(split), totals[split].documents if split in totals else 0
         if documents != rows:
             raise BuildError(plan.out, f"{split}: documents out must equal corpus rows (nothing lost)", expected=rows, got=documents)
+    check_source_totals(plan, receipts)
     return totals
+
+
+def check_source_totals(plan: BuildPlan, receipts: list[Receipt]) -> None:
+    """The receipts' documents per source, checked against the corpus manifest's ``documents_by_source`` (counted at import)."""
+    if not plan.corpus.documents_by_source:
+        return
+    totals = source_totals(receipts, plan.output.location(RECEIPTS_DIR)) or {}
+    counted = {split: {name: c[split].documents for name, c in totals.items() if split in c} for split in SPLITS}
+    expected = {split: dict(sorted(plan.corpus.documents_by_source.get(split, {}).items())) for split in SPLITS}
+    if counted != expected:
+        raise BuildError(plan.out, "documents out per source must equal the corpus manifest's documents_by_source (nothing lost)", expected=expected, got=counted)
 
 
 def _write_llmc(plan: BuildPlan, receipts: list[Receipt], counts: dict[str, SplitCounts], engine: str, ray_address: str | None, progress: bool) -> list[FileEntry]:

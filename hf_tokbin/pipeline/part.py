@@ -29,6 +29,7 @@ from ..output import Output
 from .encode import encode_shard, prepare_encoder
 from .plan import BuildPlan
 from .shuffle import shuffled_documents
+from .sources import SourceCounter
 
 
 def segment_stem(part: str) -> str:
@@ -68,8 +69,9 @@ def _build_part_from(plan: BuildPlan, index: int, shard_path: Path, progress: bo
     work = plan.output.work
     split = shard.split
     writers = _open_writers(plan, work, split, part)
+    counter = SourceCounter(plan.shard_source.location(shard)) if plan.source_column is not None else None
     try:
-        documents, text_tokens, text_bytes = _write_documents(plan, index, shard_path, progress, writers)
+        documents, text_tokens, text_bytes = _write_documents(plan, index, shard_path, progress, writers, counter)
         # Before close() renames anything: a part that lost documents leaves no file under a final name.
         if documents != shard.rows:
             raise BuildError(shard_path, "documents out must equal rows in (nothing lost)", expected=shard.rows, got=documents)
@@ -99,24 +101,33 @@ def _build_part_from(plan: BuildPlan, index: int, shard_path: Path, progress: bo
         ]
         # The segment's digests, so a resumed build (here or at a URL) checks the segment as it checks the receipt's files.
         write_text_atomic(work / staging_rel(part, "json"), canonical_json({"files": [e.to_dict() for e in staging]}))
-    # The receipt counts the Megatron pair's tokens: one EOD (and one BOS, if given) per document.
-    eod_tokens = documents if "megatron" in plan.options.formats else 0
-    bos_tokens = documents if "megatron" in plan.options.formats and plan.bos_id is not None else 0
+    sources = {name: {split: _receipt_counts(plan, *counts)} for name, counts in counter.totals().items()} if counter is not None else None
     receipt = Receipt(
         part=part,
         input_shard=FileEntry(shard.path, shard.size, shard.sha256),
-        splits={split: SplitCounts(documents, text_tokens, eod_tokens, text_bytes, bos_tokens)},
+        splits={split: _receipt_counts(plan, documents, text_tokens, text_bytes)},
         files=tuple(files),
+        sources=sources,  # checked to add up to the split's counts as the receipt is made
     )
     receipt.write(work)
     _publish_part(plan.output, receipt, staging)
     return receipt, True
 
 
-def _write_documents(plan: BuildPlan, index: int, shard_path: Path, progress: bool, writers: dict) -> tuple[int, int, int]:
-    """Encode the shard and hand every batch, its ids checked once, to every writer. Returns (documents, text tokens, text bytes)."""
+def _receipt_counts(plan: BuildPlan, documents: int, text_tokens: int, text_bytes: int) -> SplitCounts:
+    """The receipt's counts of documents (of a split, or of one source): the Megatron pair's tokens, one EOD (and one BOS, if given) per document."""
+    eod_tokens = documents if "megatron" in plan.options.formats else 0
+    bos_tokens = documents if "megatron" in plan.options.formats and plan.bos_id is not None else 0
+    return SplitCounts(documents, text_tokens, eod_tokens, text_bytes, bos_tokens)
+
+
+def _write_documents(plan: BuildPlan, index: int, shard_path: Path, progress: bool, writers: dict, counter: SourceCounter | None = None) -> tuple[int, int, int]:
+    """Encode the shard and hand every batch, its ids checked once, to every writer. Returns (documents, text tokens, text bytes).
+
+    ``counter`` counts the documents per source as they are encoded (before any shuffle: the counts do not depend on order).
+    """
     documents = text_tokens = text_bytes = 0
-    for flat, lengths, n_bytes in shuffled_documents(plan, index, encode_shard(plan, index, progress, shard_path)):
+    for flat, lengths, n_bytes in shuffled_documents(plan, index, encode_shard(plan, index, progress, shard_path, counter)):
         flat, lengths = checked_documents(flat, lengths, plan.tokenizer.vocab_size, shard_path)  # once, for every format
         if "llmc" in plan.options.formats:
             _check_fits_llmc_file(plan, shard_path, lengths, documents)

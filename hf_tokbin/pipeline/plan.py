@@ -49,6 +49,7 @@ from ..formats import llmc, megatron
 from ..formats.build_options import BuildOptions
 from ..formats.corpus_manifest import MANIFEST_NAME as CORPUS_MANIFEST_NAME
 from ..formats.corpus_manifest import SPLIT_RULE_TEXT, CorpusManifest, CorpusSubset
+from ..formats.corpus_shard import SOURCE_COLUMN
 from ..formats.release import RUN_CONFIG_NAME, TOKENS_DIR, WORK_DIR, pair_path, part_name, receipt_path
 from ..formats.rules import FOLDER_NAME_RULE, is_folder_name
 from ..formats.run_config import run_config_record
@@ -97,6 +98,15 @@ class BuildPlan:
         return self.shards if self.shards is not None else LocalShards(self.corpus_root)
 
     @property
+    def source_column(self) -> str | None:
+        """The shards' column of source names, counted per source and split; None: not counted.
+
+        ``source`` in a corpus folder imported with ``--source-column`` (its manifest counts its sources), else the
+        ``--source-column`` given (a plain Hub repo's own column).
+        """
+        return SOURCE_COLUMN if self.corpus.documents_by_source else self.options.source_column
+
+    @property
     def eod_id(self) -> int | None:
         return self.tokenizer.doc_sep_id
 
@@ -138,6 +148,8 @@ class BuildPlan:
                 "shards": [s.to_dict() for s in self.corpus.shards],
                 # Only for a --limit build, so every other build writes the bytes it always did.
                 **({"subset": self.corpus_subset.to_record()} if self.corpus_subset is not None else {}),
+                # Only when sources are counted: a re-run counting otherwise is another build, and verify knows to expect them.
+                **({"source_column": self.source_column} if self.source_column is not None else {}),
             },
             tokenizer=self.tokenizer.to_record(),
             doc_sep=self.tokenizer.doc_sep,
@@ -176,7 +188,7 @@ def plan_build(
         check_url(out)
     _check_boundaries(tokenizer, options)
     _check_tokenizer(tokenizer, options.formats)
-    corpus_root, shards, subset = _corpus(Path(corpus_root), corpus_source, corpus_revision, shards, options.limit)
+    corpus_root, shards, subset = _corpus(Path(corpus_root), corpus_source, corpus_revision, shards, options.limit, options.source_column)
     manifest = CorpusManifest.read(corpus_root)
     shards.check(manifest)
     _check_fits_the_hub(manifest, options.formats, out)
@@ -199,7 +211,7 @@ def plan_build(
     return plan
 
 
-def _corpus(root: Path, source: str, revision: str | None, shards, limit: int | None):
+def _corpus(root: Path, source: str, revision: str | None, shards, limit: int | None, source_column: str | None = None):
     """(the corpus folder, where its shards are read, what it was cut from): as given, or with ``limit`` its first
     documents, read checked, as a corpus of their own (:func:`hf_tokbin.corpus.subset.first_documents`)."""
     from ..corpus.source import CorpusSource, LocalShards
@@ -209,7 +221,7 @@ def _corpus(root: Path, source: str, revision: str | None, shards, limit: int | 
         shards = LocalShards(os.fspath(root.resolve()))
     if limit is None:
         return root, shards, None
-    subset = first_documents(CorpusSource(root, source, revision, shards), limit)
+    subset = first_documents(CorpusSource(root, source, revision, shards), limit, source_column=source_column)
     return subset.root, subset.shards, subset.subset
 
 

@@ -74,7 +74,9 @@ names the file (in a JSON file, the field) and the rule.
    config files read beside it.
 8. **stats.json** equals what the receipts give
    (:func:`hf_tokbin.formats.release.stats_record`): dataset, tokenizer_id, and the
-   counts per split, per source and per part.
+   counts per split, per source and per part. With a source column, every receipt
+   counts its sources and they add up to its split counts (a receipt that does not
+   is refused as it is read, naming it), and so do their sums in ``stats.json``.
 9. **Preview** (:mod:`hf_tokbin.verify.preview`). Each ``preview/<split>.parquet``
    listed holds the same first documents for every format, numbered from 0,
    each naming the part its receipts put it in, ``tokens`` = its id count, and
@@ -609,9 +611,13 @@ def _inside_pair(bin_path: Path, tokens: dict[str, BoundaryToken]) -> list[tuple
 
 
 def _check_stats(root: Path, config: RunConfig, receipts: list[Receipt]) -> None:
+    uncounted = [r.part for r in receipts if (r.sources is None) != (config.source_column is None)]
+    if uncounted:  # a receipt without sources in a build that counted them (or the reverse) would hide documents from stats.json
+        rule = f"every receipt counts its sources: run_config.json's corpus.source_column is {config.source_column!r}" if config.source_column else "no receipt counts sources: run_config.json names no corpus.source_column"
+        raise VerificationError(root / receipt_path(uncounted[0]), rule)
     path = root / STATS_NAME
     stats = read_json(path, VerificationError)
-    difference = _first_difference(stats_record(config.dataset, config.tokenizer_id, receipts), stats)
+    difference = _first_difference(stats_record(config.dataset, config.tokenizer_id, receipts, where=root / RECEIPTS_DIR), stats)
     if difference is not None:
         name, expected, got = difference
         raise VerificationError(path, f"{name} differs from the receipts and run_config.json", expected=expected, got=got)

@@ -35,6 +35,8 @@ from hf_tokbin.formats.run_config import RunConfig
         ({"shuffle_seed": 2**63}, "--shuffle-seed must be an integer in 0..2\\*\\*63-1"),
         ({"shuffle_seed": True}, "--shuffle-seed must be an integer"),
         ({"limit": 0}, "--limit must be a positive number of documents: got 0"),
+        ({"source_column": ""}, "--source-column must name a column"),
+        ({"source_column": "a\nb"}, "--source-column must name a column"),
     ],
 )
 def test_an_invalid_option_fails_when_the_record_is_made(given, rule):
@@ -51,7 +53,7 @@ def test_formats_are_kept_in_their_canonical_order_and_the_record_is_frozen():
 
 
 def test_an_unknown_option_is_one_line_naming_the_known_ones():
-    with pytest.raises(BuildError, match="unknown build option: expected one of formats, .*limit, got llmc_sep"):
+    with pytest.raises(BuildError, match="unknown build option: expected one of formats, .*limit, source_column, got llmc_sep"):
         BuildOptions.of(llmc_sep="after")
 
 
