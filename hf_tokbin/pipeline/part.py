@@ -5,7 +5,8 @@ From the same ids (range-checked once) a part writes its Megatron pair
 segment: its documents exactly as they will stand in the llm.c files, in
 their dtype (``.work/llmc/part-NNNNNN.tokens`` and ``.ends``,
 :mod:`hf_tokbin.formats.llmc_segments`), with their sizes and digests in
-``.work/llmc/part-NNNNNN.json``; then its receipt. The llm.c files are later
+``.work/llmc/part-NNNNNN.json`` (with ``--shuffle-seed``, also where each of its blocks ends:
+:mod:`hf_tokbin.formats.llmc_order`); then its receipt. The llm.c files are later
 cut from the segments by byte ranges (:mod:`hf_tokbin.pipeline.pack`). The receipt is published last: it marks the part done, so a
 killed build skips the part on re-run, after checking every file it names.
 """
