@@ -204,6 +204,15 @@ def ranges_in_order(blocks: Blocks, segments: Sequence[str], block_ends: Sequenc
         yield DocumentRange(segments[p], first, count, start, int(block_ends[p][j]) - start)
 
 
+def check_block_ends(where, block_ends: Sequence[int] | None, n_documents: int, n_tokens: int) -> list[int]:
+    """A part's recorded block ends (:func:`block_token_ends`): one per block, never decreasing, the last at the segment's end."""
+    blocks = block_starts(n_documents).size - 1
+    ends = list(block_ends) if block_ends is not None else []
+    if block_ends is None or len(ends) != blocks or any(a > b for a, b in zip(ends, ends[1:])) or (blocks and ends[-1] != n_tokens):
+        raise FormatError(where, "a shuffled part's record must give where each of its blocks ends", expected=f"{blocks} non-decreasing ends, the last {n_tokens}", got=None if block_ends is None else f"{len(ends)} ends")
+    return ends
+
+
 def block_token_ends(ends_path: str | os.PathLike, n_documents: int, interleaved: bool) -> list[int]:
     """Where each block of a finished segment ends in its stream (read from its ``.ends`` at the blocks' last documents)."""
     last = block_starts(n_documents, interleaved)[1:] - 1

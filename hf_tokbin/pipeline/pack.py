@@ -37,12 +37,13 @@ from ..formats.llmc_segments import (
     TOKENS_SUFFIX,
     DocumentRange,
     FilePlan,
+    check_block_ends,
     ends_of,
     plan_files,
     ranges_in_order,
     write_packed_file,
 )
-from ..formats.llmc_order import block_starts, llmc_order
+from ..formats.llmc_order import llmc_order
 from ..formats.records import FileEntry
 from ..formats.release import LLMC_SPLIT, SPLITS, Receipt, SplitCounts, part_name
 from .part import segment_record, staging_rel
@@ -78,19 +79,10 @@ def ranges_of(plan: BuildPlan, receipts: list[Receipt], split: str, counts: Spli
             raise BuildError(output.location(tokens.path), "an llm.c segment must hold its receipt's documents and tokens (token conservation)", expected=f"{n_documents} documents, {expected} tokens", got=f"{ends.size} + {tokens.size} bytes")
         names.append(part_name(i))
         documents.append(n_documents)
-        block_ends.append(_checked_block_ends(output.location(staging_rel(part_name(i), "json")), record.block_ends, n_documents, expected) if seed is not None else [expected])
+        block_ends.append(check_block_ends(output.location(staging_rel(part_name(i), "json")), record.block_ends, n_documents, expected) if seed is not None else [expected])
     if sum(documents) != counts.documents:
         raise BuildError(plan.out, f"{split}: llm.c segments must hold every document", expected=counts.documents, got=sum(documents))
     return ranges_in_order(llmc_order(seed, split, documents), names, block_ends)
-
-
-def _checked_block_ends(where: str, block_ends: list[int] | None, documents: int, tokens: int) -> list[int]:
-    """A segment record's block ends: one per block, never decreasing, the last at the segment's end."""
-    blocks = block_starts(documents).size - 1
-    ok = block_ends is not None and len(block_ends) == blocks and all(a <= b for a, b in zip(block_ends, block_ends[1:])) and (not blocks or block_ends[-1] == tokens)
-    if not ok:
-        raise BuildError(where, "a shuffled part's record must give where each of its blocks ends", expected=f"{blocks} non-decreasing ends, the last {tokens}", got=None if block_ends is None else f"{len(block_ends)} ends", hint="run the build again")
-    return block_ends
 
 
 def plan_llmc_files(plan: BuildPlan, receipts: list[Receipt], counts: dict[str, SplitCounts]) -> list[FilePlan]:

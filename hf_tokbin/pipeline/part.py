@@ -24,7 +24,7 @@ from ..corpus.source import check_shard_file
 from ..errors import BuildError, FormatError
 from ..formats import llmc, megatron
 from ..formats.ids import checked_documents
-from ..formats.llmc_segments import ENDS_SUFFIX, TOKENS_SUFFIX, SegmentFiles, SegmentWriter, block_token_ends
+from ..formats.llmc_segments import ENDS_SUFFIX, TOKENS_SUFFIX, SegmentFiles, SegmentWriter, block_token_ends, check_block_ends
 from ..formats.records import FileEntry, is_count
 from ..formats.release import WORK_DIR, Receipt, SplitCounts, pair_path, part_name, receipt_path
 from ..output import Output
@@ -220,12 +220,24 @@ def _intact_receipt(plan: BuildPlan, output: Output, index: int) -> Receipt | No
     shard = plan.corpus.shards[index]
     if receipt is None or record is None or receipt.input_shard != FileEntry(shard.path, shard.size, shard.sha256):
         return None
-    staging = record.files
-    if "llmc" in plan.options.formats and (record.block_ends is None) != (plan.options.shuffle_seed is None):
+    if not _record_fits(plan, receipt, record):
         return None  # a segment recorded for another order: build the part again
-    if not all(output.matches(entry) for entry in (*receipt.files, *staging)):
+    if not all(output.matches(entry) for entry in (*receipt.files, *record.files)):
         return None
     return receipt
+
+
+def _record_fits(plan: BuildPlan, receipt: Receipt, record: SegmentRecord) -> bool:
+    """Whether the segment record is of this build's order: its blocks' ends with a seed (and they fit the segment), none without."""
+    if "llmc" not in plan.options.formats or plan.options.shuffle_seed is None:
+        return record.block_ends is None
+    width = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout).dtype.itemsize
+    documents = sum(counts.documents for counts in receipt.splits.values())
+    try:
+        check_block_ends(receipt.part, record.block_ends, documents, record.files[0].size // width)
+    except FormatError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)

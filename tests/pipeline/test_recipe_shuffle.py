@@ -25,6 +25,7 @@ from hf_tokbin.cli import main
 from hf_tokbin.errors import BuildError
 from hf_tokbin.formats import llmc, megatron
 from hf_tokbin.formats.llmc_order import PARTS_SCOPE, llmc_order
+from hf_tokbin.formats.preview import read_preview
 from hf_tokbin.formats.run_config import RunConfig
 from hf_tokbin.pipeline import build, plan_build
 from hf_tokbin.pipeline.shuffle import permutation
@@ -270,8 +271,26 @@ def test_a_killed_finish_packs_the_same_interleaved_bytes_on_rerun(by_category, 
     killed = subprocess.run([sys.executable, str(tmp_path / "driver.py"), *argv], capture_output=True, text=True, timeout=600)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert (tmp_path / "release" / "receipts").is_dir() and not (tmp_path / "release" / "COMPLETE.json").exists()
+    # A part whose record lost its block ends, or holds ends that do not fit its segment, is built again.
+    records = tmp_path / "release" / ".work" / "llmc"
+    edit_json(records / "part-000001.json", lambda obj: obj.pop("block_ends"))
+    edit_json(records / "part-000002.json", lambda obj: obj["block_ends"].pop(0))
     assert main(argv) == 0
     expected = category_releases["one"]
     files = json.loads((expected / "COMPLETE.json").read_text())["files"]
     assert (tmp_path / "release" / "COMPLETE.json").read_bytes() == (expected / "COMPLETE.json").read_bytes()
     assert all((tmp_path / "release" / f["path"]).read_bytes() == (expected / f["path"]).read_bytes() for f in files)
+
+
+@pytest.mark.parametrize("formats", [("llmc",), ("megatron",), ("llmc", "megatron")])
+def test_the_preview_holds_the_first_documents_in_the_interleaved_order(by_category, tmp_path, formats):
+    """Every format's preview rows are the llm.c order's first documents (parts mixed); verify checks them against the files."""
+    _, corpus = by_category
+    release = run_categories(corpus, tmp_path / "release", shuffle_seed=SEED, formats=formats)
+    rows = read_preview(release / "preview" / "train.parquet")
+    count = len(rows["format"]) // len(formats)
+    assert len(set(rows["part"][:count])) == CATEGORIES
+    assert [text.split(" ", 1)[0] for text in rows["text"][:count]] == [f"c{int(p[-1])}" for p in rows["part"][:count]]
+    if "llmc" in formats:
+        assert rows["text"][:count] == llmc_texts(release, "train")[:count]
+    verify_release(release)
