@@ -294,3 +294,18 @@ def test_the_preview_holds_the_first_documents_in_the_interleaved_order(by_categ
     if "llmc" in formats:
         assert rows["text"][:count] == llmc_texts(release, "train")[:count]
     verify_release(release)
+
+
+def test_an_interleaved_build_to_a_url_equals_the_local_one(by_category, category_releases, tmp_path, monkeypatch):
+    """At an fsspec URL the driver reads the parts' block ends from their records and the preview by ranged reads."""
+    from fsspec.core import url_to_fs
+
+    monkeypatch.setenv("HF_TOKBIN_CACHE", str(tmp_path / "cache"))
+    _, corpus = by_category
+    url = f"memory://shuffle/{tmp_path.name}"
+    run_categories(corpus, url, shuffle_seed=SEED)
+    fs, root = url_to_fs(url)
+    local = category_releases["one"]
+    files = json.loads((local / "COMPLETE.json").read_text())["files"]
+    assert fs.cat_file(f"{root}/COMPLETE.json") == (local / "COMPLETE.json").read_bytes()
+    assert all(fs.cat_file(f"{root}/{f['path']}") == (local / f["path"]).read_bytes() for f in files)
