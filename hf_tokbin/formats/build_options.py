@@ -19,6 +19,7 @@ from typing import Literal, get_args
 
 from ..errors import BuildError, shown
 from . import llmc, megatron
+from .llmc_order import INTERLEAVED_SCOPE
 from .records import checked_field, is_count
 from .release import FORMATS
 from .rules import SOURCE_NAME_RULE, is_source_name
@@ -33,7 +34,6 @@ LLMC_LAYOUTS: tuple[str, ...] = llmc.FAMILIES  # the Literals above name the sam
 SEPARATOR_POSITIONS: tuple[str, ...] = llmc.SEPARATOR_POSITIONS
 FAST_MODES: tuple[str, ...] = get_args(FastMode)
 SPECIAL_TOKEN_POLICIES: tuple[str, ...] = get_args(SpecialTokenPolicy)
-SHUFFLE_SCOPE = "documents within each part"  # build --shuffle-seed (hf_tokbin.pipeline.shuffle)
 MAX_SEED = 2**63 - 1  # numpy's SeedSequence takes any non-negative int; 64 bits keep run_config.json portable
 DEFAULT_BATCH_SIZE = 10_000  # documents per encoded batch: larger batches amortize per-call costs (scripts/bench_build.py)
 # The keys of run_config.json that to_record writes (the rest are the plan's: corpus, tokenizer, boundary tokens).
@@ -53,7 +53,8 @@ class BuildOptions:
         llmc_separator: llm.c: the separator ``before`` each document (seed 000) or ``after`` it (seed 002).
         parse_special: special-token text inside documents becomes the token (default: ordinary text).
         fast: ``auto`` uses the fast encoder where it is proven exact, ``never`` never, ``require`` or fail.
-        shuffle_seed: write each part's documents in a seeded order, 0..2**63-1 (None: corpus order).
+        shuffle_seed: write each part's documents in a seeded order, and interleave the parts' blocks in the llm.c
+            files, 0..2**63-1 (None: corpus order; hf_tokbin.pipeline.shuffle).
         limit: build only the first N documents in corpus order, train first (None: all). Not in
             ``run_config.json``: the corpus pinned there is the limited one.
         source_column: the input's column of source names, counted per source and split in the receipts and
@@ -105,7 +106,7 @@ class BuildOptions:
     def to_record(self, vocab_size: int, has_separator: bool) -> dict:
         """The options' keys of ``run_config.json`` (:data:`RECORD_KEYS`, in that order); none depends on num_proc or batch size."""
         # "shuffle" only when a seed is given, so a build in corpus order writes the same bytes as without the option.
-        shuffle = {"shuffle": {"seed": self.shuffle_seed, "scope": SHUFFLE_SCOPE}} if self.shuffle_seed is not None else {}
+        shuffle = {"shuffle": {"seed": self.shuffle_seed, "scope": INTERLEAVED_SCOPE}} if self.shuffle_seed is not None else {}
         llmc_record = {"layout": self.llmc_layout, "separator": self.llmc_separator if has_separator else None, "max_tokens_per_file": self.max_tokens_per_file}
         return {
             "special_tokens": self.special_tokens,

@@ -14,7 +14,9 @@
      "doc_sep": null | BOUNDARY,               the separator (llm.c) and EOD (Megatron): one id
      "bos": null | BOUNDARY,                   put before every document, in both formats
      "split_rule": {"name", "text"},
-     "shuffle": {"seed": S, "scope": "documents within each part"},   only with build --shuffle-seed S
+     "shuffle": {"seed": S, "scope": SCOPE},   only with build --shuffle-seed S; SCOPE (formats/llmc_order.py):
+                "documents within each part, and the parts' blocks interleaved in the llm.c files", or
+                "documents within each part" (releases before: llm.c files in part order)
      "ids": {"from", "checked": "sample:K", "rule"},   only for a dataset's input_ids checked on a sample
      "formats": ["llmc", "megatron"],
      "llmc": null | {"layout": "gpt2" | "llama3", "separator": null | "before" | "after",
@@ -65,6 +67,7 @@ from ..errors import FormatError, VerificationError
 from . import llmc, megatron
 from .build_options import BuildOptions, read_format_records, read_formats
 from .corpus_manifest import CorpusSubset
+from .llmc_order import INTERLEAVED_SCOPE, SHUFFLE_SCOPES
 from .records import FileEntry, checked_field, is_count, is_sha256
 from .release import SPLITS, TOKENS_DIR
 from .rules import FOLDER_NAME_RULE, SOURCE_NAME_RULE, is_commit_id, is_folder_name, is_repo_id, is_source_name
@@ -161,6 +164,7 @@ class RunConfig:
     corpus_subset: CorpusSubset | None = None  # a --limit build: what its corpus was cut from
     split_rule: dict | None = None
     versions: dict | None = None  # the versions of hf_tokbin and tokenizers that built it
+    shuffle_scope: str | None = None  # with a shuffle seed: formats.llmc_order's scope, as recorded
 
     @property
     def formats(self) -> tuple[str, ...]:
@@ -180,6 +184,11 @@ class RunConfig:
     def shuffle_seed(self) -> int | None:
         """build --shuffle-seed; None: corpus order."""
         return self.options.shuffle_seed
+
+    @property
+    def llmc_interleave_seed(self) -> int | None:
+        """The seed of the llm.c files' block order (formats/llmc_order.py); None: parts in part order."""
+        return self.shuffle_seed if self.shuffle_scope == INTERLEAVED_SCOPE else None
 
     @property
     def llmc_layout(self) -> str | None:
@@ -275,6 +284,7 @@ class RunConfig:
             corpus_subset=CorpusSubset.from_record(obj["corpus"]["subset"], path) if "subset" in obj["corpus"] else None,
             split_rule=obj.get("split_rule") if isinstance(obj.get("split_rule"), dict) else None,
             versions=obj.get("versions") if isinstance(obj.get("versions"), dict) else None,
+            shuffle_scope=get("shuffle.scope", lambda v: v in SHUFFLE_SCOPES, " or ".join(map(repr, SHUFFLE_SCOPES))) if options.shuffle_seed is not None else None,
         )
 
 

@@ -5,7 +5,8 @@ From the same ids (range-checked once) a part writes its Megatron pair
 segment: its documents exactly as they will stand in the llm.c files, in
 their dtype (``.work/llmc/part-NNNNNN.tokens`` and ``.ends``,
 :mod:`hf_tokbin.formats.llmc_segments`), with their sizes and digests in
-``.work/llmc/part-NNNNNN.json``; then its receipt. The llm.c files are later
+``.work/llmc/part-NNNNNN.json`` (with ``--shuffle-seed``, also where each of its blocks ends:
+:mod:`hf_tokbin.formats.llmc_order`); then its receipt. The llm.c files are later
 cut from the segments by byte ranges (:mod:`hf_tokbin.pipeline.pack`). The receipt is published last: it marks the part done, so a
 killed build skips the part on re-run, after checking every file it names.
 """
@@ -13,6 +14,7 @@ killed build skips the part on re-run, after checking every file it names.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +24,8 @@ from ..corpus.source import check_shard_file
 from ..errors import BuildError, FormatError
 from ..formats import llmc, megatron
 from ..formats.ids import checked_documents
-from ..formats.llmc_segments import ENDS_SUFFIX, TOKENS_SUFFIX, SegmentFiles, SegmentWriter
-from ..formats.records import FileEntry
+from ..formats.llmc_segments import ENDS_SUFFIX, TOKENS_SUFFIX, SegmentFiles, SegmentWriter, block_token_ends, check_block_ends
+from ..formats.records import FileEntry, is_count
 from ..formats.release import WORK_DIR, Receipt, SplitCounts, pair_path, part_name, receipt_path
 from ..output import Output
 from .encode import encode_shard, prepare_encoder
@@ -43,6 +45,7 @@ def staging_rel(part: str, suffix: str) -> str:
 
 
 SEGMENT_SUFFIXES = (TOKENS_SUFFIX, ENDS_SUFFIX)
+BLOCK_ENDS_KEY = "block_ends"  # the segment record's key, with a shuffle seed
 
 
 def build_part(plan: BuildPlan, index: int, progress: bool = True) -> tuple[Receipt, bool]:
@@ -99,8 +102,12 @@ def _build_part_from(plan: BuildPlan, index: int, shard_path: Path, progress: bo
             FileEntry(staging_rel(part, TOKENS_SUFFIX), segment.tokens_size, segment.tokens_sha256),
             FileEntry(staging_rel(part, ENDS_SUFFIX), segment.ends_size, segment.ends_sha256),
         ]
-        # The segment's digests, so a resumed build (here or at a URL) checks the segment as it checks the receipt's files.
-        write_text_atomic(work / staging_rel(part, "json"), canonical_json({"files": [e.to_dict() for e in staging]}))
+        # The segment's digests, so a resumed build (here or at a URL) checks the segment as it checks the receipt's files;
+        # with a seed, where its blocks end, so the finish interleaves them without reading any .ends (formats/llmc_order.py).
+        record = {"files": [e.to_dict() for e in staging]}
+        if plan.options.shuffle_seed is not None:
+            record[BLOCK_ENDS_KEY] = block_token_ends(segment.ends_path, documents, interleaved=True)
+        write_text_atomic(work / staging_rel(part, "json"), canonical_json(record))
     sources = {name: {split: _receipt_counts(plan, *counts)} for name, counts in counter.totals().items()} if counter is not None else None
     receipt = Receipt(
         part=part,
@@ -208,7 +215,8 @@ def finished_receipt(plan: BuildPlan, index: int) -> Receipt | None:
     if receipt is None and scratch is not None:
         receipt = _intact_receipt(plan, scratch, index)
         if receipt is not None:
-            _publish_part(output, receipt, _staging_entries(scratch, receipt.part) or [])
+            record = _segment_record(scratch, receipt.part)
+            _publish_part(output, receipt, record.files if record is not None else [])
     return receipt
 
 
@@ -217,36 +225,62 @@ def _intact_receipt(plan: BuildPlan, output: Output, index: int) -> Receipt | No
     part = part_name(index)
     try:
         receipt = output.read_record(receipt_path(part), Receipt.read)
-        staging = _staging_entries(output, part) if receipt is not None and "llmc" in plan.options.formats else []
+        record = _segment_record(output, part) if receipt is not None and "llmc" in plan.options.formats else SegmentRecord([], None)
     except FormatError:
         return None
     shard = plan.corpus.shards[index]
-    if receipt is None or staging is None or receipt.input_shard != FileEntry(shard.path, shard.size, shard.sha256):
+    if receipt is None or record is None or receipt.input_shard != FileEntry(shard.path, shard.size, shard.sha256):
         return None
-    if not all(output.matches(entry) for entry in (*receipt.files, *staging)):
+    if not _record_fits(plan, receipt, record):
+        return None  # a segment recorded for another order: build the part again
+    if not all(output.matches(entry) for entry in (*receipt.files, *record.files)):
         return None
     return receipt
 
 
-def _staging_entries(output: Output, part: str) -> list[FileEntry] | None:
-    """The staging pair's entries recorded at ``output``, or None if the record is missing."""
+def _record_fits(plan: BuildPlan, receipt: Receipt, record: SegmentRecord) -> bool:
+    """Whether the segment record is of this build's order: its blocks' ends with a seed (and they fit the segment), none without."""
+    if "llmc" not in plan.options.formats or plan.options.shuffle_seed is None:
+        return record.block_ends is None
+    width = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout).dtype.itemsize
+    documents = sum(counts.documents for counts in receipt.splits.values())
+    try:
+        check_block_ends(receipt.part, record.block_ends, documents, record.files[0].size // width)
+    except FormatError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class SegmentRecord:
+    """``.work/llmc/<part>.json``: the segment's two files, and with a shuffle seed where its blocks end in its stream."""
+
+    files: list[FileEntry]
+    block_ends: list[int] | None
+
+
+def _segment_record(output: Output, part: str) -> SegmentRecord | None:
+    """The segment record at ``output``, or None if it is missing."""
     rel = staging_rel(part, "json")
     data = output.read_bytes(rel)
     if data is None:
         return None
     try:
-        files = json.loads(data.decode("utf-8"))["files"]
-        entries = [FileEntry.from_dict(f, output.location(rel), f"files[{i}]") for i, f in enumerate(files)]
-    except (UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+        obj = json.loads(data.decode("utf-8"))
+        entries = [FileEntry.from_dict(f, output.location(rel), f"files[{i}]") for i, f in enumerate(obj["files"])]
+        block_ends = obj.get(BLOCK_ENDS_KEY)
+        if block_ends is not None and not (isinstance(block_ends, list) and all(is_count(x) for x in block_ends)):
+            raise ValueError(f"{BLOCK_ENDS_KEY} must be a list of token counts")
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise FormatError(output.location(rel), "staging record is not valid", got=str(e)) from None
     if [e.path for e in entries] != [staging_rel(part, suffix) for suffix in SEGMENT_SUFFIXES]:
         raise FormatError(output.location(rel), "staging record must name the part's llm.c segment", expected=[staging_rel(part, x) for x in SEGMENT_SUFFIXES], got=[e.path for e in entries])
-    return entries
+    return SegmentRecord(entries, block_ends)
 
 
-def staging_entries(output: Output, part: str) -> list[FileEntry]:
-    """The staging pair of a finished part, for the finish; an error if its record is missing."""
-    staging = _staging_entries(output, part)
-    if staging is None:
+def segment_record(output: Output, part: str) -> SegmentRecord:
+    """The segment record of a finished part, for the finish; an error if it is missing."""
+    record = _segment_record(output, part)
+    if record is None:
         raise BuildError(output.location(staging_rel(part, "json")), "staging record of a finished part is missing", hint="run the build again")
-    return staging
+    return record

@@ -1,4 +1,8 @@
-"""``verify``: a release's preview (:mod:`hf_tokbin.formats.preview`) holds exactly the first documents of its token files."""
+"""``verify``: a release's preview (:mod:`hf_tokbin.formats.preview`) holds exactly the first documents of its token files.
+
+First in the llm.c order (:mod:`hf_tokbin.formats.llmc_order`), recomputed from run_config.json and the receipts;
+a Megatron row is that document's sequence in its pair.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import VerificationError
+from ..formats.llmc_order import llmc_order
 from ..formats.preview import COLUMNS, read_preview
 from ..formats.release import FORMATS, PREVIEW_DIR, SPLITS, Receipt
 from ..formats.run_config import RunConfig
@@ -31,7 +36,8 @@ def _check_preview(path: Path, root: Path, config: RunConfig, split: str, receip
     expected_formats = [f for f in formats for _ in range(count)]
     if rows["format"] != expected_formats or count == 0:
         raise VerificationError(path, "preview rows must be the same first documents for each format of the release, in order", expected=", ".join(formats), got=sorted(set(rows["format"])))
-    parts = _part_of_each_document(receipts, split, count)
+    in_order = _documents_in_order(receipts, split, count, config.llmc_interleave_seed)
+    parts = [part for part, _ in in_order]
     for i in range(len(rows["format"])):
         _check_row(path, rows, i, i % count, parts)
     for name in ("part", "source", "text"):
@@ -39,15 +45,16 @@ def _check_preview(path: Path, root: Path, config: RunConfig, split: str, receip
             raise VerificationError(path, f"preview column {name} must be the same for a document in every format")
     for k, format in enumerate(formats):
         ids = rows["input_ids"][k * count : (k + 1) * count]
-        _check_ids(path, root, config, split, format, [np.asarray(v, dtype=np.int64) for v in ids])
+        _check_ids(path, root, config, split, format, [np.asarray(v, dtype=np.int64) for v in ids], [k for _, k in in_order])
 
 
-def _part_of_each_document(receipts: list[Receipt], split: str, count: int) -> list[str]:
-    parts = []
-    for receipt in receipts:
-        documents = receipt.splits[split].documents if split in receipt.splits else 0
-        parts.extend([receipt.part] * min(documents, count - len(parts)))
-    return parts
+def _documents_in_order(receipts: list[Receipt], split: str, count: int, seed: int | None) -> list[tuple[str, int]]:
+    """The split's first ``count`` documents in the llm.c order (formats/llmc_order.py): each one's part and index in the Megatron split."""
+    parts = [r for r in receipts if split in r.splits and r.splits[split].documents]
+    documents = [r.splits[split].documents for r in parts]
+    before = np.concatenate(([0], np.cumsum(documents, dtype=np.int64))).tolist()
+    runs = llmc_order(seed, split, documents).first_documents(count)
+    return [(parts[p].part, before[p] + first + j) for p, first, n in runs for j in range(n)]
 
 
 def _check_row(path: Path, rows: dict, i: int, document: int, parts: list[str]) -> None:
@@ -62,13 +69,13 @@ def _check_row(path: Path, rows: dict, i: int, document: int, parts: list[str]) 
         raise VerificationError(path, f"{where}: tokens must be the number of input_ids", expected=len(rows["input_ids"][i]), got=rows["tokens"][i])
 
 
-def _check_ids(path: Path, root: Path, config: RunConfig, split: str, format: str, ids: list[np.ndarray]) -> None:
-    """Megatron: each row is that sequence. llm.c: the rows, one after the other, are the split's first ids, each a document."""
+def _check_ids(path: Path, root: Path, config: RunConfig, split: str, format: str, ids: list[np.ndarray], megatron_index: list[int]) -> None:
+    """Megatron: each row is that document's sequence. llm.c: the rows, one after the other, are the split's first ids, each a document."""
     if format == "megatron":
         documents = MegatronSplit.open(root, split)
         for k, row in enumerate(ids):
-            if not np.array_equal(row, np.asarray(documents[k], dtype=np.int64)):
-                raise VerificationError(path, f"megatron document {k}: input_ids must be the Megatron sequence", got=f"{row[:8].tolist()}...")
+            if not np.array_equal(row, np.asarray(documents[megatron_index[k]], dtype=np.int64)):
+                raise VerificationError(path, f"megatron document {megatron_index[k]} (row {k}): input_ids must be the Megatron sequence", got=f"{row[:8].tolist()}...")
         return
     stream = LlmcSplit.open(root, split, check_ids=False)
     joined = np.concatenate(ids)

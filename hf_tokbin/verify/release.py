@@ -55,7 +55,11 @@ names the file (in a JSON file, the field) and the rule.
    receipts' (text tokens + one separator and one BOS per document, as
    recorded), and a split without documents has no file.
 7. **Both formats agree.** Per split, the llm.c token stream is the Megatron
-   documents in part order, document by document: Megatron's
+   documents in the llm.c order, document by document: the pairs in part
+   order, or, with run_config.json's ``shuffle`` (scope: blocks interleaved),
+   their blocks in the order :mod:`hf_tokbin.formats.llmc_order` recomputes
+   from the seed and the receipts' counts, each block's bounds from the
+   ``.idx`` pointers (so llm.c files reordered any other way fail). Megatron's
    ``[bos] + doc + [eod]`` is llm.c's ``[sep] + [bos] + doc`` (separator
    before) or the very same ``[bos] + doc + [sep]`` (after), with sep = eod.
    The streams are compared id by id in chunks of bounded size. Each llm.c
@@ -92,6 +96,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -125,6 +130,7 @@ from ..formats.release import (
     split_totals,
     stats_record,
 )
+from ..formats.llmc_order import Blocks, llmc_order
 from ..formats.run_config import BoundaryToken, RunConfig
 from ..formats.sniff import file_magic
 from ..readers.views import open_llmc_file
@@ -467,35 +473,64 @@ def _check_llmc_file_layout(path: Path, entry: llmc.LlmcFileEntry, config: RunCo
 
 
 def _check_llmc_is_megatron(root: Path, config: RunConfig, manifest: llmc.TokensManifest, receipts: list[Receipt]) -> None:
-    """Per split, the llm.c files hold the Megatron documents in part order, whole, in run_config.json's layout.
+    """Per split, the llm.c files hold the Megatron documents in the llm.c order, whole, in run_config.json's layout.
 
+    The order (:mod:`hf_tokbin.formats.llmc_order`) is recomputed from run_config.json's shuffle seed and
+    scope and the receipts' counts: the pairs in part order, or their blocks in the seeded order.
     Runs after the counts agree, so both streams of a split hold the same number of ids.
     """
     directory = root / config.llmc_dir
     for split in SPLITS:
         entries = [f for f in manifest.files if f.split == LLMC_SPLIT[split]]
-        pairs = [root / pair_path(split, r.part, "bin") for r in receipts if split in r.splits and r.splits[split].documents]
-        _check_same_ids(directory, entries, pairs, config.doc_sep_id, config.llmc_separator)
-        _check_documents_per_file(directory, entries, pairs)
+        parts = [r for r in receipts if split in r.splits and r.splits[split].documents]
+        pairs = [megatron.MegatronPair(root / pair_path(split, r.part, "bin")) for r in parts]
+        blocks = llmc_order(config.llmc_interleave_seed, split, [r.splits[split].documents for r in parts])
+        spans = _megatron_spans(pairs, blocks)
+        order = "part order" if config.llmc_interleave_seed is None else "run_config.json's seeded block order (formats/llmc_order.py)"
+        _check_same_ids(directory, entries, spans, config.doc_sep_id, config.llmc_separator, order)
+        _check_documents_per_file(directory, entries, spans)
 
 
-def _check_documents_per_file(directory: Path, entries: list[llmc.LlmcFileEntry], pairs: list[Path]) -> None:
+class _Span(NamedTuple):
+    """One block of the llm.c order in a Megatron pair: documents ``first`` on, ``count`` of them, tokens ``start`` on, ``length`` of them."""
+
+    pair: megatron.MegatronPair
+    first: int
+    count: int
+    start: int
+    length: int
+
+
+def _megatron_spans(pairs: list[megatron.MegatronPair], blocks: Blocks) -> list[_Span]:
+    """The token spans of ``blocks`` in the pairs, in stream order (a document's start is its pointer; the pair's end ends the last)."""
+    spans = []
+    for p, first, count in zip(blocks.part.tolist(), blocks.first.tolist(), blocks.count.tolist()):
+        pair = pairs[p]
+        start = int(pair.pointers[first]) // pair.dtype.itemsize
+        end = int(pair.pointers[first + count]) // pair.dtype.itemsize if first + count < len(pair) else pair.n_tokens
+        spans.append(_Span(pair, first, count, start, end - start))
+    return spans
+
+
+def _check_documents_per_file(directory: Path, entries: list[llmc.LlmcFileEntry], spans: list[_Span]) -> None:
     """Each llm.c file begins where a Megatron document begins and holds ``n_docs`` documents.
 
     Document d starts at the same position in both streams (``[sep] + [bos] + doc``
     against ``[bos] + doc + [eod]``, or the same ids), so file k, spanning positions [b_k, b_k+1),
     holds the documents whose Megatron start lies in that span. ``rank(x)``,
-    the number of documents starting before x, is a binary search in each
-    pair's pointers: no index is loaded whole.
+    the number of documents starting before x, is the documents of the spans before x's
+    plus a binary search in its span's pointers: no index is loaded whole.
     """
     bounds = np.concatenate(([0], np.cumsum([e.n_tokens for e in entries], dtype=np.int64)))
     points = np.concatenate((bounds, bounds[:-1] + 1))  # b_k starts a document iff rank(b_k + 1) - rank(b_k) == 1
+    span_starts = np.concatenate(([0], np.cumsum([s.length for s in spans], dtype=np.int64)))
+    documents_before = np.concatenate(([0], np.cumsum([s.count for s in spans], dtype=np.int64)))
     rank = np.zeros(points.size, dtype=np.int64)
-    offset = 0
-    for path in pairs:
-        pair = megatron.MegatronPair(path)
-        rank += np.searchsorted(pair.pointers, (points - offset) * pair.dtype.itemsize)
-        offset += pair.n_tokens
+    for i, (x, k) in enumerate(zip(points.tolist(), (np.searchsorted(span_starts, points, side="right") - 1).tolist())):
+        rank[i] = documents_before[k]
+        if k < len(spans):
+            pair, first, count, start, _ = spans[k]
+            rank[i] += np.searchsorted(pair.pointers[first : first + count], (x - span_starts[k] + start) * pair.dtype.itemsize)
     n = len(entries)
     documents = np.diff(rank[: n + 1])
     starts = rank[n + 1 :] - rank[:n]
@@ -506,27 +541,27 @@ def _check_documents_per_file(directory: Path, entries: list[llmc.LlmcFileEntry]
             raise VerificationError(directory / llmc.MANIFEST_NAME, f"{entry.name}: n_docs must be the number of documents the file holds (by the Megatron pairs)", expected=int(documents[k]), got=entry.n_docs)
 
 
-def _check_same_ids(directory: Path, entries: list[llmc.LlmcFileEntry], pairs: list[Path], sep: int, separator: str) -> None:
-    """llm.c ids = the Megatron ids ("after"), or [sep] + them ("before"; the last id, the final EOD, has no llm.c counterpart)."""
-    llmc_ids = _chunks((directory / e.name, open_llmc_file(directory / e.name, check_ids=False)) for e in entries)
-    first = [("the separator before the first document", np.array([sep]))] if separator == "before" else []
-    megatron_ids = _chunks(itertools.chain(first, ((p, megatron.MegatronPair(p).tokens) for p in pairs)))
+def _check_same_ids(directory: Path, entries: list[llmc.LlmcFileEntry], spans: list[_Span], sep: int, separator: str, order: str) -> None:
+    """llm.c ids = the spans' Megatron ids ("after"), or [sep] + them ("before"; the last id, the final EOD, has no llm.c counterpart)."""
+    llmc_ids = _chunks((directory / e.name, 0, open_llmc_file(directory / e.name, check_ids=False)) for e in entries)
+    first = [("the separator before the first document", 0, np.array([sep]))] if separator == "before" else []
+    megatron_ids = _chunks(itertools.chain(first, ((s.pair.bin_path, s.start, s.pair.tokens[s.start : s.start + s.length]) for s in spans)))
     mismatch = _first_mismatch(llmc_ids, megatron_ids)
     if mismatch is not None:
         (path, position, got), (source, source_position, expected) = mismatch
         raise VerificationError(
             path,
-            f"token {position}: llm.c ids must be the Megatron documents in part order, each {separator} the separator",
+            f"token {position}: llm.c ids must be the Megatron documents in {order}, each {separator} the separator",
             expected=f"{expected} (as {source} token {source_position})",
             got=got,
         )
 
 
-def _chunks(sources: Iterable[tuple[object, np.ndarray]]) -> Iterator[tuple[object, int, np.ndarray]]:
-    """``(name, first position, ids)`` slices of at most ``_COMPARE_CHUNK`` ids of each ``(name, ids)`` source in turn."""
-    for name, ids in sources:
+def _chunks(sources: Iterable[tuple[object, int, np.ndarray]]) -> Iterator[tuple[object, int, np.ndarray]]:
+    """``(name, position, ids)`` slices of at most ``_COMPARE_CHUNK`` ids of each ``(name, first position, ids)`` source in turn."""
+    for name, base, ids in sources:
         for start in range(0, ids.size, _COMPARE_CHUNK):
-            yield name, start, ids[start : start + _COMPARE_CHUNK]
+            yield name, base + start, ids[start : start + _COMPARE_CHUNK]
 
 
 def _first_mismatch(left: Iterator, right: Iterator) -> tuple[tuple, tuple] | None:
