@@ -54,7 +54,7 @@ def segments_of(plan: BuildPlan, receipts: list[Receipt], split: str, counts: Sp
     """The segments of ``split`` in corpus order, from the parts' records, checked against the receipts' counts."""
     output = plan.output
     width = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout).dtype.itemsize
-    added = (plan.tokenizer.doc_sep_id is not None) + (plan.bos_id is not None)
+    added = (plan.llmc_sep_id is not None) + (plan.bos_id is not None)
     segments = []
     for i, shard in enumerate(plan.corpus.shards):
         if shard.split != split or not shard.rows:

@@ -72,6 +72,9 @@ Targets and rules
 - min-tokens (error), capacity (info): ``shard_ntok >= num_processes * B * T + 1``.
 - seq-len (error): ``assert 1 <= T <= 8192``.
 - vocab (warning): ``LlamaConfig.vocab_size = 128256``.
+- begin-of-text (warning): llm.c's own Llama 3 data (``dev/data/fineweb.py``
+  ``tokenize_llama``) begins every document with ``<|begin_of_text|>`` 128000
+  and has no EOS; ``build --llmc-layout llama3`` writes that by default.
 - file-order (warning): ``sorted(glob.glob(...))``.
 
 ``megatron`` -- megatron-core ``datasets/indexed_dataset.py`` and
@@ -126,6 +129,7 @@ one file per batch, chosen in proportion to its tokens):
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import re
 from dataclasses import dataclass
@@ -252,7 +256,7 @@ def _document_start_token(path: Path, manifest: llmc.TokensManifest) -> tuple[in
     """The id that begins every llm.c document, and what it is: by run_config.json's layout in a release, else the manifest's separator (seed 000: before)."""
     if path.is_dir() and (path / RUN_CONFIG_NAME).is_file():
         config = RunConfig.read(path / RUN_CONFIG_NAME)
-        if config.llmc_separator == "after" or config.doc_sep is None:
+        if config.llmc_separator == "after" or config.llmc_sep is None:
             return config.bos_id, "BOS (each document's first token; the separator follows documents)" if config.bos is not None else "first token of each document: text (no BOS, no separator before)"
     return manifest.doc_sep_id, "separator"
 
@@ -428,6 +432,73 @@ def most_documents_per_micro_batch(tokens: np.ndarray, num_tokens_local: int, ma
     return int((last - np.arange(pieces.size))[whole].max()) if whole.any() else 0
 
 
+MODDED_NANOGPT_STAGE_DURATIONS = (1 / 3, 1 / 3, 1 / 3)  # train_gpt.py TRAINING_STAGES duration; then the extension stage (the last's sizes)
+MODDED_NANOGPT_EXTENSION_STEPS = 15  # Hyperparameters.num_extension_iterations default
+
+
+class ModdedTrainLoader:
+    """train_gpt.py's train loader over the release's train files, call by call, as its code reads them.
+
+    ``distributed_data_generator`` reads the files in order once; each call takes, for every
+    process in turn, ``Shard.next_batch``'s windows: one per BOS, cut at ``train_max_seq_len``
+    and at ``num_tokens_local + 1`` tokens (the rest of that document is skipped); when the
+    file has too few BOS ahead, the call is served from the next file, and past the last file
+    the generator fails (``next_shard_getter`` is None). A step is ``8 // world_size`` calls.
+    """
+
+    def __init__(self, files: list[np.ndarray], world_size: int):
+        self.bos = [scan_positions(t, MODDED_NANOGPT_BOS) for t in files]
+        self.sizes = [int(t.size) for t in files]
+        self.world_size = world_size
+        self._window_ends = {}  # (file, max_seq_len) -> the windows' cumulative lengths, from 0
+
+    def serves(self, scheduled: int, extension: int) -> bool:
+        """Whether every call of ``scheduled`` + ``extension`` steps is served (TrainingSchedule's stage boundaries)."""
+        ends = [0, *[round(c * scheduled) for c in itertools.accumulate(MODDED_NANOGPT_STAGE_DURATIONS[:-1])], scheduled, scheduled + extension]
+        stages = [*MODDED_NANOGPT_STAGES, MODDED_NANOGPT_STAGES[-1]]
+        f, i = 0, 0
+        for (start, end), (tokens_local, max_seq_len, _) in zip(itertools.pairwise(ends), stages):
+            for _ in range((end - start) * (8 // self.world_size)):
+                while (taken := self._take(f, i, tokens_local, max_seq_len)) is None:
+                    f, i = f + 1, 0
+                    if f == len(self.bos):
+                        return False
+                i = taken
+        return True
+
+    def _take(self, f: int, i: int, tokens_local: int, max_seq_len: int) -> int | None:
+        """The BOS index after one call from BOS index ``i`` of file ``f``, or None if the file cannot serve it."""
+        key = (f, max_seq_len)
+        if key not in self._window_ends:
+            lengths = np.minimum(np.diff(np.append(self.bos[f], self.sizes[f])), max_seq_len)
+            self._window_ends[key] = np.concatenate(([0], np.cumsum(lengths)))
+        ends = self._window_ends[key]
+        for _ in range(self.world_size):
+            i = int(np.searchsorted(ends, ends[i] + tokens_local + 1, side="left"))
+            if i >= ends.size:
+                return None
+        return i
+
+
+def modded_train_schedule(files: list[np.ndarray], world_size: int) -> tuple[int, int]:
+    """(num_scheduled_iterations, num_extension_iterations): the most scheduled steps the train loader serves, with
+    the default 15 extension steps when at least 3 scheduled ones remain, else none. (0, 0) if not one step."""
+    loader = ModdedTrainLoader(files, world_size)
+    for extension in (MODDED_NANOGPT_EXTENSION_STEPS, 0):
+        # Binary search between a count served (lo) and one not (hi): the loader reads fewer tokens than the files hold.
+        lo, hi = 0, max(1, sum(loader.sizes) // (MODDED_NANOGPT_STAGES[0][0] * 8))
+        if not loader.serves(lo, extension):
+            continue
+        while loader.serves(hi, extension):
+            lo, hi = hi, hi * 2
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if loader.serves(mid, extension) else (lo, mid)
+        if extension == 0 or lo >= 3:
+            return lo, extension
+    return 0, 0
+
+
 def _documents_per_micro_batch(file: Path, tokens: np.ndarray) -> list[Finding]:
     """``distributed_data_generator`` copies a micro-batch's document starts into ``TRAIN_MAX_NUM_DOCS[tokens]`` slots."""
     needed = {n: most_documents_per_micro_batch(tokens, n, cap) for n, cap, _ in MODDED_NANOGPT_STAGES}
@@ -521,7 +592,8 @@ def check_llmc_llama3(path: Path, s: LoaderSettings) -> list[Finding]:
                     str(inputs.manifest_path),
                     "begin-of-text",
                     f"llm.c's own Llama 3 files begin each document with <|begin_of_text|> {LLAMA3_BEGIN_OF_TEXT}; this release's {what} is {start}: "
-                    f"build with --bos {LLAMA3_BEGIN_OF_TEXT} --llmc-sep after for the same document starts",
+                    "build with --llmc-layout llama3 and without --doc-sep, --bos or --llmc-sep: the build then writes llm.c's own layout, "
+                    f"{LLAMA3_BEGIN_OF_TEXT} before each document and no EOS in the llm.c files (Megatron keeps its EOD)",
                 )
             )
     return findings

@@ -101,6 +101,10 @@ MODDED_HYPERPARAMETERS = {
     "bigram_sign_table_rows": int,
 }
 MODDED_TRAIN_MAX_NUM_DOCS_KEYS = {16384, 32768, 49152}
+MODDED_BOS_ID = 50256
+# train_gpt.py TRAINING_STAGES: (duration, batch_size, train_max_seq_len); the last is the extension stage. A step is
+# grad_accum_steps = 8 // world_size calls of the train loader, each taking batch_size // 8 tokens + 1 per process.
+MODDED_TRAINING_STAGES = [(1 / 3, 8 * 2048 * 8, 896), (1 / 3, 16 * 2048 * 8, 2048), (1 / 3, 24 * 2048 * 8, 2048), (None, 24 * 2048 * 8, 2048)]
 # karpathy/nanoGPT 3adf61e154c3fe3fca428ad6bc3818b27a3b8291 train.py globals configurator.py may override: name -> default.
 NANOGPT_CONFIG = {
     "out_dir": "out", "eval_interval": 2000, "log_interval": 1, "eval_iters": 200, "eval_only": False,
@@ -356,3 +360,56 @@ def test_every_target_names_the_commit_of_its_facts():
     for target, commit in (("llmc", "f1e2ace651495b74ae22d45d1723443fd00ecd3a"), ("modded-nanogpt", "f411b3d346aa52d3504324ca93c230fd84c6c07f"),
                            ("nanogpt", "3adf61e154c3fe3fca428ad6bc3818b27a3b8291"), ("megatron", "55ac7082517c3878ae653c07c09c534b8aed49f6")):  # fmt: skip
         assert commit in CHECKED_AGAINST[target]
+
+
+def modded_train_loader_serves(files: list[np.ndarray], scheduled: int, extension: int, world_size: int) -> bool:
+    """Whether train_gpt.py's train loader serves every call of the schedule, read document by document as its
+    ``Shard.next_batch`` does (a window per BOS, cut at max_seq_len and at the micro-batch's end; a shard without
+    enough BOS ahead is left for the next file) and ``distributed_data_generator`` (files in order, no second pass)."""
+    from itertools import accumulate, pairwise
+
+    ends = [0, *[round(c * scheduled) for c in accumulate(d for d, _, _ in MODDED_TRAINING_STAGES[:-1])], scheduled + extension]
+    shards = iter(files)
+    tokens, i = next(shards), 0
+    for (start, end), (_, batch_size, max_seq_len) in zip(pairwise(ends), MODDED_TRAINING_STAGES):
+        for _ in range((end - start) * (8 // world_size)):
+            while (taken := _next_batch(tokens, i, batch_size // 8, max_seq_len, world_size)) is None:
+                tokens, i = next(shards, None), 0
+                if tokens is None:
+                    return False  # the generator's next_shard_getter is None: TypeError
+            i = taken
+    return True
+
+
+def _next_batch(tokens: np.ndarray, i: int, num_tokens_local: int, max_seq_len: int, world_size: int) -> int | None:
+    bos = np.flatnonzero(tokens == MODDED_BOS_ID).tolist()
+    idx = i
+    for _ in range(world_size):
+        cur_len = 0
+        while cur_len <= num_tokens_local:
+            if idx >= len(bos):
+                return None
+            cur = bos[idx]
+            idx += 1
+            end = min(bos[idx] if idx < len(bos) else tokens.size, cur + max_seq_len, cur + num_tokens_local - cur_len + 1)
+            cur_len += end - cur
+    return idx
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("world_size", [1, 8])
+def test_modded_nanogpt_steps_are_served_by_its_loader_with_long_documents(tmp_path, world_size):
+    """Documents longer than train_max_seq_len give the loader fewer tokens than they hold (each window is cut at 896,
+    then 2,048, and the rest of the document is skipped), and each file's tail is left when a micro-batch no longer fits:
+    the printed steps must be ones the loader serves (ran by hand: the 2 steps printed for 280 documents of 3,000-6,000
+    tokens ran out in step 1 with 'NoneType' object is not callable)."""
+    rng = np.random.default_rng(11)
+    long_docs = docs_of(rng, 320, VOCAB, 3000, 6000, avoid=EOT)
+    root = write_release(tmp_path / "rel", [long_docs[:160], long_docs[160:]], [docs(30, 4)], VOCAB, EOT, max_tokens=750_000)
+    r = recipe(root, "modded-nanogpt", LoaderSettings(world_size=world_size))
+    values = {line.strip().split(":")[0]: int(line.rsplit("= ", 1)[1]) for line in r.code if "_iterations: int" in line}
+    scheduled, extension = values["num_scheduled_iterations"], values["num_extension_iterations"]
+    files = [llmc.open_tokens(f) for f in sorted((root / "tokens/tok/toy").glob("train-*.bin"))]
+    assert len(files) >= 2 and scheduled >= 1
+    assert modded_train_loader_serves(files, scheduled, extension, world_size)
+    assert not modded_train_loader_serves(files, scheduled + 1, extension, world_size)  # and it reads about all it can
