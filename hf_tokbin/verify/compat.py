@@ -499,6 +499,42 @@ def modded_train_schedule(files: list[np.ndarray], world_size: int) -> tuple[int
     return 0, 0
 
 
+def modded_default_max_num_docs(num_tokens_local: int) -> int:
+    """``distributed_data_generator``'s slots for a micro-batch size ``TRAIN_MAX_NUM_DOCS`` lacks (the val loader's):
+    ``next_multiple_of_n(num_tokens_local // 300, n=128)``."""
+    return -(-(num_tokens_local // 300) // 128) * 128
+
+
+def most_documents_per_val_micro_batch(files: list[np.ndarray], val_batch_size: int, world_size: int) -> int:
+    """The most BOS in one process's micro-batch of the val loader (``align_to_bos=False``: fixed windows of
+    ``val_batch_size // 8`` tokens from each file's start, while ``pos + num_tokens + 1 < len(tokens)``)."""
+    num_tokens = val_batch_size // max(1, 8 // world_size)
+    local = num_tokens // world_size
+    most = 0
+    for tokens in files:
+        bos = scan_positions(tokens, MODDED_NANOGPT_BOS)
+        calls = np.arange(0, max(0, tokens.size - num_tokens - 1), num_tokens, dtype=np.int64)
+        starts = (calls[:, None] + np.arange(world_size, dtype=np.int64)[None, :] * local).ravel()
+        if starts.size:
+            most = max(most, int((np.searchsorted(bos, starts + local) - np.searchsorted(bos, starts)).max()))
+    return most
+
+
+def modded_max_num_docs(train: list[np.ndarray], val: list[np.ndarray], val_batch_size: int, world_size: int) -> dict[int, int] | None:
+    """``TRAIN_MAX_NUM_DOCS`` with room for the most documents of every train and val micro-batch (slots = documents + 1,
+    rounded up to 32); None when train_gpt.py's own table and default serve."""
+    table = {n: slots for n, _, slots in MODDED_NANOGPT_STAGES}
+    needed = {n: 1 + max([most_documents_per_micro_batch(t, n, cap) for t in train] or [0]) for n, cap, _ in MODDED_NANOGPT_STAGES}
+    if val_batch_size:
+        local = val_batch_size // 8
+        needed[local] = max(needed.get(local, 0), 1 + most_documents_per_val_micro_batch(val, val_batch_size, world_size))
+    if all(k <= table.get(n, modded_default_max_num_docs(n)) for n, k in needed.items()):
+        return None
+    fixed = {n: max(slots, -(-needed[n] // 32) * 32) for n, slots in table.items()}
+    fixed.update({n: -(-k // 32) * 32 for n, k in needed.items() if n not in table and k > modded_default_max_num_docs(n)})
+    return fixed
+
+
 def _documents_per_micro_batch(file: Path, tokens: np.ndarray) -> list[Finding]:
     """``distributed_data_generator`` copies a micro-batch's document starts into ``TRAIN_MAX_NUM_DOCS[tokens]`` slots."""
     needed = {n: most_documents_per_micro_batch(tokens, n, cap) for n, cap, _ in MODDED_NANOGPT_STAGES}
@@ -548,9 +584,28 @@ def _modded_val_tokens(inputs: _LlmcInputs, s: LoaderSettings) -> list[Finding]:
     batch, _ = modded_val_batch(sizes, s.world_size)
     if batch == 0:
         return [Finding(ERROR, str(files[0].parent), "val-tokens", f"no val file holds one val micro-batch of {2048 * 8 // max(1, 8 // s.world_size):,}+2 tokens: the val loader raises StopIteration")]
+    findings = _val_documents_per_micro_batch(files, batch, s.world_size)
     if batch != MODDED_NANOGPT_VAL_BATCH:
-        return [Finding(WARNING, str(files[0].parent), "val-tokens", f"the val split ({sum(sizes):,} tokens) is below one default val batch of {MODDED_NANOGPT_VAL_BATCH:,} per file: set val_batch_size = {batch} and val_tokens as the recipe prints")]
-    return []
+        return findings + [Finding(WARNING, str(files[0].parent), "val-tokens", f"the val split ({sum(sizes):,} tokens) is below one default val batch of {MODDED_NANOGPT_VAL_BATCH:,} per file: set val_batch_size = {batch} and val_tokens as the recipe prints")]
+    return findings
+
+
+def _val_documents_per_micro_batch(files: list[Path], batch: int, world_size: int) -> list[Finding]:
+    """The val loader copies a micro-batch's BOS positions into ``TRAIN_MAX_NUM_DOCS.get(val_batch_size // 8, default)`` slots."""
+    local = batch // 8
+    most = most_documents_per_val_micro_batch([llmc.open_tokens(f) for f in files], batch, world_size)
+    slots = {n: k for n, _, k in MODDED_NANOGPT_STAGES}.get(local, modded_default_max_num_docs(local))
+    if most + 1 <= slots:
+        return []
+    return [
+        Finding(
+            ERROR,
+            str(files[0].parent),
+            "val-documents-per-micro-batch",
+            f"a {local:,}-token val micro-batch (val_batch_size {batch:,}) holds {most} documents here, train_gpt.py gives {slots - 1} "
+            f"(the first validation fails: 'The expanded size of the tensor'): add {local}: {-(-(most + 1) // 32) * 32} to TRAIN_MAX_NUM_DOCS (hf-tokbin recipe prints it)",
+        )
+    ]
 
 
 def _bos_rules(file: Path, tokens: np.ndarray, max_seq_len: int) -> list[Finding]:

@@ -303,7 +303,8 @@ def _modded_nanogpt(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[li
     if batch:
         lines += [f"    val_tokens: int = {val_tokens}", f"    val_batch_size: int = {batch}"]
     lines += [f"    num_scheduled_iterations: int = {scheduled}", f"    num_extension_iterations: int = {extension}"]
-    fix = _modded_max_docs(globs)
+    val_files = [llmc.open_tokens(f) for f in globs["val" if val else "train"][1]]
+    fix = compat.modded_max_num_docs([llmc.open_tokens(f) for f in globs["train"][1]], val_files, batch, s.world_size)
     if fix:
         lines += ["# train_gpt.py, the module-level table: replace it", f"TRAIN_MAX_NUM_DOCS = {fix}"]
     notes = [
@@ -323,18 +324,6 @@ def _modded_nanogpt(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[li
         notes.append("the val files are too small for any val batch (see the val-tokens finding)")
     command = ["torchrun", "--standalone", f"--nproc_per_node={s.world_size}", "train_gpt.py"]
     return [command], lines, notes
-
-
-def _modded_max_docs(globs: dict) -> dict[int, int] | None:
-    """``TRAIN_MAX_NUM_DOCS`` with room for the most documents a micro-batch of these files holds; None if the default has."""
-    needed = {n: 0 for n, _, _ in compat.MODDED_NANOGPT_STAGES}
-    for f in globs["train"][1]:
-        tokens = llmc.open_tokens(f)
-        for n, cap, _ in compat.MODDED_NANOGPT_STAGES:
-            needed[n] = max(needed[n], compat.most_documents_per_micro_batch(tokens, n, cap))
-    if all(needed[n] + 1 <= slots for n, _, slots in compat.MODDED_NANOGPT_STAGES):
-        return None
-    return {n: max(slots, -(-(needed[n] + 1) // 32) * 32) for n, _, slots in compat.MODDED_NANOGPT_STAGES}
 
 
 def _nanogpt(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[list[str]], list[str], list[str]]:
