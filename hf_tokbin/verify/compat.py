@@ -453,13 +453,21 @@ class ModdedTrainLoader:
         self._window_ends = {}  # (file, max_seq_len) -> the windows' cumulative lengths, from 0
 
     def serves(self, scheduled: int, extension: int) -> bool:
-        """Whether every call of ``scheduled`` + ``extension`` steps is served (TrainingSchedule's stage boundaries)."""
+        """Whether every call of ``scheduled`` + ``extension`` steps is served (TrainingSchedule's stage boundaries).
+
+        The generator starts with the first stage's sizes; the training loop sends a stage's sizes when they
+        differ from the step before's (TrainingManager starts from step 0's stage), as train_gpt.py does.
+        """
         ends = [0, *[round(c * scheduled) for c in itertools.accumulate(MODDED_NANOGPT_STAGE_DURATIONS[:-1])], scheduled, scheduled + extension]
         stages = [*MODDED_NANOGPT_STAGES, MODDED_NANOGPT_STAGES[-1]]
+        sizes = stages[0][:2]
+        previous = stages[next(k for k, end in enumerate(ends[1:]) if 0 < end)][:2] if ends[-1] else sizes
         f, i = 0, 0
-        for (start, end), (tokens_local, max_seq_len, _) in zip(itertools.pairwise(ends), stages):
-            for _ in range((end - start) * (8 // self.world_size)):
-                while (taken := self._take(f, i, tokens_local, max_seq_len)) is None:
+        for step in range(ends[-1]):
+            stage = stages[next(k for k, end in enumerate(ends[1:]) if step < end)][:2]
+            sizes, previous = (stage, stage) if stage != previous else (sizes, previous)
+            for _ in range(8 // self.world_size):
+                while (taken := self._take(f, i, *sizes)) is None:
                     f, i = f + 1, 0
                     if f == len(self.bos):
                         return False

@@ -372,10 +372,16 @@ def modded_train_loader_serves(files: list[np.ndarray], scheduled: int, extensio
     from itertools import accumulate, pairwise
 
     ends = [0, *[round(c * scheduled) for c in accumulate(d for d, _, _ in MODDED_TRAINING_STAGES[:-1])], scheduled + extension]
+    stage_of = lambda step: MODDED_TRAINING_STAGES[next(k for k, end in enumerate(ends[1:]) if step < end)][1:]  # noqa: E731
     shards = iter(files)
     tokens, i = next(shards), 0
-    for (start, end), (_, batch_size, max_seq_len) in zip(pairwise(ends), MODDED_TRAINING_STAGES):
-        for _ in range((end - start) * (8 // world_size)):
+    sent = MODDED_TRAINING_STAGES[0][1:]  # distributed_data_generator(TRAINING_STAGES[0].batch_size, ...train_max_seq_len)
+    manager = stage_of(0) if ends[-1] else sent  # TrainingManager.reset: training_schedule.lookup(0)
+    for step in range(ends[-1]):
+        if stage_of(step) != manager:  # advance_schedule: train_loader_send_args
+            sent = manager = stage_of(step)
+        batch_size, max_seq_len = sent
+        for _ in range(8 // world_size):
             while (taken := _next_batch(tokens, i, batch_size // 8, max_seq_len, world_size)) is None:
                 tokens, i = next(shards, None), 0
                 if tokens is None:
