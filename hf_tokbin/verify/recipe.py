@@ -510,9 +510,11 @@ def _maxtext(root: Path, s: LoaderSettings, index_dir: Path) -> tuple[list[str],
 
     global_batch = s.batch_size * s.world_size
     steps = max(1, s.epochs * _samples(blends["train"], s.seq_len) // global_batch)
+    # train.py evaluates only when eval_interval > 0; each evaluation draws eval_steps global batches.
+    eval_steps = _samples(blends.get("validation", []), s.seq_len) // global_batch
     args = ["dataset_type=grain", "grain_file_type=mmap_npy", f"grain_train_files={files('train')}"]
-    if blends.get("validation"):
-        args.append(f"grain_eval_files={files('validation')}")
+    if eval_steps:
+        args += [f"grain_eval_files={files('validation')}", f"eval_interval={max(1, min(1000, steps))}", f"eval_steps={eval_steps}"]
     args += [
         f"mmap_eod_id={eod_id if eod_id is not None else 'EOD_ID'}",
         "mmap_split_sentences=false",
@@ -541,8 +543,11 @@ def _maxtext(root: Path, s: LoaderSettings, index_dir: Path) -> tuple[list[str],
     ]
     if tok.shipped is None:
         notes.append("this release ships no tokenizer/: set tokenizer_type and tokenizer_path to the tokenizer it was built with")
-    if not blends.get("validation"):
-        notes.append("no validation split: no grain_eval_files, MaxText evaluates nothing (keep eval_interval at its default -1)")
+    if eval_steps:
+        notes.append(f"validation: eval_steps={eval_steps:,} x {global_batch:,} samples, the validation split once, every {max(1, min(1000, steps)):,} steps "
+                     "(MaxText's eval_interval default -1 never evaluates)")
+    else:
+        notes.append("no validation split (or none of one global batch): no grain_eval_files, MaxText evaluates nothing (eval_interval stays -1)")
     if eod_id is None:
         notes.append("EOD_ID unknown (no run_config.json eod_id): pass --eod-id")
     return lines, notes

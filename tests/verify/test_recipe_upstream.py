@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from consumer_fixtures import docs_of, write_release
 
-from hf_tokbin.formats import llmc
+from hf_tokbin.formats import llmc, megatron
 from hf_tokbin.verify.compat import LoaderSettings
 from hf_tokbin.verify.recipe import CHECKED_AGAINST, llmc_batches, recipe
 
@@ -456,3 +456,42 @@ def test_modded_nanogpt_val_micro_batches_of_short_documents_get_room_in_the_tab
     local = val_batch // 8
     files = [llmc.open_tokens(f) for f in sorted((root / "tokens/tok/toy").glob("val-*.bin"))]
     assert modded_val_bos_most(files, val_tokens, val_batch, 1) + 1 <= table.get(local, MODDED_DEFAULT_MAX_NUM_DOCS(local))
+
+
+# maxtext 0.2.5 (PyPI; Python >= 3.12, so not in this project's test extras) configs/base.yml: key -> default. Read by
+# hand: pyconfig.initialize(["train.py", base.yml, *the recipe's key=value lines, "hardware=cpu",
+# "skip_jax_distributed_system=true"]) accepted every printed key; trainers/pre_train/train.py evaluates only when
+# eval_interval > 0, and make_grain_eval_iterator draws eval_steps * global batch samples per evaluation.
+MAXTEXT_CONFIG = {
+    "dataset_type": "synthetic", "grain_file_type": "arrayrecord", "grain_train_files": "", "grain_eval_files": "",
+    "mmap_eod_id": 0, "mmap_split_sentences": False, "max_target_length": 2048, "per_device_batch_size": 12.0,
+    "steps": 150_001, "data_shuffle_seed": 0, "reset_attention_mask": True, "eod_mask_loss": False,
+    "packing_max_segments_per_sample": 25, "tokenizer_type": "sentencepiece", "tokenizer_path": "", "run_name": "",
+    "eval_interval": -1, "eval_steps": -1, "vocab_size": 32_000, "hardware": "tpu",
+}  # fmt: skip
+
+
+def maxtext_config(lines: list[str]) -> dict:
+    """The printed ``key=value`` lines over MaxText's defaults; a key base.yml lacks fails (pyconfig refuses it)."""
+    import shlex
+
+    config = dict(MAXTEXT_CONFIG)
+    for arg in shlex.split(" ".join(line.rstrip("\\").strip() for line in lines)):
+        key, value = arg.split("=", 1)
+        assert key in MAXTEXT_CONFIG, f"not a MaxText 0.2.5 key: {key}"
+        config[key] = value
+    return config
+
+
+def test_maxtext_lines_wire_validation_over_the_whole_split(release):
+    root, has_val = release
+    s = LoaderSettings(batch_size=2, seq_len=8)
+    config = maxtext_config(list(recipe(root, "maxtext", s).lines))
+    assert config["grain_file_type"] == "mmap_npy" and int(config["steps"]) > 0 and config["run_name"]
+    if has_val:
+        pairs = [megatron.MegatronPair(idx) for idx in sorted((root / "shards" / "validation").glob("*.idx"))]
+        val_samples = sum(max(0, p.n_tokens - 1) // s.seq_len for p in pairs)  # GPTDataset's / mmap_npy's samples per pair
+        assert config["grain_eval_files"] and int(config["eval_interval"]) > 0  # -1 never evaluates
+        assert int(config["eval_steps"]) == val_samples // s.batch_size > 0  # the whole split, once per evaluation
+    else:
+        assert config["grain_eval_files"] == "" and int(config["eval_interval"]) == -1
