@@ -63,6 +63,12 @@ Targets and rules
   ``next(file_iter)`` right after the first; one train file raises
   ``StopIteration`` inside the generator (a ``RuntimeError``).
 - file-order (warning): ``sorted(glob.glob(filename_pattern))``.
+- documents-per-micro-batch (error): ``distributed_data_generator`` copies a
+  micro-batch's document starts into ``TRAIN_MAX_NUM_DOCS[num_tokens_local]`` slots.
+- val-tokens (error, warning), val-documents-per-micro-batch (error): the val
+  loader (``align_to_bos=False``) needs a file holding one val micro-batch, and
+  as many slots as its micro-batches hold documents
+  (``TRAIN_MAX_NUM_DOCS.get(n, next_multiple_of_n(n // 300, n=128))``).
 
 ``llmc-llama3`` -- ``train_llama3.py`` (``_peek_data_shard``,
 ``_load_data_shard``, ``DistributedShardedDataLoader``):
