@@ -210,7 +210,7 @@ def _formats(config: RunConfig | None, receipts: list[Receipt], manifests: list[
 def _manifest_separator(config: RunConfig | None, manifests: list[tuple[str, llmc.TokensManifest]]):
     """The llm.c separator id: run_config.json's; without it, the first manifest's ``doc_sep_id``."""
     if config is not None:
-        return config.doc_sep_id
+        return config.llmc_sep_id
     return next((m.doc_sep_id for _, m in manifests), None)
 
 
@@ -418,7 +418,10 @@ def _tokenizer_section(tokenizer: dict, config: RunConfig | None) -> str:
     is_byte = tokenizer.get("source") == BYTE_SOURCE
     lines = _tokenizer_lines(tokenizer, is_byte)
     if config is not None and "doc_sep_id" not in tokenizer:
-        for label, token in (("document separator (EOD)", config.doc_sep), ("BOS, before every document", config.bos)):
+        labelled = [("document separator (EOD)", config.doc_sep), ("BOS, before every document", config.bos)]
+        # llm.c's own separator (--llmc-layout llama3: <|begin_of_text|>) only where it is another token.
+        labelled += [("llm.c separator (in the llm.c files instead of the EOD)", config.llmc_doc_sep)] if config.llmc_doc_sep is not None else []
+        for label, token in labelled:
             lines.append(f"- {label}: " + (f"`{token.id}`{f' `{token.token}`' if token.token is not None else ''}, from {token.source}" if token is not None else "none"))
     bos = config.bos if config is not None else None
     lines += ["", _encoding_note(is_byte, config)]

@@ -46,7 +46,9 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument("--doc-sep-id", dest="doc_sep", default=None, metavar="ID", help=argparse.SUPPRESS)  # the older name of --doc-sep
     parser.add_argument("--bos", default=None, metavar="TOKEN_OR_ID", help="a token put before every document, in both formats (default none)")
-    parser.add_argument("--llmc-sep", dest="llmc_separator", choices=SEPARATOR_POSITIONS, default="before", help="llm.c: the separator before each document (seed 000, default) or after it (seed 002)")
+    parser.add_argument("--llmc-sep", dest="llmc_separator", choices=SEPARATOR_POSITIONS, default=None,
+        help="llm.c: the separator before each document (seed 000, the default) or after it (seed 002); "
+        "without it, --llmc-layout llama3 writes llm.c's own Llama 3 layout, <|begin_of_text|> before each document")
     parser.add_argument(
         "--parse-special-tokens",
         dest="parse_special",

@@ -50,7 +50,9 @@ class BuildOptions:
         batch_size: documents per encoded batch. No byte depends on it.
         max_tokens_per_file: llm.c's roll-over limit, 1..2**31-1 tokens per file.
         llmc_layout: llm.c header: ``gpt2`` (magic 20240520, seed 000) or ``llama3`` (upstream's 20240801, uint32).
-        llmc_separator: llm.c: the separator ``before`` each document (seed 000) or ``after`` it (seed 002).
+        llmc_separator: llm.c: the separator ``before`` each document (seed 000) or ``after`` it (seed 002);
+            None: the layout's own (the plan's choice: ``before``, and with ``llama3`` llm.c's own Llama 3
+            data's ``<|begin_of_text|>`` as the separator, unless ``--doc-sep`` or ``--bos`` was given).
         parse_special: special-token text inside documents becomes the token (default: ordinary text).
         fast: ``auto`` uses the fast encoder where it is proven exact, ``never`` never, ``require`` or fail.
         shuffle_seed: write each part's documents in a seeded order, and interleave the parts' blocks in the llm.c
@@ -67,7 +69,7 @@ class BuildOptions:
     batch_size: int = DEFAULT_BATCH_SIZE
     max_tokens_per_file: int = llmc.DEFAULT_MAX_TOKENS
     llmc_layout: LlmcLayout = "gpt2"
-    llmc_separator: SeparatorPosition = "before"
+    llmc_separator: SeparatorPosition | None = None
     parse_special: bool = False
     fast: FastMode = "auto"
     shuffle_seed: int | None = None
@@ -83,7 +85,7 @@ class BuildOptions:
         limit = llmc.MAX_TOKENS_PER_FILE
         _check(_is_positive(self.max_tokens_per_file) and self.max_tokens_per_file <= limit, "--max-tokens-per-file out of range", self.max_tokens_per_file, f"1..{limit}")
         _check(self.llmc_layout in LLMC_LAYOUTS, "llm.c layout must be gpt2 or llama3", self.llmc_layout)
-        _check(self.llmc_separator in SEPARATOR_POSITIONS, "--llmc-sep must be before or after", self.llmc_separator)
+        _check(self.llmc_separator is None or self.llmc_separator in SEPARATOR_POSITIONS, "--llmc-sep must be before or after", self.llmc_separator)
         _check(isinstance(self.parse_special, bool), "parse_special must be true or false", self.parse_special)
         _check(self.fast in FAST_MODES, "fast-path mode must be auto, never or require", self.fast)
         _check(self.shuffle_seed is None or _is_seed(self.shuffle_seed), "--shuffle-seed must be an integer in 0..2**63-1", self.shuffle_seed)
@@ -107,7 +109,7 @@ class BuildOptions:
         """The options' keys of ``run_config.json`` (:data:`RECORD_KEYS`, in that order); none depends on num_proc or batch size."""
         # "shuffle" only when a seed is given, so a build in corpus order writes the same bytes as without the option.
         shuffle = {"shuffle": {"seed": self.shuffle_seed, "scope": INTERLEAVED_SCOPE}} if self.shuffle_seed is not None else {}
-        llmc_record = {"layout": self.llmc_layout, "separator": self.llmc_separator if has_separator else None, "max_tokens_per_file": self.max_tokens_per_file}
+        llmc_record = {"layout": self.llmc_layout, "separator": (self.llmc_separator or "before") if has_separator else None, "max_tokens_per_file": self.max_tokens_per_file}
         return {
             "special_tokens": self.special_tokens,
             **shuffle,

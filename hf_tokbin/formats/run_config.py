@@ -114,9 +114,16 @@ def run_config_record(
     options: BuildOptions,
     versions: dict,
     ids: dict | None = None,
+    llmc_doc_sep: BoundaryToken | None = None,
 ) -> dict:
-    """The ``run_config.json`` object, keys in their fixed order (the options' keys are :meth:`BuildOptions.to_record`'s)."""
-    chosen = options.to_record(tokenizer["vocab_size"], doc_sep is not None)
+    """The ``run_config.json`` object, keys in their fixed order (the options' keys are :meth:`BuildOptions.to_record`'s).
+
+    ``llmc_doc_sep``: llm.c's separator when it is not ``doc_sep`` (``llmc.doc_sep``;
+    absent otherwise, so every other build keeps its bytes).
+    """
+    chosen = options.to_record(tokenizer["vocab_size"], (llmc_doc_sep or doc_sep) is not None)
+    if llmc_doc_sep is not None and chosen["llmc"] is not None:
+        chosen["llmc"]["doc_sep"] = llmc_doc_sep.to_record()
     return {
         "format": RUN_CONFIG_FORMAT,
         "dataset": dataset,
@@ -155,9 +162,10 @@ class RunConfig:
     tokenizer_id: str
     tokenizer_sha256: str
     vocab_size: int
-    doc_sep: BoundaryToken | None  # the llm.c separator and the Megatron EOD
+    doc_sep: BoundaryToken | None  # the Megatron EOD, and the llm.c separator unless llmc_doc_sep
     bos: BoundaryToken | None
     format: str = RUN_CONFIG_FORMAT
+    llmc_doc_sep: BoundaryToken | None = None  # llmc.doc_sep: llm.c's own separator (--llmc-layout llama3's <|begin_of_text|>)
     # What the card shows, as recorded (not checked against the files).
     tokenizer: dict | None = None  # the tokenizer record, as written
     corpus: dict | None = None  # the corpus record but its shards
@@ -196,9 +204,18 @@ class RunConfig:
         return self.options.llmc_layout if "llmc" in self.formats else None
 
     @property
+    def llmc_sep(self) -> BoundaryToken | None:
+        """The token llm.c's files put at each document: ``llmc.doc_sep``, else ``doc_sep``."""
+        return self.llmc_doc_sep if self.llmc_doc_sep is not None else self.doc_sep
+
+    @property
+    def llmc_sep_id(self) -> int | None:
+        return self.llmc_sep.id if self.llmc_sep is not None else None
+
+    @property
     def llmc_separator(self) -> str | None:
         """"before" or "after" with the llmc format and a separator, else None."""
-        return self.options.llmc_separator if "llmc" in self.formats and self.doc_sep is not None else None
+        return self.options.llmc_separator if "llmc" in self.formats and self.llmc_sep is not None else None
 
     @property
     def max_tokens_per_file(self) -> int | None:
@@ -233,7 +250,7 @@ class RunConfig:
             "tokenizer_id": self.tokenizer_id,
             "tokenizer_sha256": self.tokenizer_sha256,
             "vocab_size": self.vocab_size,
-            "doc_sep_id": self.doc_sep_id,
+            "doc_sep_id": self.llmc_sep_id,
             "dataset": self.dataset,
             "version": self.version,
             "corpus_manifest_sha256": self.corpus_manifest_sha256,
@@ -241,7 +258,7 @@ class RunConfig:
 
     def boundary_tokens(self) -> dict[str, BoundaryToken]:
         """The boundary tokens by role ("separator", "BOS"), for checks that look for them inside documents."""
-        roles = {"separator": self.doc_sep, "BOS": self.bos}
+        roles = {"separator": self.doc_sep, "BOS": self.bos, "llm.c separator": self.llmc_doc_sep}
         return {role: token for role, token in roles.items() if token is not None}
 
     @classmethod
@@ -261,10 +278,11 @@ class RunConfig:
         if "megatron" in formats and doc_sep is None:
             raise VerificationError(path, "doc_sep must be an id: the megatron format ends every document with it", got=None)
         if version_1:  # format 1 had no BOS
-            bos, options = None, _read_version_1_options(path, obj, formats, vocab_size)
+            bos, llmc_doc_sep, options = None, None, _read_version_1_options(path, obj, formats, vocab_size)
         else:
             bos = _read_boundary(path, obj, "bos", is_id, vocab_size)
-            options = BuildOptions.from_record(path, obj, vocab_size, doc_sep is not None)
+            llmc_doc_sep = _read_boundary(path, obj, "llmc.doc_sep", is_id, vocab_size) if isinstance(obj.get("llmc"), dict) and "doc_sep" in obj["llmc"] else None
+            options = BuildOptions.from_record(path, obj, vocab_size, (llmc_doc_sep or doc_sep) is not None)
         _read_origins(path, obj)
         return cls(
             dataset=get("dataset", is_folder_name, FOLDER_NAME_RULE),
@@ -278,6 +296,7 @@ class RunConfig:
             doc_sep=doc_sep,
             bos=bos,
             format=fmt,
+            llmc_doc_sep=llmc_doc_sep,
             # Both objects: their fields above were read.
             tokenizer=dict(obj["tokenizer"]),
             corpus={k: v for k, v in obj["corpus"].items() if k != "shards"},
@@ -353,7 +372,7 @@ def _read_version_1_doc_sep(path: Path, obj: dict, formats: tuple[str, ...], is_
 
 def _read_version_1_options(path: Path, obj: dict, formats: tuple[str, ...], vocab_size: int) -> BuildOptions:
     """The options of a format-1 run_config.json: its builds parsed special-token text and put the separator before each document."""
-    given = {"formats": formats, "parse_special": True, "max_tokens_per_file": read_format_records(path, obj, formats, vocab_size)}
+    given = {"formats": formats, "parse_special": True, "max_tokens_per_file": read_format_records(path, obj, formats, vocab_size), "llmc_separator": "before"}
     if "llmc" in formats:
         variant = checked_field(path, obj, "llmc.variant", lambda v: isinstance(v, str) and v in LLMC_VARIANTS, f"one of {', '.join(LLMC_VARIANTS)}")
         given["llmc_layout"] = LLMC_VARIANTS[variant]

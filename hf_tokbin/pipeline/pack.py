@@ -65,7 +65,7 @@ def ranges_of(plan: BuildPlan, receipts: list[Receipt], split: str, counts: Spli
     """
     output = plan.output
     width = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout).dtype.itemsize
-    added = (plan.tokenizer.doc_sep_id is not None) + (plan.bos_id is not None)
+    added = (plan.llmc_sep_id is not None) + (plan.bos_id is not None)
     seed = plan.options.shuffle_seed
     names, documents, block_ends = [], [], []
     for i, shard in enumerate(plan.corpus.shards):

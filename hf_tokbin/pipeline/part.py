@@ -153,7 +153,7 @@ def _open_writers(plan: BuildPlan, work: Path, split: str, part: str) -> dict:
         writers["megatron"] = megatron.MegatronWriter(work / pair_path(split, part, "bin"), plan.tokenizer.vocab_size, plan.eod_id, plan.bos_id)
     if "llmc" in plan.options.formats:
         layout = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout)
-        writers["llmc"] = SegmentWriter(work / segment_stem(part), layout, plan.tokenizer.doc_sep_id, plan.bos_id, plan.options.llmc_separator)
+        writers["llmc"] = SegmentWriter(work / segment_stem(part), layout, plan.llmc_sep_id, plan.bos_id, plan.options.llmc_separator)
     return writers
 
 
@@ -165,7 +165,7 @@ def _publish_part(output: Output, receipt: Receipt, staging: list[FileEntry]) ->
 
 def _check_fits_llmc_file(plan: BuildPlan, shard_path: Path, lengths: np.ndarray, first_document: int) -> None:
     """A document that no llm.c file can hold (with its separator and BOS) fails its part now, not the finish."""
-    sep = (plan.tokenizer.doc_sep_id is not None) + (plan.bos_id is not None)
+    sep = (plan.llmc_sep_id is not None) + (plan.bos_id is not None)
     if not lengths.size or int(lengths.max()) + sep <= plan.options.max_tokens_per_file:
         return
     i = int(np.argmax(lengths + sep > plan.options.max_tokens_per_file))

@@ -54,7 +54,8 @@ from ..formats.release import RUN_CONFIG_NAME, TOKENS_DIR, WORK_DIR, pair_path, 
 from ..formats.rules import FOLDER_NAME_RULE, is_folder_name
 from ..formats.run_config import run_config_record
 from ..output import Output, check_url, is_url, open_output, scratch_key
-from ..tokenizer.resolve import BYTE, TokenizerInfo
+from ..formats.run_config import BoundaryToken
+from ..tokenizer.resolve import BYTE, FROM_DOC_SEP_OPTION, TokenizerInfo, llama3_begin_of_text
 
 MAX_STAGED_VOCAB = 2**31  # ids 0..2**31-1: what Megatron's int32 files (and the shuffle's scratch pairs) hold
 
@@ -76,6 +77,8 @@ class BuildPlan:
     corpus_subset: CorpusSubset | None = None  # options.limit: what the corpus was cut from (run_config.json corpus.subset)
     # A dataset's input_ids, kept beside the corpus (given_ids.GivenIds): written after the check instead of encoding.
     given_ids: object = None
+    # llm.c's separator when it is not the tokenizer's: --llmc-layout llama3's <|begin_of_text|> (see _llmc_boundary).
+    llmc_doc_sep: BoundaryToken | None = None
     # The encoder after its fast-path check (prepare_encoder); not part of run_config.json.
     encoder: object = dataclasses.field(default=None, compare=False, repr=False)
     # Where input shard i is read (hf_tokbin.corpus.source: a corpus folder, or Hub files fetched per part).
@@ -114,13 +117,23 @@ class BuildPlan:
     def bos_id(self) -> int | None:
         return self.tokenizer.bos.id if self.tokenizer.bos is not None else None
 
+    @property
+    def llmc_sep(self) -> BoundaryToken | None:
+        """The token llm.c's files put at each document (before or after it, ``options.llmc_separator``)."""
+        return self.llmc_doc_sep if self.llmc_doc_sep is not None else self.tokenizer.doc_sep
+
+    @property
+    def llmc_sep_id(self) -> int | None:
+        return self.llmc_sep.id if self.llmc_sep is not None else None
+
     def boundary_line(self) -> str:
         """One line naming the boundary tokens, where they came from, and the special-token policy (printed before the work)."""
         sep = self.tokenizer.doc_sep
         parts = [f"separator/EOD {sep.describe() if sep is not None else 'none'}"]
         parts.append(f"BOS {self.tokenizer.bos.describe()}" if self.tokenizer.bos is not None else "no BOS")
-        if "llmc" in self.options.formats and sep is not None:
-            parts.append(f"llm.c separator {self.options.llmc_separator} each document")
+        if "llmc" in self.options.formats and self.llmc_sep is not None:
+            own = f" {self.llmc_doc_sep.describe()}" if self.llmc_doc_sep is not None else ""
+            parts.append(f"llm.c separator{own} {self.options.llmc_separator} each document")
         parts.append("special-token text " + ("parsed as tokens" if self.options.parse_special else "encoded as ordinary text"))
         return "; ".join(parts)
 
@@ -154,6 +167,7 @@ class BuildPlan:
             tokenizer=self.tokenizer.to_record(),
             doc_sep=self.tokenizer.doc_sep,
             bos=self.tokenizer.bos,
+            llmc_doc_sep=self.llmc_doc_sep,
             split_rule={"name": self.corpus.split_rule, "text": SPLIT_RULE_TEXT[self.corpus.split_rule]},
             options=self.options,
             versions={"hf_tokbin": __version__, "tokenizers": _version("tokenizers")},
@@ -182,7 +196,7 @@ def plan_build(
     files). With ``options.limit``, the corpus's first documents are first
     written as a corpus of their own, which the release then pins.
     """
-    options = BuildOptions.of(options, **option_fields)
+    options, llmc_doc_sep = _llmc_boundary(tokenizer, BuildOptions.of(options, **option_fields))
     url = is_url(out)
     if url:
         check_url(out)
@@ -205,6 +219,7 @@ def plan_build(
         shards=shards,
         corpus_subset=subset,
         given_ids=given_ids,
+        llmc_doc_sep=llmc_doc_sep,
     )
     if url:
         plan = dataclasses.replace(plan, scratch_key=scratch_key(plan.out, canonical_json(plan.run_config())))
@@ -228,6 +243,25 @@ def _corpus(root: Path, source: str, revision: str | None, shards, limit: int | 
 def _tokenizer_place(tokenizer: TokenizerInfo) -> str:
     """The tokenizer as a message names it: a local tokenizer.json by its path, else its Hub repo id or ``byte``."""
     return tokenizer.path if tokenizer.source == "local" and tokenizer.path else tokenizer.source
+
+
+def _llmc_boundary(tokenizer: TokenizerInfo, options: BuildOptions) -> tuple[BuildOptions, BoundaryToken | None]:
+    """The options with the llm.c separator's place chosen, and llm.c's own separator when it is not the tokenizer's.
+
+    Without ``--llmc-sep``: before each document (seed 000). With ``--llmc-layout
+    llama3`` and no ``--doc-sep``/``--bos``, llm.c's own Llama 3 data, which
+    the trainer's files hold (``dev/data/fineweb.py`` ``tokenize_llama``:
+    ``[<|begin_of_text|>] + ids``, no EOS), when the tokenizer has that token.
+    Megatron keeps the tokenizer's EOD.
+    """
+    if options.llmc_separator is not None:
+        return options, None
+    options = dataclasses.replace(options, llmc_separator="before")
+    explicit = tokenizer.bos is not None or (tokenizer.doc_sep is not None and tokenizer.doc_sep.source == FROM_DOC_SEP_OPTION)
+    if "llmc" not in options.formats or options.llmc_layout != "llama3" or explicit:
+        return options, None
+    begin = llama3_begin_of_text(tokenizer)
+    return options, (begin if begin is not None and begin != tokenizer.doc_sep else None)
 
 
 def _check_boundaries(tokenizer: TokenizerInfo, options: BuildOptions) -> None:

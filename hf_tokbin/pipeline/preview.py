@@ -45,13 +45,11 @@ def write_previews(plan: BuildPlan, receipts: list[Receipt]) -> list[str]:
 def layout(plan: BuildPlan, format: str, ids: np.ndarray) -> np.ndarray:
     """A document's bare ids as ``format``'s files hold it (run_config.json's layouts)."""
     bos = [plan.bos_id] if plan.bos_id is not None else []
-    sep = [plan.tokenizer.doc_sep_id] if plan.tokenizer.doc_sep_id is not None else []
     if format == "megatron":
-        parts = (bos, ids, sep)
-    elif plan.options.llmc_separator == "after":
-        parts = (bos, ids, sep)
+        parts = (bos, ids, [plan.eod_id] if plan.eod_id is not None else [])
     else:
-        parts = (sep, bos, ids)
+        before, after = llmc.document_boundaries(plan.llmc_sep_id, plan.bos_id, plan.options.llmc_separator)
+        parts = (before, ids, after)
     return np.concatenate([np.asarray(p, dtype=np.uint32) for p in parts])
 
 
@@ -126,8 +124,8 @@ def _bare_ids_of_segment(plan: BuildPlan, receipt: Receipt, first: int, count: i
     start = int(ends[0]) if first else 0
     ends = ends[1:] if first else ends
     tokens = _read_ids(plan, staging_rel(receipt.part, TOKENS_SUFFIX), start, int(ends[-1]) - start if ends.size else 0, layout.dtype)
-    head = int(plan.bos_id is not None) + int(plan.tokenizer.doc_sep_id is not None and plan.options.llmc_separator == "before")
-    tail = int(plan.tokenizer.doc_sep_id is not None and plan.options.llmc_separator == "after")
+    head = int(plan.bos_id is not None) + int(plan.llmc_sep_id is not None and plan.options.llmc_separator == "before")
+    tail = int(plan.llmc_sep_id is not None and plan.options.llmc_separator == "after")
     starts = np.concatenate(([start], ends[:-1])) - start
     return [np.asarray(tokens[a + head : b - start - tail]) for a, b in zip(starts.tolist(), ends.tolist())]
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import VerificationError
+from ..formats import llmc
 from ..formats.llmc_order import llmc_order
 from ..formats.preview import COLUMNS, read_preview
 from ..formats.release import FORMATS, PREVIEW_DIR, SPLITS, Receipt
@@ -83,9 +84,8 @@ def _check_ids(path: Path, root: Path, config: RunConfig, split: str, format: st
         raise VerificationError(path, "llmc input_ids, one row after the other, must be the split's first llm.c ids")
     # Each row is one document as the layout puts it: [sep, bos, text] or [bos, text, sep]. A scan for the separator
     # cannot cut the stream (text may give the separator's id), so the rows' own ends are checked against the layout.
-    sep, bos = config.doc_sep_id, config.bos_id
-    head = ([sep] if sep is not None and config.llmc_separator == "before" else []) + ([bos] if bos is not None else [])
-    tail = [sep] if sep is not None and config.llmc_separator == "after" else []
+    bos = config.bos_id
+    head, tail = (list(ids) for ids in llmc.document_boundaries(config.llmc_sep_id, bos, config.llmc_separator or "before"))
     for k, row in enumerate(ids):
         if row.size < len(head) + len(tail) or row[: len(head)].tolist() != head or (tail and row[-1] != tail[0]):
             raise VerificationError(path, f"llmc row {k} must be one document in the llm.c layout (separator {config.llmc_separator}, bos {bos})", expected=[*head, "...", *tail], got=row[:4].tolist())

@@ -431,7 +431,7 @@ def _check_llmc_records(root: Path, config: RunConfig, manifest: llmc.TokensMani
         files = sorted((f for f in manifest.files if f.split == split), key=lambda f: f.name)
         if [f.name for f in files] != [llmc.file_name(split, i) for i in range(len(files))]:
             raise VerificationError(manifest_path, f"{split}: token files must be numbered from 00000 without gaps", got=[f.name for f in files])
-    sep = (config.doc_sep is not None) + (config.bos is not None)  # tokens added to each document
+    sep = (config.llmc_sep is not None) + (config.bos is not None)  # tokens added to each document
     for split in SPLITS:
         counts = totals.get(split, SplitCounts(0, 0, 0))
         files = [f for f in manifest.files if f.split == LLMC_SPLIT[split]]
@@ -487,7 +487,7 @@ def _check_llmc_is_megatron(root: Path, config: RunConfig, manifest: llmc.Tokens
         blocks = llmc_order(config.llmc_interleave_seed, split, [r.splits[split].documents for r in parts])
         spans = _megatron_spans(pairs, blocks)
         order = "part order" if config.llmc_interleave_seed is None else "run_config.json's seeded block order (formats/llmc_order.py)"
-        _check_same_ids(directory, entries, spans, config.doc_sep_id, config.llmc_separator, order)
+        _check_same_ids(directory, entries, spans, config, order)
         _check_documents_per_file(directory, entries, spans)
 
 
@@ -541,11 +541,13 @@ def _check_documents_per_file(directory: Path, entries: list[llmc.LlmcFileEntry]
             raise VerificationError(directory / llmc.MANIFEST_NAME, f"{entry.name}: n_docs must be the number of documents the file holds (by the Megatron pairs)", expected=int(documents[k]), got=entry.n_docs)
 
 
-def _check_same_ids(directory: Path, entries: list[llmc.LlmcFileEntry], spans: list[_Span], sep: int, separator: str, order: str) -> None:
-    """llm.c ids = the spans' Megatron ids ("after"), or [sep] + them ("before"; the last id, the final EOD, has no llm.c counterpart)."""
+def _check_same_ids(directory: Path, entries: list[llmc.LlmcFileEntry], spans: list[_Span], config: RunConfig, order: str) -> None:
+    """llm.c ids = the spans' Megatron ids ("after"), or [sep] + them ("before"; the last id, the final EOD, has no llm.c counterpart),
+    each document's EOD read as llm.c's separator where that is another token (``llmc.doc_sep``)."""
+    sep, separator = config.llmc_sep_id, config.llmc_separator
     llmc_ids = _chunks((directory / e.name, 0, open_llmc_file(directory / e.name, check_ids=False)) for e in entries)
     first = [("the separator before the first document", 0, np.array([sep]))] if separator == "before" else []
-    megatron_ids = _chunks(itertools.chain(first, ((s.pair.bin_path, s.start, s.pair.tokens[s.start : s.start + s.length]) for s in spans)))
+    megatron_ids = itertools.chain(first, _megatron_chunks(spans, config.eod_id, sep))
     mismatch = _first_mismatch(llmc_ids, megatron_ids)
     if mismatch is not None:
         (path, position, got), (source, source_position, expected) = mismatch
@@ -555,6 +557,23 @@ def _check_same_ids(directory: Path, entries: list[llmc.LlmcFileEntry], spans: l
             expected=f"{expected} (as {source} token {source_position})",
             got=got,
         )
+
+
+def _megatron_chunks(spans: list[_Span], eod: int | None, sep: int | None) -> Iterator[tuple[object, int, np.ndarray]]:
+    """The spans' ids in :func:`_chunks`' slices, every document's last id (its EOD) replaced by ``sep`` when that differs."""
+    for s in spans:
+        pair = s.pair
+        item = pair.dtype.itemsize
+        for name, start, ids in _chunks([(pair.bin_path, s.start, pair.tokens[s.start : s.start + s.length])]):
+            if sep is None or sep == eod:
+                yield name, start, ids
+                continue
+            # Document ends in [start, start + size): the position before each next document's start, and the pair's last id.
+            following = pair.pointers[np.searchsorted(pair.pointers, (start + 1) * item) : np.searchsorted(pair.pointers, (start + ids.size + 1) * item)]
+            ends = np.append(np.asarray(following) // item - 1, [pair.n_tokens - 1] if start + ids.size == pair.n_tokens else [])
+            ids = np.array(ids)
+            ids[ends.astype(np.int64) - start] = sep
+            yield name, start, ids
 
 
 def _chunks(sources: Iterable[tuple[object, int, np.ndarray]]) -> Iterator[tuple[object, int, np.ndarray]]:
@@ -626,7 +645,8 @@ def _inside_pair(bin_path: Path, tokens: dict[str, BoundaryToken]) -> list[tuple
     """Boundary ids of one Megatron pair anywhere but their own places: the EOD last in a sequence, the BOS first."""
     pair = megatron.MegatronPair(bin_path)
     starts = np.asarray(pair.pointers, dtype=np.int64) // pair.dtype.itemsize
-    places = {"separator": starts + np.asarray(pair.lengths, dtype=np.int64) - 1, "BOS": starts}
+    # llm.c's own separator (llmc.doc_sep) has no place in a Megatron pair.
+    places = {"separator": starts + np.asarray(pair.lengths, dtype=np.int64) - 1, "BOS": starts, "llm.c separator": starts[:0]}
     found = []
     for token_id in sorted({t.id for t in tokens.values()}):
         roles = [role for role, t in tokens.items() if t.id == token_id]  # a BOS may also be the separator

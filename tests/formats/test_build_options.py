@@ -77,7 +77,8 @@ def test_to_record_and_from_record_round_trip(options, has_separator, tmp_path):
     read = BuildOptions.from_record(tmp_path / "run_config.json", record, 300, has_separator)
     recorded = dict(formats=options.formats, parse_special=options.parse_special, shuffle_seed=options.shuffle_seed)
     if "llmc" in options.formats:
-        recorded.update(llmc_layout=options.llmc_layout, llmc_separator=options.llmc_separator, max_tokens_per_file=options.max_tokens_per_file)
+        # None (the layout's default, which the plan chooses) is recorded as the place the plan chose: "before".
+        recorded.update(llmc_layout=options.llmc_layout, llmc_separator=options.llmc_separator or "before", max_tokens_per_file=options.max_tokens_per_file)
     assert read == BuildOptions(**recorded)
 
 
@@ -143,5 +144,6 @@ def test_run_config_reads_back_the_options_it_was_written_with(corpus, tmp_path)
     options = BuildOptions(formats=("llmc",), llmc_layout="llama3", max_tokens_per_file=50, shuffle_seed=7, parse_special=True)
     hf_tokbin.pipeline.build(hf_tokbin.plan_build(corpus, hf_tokbin.resolve_tokenizer("byte", doc_sep=0), out, options), progress=False)
     read = RunConfig.read(out / "run_config.json")
-    assert read.options == BuildOptions(formats=("llmc",), llmc_layout="llama3", max_tokens_per_file=50, shuffle_seed=7, parse_special=True)
+    # The separator's place as the plan chose it (the byte tokenizer has no <|begin_of_text|>: the seed-000 place).
+    assert read.options == BuildOptions(formats=("llmc",), llmc_layout="llama3", llmc_separator="before", max_tokens_per_file=50, shuffle_seed=7, parse_special=True)
     assert (read.llmc_layout, read.llmc_separator, read.max_tokens_per_file, read.megatron_dtype_code, read.special_tokens) == ("llama3", "before", 50, None, "parsed")
