@@ -106,18 +106,20 @@ class SplitCounts:
         return {**self.to_dict(), "total_tokens": self.total_tokens}
 
 
-def counts_table(counts: dict[str, SplitCounts]) -> list[str]:
-    """The lines of a split table, as the build's summary and ``hf-tokbin info`` both show it.
+def counts_table(counts: dict[str, SplitCounts], label: str = "split") -> list[str]:
+    """The lines of a table of counts by split, as the build's summary and ``hf-tokbin info`` both show it.
 
     ``text tokens`` are the documents' own ids; ``EOD`` and ``BOS`` the
     Megatron boundary tokens counted in ``stats.json`` (``total`` is their sum).
+    Each row is labelled by its key (``info`` labels rows "source  split", heading them ``label``).
     """
     bos = any(c.bos_tokens for c in counts.values())
-    head = f"{'split':<11}{'documents':>12}{'text tokens':>15}{'EOD':>12}" + (f"{'BOS':>12}" if bos else "") + f"{'total tokens':>15}{'bytes/token':>13}"
+    width = max([11, len(label) + 1, *(len(key) + 1 for key in counts)])
+    head = f"{label:<{width}}{'documents':>12}{'text tokens':>15}{'EOD':>12}" + (f"{'BOS':>12}" if bos else "") + f"{'total tokens':>15}{'bytes/token':>13}"
     lines = [head]
-    for split, c in counts.items():
+    for key, c in counts.items():
         per_token = c.text_bytes / c.text_tokens if c.text_tokens else 0.0
-        lines.append(f"{split:<11}{c.documents:>12,}{c.text_tokens:>15,}{c.eod_tokens:>12,}" + (f"{c.bos_tokens:>12,}" if bos else "") + f"{c.total_tokens:>15,}{per_token:>13.3f}")
+        lines.append(f"{key:<{width}}{c.documents:>12,}{c.text_tokens:>15,}{c.eod_tokens:>12,}" + (f"{c.bos_tokens:>12,}" if bos else "") + f"{c.total_tokens:>15,}{per_token:>13.3f}")
     return lines
 
 

@@ -37,6 +37,7 @@ def describe_plan(plan: BuildPlan) -> str:
     lines = [f"corpus {corpus.name} ({origin}): {len(corpus.shards)} input shards, split rule {corpus.split_rule}"]
     if corpus.empty_documents_dropped:
         lines.append(f"  {corpus.empty_documents_dropped:,} empty documents were dropped when the corpus was written")
+    lines += _sources_line(plan)
     width = 2 if megatron.dtype_code_for_vocab(plan.tokenizer.vocab_size) == megatron.CODE_UINT16 else 4
     llmc_width = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout).dtype.itemsize
     sep = 0 if plan.llmc_sep_id is None else 1  # llm.c's separator (Megatron's EOD is always there)
@@ -60,3 +61,12 @@ def describe_plan(plan: BuildPlan) -> str:
     lines.append(f"estimate from {len(sample):,} sampled documents ({tokens_per_document:,.1f} tokens each on average)")
     lines.append(f"out: {plan.out} (run_config.json, stats.json, README.md, COMPLETE.json last); nothing was written")
     return "\n".join(lines)
+
+
+def _sources_line(plan: BuildPlan) -> list[str]:
+    """What the build counts by source (receipts' and stats.json's ``sources``): the column, and the sources already known."""
+    if plan.source_column is None:
+        return []
+    known = {name for by_source in plan.corpus.documents_by_source.values() for name in by_source}
+    count = f" ({len(known):,} sources in the corpus manifest)" if known else ""
+    return [f"by source: the column {plan.source_column!r}{count}; documents and tokens counted per source and split in the receipts and stats.json"]

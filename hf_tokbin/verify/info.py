@@ -14,6 +14,7 @@ from ..formats.run_config import RunConfig
 from ..formats.sniff import sniff
 
 _PREVIEW = 8
+MAX_SOURCES_SHOWN = 20  # info is a glance: the largest sources; stats.json and info --json hold every one
 _LLMC_LAYOUTS = {"gpt2": "llm.c token file", "llama3": "upstream llm.c Llama 3 token file"}
 
 
@@ -125,7 +126,27 @@ class ReleaseInfo:
             "vocab_size": config.vocab_size if config else None,
             "formats": list(config.formats) if config else None,
             "splits": {split: c.stats_dict() for split, c in self.stats.splits.items()},
+            "source_column": self.source_column,
+            "sources": {name: {split: c.stats_dict() for split, c in by_split.items()} for name, by_split in self.stats.sources.items()},
         }
+
+    @property
+    def source_column(self) -> str | None:
+        """The column the build counted by source (run_config.json), None: not counted (stats.json's one source, the dataset)."""
+        return self.config.source_column if self.config else None
+
+    def source_lines(self) -> list[str]:
+        """The per-source table, largest sources (total tokens over the splits) first, at most :data:`MAX_SOURCES_SHOWN`."""
+        sources = self.stats.sources
+        if self.source_column is None and (self.config is not None or set(sources) <= {self.dataset}):
+            return []
+        order = sorted(sources, key=lambda name: (-sum(c.total_tokens for c in sources[name].values()), name))
+        shown = order[:MAX_SOURCES_SHOWN]
+        width = max(len("source"), *map(len, shown))
+        rows = {f"{name:<{width}}  {split}": c for name in shown for split, c in sources[name].items()}
+        column = f" (column {self.source_column!r})" if self.source_column else ""
+        more = [f"... {len(order) - len(shown):,} more sources (stats.json and info --json list every one)"] if len(order) > len(shown) else []
+        return [f"by source{column}: {len(order):,} sources, largest first", *counts_table(rows, f"{'source':<{width}}  split"), *more]
 
     def text(self) -> str:
         """A summary (identity, then the build's split table), not the raw ``stats.json``."""
@@ -133,4 +154,4 @@ class ReleaseInfo:
         formats = ", ".join(self.config.formats) if self.config else "unknown"
         vocab = self.config.vocab_size if self.config else None
         head = f"{self.path}: release {self.dataset}, {complete}; tokenizer {self.tokenizer_id} (vocab {vocab}); formats {formats}"
-        return "\n".join([head, *counts_table(self.stats.splits)])
+        return "\n".join([head, *counts_table(self.stats.splits), *self.source_lines()])
