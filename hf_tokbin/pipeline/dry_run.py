@@ -15,7 +15,7 @@ import numpy as np
 
 from ..formats import llmc, megatron
 from ..formats.corpus_manifest import SPLITS
-from ..formats.release import part_name
+from ..formats.release import megabytes, part_name
 from .encode import EncodeBatch, prepare_encoder, sample_documents
 from .plan import BuildPlan
 
@@ -52,11 +52,11 @@ def describe_plan(plan: BuildPlan) -> str:
         if "megatron" in plan.options.formats:
             bin_bytes = (tokens + documents * (1 + bos)) * width
             idx_bytes = len(shards) * megatron.HEADER_BYTES + documents * 12 + (documents + len(shards)) * 8
-            lines.append(f"  megatron: ~{(bin_bytes + idx_bytes) / 1e6:,.1f} MB in shards/{split}/part-NNNNNN.bin/.idx, receipts/part-NNNNNN.json")
+            lines.append(f"  megatron: ~{megabytes(bin_bytes + idx_bytes)} in shards/{split}/part-NNNNNN.bin/.idx, receipts/part-NNNNNN.json")
         if "llmc" in plan.options.formats:
             stream = tokens + documents * (sep + bos)
             files = max(1, -(-stream // plan.options.max_tokens_per_file))
-            lines.append(f"  llmc: ~{(stream * llmc_width + files * llmc.HEADER_BYTES) / 1e6:,.1f} MB in ~{files} files {plan.llmc_dir}/{_LLMC_NAMES[split]}-NNNNN.bin")
+            lines.append(f"  llmc: ~{megabytes(stream * llmc_width + files * llmc.HEADER_BYTES)} in ~{files} files {plan.llmc_dir}/{_LLMC_NAMES[split]}-NNNNN.bin")
     lines.append(f"tokenizer {plan.tokenizer.tokenizer_id}: vocab {plan.tokenizer.vocab_size:,}, separator/EOD {plan.eod_id}; encoder {plan.encoder.engine}")
     lines.append(f"estimate from {len(sample):,} sampled documents ({tokens_per_document:,.1f} tokens each on average)")
     lines.append(f"out: {plan.out} (run_config.json, stats.json, README.md, COMPLETE.json last); nothing was written")

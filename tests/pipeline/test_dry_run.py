@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from release_fixtures import source_rows, stories, write_corpus
 
@@ -28,3 +29,10 @@ def test_the_dry_run_of_a_corpus_with_a_source_column_says_it_counts_by_source(t
 def test_the_dry_run_of_a_corpus_without_one_says_nothing_of_sources(tmp_path, capsys):
     corpus = write_corpus(tmp_path / "corpus", [("train", stories(5, 1)), ("validation", stories(2, 2))])
     assert "by source" not in dry_run(capsys, corpus, tmp_path / "release")
+
+
+def test_the_dry_run_of_a_small_corpus_gives_sizes_in_bytes_not_zero_megabytes(tmp_path, capsys):
+    corpus = write_corpus(tmp_path / "corpus", [("train", stories(5, 1)), ("validation", stories(2, 2))])
+    text = dry_run(capsys, corpus, tmp_path / "release")
+    assert "0.0 MB" not in text
+    assert len(re.findall(r"^  (megatron|llmc): ~[\d,]+ bytes in ", text, re.M)) == 4  # both formats, both splits
