@@ -7,7 +7,7 @@ import re
 import shutil
 
 import pytest
-from release_fixtures import build_with_sources, source_rows, stories, write_corpus
+from release_fixtures import build_release, build_with_sources, source_rows
 
 from hf_tokbin.cli import main
 
@@ -21,10 +21,7 @@ def run_main(capsys, *argv) -> tuple[int, str, str]:
 @pytest.fixture(scope="module")
 def plain(tmp_path_factory):
     """A release of a corpus without a source column (byte tokenizer, EOD 0)."""
-    root = tmp_path_factory.mktemp("plain")
-    corpus = write_corpus(root / "corpus", [("train", stories(12, 1)), ("validation", stories(4, 2))])
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", "byte", "--doc-sep", "0", "--out", str(root / "release"), "--quiet"]) == 0
-    return root / "release"
+    return build_release(tmp_path_factory.mktemp("plain"))
 
 
 def edited_copy(release, tmp_path, edit):
