@@ -7,6 +7,7 @@ import re
 import shutil
 
 import pytest
+from release_edits import edit_json
 from release_fixtures import build_release, build_with_sources, source_rows
 
 from hf_tokbin.cli import main
@@ -24,13 +25,11 @@ def plain(tmp_path_factory):
     return build_release(tmp_path_factory.mktemp("plain"))
 
 
-def edited_copy(release, tmp_path, edit):
-    """A copy of ``release`` whose stats.json is ``edit``ed."""
+def edited_copy(release, tmp_path, name, edit):
+    """A copy of ``release`` whose record ``name`` is ``edit``ed."""
     copy = tmp_path / "release"
     shutil.copytree(release, copy)
-    stats = json.loads((copy / "stats.json").read_text())
-    edit(stats)
-    (copy / "stats.json").write_text(json.dumps(stats))
+    edit_json(copy / name, edit)
     return copy
 
 
@@ -43,17 +42,15 @@ def edited_copy(release, tmp_path, edit):
     ],
 )
 def test_info_reads_stats_json_through_its_reader_and_refuses_what_it_refuses(plain, tmp_path, capsys, edit, rule):
-    copy = edited_copy(plain, tmp_path, edit)
+    copy = edited_copy(plain, tmp_path, "stats.json", edit)
     code, out, err = run_main(capsys, "info", copy)
     assert (code, out) == (1, "") and len(err.splitlines()) == 1 and "Traceback" not in err
     assert str(copy / "stats.json") in err and rule in err
 
 
 def test_info_reads_run_config_json_through_its_reader(plain, tmp_path, capsys):
-    copy = edited_copy(plain, tmp_path, lambda s: None)
-    config = json.loads((copy / "run_config.json").read_text())
-    config["tokenizer"]["vocab_size"] = "lots"  # once printed as it stood: "(vocab lots)"
-    (copy / "run_config.json").write_text(json.dumps(config))
+    # Once printed as it stood: "(vocab lots)".
+    copy = edited_copy(plain, tmp_path, "run_config.json", lambda config: config["tokenizer"].update(vocab_size="lots"))
     code, out, err = run_main(capsys, "info", copy)
     assert (code, out) == (1, "") and len(err.splitlines()) == 1
     assert str(copy / "run_config.json") in err and "tokenizer.vocab_size" in err
