@@ -102,3 +102,16 @@ def build_with_sources(root: Path, rows: list[dict]) -> Path:
     out = root / "release"
     assert main(["build", "--corpus", str(jsonl), "--source-column", "src", "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet"]) == 0
     return out
+
+
+def build_release(root: Path, name: str = "toy", tokenizer_id: str | None = None) -> Path:
+    """A small real release (llm.c + Megatron, 3 parts: two train, one validation) that ``hf-tokbin verify`` accepts."""
+    from hf_tokbin.cli import main
+
+    root = Path(root)
+    corpus = write_corpus(root / "corpus", [("train", stories(30, 1)), ("train", stories(30, 2)), ("validation", stories(10, 3))], name=name)
+    out = root / "release"
+    ids = ["--tokenizer-id", tokenizer_id] if tokenizer_id else []
+    if main(["build", "--corpus", str(corpus), "--tokenizer", "byte", *ids, "--doc-sep-id", "0", "--out", str(out), "--num-proc", "1", "--quiet"]) != 0:
+        raise RuntimeError("fixture build failed")
+    return out

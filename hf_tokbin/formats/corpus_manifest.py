@@ -45,7 +45,7 @@ from pathlib import Path
 
 from .._io import canonical_json, read_json, write_text_atomic
 from ..errors import FormatError
-from .records import FileEntry, check_keys, is_count, is_sha256, require
+from .records import FileEntry, check_keys, is_count, is_sha256, naming, require
 from .rules import FOLDER_NAME_RULE, MAX_SOURCES, SOURCE_NAME_RULE, is_folder_name, is_source_name
 
 MANIFEST_NAME = "_MANIFEST.json"
@@ -191,17 +191,14 @@ class CorpusManifest:
         if obj["format"] != FORMAT:
             raise FormatError(path, "unknown corpus manifest format", expected=FORMAT, got=obj["format"])
         try:
-            sources = tuple(FileEntry.from_dict(s, path, f"sources[{i}]") for i, s in enumerate(obj["sources"]))
-            shards = []
-            for i, s in enumerate(obj["shards"]):
-                check_keys(s, ["path", "split", "rows", "size", "sha256"], path, f"shards[{i}]")
-                shards.append(CorpusShard(**s))
-            language = tuple(obj["language"]) if isinstance(obj["language"], list) else obj["language"]
-            return cls(obj["name"], obj["split_rule"], sources, tuple(shards), obj["license"], language, obj.get("empty_documents_dropped", 0), obj.get("documents_by_source", {}))
-        except FormatError as e:
-            if e.path is not None:
-                raise
-            raise FormatError(path, e.rule, got=e.got) from None
+            with naming(path):
+                sources = tuple(FileEntry.from_dict(s, path, f"sources[{i}]") for i, s in enumerate(obj["sources"]))
+                shards = []
+                for i, s in enumerate(obj["shards"]):
+                    check_keys(s, ["path", "split", "rows", "size", "sha256"], path, f"shards[{i}]")
+                    shards.append(CorpusShard(**s))
+                language = tuple(obj["language"]) if isinstance(obj["language"], list) else obj["language"]
+                return cls(obj["name"], obj["split_rule"], sources, tuple(shards), obj["license"], language, obj.get("empty_documents_dropped", 0), obj.get("documents_by_source", {}))
         except TypeError as e:
             raise FormatError(path, "sources and shards must be lists of objects", got=str(e)) from None
 

@@ -43,8 +43,8 @@ from pathlib import Path
 
 from .._io import canonical_json, read_json, write_text_atomic
 from ..errors import FormatError, VerificationError
-from .records import FileEntry, check_keys, is_count, require
-from .rules import MAX_SOURCES, SOURCE_NAME_RULE, is_folder_name, is_source_name
+from .records import FileEntry, check_keys, is_count, naming, require
+from .rules import FOLDER_NAME_RULE, MAX_SOURCES, SOURCE_NAME_RULE, is_folder_name, is_source_name
 
 FORMAT = "hf_tokbin.release/1"
 COMPLETE_NAME = "COMPLETE.json"
@@ -106,18 +106,20 @@ class SplitCounts:
         return {**self.to_dict(), "total_tokens": self.total_tokens}
 
 
-def counts_table(counts: dict[str, SplitCounts]) -> list[str]:
-    """The lines of a split table, as the build's summary and ``hf-tokbin info`` both show it.
+def counts_table(counts: dict[str, SplitCounts], label: str = "split") -> list[str]:
+    """The lines of a table of counts by split, as the build's summary and ``hf-tokbin info`` both show it.
 
     ``text tokens`` are the documents' own ids; ``EOD`` and ``BOS`` the
     Megatron boundary tokens counted in ``stats.json`` (``total`` is their sum).
+    Each row is labelled by its key (``info`` labels rows "source  split", heading them ``label``).
     """
     bos = any(c.bos_tokens for c in counts.values())
-    head = f"{'split':<11}{'documents':>12}{'text tokens':>15}{'EOD':>12}" + (f"{'BOS':>12}" if bos else "") + f"{'total tokens':>15}{'bytes/token':>13}"
+    width = max([11, len(label) + 1, *(len(key) + 1 for key in counts)])
+    head = f"{label:<{width}}{'documents':>12}{'text tokens':>15}{'EOD':>12}" + (f"{'BOS':>12}" if bos else "") + f"{'total tokens':>15}{'bytes/token':>13}"
     lines = [head]
-    for split, c in counts.items():
+    for key, c in counts.items():
         per_token = c.text_bytes / c.text_tokens if c.text_tokens else 0.0
-        lines.append(f"{split:<11}{c.documents:>12,}{c.text_tokens:>15,}{c.eod_tokens:>12,}" + (f"{c.bos_tokens:>12,}" if bos else "") + f"{c.total_tokens:>15,}{per_token:>13.3f}")
+        lines.append(f"{key:<{width}}{c.documents:>12,}{c.text_tokens:>15,}{c.eod_tokens:>12,}" + (f"{c.bos_tokens:>12,}" if bos else "") + f"{c.total_tokens:>15,}{per_token:>13.3f}")
     return lines
 
 
@@ -207,10 +209,20 @@ def stats_record(dataset: str, tokenizer_id: str, receipts: Sequence[Receipt], w
 
 @dataclass(frozen=True)
 class Stats:
-    """What ``stats.json`` (:func:`stats_record`) says: the counts per split and per source, read back as :class:`SplitCounts`."""
+    """What ``stats.json`` (:func:`stats_record`) says: the counts per split and per source, read back as :class:`SplitCounts`.
+
+    ``dataset`` and ``tokenizer_id`` are None in a record that has only counts (hand-made ones; the build writes both).
+    """
 
     splits: dict[str, SplitCounts]
     sources: dict[str, dict[str, SplitCounts]]
+    dataset: str | None = None
+    tokenizer_id: str | None = None
+
+    def __post_init__(self):
+        for name in ("dataset", "tokenizer_id"):  # printed by info and the card: no control characters
+            value = getattr(self, name)
+            require(value is None or is_folder_name(value), None, f"{name} must be {FOLDER_NAME_RULE}", value)
 
     @classmethod
     def read(cls, path: str | os.PathLike) -> Stats:
@@ -218,7 +230,8 @@ class Stats:
         require(isinstance(obj, dict) and isinstance(obj.get("splits"), dict), path, "splits must be an object of counts by split")
         sources = obj.get("sources", {})
         require(isinstance(sources, dict) and all(isinstance(v, dict) for v in sources.values()), path, "sources must be an object of counts by split, per source")
-        return cls(_stats_counts(path, obj["splits"], "splits"), {name: _stats_counts(path, v, f"sources.{name}") for name, v in sources.items()})
+        with naming(path):
+            return cls(_stats_counts(path, obj["splits"], "splits"), {name: _stats_counts(path, v, f"sources.{name}") for name, v in sources.items()}, obj.get("dataset"), obj.get("tokenizer_id"))
 
 
 def _stats_counts(path, obj: dict, where: str) -> dict[str, SplitCounts]:
@@ -227,7 +240,8 @@ def _stats_counts(path, obj: dict, where: str) -> dict[str, SplitCounts]:
     for split, c in obj.items():
         keys = ["documents", "text_tokens", "eod_tokens", "text_bytes", "total_tokens"]
         check_keys(c, keys + ["bos_tokens"] if isinstance(c, dict) and "bos_tokens" in c else keys, path, f"{where}.{split}")
-        counts[split] = SplitCounts(**{k: v for k, v in c.items() if k != "total_tokens"})
+        with naming(path, f"{where}.{split}: "):
+            counts[split] = SplitCounts(**{k: v for k, v in c.items() if k != "total_tokens"})
         require(counts[split].total_tokens == c["total_tokens"], path, f"{where}.{split}.total_tokens must be the sum of the tokens", c["total_tokens"])
     return counts
 
@@ -267,16 +281,13 @@ class Receipt:
             if key in obj and not isinstance(obj[key], kind):
                 raise FormatError(path, f"receipt {key} must be a {'JSON object' if kind is dict else 'list'}", got=type(obj[key]).__name__)
         try:
-            splits = _receipt_counts(obj["splits"], path, "splits")
-            sources = {name: _receipt_counts(by_split, path, f"sources.{name}") for name, by_split in obj["sources"].items()} if "sources" in obj else None
-            files = tuple(FileEntry.from_dict(f, path, f"files[{i}]") for i, f in enumerate(obj["files"]))
-            receipt = cls(obj["part"], FileEntry.from_dict(obj["input_shard"], path, "input_shard"), splits, files, sources)
+            with naming(path):
+                splits = _receipt_counts(obj["splits"], path, "splits")
+                sources = {name: _receipt_counts(by_split, path, f"sources.{name}") for name, by_split in obj["sources"].items()} if "sources" in obj else None
+                files = tuple(FileEntry.from_dict(f, path, f"files[{i}]") for i, f in enumerate(obj["files"]))
+                receipt = cls(obj["part"], FileEntry.from_dict(obj["input_shard"], path, "input_shard"), splits, files, sources)
         except (AttributeError, TypeError) as e:
             raise FormatError(path, "receipt fields have the wrong types", got=str(e)) from None
-        except FormatError as e:
-            if e.path is not None:
-                raise
-            raise FormatError(path, e.rule, expected=e.expected, got=e.got) from None
         if Path(path).name != f"{receipt.part}.json":
             raise FormatError(path, "receipt file name must match its part", expected=f"{receipt.part}.json", got=Path(path).name)
         return receipt
