@@ -175,3 +175,13 @@ def test_more_distinct_sources_over_all_parts_than_the_bound_stop_the_build_befo
         build(plan, progress=False)
     assert "4" in str(info.value) and "a source names a part of the corpus" in str(info.value)
     assert not list(out.rglob("train-*.bin")), "no llm.c file is packed for a build that cannot finish"
+
+
+def test_a_source_column_the_shards_lack_is_refused_before_the_output_is_touched(tmp_path, capsys):
+    # A typo in --source-column: refused at the plan, so the re-run without the typo finds no other build at --out.
+    corpus, out = tmp_path / "corpus", tmp_path / "release"
+    assert main(["corpus", "import", str(write_jsonl(tmp_path / "rows.jsonl", ROWS)), "--out", str(corpus), "--keep-columns", "src"]) == 0
+    assert main(["build", "--corpus", str(corpus), "--source-column", "scr", "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet"]) != 0
+    assert "missing source column 'scr'" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(["build", "--corpus", str(corpus), "--source-column", "src", "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet"]) == 0
