@@ -64,7 +64,7 @@ def id_dtype(vocab_size: int) -> str:
 MAX_SOURCE_NAME_CHARS = 200
 MAX_SOURCES = 10_000  # distinct sources a build counts: its counters, receipts and stats.json grow with them
 _SOURCE_NAME_EXCLUDED = "`|\\<>"  # they would break the card's code spans, table cells or HTML
-SOURCE_NAME_RULE = f"a printable name of 1 to {MAX_SOURCE_NAME_CHARS} characters in Unicode NFC, no white space at either end, none of ` | \\ < >"
+SOURCE_NAME_RULE = f"a printable name of 1 to {MAX_SOURCE_NAME_CHARS} characters in Unicode NFC (é one code point, not e + U+0301), no white space at either end, none of ` | \\ < >"
 
 
 def is_source_name(value) -> bool:
