@@ -48,3 +48,30 @@ def test_verify_keeps_few_pairs_open_whatever_the_number_of_parts(release, monke
     assert opened, "verify opened the pairs"
     # All 16 pairs open at once would hold 64 more; one or two at a time hold 8 or fewer.
     assert max(opened) - before <= 12, f"{max(opened) - before} more file descriptors open while verifying {PARTS} parts"
+
+
+@pytest.mark.slow  # a Llama 3 tokenizer
+def test_an_interleaved_llama3_layout_release_verifies_and_its_blocks_out_of_order_fail(tmp_path):
+    # llm.c's Llama 3 layout reads each Megatron EOD (128001) as llm.c's separator (128000): rule 7 swaps them
+    # block by block, from each block's own pointers.
+    from release_fixtures import write_corpus
+    from tokenizer_files import llama3_tokenizer_json, story_texts
+
+    from hf_tokbin.errors import VerificationError
+
+    shards = [("train", story_texts(30, seed=s)) for s in range(4)] + [("validation", story_texts(8, seed=9))]
+    corpus, out = write_corpus(tmp_path / "corpus", shards), tmp_path / "release"
+    assert main(["build", "--corpus", str(corpus), "--tokenizer", str(llama3_tokenizer_json()), "--llmc-layout", "llama3", "--shuffle-seed", "4", "--out", str(out), "--quiet"]) == 0
+    assert verify_release(out).warnings == []
+    config = json.loads((out / "run_config.json").read_text())
+    config["shuffle"]["seed"] = 5  # another block order: the same ids, the llm.c files no longer in it
+    (out / "run_config.json").write_text(json.dumps(config))
+    from hf_tokbin._io import sha256_file
+
+    complete = json.loads((out / "COMPLETE.json").read_text())
+    for entry in complete["files"]:
+        if entry["path"] == "run_config.json":
+            entry["size"], entry["sha256"] = (out / "run_config.json").stat().st_size, sha256_file(out / "run_config.json")
+    (out / "COMPLETE.json").write_text(json.dumps(complete))
+    with pytest.raises(VerificationError, match="seeded block order"):
+        verify_release(out)
