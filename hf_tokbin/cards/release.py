@@ -153,7 +153,7 @@ def _sections(release: _Release) -> dict[str, str]:
         hf_tokbin=f"hf_tokbin {version}" if version else "hf_tokbin",
         corpus_phrase=f"`{config.dataset}`" if config else "a text corpus",
         trainers=_trainers(formats),
-        files_section=_files_section(root, release.receipts, release.manifests, formats, llmc_layout),
+        files_section=_files_section(root, release.receipts, release.manifests, formats, llmc_layout) + _order_note(config, formats),
         counts_section=counts + _llmc_counts(release.manifests, formats),
         lengths_section=length_section(root, release.receipts) if MEGATRON in formats else NOT_RECORDED,
         tokenizer_section=_tokenizer_section(_dict(config.tokenizer) if config else {}, config),
@@ -327,6 +327,18 @@ def _files_section(root: Path, receipts: list[Receipt], manifests: list[tuple[st
     ]
     note = "\n\nA split's pair is omitted when its input shard holds no document of that split." if MEGATRON in formats else ""
     return _table(["files", "what", "count", "bytes"], rows) + note
+
+
+def _order_note(config: RunConfig | None, formats: list[str]) -> str:
+    """How a shuffled release orders its documents (pipeline/shuffle.py); nothing in corpus order, whose cards keep their bytes."""
+    if config is None or config.shuffle_seed is None:
+        return ""
+    text = f"\n\nDocuments are shuffled with seed {config.shuffle_seed}: each part (one input shard) holds its documents in a seeded order"
+    if LLMC in formats and config.llmc_interleave_seed is not None:
+        text += ", and the llm.c files interleave blocks of every part in a seeded order, so a trainer reading them in order meets every part from the start"
+    elif LLMC in formats:
+        text += "; the llm.c files hold the parts in part order"
+    return text + "."
 
 
 def _id_text(value) -> str:

@@ -25,7 +25,8 @@ documents were left out (both importers drop them, as seed 002 does).
 ``documents_by_source`` (present only with ``--source-column``):
 ``{split: {source: documents}}``, adding up to each split's rows; each
 source a source name (:func:`hf_tokbin.formats.rules.is_source_name`), at
-most ``MAX_SOURCES`` per split. It also says that the shards hold a
+most ``MAX_SOURCES`` in all (both splits together: ``stats.json`` lists them
+together). It also says that the shards hold a
 ``source`` column, which a build counts by (receipts' and ``stats.json``'s
 ``sources``).
 ``split_rule`` ``sha256-per-mille-N``: the SHA-256 rule with N in 1000 in validation.
@@ -133,9 +134,10 @@ class CorpusManifest:
         require(
             isinstance(by_source, dict)
             and all(split in SPLITS and isinstance(counts, dict) and len(counts) <= MAX_SOURCES and all(is_source_name(k) and is_count(v) for k, v in counts.items()) for split, counts in by_source.items())
-            and all(sum(counts.values()) == self.rows(split) for split, counts in by_source.items()),
+            and all(sum(counts.values()) == self.rows(split) for split, counts in by_source.items())
+            and len(set().union(*by_source.values())) <= MAX_SOURCES,  # stats.json counts both splits' sources together
             None,
-            f"documents_by_source must map train/validation to {{source: documents}} (at most {MAX_SOURCES:,} source names: {SOURCE_NAME_RULE}) adding up to the split's rows",
+            f"documents_by_source must map train/validation to {{source: documents}} (at most {MAX_SOURCES:,} source names in all: {SOURCE_NAME_RULE}) adding up to the split's rows",
             by_source,
         )
         paths = [s.path for s in self.shards]

@@ -76,6 +76,12 @@ def first_bad_source(values) -> int | None:
     return pc.index(pc.is_in(values, value_set=pa.array(bad, values.type)), True).as_py()
 
 
+def check_source_field(schema, source_column: str, where) -> None:
+    """A shard's schema must have the column of source names a build counts by (not the text column)."""
+    if source_column not in schema.names or source_column == TEXT_COLUMN:
+        raise FormatError(where, f"missing source column {source_column!r}", got=schema.names[:10], hint="import the corpus with --source-column, or build without it")
+
+
 def check_sources(values, where, column: str, first_row: int = 0) -> None:
     """One batch of a shard's source column (starting at row ``first_row``): strings, no null, each a source name."""
     if not _is_text_type(values.type):
@@ -124,8 +130,7 @@ def iter_shard_batches(source, where, batch_rows: int, source_column: str | None
         check_text_field(file.schema_arrow, where)
         columns = [TEXT_COLUMN]
         if source_column is not None:
-            if source_column not in file.schema_arrow.names or source_column == TEXT_COLUMN:
-                raise FormatError(where, f"missing source column {source_column!r}", got=file.schema_arrow.names[:10], hint="import the corpus with --source-column, or build without it")
+            check_source_field(file.schema_arrow, source_column, where)
             columns.append(source_column)
         row = 0
         try:

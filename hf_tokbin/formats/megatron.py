@@ -388,6 +388,18 @@ class MegatronPair:
         return int(self.tokens.size)
 
 
+def token_range(bin_path: str | os.PathLike, dtype, start: int, count: int) -> np.ndarray:
+    """Ids ``start .. start + count - 1`` of a ``.bin`` (a memory map of that range alone, no index read): a checked pair's span."""
+    dtype = np.dtype(dtype)
+    return _memmap(Path(bin_path), dtype, start * dtype.itemsize, count)
+
+
+def sequence_pointers(idx_path: str | os.PathLike, first: int, count: int) -> np.ndarray:
+    """Pointers (byte offsets in the ``.bin``) of sequences ``first .. first + count - 1`` of an ``.idx``: a memory map of them alone."""
+    header = read_index_header(idx_path)
+    return _memmap(Path(idx_path), "<i8", HEADER_BYTES + 4 * header.sequence_count + 8 * first, count)
+
+
 def _memmap(path: Path, dtype, offset: int, count: int) -> np.ndarray:
     if count == 0:
         return np.zeros(0, dtype=dtype)

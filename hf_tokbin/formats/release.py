@@ -21,8 +21,9 @@ A receipt (``receipts/part-000000.json``)::
      "files": [{"path": "shards/train/part-000000.bin", "size": N, "sha256": "<hex>"}, ...]}
 
 ``sources`` holds the same counts per source name (sorted; at most
-``MAX_SOURCES``), and they add up, count by count, to ``splits``: a receipt
-whose sources do not is refused when it is made and when it is read.
+``MAX_SOURCES``; each under the splits it has documents in), and they add up,
+count by count, to ``splits``: a receipt whose sources do not, or that counts a
+source with no document, is refused when it is made and when it is read.
 
 ``COMPLETE.json``::
 
@@ -151,6 +152,8 @@ def check_sources_add_up(splits: dict[str, SplitCounts], sources, where) -> None
     for name, by_split in sources.items():
         require(is_source_name(name), where, f"a source name must be {SOURCE_NAME_RULE}", name)
         require(isinstance(by_split, dict) and bool(by_split) and all(s in splits and isinstance(c, SplitCounts) for s, c in by_split.items()), where, f"sources.{name} must count documents of the splits present", list(by_split) if isinstance(by_split, dict) else by_split)
+        empty = [s for s, c in by_split.items() if not c.documents]  # a source is counted where it has documents, never as zeros
+        require(not empty, where, f"sources.{name} must count at least one document in each split it names", empty)
     for split, total in splits.items():
         added = summed(by_split[split] for by_split in sources.values() if split in by_split)
         if added != total:

@@ -42,6 +42,7 @@ from ..output import Output
 from .pack import pack_file, plan_llmc_files
 from .plan import BuildPlan
 from .preview import write_previews
+from .sources import check_distinct_sources
 
 
 def finish_build(plan: BuildPlan, receipts: list[Receipt], engine: str = "local", ray_address: str | None = None, progress: bool = True) -> tuple[dict[str, SplitCounts], int]:
@@ -98,7 +99,11 @@ def check_split_totals(plan: BuildPlan, receipts: list[Receipt]) -> dict[str, Sp
 
 
 def check_source_totals(plan: BuildPlan, receipts: list[Receipt]) -> None:
-    """The receipts' documents per source, checked against the corpus manifest's ``documents_by_source`` (counted at import)."""
+    """The receipts' documents per source, checked against the corpus manifest's ``documents_by_source`` (counted at import).
+
+    Each part bounds its own sources; their union (stats.json's) is first seen here, before the llm.c files are packed.
+    """
+    check_distinct_sources(plan.out, len({name for r in receipts for name in r.sources or {}}), "over all parts")
     if not plan.corpus.documents_by_source:
         return
     totals = source_totals(receipts, plan.output.location(RECEIPTS_DIR)) or {}

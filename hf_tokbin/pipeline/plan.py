@@ -49,7 +49,7 @@ from ..formats import llmc, megatron
 from ..formats.build_options import BuildOptions
 from ..formats.corpus_manifest import MANIFEST_NAME as CORPUS_MANIFEST_NAME
 from ..formats.corpus_manifest import SPLIT_RULE_TEXT, CorpusManifest, CorpusSubset
-from ..formats.corpus_shard import SOURCE_COLUMN
+from ..formats.corpus_shard import SOURCE_COLUMN, check_source_field
 from ..formats.release import RUN_CONFIG_NAME, TOKENS_DIR, WORK_DIR, pair_path, part_name, receipt_path
 from ..formats.rules import FOLDER_NAME_RULE, is_folder_name
 from ..formats.run_config import run_config_record
@@ -206,6 +206,8 @@ def plan_build(
     manifest = CorpusManifest.read(corpus_root)
     shards.check(manifest)
     _check_fits_the_hub(manifest, options.formats, out)
+    if options.source_column is not None and not manifest.documents_by_source:
+        _check_source_column(shards, manifest, options.source_column)
     plan = BuildPlan(
         # Absolute: Ray workers run in other folders. Never written to reproducible files.
         corpus_root=os.fspath(corpus_root.resolve()),
@@ -224,6 +226,18 @@ def plan_build(
     if url:
         plan = dataclasses.replace(plan, scratch_key=scratch_key(plan.out, canonical_json(plan.run_config())))
     return plan
+
+
+def _check_source_column(shards, manifest: CorpusManifest, column: str) -> None:
+    """The shards' own source column (``--source-column`` on a corpus that counted none) is in the first shard's
+    footer: a mistyped name stops the build before its output is written (each part checks its own shard)."""
+    import pyarrow.parquet as pq
+
+    first = next((s for s in manifest.shards if s.rows), None)
+    if first is None:
+        return
+    with shards.open_for_sample(first) as handle, pq.ParquetFile(handle) as parquet:
+        check_source_field(parquet.schema_arrow, column, shards.location(first))
 
 
 def _corpus(root: Path, source: str, revision: str | None, shards, limit: int | None, source_column: str | None = None):

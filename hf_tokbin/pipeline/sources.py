@@ -47,8 +47,7 @@ class SourceCounter:
                 self.counts[name] += row
             else:
                 self.counts[name] = row.astype(np.int64)
-        if len(self.counts) > MAX_SOURCES:
-            raise BuildError(self.where, f"a build counts at most {MAX_SOURCES:,} distinct sources", got=f"{len(self.counts):,} in this shard", hint="a source names a part of the corpus (a dataset, a site), not a document")
+        check_distinct_sources(self.where, len(self.counts), "in this shard")
 
     def totals(self) -> dict[str, tuple[int, int, int]]:
         """``{source: (documents, text tokens, text bytes)}``, sorted by name."""
@@ -60,3 +59,9 @@ def _summed(codes: np.ndarray, values: np.ndarray, width: int) -> np.ndarray:
     out = np.zeros(width, dtype=np.int64)
     np.add.at(out, codes, values.astype(np.int64, copy=False))
     return out
+
+
+def check_distinct_sources(where, count: int, scope: str) -> None:
+    """At most ``MAX_SOURCES`` distinct sources (``count`` of them ``scope``: in a shard, or over all parts at the finish)."""
+    if count > MAX_SOURCES:
+        raise BuildError(where, f"a build counts at most {MAX_SOURCES:,} distinct sources", got=f"{count:,} {scope}", hint="a source names a part of the corpus (a dataset, a site), not a document")

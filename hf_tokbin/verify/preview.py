@@ -14,9 +14,10 @@ from ..errors import VerificationError
 from ..formats import llmc
 from ..formats.llmc_order import llmc_order
 from ..formats.preview import COLUMNS, read_preview
-from ..formats.release import FORMATS, PREVIEW_DIR, SPLITS, Receipt
+from ..formats import megatron
+from ..formats.release import FORMATS, PREVIEW_DIR, SPLITS, Receipt, pair_path
 from ..formats.run_config import RunConfig
-from ..readers.views import LlmcSplit, MegatronSplit
+from ..readers.views import LlmcSplit
 
 
 def check_previews(root: Path, config: RunConfig, receipts: list[Receipt], listed: set[str]) -> None:
@@ -38,7 +39,7 @@ def _check_preview(path: Path, root: Path, config: RunConfig, split: str, receip
     if rows["format"] != expected_formats or count == 0:
         raise VerificationError(path, "preview rows must be the same first documents for each format of the release, in order", expected=", ".join(formats), got=sorted(set(rows["format"])))
     in_order = _documents_in_order(receipts, split, count, config.llmc_interleave_seed)
-    parts = [part for part, _ in in_order]
+    parts = [part for part, _, _ in in_order]
     for i in range(len(rows["format"])):
         _check_row(path, rows, i, i % count, parts)
     for name in ("part", "source", "text"):
@@ -46,16 +47,16 @@ def _check_preview(path: Path, root: Path, config: RunConfig, split: str, receip
             raise VerificationError(path, f"preview column {name} must be the same for a document in every format")
     for k, format in enumerate(formats):
         ids = rows["input_ids"][k * count : (k + 1) * count]
-        _check_ids(path, root, config, split, format, [np.asarray(v, dtype=np.int64) for v in ids], [k for _, k in in_order])
+        _check_ids(path, root, config, split, format, [np.asarray(v, dtype=np.int64) for v in ids], in_order)
 
 
-def _documents_in_order(receipts: list[Receipt], split: str, count: int, seed: int | None) -> list[tuple[str, int]]:
-    """The split's first ``count`` documents in the llm.c order (formats/llmc_order.py): each one's part and index in the Megatron split."""
+def _documents_in_order(receipts: list[Receipt], split: str, count: int, seed: int | None) -> list[tuple[str, int, int]]:
+    """The split's first ``count`` documents in the llm.c order (formats/llmc_order.py): each one's part, index in the Megatron split and in its part."""
     parts = [r for r in receipts if split in r.splits and r.splits[split].documents]
     documents = [r.splits[split].documents for r in parts]
     before = np.concatenate(([0], np.cumsum(documents, dtype=np.int64))).tolist()
     runs = llmc_order(seed, split, documents).first_documents(count)
-    return [(parts[p].part, before[p] + first + j) for p, first, n in runs for j in range(n)]
+    return [(parts[p].part, before[p] + first + j, first + j) for p, first, n in runs for j in range(n)]
 
 
 def _check_row(path: Path, rows: dict, i: int, document: int, parts: list[str]) -> None:
@@ -70,13 +71,17 @@ def _check_row(path: Path, rows: dict, i: int, document: int, parts: list[str]) 
         raise VerificationError(path, f"{where}: tokens must be the number of input_ids", expected=len(rows["input_ids"][i]), got=rows["tokens"][i])
 
 
-def _check_ids(path: Path, root: Path, config: RunConfig, split: str, format: str, ids: list[np.ndarray], megatron_index: list[int]) -> None:
+def _check_ids(path: Path, root: Path, config: RunConfig, split: str, format: str, ids: list[np.ndarray], in_order: list[tuple[str, int, int]]) -> None:
     """Megatron: each row is that document's sequence. llm.c: the rows, one after the other, are the split's first ids, each a document."""
     if format == "megatron":
-        documents = MegatronSplit.open(root, split)
-        for k, row in enumerate(ids):
-            if not np.array_equal(row, np.asarray(documents[megatron_index[k]], dtype=np.int64)):
-                raise VerificationError(path, f"megatron document {megatron_index[k]} (row {k}): input_ids must be the Megatron sequence", got=f"{row[:8].tolist()}...")
+        by_part: dict[str, list[int]] = {}
+        for k, (part, _, _) in enumerate(in_order):
+            by_part.setdefault(part, []).append(k)
+        for part, rows in sorted(by_part.items()):  # one pair open at a time: a release has a pair per input shard
+            pair = megatron.MegatronPair(root / pair_path(split, part, "bin"))
+            for k in rows:
+                if not np.array_equal(ids[k], np.asarray(pair[in_order[k][2]], dtype=np.int64)):
+                    raise VerificationError(path, f"megatron document {in_order[k][1]} (row {k}): input_ids must be the Megatron sequence", got=f"{ids[k][:8].tolist()}...")
         return
     stream = LlmcSplit.open(root, split, check_ids=False)
     joined = np.concatenate(ids)

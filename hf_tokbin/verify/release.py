@@ -483,9 +483,8 @@ def _check_llmc_is_megatron(root: Path, config: RunConfig, manifest: llmc.Tokens
     for split in SPLITS:
         entries = [f for f in manifest.files if f.split == LLMC_SPLIT[split]]
         parts = [r for r in receipts if split in r.splits and r.splits[split].documents]
-        pairs = [megatron.MegatronPair(root / pair_path(split, r.part, "bin")) for r in parts]
         blocks = llmc_order(config.llmc_interleave_seed, split, [r.splits[split].documents for r in parts])
-        spans = _megatron_spans(pairs, blocks)
+        spans = _megatron_spans([root / pair_path(split, r.part, "bin") for r in parts], blocks)
         order = "part order" if config.llmc_interleave_seed is None else "run_config.json's seeded block order (formats/llmc_order.py)"
         _check_same_ids(directory, entries, spans, config, order)
         _check_documents_per_file(directory, entries, spans)
@@ -494,22 +493,38 @@ def _check_llmc_is_megatron(root: Path, config: RunConfig, manifest: llmc.Tokens
 class _Span(NamedTuple):
     """One block of the llm.c order in a Megatron pair: documents ``first`` on, ``count`` of them, tokens ``start`` on, ``length`` of them."""
 
-    pair: megatron.MegatronPair
+    bin_path: Path
+    dtype: np.dtype
     first: int
     count: int
     start: int
     length: int
 
 
-def _megatron_spans(pairs: list[megatron.MegatronPair], blocks: Blocks) -> list[_Span]:
-    """The token spans of ``blocks`` in the pairs, in stream order (a document's start is its pointer; the pair's end ends the last)."""
-    spans = []
-    for p, first, count in zip(blocks.part.tolist(), blocks.first.tolist(), blocks.count.tolist()):
-        pair = pairs[p]
-        start = int(pair.pointers[first]) // pair.dtype.itemsize
-        end = int(pair.pointers[first + count]) // pair.dtype.itemsize if first + count < len(pair) else pair.n_tokens
-        spans.append(_Span(pair, first, count, start, end - start))
+def _megatron_spans(paths: list[Path], blocks: Blocks) -> list[_Span]:
+    """The token spans of ``blocks`` in the pairs ``paths``, in stream order (a document's start is its pointer; the pair's end ends the last).
+
+    Each pair is opened once, for all of its blocks, and let go before the next: a release has a pair per input
+    shard, and each open pair holds file descriptors (so never all at once).
+    """
+    spans: list = [None] * len(blocks)
+    for p, ks in _grouped(blocks.part.tolist()):
+        pair = megatron.MegatronPair(paths[p])
+        width = pair.dtype.itemsize
+        for k in ks:
+            first, count = int(blocks.first[k]), int(blocks.count[k])
+            start = int(pair.pointers[first]) // width
+            end = int(pair.pointers[first + count]) // width if first + count < len(pair) else pair.n_tokens
+            spans[k] = _Span(pair.bin_path, pair.dtype, first, count, start, end - start)
     return spans
+
+
+def _grouped(keys: list) -> Iterator[tuple[object, list[int]]]:
+    """``(key, positions)`` of each distinct key, in sorted key order, its positions in ``keys`` in order."""
+    groups: dict = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
+    return iter(sorted(groups.items()))
 
 
 def _check_documents_per_file(directory: Path, entries: list[llmc.LlmcFileEntry], spans: list[_Span]) -> None:
@@ -519,18 +534,20 @@ def _check_documents_per_file(directory: Path, entries: list[llmc.LlmcFileEntry]
     against ``[bos] + doc + [eod]``, or the same ids), so file k, spanning positions [b_k, b_k+1),
     holds the documents whose Megatron start lies in that span. ``rank(x)``,
     the number of documents starting before x, is the documents of the spans before x's
-    plus a binary search in its span's pointers: no index is loaded whole.
+    plus a binary search in its span's pointers (each pair opened once): no index is loaded whole.
     """
     bounds = np.concatenate(([0], np.cumsum([e.n_tokens for e in entries], dtype=np.int64)))
     points = np.concatenate((bounds, bounds[:-1] + 1))  # b_k starts a document iff rank(b_k + 1) - rank(b_k) == 1
     span_starts = np.concatenate(([0], np.cumsum([s.length for s in spans], dtype=np.int64)))
     documents_before = np.concatenate(([0], np.cumsum([s.count for s in spans], dtype=np.int64)))
-    rank = np.zeros(points.size, dtype=np.int64)
-    for i, (x, k) in enumerate(zip(points.tolist(), (np.searchsorted(span_starts, points, side="right") - 1).tolist())):
-        rank[i] = documents_before[k]
-        if k < len(spans):
-            pair, first, count, start, _ = spans[k]
-            rank[i] += np.searchsorted(pair.pointers[first : first + count], (x - span_starts[k] + start) * pair.dtype.itemsize)
+    in_span = (np.searchsorted(span_starts, points, side="right") - 1).tolist()
+    rank = documents_before[in_span].astype(np.int64)
+    inside = [i for i, k in enumerate(in_span) if k < len(spans)]
+    for path, members in _grouped([spans[in_span[i]].bin_path for i in inside]):
+        pair = megatron.MegatronPair(path)
+        for i in (inside[m] for m in members):
+            _, dtype, first, count, start, _ = spans[in_span[i]]
+            rank[i] += np.searchsorted(pair.pointers[first : first + count], (int(points[i]) - span_starts[in_span[i]] + start) * dtype.itemsize)
     n = len(entries)
     documents = np.diff(rank[: n + 1])
     starts = rank[n + 1 :] - rank[:n]
@@ -560,17 +577,22 @@ def _check_same_ids(directory: Path, entries: list[llmc.LlmcFileEntry], spans: l
 
 
 def _megatron_chunks(spans: list[_Span], eod: int | None, sep: int | None) -> Iterator[tuple[object, int, np.ndarray]]:
-    """The spans' ids in :func:`_chunks`' slices, every document's last id (its EOD) replaced by ``sep`` when that differs."""
+    """The spans' ids in :func:`_chunks`' slices, every document's last id (its EOD) replaced by ``sep`` when that differs.
+
+    Each span's ids (and, to find its documents' ends, its pointers) are mapped as it is compared and let go after:
+    never every pair of a split at once.
+    """
     for s in spans:
-        pair = s.pair
-        item = pair.dtype.itemsize
-        for name, start, ids in _chunks([(pair.bin_path, s.start, pair.tokens[s.start : s.start + s.length])]):
-            if sep is None or sep == eod:
-                yield name, start, ids
-                continue
-            # Document ends in [start, start + size): the position before each next document's start, and the pair's last id.
-            following = pair.pointers[np.searchsorted(pair.pointers, (start + 1) * item) : np.searchsorted(pair.pointers, (start + ids.size + 1) * item)]
-            ends = np.append(np.asarray(following) // item - 1, [pair.n_tokens - 1] if start + ids.size == pair.n_tokens else [])
+        tokens = megatron.token_range(s.bin_path, s.dtype, s.start, s.length)
+        if sep is None or sep == eod:
+            yield from _chunks([(s.bin_path, s.start, tokens)])
+            continue
+        item, end = s.dtype.itemsize, s.start + s.length
+        pointers = megatron.sequence_pointers(megatron.idx_path_for(s.bin_path), s.first, s.count)  # the span's documents' starts
+        for name, start, ids in _chunks([(s.bin_path, s.start, tokens)]):
+            # Document ends in [start, start + size): the position before each next document's start, and the span's last id.
+            following = pointers[np.searchsorted(pointers, (start + 1) * item) : np.searchsorted(pointers, (start + ids.size + 1) * item)]
+            ends = np.append(np.asarray(following) // item - 1, [end - 1] if start + ids.size == end else [])
             ids = np.array(ids)
             ids[ends.astype(np.int64) - start] = sep
             yield name, start, ids

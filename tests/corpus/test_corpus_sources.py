@@ -58,8 +58,28 @@ def test_an_in_memory_dataset_keeps_its_source_column_and_datasets_loads_the_cor
 def test_more_distinct_sources_than_the_bound_is_one_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(corpus_write, "MAX_SOURCES", 2)
     path = write_jsonl(tmp_path / "rows.jsonl", [{"text": f"t{i}", "src": f"s{i}"} for i in range(3)])
-    with pytest.raises(CorpusInputError, match="at most 2 distinct sources per split"):
+    with pytest.raises(CorpusInputError, match="at most 2 distinct sources"):
         corpus_write.import_corpus([path], tmp_path / "out", source_column="src")
+
+
+def test_the_bound_is_on_the_distinct_sources_of_all_splits_together(tmp_path, monkeypatch):
+    # stats.json counts every source of both splits: 2 in train and 2 others in validation are 4, past a bound of 3,
+    # and a corpus that no build could finish is refused at import, not after a build encoded all of it.
+    monkeypatch.setattr(corpus_write, "MAX_SOURCES", 3)
+    rows = [{"text": f"t{i}", "src": f"s{i % 4}", "split": "train" if i % 4 < 2 else "validation"} for i in range(8)]
+    path = write_jsonl(tmp_path / "rows.jsonl", rows)
+    with pytest.raises(CorpusInputError, match="at most 3 distinct sources"):
+        corpus_write.import_corpus([path], tmp_path / "out", source_column="src")
+
+
+def test_a_manifest_counting_more_distinct_sources_than_the_bound_over_its_splits_is_refused(tmp_path, monkeypatch):
+    from hf_tokbin.formats import corpus_manifest
+
+    rows = [{"text": f"t{i}", "src": f"s{i % 4}", "split": "train" if i % 4 < 2 else "validation"} for i in range(8)]
+    corpus_write.import_corpus([write_jsonl(tmp_path / "rows.jsonl", rows)], tmp_path / "corpus", source_column="src")
+    monkeypatch.setattr(corpus_manifest, "MAX_SOURCES", 3)
+    with pytest.raises(FormatError, match="documents_by_source must map"):
+        CorpusManifest.read(tmp_path / "corpus")
 
 
 def test_a_manifest_counting_a_source_that_is_no_source_name_is_refused(tmp_path):

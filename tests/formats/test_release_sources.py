@@ -42,6 +42,8 @@ def test_a_receipt_with_sources_round_trips_and_one_without_has_no_sources_key(t
         (by_source(web=(3, 20, 3, 25), books=(2, 30, 2, 34)), "train text_bytes must add up"),
         (by_source(web=(5, 50, 5, 60), **{"a|b": (0, 0, 0, 0)}), "a source name must be"),
         (by_source(split="validation", web=(5, 50, 5, 60)), "must count documents of the splits present"),
+        # Adds up, but names a source the part holds no document of: the build never writes one, the card would show it.
+        (by_source(web=(5, 50, 5, 60), ghost=(0, 0, 0, 0)), "sources.ghost must count at least one document"),
     ],
 )
 def test_a_receipt_whose_sources_do_not_add_up_is_refused_when_made_and_when_read(tmp_path, sources, rule):

@@ -35,6 +35,13 @@ def test_a_source_name_is_a_short_printable_name_that_cannot_break_a_record_or_t
     assert is_source_name(value) is ok
 
 
+def test_a_source_name_is_in_nfc_so_two_names_never_look_the_same_in_the_card():
+    # "café" typed (NFC, é = U+00E9) and from a macOS file name (NFD, e + U+0301) would be two rows that read alike.
+    composed, decomposed = "caf\u00e9", "cafe\u0301"
+    assert is_source_name(composed)
+    assert not is_source_name(decomposed)
+
+
 @pytest.mark.parametrize("value, name", [("train", "train"), ("validation", "validation"), ("val", "validation"), ("test", None), ("Train", None), (None, None)])
 def test_val_is_validation_and_nothing_else_is_a_split(value, name):
     assert split_name(value) == name

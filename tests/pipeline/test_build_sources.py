@@ -158,3 +158,30 @@ def test_a_part_that_counts_a_document_under_the_wrong_source_fails_the_build(tm
     monkeypatch.setattr(SourceCounter, "totals", one_moved)
     with pytest.raises(BuildError, match="documents out per source must equal the corpus manifest's documents_by_source"):
         build(plan_build(corpus, resolve_tokenizer("byte", doc_sep=0), tmp_path / "release"), progress=False)
+
+
+def test_more_distinct_sources_over_all_parts_than_the_bound_stop_the_build_before_the_llmc_files_are_packed(tmp_path, monkeypatch):
+    # Each shard holds 2 sources (within the bound of 3), the parts 4 together: the receipts hold them all, and so
+    # would stats.json. A plain Hub repo's column (here a kept column, not imported as the source column) is
+    # counted only by the parts, so the finish is the first place to see them all; it stops before packing.
+    from hf_tokbin.formats.build_options import BuildOptions
+
+    rows = [{"text": f"document {i} " * 3, "src": f"s{i // 5}"} for i in range(20)]
+    corpus, out = tmp_path / "corpus", tmp_path / "release"
+    assert main(["corpus", "import", str(write_jsonl(tmp_path / "rows.jsonl", rows)), "--out", str(corpus), "--keep-columns", "src", "--shard-rows", "10", "--all-train"]) == 0
+    monkeypatch.setattr(sources_module, "MAX_SOURCES", 3)
+    plan = plan_build(corpus, resolve_tokenizer("byte", doc_sep=0), out, BuildOptions(source_column="src"))
+    with pytest.raises(BuildError, match="at most 3 distinct sources") as info:
+        build(plan, progress=False)
+    assert "4" in str(info.value) and "a source names a part of the corpus" in str(info.value)
+    assert not list(out.rglob("train-*.bin")), "no llm.c file is packed for a build that cannot finish"
+
+
+def test_a_source_column_the_shards_lack_is_refused_before_the_output_is_touched(tmp_path, capsys):
+    # A typo in --source-column: refused at the plan, so the re-run without the typo finds no other build at --out.
+    corpus, out = tmp_path / "corpus", tmp_path / "release"
+    assert main(["corpus", "import", str(write_jsonl(tmp_path / "rows.jsonl", ROWS)), "--out", str(corpus), "--keep-columns", "src"]) == 0
+    assert main(["build", "--corpus", str(corpus), "--source-column", "scr", "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet"]) != 0
+    assert "missing source column 'scr'" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(["build", "--corpus", str(corpus), "--source-column", "src", "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet"]) == 0
