@@ -124,7 +124,7 @@ def build_release(
     options = BuildOptions.of(options, **option_fields)  # every option checked before any work
     if not isinstance(tokenizer, TokenizerInfo):
         tokenizer = resolve_tokenizer(os.fspath(tokenizer), tokenizer_id, doc_sep=doc_sep, bos=bos)
-    import_options = dict(text_column=text_column, split=split, split_map=split_map, val_per_mille=val_per_mille, shard_rows=shard_rows, shard_bytes=shard_bytes)
+    import_options = dict(text_column=text_column, split=split, split_map=split_map, val_per_mille=val_per_mille, shard_rows=shard_rows, shard_bytes=shard_bytes, source_column=options.source_column)
     with corpus_for_build(source, out, progress=progress, name=name, hub_choice=(revision, config, splits), import_options=import_options, check_ids=check_ids) as (found, origin, given):
         plan = plan_build(found.root, tokenizer, out, options, corpus_source=found.source, corpus_revision=found.revision, shards=found.shards, given_ids=given)
         summary = build(plan, engine=engine, progress=progress)
@@ -214,11 +214,12 @@ def _is_corpus_or_repo(source) -> bool:
     return not Path(text).exists() and is_repo_id(text) and "://" not in text and not any(c in text for c in "*?[")
 
 
-def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, text_column="text", split: str = "auto", split_map=None, val_per_mille: int = 1, shard_rows=None, shard_bytes=None, progress: bool = False, license: str = "unknown", language=(), _given_ids_to=None):
+def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, text_column="text", split: str = "auto", split_map=None, val_per_mille: int = 1, shard_rows=None, shard_bytes=None, progress: bool = False, license: str = "unknown", language=(), source_column: str | None = None, _given_ids_to=None):
     """Write an in-memory ``datasets`` dataset as a corpus folder, with ``corpus import``'s rules and checks.
 
     A ``DatasetDict``'s split names are each row's split (unless the rows
-    have a split column), mapped as by ``split_map``. The manifest lists no
+    have a split column), mapped as by ``split_map``. ``source_column`` is
+    copied as a ``source`` column (as ``corpus import --source-column``). The manifest lists no
     sources: an in-memory dataset has no input files. ``_given_ids_to``
     (``build_release``'s): a folder where each kept row's ``input_ids`` are
     written, in corpus order (:class:`hf_tokbin.pipeline.given_ids.GivenIdsWriter`).
@@ -244,6 +245,7 @@ def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, 
             split=split,
             split_map=dict(split_map or {}),
             val_per_mille=val_per_mille,
+            source_column=source_column,
         )
 
         given = GivenIdsWriter(Path(_given_ids_to), list(members)) if _given_ids_to is not None else None

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from pathlib import Path
 
 from hub_server import HubServer, _Handler, _Reply
 
@@ -140,18 +139,3 @@ class _HostileHandler(_Handler):
             pass
         finally:
             self.server_hub.sent[body.path] = self.server_hub.sent.get(body.path, 0) + sent
-
-
-def build_release(root: Path, name: str = "toy", tokenizer_id: str | None = None) -> Path:
-    """A small real release (llm.c + Megatron, 3 parts: two train, one validation) that ``hf-tokbin verify`` accepts."""
-    from release_fixtures import stories, write_corpus
-
-    from hf_tokbin.cli import main
-
-    root = Path(root)
-    corpus = write_corpus(root / "corpus", [("train", stories(30, 1)), ("train", stories(30, 2)), ("validation", stories(10, 3))], name=name)
-    out = root / "release"
-    ids = ["--tokenizer-id", tokenizer_id] if tokenizer_id else []
-    if main(["build", "--corpus", str(corpus), "--tokenizer", "byte", *ids, "--doc-sep-id", "0", "--out", str(out), "--num-proc", "1", "--quiet"]) != 0:
-        raise RuntimeError("fixture build failed")
-    return out

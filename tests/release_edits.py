@@ -43,7 +43,12 @@ def reseal(root: Path) -> None:
     for receipt_path in sorted((root / "receipts").glob("*.json")):
         receipt = Receipt.read(receipt_path)
         files = tuple(FileEntry(f.path, (root / f.path).stat().st_size, sha256_file(root / f.path)) for f in receipt.files)
-        Receipt(receipt.part, receipt.input_shard, receipt.splits, files).write(root)
+        Receipt(receipt.part, receipt.input_shard, receipt.splits, files, receipt.sources).write(root)
+    reseal_complete(root)
+
+
+def reseal_complete(root: Path) -> None:
+    """Rewrite COMPLETE.json alone (the receipts as they are, even ones no Receipt would read)."""
     entries = [FileEntry(p.relative_to(root).as_posix(), p.stat().st_size, sha256_file(p)) for p in sorted(root.rglob("*")) if p.is_file() and p.name != "COMPLETE.json"]
     Complete(tuple(sorted(entries, key=lambda e: e.path))).write(root)
 

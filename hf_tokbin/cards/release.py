@@ -153,7 +153,7 @@ def _sections(release: _Release) -> dict[str, str]:
         hf_tokbin=f"hf_tokbin {version}" if version else "hf_tokbin",
         corpus_phrase=f"`{config.dataset}`" if config else "a text corpus",
         trainers=_trainers(formats),
-        files_section=_files_section(root, release.receipts, release.manifests, formats, llmc_layout),
+        files_section=_files_section(root, release.receipts, release.manifests, formats, llmc_layout) + _order_note(config, formats),
         counts_section=counts + _llmc_counts(release.manifests, formats),
         lengths_section=length_section(root, release.receipts) if MEGATRON in formats else NOT_RECORDED,
         tokenizer_section=_tokenizer_section(_dict(config.tokenizer) if config else {}, config),
@@ -210,7 +210,7 @@ def _formats(config: RunConfig | None, receipts: list[Receipt], manifests: list[
 def _manifest_separator(config: RunConfig | None, manifests: list[tuple[str, llmc.TokensManifest]]):
     """The llm.c separator id: run_config.json's; without it, the first manifest's ``doc_sep_id``."""
     if config is not None:
-        return config.doc_sep_id
+        return config.llmc_sep_id
     return next((m.doc_sep_id for _, m in manifests), None)
 
 
@@ -329,6 +329,18 @@ def _files_section(root: Path, receipts: list[Receipt], manifests: list[tuple[st
     return _table(["files", "what", "count", "bytes"], rows) + note
 
 
+def _order_note(config: RunConfig | None, formats: list[str]) -> str:
+    """How a shuffled release orders its documents (pipeline/shuffle.py); nothing in corpus order, whose cards keep their bytes."""
+    if config is None or config.shuffle_seed is None:
+        return ""
+    text = f"\n\nDocuments are shuffled with seed {config.shuffle_seed}: each part (one input shard) holds its documents in a seeded order"
+    if LLMC in formats and config.llmc_interleave_seed is not None:
+        text += ", and the llm.c files interleave blocks of every part in a seeded order, so a trainer reading them in order meets every part from the start"
+    elif LLMC in formats:
+        text += "; the llm.c files hold the parts in part order"
+    return text + "."
+
+
 def _id_text(value) -> str:
     return f" (id {value})" if _count(value) is not None else ""
 
@@ -418,7 +430,10 @@ def _tokenizer_section(tokenizer: dict, config: RunConfig | None) -> str:
     is_byte = tokenizer.get("source") == BYTE_SOURCE
     lines = _tokenizer_lines(tokenizer, is_byte)
     if config is not None and "doc_sep_id" not in tokenizer:
-        for label, token in (("document separator (EOD)", config.doc_sep), ("BOS, before every document", config.bos)):
+        labelled = [("document separator (EOD)", config.doc_sep), ("BOS, before every document", config.bos)]
+        # llm.c's own separator (--llmc-layout llama3: <|begin_of_text|>) only where it is another token.
+        labelled += [("llm.c separator (in the llm.c files instead of the EOD)", config.llmc_doc_sep)] if config.llmc_doc_sep is not None else []
+        for label, token in labelled:
             lines.append(f"- {label}: " + (f"`{token.id}`{f' `{token.token}`' if token.token is not None else ''}, from {token.source}" if token is not None else "none"))
     bos = config.bos if config is not None else None
     lines += ["", _encoding_note(is_byte, config)]

@@ -31,6 +31,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--corpus-config", default=None, help="config of a plain Hub dataset repo (default: its default config)")
     parser.add_argument("--corpus-split", action="append", default=None, metavar="SPLIT", help="split of a plain Hub dataset repo to build (repeatable; default: train and validation)")
     parser.add_argument("--limit", type=int, default=None, metavar="N", help="build only the first N documents in corpus order (train first, then validation)")
+    parser.add_argument("--source-column", default=None, metavar="COL", help="the input's column of source names: documents and tokens counted per source and split in the receipts and stats.json")
     parser.add_argument("--dry-run", action="store_true", help="print the plan (shards, documents, estimated tokens and bytes, encoder, paths) and write nothing")
     parser.add_argument("--tokenizer", required=True, help="byte, a tokenizer.json, a folder holding one, or a Hub repo NS/NAME")
     parser.add_argument("--tokenizer-revision", default=None, help="pinned revision of a Hub tokenizer")
@@ -45,7 +46,9 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument("--doc-sep-id", dest="doc_sep", default=None, metavar="ID", help=argparse.SUPPRESS)  # the older name of --doc-sep
     parser.add_argument("--bos", default=None, metavar="TOKEN_OR_ID", help="a token put before every document, in both formats (default none)")
-    parser.add_argument("--llmc-sep", dest="llmc_separator", choices=SEPARATOR_POSITIONS, default="before", help="llm.c: the separator before each document (seed 000, default) or after it (seed 002)")
+    parser.add_argument("--llmc-sep", dest="llmc_separator", choices=SEPARATOR_POSITIONS, default=None,
+        help="llm.c: the separator before each document (seed 000, the default) or after it (seed 002); "
+        "without it, --llmc-layout llama3 writes llm.c's own Llama 3 layout, <|begin_of_text|> before each document")
     parser.add_argument(
         "--parse-special-tokens",
         dest="parse_special",
@@ -60,7 +63,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--llmc-layout", choices=LLMC_LAYOUTS, default=None, help="llm.c header: gpt2 (magic 20240520, seed 000, default) or llama3 (upstream's magic 20240801, version 7, uint32)")
     parser.add_argument("--llmc-variant", choices=tuple(LLMC_VARIANTS), default=None, help=argparse.SUPPRESS)  # deprecated: seed000 = gpt2
     parser.add_argument("--fast", choices=FAST_MODES, default="auto", help="use gigatoken for the documents it is proven to encode exactly as tokenizers (per code point, see docs/speed.md; default auto)")
-    parser.add_argument("--shuffle-seed", type=int, default=None, help="write each part's documents in a seeded order (default: corpus order)")
+    parser.add_argument("--shuffle-seed", type=int, default=None, help="write each part's documents in a seeded order and interleave blocks of every part in the llm.c files (default: corpus order)")
     parser.add_argument("--engine", choices=("local", "ray"), default="local")
     parser.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start one locally)")
     parser.add_argument(
@@ -112,7 +115,7 @@ def _run(args) -> int:
         bos=token_or_id(args.bos),
     )
     hub_choice = (args.corpus_revision, args.corpus_config, args.corpus_split)
-    with corpus_for_build(args.corpus, args.out, progress=show_progress(args.quiet), hub_choice=hub_choice, check_ids=args.check_ids, plan_only=args.dry_run) as (corpus, _, given):
+    with corpus_for_build(args.corpus, args.out, progress=show_progress(args.quiet), hub_choice=hub_choice, import_options={"source_column": options.source_column}, check_ids=args.check_ids, plan_only=args.dry_run) as (corpus, _, given):
         plan = plan_build(corpus.root, tokenizer, args.out, options, corpus_source=corpus.source, corpus_revision=corpus.revision, shards=corpus.shards, given_ids=given)
         return _report_and_build(args, plan)
 

@@ -46,7 +46,7 @@ def add_arguments(parser) -> None:
     imports.add_argument("--val-per-mille", type=_positive_int, default=1, help="--split-rule sha256: documents in 1000 that go to validation (default 1, seed 004)")
     imports.add_argument("--limit", type=_positive_int, help="keep only the first N documents, in input order")
     imports.add_argument("--keep-columns", default="", metavar="A,B", help="comma-separated columns copied into the shards beside text and split")
-    imports.add_argument("--source-column", metavar="COL", help="a string column copied as 'source'; documents counted per source and split in the manifest")
+    imports.add_argument("--source-column", metavar="COL", help="a column of source names copied as 'source'; documents counted per source and split in the manifest, and by the build in stats.json")
     _add_card_arguments(imports, "unknown", "")
     _add_output_arguments(imports)
     imports.set_defaults(run=run_import)
@@ -133,7 +133,6 @@ def run_import(args) -> int:
 
 
 def _print_summary(manifest, out, seconds: float, unit: str) -> None:
-    read_mb = sum(s.size for s in manifest.sources) / 1e6
     for split in SPLITS:
         shards = [s for s in manifest.shards if s.split == split]
         written = sum(s.size for s in shards)
@@ -142,5 +141,14 @@ def _print_summary(manifest, out, seconds: float, unit: str) -> None:
     print(f"empty documents dropped: {manifest.empty_documents_dropped:,}", file=sys.stderr)
     if manifest.empty_validation_warning():
         print(manifest.empty_validation_warning(), file=sys.stderr)
-    rate = read_mb / seconds if seconds > 0 else float("inf")
-    print(f"read {read_mb:,.1f} MB in {seconds:,.1f} s ({rate:,.1f} MB/s) -> {out}", file=sys.stderr)
+    print(f"{read_summary(sum(s.size for s in manifest.sources), seconds)} -> {out}", file=sys.stderr)
+
+
+def read_summary(size: int, seconds: float) -> str:
+    """``read 2,000 bytes in 0.5 s (4.00kB/s)``: the rate with tqdm's units (3 significant digits, k/M/G), so a tiny
+    input never reads "0.0 MB/s"; no rate when no time was measured."""
+    from tqdm import tqdm  # here: the CLI's start-up imports no tqdm
+
+    took = f"{seconds:,.1f} s" if seconds >= 0.1 else f"{seconds * 1000:,.0f} ms"
+    rate = f" ({tqdm.format_sizeof(size / seconds, 'B', 1000)}/s)" if seconds > 0 else ""
+    return f"read {megabytes(size)} in {took}{rate}"

@@ -78,7 +78,7 @@ from ..formats.corpus_manifest import (
     sha256_rule_name,
 )
 from ..formats.records import FileEntry
-from ..formats.rules import FOLDER_NAME_RULE, is_folder_name
+from ..formats.rules import FOLDER_NAME_RULE, MAX_SOURCES, is_folder_name
 from .inputs import InputFile, fetched_copy, list_inputs
 from .private_apis import stream_builder_tables
 from .tinystories_text import story_tables, string_array
@@ -514,6 +514,9 @@ class _CorpusShards:
             counts = self.by_source.setdefault(split, {})
             for item in pc.value_counts(rows.column("source")).to_pylist():
                 counts[item["values"]] = counts.get(item["values"], 0) + item["counts"]
+            # The manifest, every receipt and stats.json hold one entry per source; stats.json's are both splits' together.
+            if len(counts) > MAX_SOURCES or len(set().union(*self.by_source.values())) > MAX_SOURCES:
+                raise CorpusInputError(None, f"--source-column: at most {MAX_SOURCES:,} distinct sources (both splits together)", got=f"more than {MAX_SOURCES:,}", hint="a source names a part of the corpus (a dataset, a site), not a document")
         self._splits[split].write(rows)
 
     def _without_empty(self, rows: pa.Table) -> pa.Table:

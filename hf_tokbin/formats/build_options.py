@@ -17,10 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Literal, get_args
 
-from ..errors import BuildError
+from ..errors import BuildError, shown
 from . import llmc, megatron
+from .llmc_order import INTERLEAVED_SCOPE
 from .records import checked_field, is_count
 from .release import FORMATS
+from .rules import SOURCE_NAME_RULE, is_source_name
 
 Format = Literal["llmc", "megatron"]
 LlmcLayout = Literal["gpt2", "llama3"]
@@ -32,7 +34,6 @@ LLMC_LAYOUTS: tuple[str, ...] = llmc.FAMILIES  # the Literals above name the sam
 SEPARATOR_POSITIONS: tuple[str, ...] = llmc.SEPARATOR_POSITIONS
 FAST_MODES: tuple[str, ...] = get_args(FastMode)
 SPECIAL_TOKEN_POLICIES: tuple[str, ...] = get_args(SpecialTokenPolicy)
-SHUFFLE_SCOPE = "documents within each part"  # build --shuffle-seed (hf_tokbin.pipeline.shuffle)
 MAX_SEED = 2**63 - 1  # numpy's SeedSequence takes any non-negative int; 64 bits keep run_config.json portable
 DEFAULT_BATCH_SIZE = 10_000  # documents per encoded batch: larger batches amortize per-call costs (scripts/bench_build.py)
 # The keys of run_config.json that to_record writes (the rest are the plan's: corpus, tokenizer, boundary tokens).
@@ -49,12 +50,18 @@ class BuildOptions:
         batch_size: documents per encoded batch. No byte depends on it.
         max_tokens_per_file: llm.c's roll-over limit, 1..2**31-1 tokens per file.
         llmc_layout: llm.c header: ``gpt2`` (magic 20240520, seed 000) or ``llama3`` (upstream's 20240801, uint32).
-        llmc_separator: llm.c: the separator ``before`` each document (seed 000) or ``after`` it (seed 002).
+        llmc_separator: llm.c: the separator ``before`` each document (seed 000) or ``after`` it (seed 002);
+            None: the layout's own (the plan's choice: ``before``, and with ``llama3`` llm.c's own Llama 3
+            data's ``<|begin_of_text|>`` as the separator, unless ``--doc-sep`` or ``--bos`` was given).
         parse_special: special-token text inside documents becomes the token (default: ordinary text).
         fast: ``auto`` uses the fast encoder where it is proven exact, ``never`` never, ``require`` or fail.
-        shuffle_seed: write each part's documents in a seeded order, 0..2**63-1 (None: corpus order).
+        shuffle_seed: write each part's documents in a seeded order, and interleave the parts' blocks in the llm.c
+            files, 0..2**63-1 (None: corpus order; hf_tokbin.pipeline.shuffle).
         limit: build only the first N documents in corpus order, train first (None: all). Not in
             ``run_config.json``: the corpus pinned there is the limited one.
+        source_column: the input's column of source names, counted per source and split in the receipts and
+            ``stats.json`` (input files: copied as the corpus's ``source`` column; a plain Hub repo: read as it is).
+            A corpus folder made with ``--source-column`` is counted by source without it.
     """
 
     formats: tuple[Format, ...] = FORMATS
@@ -62,11 +69,12 @@ class BuildOptions:
     batch_size: int = DEFAULT_BATCH_SIZE
     max_tokens_per_file: int = llmc.DEFAULT_MAX_TOKENS
     llmc_layout: LlmcLayout = "gpt2"
-    llmc_separator: SeparatorPosition = "before"
+    llmc_separator: SeparatorPosition | None = None
     parse_special: bool = False
     fast: FastMode = "auto"
     shuffle_seed: int | None = None
     limit: int | None = None
+    source_column: str | None = None
 
     def __post_init__(self) -> None:
         formats = (self.formats,) if isinstance(self.formats, str) else tuple(self.formats)
@@ -77,11 +85,12 @@ class BuildOptions:
         limit = llmc.MAX_TOKENS_PER_FILE
         _check(_is_positive(self.max_tokens_per_file) and self.max_tokens_per_file <= limit, "--max-tokens-per-file out of range", self.max_tokens_per_file, f"1..{limit}")
         _check(self.llmc_layout in LLMC_LAYOUTS, "llm.c layout must be gpt2 or llama3", self.llmc_layout)
-        _check(self.llmc_separator in SEPARATOR_POSITIONS, "--llmc-sep must be before or after", self.llmc_separator)
+        _check(self.llmc_separator is None or self.llmc_separator in SEPARATOR_POSITIONS, "--llmc-sep must be before or after", self.llmc_separator)
         _check(isinstance(self.parse_special, bool), "parse_special must be true or false", self.parse_special)
         _check(self.fast in FAST_MODES, "fast-path mode must be auto, never or require", self.fast)
         _check(self.shuffle_seed is None or _is_seed(self.shuffle_seed), "--shuffle-seed must be an integer in 0..2**63-1", self.shuffle_seed)
         _check(self.limit is None or _is_positive(self.limit), "--limit must be a positive number of documents", self.limit)
+        _check(self.source_column is None or is_source_name(self.source_column), f"--source-column must name a column: {SOURCE_NAME_RULE}", shown(self.source_column))
 
     @classmethod
     def of(cls, options: BuildOptions | None = None, **fields_given) -> BuildOptions:
@@ -99,8 +108,8 @@ class BuildOptions:
     def to_record(self, vocab_size: int, has_separator: bool) -> dict:
         """The options' keys of ``run_config.json`` (:data:`RECORD_KEYS`, in that order); none depends on num_proc or batch size."""
         # "shuffle" only when a seed is given, so a build in corpus order writes the same bytes as without the option.
-        shuffle = {"shuffle": {"seed": self.shuffle_seed, "scope": SHUFFLE_SCOPE}} if self.shuffle_seed is not None else {}
-        llmc_record = {"layout": self.llmc_layout, "separator": self.llmc_separator if has_separator else None, "max_tokens_per_file": self.max_tokens_per_file}
+        shuffle = {"shuffle": {"seed": self.shuffle_seed, "scope": INTERLEAVED_SCOPE}} if self.shuffle_seed is not None else {}
+        llmc_record = {"layout": self.llmc_layout, "separator": (self.llmc_separator or "before") if has_separator else None, "max_tokens_per_file": self.max_tokens_per_file}
         return {
             "special_tokens": self.special_tokens,
             **shuffle,

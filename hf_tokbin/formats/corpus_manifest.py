@@ -23,7 +23,12 @@ input shards of a build: shard i becomes ``part-{i:06d}`` of the release.
 ``empty_documents_dropped`` (present only when not 0): how many empty input
 documents were left out (both importers drop them, as seed 002 does).
 ``documents_by_source`` (present only with ``--source-column``):
-``{split: {source: documents}}``, adding up to each split's rows.
+``{split: {source: documents}}``, adding up to each split's rows; each
+source a source name (:func:`hf_tokbin.formats.rules.is_source_name`), at
+most ``MAX_SOURCES`` in all (both splits together: ``stats.json`` lists them
+together). It also says that the shards hold a
+``source`` column, which a build counts by (receipts' and ``stats.json``'s
+``sources``).
 ``split_rule`` ``sha256-per-mille-N``: the SHA-256 rule with N in 1000 in validation.
 
 ``license`` (a Hub license id, ``unknown`` when not given) and ``language``
@@ -41,8 +46,8 @@ from pathlib import Path
 
 from .._io import canonical_json, read_json, write_text_atomic
 from ..errors import FormatError
-from .records import FileEntry, check_keys, is_count, is_sha256, require
-from .rules import FOLDER_NAME_RULE, is_folder_name
+from .records import FileEntry, check_keys, is_count, is_sha256, naming, require
+from .rules import FOLDER_NAME_RULE, MAX_SOURCES, SOURCE_NAME_RULE, is_folder_name, is_source_name
 
 MANIFEST_NAME = "_MANIFEST.json"
 FORMAT = "hf_tokbin.corpus/1"
@@ -128,10 +133,11 @@ class CorpusManifest:
         by_source = self.documents_by_source
         require(
             isinstance(by_source, dict)
-            and all(split in SPLITS and isinstance(counts, dict) and all(isinstance(k, str) and is_count(v) for k, v in counts.items()) for split, counts in by_source.items())
-            and all(sum(counts.values()) == self.rows(split) for split, counts in by_source.items()),
+            and all(split in SPLITS and isinstance(counts, dict) and len(counts) <= MAX_SOURCES and all(is_source_name(k) and is_count(v) for k, v in counts.items()) for split, counts in by_source.items())
+            and all(sum(counts.values()) == self.rows(split) for split, counts in by_source.items())
+            and len(set().union(*by_source.values())) <= MAX_SOURCES,  # stats.json counts both splits' sources together
             None,
-            "documents_by_source must map train/validation to {source: documents} adding up to the split's rows",
+            f"documents_by_source must map train/validation to {{source: documents}} (at most {MAX_SOURCES:,} source names in all: {SOURCE_NAME_RULE}) adding up to the split's rows",
             by_source,
         )
         paths = [s.path for s in self.shards]
@@ -187,17 +193,14 @@ class CorpusManifest:
         if obj["format"] != FORMAT:
             raise FormatError(path, "unknown corpus manifest format", expected=FORMAT, got=obj["format"])
         try:
-            sources = tuple(FileEntry.from_dict(s, path, f"sources[{i}]") for i, s in enumerate(obj["sources"]))
-            shards = []
-            for i, s in enumerate(obj["shards"]):
-                check_keys(s, ["path", "split", "rows", "size", "sha256"], path, f"shards[{i}]")
-                shards.append(CorpusShard(**s))
-            language = tuple(obj["language"]) if isinstance(obj["language"], list) else obj["language"]
-            return cls(obj["name"], obj["split_rule"], sources, tuple(shards), obj["license"], language, obj.get("empty_documents_dropped", 0), obj.get("documents_by_source", {}))
-        except FormatError as e:
-            if e.path is not None:
-                raise
-            raise FormatError(path, e.rule, got=e.got) from None
+            with naming(path):
+                sources = tuple(FileEntry.from_dict(s, path, f"sources[{i}]") for i, s in enumerate(obj["sources"]))
+                shards = []
+                for i, s in enumerate(obj["shards"]):
+                    check_keys(s, ["path", "split", "rows", "size", "sha256"], path, f"shards[{i}]")
+                    shards.append(CorpusShard(**s))
+                language = tuple(obj["language"]) if isinstance(obj["language"], list) else obj["language"]
+                return cls(obj["name"], obj["split_rule"], sources, tuple(shards), obj["license"], language, obj.get("empty_documents_dropped", 0), obj.get("documents_by_source", {}))
         except TypeError as e:
             raise FormatError(path, "sources and shards must be lists of objects", got=str(e)) from None
 

@@ -7,13 +7,22 @@ every value valid UTF-8. Parquet readers take string bytes as they are, so
 the UTF-8 is checked here, batch by batch, by the build
 (:func:`hf_tokbin.pipeline.encode.text_batches`), ``tokenizer train`` and
 ``verify CORPUS``.
+
+A shard may also hold a source column (``source`` in a corpus folder made
+with ``corpus import --source-column``; the column ``build --source-column``
+names in a plain Hub repo): strings, no null, each a source name
+(:func:`hf_tokbin.formats.rules.is_source_name`), since every name becomes a
+key of receipts and ``stats.json`` and a cell of the card. The build reads it
+with the texts (:func:`iter_shard_batches`).
 """
 
 from __future__ import annotations
 
-from ..errors import FormatError
+from ..errors import FormatError, shown
+from .rules import SOURCE_NAME_RULE, is_source_name
 
 TEXT_COLUMN = "text"
+SOURCE_COLUMN = "source"  # the source column of a corpus folder (corpus import --source-column COL copies COL here)
 
 
 def _is_text_type(kind) -> bool:
@@ -49,6 +58,40 @@ def check_texts(texts, where, first_row: int = 0) -> None:
         raise FormatError(where, f"row {first_row + index}: column {TEXT_COLUMN!r} is not valid UTF-8", expected="UTF-8 text", got=repr(sample)) from None
 
 
+def first_bad_source(values) -> int | None:
+    """The row (0-based) of the first value of a string array that is null or not a source name, else None.
+
+    Checked once per distinct value (a column repeats few names), so the cost is the column's, not the names'.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if values.null_count:
+        return pc.index(pc.is_null(values), True).as_py()
+    bad = [name for name in pc.unique(values).to_pylist() if not is_source_name(name)]
+    if not bad:
+        return None
+    return pc.index(pc.is_in(values, value_set=pa.array(bad, values.type)), True).as_py()
+
+
+def check_source_field(schema, source_column: str, where) -> None:
+    """A shard's schema must have the column of source names a build counts by (not the text column)."""
+    if source_column not in schema.names or source_column == TEXT_COLUMN:
+        raise FormatError(where, f"missing source column {source_column!r}", got=schema.names[:10], hint="import the corpus with --source-column, or build without it")
+
+
+def check_sources(values, where, column: str, first_row: int = 0) -> None:
+    """One batch of a shard's source column (starting at row ``first_row``): strings, no null, each a source name."""
+    if not _is_text_type(values.type):
+        raise FormatError(where, f"column {column!r} must hold strings (source names)", expected="string", got=str(values.type))
+    row = first_bad_source(values)
+    if row is not None:
+        value = values[row].as_py()
+        raise FormatError(where, f"row {first_row + row}: column {column!r} must hold a source name", expected=SOURCE_NAME_RULE, got="null" if value is None else shown(value))
+
+
 def _first_invalid_utf8(texts) -> tuple[int, bytes]:
     """Index and first bytes of the first value that is not UTF-8 (called only once validation failed)."""
     import pyarrow as pa
@@ -68,6 +111,15 @@ def iter_shard_texts(source, where, batch_rows: int, **parquet_options):
     ``source``: a path or an open binary file; ``where`` names it in errors;
     ``parquet_options`` go to ``pyarrow.parquet.ParquetFile`` (buffering).
     """
+    for row, texts, _ in iter_shard_batches(source, where, batch_rows, **parquet_options):
+        yield row, texts
+
+
+def iter_shard_batches(source, where, batch_rows: int, source_column: str | None = None, **parquet_options):
+    """(first row, checked texts, checked sources or None) of the shard, ``batch_rows`` rows at a time, in order.
+
+    ``source_column``: the column of source names to read beside ``text`` (None: none).
+    """
     import pyarrow.parquet as pq
 
     try:
@@ -76,12 +128,19 @@ def iter_shard_texts(source, where, batch_rows: int, **parquet_options):
         raise FormatError(where, "corpus shard is not readable Parquet with a text column", got=str(e).splitlines()[0][:200] if str(e) else type(e).__name__) from e
     with file:
         check_text_field(file.schema_arrow, where)
+        columns = [TEXT_COLUMN]
+        if source_column is not None:
+            check_source_field(file.schema_arrow, source_column, where)
+            columns.append(source_column)
         row = 0
         try:
-            for batch in file.iter_batches(batch_size=batch_rows, columns=[TEXT_COLUMN], use_threads=False):
+            for batch in file.iter_batches(batch_size=batch_rows, columns=columns, use_threads=False):
                 texts = batch.column(0)
                 check_texts(texts, where, row)
-                yield row, texts
+                sources = batch.column(1) if source_column is not None else None
+                if sources is not None:
+                    check_sources(sources, where, source_column, row)
+                yield row, texts, sources
                 row += len(texts)
         except (OSError, ValueError) as e:  # a damaged page or column chunk
             raise FormatError(where, "corpus shard is not readable Parquet with a text column", got=str(e).splitlines()[0][:200] if str(e) else type(e).__name__) from e

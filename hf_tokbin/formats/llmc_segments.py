@@ -10,12 +10,15 @@ layout (separator and BOS in place, the layout's dtype; see
 so document ``i`` is ``tokens[ends[i-1]:ends[i]]`` (``ends[-1]`` read as 0), the
 segment holds ``size(.ends) / 8`` documents and ``size(.tokens) / w`` ids.
 
-A split's llm.c files are the concatenation of its segments (in corpus
-order) cut into files the way one sequential writer cuts them
+A split's llm.c stream is its segments' documents in the split's order
+(:mod:`hf_tokbin.formats.llmc_order`: whole segments in part order, or with a
+shuffle seed their blocks interleaved), as a sequence of document ranges
+(:class:`DocumentRange`: a whole segment, or one block of it), cut into files
+the way one sequential writer cuts them
 (:class:`hf_tokbin.formats.llmc.LlmcWriter`): a new file begins before a
 document that would take the current one past ``max_tokens``. :func:`plan_files`
-finds the cuts from each segment's counts, reading ``.ends`` (a few ranged
-reads, by bisection) only where a file's end falls inside a segment, and
+finds the cuts from each range's counts, reading ``.ends`` (a few ranged
+reads, by bisection) only where a file's end falls inside a range, and
 describes every file as a list of byte ranges of the segments;
 :func:`write_packed_file` writes one file from those ranges. So no process
 needs to read every token, and each file can be written by a different one.
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +38,7 @@ from .._io import BackgroundSha256, commit_file, naming_the_file, tmp_path_for, 
 from ..errors import FormatError
 from .ids import with_boundaries
 from .llmc import HEADER_BYTES, Layout, document_boundaries, encode_header, file_name
+from .llmc_order import Blocks, block_starts
 
 ENDS_DTYPE = np.dtype("<i8")
 TOKENS_SUFFIX, ENDS_SUFFIX = "tokens", "ends"
@@ -121,11 +125,17 @@ class SegmentWriter:
 
 
 @dataclass(frozen=True)
-class Segment:
-    """What the cuts need to know of one segment: its name (for the reader) and its counts."""
+class DocumentRange:
+    """Documents ``first_document .. first_document + n_documents - 1`` of segment ``segment``: its ids ``first_token`` on, ``n_tokens`` of them.
 
-    name: str
+    A whole segment is one range from 0; with a shuffle seed, each block of a segment is one
+    (:mod:`hf_tokbin.formats.llmc_order`).
+    """
+
+    segment: str
+    first_document: int
     n_documents: int
+    first_token: int
     n_tokens: int
 
 
@@ -151,41 +161,72 @@ class FilePlan:
 ReadEnds = Callable[[str, int, int], np.ndarray]  # (segment, first document, count) -> those documents' ends
 
 
-def plan_files(split: str, segments: Sequence[Segment], max_tokens: int, read_ends: ReadEnds) -> list[FilePlan]:
-    """The token files of ``split``: the segments' documents in order, a new file before a document that would pass ``max_tokens``.
+def plan_files(split: str, ranges: Iterable[DocumentRange], max_tokens: int, read_ends: ReadEnds) -> list[FilePlan]:
+    """The token files of ``split``: the ranges' documents in order, a new file before a document that would pass ``max_tokens``.
 
     Every document must fit one file (the parts check it). ``read_ends`` is
-    called only for a segment in which a file ends, a few times per cut.
+    called only for a range in which a file ends, a few times per cut.
     """
     files: list[FilePlan] = []
-    ranges: list[TokenRange] = []
+    ranges_of_file: list[TokenRange] = []
     fill = docs = 0
 
     def close_file() -> None:
-        nonlocal ranges, fill, docs
-        files.append(FilePlan(file_name(split, len(files)), fill, docs, tuple(ranges)))
-        ranges, fill, docs = [], 0, 0
+        nonlocal ranges_of_file, fill, docs
+        files.append(FilePlan(file_name(split, len(files)), fill, docs, tuple(ranges_of_file)))
+        ranges_of_file, fill, docs = [], 0, 0
 
-    for segment in segments:
-        first, start = 0, 0  # the next document of this segment, and where it starts in the segment's stream
-        while first < segment.n_documents:
-            if segment.n_tokens - start <= max_tokens - fill:  # the rest of the segment fits the current file
-                ranges.append(TokenRange(segment.name, start, segment.n_tokens - start))
-                fill, docs, first, start = fill + segment.n_tokens - start, docs + segment.n_documents - first, segment.n_documents, segment.n_tokens
+    for r in ranges:
+        # the next document of this range, and where it starts in the segment's stream
+        first, start = r.first_document, r.first_token
+        stop, end_of_range = r.first_document + r.n_documents, r.first_token + r.n_tokens
+        while first < stop:
+            if end_of_range - start <= max_tokens - fill:  # the rest of the range fits the current file
+                ranges_of_file.append(TokenRange(r.segment, start, end_of_range - start))
+                fill, docs, first, start = fill + end_of_range - start, docs + stop - first, stop, end_of_range
                 continue
-            fit = count_fitting(lambda i, n: read_ends(segment.name, i, n), first, segment.n_documents, start + max_tokens - fill)
+            fit = count_fitting(lambda i, n: read_ends(r.segment, i, n), first, stop, start + max_tokens - fill)
             if fit == 0:
                 if not docs:
-                    raise FormatError(segment.name, f"document {first} is longer than one llm.c file may hold", expected=f"<= {max_tokens} tokens")
+                    raise FormatError(r.segment, f"document {first} is longer than one llm.c file may hold", expected=f"<= {max_tokens} tokens")
                 close_file()
                 continue
-            end = int(read_ends(segment.name, first + fit - 1, 1)[0])
-            ranges.append(TokenRange(segment.name, start, end - start))
+            end = int(read_ends(r.segment, first + fit - 1, 1)[0])
+            ranges_of_file.append(TokenRange(r.segment, start, end - start))
             fill, docs, first, start = fill + end - start, docs + fit, first + fit, end
             close_file()
     if docs:
         close_file()
     return files
+
+
+def ranges_in_order(blocks: Blocks, segments: Sequence[str], block_ends: Sequence[Sequence[int]]) -> Iterator[DocumentRange]:
+    """The document ranges of a split's stream, block after block (``blocks``: :func:`hf_tokbin.formats.llmc_order.llmc_order`).
+
+    ``segments[p]`` names part p's segment, ``block_ends[p][j]`` is where its block j ends in the segment's stream
+    (the last is the segment's token count): the parts recorded them, so no ``.ends`` is read here.
+    """
+    for p, j, first, count in zip(blocks.part.tolist(), blocks.block.tolist(), blocks.first.tolist(), blocks.count.tolist()):
+        start = int(block_ends[p][j - 1]) if j else 0
+        yield DocumentRange(segments[p], first, count, start, int(block_ends[p][j]) - start)
+
+
+def check_block_ends(where, block_ends: Sequence[int] | None, n_documents: int, n_tokens: int) -> list[int]:
+    """A part's recorded block ends (:func:`block_token_ends`): one per block, never decreasing, the last at the segment's end."""
+    blocks = block_starts(n_documents).size - 1
+    ends = list(block_ends) if block_ends is not None else []
+    if block_ends is None or len(ends) != blocks or any(a > b for a, b in zip(ends, ends[1:])) or (blocks and ends[-1] != n_tokens):
+        raise FormatError(where, "a shuffled part's record must give where each of its blocks ends", expected=f"{blocks} non-decreasing ends, the last {n_tokens}", got=None if block_ends is None else f"{len(ends)} ends")
+    return ends
+
+
+def block_token_ends(ends_path: str | os.PathLike, n_documents: int, interleaved: bool) -> list[int]:
+    """Where each block of a finished segment ends in its stream (read from its ``.ends`` at the blocks' last documents)."""
+    last = block_starts(n_documents, interleaved)[1:] - 1
+    if not last.size:
+        return []
+    ends = np.memmap(ends_path, dtype=ENDS_DTYPE, mode="r", shape=(n_documents,))
+    return [int(x) for x in ends[last]]
 
 
 def count_fitting(read: Callable[[int, int], np.ndarray], first: int, n: int, limit: int) -> int:

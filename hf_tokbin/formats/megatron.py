@@ -276,13 +276,6 @@ def read_sequence_lengths(idx_path: str | os.PathLike, count: int | None = None)
     return np.fromfile(idx_path, dtype="<i4", count=n, offset=HEADER_BYTES).astype(np.int64)
 
 
-def read_pointers(idx_path: str | os.PathLike) -> tuple[np.ndarray, int]:
-    """The byte pointers of an ``.idx`` (a memory map of the index alone: the ``.bin`` is never opened) and the id width."""
-    header = read_index_header(idx_path)
-    s = header.sequence_count
-    return _memmap(Path(idx_path), "<i8", HEADER_BYTES + 4 * s, s), header.dtype.itemsize
-
-
 class MegatronPair:
     """A validated, zero-copy view of one ``.bin``/``.idx`` pair.
 
@@ -393,6 +386,18 @@ class MegatronPair:
     @property
     def n_tokens(self) -> int:
         return int(self.tokens.size)
+
+
+def token_range(bin_path: str | os.PathLike, dtype, start: int, count: int) -> np.ndarray:
+    """Ids ``start .. start + count - 1`` of a ``.bin`` (a memory map of that range alone, no index read): a checked pair's span."""
+    dtype = np.dtype(dtype)
+    return _memmap(Path(bin_path), dtype, start * dtype.itemsize, count)
+
+
+def sequence_pointers(idx_path: str | os.PathLike, first: int, count: int) -> np.ndarray:
+    """Pointers (byte offsets in the ``.bin``) of sequences ``first .. first + count - 1`` of an ``.idx``: a memory map of them alone."""
+    header = read_index_header(idx_path)
+    return _memmap(Path(idx_path), "<i8", HEADER_BYTES + 4 * header.sequence_count + 8 * first, count)
 
 
 def _memmap(path: Path, dtype, offset: int, count: int) -> np.ndarray:

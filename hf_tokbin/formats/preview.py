@@ -5,10 +5,13 @@
     DIR/preview/train.parquet, DIR/preview/validation.parquet   (a split with no document has none)
 
 One row per document and format, the formats in their canonical order, then
-documents in split order (0, 1, ...)::
+documents in split order (0, 1, ...): the order of the split's llm.c stream
+(:mod:`hf_tokbin.formats.llmc_order`: the parts in part order, so for Megatron
+the first sequences of the first pairs; with ``--shuffle-seed`` the parts'
+blocks interleaved, so a Megatron row is that document's sequence in its part's pair)::
 
     format     string   "llmc" or "megatron"
-    document   int64    the document's index in the split
+    document   int64    the document's index in the split, in that order
     part       string   the part holding it ("part-000000")
     source     string   its source (the corpus's source column, else the dataset's name)
     text       string   its text, as the corpus holds it

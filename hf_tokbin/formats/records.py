@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
@@ -22,6 +23,17 @@ def require(condition: bool, path, rule: str, got=None) -> None:
     """Raise a :class:`FormatError` naming ``path`` and ``rule`` unless ``condition``."""
     if not condition:
         raise FormatError(path, rule, got=got)
+
+
+@contextmanager
+def naming(path, where: str = ""):
+    """A record's own check, raised on construction without a path, re-raised naming the file it was read from (and ``where``)."""
+    try:
+        yield
+    except FormatError as e:
+        if e.path is not None:
+            raise
+        raise FormatError(path, where + e.rule, expected=e.expected, got=e.got) from None
 
 
 def is_sha256(value) -> bool:

@@ -17,7 +17,13 @@ A receipt (``receipts/part-000000.json``)::
     {"part": "part-000000",
      "input_shard": {"path": "data/train-00000.parquet", "size": N, "sha256": "<hex>"},
      "splits": {"train": {"documents": N, "text_tokens": N, "eod_tokens": N, "text_bytes": N}},
+     "sources": {"web": {"train": {"documents": N, ...}}, ...},   only when the corpus has a source column
      "files": [{"path": "shards/train/part-000000.bin", "size": N, "sha256": "<hex>"}, ...]}
+
+``sources`` holds the same counts per source name (sorted; at most
+``MAX_SOURCES``; each under the splits it has documents in), and they add up,
+count by count, to ``splits``: a receipt whose sources do not, or that counts a
+source with no document, is refused when it is made and when it is read.
 
 ``COMPLETE.json``::
 
@@ -38,8 +44,8 @@ from pathlib import Path
 
 from .._io import canonical_json, read_json, write_text_atomic
 from ..errors import FormatError, VerificationError
-from .records import FileEntry, check_keys, is_count, require
-from .rules import is_folder_name
+from .records import FileEntry, check_keys, is_count, naming, require
+from .rules import FOLDER_NAME_RULE, MAX_SOURCES, SOURCE_NAME_RULE, is_folder_name, is_source_name
 
 FORMAT = "hf_tokbin.release/1"
 COMPLETE_NAME = "COMPLETE.json"
@@ -101,24 +107,32 @@ class SplitCounts:
         return {**self.to_dict(), "total_tokens": self.total_tokens}
 
 
-def counts_table(counts: dict[str, SplitCounts]) -> list[str]:
-    """The lines of a split table, as the build's summary and ``hf-tokbin info`` both show it.
+def counts_table(counts: dict[str, SplitCounts], label: str = "split") -> list[str]:
+    """The lines of a table of counts by split, as the build's summary and ``hf-tokbin info`` both show it.
 
     ``text tokens`` are the documents' own ids; ``EOD`` and ``BOS`` the
     Megatron boundary tokens counted in ``stats.json`` (``total`` is their sum).
+    Each row is labelled by its key (``info`` labels rows "source  split", heading them ``label``).
     """
     bos = any(c.bos_tokens for c in counts.values())
-    head = f"{'split':<11}{'documents':>12}{'text tokens':>15}{'EOD':>12}" + (f"{'BOS':>12}" if bos else "") + f"{'total tokens':>15}{'bytes/token':>13}"
+    width = max([11, len(label) + 1, *(len(key) + 1 for key in counts)])
+    head = f"{label:<{width}}{'documents':>12}{'text tokens':>15}{'EOD':>12}" + (f"{'BOS':>12}" if bos else "") + f"{'total tokens':>15}{'bytes/token':>13}"
     lines = [head]
-    for split, c in counts.items():
+    for key, c in counts.items():
         per_token = c.text_bytes / c.text_tokens if c.text_tokens else 0.0
-        lines.append(f"{split:<11}{c.documents:>12,}{c.text_tokens:>15,}{c.eod_tokens:>12,}" + (f"{c.bos_tokens:>12,}" if bos else "") + f"{c.total_tokens:>15,}{per_token:>13.3f}")
+        lines.append(f"{key:<{width}}{c.documents:>12,}{c.text_tokens:>15,}{c.eod_tokens:>12,}" + (f"{c.bos_tokens:>12,}" if bos else "") + f"{c.total_tokens:>15,}{per_token:>13.3f}")
     return lines
 
 
 def megabytes(size: int) -> str:
     """A size for people: ``12,345 bytes`` below a megabyte (never ``0.0 MB``), else ``12.3 MB``."""
     return f"{size:,} bytes" if size < 1_000_000 else f"{size / 1e6:,.1f} MB"
+
+
+def summed(counts: Iterable[SplitCounts]) -> SplitCounts:
+    """Every :class:`SplitCounts` field summed."""
+    counts = list(counts)
+    return SplitCounts(**{f.name: sum(getattr(c, f.name) for c in counts) for f in fields(SplitCounts)})
 
 
 def split_totals(receipts: Iterable[Receipt]) -> dict[str, SplitCounts]:
@@ -128,40 +142,90 @@ def split_totals(receipts: Iterable[Receipt]) -> dict[str, SplitCounts]:
     for split in SPLITS:
         parts = [r.splits[split] for r in receipts if split in r.splits]
         if parts:
-            totals[split] = SplitCounts(**{f.name: sum(getattr(c, f.name) for c in parts) for f in fields(SplitCounts)})
+            totals[split] = summed(parts)
     return totals
 
 
-def stats_record(dataset: str, tokenizer_id: str, receipts: Sequence[Receipt]) -> dict:
-    """``stats.json``: the receipts' exact counts per split, per source (the corpus) and per part.
+def check_sources_add_up(splits: dict[str, SplitCounts], sources, where) -> None:
+    """Counts per source (``{SOURCE: {SPLIT: SplitCounts}}``) must name valid sources and add up to ``splits``, count by count (nothing lost)."""
+    require(isinstance(sources, dict) and len(sources) <= MAX_SOURCES, where, f"sources must map at most {MAX_SOURCES:,} source names to counts by split", type(sources).__name__ if not isinstance(sources, dict) else f"{len(sources):,} sources")
+    for name, by_split in sources.items():
+        require(is_source_name(name), where, f"a source name must be {SOURCE_NAME_RULE}", name)
+        require(isinstance(by_split, dict) and bool(by_split) and all(s in splits and isinstance(c, SplitCounts) for s, c in by_split.items()), where, f"sources.{name} must count documents of the splits present", list(by_split) if isinstance(by_split, dict) else by_split)
+        empty = [s for s, c in by_split.items() if not c.documents]  # a source is counted where it has documents, never as zeros
+        require(not empty, where, f"sources.{name} must count at least one document in each split it names", empty)
+    for split, total in splits.items():
+        added = summed(by_split[split] for by_split in sources.values() if split in by_split)
+        if added != total:
+            field = next(f.name for f in fields(SplitCounts) if getattr(added, f.name) != getattr(total, f.name))
+            raise FormatError(where, f"the sources' {split} {field} must add up to the split's (nothing lost)", expected=getattr(total, field), got=getattr(added, field))
+
+
+def source_totals(receipts: Sequence[Receipt], where=None) -> dict[str, dict[str, SplitCounts]] | None:
+    """The receipts' counts per source, summed: ``{SOURCE: {SPLIT: SplitCounts}}`` sorted by name; None if no receipt counts sources.
+
+    Every receipt must count its sources once one does, and the sums must add up to :func:`split_totals`.
+    """
+    if all(r.sources is None for r in receipts):
+        return None
+    missing = [r.part for r in receipts if r.sources is None]
+    require(not missing, where, "every receipt counts its documents by source, or none does", f"no sources in {', '.join(missing[:3])}")
+    gathered: dict[str, dict[str, list[SplitCounts]]] = {}  # one pass over the receipts: O(their entries), not sources x parts
+    for r in receipts:
+        for name, by_split in r.sources.items():
+            for split, counts in by_split.items():
+                gathered.setdefault(name, {}).setdefault(split, []).append(counts)
+    totals = {name: {split: summed(gathered[name][split]) for split in SPLITS if split in gathered[name]} for name in sorted(gathered)}
+    check_sources_add_up(split_totals(receipts), totals, where)
+    return totals
+
+
+def stats_record(dataset: str, tokenizer_id: str, receipts: Sequence[Receipt], where=None) -> dict:
+    """``stats.json``: the receipts' exact counts per split, per source and per part.
 
     ::
 
         {"format": "hf_tokbin.stats/1", "dataset": NAME, "tokenizer_id": ID,
          "splits":  {SPLIT: COUNTS, ...},
-         "sources": {NAME: {SPLIT: COUNTS, ...}},
+         "sources": {SOURCE: {SPLIT: COUNTS, ...}},
          "parts":   {"part-NNNNNN": {SPLIT: COUNTS}, ...}}
 
-    where COUNTS is :meth:`SplitCounts.stats_dict`. The build writes it and
-    ``hf-tokbin verify`` recomputes it from the receipts.
+    where COUNTS is :meth:`SplitCounts.stats_dict`. ``sources`` counts each
+    source name of the corpus's source column, summed over the receipts and
+    checked to add up to ``splits`` (:func:`source_totals`; ``where`` names
+    the place in that error); a corpus without one is one source, the
+    dataset. The build writes it and ``hf-tokbin verify`` recomputes it from
+    the receipts.
     """
     splits = {split: c.stats_dict() for split, c in split_totals(receipts).items()}
+    by_source = source_totals(receipts, where)
+    sources = {dataset: splits} if by_source is None else {name: {s: c.stats_dict() for s, c in by_split.items()} for name, by_split in by_source.items()}
     return {
         "format": STATS_FORMAT,
         "dataset": dataset,
         "tokenizer_id": tokenizer_id,
         "splits": splits,
-        "sources": {dataset: splits},
+        "sources": sources,
         "parts": {r.part: {split: c.stats_dict() for split, c in r.splits.items()} for r in receipts},
     }
 
 
 @dataclass(frozen=True)
 class Stats:
-    """What ``stats.json`` (:func:`stats_record`) says: the counts per split and per source, read back as :class:`SplitCounts`."""
+    """What ``stats.json`` (:func:`stats_record`) says: the counts per split and per source, read back as :class:`SplitCounts`.
+
+    ``dataset`` and ``tokenizer_id`` are None in a record that has only counts (hand-made ones; the build writes both).
+    """
 
     splits: dict[str, SplitCounts]
     sources: dict[str, dict[str, SplitCounts]]
+    dataset: str | None = None
+    tokenizer_id: str | None = None
+
+    def __post_init__(self):
+        for name in ("dataset", "tokenizer_id"):  # printed by info and the card: no control characters
+            value = getattr(self, name)
+            require(value is None or is_folder_name(value), None, f"{name} must be {FOLDER_NAME_RULE}", value)
 
     @classmethod
     def read(cls, path: str | os.PathLike) -> Stats:
@@ -169,7 +233,8 @@ class Stats:
         require(isinstance(obj, dict) and isinstance(obj.get("splits"), dict), path, "splits must be an object of counts by split")
         sources = obj.get("sources", {})
         require(isinstance(sources, dict) and all(isinstance(v, dict) for v in sources.values()), path, "sources must be an object of counts by split, per source")
-        return cls(_stats_counts(path, obj["splits"], "splits"), {name: _stats_counts(path, v, f"sources.{name}") for name, v in sources.items()})
+        with naming(path):
+            return cls(_stats_counts(path, obj["splits"], "splits"), {name: _stats_counts(path, v, f"sources.{name}") for name, v in sources.items()}, obj.get("dataset"), obj.get("tokenizer_id"))
 
 
 def _stats_counts(path, obj: dict, where: str) -> dict[str, SplitCounts]:
@@ -178,7 +243,8 @@ def _stats_counts(path, obj: dict, where: str) -> dict[str, SplitCounts]:
     for split, c in obj.items():
         keys = ["documents", "text_tokens", "eod_tokens", "text_bytes", "total_tokens"]
         check_keys(c, keys + ["bos_tokens"] if isinstance(c, dict) and "bos_tokens" in c else keys, path, f"{where}.{split}")
-        counts[split] = SplitCounts(**{k: v for k, v in c.items() if k != "total_tokens"})
+        with naming(path, f"{where}.{split}: "):
+            counts[split] = SplitCounts(**{k: v for k, v in c.items() if k != "total_tokens"})
         require(counts[split].total_tokens == c["total_tokens"], path, f"{where}.{split}.total_tokens must be the sum of the tokens", c["total_tokens"])
     return counts
 
@@ -189,21 +255,20 @@ class Receipt:
     input_shard: FileEntry
     splits: dict[str, SplitCounts]
     files: tuple[FileEntry, ...]
+    sources: dict[str, dict[str, SplitCounts]] | None = None  # per source name and split: a corpus with a source column
 
     def __post_init__(self):
         require(isinstance(self.part, str) and re.fullmatch(r"part-[0-9]{6}", self.part) is not None, None, "part must be part-NNNNNN", self.part)
         require(isinstance(self.splits, dict) and len(self.splits) > 0, None, "splits must name the split of the input shard", self.splits)
         require(all(s in SPLITS for s in self.splits), None, f"splits must be among {SPLITS}", list(self.splits))
+        if self.sources is not None:
+            check_sources_add_up(self.splits, self.sources, None)
 
     def to_json(self) -> str:
-        return canonical_json(
-            {
-                "part": self.part,
-                "input_shard": self.input_shard.to_dict(),
-                "splits": {s: self.splits[s].to_dict() for s in SPLITS if s in self.splits},
-                "files": [f.to_dict() for f in self.files],
-            }
-        )
+        record = {"part": self.part, "input_shard": self.input_shard.to_dict(), "splits": {s: self.splits[s].to_dict() for s in SPLITS if s in self.splits}}
+        if self.sources is not None:  # only with a source column: receipts of other builds keep their bytes
+            record["sources"] = {name: {s: by_split[s].to_dict() for s in SPLITS if s in by_split} for name, by_split in sorted(self.sources.items())}
+        return canonical_json({**record, "files": [f.to_dict() for f in self.files]})
 
     def write(self, root: str | os.PathLike) -> Path:
         path = Path(root) / receipt_path(self.part)
@@ -214,27 +279,33 @@ class Receipt:
     @classmethod
     def read(cls, path: str | os.PathLike) -> Receipt:
         obj = read_json(path, FormatError)
-        check_keys(obj, ["part", "input_shard", "splits", "files"], path, "receipt")
-        for key, kind in (("splits", dict), ("files", list)):  # an empty {} must not pass for an empty list
-            if not isinstance(obj[key], kind):
+        check_keys(obj, ["part", "input_shard", "splits", *(["sources"] if isinstance(obj, dict) and "sources" in obj else []), "files"], path, "receipt")
+        for key, kind in (("splits", dict), ("sources", dict), ("files", list)):  # an empty {} must not pass for an empty list
+            if key in obj and not isinstance(obj[key], kind):
                 raise FormatError(path, f"receipt {key} must be a {'JSON object' if kind is dict else 'list'}", got=type(obj[key]).__name__)
         try:
-            splits = {}
-            for name, counts in obj["splits"].items():
-                keys = ["documents", "text_tokens", "eod_tokens", "text_bytes"]
-                check_keys(counts, keys + ["bos_tokens"] if isinstance(counts, dict) and "bos_tokens" in counts else keys, path, f"splits.{name}")
-                splits[name] = SplitCounts(**counts)
-            files = tuple(FileEntry.from_dict(f, path, f"files[{i}]") for i, f in enumerate(obj["files"]))
-            receipt = cls(obj["part"], FileEntry.from_dict(obj["input_shard"], path, "input_shard"), splits, files)
+            with naming(path):
+                splits = _receipt_counts(obj["splits"], path, "splits")
+                sources = {name: _receipt_counts(by_split, path, f"sources.{name}") for name, by_split in obj["sources"].items()} if "sources" in obj else None
+                files = tuple(FileEntry.from_dict(f, path, f"files[{i}]") for i, f in enumerate(obj["files"]))
+                receipt = cls(obj["part"], FileEntry.from_dict(obj["input_shard"], path, "input_shard"), splits, files, sources)
         except (AttributeError, TypeError) as e:
             raise FormatError(path, "receipt fields have the wrong types", got=str(e)) from None
-        except FormatError as e:
-            if e.path is not None:
-                raise
-            raise FormatError(path, e.rule, got=e.got) from None
         if Path(path).name != f"{receipt.part}.json":
             raise FormatError(path, "receipt file name must match its part", expected=f"{receipt.part}.json", got=Path(path).name)
         return receipt
+
+
+def _receipt_counts(obj, path, where: str) -> dict[str, SplitCounts]:
+    """``{SPLIT: COUNTS}`` of a receipt, each COUNTS :meth:`SplitCounts.to_dict`'s keys."""
+    if not isinstance(obj, dict):
+        raise FormatError(path, f"{where} must be a JSON object of counts by split", got=type(obj).__name__)
+    counts = {}
+    for name, c in obj.items():
+        keys = ["documents", "text_tokens", "eod_tokens", "text_bytes"]
+        check_keys(c, keys + ["bos_tokens"] if isinstance(c, dict) and "bos_tokens" in c else keys, path, f"{where}.{name}")
+        counts[name] = SplitCounts(**c)
+    return counts
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ elsewhere.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # A split as given (a split column, a Hub repo's split, a file's name) -> seed 004's name; seed 000's llm.c says "val".
 SPLIT_NAMES = {"train": "train", "validation": "validation", "val": "validation"}
@@ -57,6 +58,28 @@ def fits_uint16(vocab_size: int) -> bool:
 def id_dtype(vocab_size: int) -> str:
     """The narrowest unsigned width (a numpy dtype name) holding every id of ``vocab_size``: uint16, or uint32 above 65,536."""
     return "uint16" if fits_uint16(vocab_size) else "uint32"
+
+
+# A source name (a corpus's source column): it becomes a key of receipts and stats.json and a cell of the card's table.
+MAX_SOURCE_NAME_CHARS = 200
+MAX_SOURCES = 10_000  # distinct sources a build counts: its counters, receipts and stats.json grow with them
+_SOURCE_NAME_EXCLUDED = "`|\\<>"  # they would break the card's code spans, table cells or HTML
+SOURCE_NAME_RULE = f"a printable name of 1 to {MAX_SOURCE_NAME_CHARS} characters in Unicode NFC (é one code point, not e + U+0301), no white space at either end, none of ` | \\ < >"
+
+
+def is_source_name(value) -> bool:
+    """A source name: printable (no newline, NUL, escape or bidi control), 1..200 characters, trimmed, no markup characters.
+
+    In NFC: names counted apart must not read the same (an NFD ``café`` from a file name beside a typed one).
+    """
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= MAX_SOURCE_NAME_CHARS
+        and value.strip() == value
+        and value.isprintable()
+        and not any(c in _SOURCE_NAME_EXCLUDED for c in value)
+        and unicodedata.is_normalized("NFC", value)
+    )
 
 
 COMMIT_ID = re.compile(r"[0-9a-f]{40}")

@@ -7,13 +7,16 @@
      "corpus": {"name", "license", "language": [...], "source": "local" | "NS/NAME",
                 "revision": null | "<commit>", "manifest_sha256": "<hex>",
                 "shards": [{"path", "split", "rows", "size", "sha256"}, ...],
-                "subset": {...}},                only with build --limit: formats.corpus_manifest.CorpusSubset
+                "subset": {...},                 only with build --limit: formats.corpus_manifest.CorpusSubset
+                "source_column": "source"},      only when the build counted by source (receipts' and stats.json's sources)
      "tokenizer": {"tokenizer_id", "sha256", "vocab_size", "source", "revision", "subfolder"},
      "special_tokens": "ordinary" | "parsed",  special-token text inside documents
      "doc_sep": null | BOUNDARY,               the separator (llm.c) and EOD (Megatron): one id
      "bos": null | BOUNDARY,                   put before every document, in both formats
      "split_rule": {"name", "text"},
-     "shuffle": {"seed": S, "scope": "documents within each part"},   only with build --shuffle-seed S
+     "shuffle": {"seed": S, "scope": SCOPE},   only with build --shuffle-seed S; SCOPE (formats/llmc_order.py):
+                "documents within each part, and the parts' blocks interleaved in the llm.c files", or
+                "documents within each part" (releases before: llm.c files in part order)
      "ids": {"from", "checked": "sample:K", "rule"},   only for a dataset's input_ids checked on a sample
      "formats": ["llmc", "megatron"],
      "llmc": null | {"layout": "gpt2" | "llama3", "separator": null | "before" | "after",
@@ -64,9 +67,10 @@ from ..errors import FormatError, VerificationError
 from . import llmc, megatron
 from .build_options import BuildOptions, read_format_records, read_formats
 from .corpus_manifest import CorpusSubset
+from .llmc_order import INTERLEAVED_SCOPE, SHUFFLE_SCOPES
 from .records import FileEntry, checked_field, is_count, is_sha256
 from .release import SPLITS, TOKENS_DIR
-from .rules import FOLDER_NAME_RULE, is_commit_id, is_folder_name, is_repo_id
+from .rules import FOLDER_NAME_RULE, SOURCE_NAME_RULE, is_commit_id, is_folder_name, is_repo_id, is_source_name
 
 RUN_CONFIG_FORMAT = "hf_tokbin.run_config/2"
 RUN_CONFIG_FORMAT_V1 = "hf_tokbin.run_config/1"
@@ -110,9 +114,16 @@ def run_config_record(
     options: BuildOptions,
     versions: dict,
     ids: dict | None = None,
+    llmc_doc_sep: BoundaryToken | None = None,
 ) -> dict:
-    """The ``run_config.json`` object, keys in their fixed order (the options' keys are :meth:`BuildOptions.to_record`'s)."""
-    chosen = options.to_record(tokenizer["vocab_size"], doc_sep is not None)
+    """The ``run_config.json`` object, keys in their fixed order (the options' keys are :meth:`BuildOptions.to_record`'s).
+
+    ``llmc_doc_sep``: llm.c's separator when it is not ``doc_sep`` (``llmc.doc_sep``;
+    absent otherwise, so every other build keeps its bytes).
+    """
+    chosen = options.to_record(tokenizer["vocab_size"], (llmc_doc_sep or doc_sep) is not None)
+    if llmc_doc_sep is not None and chosen["llmc"] is not None:
+        chosen["llmc"]["doc_sep"] = llmc_doc_sep.to_record()
     return {
         "format": RUN_CONFIG_FORMAT,
         "dataset": dataset,
@@ -151,19 +162,26 @@ class RunConfig:
     tokenizer_id: str
     tokenizer_sha256: str
     vocab_size: int
-    doc_sep: BoundaryToken | None  # the llm.c separator and the Megatron EOD
+    doc_sep: BoundaryToken | None  # the Megatron EOD, and the llm.c separator unless llmc_doc_sep
     bos: BoundaryToken | None
     format: str = RUN_CONFIG_FORMAT
+    llmc_doc_sep: BoundaryToken | None = None  # llmc.doc_sep: llm.c's own separator (--llmc-layout llama3's <|begin_of_text|>)
     # What the card shows, as recorded (not checked against the files).
     tokenizer: dict | None = None  # the tokenizer record, as written
     corpus: dict | None = None  # the corpus record but its shards
     corpus_subset: CorpusSubset | None = None  # a --limit build: what its corpus was cut from
     split_rule: dict | None = None
     versions: dict | None = None  # the versions of hf_tokbin and tokenizers that built it
+    shuffle_scope: str | None = None  # with a shuffle seed: formats.llmc_order's scope, as recorded
 
     @property
     def formats(self) -> tuple[str, ...]:
         return self.options.formats
+
+    @property
+    def source_column(self) -> str | None:
+        """The column the build counted by source (receipts' and stats.json's ``sources``); None: not counted."""
+        return (self.corpus or {}).get("source_column")
 
     @property
     def special_tokens(self) -> str:
@@ -176,14 +194,28 @@ class RunConfig:
         return self.options.shuffle_seed
 
     @property
+    def llmc_interleave_seed(self) -> int | None:
+        """The seed of the llm.c files' block order (formats/llmc_order.py); None: parts in part order."""
+        return self.shuffle_seed if self.shuffle_scope == INTERLEAVED_SCOPE else None
+
+    @property
     def llmc_layout(self) -> str | None:
         """"gpt2" or "llama3" with the llmc format, else None."""
         return self.options.llmc_layout if "llmc" in self.formats else None
 
     @property
+    def llmc_sep(self) -> BoundaryToken | None:
+        """The token llm.c's files put at each document: ``llmc.doc_sep``, else ``doc_sep``."""
+        return self.llmc_doc_sep if self.llmc_doc_sep is not None else self.doc_sep
+
+    @property
+    def llmc_sep_id(self) -> int | None:
+        return self.llmc_sep.id if self.llmc_sep is not None else None
+
+    @property
     def llmc_separator(self) -> str | None:
         """"before" or "after" with the llmc format and a separator, else None."""
-        return self.options.llmc_separator if "llmc" in self.formats and self.doc_sep is not None else None
+        return self.options.llmc_separator if "llmc" in self.formats and self.llmc_sep is not None else None
 
     @property
     def max_tokens_per_file(self) -> int | None:
@@ -218,7 +250,7 @@ class RunConfig:
             "tokenizer_id": self.tokenizer_id,
             "tokenizer_sha256": self.tokenizer_sha256,
             "vocab_size": self.vocab_size,
-            "doc_sep_id": self.doc_sep_id,
+            "doc_sep_id": self.llmc_sep_id,
             "dataset": self.dataset,
             "version": self.version,
             "corpus_manifest_sha256": self.corpus_manifest_sha256,
@@ -226,7 +258,7 @@ class RunConfig:
 
     def boundary_tokens(self) -> dict[str, BoundaryToken]:
         """The boundary tokens by role ("separator", "BOS"), for checks that look for them inside documents."""
-        roles = {"separator": self.doc_sep, "BOS": self.bos}
+        roles = {"separator": self.doc_sep, "BOS": self.bos, "llm.c separator": self.llmc_doc_sep}
         return {role: token for role, token in roles.items() if token is not None}
 
     @classmethod
@@ -246,10 +278,11 @@ class RunConfig:
         if "megatron" in formats and doc_sep is None:
             raise VerificationError(path, "doc_sep must be an id: the megatron format ends every document with it", got=None)
         if version_1:  # format 1 had no BOS
-            bos, options = None, _read_version_1_options(path, obj, formats, vocab_size)
+            bos, llmc_doc_sep, options = None, None, _read_version_1_options(path, obj, formats, vocab_size)
         else:
             bos = _read_boundary(path, obj, "bos", is_id, vocab_size)
-            options = BuildOptions.from_record(path, obj, vocab_size, doc_sep is not None)
+            llmc_doc_sep = _read_boundary(path, obj, "llmc.doc_sep", is_id, vocab_size) if isinstance(obj.get("llmc"), dict) and "doc_sep" in obj["llmc"] else None
+            options = BuildOptions.from_record(path, obj, vocab_size, (llmc_doc_sep or doc_sep) is not None)
         _read_origins(path, obj)
         return cls(
             dataset=get("dataset", is_folder_name, FOLDER_NAME_RULE),
@@ -263,12 +296,14 @@ class RunConfig:
             doc_sep=doc_sep,
             bos=bos,
             format=fmt,
+            llmc_doc_sep=llmc_doc_sep,
             # Both objects: their fields above were read.
             tokenizer=dict(obj["tokenizer"]),
             corpus={k: v for k, v in obj["corpus"].items() if k != "shards"},
             corpus_subset=CorpusSubset.from_record(obj["corpus"]["subset"], path) if "subset" in obj["corpus"] else None,
             split_rule=obj.get("split_rule") if isinstance(obj.get("split_rule"), dict) else None,
             versions=obj.get("versions") if isinstance(obj.get("versions"), dict) else None,
+            shuffle_scope=get("shuffle.scope", lambda v: v in SHUFFLE_SCOPES, " or ".join(map(repr, SHUFFLE_SCOPES))) if options.shuffle_seed is not None else None,
         )
 
 
@@ -293,6 +328,8 @@ def _read_origins(path: Path, obj: dict) -> None:
             pinned = source not in local
             rule = "a commit id (40 lowercase hex digits): a pinned revision never names a branch" if pinned else f"null for a {source} {name}"
             checked_field(path, obj, f"{name}.revision", is_commit_id if pinned else (lambda v: v is None), rule)
+    if isinstance(obj.get("corpus"), dict) and "source_column" in obj["corpus"]:
+        checked_field(path, obj, "corpus.source_column", is_source_name, SOURCE_NAME_RULE)
     if isinstance(obj.get("tokenizer"), dict) and "subfolder" in obj["tokenizer"]:
         checked_field(path, obj, "tokenizer.subfolder", lambda v: v is None or (isinstance(v, str) and _SUBFOLDER.fullmatch(v) is not None and ".." not in v.split("/")), "null or a relative folder of plain names")
     if "versions" in obj:
@@ -335,7 +372,7 @@ def _read_version_1_doc_sep(path: Path, obj: dict, formats: tuple[str, ...], is_
 
 def _read_version_1_options(path: Path, obj: dict, formats: tuple[str, ...], vocab_size: int) -> BuildOptions:
     """The options of a format-1 run_config.json: its builds parsed special-token text and put the separator before each document."""
-    given = {"formats": formats, "parse_special": True, "max_tokens_per_file": read_format_records(path, obj, formats, vocab_size)}
+    given = {"formats": formats, "parse_special": True, "max_tokens_per_file": read_format_records(path, obj, formats, vocab_size), "llmc_separator": "before"}
     if "llmc" in formats:
         variant = checked_field(path, obj, "llmc.variant", lambda v: isinstance(v, str) and v in LLMC_VARIANTS, f"one of {', '.join(LLMC_VARIANTS)}")
         given["llmc_layout"] = LLMC_VARIANTS[variant]

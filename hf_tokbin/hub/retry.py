@@ -17,7 +17,8 @@ retries single requests, where a download here must be checked as a whole.)
 
 Error messages carry the server's reason (``X-Error-Message`` / the JSON
 ``error`` field, as huggingface_hub reads them), cleaned to one printable line;
-anything that looks like a token is masked.
+a bearer credential and anything of a token's shape (``hf_`` + 34 or more letters
+and digits) are masked, ordinary ``hf_…`` names are not.
 
 Environment (read by :meth:`RetryPolicy.from_env`, used by the command line):
 ``HF_TOKBIN_HUB_ATTEMPTS`` (default 5) and ``HF_TOKBIN_HUB_BACKOFF`` (seconds, default 2).
@@ -174,12 +175,15 @@ def call_with_retry(policy: RetryPolicy, what: str, fn: Callable[[], T]) -> T:
     raise AssertionError("unreachable")  # the loop returns or raises
 
 
-_TOKEN_LIKE = re.compile(r"(?i)(bearer\s+)\S+|\bhf_[A-Za-z0-9_]{6,}")
+# A bearer credential, whatever its shape, and a Hugging Face token: "hf_" and 34 letters (the shape secret scanners
+# such as gitleaks look for), taken as 34 or more letters and digits so a longer one is masked whole. Not "hf_" and
+# any word: that masked hf_tokbin's own paths (/tmp/hf_***-3k2j) and left an error pointing nowhere.
+_TOKEN_LIKE = re.compile(r"((?i:bearer)\s+)\S+|\bhf_[A-Za-z0-9]{34,}")
 _MESSAGE_LIMIT = 300
 
 
 def scrub(text: str) -> str:
-    """``text`` as one printable line of bounded length, with anything token-like masked.
+    """``text`` as one printable line of bounded length, with bearer credentials and token shapes masked.
 
     Server messages reach the terminal: control characters (escape sequences) are dropped.
     """

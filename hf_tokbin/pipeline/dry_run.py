@@ -15,7 +15,7 @@ import numpy as np
 
 from ..formats import llmc, megatron
 from ..formats.corpus_manifest import SPLITS
-from ..formats.release import part_name
+from ..formats.release import megabytes, part_name
 from .encode import EncodeBatch, prepare_encoder, sample_documents
 from .plan import BuildPlan
 
@@ -37,9 +37,10 @@ def describe_plan(plan: BuildPlan) -> str:
     lines = [f"corpus {corpus.name} ({origin}): {len(corpus.shards)} input shards, split rule {corpus.split_rule}"]
     if corpus.empty_documents_dropped:
         lines.append(f"  {corpus.empty_documents_dropped:,} empty documents were dropped when the corpus was written")
+    lines += _sources_line(plan)
     width = 2 if megatron.dtype_code_for_vocab(plan.tokenizer.vocab_size) == megatron.CODE_UINT16 else 4
     llmc_width = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout).dtype.itemsize
-    sep = 0 if plan.eod_id is None else 1
+    sep = 0 if plan.llmc_sep_id is None else 1  # llm.c's separator (Megatron's EOD is always there)
     bos = 0 if plan.bos_id is None else 1
     for split in SPLITS:
         shards = [i for i, s in enumerate(corpus.shards) if s.split == split]
@@ -51,12 +52,21 @@ def describe_plan(plan: BuildPlan) -> str:
         if "megatron" in plan.options.formats:
             bin_bytes = (tokens + documents * (1 + bos)) * width
             idx_bytes = len(shards) * megatron.HEADER_BYTES + documents * 12 + (documents + len(shards)) * 8
-            lines.append(f"  megatron: ~{(bin_bytes + idx_bytes) / 1e6:,.1f} MB in shards/{split}/part-NNNNNN.bin/.idx, receipts/part-NNNNNN.json")
+            lines.append(f"  megatron: ~{megabytes(bin_bytes + idx_bytes)} in shards/{split}/part-NNNNNN.bin/.idx, receipts/part-NNNNNN.json")
         if "llmc" in plan.options.formats:
             stream = tokens + documents * (sep + bos)
             files = max(1, -(-stream // plan.options.max_tokens_per_file))
-            lines.append(f"  llmc: ~{(stream * llmc_width + files * llmc.HEADER_BYTES) / 1e6:,.1f} MB in ~{files} files {plan.llmc_dir}/{_LLMC_NAMES[split]}-NNNNN.bin")
+            lines.append(f"  llmc: ~{megabytes(stream * llmc_width + files * llmc.HEADER_BYTES)} in ~{files} files {plan.llmc_dir}/{_LLMC_NAMES[split]}-NNNNN.bin")
     lines.append(f"tokenizer {plan.tokenizer.tokenizer_id}: vocab {plan.tokenizer.vocab_size:,}, separator/EOD {plan.eod_id}; encoder {plan.encoder.engine}")
     lines.append(f"estimate from {len(sample):,} sampled documents ({tokens_per_document:,.1f} tokens each on average)")
     lines.append(f"out: {plan.out} (run_config.json, stats.json, README.md, COMPLETE.json last); nothing was written")
     return "\n".join(lines)
+
+
+def _sources_line(plan: BuildPlan) -> list[str]:
+    """What the build counts by source (receipts' and stats.json's ``sources``): the column, and the sources already known."""
+    if plan.source_column is None:
+        return []
+    known = {name for by_source in plan.corpus.documents_by_source.values() for name in by_source}
+    count = f" ({len(known):,} sources in the corpus manifest)" if known else ""
+    return [f"by source: the column {plan.source_column!r}{count}; documents and tokens counted per source and split in the receipts and stats.json"]

@@ -24,19 +24,21 @@ cached: every build proves what it encodes).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import BuildError
-from ..formats.corpus_shard import iter_shard_texts
+from ..formats.corpus_shard import iter_shard_batches
 from ..formats.release import part_name
 from ..tokenizer.long_documents import bounded_prefixes
 from ..tokenizer.panics import engine_output_held
 from .encode_batch import EncodeBatch
 from .given_ids import check_given
 from .plan import BuildPlan
+from .sources import SourceCounter
 
 MAX_BATCH_TEXT_BYTES = 16 << 20  # a batch of documents is cut to this much text (a longer document goes alone)
 _READ_BUFFER = 1 << 20  # pyarrow reads the shard through a buffer of this size, not whole column chunks at once
@@ -64,25 +66,32 @@ SAMPLE_DOCS_PER_SHARD = 64
 SAMPLE_DOCS = 2048
 
 
-def text_batches(source, batch_size: int, where=None):
+def text_batches(source, batch_size: int, where=None, source_column: str | None = None):
     """The shard's texts in order, ``batch_size`` rows at a time, each batch cut to at most MAX_BATCH_TEXT_BYTES of text.
 
     ``source``: the shard's path, or an open binary file; ``where`` names it in errors (default: the path).
-    Yields (texts, text bytes, first row); every batch is checked first (:mod:`hf_tokbin.formats.corpus_shard`:
-    a string column, no null, valid UTF-8).
+    Yields (texts, text bytes, first row, source names or None); every batch is checked first
+    (:mod:`hf_tokbin.formats.corpus_shard`: a string column, no null, valid UTF-8; each source a source name).
+    ``source_column``: the column of source names read beside the texts (None: none).
     """
-    import pyarrow.compute as pc
-
     where = source if where is None else where
     # pre_buffer=False: pyarrow's default reads ahead and keeps up to the whole file's column chunks (the peak grew with the shard).
-    for row, texts in iter_shard_texts(source, where, batch_size, buffer_size=_READ_BUFFER, pre_buffer=False):
-        ends = np.cumsum(pc.binary_length(texts).to_numpy(zero_copy_only=False), dtype=np.int64)
+    for row, texts, sources in iter_shard_batches(source, where, batch_size, source_column, buffer_size=_READ_BUFFER, pre_buffer=False):
+        ends = np.cumsum(document_bytes(texts), dtype=np.int64)
         first = 0
         while first < len(texts):
             done = int(ends[first - 1]) if first else 0
             last = max(first + 1, int(np.searchsorted(ends, done + MAX_BATCH_TEXT_BYTES, side="right")))
-            yield texts.slice(first, last - first), int(ends[last - 1]) - done, row + first
+            names = sources.slice(first, last - first) if sources is not None else None
+            yield texts.slice(first, last - first), int(ends[last - 1]) - done, row + first, names
             first = last
+
+
+def document_bytes(texts) -> np.ndarray:
+    """Each document's UTF-8 bytes (a pyarrow string array), as ``int64``."""
+    import pyarrow.compute as pc
+
+    return pc.binary_length(texts).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
 
 
 def sample_documents(plan: BuildPlan) -> list[str]:
@@ -92,7 +101,7 @@ def sample_documents(plan: BuildPlan) -> list[str]:
         if not shard.rows or len(sample) >= SAMPLE_DOCS:
             continue
         with plan.shard_source.open_for_sample(shard) as handle:
-            for texts, _, _ in text_batches(handle, SAMPLE_DOCS_PER_SHARD, where=plan.shard_source.location(shard)):
+            for texts, _, _, _ in text_batches(handle, SAMPLE_DOCS_PER_SHARD, where=plan.shard_source.location(shard)):
                 sample.extend(texts.to_pylist())
                 break
     return sample[:SAMPLE_DOCS]
@@ -125,13 +134,14 @@ def _note(line: str) -> None:
     tqdm.write(line, file=sys.stderr)
 
 
-def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path: Path | None = None):
+def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path: Path | None = None, counter: SourceCounter | None = None):
     """Yield (flat ids, lengths, text bytes) for the documents of input shard ``index`` in order, in bounded batches.
 
     ``shard_path``: where the shard's bytes are (default: in the corpus folder).
     With ``plan.options.num_proc`` > 1 the batches are encoded by the build's worker
     pool (:func:`hf_tokbin.engines.local.shared_pool`), else in this process
-    (where gigatoken uses its own threads).
+    (where gigatoken uses its own threads). ``counter``: counts every batch per
+    source (``plan.source_column``), as its ids come back, before they are yielded.
     """
     from concurrent.futures.process import BrokenProcessPool
 
@@ -144,7 +154,9 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path:
         return
     shard_path = Path(plan.corpus_root) / shard.path if shard_path is None else shard_path
     source = plan.shard_source.location(shard)  # the corpus file or Hub file, not a scratch copy, in messages
-    tasks = ((plan.tokenizer.vocab_size, source, texts, n_bytes, row) for texts, n_bytes, row in text_batches(shard_path, plan.options.batch_size, where=source))
+    held: collections.deque = collections.deque()  # each batch in flight: its source names and document bytes, in order
+    batches = text_batches(shard_path, plan.options.batch_size, where=source, source_column=plan.source_column if counter is not None else None)
+    tasks = ((plan.tokenizer.vocab_size, source, texts, n_bytes, row) for texts, n_bytes, row in _held_sources(batches, held, counter))
     work = _encode_task
     if plan.given_ids is not None:  # a dataset's input_ids column: written after the check (given_ids.py)
         tasks, work = _given_tasks(plan, index, tasks), check_given
@@ -155,8 +167,18 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path:
     with tqdm(total=shard.rows, desc=f"encoding {part_name(index)}", unit="doc", disable=not progress) as bar:
         try:
             for flat, lengths, n_bytes in results:
+                if counter is not None:  # results come back in task order: the oldest held batch is this one
+                    counter.add(*held.popleft(), lengths)
                 bar.update(int(lengths.size))
                 yield flat, lengths, n_bytes
         except BrokenProcessPool:
             close_shared_pool()
             raise BuildError(source, "an encoding worker process died (killed, or out of memory)", hint="lower --num-proc or --batch-size, or give the machine more memory") from None
+
+
+def _held_sources(batches, held: collections.deque, counter: SourceCounter | None):
+    """``(texts, text bytes, first row)`` of each batch; with a counter, its source names and document bytes kept in ``held``."""
+    for texts, n_bytes, row, sources in batches:
+        if counter is not None:
+            held.append((sources, document_bytes(texts)))
+        yield texts, n_bytes, row

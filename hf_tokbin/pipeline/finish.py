@@ -22,6 +22,7 @@ from ..formats.release import (
     CARD_NAME,
     COMPLETE_NAME,
     LLMC_SPLIT,
+    RECEIPTS_DIR,
     RUN_CONFIG_NAME,
     SPLITS,
     STATS_NAME,
@@ -33,6 +34,7 @@ from ..formats.release import (
     SplitCounts,
     list_release_paths,
     receipt_path,
+    source_totals,
     split_totals,
     stats_record,
 )
@@ -40,6 +42,7 @@ from ..output import Output
 from .pack import pack_file, plan_llmc_files
 from .plan import BuildPlan
 from .preview import write_previews
+from .sources import check_distinct_sources
 
 
 def finish_build(plan: BuildPlan, receipts: list[Receipt], engine: str = "local", ray_address: str | None = None, progress: bool = True) -> tuple[dict[str, SplitCounts], int]:
@@ -51,7 +54,7 @@ def finish_build(plan: BuildPlan, receipts: list[Receipt], engine: str = "local"
     # Digests computed as the big files were written; COMPLETE.json need not hash them again.
     parts_files = {f.path: f for r in receipts for f in r.files}
     packed = _write_llmc(plan, receipts, counts, engine, ray_address, progress) if "llmc" in plan.options.formats else []
-    write_json_atomic(work / STATS_NAME, stats_record(plan.corpus.name, plan.tokenizer.tokenizer_id, receipts))
+    write_json_atomic(work / STATS_NAME, stats_record(plan.corpus.name, plan.tokenizer.tokenizer_id, receipts, where=output.location(RECEIPTS_DIR)))
     _ship_tokenizer(plan)
     write_previews(plan, receipts)  # before the card, which declares them
     _write_card(plan)
@@ -86,7 +89,23 @@ def check_split_totals(plan: BuildPlan, receipts: list[Receipt]) -> dict[str, Sp
         rows, documents = plan.corpus.rows(split), totals[split].documents if split in totals else 0
         if documents != rows:
             raise BuildError(plan.out, f"{split}: documents out must equal corpus rows (nothing lost)", expected=rows, got=documents)
+    check_source_totals(plan, receipts)
     return totals
+
+
+def check_source_totals(plan: BuildPlan, receipts: list[Receipt]) -> None:
+    """The receipts' documents per source, checked against the corpus manifest's ``documents_by_source`` (counted at import).
+
+    Each part bounds its own sources; their union (stats.json's) is first seen here, before the llm.c files are packed.
+    """
+    check_distinct_sources(plan.out, len({name for r in receipts for name in r.sources or {}}), "over all parts")
+    if not plan.corpus.documents_by_source:
+        return
+    totals = source_totals(receipts, plan.output.location(RECEIPTS_DIR)) or {}
+    counted = {split: {name: c[split].documents for name, c in totals.items() if split in c} for split in SPLITS}
+    expected = {split: dict(sorted(plan.corpus.documents_by_source.get(split, {}).items())) for split in SPLITS}
+    if counted != expected:
+        raise BuildError(plan.out, "documents out per source must equal the corpus manifest's documents_by_source (nothing lost)", expected=expected, got=counted)
 
 
 def _write_llmc(plan: BuildPlan, receipts: list[Receipt], counts: dict[str, SplitCounts], engine: str, ray_address: str | None, progress: bool) -> list[FileEntry]:
@@ -99,7 +118,7 @@ def _write_llmc(plan: BuildPlan, receipts: list[Receipt], counts: dict[str, Spli
     files = plan_llmc_files(plan, receipts, counts)
     packed = run_tasks(engine, pack_file, plan, files, [f"{plan.llmc_dir}/{f.name}" for f in files], ray_address, progress, "llm.c files")
     entries = [p.entry for p in packed]
-    sep = (plan.tokenizer.doc_sep_id is not None) + (plan.bos_id is not None)  # tokens added to each document
+    sep = (plan.llmc_sep_id is not None) + (plan.bos_id is not None)  # tokens added to each document
     for split, name in LLMC_SPLIT.items():
         c = counts.get(split, SplitCounts(0, 0, 0, 0, 0))
         mine = [e for e in entries if e.split == name]
@@ -110,7 +129,7 @@ def _write_llmc(plan: BuildPlan, receipts: list[Receipt], counts: dict[str, Spli
         tokenizer_id=plan.tokenizer.tokenizer_id,
         tokenizer_sha256=plan.tokenizer.sha256,
         vocab_size=plan.tokenizer.vocab_size,
-        doc_sep_id=plan.tokenizer.doc_sep_id,
+        doc_sep_id=plan.llmc_sep_id,
         dataset=plan.corpus.name,
         version=plan.release_version,
         corpus_manifest_sha256=plan.corpus_manifest_sha256,

@@ -2,7 +2,7 @@
 
 A part's llm.c stream (its documents as the llm.c files hold them,
 :mod:`hf_tokbin.formats.llmc_segments`) and its Megatron ``.bin`` are the same
-documents in the same order, and the separator is the EOD (one id). Per
+documents in the same order, and where llm.c's separator is the EOD (one id). Per
 document, with ``[bos]`` only when given (docs/layouts.md):
 
     Megatron               [bos] + ids + [eod]
@@ -48,7 +48,7 @@ def staging_rel(part: str, suffix: str) -> str:
 def from_megatron(plan: BuildPlan) -> bool:
     """Whether the parts' llm.c streams are read from their Megatron ``.bin`` (no ``.tokens`` written)."""
     formats = plan.options.formats
-    if "llmc" not in formats or "megatron" not in formats or plan.eod_id != plan.tokenizer.doc_sep_id:
+    if "llmc" not in formats or "megatron" not in formats or plan.eod_id != plan.llmc_sep_id:
         return False
     width = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout).dtype.itemsize
     return width == megatron.DTYPE_CODES[megatron.dtype_code_for_vocab(plan.tokenizer.vocab_size)].itemsize
@@ -75,7 +75,7 @@ def copy_llmc_range(plan: BuildPlan, token_range: TokenRange, fd: int) -> None:
     rel, shift = stream_file(plan, token_range.segment)
     start, length = token_range.start, token_range.length
     if start < shift and length:
-        write_all(fd, np.array([plan.tokenizer.doc_sep_id], dtype=f"<u{width}").tobytes())
+        write_all(fd, np.array([plan.llmc_sep_id], dtype=f"<u{width}").tobytes())
         start, length = start + 1, length - 1
     if length:
         plan.output.copy_range_into(rel, (start - shift) * width, length * width, fd)

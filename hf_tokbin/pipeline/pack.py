@@ -4,10 +4,14 @@ Each finished part left its llm.c segment (its documents as they stand in the
 token files: :mod:`hf_tokbin.formats.llmc_segments`) and a record of the
 segment's two files (``.work/llmc/part-NNNNNN.json``). The finish:
 
-1. reads those records (O(parts) small reads) and checks them against the
-   receipts (documents, and tokens plus the separator and BOS of each);
-2. cuts each split's stream into files (:func:`~hf_tokbin.formats.llmc_segments.plan_files`:
-   a few ranged reads of a segment's ``.ends`` where a file ends inside it, never a token);
+1. reads those records (O(parts) small reads; with a seed each holds
+   ``BLOCKS_PER_PART`` numbers) and checks them against the receipts
+   (documents, and tokens plus the separator and BOS of each);
+2. orders each split's documents (:mod:`~hf_tokbin.formats.llmc_order`: whole
+   segments in part order, or with ``--shuffle-seed`` the segments' blocks
+   interleaved, each block's token range from the part's record) and cuts that
+   stream into files (:func:`~hf_tokbin.formats.llmc_segments.plan_files`:
+   a few ranged reads of a segment's ``.ends`` where a file ends inside a range, never a token);
 3. runs one task per file (:func:`pack_file`, on the build's engine: a local
    pool of threads or Ray tasks), which writes the header and copies the
    byte ranges of the segments it is made of (``os.copy_file_range`` for a
@@ -22,6 +26,7 @@ after a worker died, and a killed finish packs again on re-run.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .._io import sha256_file
@@ -30,16 +35,19 @@ from ..formats import llmc
 from ..formats.llmc_segments import (
     ENDS_DTYPE,
     ENDS_SUFFIX,
+    DocumentRange,
     FilePlan,
-    Segment,
+    check_block_ends,
     ends_of,
     plan_files,
+    ranges_in_order,
     write_packed_file,
 )
+from ..formats.llmc_order import llmc_order
 from ..formats.records import FileEntry
 from ..formats.release import LLMC_SPLIT, SPLITS, Receipt, SplitCounts, part_name
 from .llmc_source import copy_llmc_range, stream_file
-from .part import staging_entries, staging_rel
+from .part import segment_record, staging_rel
 from .plan import BuildPlan
 
 
@@ -51,26 +59,32 @@ class PackedFile:
     file: FileEntry
 
 
-def segments_of(plan: BuildPlan, receipts: list[Receipt], split: str, counts: SplitCounts) -> list[Segment]:
-    """The segments of ``split`` in corpus order, from the parts' records, checked against the receipts' counts."""
+def ranges_of(plan: BuildPlan, receipts: list[Receipt], split: str, counts: SplitCounts) -> Iterator[DocumentRange]:
+    """The document ranges of ``split``'s llm.c stream in its order (:mod:`~hf_tokbin.formats.llmc_order`), from the parts' records.
+
+    Each segment is checked against its receipt's counts, and its block ends (with a seed) against its token count.
+    """
     output = plan.output
     width = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout).dtype.itemsize
-    added = (plan.tokenizer.doc_sep_id is not None) + (plan.bos_id is not None)
-    segments = []
+    added = (plan.llmc_sep_id is not None) + (plan.bos_id is not None)
+    seed = plan.options.shuffle_seed
+    names, documents, block_ends = [], [], []
     for i, shard in enumerate(plan.corpus.shards):
         if shard.split != split or not shard.rows:
             continue
-        staging = staging_entries(plan, part_name(i))
-        ends = staging[-1]
-        tokens = next(f for f in (*staging, *receipts[i].files) if f.path == stream_file(plan, part_name(i))[0])
-        documents = receipts[i].splits[split].documents
-        expected = receipts[i].splits[split].text_tokens + added * documents
-        if ends.size != documents * ENDS_DTYPE.itemsize or tokens.size != expected * width:
-            raise BuildError(output.location(tokens.path), "an llm.c segment must hold its receipt's documents and tokens (token conservation)", expected=f"{documents} documents, {expected} tokens", got=f"{ends.size} + {tokens.size} bytes")
-        segments.append(Segment(part_name(i), documents, expected))
-    if sum(s.n_documents for s in segments) != counts.documents:
-        raise BuildError(plan.out, f"{split}: llm.c segments must hold every document", expected=counts.documents, got=sum(s.n_documents for s in segments))
-    return segments
+        record = segment_record(plan, part_name(i))
+        ends = record.files[-1]
+        tokens = next(f for f in (*record.files, *receipts[i].files) if f.path == stream_file(plan, part_name(i))[0])
+        n_documents = receipts[i].splits[split].documents
+        expected = receipts[i].splits[split].text_tokens + added * n_documents
+        if ends.size != n_documents * ENDS_DTYPE.itemsize or tokens.size != expected * width:
+            raise BuildError(output.location(tokens.path), "an llm.c segment must hold its receipt's documents and tokens (token conservation)", expected=f"{n_documents} documents, {expected} tokens", got=f"{ends.size} + {tokens.size} bytes")
+        names.append(part_name(i))
+        documents.append(n_documents)
+        block_ends.append(check_block_ends(output.location(staging_rel(part_name(i), "json")), record.block_ends, n_documents, expected) if seed is not None else [expected])
+    if sum(documents) != counts.documents:
+        raise BuildError(plan.out, f"{split}: llm.c segments must hold every document", expected=counts.documents, got=sum(documents))
+    return ranges_in_order(llmc_order(seed, split, documents), names, block_ends)
 
 
 def plan_llmc_files(plan: BuildPlan, receipts: list[Receipt], counts: dict[str, SplitCounts]) -> list[FilePlan]:
@@ -84,7 +98,7 @@ def plan_llmc_files(plan: BuildPlan, receipts: list[Receipt], counts: dict[str, 
     files = []
     for split in SPLITS:
         if split in counts and counts[split].documents:
-            files.extend(plan_files(LLMC_SPLIT[split], segments_of(plan, receipts, split, counts[split]), plan.options.max_tokens_per_file, read_ends))
+            files.extend(plan_files(LLMC_SPLIT[split], ranges_of(plan, receipts, split, counts[split]), plan.options.max_tokens_per_file, read_ends))
     return files
 
 

@@ -5,9 +5,10 @@ From the same ids (range-checked once) a part writes its Megatron pair
 segment: its documents exactly as they will stand in the llm.c files, in
 their dtype (``.work/llmc/part-NNNNNN.tokens`` and ``.ends``,
 :mod:`hf_tokbin.formats.llmc_segments`), with their sizes and digests in
-``.work/llmc/part-NNNNNN.json``; then its receipt. Where the Megatron ``.bin``
-already holds the llm.c ids' bytes (:mod:`hf_tokbin.pipeline.llmc_source`),
-the segment is its ``.ends`` alone: every id is written once. The llm.c files are later
+``.work/llmc/part-NNNNNN.json`` (with ``--shuffle-seed``, also where each of its blocks ends:
+:mod:`hf_tokbin.formats.llmc_order`); then its receipt. Where the Megatron ``.bin`` already holds the llm.c
+ids' bytes (:mod:`hf_tokbin.pipeline.llmc_source`), the segment is its ``.ends`` alone: every id is written
+once. The llm.c files are later
 cut from the segments by byte ranges (:mod:`hf_tokbin.pipeline.pack`). The receipt is published last: it marks the part done, so a
 killed build skips the part on re-run, after checking every file it names.
 """
@@ -15,6 +16,7 @@ killed build skips the part on re-run, after checking every file it names.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,16 +26,19 @@ from ..corpus.source import check_shard_file
 from ..errors import BuildError, FormatError
 from ..formats import llmc, megatron
 from ..formats.ids import checked_documents
-from ..formats.llmc_segments import ENDS_SUFFIX, TOKENS_SUFFIX, SegmentFiles, SegmentWriter
-from ..formats.records import FileEntry
+from ..formats.llmc_segments import ENDS_SUFFIX, TOKENS_SUFFIX, SegmentFiles, SegmentWriter, block_token_ends, check_block_ends
+from ..formats.records import FileEntry, is_count
 from ..formats.release import WORK_DIR, Receipt, SplitCounts, pair_path, part_name, receipt_path
 from ..output import Output
 from .encode import encode_shard, prepare_encoder
 from .llmc_source import segment_stem, segment_suffixes, staging_rel
 from .plan import BuildPlan
 from .shuffle import shuffled_documents
+from .sources import SourceCounter
 
-__all__ = ["build_part", "finished_receipt", "segment_stem", "staging_entries", "staging_rel"]
+
+__all__ = ["build_part", "finished_receipt", "segment_record", "segment_stem", "staging_rel"]
+BLOCK_ENDS_KEY = "block_ends"  # the segment record's key, with a shuffle seed
 
 
 def build_part(plan: BuildPlan, index: int, progress: bool = True) -> tuple[Receipt, bool]:
@@ -60,8 +65,9 @@ def _build_part_from(plan: BuildPlan, index: int, shard_path: Path, progress: bo
     work = plan.output.work
     split = shard.split
     writers = _open_writers(plan, work, split, part)
+    counter = SourceCounter(plan.shard_source.location(shard)) if plan.source_column is not None else None
     try:
-        documents, text_tokens, text_bytes = _write_documents(plan, index, shard_path, progress, writers)
+        documents, text_tokens, text_bytes = _write_documents(plan, index, shard_path, progress, writers, counter)
         # Before close() renames anything: a part that lost documents leaves no file under a final name.
         if documents != shard.rows:
             raise BuildError(shard_path, "documents out must equal rows in (nothing lost)", expected=shard.rows, got=documents)
@@ -87,26 +93,39 @@ def _build_part_from(plan: BuildPlan, index: int, shard_path: Path, progress: bo
         segment = closed["llmc"]
         written = {TOKENS_SUFFIX: (segment.tokens_size, segment.tokens_sha256), ENDS_SUFFIX: (segment.ends_size, segment.ends_sha256)}
         staging = [FileEntry(staging_rel(part, suffix), *written[suffix]) for suffix in segment_suffixes(plan)]
-        # The segment's digests, so a resumed build (here or at a URL) checks the segment as it checks the receipt's files.
-        write_text_atomic(work / staging_rel(part, "json"), canonical_json({"files": [e.to_dict() for e in staging]}))
-    # The receipt counts the Megatron pair's tokens: one EOD (and one BOS, if given) per document.
-    eod_tokens = documents if "megatron" in plan.options.formats else 0
-    bos_tokens = documents if "megatron" in plan.options.formats and plan.bos_id is not None else 0
+        # The segment's digests, so a resumed build (here or at a URL) checks the segment as it checks the receipt's files;
+        # with a seed, where its blocks end, so the finish interleaves them without reading any .ends (formats/llmc_order.py).
+        record = {"files": [e.to_dict() for e in staging]}
+        if plan.options.shuffle_seed is not None:
+            record[BLOCK_ENDS_KEY] = block_token_ends(segment.ends_path, documents, interleaved=True)
+        write_text_atomic(work / staging_rel(part, "json"), canonical_json(record))
+    sources = {name: {split: _receipt_counts(plan, *counts)} for name, counts in counter.totals().items()} if counter is not None else None
     receipt = Receipt(
         part=part,
         input_shard=FileEntry(shard.path, shard.size, shard.sha256),
-        splits={split: SplitCounts(documents, text_tokens, eod_tokens, text_bytes, bos_tokens)},
+        splits={split: _receipt_counts(plan, documents, text_tokens, text_bytes)},
         files=tuple(files),
+        sources=sources,  # checked to add up to the split's counts as the receipt is made
     )
     receipt.write(work)
     _publish_part(plan.output, receipt, staging)
     return receipt, True
 
 
-def _write_documents(plan: BuildPlan, index: int, shard_path: Path, progress: bool, writers: dict) -> tuple[int, int, int]:
-    """Encode the shard and hand every batch, its ids checked once, to every writer. Returns (documents, text tokens, text bytes)."""
+def _receipt_counts(plan: BuildPlan, documents: int, text_tokens: int, text_bytes: int) -> SplitCounts:
+    """The receipt's counts of documents (of a split, or of one source): the Megatron pair's tokens, one EOD (and one BOS, if given) per document."""
+    eod_tokens = documents if "megatron" in plan.options.formats else 0
+    bos_tokens = documents if "megatron" in plan.options.formats and plan.bos_id is not None else 0
+    return SplitCounts(documents, text_tokens, eod_tokens, text_bytes, bos_tokens)
+
+
+def _write_documents(plan: BuildPlan, index: int, shard_path: Path, progress: bool, writers: dict, counter: SourceCounter | None = None) -> tuple[int, int, int]:
+    """Encode the shard and hand every batch, its ids checked once, to every writer. Returns (documents, text tokens, text bytes).
+
+    ``counter`` counts the documents per source as they are encoded (before any shuffle: the counts do not depend on order).
+    """
     documents = text_tokens = text_bytes = 0
-    for flat, lengths, n_bytes in shuffled_documents(plan, index, encode_shard(plan, index, progress, shard_path)):
+    for flat, lengths, n_bytes in shuffled_documents(plan, index, encode_shard(plan, index, progress, shard_path, counter)):
         flat, lengths = checked_documents(flat, lengths, plan.tokenizer.vocab_size, shard_path)  # once, for every format
         if "llmc" in plan.options.formats:
             _check_fits_llmc_file(plan, shard_path, lengths, documents)
@@ -125,7 +144,7 @@ def _open_writers(plan: BuildPlan, work: Path, split: str, part: str) -> dict:
         writers["megatron"] = megatron.MegatronWriter(work / pair_path(split, part, "bin"), plan.tokenizer.vocab_size, plan.eod_id, plan.bos_id)
     if "llmc" in plan.options.formats:
         layout = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout)
-        writers["llmc"] = SegmentWriter(work / segment_stem(part), layout, plan.tokenizer.doc_sep_id, plan.bos_id, plan.options.llmc_separator, write_tokens=TOKENS_SUFFIX in segment_suffixes(plan))
+        writers["llmc"] = SegmentWriter(work / segment_stem(part), layout, plan.llmc_sep_id, plan.bos_id, plan.options.llmc_separator, write_tokens=TOKENS_SUFFIX in segment_suffixes(plan))
     return writers
 
 
@@ -137,7 +156,7 @@ def _publish_part(output: Output, receipt: Receipt, staging: list[FileEntry]) ->
 
 def _check_fits_llmc_file(plan: BuildPlan, shard_path: Path, lengths: np.ndarray, first_document: int) -> None:
     """A document that no llm.c file can hold (with its separator and BOS) fails its part now, not the finish."""
-    sep = (plan.tokenizer.doc_sep_id is not None) + (plan.bos_id is not None)
+    sep = (plan.llmc_sep_id is not None) + (plan.bos_id is not None)
     if not lengths.size or int(lengths.max()) + sep <= plan.options.max_tokens_per_file:
         return
     i = int(np.argmax(lengths + sep > plan.options.max_tokens_per_file))
@@ -190,7 +209,8 @@ def finished_receipt(plan: BuildPlan, index: int) -> Receipt | None:
     if receipt is None and scratch is not None:
         receipt = _intact_receipt(plan, scratch, index)
         if receipt is not None:
-            _publish_part(output, receipt, _staging_entries(plan, scratch, receipt.part) or [])
+            record = _segment_record(scratch, receipt.part, segment_suffixes(plan))
+            _publish_part(output, receipt, record.files if record is not None else [])
     return receipt
 
 
@@ -199,38 +219,65 @@ def _intact_receipt(plan: BuildPlan, output: Output, index: int) -> Receipt | No
     part = part_name(index)
     try:
         receipt = output.read_record(receipt_path(part), Receipt.read)
-        staging = _staging_entries(plan, output, part) if receipt is not None and "llmc" in plan.options.formats else []
+        record = _segment_record(output, part, segment_suffixes(plan)) if receipt is not None and "llmc" in plan.options.formats else SegmentRecord([], None)
     except FormatError:
         return None
     shard = plan.corpus.shards[index]
-    if receipt is None or staging is None or receipt.input_shard != FileEntry(shard.path, shard.size, shard.sha256):
+    if receipt is None or record is None or receipt.input_shard != FileEntry(shard.path, shard.size, shard.sha256):
         return None
-    if not all(output.matches(entry) for entry in (*receipt.files, *staging)):
+    if not _record_fits(plan, receipt, record):
+        return None  # a segment recorded for another order: build the part again
+    if not all(output.matches(entry) for entry in (*receipt.files, *record.files)):
         return None
     return receipt
 
 
-def _staging_entries(plan: BuildPlan, output: Output, part: str) -> list[FileEntry] | None:
-    """The llm.c segment's entries recorded at ``output`` (:func:`segment_suffixes`), or None if the record is missing."""
+def _record_fits(plan: BuildPlan, receipt: Receipt, record: SegmentRecord) -> bool:
+    """Whether the segment record is of this build's order: its blocks' ends with a seed (and they fit the segment), none without."""
+    if "llmc" not in plan.options.formats or plan.options.shuffle_seed is None:
+        return record.block_ends is None
+    added = (plan.llmc_sep_id is not None) + (plan.bos_id is not None)
+    documents = sum(counts.documents for counts in receipt.splits.values())
+    tokens = sum(counts.text_tokens for counts in receipt.splits.values()) + added * documents  # the segment's stream
+    try:
+        check_block_ends(receipt.part, record.block_ends, documents, tokens)
+    except FormatError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class SegmentRecord:
+    """``.work/llmc/<part>.json``: the segment's two files, and with a shuffle seed where its blocks end in its stream."""
+
+    files: list[FileEntry]
+    block_ends: list[int] | None
+
+
+def _segment_record(output: Output, part: str, suffixes: tuple[str, ...]) -> SegmentRecord | None:
+    """The segment record at ``output`` naming the segment's files ``suffixes`` (:func:`segment_suffixes`), or None if it is missing."""
     rel = staging_rel(part, "json")
     data = output.read_bytes(rel)
     if data is None:
         return None
     try:
-        files = json.loads(data.decode("utf-8"))["files"]
-        entries = [FileEntry.from_dict(f, output.location(rel), f"files[{i}]") for i, f in enumerate(files)]
-    except (UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+        obj = json.loads(data.decode("utf-8"))
+        entries = [FileEntry.from_dict(f, output.location(rel), f"files[{i}]") for i, f in enumerate(obj["files"])]
+        block_ends = obj.get(BLOCK_ENDS_KEY)
+        if block_ends is not None and not (isinstance(block_ends, list) and all(is_count(x) for x in block_ends)):
+            raise ValueError(f"{BLOCK_ENDS_KEY} must be a list of token counts")
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise FormatError(output.location(rel), "staging record is not valid", got=str(e)) from None
-    expected = [staging_rel(part, suffix) for suffix in segment_suffixes(plan)]
+    expected = [staging_rel(part, suffix) for suffix in suffixes]
     if [e.path for e in entries] != expected:
         raise FormatError(output.location(rel), "staging record must name the part's llm.c segment", expected=expected, got=[e.path for e in entries])
-    return entries
+    return SegmentRecord(entries, block_ends)
 
 
-def staging_entries(plan: BuildPlan, part: str) -> list[FileEntry]:
-    """The llm.c segment of a finished part at the output, for the finish; an error if its record is missing."""
+def segment_record(plan: BuildPlan, part: str) -> SegmentRecord:
+    """The segment record of a finished part at the output, for the finish; an error if it is missing."""
     output = plan.output
-    staging = _staging_entries(plan, output, part)
-    if staging is None:
+    record = _segment_record(output, part, segment_suffixes(plan))
+    if record is None:
         raise BuildError(output.location(staging_rel(part, "json")), "staging record of a finished part is missing", hint="run the build again")
-    return staging
+    return record

@@ -49,11 +49,13 @@ from ..formats import llmc, megatron
 from ..formats.build_options import BuildOptions
 from ..formats.corpus_manifest import MANIFEST_NAME as CORPUS_MANIFEST_NAME
 from ..formats.corpus_manifest import SPLIT_RULE_TEXT, CorpusManifest, CorpusSubset
+from ..formats.corpus_shard import SOURCE_COLUMN, check_source_field
 from ..formats.release import RUN_CONFIG_NAME, TOKENS_DIR, WORK_DIR, pair_path, part_name, receipt_path
 from ..formats.rules import FOLDER_NAME_RULE, is_folder_name
 from ..formats.run_config import run_config_record
 from ..output import Output, check_url, is_url, open_output, scratch_key
-from ..tokenizer.resolve import BYTE, TokenizerInfo
+from ..formats.run_config import BoundaryToken
+from ..tokenizer.resolve import BYTE, FROM_DOC_SEP_OPTION, TokenizerInfo, llama3_begin_of_text
 
 MAX_STAGED_VOCAB = 2**31  # ids 0..2**31-1: what Megatron's int32 files (and the shuffle's scratch pairs) hold
 
@@ -75,6 +77,8 @@ class BuildPlan:
     corpus_subset: CorpusSubset | None = None  # options.limit: what the corpus was cut from (run_config.json corpus.subset)
     # A dataset's input_ids, kept beside the corpus (given_ids.GivenIds): written after the check instead of encoding.
     given_ids: object = None
+    # llm.c's separator when it is not the tokenizer's: --llmc-layout llama3's <|begin_of_text|> (see _llmc_boundary).
+    llmc_doc_sep: BoundaryToken | None = None
     # The encoder after its fast-path check (prepare_encoder); not part of run_config.json.
     encoder: object = dataclasses.field(default=None, compare=False, repr=False)
     # Where input shard i is read (hf_tokbin.corpus.source: a corpus folder, or Hub files fetched per part).
@@ -97,6 +101,15 @@ class BuildPlan:
         return self.shards if self.shards is not None else LocalShards(self.corpus_root)
 
     @property
+    def source_column(self) -> str | None:
+        """The shards' column of source names, counted per source and split; None: not counted.
+
+        ``source`` in a corpus folder imported with ``--source-column`` (its manifest counts its sources), else the
+        ``--source-column`` given (a plain Hub repo's own column).
+        """
+        return SOURCE_COLUMN if self.corpus.documents_by_source else self.options.source_column
+
+    @property
     def eod_id(self) -> int | None:
         return self.tokenizer.doc_sep_id
 
@@ -104,13 +117,23 @@ class BuildPlan:
     def bos_id(self) -> int | None:
         return self.tokenizer.bos.id if self.tokenizer.bos is not None else None
 
+    @property
+    def llmc_sep(self) -> BoundaryToken | None:
+        """The token llm.c's files put at each document (before or after it, ``options.llmc_separator``)."""
+        return self.llmc_doc_sep if self.llmc_doc_sep is not None else self.tokenizer.doc_sep
+
+    @property
+    def llmc_sep_id(self) -> int | None:
+        return self.llmc_sep.id if self.llmc_sep is not None else None
+
     def boundary_line(self) -> str:
         """One line naming the boundary tokens, where they came from, and the special-token policy (printed before the work)."""
         sep = self.tokenizer.doc_sep
         parts = [f"separator/EOD {sep.describe() if sep is not None else 'none'}"]
         parts.append(f"BOS {self.tokenizer.bos.describe()}" if self.tokenizer.bos is not None else "no BOS")
-        if "llmc" in self.options.formats and sep is not None:
-            parts.append(f"llm.c separator {self.options.llmc_separator} each document")
+        if "llmc" in self.options.formats and self.llmc_sep is not None:
+            own = f" {self.llmc_doc_sep.describe()}" if self.llmc_doc_sep is not None else ""
+            parts.append(f"llm.c separator{own} {self.options.llmc_separator} each document")
         parts.append("special-token text " + ("parsed as tokens" if self.options.parse_special else "encoded as ordinary text"))
         return "; ".join(parts)
 
@@ -138,10 +161,13 @@ class BuildPlan:
                 "shards": [s.to_dict() for s in self.corpus.shards],
                 # Only for a --limit build, so every other build writes the bytes it always did.
                 **({"subset": self.corpus_subset.to_record()} if self.corpus_subset is not None else {}),
+                # Only when sources are counted: a re-run counting otherwise is another build, and verify knows to expect them.
+                **({"source_column": self.source_column} if self.source_column is not None else {}),
             },
             tokenizer=self.tokenizer.to_record(),
             doc_sep=self.tokenizer.doc_sep,
             bos=self.tokenizer.bos,
+            llmc_doc_sep=self.llmc_doc_sep,
             split_rule={"name": self.corpus.split_rule, "text": SPLIT_RULE_TEXT[self.corpus.split_rule]},
             options=self.options,
             versions={"hf_tokbin": __version__, "tokenizers": _version("tokenizers")},
@@ -170,16 +196,18 @@ def plan_build(
     files). With ``options.limit``, the corpus's first documents are first
     written as a corpus of their own, which the release then pins.
     """
-    options = BuildOptions.of(options, **option_fields)
+    options, llmc_doc_sep = _llmc_boundary(tokenizer, BuildOptions.of(options, **option_fields))
     url = is_url(out)
     if url:
         check_url(out)
     _check_boundaries(tokenizer, options)
     _check_tokenizer(tokenizer, options.formats)
-    corpus_root, shards, subset = _corpus(Path(corpus_root), corpus_source, corpus_revision, shards, options.limit)
+    corpus_root, shards, subset = _corpus(Path(corpus_root), corpus_source, corpus_revision, shards, options.limit, options.source_column)
     manifest = CorpusManifest.read(corpus_root)
     shards.check(manifest)
     _check_fits_the_hub(manifest, options.formats, out)
+    if options.source_column is not None and not manifest.documents_by_source:
+        _check_source_column(shards, manifest, options.source_column)
     plan = BuildPlan(
         # Absolute: Ray workers run in other folders. Never written to reproducible files.
         corpus_root=os.fspath(corpus_root.resolve()),
@@ -193,13 +221,26 @@ def plan_build(
         shards=shards,
         corpus_subset=subset,
         given_ids=given_ids,
+        llmc_doc_sep=llmc_doc_sep,
     )
     if url:
         plan = dataclasses.replace(plan, scratch_key=scratch_key(plan.out, canonical_json(plan.run_config())))
     return plan
 
 
-def _corpus(root: Path, source: str, revision: str | None, shards, limit: int | None):
+def _check_source_column(shards, manifest: CorpusManifest, column: str) -> None:
+    """The shards' own source column (``--source-column`` on a corpus that counted none) is in the first shard's
+    footer: a mistyped name stops the build before its output is written (each part checks its own shard)."""
+    import pyarrow.parquet as pq
+
+    first = next((s for s in manifest.shards if s.rows), None)
+    if first is None:
+        return
+    with shards.open_for_sample(first) as handle, pq.ParquetFile(handle) as parquet:
+        check_source_field(parquet.schema_arrow, column, shards.location(first))
+
+
+def _corpus(root: Path, source: str, revision: str | None, shards, limit: int | None, source_column: str | None = None):
     """(the corpus folder, where its shards are read, what it was cut from): as given, or with ``limit`` its first
     documents, read checked, as a corpus of their own (:func:`hf_tokbin.corpus.subset.first_documents`)."""
     from ..corpus.source import CorpusSource, LocalShards
@@ -209,13 +250,32 @@ def _corpus(root: Path, source: str, revision: str | None, shards, limit: int | 
         shards = LocalShards(os.fspath(root.resolve()))
     if limit is None:
         return root, shards, None
-    subset = first_documents(CorpusSource(root, source, revision, shards), limit)
+    subset = first_documents(CorpusSource(root, source, revision, shards), limit, source_column=source_column)
     return subset.root, subset.shards, subset.subset
 
 
 def _tokenizer_place(tokenizer: TokenizerInfo) -> str:
     """The tokenizer as a message names it: a local tokenizer.json by its path, else its Hub repo id or ``byte``."""
     return tokenizer.path if tokenizer.source == "local" and tokenizer.path else tokenizer.source
+
+
+def _llmc_boundary(tokenizer: TokenizerInfo, options: BuildOptions) -> tuple[BuildOptions, BoundaryToken | None]:
+    """The options with the llm.c separator's place chosen, and llm.c's own separator when it is not the tokenizer's.
+
+    Without ``--llmc-sep``: before each document (seed 000). With ``--llmc-layout
+    llama3`` and no ``--doc-sep``/``--bos``, llm.c's own Llama 3 data, which
+    the trainer's files hold (``dev/data/fineweb.py`` ``tokenize_llama``:
+    ``[<|begin_of_text|>] + ids``, no EOS), when the tokenizer has that token.
+    Megatron keeps the tokenizer's EOD.
+    """
+    if options.llmc_separator is not None:
+        return options, None
+    options = dataclasses.replace(options, llmc_separator="before")
+    explicit = tokenizer.bos is not None or (tokenizer.doc_sep is not None and tokenizer.doc_sep.source == FROM_DOC_SEP_OPTION)
+    if "llmc" not in options.formats or options.llmc_layout != "llama3" or explicit:
+        return options, None
+    begin = llama3_begin_of_text(tokenizer)
+    return options, (begin if begin is not None and begin != tokenizer.doc_sep else None)
 
 
 def _check_boundaries(tokenizer: TokenizerInfo, options: BuildOptions) -> None:

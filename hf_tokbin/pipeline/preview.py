@@ -1,8 +1,10 @@
 """The finish writes the release's preview (:mod:`hf_tokbin.formats.preview`): the first documents of each split and format.
 
-The text and source of each document come from its corpus shard (through
-the part's shuffle when ``--shuffle-seed`` was given); its ids from the
-part's own files: the llm.c staging pair (bare ids) or the Megatron pair,
+The documents are the split's first in the llm.c order (:mod:`hf_tokbin.formats.llmc_order`:
+parts in part order, or with ``--shuffle-seed`` their blocks interleaved),
+the same in every format. The text and source of each document come from its
+corpus shard (through the part's shuffle when ``--shuffle-seed`` was given);
+its ids from ranged reads of the part's own files: the llm.c staging pair or the Megatron pair,
 laid out as each format's files hold the document. ``verify`` checks every
 row against the token files themselves.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..formats import llmc, megatron
+from ..formats.llmc_order import llmc_order
 from ..formats.llmc_segments import ENDS_DTYPE, ENDS_SUFFIX, TOKENS_SUFFIX
 from ..formats.preview import PREVIEW_DOCUMENTS, PREVIEW_TEXT_BYTES, preview_path, write_preview
 from ..formats.release import SPLITS, Receipt, pair_path, part_name
@@ -42,27 +45,33 @@ def write_previews(plan: BuildPlan, receipts: list[Receipt]) -> list[str]:
 def layout(plan: BuildPlan, format: str, ids: np.ndarray) -> np.ndarray:
     """A document's bare ids as ``format``'s files hold it (run_config.json's layouts)."""
     bos = [plan.bos_id] if plan.bos_id is not None else []
-    sep = [plan.tokenizer.doc_sep_id] if plan.tokenizer.doc_sep_id is not None else []
     if format == "megatron":
-        parts = (bos, ids, sep)
-    elif plan.options.llmc_separator == "after":
-        parts = (bos, ids, sep)
+        parts = (bos, ids, [plan.eod_id] if plan.eod_id is not None else [])
     else:
-        parts = (sep, bos, ids)
+        before, after = llmc.document_boundaries(plan.llmc_sep_id, plan.bos_id, plan.options.llmc_separator)
+        parts = (before, ids, after)
     return np.concatenate([np.asarray(p, dtype=np.uint32) for p in parts])
 
 
 def _first_documents(plan: BuildPlan, receipts: list[Receipt], parts: list[int]) -> list[tuple]:
-    """(part, source, text, bare ids) of a split's first documents, at most PREVIEW_DOCUMENTS or PREVIEW_TEXT_BYTES of text."""
+    """(part, source, text, bare ids) of a split's first documents in the llm.c order, at most PREVIEW_DOCUMENTS or PREVIEW_TEXT_BYTES of text.
+
+    The llm.c order (formats/llmc_order.py: the parts in part order, or their blocks interleaved with a seed) for
+    every format, so the rows are the same documents in each; a document's row in its shard is the part's
+    permutation of its place in the part.
+    """
     documents, text_bytes = [], 0
-    for index in parts:
-        wanted = PREVIEW_DOCUMENTS - len(documents)
-        if wanted <= 0 or text_bytes >= PREVIEW_TEXT_BYTES:
+    seed = plan.options.shuffle_seed
+    split = plan.corpus.shards[parts[0]].split if parts else SPLITS[0]
+    blocks = llmc_order(seed, split, [plan.corpus.shards[i].rows for i in parts])
+    for p, first, count in blocks.first_documents(PREVIEW_DOCUMENTS):
+        if text_bytes >= PREVIEW_TEXT_BYTES:
             break
-        rows = plan.corpus.shards[index].rows
-        order = permutation(plan.options.shuffle_seed, index, rows)[:wanted] if plan.options.shuffle_seed is not None else np.arange(min(wanted, rows))
+        index = parts[p]
+        written = np.arange(first, first + count)
+        order = permutation(seed, index, plan.corpus.shards[index].rows)[written] if seed is not None else written
         texts, sources = _shard_rows(plan, index, order)
-        for k, (text, source, ids) in enumerate(zip(texts, sources, _bare_ids(plan, receipts[index], len(order)))):
+        for text, source, ids in zip(texts, sources, _bare_ids(plan, receipts[index], first, count)):
             if documents and text_bytes + len(text.encode("utf-8")) > PREVIEW_TEXT_BYTES:
                 return documents
             documents.append((part_name(index), source, text, ids))
@@ -91,32 +100,39 @@ def _shard_rows(plan: BuildPlan, index: int, order: np.ndarray) -> tuple[list[st
     return texts, sources
 
 
-def _bare_ids(plan: BuildPlan, receipt: Receipt, count: int) -> list[np.ndarray]:
-    """The first ``count`` documents' ids as the part wrote them, without boundary tokens.
-
-    Ranged reads of the part's files at the output: only the first documents' bytes reach this process (the
-    driver of a distributed build), whether the files are here or at a URL; the ``.idx`` is here (a record).
-    """
-    output = plan.output
+def _bare_ids(plan: BuildPlan, receipt: Receipt, first: int, count: int) -> list[np.ndarray]:
+    """Documents ``first .. first + count - 1`` of the part as it wrote them, without boundary tokens."""
     if "megatron" not in plan.options.formats:
-        return _bare_ids_of_segment(plan, receipt, count)
+        return _bare_ids_of_segment(plan, receipt, first, count)
     split = next(iter(receipt.splits))
-    rel = pair_path(split, receipt.part, "bin")
-    idx_path = megatron.idx_path_for(output.work / rel)
-    lengths = megatron.read_sequence_lengths(idx_path, count)
+    entry = next(f for f in receipt.files if f.path == pair_path(split, receipt.part, "bin"))
+    # A ranged read of the published .bin: only these documents' bytes reach this process (the driver of a
+    # distributed build); the .idx is here already (the finish fetched it).
+    idx_path = plan.output.work / megatron.idx_path_for(entry.path)
+    lengths = megatron.read_sequence_lengths(idx_path, first + count)
     dtype = megatron.read_index_header(idx_path).dtype
-    ids = np.frombuffer(output.read_range(rel, 0, int(lengths.sum()) * dtype.itemsize), dtype=dtype)
-    first = int(plan.bos_id is not None)
-    return [document[first:-1] for document in np.split(ids, np.cumsum(lengths)[:-1])]
+    ids = _read_ids(plan, entry.path, int(lengths[:first].sum()), int(lengths[first:].sum()), dtype)
+    head = int(plan.bos_id is not None)
+    return [document[head:-1] for document in np.split(ids, np.cumsum(lengths[first:])[:-1])]
 
 
-def _bare_ids_of_segment(plan: BuildPlan, receipt: Receipt, count: int) -> list[np.ndarray]:
-    """An llm.c-only build: the first documents of the part's llm.c segment (formats/llmc_segments.py), boundaries cut off."""
-    output = plan.output
+def _bare_ids_of_segment(plan: BuildPlan, receipt: Receipt, first: int, count: int) -> list[np.ndarray]:
+    """An llm.c-only build: documents of the part's llm.c segment (formats/llmc_segments.py), boundaries cut off."""
     layout = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout)
-    ends = np.frombuffer(output.read_range(staging_rel(receipt.part, ENDS_SUFFIX), 0, count * ENDS_DTYPE.itemsize), dtype=ENDS_DTYPE)
-    tokens = np.frombuffer(output.read_range(staging_rel(receipt.part, TOKENS_SUFFIX), 0, (int(ends[-1]) if ends.size else 0) * layout.dtype.itemsize), dtype=layout.dtype)
-    head = int(plan.bos_id is not None) + int(plan.tokenizer.doc_sep_id is not None and plan.options.llmc_separator == "before")
-    tail = int(plan.tokenizer.doc_sep_id is not None and plan.options.llmc_separator == "after")
-    starts = np.concatenate(([0], ends[:-1]))
-    return [np.asarray(tokens[a + head : b - tail]) for a, b in zip(starts.tolist(), ends.tolist())]
+    before = max(first - 1, 0)  # the end of the document before ``first`` is where ``first`` starts
+    ends = _read_ids(plan, staging_rel(receipt.part, ENDS_SUFFIX), before, first + count - before, ENDS_DTYPE)
+    start = int(ends[0]) if first else 0
+    ends = ends[1:] if first else ends
+    tokens = _read_ids(plan, staging_rel(receipt.part, TOKENS_SUFFIX), start, int(ends[-1]) - start if ends.size else 0, layout.dtype)
+    head = int(plan.bos_id is not None) + int(plan.llmc_sep_id is not None and plan.options.llmc_separator == "before")
+    tail = int(plan.llmc_sep_id is not None and plan.options.llmc_separator == "after")
+    starts = np.concatenate(([start], ends[:-1])) - start
+    return [np.asarray(tokens[a + head : b - start - tail]) for a, b in zip(starts.tolist(), ends.tolist())]
+
+
+def _read_ids(plan: BuildPlan, rel: str, first: int, count: int, dtype) -> np.ndarray:
+    """Items ``first .. first + count - 1`` of the published file ``rel`` (a ranged read)."""
+    dtype = np.dtype(dtype)
+    if count <= 0:
+        return np.zeros(0, dtype=dtype)
+    return np.frombuffer(plan.output.read_range(rel, first * dtype.itemsize, count * dtype.itemsize), dtype=dtype)

@@ -1,29 +1,46 @@
-"""``build --shuffle-seed S``: the documents of each part in a seeded order instead of corpus order.
+"""``build --shuffle-seed S``: documents in a seeded order, within each part and across parts in the llm.c files.
 
 Trainers that read files in order (llm.c's ``train_gpt2.py`` and
-``train_llama3.py``, modded-nanogpt) train on a corpus stored by category
-category by category. With a seed, every part (one input shard) writes its
-documents in the order of a full permutation of its document indices,
-``numpy.random.default_rng([seed, part_index]).permutation(documents)``, to
-both formats alike, so the Megatron pairs, the llm.c staging pairs and so the
-llm.c files all hold that order.
+``train_llama3.py``, modded-nanogpt) would train a corpus stored by category
+(one shard per category) category by category. With a seed, two steps mix it:
 
-Scope, and why: the permutation is within each part. Part N is input shard N
-(its receipt says so), parts are built independently on any engine, and the
-llm.c files are the parts' documents in part order (``verify`` rule 7);
-keeping those, a cross-shard permutation is not possible without a global
-pass. Parts keep their order: a corpus whose shards are categories needs its
-shards mixed when the corpus is made.
+1. **Within each part** (one input shard; here). Every part writes its
+   documents in the order of a full permutation of its document indices,
+   ``numpy.random.default_rng([seed, part_index]).permutation(documents)``, to
+   both formats alike: its Megatron pair and its llm.c segment hold that order.
+2. **Across parts, in the llm.c files** (:mod:`hf_tokbin.formats.llmc_order`,
+   the spec of the rule). Each part's segment is cut into up to
+   ``BLOCKS_PER_PART`` (256) blocks of consecutive documents (block j of D
+   documents is ``[j*D//B, (j+1)*D//B)``, B = min(256, D)); the part records
+   where each block ends in its segment (``.work/llmc/part-NNNNNN.json``,
+   ``block_ends``), and the finish packs the split's llm.c files from all
+   blocks of all parts in the order of
+   ``default_rng([seed, split_code, STREAM_TAG]).permutation(n_blocks)``,
+   cutting them into files as it cuts an unshuffled stream (whole documents,
+   a new file before ``max_tokens_per_file``). The driver computes that order
+   from the receipts' counts and the records' block ends (O(parts * 256)
+   numbers, never a token); pack tasks copy byte ranges of the segments.
+
+Megatron pairs stay one per part (part N is input shard N, its receipt says
+so): Megatron-LM and MaxText mix pairs by their blend and shuffle documents
+and samples themselves. Every document keeps its part: the receipts count it
+there, the preview names it. ``run_config.json`` records ``"shuffle": {"seed":
+S, "scope": "documents within each part, and the parts' blocks interleaved in
+the llm.c files"}``; releases made before the interleave say ``"documents
+within each part"`` and keep their llm.c files in part order, which ``verify``
+checks for them. ``verify`` recomputes the block order from the seed and the
+receipts, so llm.c files in any other order fail it.
 
 Memory is bounded by the part's document count, not its tokens: the encoded
 documents stream to a scratch pair under ``.work/shuffle/`` (ids on disk), and
 are read back through a memory map in the permuted order, a bounded number of
 tokens at a time; held in memory are the part's document lengths, offsets and
-permutation (24 bytes a document). The order depends only on the seed, the part
-index and the document count, so the bytes are the same whatever
+permutation (24 bytes a document). Both orders depend only on the seed, the
+part index or split, and document counts, so the bytes are the same whatever
 ``num_proc``, batch size or engine. Conservation is checked: the permutation
 holds every index exactly once, and the scratch pair holds exactly the
-documents and tokens encoded.
+documents and tokens encoded; the llm.c files hold every document once
+(their counts are checked against the receipts).
 """
 
 from __future__ import annotations

@@ -127,9 +127,9 @@ def boundary_roles(config: RunConfig, format: str, starts: np.ndarray, ends: np.
         return roles
     document = np.searchsorted(starts, positions, side="right") - 1
     offset, from_end = positions - starts[document], ends[document] - 1 - positions
-    bos, sep = config.bos_id is not None, config.doc_sep_id is not None
+    bos, sep = config.bos_id is not None, config.llmc_sep_id is not None
     if format == "megatron":
-        marks = [("BOS", offset == 0, bos), ("EOD", from_end == 0, sep)]
+        marks = [("BOS", offset == 0, bos), ("EOD", from_end == 0, config.doc_sep_id is not None)]
     elif config.llmc_separator == "after":
         marks = [("BOS", offset == 0, bos), ("separator", from_end == 0, sep)]
     else:

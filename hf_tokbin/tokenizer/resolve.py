@@ -51,6 +51,9 @@ FROM_BOS_OPTION = "--bos"
 FROM_GENERATION_CONFIG = f"{GENERATION_CONFIG_FILE} eos_token_id"
 FROM_TOKENIZER_CONFIG = f"{TOKENIZER_CONFIG_FILE} eos_token"
 FROM_SPECIAL_TOKENS_MAP = f"{SPECIAL_TOKENS_MAP_FILE} eos_token"
+# llm.c's own Llama 3 data (dev/data/fineweb.py tokenize_llama, tinystories.py): [<|begin_of_text|>] + ids per document, no EOS.
+LLAMA3_BEGIN_OF_TEXT = "<|begin_of_text|>"
+FROM_LLAMA3_LAYOUT = "--llmc-layout llama3: llm.c's own Llama 3 data"
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,16 @@ def resolve_tokenizer(
         # By their own names, not resolved: in the Hub cache each is a link to a blob named by its hash.
         tuple(os.fspath(Path(json_path.parent, n).absolute()) for n in CONFIG_FILES if Path(json_path.parent, n).is_file()),
     )
+
+
+def llama3_begin_of_text(tokenizer: TokenizerInfo) -> BoundaryToken | None:
+    """The tokenizer's ``<|begin_of_text|>``, the token llm.c's own Llama 3 files put before each document; None if it has none."""
+    if tokenizer.path is None:  # the byte tokenizer
+        return None
+    vocab = _Vocabulary(Path(tokenizer.path), load_tokenizer_json(tokenizer.path))
+    if vocab.tokenizer.token_to_id(LLAMA3_BEGIN_OF_TEXT) is None:
+        return None
+    return vocab.boundary(LLAMA3_BEGIN_OF_TEXT, FROM_LLAMA3_LAYOUT, tokenizer.path, "<|begin_of_text|>")
 
 
 def _byte_tokenizer(tokenizer_id: str | None, doc_sep: int | str | None, bos: int | str | None) -> TokenizerInfo:

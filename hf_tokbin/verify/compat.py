@@ -63,6 +63,12 @@ Targets and rules
   ``next(file_iter)`` right after the first; one train file raises
   ``StopIteration`` inside the generator (a ``RuntimeError``).
 - file-order (warning): ``sorted(glob.glob(filename_pattern))``.
+- documents-per-micro-batch (error): ``distributed_data_generator`` copies a
+  micro-batch's document starts into ``TRAIN_MAX_NUM_DOCS[num_tokens_local]`` slots.
+- val-tokens (error, warning), val-documents-per-micro-batch (error): the val
+  loader (``align_to_bos=False``) needs a file holding one val micro-batch, and
+  as many slots as its micro-batches hold documents
+  (``TRAIN_MAX_NUM_DOCS.get(n, next_multiple_of_n(n // 300, n=128))``).
 
 ``llmc-llama3`` -- ``train_llama3.py`` (``_peek_data_shard``,
 ``_load_data_shard``, ``DistributedShardedDataLoader``):
@@ -72,6 +78,9 @@ Targets and rules
 - min-tokens (error), capacity (info): ``shard_ntok >= num_processes * B * T + 1``.
 - seq-len (error): ``assert 1 <= T <= 8192``.
 - vocab (warning): ``LlamaConfig.vocab_size = 128256``.
+- begin-of-text (warning): llm.c's own Llama 3 data (``dev/data/fineweb.py``
+  ``tokenize_llama``) begins every document with ``<|begin_of_text|>`` 128000
+  and has no EOS; ``build --llmc-layout llama3`` writes that by default.
 - file-order (warning): ``sorted(glob.glob(...))``.
 
 ``megatron`` -- megatron-core ``datasets/indexed_dataset.py`` and
@@ -126,6 +135,7 @@ one file per batch, chosen in proportion to its tokens):
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import re
 from dataclasses import dataclass
@@ -252,7 +262,7 @@ def _document_start_token(path: Path, manifest: llmc.TokensManifest) -> tuple[in
     """The id that begins every llm.c document, and what it is: by run_config.json's layout in a release, else the manifest's separator (seed 000: before)."""
     if path.is_dir() and (path / RUN_CONFIG_NAME).is_file():
         config = RunConfig.read(path / RUN_CONFIG_NAME)
-        if config.llmc_separator == "after" or config.doc_sep is None:
+        if config.llmc_separator == "after" or config.llmc_sep is None:
             return config.bos_id, "BOS (each document's first token; the separator follows documents)" if config.bos is not None else "first token of each document: text (no BOS, no separator before)"
     return manifest.doc_sep_id, "separator"
 
@@ -428,6 +438,117 @@ def most_documents_per_micro_batch(tokens: np.ndarray, num_tokens_local: int, ma
     return int((last - np.arange(pieces.size))[whole].max()) if whole.any() else 0
 
 
+MODDED_NANOGPT_STAGE_DURATIONS = (1 / 3, 1 / 3, 1 / 3)  # train_gpt.py TRAINING_STAGES duration; then the extension stage (the last's sizes)
+MODDED_NANOGPT_EXTENSION_STEPS = 15  # Hyperparameters.num_extension_iterations default
+
+
+class ModdedTrainLoader:
+    """train_gpt.py's train loader over the release's train files, call by call, as its code reads them.
+
+    ``distributed_data_generator`` reads the files in order once; each call takes, for every
+    process in turn, ``Shard.next_batch``'s windows: one per BOS, cut at ``train_max_seq_len``
+    and at ``num_tokens_local + 1`` tokens (the rest of that document is skipped); when the
+    file has too few BOS ahead, the call is served from the next file, and past the last file
+    the generator fails (``next_shard_getter`` is None). A step is ``8 // world_size`` calls.
+    """
+
+    def __init__(self, files: list[np.ndarray], world_size: int):
+        self.bos = [scan_positions(t, MODDED_NANOGPT_BOS) for t in files]
+        self.sizes = [int(t.size) for t in files]
+        self.world_size = world_size
+        self._window_ends = {}  # (file, max_seq_len) -> the windows' cumulative lengths, from 0
+
+    def serves(self, scheduled: int, extension: int) -> bool:
+        """Whether every call of ``scheduled`` + ``extension`` steps is served (TrainingSchedule's stage boundaries).
+
+        The generator starts with the first stage's sizes; the training loop sends a stage's sizes when they
+        differ from the step before's (TrainingManager starts from step 0's stage), as train_gpt.py does.
+        """
+        ends = [0, *[round(c * scheduled) for c in itertools.accumulate(MODDED_NANOGPT_STAGE_DURATIONS[:-1])], scheduled, scheduled + extension]
+        stages = [*MODDED_NANOGPT_STAGES, MODDED_NANOGPT_STAGES[-1]]
+        sizes = stages[0][:2]
+        previous = stages[next(k for k, end in enumerate(ends[1:]) if 0 < end)][:2] if ends[-1] else sizes
+        f, i = 0, 0
+        for step in range(ends[-1]):
+            stage = stages[next(k for k, end in enumerate(ends[1:]) if step < end)][:2]
+            sizes, previous = (stage, stage) if stage != previous else (sizes, previous)
+            for _ in range(8 // self.world_size):
+                while (taken := self._take(f, i, *sizes)) is None:
+                    f, i = f + 1, 0
+                    if f == len(self.bos):
+                        return False
+                i = taken
+        return True
+
+    def _take(self, f: int, i: int, tokens_local: int, max_seq_len: int) -> int | None:
+        """The BOS index after one call from BOS index ``i`` of file ``f``, or None if the file cannot serve it."""
+        key = (f, max_seq_len)
+        if key not in self._window_ends:
+            lengths = np.minimum(np.diff(np.append(self.bos[f], self.sizes[f])), max_seq_len)
+            self._window_ends[key] = np.concatenate(([0], np.cumsum(lengths)))
+        ends = self._window_ends[key]
+        for _ in range(self.world_size):
+            i = int(np.searchsorted(ends, ends[i] + tokens_local + 1, side="left"))
+            if i >= ends.size:
+                return None
+        return i
+
+
+def modded_train_schedule(files: list[np.ndarray], world_size: int) -> tuple[int, int]:
+    """(num_scheduled_iterations, num_extension_iterations): the most scheduled steps the train loader serves, with
+    the default 15 extension steps when at least 3 scheduled ones remain, else none. (0, 0) if not one step."""
+    loader = ModdedTrainLoader(files, world_size)
+    for extension in (MODDED_NANOGPT_EXTENSION_STEPS, 0):
+        # Binary search between a count served (lo) and one not (hi): the loader reads fewer tokens than the files hold.
+        lo, hi = 0, max(1, sum(loader.sizes) // (MODDED_NANOGPT_STAGES[0][0] * 8))
+        if not loader.serves(lo, extension):
+            continue
+        while loader.serves(hi, extension):
+            lo, hi = hi, hi * 2
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if loader.serves(mid, extension) else (lo, mid)
+        if extension == 0 or lo >= 3:
+            return lo, extension
+    return 0, 0
+
+
+def modded_default_max_num_docs(num_tokens_local: int) -> int:
+    """``distributed_data_generator``'s slots for a micro-batch size ``TRAIN_MAX_NUM_DOCS`` lacks (the val loader's):
+    ``next_multiple_of_n(num_tokens_local // 300, n=128)``."""
+    return -(-(num_tokens_local // 300) // 128) * 128
+
+
+def most_documents_per_val_micro_batch(files: list[np.ndarray], val_batch_size: int, world_size: int) -> int:
+    """The most BOS in one process's micro-batch of the val loader (``align_to_bos=False``: fixed windows of
+    ``val_batch_size // 8`` tokens from each file's start, while ``pos + num_tokens + 1 < len(tokens)``)."""
+    num_tokens = val_batch_size // max(1, 8 // world_size)
+    local = num_tokens // world_size
+    most = 0
+    for tokens in files:
+        bos = scan_positions(tokens, MODDED_NANOGPT_BOS)
+        calls = np.arange(0, max(0, tokens.size - num_tokens - 1), num_tokens, dtype=np.int64)
+        starts = (calls[:, None] + np.arange(world_size, dtype=np.int64)[None, :] * local).ravel()
+        if starts.size:
+            most = max(most, int((np.searchsorted(bos, starts + local) - np.searchsorted(bos, starts)).max()))
+    return most
+
+
+def modded_max_num_docs(train: list[np.ndarray], val: list[np.ndarray], val_batch_size: int, world_size: int) -> dict[int, int] | None:
+    """``TRAIN_MAX_NUM_DOCS`` with room for the most documents of every train and val micro-batch (slots = documents + 1,
+    rounded up to 32); None when train_gpt.py's own table and default serve."""
+    table = {n: slots for n, _, slots in MODDED_NANOGPT_STAGES}
+    needed = {n: 1 + max([most_documents_per_micro_batch(t, n, cap) for t in train] or [0]) for n, cap, _ in MODDED_NANOGPT_STAGES}
+    if val_batch_size:
+        local = val_batch_size // 8
+        needed[local] = max(needed.get(local, 0), 1 + most_documents_per_val_micro_batch(val, val_batch_size, world_size))
+    if all(k <= table.get(n, modded_default_max_num_docs(n)) for n, k in needed.items()):
+        return None
+    fixed = {n: max(slots, -(-needed[n] // 32) * 32) for n, slots in table.items()}
+    fixed.update({n: -(-k // 32) * 32 for n, k in needed.items() if n not in table and k > modded_default_max_num_docs(n)})
+    return fixed
+
+
 def _documents_per_micro_batch(file: Path, tokens: np.ndarray) -> list[Finding]:
     """``distributed_data_generator`` copies a micro-batch's document starts into ``TRAIN_MAX_NUM_DOCS[tokens]`` slots."""
     needed = {n: most_documents_per_micro_batch(tokens, n, cap) for n, cap, _ in MODDED_NANOGPT_STAGES}
@@ -477,9 +598,28 @@ def _modded_val_tokens(inputs: _LlmcInputs, s: LoaderSettings) -> list[Finding]:
     batch, _ = modded_val_batch(sizes, s.world_size)
     if batch == 0:
         return [Finding(ERROR, str(files[0].parent), "val-tokens", f"no val file holds one val micro-batch of {2048 * 8 // max(1, 8 // s.world_size):,}+2 tokens: the val loader raises StopIteration")]
+    findings = _val_documents_per_micro_batch(files, batch, s.world_size)
     if batch != MODDED_NANOGPT_VAL_BATCH:
-        return [Finding(WARNING, str(files[0].parent), "val-tokens", f"the val split ({sum(sizes):,} tokens) is below one default val batch of {MODDED_NANOGPT_VAL_BATCH:,} per file: set val_batch_size = {batch} and val_tokens as the recipe prints")]
-    return []
+        return findings + [Finding(WARNING, str(files[0].parent), "val-tokens", f"the val split ({sum(sizes):,} tokens) is below one default val batch of {MODDED_NANOGPT_VAL_BATCH:,} per file: set val_batch_size = {batch} and val_tokens as the recipe prints")]
+    return findings
+
+
+def _val_documents_per_micro_batch(files: list[Path], batch: int, world_size: int) -> list[Finding]:
+    """The val loader copies a micro-batch's BOS positions into ``TRAIN_MAX_NUM_DOCS.get(val_batch_size // 8, default)`` slots."""
+    local = batch // 8
+    most = most_documents_per_val_micro_batch([llmc.open_tokens(f) for f in files], batch, world_size)
+    slots = {n: k for n, _, k in MODDED_NANOGPT_STAGES}.get(local, modded_default_max_num_docs(local))
+    if most + 1 <= slots:
+        return []
+    return [
+        Finding(
+            ERROR,
+            str(files[0].parent),
+            "val-documents-per-micro-batch",
+            f"a {local:,}-token val micro-batch (val_batch_size {batch:,}) holds {most} documents here, train_gpt.py gives {slots - 1} "
+            f"(the first validation fails: 'The expanded size of the tensor'): add {local}: {-(-(most + 1) // 32) * 32} to TRAIN_MAX_NUM_DOCS (hf-tokbin recipe prints it)",
+        )
+    ]
 
 
 def _bos_rules(file: Path, tokens: np.ndarray, max_seq_len: int) -> list[Finding]:
@@ -521,7 +661,8 @@ def check_llmc_llama3(path: Path, s: LoaderSettings) -> list[Finding]:
                     str(inputs.manifest_path),
                     "begin-of-text",
                     f"llm.c's own Llama 3 files begin each document with <|begin_of_text|> {LLAMA3_BEGIN_OF_TEXT}; this release's {what} is {start}: "
-                    f"build with --bos {LLAMA3_BEGIN_OF_TEXT} --llmc-sep after for the same document starts",
+                    "build with --llmc-layout llama3 and without --doc-sep, --bos or --llmc-sep: the build then writes llm.c's own layout, "
+                    f"{LLAMA3_BEGIN_OF_TEXT} before each document and no EOS in the llm.c files (Megatron keeps its EOD)",
                 )
             )
     return findings

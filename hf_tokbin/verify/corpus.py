@@ -8,15 +8,19 @@ from pathlib import Path
 from .._io import sha256_file
 from ..errors import VerificationError
 from ..formats.corpus_manifest import MANIFEST_NAME, CorpusManifest
-from ..formats.corpus_shard import iter_shard_texts
+from ..formats.corpus_shard import SOURCE_COLUMN, iter_shard_batches
 
 _VERIFY_BATCH_ROWS = 4096  # rows read at a time: memory bounded by the batch, not the shard
 
 
 def verify_corpus(root: str | os.PathLike) -> str:
-    """Check every shard's size, SHA-256, row count and text column (strings, no null, valid UTF-8); a one-line report."""
+    """Check every shard's size, SHA-256, row count and text column (strings, no null, valid UTF-8); a one-line report.
+
+    A corpus with a source column: every value a source name, counted per split as ``documents_by_source`` says.
+    """
     root = Path(root)
     manifest = CorpusManifest.read(root)
+    counted: dict[str, dict[str, int]] = {}  # split -> source -> documents, as the shards' source column gives them
     for shard in manifest.shards:
         path = root / shard.path
         if not path.is_file() or path.is_symlink():
@@ -25,9 +29,20 @@ def verify_corpus(root: str | os.PathLike) -> str:
         if size != shard.size or sha256_file(path) != shard.sha256:
             raise VerificationError(path, f"corpus shard differs from its {MANIFEST_NAME} entry (size or SHA-256)", expected=shard.sha256, got=f"{size} bytes")
         rows = 0
-        for _, texts in iter_shard_texts(path, path, _VERIFY_BATCH_ROWS):  # a string text column, no null, valid UTF-8
+        column = SOURCE_COLUMN if manifest.documents_by_source else None
+        for _, texts, sources in iter_shard_batches(path, path, _VERIFY_BATCH_ROWS, column):  # strings, no null, valid UTF-8 (and source names)
             rows += len(texts)
+            if sources is not None:
+                _count(counted.setdefault(shard.split, {}), sources)
         if rows != shard.rows:
             raise VerificationError(path, f"rows must equal the {MANIFEST_NAME} entry", expected=shard.rows, got=rows)
+    if counted != manifest.documents_by_source:
+        raise VerificationError(root / MANIFEST_NAME, "documents_by_source must count the shards' source column", expected=manifest.documents_by_source, got=counted)
     counts = ", ".join(f"{split} {manifest.rows(split):,}" for split in ("train", "validation"))
     return f"{root}: OK: corpus {manifest.name}, {len(manifest.shards)} shards, documents: {counts}"
+
+
+def _count(counts: dict[str, int], sources) -> None:
+    """Add one batch of source names to ``counts``."""
+    for item in sources.value_counts().to_pylist():
+        counts[item["values"]] = counts.get(item["values"], 0) + item["counts"]

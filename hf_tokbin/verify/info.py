@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
-from .._io import read_json
 from ..errors import FormatError
 from ..formats import llmc, megatron
 from ..formats.corpus_manifest import CorpusManifest
-from ..formats.release import COMPLETE_NAME, RUN_CONFIG_NAME, STATS_NAME, SplitCounts, counts_table
+from ..formats.release import COMPLETE_NAME, RUN_CONFIG_NAME, STATS_NAME, Stats, counts_table
+from ..formats.run_config import RunConfig
 from ..formats.sniff import sniff
 
 _PREVIEW = 8
+MAX_SOURCES_SHOWN = 20  # info is a glance: the largest sources; stats.json and info --json hold every one
 _LLMC_LAYOUTS = {"gpt2": "llm.c token file", "llama3": "upstream llm.c Llama 3 token file"}
 
 
@@ -69,7 +71,7 @@ def describe_folder(path: Path, kind: str) -> str:
             lines.append(f"  {shard.path:<34} {shard.split:<11} {shard.rows:>12,} documents {shard.size:>14,} bytes")
         return "\n".join(lines)
     if kind == "release" and stats.exists():
-        return describe_release(path)
+        return ReleaseInfo.read(path).text()
     if kind == "llmc-folder":
         m = llmc.TokensManifest.read(manifest)
         lines = [f"{path}: llm.c tokens, tokenizer {m.tokenizer_id} (vocab {m.vocab_size}), dataset {m.dataset}"]
@@ -83,53 +85,73 @@ def describe_record(path: str | os.PathLike) -> tuple[str, dict]:
     """:func:`describe`'s text and the same as a record (``info --json``): a release's counts by split, else the text."""
     path = Path(path)
     if path.exists() and sniff(path) == "release" and (path / STATS_NAME).exists():
-        counts = _release_counts(path)
-        record = release_record(path, counts)
-        return _release_text(path, record, counts), record
+        release = ReleaseInfo.read(path)
+        return release.text(), release.record()
     text = describe(path)
     return text, {"path": str(path), "kind": sniff(path), "summary": text}
 
 
-def _release_counts(path: Path) -> dict[str, SplitCounts]:
-    stats = read_json(path / STATS_NAME, FormatError)
-    splits = stats.get("splits") if isinstance(stats, dict) else None
-    if not isinstance(splits, dict):
-        raise FormatError(path / STATS_NAME, "splits must be an object of counts by split", got=type(splits).__name__)
-    counts = {}
-    for split, c in splits.items():
-        try:
-            counts[split] = SplitCounts(c["documents"], c["text_tokens"], c["eod_tokens"], c.get("text_bytes", 0), c.get("bos_tokens", 0))
-        except (KeyError, TypeError, AttributeError, FormatError) as e:
-            raise FormatError(path / STATS_NAME, f"splits.{split} is not a record of counts", got=str(e)) from None
-    return counts
+@dataclass(frozen=True)
+class ReleaseInfo:
+    """What ``info RELEASE`` shows, read through the releases' own readers (:class:`Stats`, :class:`RunConfig`)."""
 
+    path: Path
+    stats: Stats
+    config: RunConfig | None  # None: no run_config.json
+    complete: bool
 
-def release_record(path: Path, counts: dict[str, SplitCounts] | None = None) -> dict:
-    """What ``info RELEASE`` says, as a record: the release's identity and its counts by split (``total_tokens`` included)."""
-    counts = _release_counts(path) if counts is None else counts
-    stats = read_json(path / STATS_NAME, FormatError)
-    config = read_json(path / RUN_CONFIG_NAME, FormatError) if (path / RUN_CONFIG_NAME).is_file() else {}
-    tokenizer = config.get("tokenizer") if isinstance(config, dict) and isinstance(config.get("tokenizer"), dict) else {}
-    return {
-        "path": str(path),
-        "kind": "release",
-        "complete": (path / COMPLETE_NAME).exists(),
-        "dataset": stats.get("dataset"),
-        "tokenizer_id": stats.get("tokenizer_id"),
-        "vocab_size": tokenizer.get("vocab_size"),
-        "formats": config.get("formats") if isinstance(config, dict) else None,
-        "splits": {split: c.stats_dict() for split, c in counts.items()},
-    }
+    @classmethod
+    def read(cls, path: Path) -> ReleaseInfo:
+        stats = Stats.read(path / STATS_NAME)  # first: a release is sniffed by its stats.json here
+        config = RunConfig.read(path / RUN_CONFIG_NAME) if (path / RUN_CONFIG_NAME).is_file() else None
+        return cls(path, stats, config, (path / COMPLETE_NAME).exists())
 
+    @property
+    def dataset(self) -> str | None:
+        return self.stats.dataset or (self.config.dataset if self.config else None)
 
-def describe_release(path: Path) -> str:
-    """``info RELEASE``: a summary (identity, then the build's split table), not the raw ``stats.json``."""
-    counts = _release_counts(path)
-    return _release_text(path, release_record(path, counts), counts)
+    @property
+    def tokenizer_id(self) -> str | None:
+        return self.stats.tokenizer_id or (self.config.tokenizer_id if self.config else None)
 
+    def record(self) -> dict:
+        """The release's identity and its counts by split (``total_tokens`` included)."""
+        config = self.config
+        return {
+            "path": str(self.path),
+            "kind": "release",
+            "complete": self.complete,
+            "dataset": self.dataset,
+            "tokenizer_id": self.tokenizer_id,
+            "vocab_size": config.vocab_size if config else None,
+            "formats": list(config.formats) if config else None,
+            "splits": {split: c.stats_dict() for split, c in self.stats.splits.items()},
+            "source_column": self.source_column,
+            "sources": {name: {split: c.stats_dict() for split, c in by_split.items()} for name, by_split in self.stats.sources.items()},
+        }
 
-def _release_text(path: Path, record: dict, counts: dict[str, SplitCounts]) -> str:
-    complete = "complete" if record["complete"] else "INCOMPLETE (no COMPLETE.json)"
-    formats = ", ".join(record["formats"] or ()) or "unknown"
-    head = f"{path}: release {record['dataset']}, {complete}; tokenizer {record['tokenizer_id']} (vocab {record['vocab_size']}); formats {formats}"
-    return "\n".join([head, *counts_table(counts)])
+    @property
+    def source_column(self) -> str | None:
+        """The column the build counted by source (run_config.json), None: not counted (stats.json's one source, the dataset)."""
+        return self.config.source_column if self.config else None
+
+    def source_lines(self) -> list[str]:
+        """The per-source table, largest sources (total tokens over the splits) first, at most :data:`MAX_SOURCES_SHOWN`."""
+        sources = self.stats.sources
+        if self.source_column is None and (self.config is not None or set(sources) <= {self.dataset}):
+            return []
+        order = sorted(sources, key=lambda name: (-sum(c.total_tokens for c in sources[name].values()), name))
+        shown = order[:MAX_SOURCES_SHOWN]
+        width = max(len("source"), *map(len, shown))
+        rows = {f"{name:<{width}}  {split}": c for name in shown for split, c in sources[name].items()}
+        column = f" (column {self.source_column!r})" if self.source_column else ""
+        more = [f"... {len(order) - len(shown):,} more sources (stats.json and info --json list every one)"] if len(order) > len(shown) else []
+        return [f"by source{column}: {len(order):,} sources, largest first", *counts_table(rows, f"{'source':<{width}}  split"), *more]
+
+    def text(self) -> str:
+        """A summary (identity, then the build's split table), not the raw ``stats.json``."""
+        complete = "complete" if self.complete else "INCOMPLETE (no COMPLETE.json)"
+        formats = ", ".join(self.config.formats) if self.config else "unknown"
+        vocab = self.config.vocab_size if self.config else None
+        head = f"{self.path}: release {self.dataset}, {complete}; tokenizer {self.tokenizer_id} (vocab {vocab}); formats {formats}"
+        return "\n".join([head, *counts_table(self.stats.splits), *self.source_lines()])

@@ -1,4 +1,8 @@
-"""``verify``: a release's preview (:mod:`hf_tokbin.formats.preview`) holds exactly the first documents of its token files."""
+"""``verify``: a release's preview (:mod:`hf_tokbin.formats.preview`) holds exactly the first documents of its token files.
+
+First in the llm.c order (:mod:`hf_tokbin.formats.llmc_order`), recomputed from run_config.json and the receipts;
+a Megatron row is that document's sequence in its pair.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,13 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import VerificationError
+from ..formats import llmc
+from ..formats.llmc_order import llmc_order
 from ..formats.preview import COLUMNS, read_preview
-from ..formats.release import FORMATS, PREVIEW_DIR, SPLITS, Receipt
+from ..formats import megatron
+from ..formats.release import FORMATS, PREVIEW_DIR, SPLITS, Receipt, pair_path
 from ..formats.run_config import RunConfig
-from ..readers.views import LlmcSplit, MegatronSplit
+from ..readers.views import LlmcSplit
 
 
 def check_previews(root: Path, config: RunConfig, receipts: list[Receipt], listed: set[str]) -> None:
@@ -31,7 +38,8 @@ def _check_preview(path: Path, root: Path, config: RunConfig, split: str, receip
     expected_formats = [f for f in formats for _ in range(count)]
     if rows["format"] != expected_formats or count == 0:
         raise VerificationError(path, "preview rows must be the same first documents for each format of the release, in order", expected=", ".join(formats), got=sorted(set(rows["format"])))
-    parts = _part_of_each_document(receipts, split, count)
+    in_order = _documents_in_order(receipts, split, count, config.llmc_interleave_seed)
+    parts = [part for part, _, _ in in_order]
     for i in range(len(rows["format"])):
         _check_row(path, rows, i, i % count, parts)
     for name in ("part", "source", "text"):
@@ -39,15 +47,16 @@ def _check_preview(path: Path, root: Path, config: RunConfig, split: str, receip
             raise VerificationError(path, f"preview column {name} must be the same for a document in every format")
     for k, format in enumerate(formats):
         ids = rows["input_ids"][k * count : (k + 1) * count]
-        _check_ids(path, root, config, split, format, [np.asarray(v, dtype=np.int64) for v in ids])
+        _check_ids(path, root, config, split, format, [np.asarray(v, dtype=np.int64) for v in ids], in_order)
 
 
-def _part_of_each_document(receipts: list[Receipt], split: str, count: int) -> list[str]:
-    parts = []
-    for receipt in receipts:
-        documents = receipt.splits[split].documents if split in receipt.splits else 0
-        parts.extend([receipt.part] * min(documents, count - len(parts)))
-    return parts
+def _documents_in_order(receipts: list[Receipt], split: str, count: int, seed: int | None) -> list[tuple[str, int, int]]:
+    """The split's first ``count`` documents in the llm.c order (formats/llmc_order.py): each one's part, index in the Megatron split and in its part."""
+    parts = [r for r in receipts if split in r.splits and r.splits[split].documents]
+    documents = [r.splits[split].documents for r in parts]
+    before = np.concatenate(([0], np.cumsum(documents, dtype=np.int64))).tolist()
+    runs = llmc_order(seed, split, documents).first_documents(count)
+    return [(parts[p].part, before[p] + first + j, first + j) for p, first, n in runs for j in range(n)]
 
 
 def _check_row(path: Path, rows: dict, i: int, document: int, parts: list[str]) -> None:
@@ -62,13 +71,17 @@ def _check_row(path: Path, rows: dict, i: int, document: int, parts: list[str]) 
         raise VerificationError(path, f"{where}: tokens must be the number of input_ids", expected=len(rows["input_ids"][i]), got=rows["tokens"][i])
 
 
-def _check_ids(path: Path, root: Path, config: RunConfig, split: str, format: str, ids: list[np.ndarray]) -> None:
-    """Megatron: each row is that sequence. llm.c: the rows, one after the other, are the split's first ids, each a document."""
+def _check_ids(path: Path, root: Path, config: RunConfig, split: str, format: str, ids: list[np.ndarray], in_order: list[tuple[str, int, int]]) -> None:
+    """Megatron: each row is that document's sequence. llm.c: the rows, one after the other, are the split's first ids, each a document."""
     if format == "megatron":
-        documents = MegatronSplit.open(root, split)
-        for k, row in enumerate(ids):
-            if not np.array_equal(row, np.asarray(documents[k], dtype=np.int64)):
-                raise VerificationError(path, f"megatron document {k}: input_ids must be the Megatron sequence", got=f"{row[:8].tolist()}...")
+        by_part: dict[str, list[int]] = {}
+        for k, (part, _, _) in enumerate(in_order):
+            by_part.setdefault(part, []).append(k)
+        for part, rows in sorted(by_part.items()):  # one pair open at a time: a release has a pair per input shard
+            pair = megatron.MegatronPair(root / pair_path(split, part, "bin"))
+            for k in rows:
+                if not np.array_equal(ids[k], np.asarray(pair[in_order[k][2]], dtype=np.int64)):
+                    raise VerificationError(path, f"megatron document {in_order[k][1]} (row {k}): input_ids must be the Megatron sequence", got=f"{ids[k][:8].tolist()}...")
         return
     stream = LlmcSplit.open(root, split, check_ids=False)
     joined = np.concatenate(ids)
@@ -76,9 +89,8 @@ def _check_ids(path: Path, root: Path, config: RunConfig, split: str, format: st
         raise VerificationError(path, "llmc input_ids, one row after the other, must be the split's first llm.c ids")
     # Each row is one document as the layout puts it: [sep, bos, text] or [bos, text, sep]. A scan for the separator
     # cannot cut the stream (text may give the separator's id), so the rows' own ends are checked against the layout.
-    sep, bos = config.doc_sep_id, config.bos_id
-    head = ([sep] if sep is not None and config.llmc_separator == "before" else []) + ([bos] if bos is not None else [])
-    tail = [sep] if sep is not None and config.llmc_separator == "after" else []
+    bos = config.bos_id
+    head, tail = (list(ids) for ids in llmc.document_boundaries(config.llmc_sep_id, bos, config.llmc_separator or "before"))
     for k, row in enumerate(ids):
         if row.size < len(head) + len(tail) or row[: len(head)].tolist() != head or (tail and row[-1] != tail[0]):
             raise VerificationError(path, f"llmc row {k} must be one document in the llm.c layout (separator {config.llmc_separator}, bos {bos})", expected=[*head, "...", *tail], got=row[:4].tolist())

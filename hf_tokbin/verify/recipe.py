@@ -57,9 +57,6 @@ MEGATRON_SEED = 1234  # Megatron-LM --seed default; MaxText's mmap_npy seed defa
 LLMC_SCRATCH_MODEL = "d12"  # llm.c: train_gpt2.py --model d12 and train_gpt2.cu -e d12 build GPT-2 124M with random weights
 LLMC_VAL_EVERY = 250  # llm.c's own run scripts evaluate every 250 steps
 LLAMA3_MODEL = "meta-llama/Meta-Llama-3.1-8B"  # train_llama3.py asserts args.model is this one
-# modded-nanogpt: tokens per step of its three stages (batch_size, 1/3 of the scheduled steps each) and of the extension steps.
-MODDED_NANOGPT_MEAN_STEP = (8 + 16 + 24) * 2048 * 8 // 3
-MODDED_NANOGPT_EXTENSION = (15, 24 * 2048 * 8)  # num_extension_iterations default, tokens per extension step
 
 
 @dataclass(frozen=True)
@@ -299,39 +296,25 @@ def _llmc_llama3(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[list[
     return [_torchrun(s, py)], [], notes
 
 
-def _modded_schedule(train_tokens: list[np.ndarray]) -> tuple[int, int]:
-    """(num_scheduled_iterations, num_extension_iterations) that read the train split about once.
-
-    A scheduled step reads 131,072, 262,144 or 393,216 tokens (a third of the
-    steps each), an extension step 393,216; a document counts up to 2,048
-    tokens (train_max_seq_len cuts the rest).
-    """
-    usable = 0
-    for tokens in train_tokens:
-        bos = scan_positions(tokens, compat.MODDED_NANOGPT_BOS)
-        usable += int(np.minimum(np.diff(np.append(bos, tokens.size)), 2048).sum()) if bos.size else 0
-    extension, per_extension = MODDED_NANOGPT_EXTENSION
-    if usable < extension * per_extension + 3 * MODDED_NANOGPT_MEAN_STEP:
-        extension = 0
-    return max(0, (usable - extension * per_extension) // MODDED_NANOGPT_MEAN_STEP), extension
-
-
 def _modded_nanogpt(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[list[str]], list[str], list[str]]:
     train, val = globs["train"][0], globs.get("val", (None,))[0]
-    scheduled, extension = _modded_schedule([llmc.open_tokens(f) for f in globs["train"][1]])
+    scheduled, extension = compat.modded_train_schedule([llmc.open_tokens(f) for f in globs["train"][1]], s.world_size)
     lines = ["# train_gpt.py class Hyperparameters: replace these lines", f"    train_files: str = {train!r}"]
     lines.append(f"    val_files: str = {(val or train)!r}")
     batch, val_tokens = compat.modded_val_batch(_file_tokens(globs, "val" if val else "train"), s.world_size)
     if batch:
         lines += [f"    val_tokens: int = {val_tokens}", f"    val_batch_size: int = {batch}"]
     lines += [f"    num_scheduled_iterations: int = {scheduled}", f"    num_extension_iterations: int = {extension}"]
-    fix = _modded_max_docs(globs)
+    val_files = [llmc.open_tokens(f) for f in globs["val" if val else "train"][1]]
+    fix = compat.modded_max_num_docs([llmc.open_tokens(f) for f in globs["train"][1]], val_files, batch, s.world_size)
     if fix:
         lines += ["# train_gpt.py, the module-level table: replace it", f"TRAIN_MAX_NUM_DOCS = {fix}"]
     notes = [
         "train_files/val_files are hard-coded (os.path.join(DATA_PATH, 'data/fineweb10B/...')): edit the lines above in the file",
-        f"{scheduled:,} scheduled + {extension} extension steps read the train split about once (a third of the steps at 131,072, "
-        "262,144 and 393,216 tokens each); its loader does not loop: for more epochs, iter(files) -> itertools.cycle(files) in distributed_data_generator",
+        f"{scheduled:,} scheduled + {extension} extension steps: the most its train loader serves from the train split in one pass "
+        "(a third of the steps at 131,072, 262,144 and 393,216 tokens each; a window per document, cut at 896 then 2,048 tokens; "
+        "a file's tail that no longer fits a micro-batch is skipped); its loader does not loop: for more epochs, "
+        "iter(files) -> itertools.cycle(files) in distributed_data_generator",
         "from scratch (train_gpt.py always is); it needs CUDA and a world size dividing 8 (grad_accum_steps = 8 // world_size)",
         "every sequence starts at a BOS (50256): the release's separator, written before each document",
         "files are read in sorted-name order, the manifest's, from start to end: documents come in the release's order",
@@ -343,18 +326,6 @@ def _modded_nanogpt(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[li
         notes.append("the val files are too small for any val batch (see the val-tokens finding)")
     command = ["torchrun", "--standalone", f"--nproc_per_node={s.world_size}", "train_gpt.py"]
     return [command], lines, notes
-
-
-def _modded_max_docs(globs: dict) -> dict[int, int] | None:
-    """``TRAIN_MAX_NUM_DOCS`` with room for the most documents a micro-batch of these files holds; None if the default has."""
-    needed = {n: 0 for n, _, _ in compat.MODDED_NANOGPT_STAGES}
-    for f in globs["train"][1]:
-        tokens = llmc.open_tokens(f)
-        for n, cap, _ in compat.MODDED_NANOGPT_STAGES:
-            needed[n] = max(needed[n], compat.most_documents_per_micro_batch(tokens, n, cap))
-    if all(needed[n] + 1 <= slots for n, _, slots in compat.MODDED_NANOGPT_STAGES):
-        return None
-    return {n: max(slots, -(-(needed[n] + 1) // 32) * 32) for n, _, slots in compat.MODDED_NANOGPT_STAGES}
 
 
 def _nanogpt(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[list[str]], list[str], list[str]]:
@@ -541,9 +512,11 @@ def _maxtext(root: Path, s: LoaderSettings, index_dir: Path) -> tuple[list[str],
 
     global_batch = s.batch_size * s.world_size
     steps = max(1, s.epochs * _samples(blends["train"], s.seq_len) // global_batch)
+    # train.py evaluates only when eval_interval > 0; each evaluation draws eval_steps global batches.
+    eval_steps = _samples(blends.get("validation", []), s.seq_len) // global_batch
     args = ["dataset_type=grain", "grain_file_type=mmap_npy", f"grain_train_files={files('train')}"]
-    if blends.get("validation"):
-        args.append(f"grain_eval_files={files('validation')}")
+    if eval_steps:
+        args += [f"grain_eval_files={files('validation')}", f"eval_interval={max(1, min(1000, steps))}", f"eval_steps={eval_steps}"]
     args += [
         f"mmap_eod_id={eod_id if eod_id is not None else 'EOD_ID'}",
         "mmap_split_sentences=false",
@@ -572,8 +545,11 @@ def _maxtext(root: Path, s: LoaderSettings, index_dir: Path) -> tuple[list[str],
     ]
     if tok.shipped is None:
         notes.append("this release ships no tokenizer/: set tokenizer_type and tokenizer_path to the tokenizer it was built with")
-    if not blends.get("validation"):
-        notes.append("no validation split: no grain_eval_files, MaxText evaluates nothing (keep eval_interval at its default -1)")
+    if eval_steps:
+        notes.append(f"validation: eval_steps={eval_steps:,} x {global_batch:,} samples, the validation split once, every {max(1, min(1000, steps)):,} steps "
+                     "(MaxText's eval_interval default -1 never evaluates)")
+    else:
+        notes.append("no validation split (or none of one global batch): no grain_eval_files, MaxText evaluates nothing (eval_interval stays -1)")
     if eod_id is None:
         notes.append("EOD_ID unknown (no run_config.json eod_id): pass --eod-id")
     return lines, notes

@@ -55,7 +55,11 @@ names the file (in a JSON file, the field) and the rule.
    receipts' (text tokens + one separator and one BOS per document, as
    recorded), and a split without documents has no file.
 7. **Both formats agree.** Per split, the llm.c token stream is the Megatron
-   documents in part order, document by document: Megatron's
+   documents in the llm.c order, document by document: the pairs in part
+   order, or, with run_config.json's ``shuffle`` (scope: blocks interleaved),
+   their blocks in the order :mod:`hf_tokbin.formats.llmc_order` recomputes
+   from the seed and the receipts' counts, each block's bounds from the
+   ``.idx`` pointers (so llm.c files reordered any other way fail). Megatron's
    ``[bos] + doc + [eod]`` is llm.c's ``[sep] + [bos] + doc`` (separator
    before) or the very same ``[bos] + doc + [sep]`` (after), with sep = eod.
    The streams are compared id by id in chunks of bounded size, one task per
@@ -76,7 +80,9 @@ names the file (in a JSON file, the field) and the rule.
    config files read beside it.
 8. **stats.json** equals what the receipts give
    (:func:`hf_tokbin.formats.release.stats_record`): dataset, tokenizer_id, and the
-   counts per split, per source and per part.
+   counts per split, per source and per part. With a source column, every receipt
+   counts its sources and they add up to its split counts (a receipt that does not
+   is refused as it is read, naming it), and so do their sums in ``stats.json``.
 9. **Preview** (:mod:`hf_tokbin.verify.preview`). Each ``preview/<split>.parquet``
    listed holds the same first documents for every format, numbered from 0,
    each naming the part its receipts put it in, ``tokens`` = its id count, and
@@ -96,6 +102,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -129,6 +136,7 @@ from ..formats.release import (
     split_totals,
     stats_record,
 )
+from ..formats.llmc_order import Blocks, llmc_order
 from ..formats.run_config import BoundaryToken, RunConfig
 from ..formats.sniff import file_magic
 from ..readers.views import open_llmc_file
@@ -350,15 +358,15 @@ def check_one_file(checks: FileChecks, item: tuple) -> list:
     """One task of :func:`verify_release`; returns the boundary ids it found inside documents (see :func:`_boundary_warnings`).
 
     ``("pair", receipt, split)``: a Megatron pair, its digests, its boundary ids. ``("llmc", entry)``: an llm.c
-    file (and, without Megatron, its boundary ids). ``("same", entry, sources)``: an llm.c file equals its
-    Megatron ranges. ``("preview", receipts, listed)``: the previews.
+    file (and, without Megatron, its boundary ids). ``("same", entry, spans, order)``: an llm.c file equals its
+    pieces of the Megatron spans. ``("preview", receipts, listed)``: the previews.
     """
     root, config = Path(checks.root), checks.config
     kind = item[0]
     if kind == "pair":
         return _check_pair_task(root, item[1], item[2], config)
     if kind == "same":
-        _check_same_ids(root, config, item[1], item[2])
+        _check_same_ids(root, config, item[1], item[2], item[3])
         return []
     if kind == "preview":
         check_previews(root, config, item[1], set(item[2]))
@@ -485,7 +493,7 @@ def _check_llmc_records(root: Path, config: RunConfig, manifest: llmc.TokensMani
         files = sorted((f for f in manifest.files if f.split == split), key=lambda f: f.name)
         if [f.name for f in files] != [llmc.file_name(split, i) for i in range(len(files))]:
             raise VerificationError(manifest_path, f"{split}: token files must be numbered from 00000 without gaps", got=[f.name for f in files])
-    sep = (config.doc_sep is not None) + (config.bos is not None)  # tokens added to each document
+    sep = (config.llmc_sep is not None) + (config.bos is not None)  # tokens added to each document
     for split in SPLITS:
         counts = totals.get(split, SplitCounts(0, 0, 0))
         files = [f for f in manifest.files if f.split == LLMC_SPLIT[split]]
@@ -527,61 +535,104 @@ def _check_llmc_file_layout(path: Path, entry: llmc.LlmcFileEntry, config: RunCo
 
 
 def _check_llmc_is_megatron(tasks: _Tasks, receipts: list[Receipt]) -> None:
-    """Per split, the llm.c files hold the Megatron documents in part order, whole, in run_config.json's layout.
+    """Per split, the llm.c files hold the Megatron documents in the llm.c order, whole, in run_config.json's layout.
 
-    Runs after the counts agree, so both streams of a split hold the same number of ids. Each llm.c file is
-    compared with its Megatron ranges by a task; here, only positions computed from the records, and the
-    documents per file from the ``.idx`` pointers.
+    The order (:mod:`hf_tokbin.formats.llmc_order`) is recomputed from run_config.json's shuffle seed and
+    scope and the receipts' counts: the pairs in part order, or their blocks in the seeded order. Here, from
+    the records and the ``.idx`` pointers, each block's token span and each llm.c file's share of them; a task
+    per llm.c file compares its ids with its spans' (:func:`_check_same_ids`). Runs after the counts agree, so
+    both streams of a split hold the same number of ids.
     """
     root, config, manifest = Path(tasks.checks.root), tasks.checks.config, tasks.checks.manifest
+    order = "part order" if config.llmc_interleave_seed is None else "run_config.json's seeded block order (formats/llmc_order.py)"
     items, documents = [], []
     for split in SPLITS:
         entries = [f for f in manifest.files if f.split == LLMC_SPLIT[split]]
-        parts = [(pair_path(split, r.part, "bin"), r.splits[split].total_tokens) for r in receipts if split in r.splits and r.splits[split].documents]
+        parts = [r for r in receipts if split in r.splits and r.splits[split].documents]
+        blocks = llmc_order(config.llmc_interleave_seed, split, [r.splits[split].documents for r in parts])
+        spans = _megatron_spans(root, split, parts, blocks)
         starts = itertools.accumulate((e.n_tokens for e in entries), initial=0)
-        items += [("same", e, megatron_sources(parts, start, e.n_tokens, config.llmc_separator)) for e, start in zip(entries, starts)]
-        documents.append((entries, parts))
+        items += [("same", e, file_spans(spans, start, e.n_tokens, config.llmc_separator), order) for e, start in zip(entries, starts)]
+        documents.append((entries, spans))
     tasks.run(items, [f"{config.llmc_dir}/{i[1].name}" for i in items], "llm.c files compared")
-    for entries, parts in documents:
-        _check_documents_per_file(root, root / config.llmc_dir, entries, parts)
+    for entries, spans in documents:
+        _check_documents_per_file(root / config.llmc_dir, entries, spans)
 
 
-def megatron_sources(parts: list[tuple[str, int]], start: int, count: int, separator: str) -> list[tuple[str | None, int, int]]:
-    """Where llm.c positions ``[start, start + count)`` of a split stand in its Megatron stream: ``(pair .bin, first id, ids)``.
+class _Span(NamedTuple):
+    """One block of the llm.c order in a Megatron pair: documents ``first`` on, ``count`` of them, tokens ``start``
+    on, ``length`` of them; ``end``: where the block ends (its last id ends a document), which a piece of it
+    (:func:`file_spans`) may stop short of."""
 
-    ``parts`` are the split's pairs in part order with their token counts. The streams are the same ids with
-    the separator "after"; "before", llm.c position p is Megatron position p - 1, and position 0 is the
-    separator before the first document (``None``).
-    """
-    shift = 1 if separator == "before" else 0
+    bin_path: Path
+    dtype: np.dtype
+    first: int
+    count: int
+    start: int
+    length: int
+    end: int
+
+
+def _megatron_spans(root: Path, split: str, parts: list[Receipt], blocks: Blocks) -> list[_Span]:
+    """The token spans of ``blocks`` in the parts' pairs, in stream order: a document's start is its pointer (the
+    ``.idx`` alone), the pair's end (its receipt's tokens, which the pair's task checked) ends the last."""
+    spans: list = [None] * len(blocks)
+    for p, ks in _grouped(blocks.part.tolist()):
+        bin_path = root / pair_path(split, parts[p].part, "bin")
+        idx_path = megatron.idx_path_for(bin_path)
+        dtype, n_tokens = megatron.read_index_header(idx_path).dtype, parts[p].splits[split].total_tokens
+        for k in ks:
+            first, count = int(blocks.first[k]), int(blocks.count[k])
+            bounds = megatron.sequence_pointers(idx_path, first, min(count + 1, parts[p].splits[split].documents - first)) // dtype.itemsize
+            start, end = int(bounds[0]), int(bounds[count]) if bounds.size > count else n_tokens
+            spans[k] = _Span(bin_path, dtype, first, count, start, end - start, end)
+    return spans
+
+
+def file_spans(spans: list[_Span], start: int, count: int, separator: str) -> list[_Span | None]:
+    """The pieces of ``spans`` that llm.c positions ``[start, start + count)`` of the split stand on (``None``: the
+    separator before the first document). The streams are the same ids with the separator "after"; "before",
+    llm.c position p is Megatron position p - 1, and position 0 that separator."""
+    shift = int(separator == "before")
     low, high = start - shift, start + count - shift
-    sources: list[tuple[str | None, int, int]] = [(None, 0, 1)] if low < 0 else []
+    pieces: list[_Span | None] = [None] if low < 0 else []
     offset = 0
-    for rel, n in parts:
-        a, b = max(low, offset), min(high, offset + n)
+    for s in spans:
+        a, b = max(low, offset), min(high, offset + s.length)
         if a < b:
-            sources.append((rel, a - offset, b - a))
-        offset += n
-    return sources
+            pieces.append(s._replace(start=s.start + a - offset, length=b - a))
+        offset += s.length
+    return pieces
 
 
-def _check_documents_per_file(root: Path, directory: Path, entries: list[llmc.LlmcFileEntry], parts: list[tuple[str, int]]) -> None:
+def _grouped(keys: list) -> Iterator[tuple[object, list[int]]]:
+    """``(key, positions)`` of each distinct key, in sorted key order, its positions in ``keys`` in order."""
+    groups: dict = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
+    return iter(sorted(groups.items()))
+
+
+def _check_documents_per_file(directory: Path, entries: list[llmc.LlmcFileEntry], spans: list[_Span]) -> None:
     """Each llm.c file begins where a Megatron document begins and holds ``n_docs`` documents.
 
     Document d starts at the same position in both streams (``[sep] + [bos] + doc``
     against ``[bos] + doc + [eod]``, or the same ids), so file k, spanning positions [b_k, b_k+1),
     holds the documents whose Megatron start lies in that span. ``rank(x)``,
-    the number of documents starting before x, is a binary search in each
-    pair's pointers (the ``.idx`` alone): no index is loaded whole, no ``.bin`` opened.
+    the number of documents starting before x, is the documents of the spans before x's
+    plus a binary search in its span's pointers (the ``.idx`` alone, no ``.bin`` opened): no index is loaded whole.
     """
     bounds = np.concatenate(([0], np.cumsum([e.n_tokens for e in entries], dtype=np.int64)))
     points = np.concatenate((bounds, bounds[:-1] + 1))  # b_k starts a document iff rank(b_k + 1) - rank(b_k) == 1
-    rank = np.zeros(points.size, dtype=np.int64)
-    offset = 0
-    for rel, n_tokens in parts:
-        pointers, itemsize = megatron.read_pointers(megatron.idx_path_for(root / rel))
-        rank += np.searchsorted(pointers, (points - offset) * itemsize)
-        offset += n_tokens
+    span_starts = np.concatenate(([0], np.cumsum([s.length for s in spans], dtype=np.int64)))
+    documents_before = np.concatenate(([0], np.cumsum([s.count for s in spans], dtype=np.int64)))
+    in_span = (np.searchsorted(span_starts, points, side="right") - 1).tolist()
+    rank = documents_before[in_span].astype(np.int64)
+    for i, k in enumerate(in_span):
+        if k < len(spans):
+            _, dtype, first, count, start, _, _ = spans[k]
+            pointers = megatron.sequence_pointers(megatron.idx_path_for(spans[k].bin_path), first, count)
+            rank[i] += np.searchsorted(pointers, (int(points[i]) - span_starts[k] + start) * dtype.itemsize)
     n = len(entries)
     documents = np.diff(rank[: n + 1])
     starts = rank[n + 1 :] - rank[:n]
@@ -592,29 +643,44 @@ def _check_documents_per_file(root: Path, directory: Path, entries: list[llmc.Ll
             raise VerificationError(directory / llmc.MANIFEST_NAME, f"{entry.name}: n_docs must be the number of documents the file holds (by the Megatron pairs)", expected=int(documents[k]), got=entry.n_docs)
 
 
-def _check_same_ids(root: Path, config: RunConfig, entry: llmc.LlmcFileEntry, sources: list[tuple[str | None, int, int]]) -> None:
-    """One llm.c file's ids = its Megatron ranges (:func:`megatron_sources`), id by id, in chunks of bounded size."""
+def _check_same_ids(root: Path, config: RunConfig, entry: llmc.LlmcFileEntry, spans: list[_Span | None], order: str) -> None:
+    """One llm.c file's ids = its pieces of the Megatron spans (:func:`file_spans`), id by id in chunks of bounded
+    size, each document's EOD read as llm.c's separator where that is another token (``llmc.doc_sep``)."""
+    sep, separator = config.llmc_sep_id, config.llmc_separator
     path = root / config.llmc_dir / entry.name
     llmc_ids = _chunks([(path, 0, open_llmc_file(path, check_ids=False))])
-    megatron_ids = _chunks(_megatron_ranges(root, config.doc_sep_id, sources))
+    first = [("the separator before the first document", 0, np.array([sep]))] if spans and spans[0] is None else []
+    megatron_ids = itertools.chain(first, _megatron_chunks([s for s in spans if s is not None], config.eod_id, sep))
     mismatch = _first_mismatch(llmc_ids, megatron_ids)
     if mismatch is not None:
         (path, position, got), (source, source_position, expected) = mismatch
         raise VerificationError(
             path,
-            f"token {position}: llm.c ids must be the Megatron documents in part order, each {config.llmc_separator} the separator",
+            f"token {position}: llm.c ids must be the Megatron documents in {order}, each {separator} the separator",
             expected=f"{expected} (as {source} token {source_position})",
             got=got,
         )
 
 
-def _megatron_ranges(root: Path, sep: int, sources: list[tuple[str | None, int, int]]) -> Iterator[tuple[object, int, np.ndarray]]:
-    """``(name, first position, ids)`` of each source: the separator before the first document, or a pair's range."""
-    for rel, first, count in sources:
-        if rel is None:
-            yield "the separator before the first document", 0, np.array([sep])
-        else:
-            yield root / rel, first, megatron.MegatronPair(root / rel).tokens[first : first + count]
+def _megatron_chunks(spans: list[_Span], eod: int | None, sep: int | None) -> Iterator[tuple[object, int, np.ndarray]]:
+    """The spans' ids in :func:`_chunks`' slices, every document's last id (its EOD) replaced by ``sep`` when that differs.
+
+    Each span's ids (and, to find its documents' ends, its pointers) are mapped as it is compared and let go after.
+    """
+    for s in spans:
+        tokens = megatron.token_range(s.bin_path, s.dtype, s.start, s.length)
+        if sep is None or sep == eod:
+            yield from _chunks([(s.bin_path, s.start, tokens)])
+            continue
+        item = s.dtype.itemsize
+        pointers = megatron.sequence_pointers(megatron.idx_path_for(s.bin_path), s.first, s.count)  # the span's documents' starts
+        for name, start, ids in _chunks([(s.bin_path, s.start, tokens)]):
+            # Document ends in [start, start + size): the position before each next document's start, and the block's last id.
+            following = pointers[np.searchsorted(pointers, (start + 1) * item) : np.searchsorted(pointers, (start + ids.size + 1) * item)]
+            ends = np.append(np.asarray(following) // item - 1, [s.end - 1] if start + ids.size == s.end else [])
+            ids = np.array(ids)
+            ids[ends.astype(np.int64) - start] = sep
+            yield name, start, ids
 
 
 def _chunks(sources: Iterable[tuple[object, int, np.ndarray]]) -> Iterator[tuple[object, int, np.ndarray]]:
@@ -683,7 +749,8 @@ def _inside_pair(bin_path: Path, tokens: dict[str, BoundaryToken]) -> list[tuple
     """Boundary ids of one Megatron pair anywhere but their own places: the EOD last in a sequence, the BOS first."""
     pair = megatron.MegatronPair(bin_path)
     starts = np.asarray(pair.pointers, dtype=np.int64) // pair.dtype.itemsize
-    places = {"separator": starts + np.asarray(pair.lengths, dtype=np.int64) - 1, "BOS": starts}
+    # llm.c's own separator (llmc.doc_sep) has no place in a Megatron pair.
+    places = {"separator": starts + np.asarray(pair.lengths, dtype=np.int64) - 1, "BOS": starts, "llm.c separator": starts[:0]}
     found = []
     for token_id in sorted({t.id for t in tokens.values()}):
         roles = [role for role, t in tokens.items() if t.id == token_id]  # a BOS may also be the separator
@@ -703,9 +770,13 @@ def _inside_pair(bin_path: Path, tokens: dict[str, BoundaryToken]) -> list[tuple
 
 
 def _check_stats(root: Path, config: RunConfig, receipts: list[Receipt]) -> None:
+    uncounted = [r.part for r in receipts if (r.sources is None) != (config.source_column is None)]
+    if uncounted:  # a receipt without sources in a build that counted them (or the reverse) would hide documents from stats.json
+        rule = f"every receipt counts its sources: run_config.json's corpus.source_column is {config.source_column!r}" if config.source_column else "no receipt counts sources: run_config.json names no corpus.source_column"
+        raise VerificationError(root / receipt_path(uncounted[0]), rule)
     path = root / STATS_NAME
     stats = read_json(path, VerificationError)
-    difference = _first_difference(stats_record(config.dataset, config.tokenizer_id, receipts), stats)
+    difference = _first_difference(stats_record(config.dataset, config.tokenizer_id, receipts, where=root / RECEIPTS_DIR), stats)
     if difference is not None:
         name, expected, got = difference
         raise VerificationError(path, f"{name} differs from the receipts and run_config.json", expected=expected, got=got)

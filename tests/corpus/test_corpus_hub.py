@@ -118,6 +118,23 @@ def test_a_plain_parquet_repo_builds_every_document_as_tokenizer_ids_plus_eod_in
     assert main(["verify", str(out)]) == 0
 
 
+def test_a_plain_parquet_repo_is_counted_by_the_source_column_named(hub, env, plain_repo, tokenizer_dir, tmp_path):
+    out = tmp_path / "release"
+    built = build(env, tokenizer_dir, out, "--source-column", "url")
+    assert built.returncode == 0, built.stderr[-3000:]
+    tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+    expected: dict = {}
+    for split, shards in plain_repo.items():
+        for docs in shards:
+            for i, text in enumerate(docs):
+                counts = expected.setdefault(f"https://example.com/{i}", {}).setdefault(split, [0, 0])
+                counts[0] += 1
+                counts[1] += len(tokenizer.encode(text, add_special_tokens=False).ids)
+    sources = json.loads((out / "stats.json").read_text())["sources"]
+    assert {name: {s: [c["documents"], c["text_tokens"]] for s, c in v.items()} for name, v in sources.items()} == expected
+    assert main(["verify", str(out)]) == 0
+
+
 def test_a_build_stopped_mid_way_resumes_to_the_same_bytes_fetching_only_unfinished_shards(hub, env, plain_repo, tokenizer_dir, tmp_path):
     whole = tmp_path / "whole"
     assert build(env, tokenizer_dir, whole).returncode == 0

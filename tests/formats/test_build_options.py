@@ -35,6 +35,8 @@ from hf_tokbin.formats.run_config import RunConfig
         ({"shuffle_seed": 2**63}, "--shuffle-seed must be an integer in 0..2\\*\\*63-1"),
         ({"shuffle_seed": True}, "--shuffle-seed must be an integer"),
         ({"limit": 0}, "--limit must be a positive number of documents: got 0"),
+        ({"source_column": ""}, "--source-column must name a column"),
+        ({"source_column": "a\nb"}, "--source-column must name a column"),
     ],
 )
 def test_an_invalid_option_fails_when_the_record_is_made(given, rule):
@@ -51,7 +53,7 @@ def test_formats_are_kept_in_their_canonical_order_and_the_record_is_frozen():
 
 
 def test_an_unknown_option_is_one_line_naming_the_known_ones():
-    with pytest.raises(BuildError, match="unknown build option: expected one of formats, .*limit, got llmc_sep"):
+    with pytest.raises(BuildError, match="unknown build option: expected one of formats, .*limit, source_column, got llmc_sep"):
         BuildOptions.of(llmc_sep="after")
 
 
@@ -75,7 +77,8 @@ def test_to_record_and_from_record_round_trip(options, has_separator, tmp_path):
     read = BuildOptions.from_record(tmp_path / "run_config.json", record, 300, has_separator)
     recorded = dict(formats=options.formats, parse_special=options.parse_special, shuffle_seed=options.shuffle_seed)
     if "llmc" in options.formats:
-        recorded.update(llmc_layout=options.llmc_layout, llmc_separator=options.llmc_separator, max_tokens_per_file=options.max_tokens_per_file)
+        # None (the layout's default, which the plan chooses) is recorded as the place the plan chose: "before".
+        recorded.update(llmc_layout=options.llmc_layout, llmc_separator=options.llmc_separator or "before", max_tokens_per_file=options.max_tokens_per_file)
     assert read == BuildOptions(**recorded)
 
 
@@ -141,5 +144,6 @@ def test_run_config_reads_back_the_options_it_was_written_with(corpus, tmp_path)
     options = BuildOptions(formats=("llmc",), llmc_layout="llama3", max_tokens_per_file=50, shuffle_seed=7, parse_special=True)
     hf_tokbin.pipeline.build(hf_tokbin.plan_build(corpus, hf_tokbin.resolve_tokenizer("byte", doc_sep=0), out, options), progress=False)
     read = RunConfig.read(out / "run_config.json")
-    assert read.options == BuildOptions(formats=("llmc",), llmc_layout="llama3", max_tokens_per_file=50, shuffle_seed=7, parse_special=True)
+    # The separator's place as the plan chose it (the byte tokenizer has no <|begin_of_text|>: the seed-000 place).
+    assert read.options == BuildOptions(formats=("llmc",), llmc_layout="llama3", llmc_separator="before", max_tokens_per_file=50, shuffle_seed=7, parse_special=True)
     assert (read.llmc_layout, read.llmc_separator, read.max_tokens_per_file, read.megatron_dtype_code, read.special_tokens) == ("llama3", "before", 50, None, "parsed")

@@ -11,13 +11,14 @@ from hypothesis import strategies as st
 
 from hf_tokbin.errors import FormatError
 from hf_tokbin.formats import llmc, llmc_segments
-from hf_tokbin.formats.llmc_segments import Segment, SegmentWriter, TokenRange, plan_files, write_packed_file
+from hf_tokbin.formats.llmc_order import llmc_order
+from hf_tokbin.formats.llmc_segments import DocumentRange, SegmentWriter, TokenRange, plan_files, write_packed_file
 
 VOCAB = 300
 
 
 def write_segments(folder, parts, layout, sep, bos, separator):
-    """One segment per part (a list of documents); returns the Segment records."""
+    """One segment per part (a list of documents); returns each whole segment as one DocumentRange."""
     segments = []
     for k, documents in enumerate(parts):
         writer = SegmentWriter(folder / f"part-{k}", layout, sep, bos, separator)
@@ -28,7 +29,7 @@ def write_segments(folder, parts, layout, sep, bos, separator):
         writer.add_checked_documents(flat[:cut], lengths[:half])
         writer.add_checked_documents(flat[cut:], lengths[half:])
         done = writer.close()
-        segments.append(Segment(f"part-{k}", done.n_documents, done.n_tokens))
+        segments.append(DocumentRange(f"part-{k}", 0, done.n_documents, 0, done.n_tokens))
     return segments
 
 
@@ -127,3 +128,30 @@ def test_a_short_segment_fails_the_pack_and_leaves_no_file(tmp_path):
     with pytest.raises(FormatError, match="segment is shorter"):
         pack(tmp_path, tmp_path / "out", files, layout)
     assert os.listdir(tmp_path / "out") == []
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    parts=st.lists(st.lists(documents, min_size=0, max_size=300), min_size=1, max_size=4),
+    max_tokens=st.integers(14, 400),
+    seed=st.integers(0, 2**63 - 1),
+)
+def test_interleaved_blocks_pack_to_the_bytes_of_one_writer_in_that_order(tmp_path_factory, parts, max_tokens, seed):
+    """With a seed the ranges are blocks (their ends from the segments, as the parts record them); the files are still one writer's."""
+    folder = tmp_path_factory.mktemp("blocks")
+    layout = llmc.layout_for(VOCAB)
+    segments = write_segments(folder, parts, layout, 3, None, "before")
+    block_ends = [llmc_segments.block_token_ends(folder / f"{s.segment}.ends", s.n_documents, interleaved=True) for s in segments]
+    blocks = llmc_order(seed, "train", [s.n_documents for s in segments])
+    read_ends, _ = read_ends_from(folder)
+    files = plan_files("train", llmc_segments.ranges_in_order(blocks, [s.segment for s in segments], block_ends), max_tokens, read_ends)
+    (folder / "packed").mkdir()
+    pack(folder, folder / "packed", files, layout)
+    (folder / "sequential").mkdir()
+    with llmc.LlmcWriter(folder / "sequential", "train", VOCAB, 3, max_tokens, separator="before") as writer:
+        for p, first, count in zip(blocks.part.tolist(), blocks.first.tolist(), blocks.count.tolist()):
+            for document in parts[p][first : first + count]:
+                writer.add_document(np.array(document, dtype=np.int64))
+    assert [(f.name, f.n_tokens, f.n_docs) for f in files] == [(e.name, e.n_tokens, e.n_docs) for e in writer.files]
+    for entry in writer.files:
+        assert (folder / "packed" / entry.name).read_bytes() == (folder / "sequential" / entry.name).read_bytes()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import hf_tokbin
-from hf_tokbin.formats.rules import UINT16_VOCAB_LIMIT, fits_uint16, id_dtype, is_folder_name, is_repo_id, split_name
+from hf_tokbin.formats.rules import MAX_SOURCE_NAME_CHARS, UINT16_VOCAB_LIMIT, fits_uint16, id_dtype, is_folder_name, is_repo_id, is_source_name, split_name
 
 PACKAGE = Path(hf_tokbin.__file__).parent
 # Where the rules live: rules.py, and ids.py for the one id range check (encode and every writer and reader call it).
@@ -24,6 +24,22 @@ def test_a_repo_id_is_two_parts_neither_empty_nor_hidden(value, ok):
 @pytest.mark.parametrize("value, ok", [("gpt2", True), ("tiny stories", True), ("", False), (".", False), ("..", False), (".hidden", False), ("a/b", False), ("a\\b", False), (" a", False), ("a ", False), ("a\nb", False), ("a\u202eb", False), (3, False)])
 def test_a_folder_name_is_one_plain_printable_component(value, ok):
     assert is_folder_name(value) is ok
+
+
+@pytest.mark.parametrize(
+    "value, ok",
+    [("web", True), ("wiki/fa", True), ("Persian Wikipedia", True), ("café.fr", True), ("x" * MAX_SOURCE_NAME_CHARS, True), ("x" * (MAX_SOURCE_NAME_CHARS + 1), False),
+     ("", False), (" web", False), ("web\n", False), ("a\x1b[31m", False), ("a\u202eb", False), ("a|b", False), ("`x`", False), ("<b>", False), ("a\\b", False), (None, False), (3, False)],
+)
+def test_a_source_name_is_a_short_printable_name_that_cannot_break_a_record_or_the_card(value, ok):
+    assert is_source_name(value) is ok
+
+
+def test_a_source_name_is_in_nfc_so_two_names_never_look_the_same_in_the_card():
+    # "café" typed (NFC, é = U+00E9) and from a macOS file name (NFD, e + U+0301) would be two rows that read alike.
+    composed, decomposed = "caf\u00e9", "cafe\u0301"
+    assert is_source_name(composed)
+    assert not is_source_name(decomposed)
 
 
 @pytest.mark.parametrize("value, name", [("train", "train"), ("validation", "validation"), ("val", "validation"), ("test", None), ("Train", None), (None, None)])

@@ -7,8 +7,8 @@ import os
 import shutil
 
 import pytest
-from hostile_hub import build_release
 from hub_server import TOKEN, HubServer, client_env
+from release_fixtures import build_release
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,9 @@ import subprocess
 import sys
 
 import pytest
-from hostile_hub import HostileHub, build_release
+from hostile_hub import HostileHub
 from hub_server import client_env, make_corpus, make_release, write_complete
+from release_fixtures import build_release
 
 from hf_tokbin.errors import FormatError, HubError, VerificationError
 from hf_tokbin.hub import RetryPolicy, pull_release

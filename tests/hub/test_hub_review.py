@@ -5,7 +5,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from hostile_hub import HostileHub, build_release
+from hostile_hub import HostileHub
+from release_fixtures import build_release
 
 from hf_tokbin.errors import HubError
 from hf_tokbin.hub import RetryPolicy, pull_release

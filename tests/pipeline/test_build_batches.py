@@ -89,7 +89,7 @@ def test_text_batches_hold_at_most_the_batch_rows_and_the_text_limit(tmp_path, m
     corpus = write_shards(tmp_path / "corpus", [("train", texts)], row_group_size=97)
     monkeypatch.setattr(encode_module, "MAX_BATCH_TEXT_BYTES", 1000)
     seen = []
-    for batch, n_bytes, first_row in text_batches(corpus / "data/train-00000.parquet", 64):
+    for batch, n_bytes, first_row, _ in text_batches(corpus / "data/train-00000.parquet", 64):
         batch_texts = batch.to_pylist()
         assert first_row == len(seen)  # the shard's row of the batch's first text
         assert 1 <= len(batch_texts) <= 64

@@ -332,3 +332,51 @@ def test_one_id_as_both_bos_and_separator_is_at_home_at_both_ends(tmp_path, caps
     assert llmc_stream(out) == [0, 0, 97, 98, 0, 0, 99, 0, 100, 0, 0, 101]
     warnings = verify_release(out).warnings
     assert len(warnings) == 1 and "document 1 of part-000000.bin, token 2" in warnings[0]  # only the NUL byte of the text
+
+
+# ------------------------------------------------------------------ llm.c's Llama 3 layout: <|begin_of_text|> before each document
+
+LLAMA3_BEGIN_OF_TEXT = 128000
+
+
+def test_llama3_layout_writes_llmc_own_data_begin_of_text_before_each_document(tmp_path, capsys):
+    """llm.c's dev/data (tinystories.py, fineweb.py ``tokenize_llama``) writes ``[128000] + ids`` per document, no 128001."""
+    from hf_tokbin.verify import compat
+
+    corpus = write_corpus(tmp_path / "corpus", [("train", story_texts(12, seed=5)), ("validation", story_texts(4, seed=6))])
+    tokenizer = llama3_tokenizer_json()
+    out = tmp_path / "release"
+    assert main(["build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--llmc-layout", "llama3", "--out", str(out), "--quiet"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "separator/EOD 128001 '<|end_of_text|>' (from generation_config.json eos_token_id); no BOS; "
+        "llm.c separator 128000 '<|begin_of_text|>' (from --llmc-layout llama3: llm.c's own Llama 3 data) before each document; "
+        "special-token text encoded as ordinary text"
+    )
+    reference = Tokenizer.from_file(str(tokenizer / "tokenizer.json"))
+    for split, llmc_split in (("train", "train"), ("validation", "val")):
+        ids = [reference.encode(t, add_special_tokens=False).ids for t in corpus_texts(corpus, split)]
+        assert llmc_stream(out, llmc_split) == [i for d in ids for i in [LLAMA3_BEGIN_OF_TEXT, *d]]  # and no 128001 anywhere
+        assert megatron_documents(out, split) == [[*d, LLAMA3_EOS_ID] for d in ids]  # Megatron keeps its EOD
+    config = RunConfig.read(out / "run_config.json")
+    assert (config.doc_sep_id, config.eod_id, config.bos, config.llmc_separator) == (LLAMA3_EOS_ID, LLAMA3_EOS_ID, None, "before")
+    assert config.llmc_doc_sep.id == LLAMA3_BEGIN_OF_TEXT
+    assert llmc.TokensManifest.read(out / "tokens/llama3/toy/_MANIFEST.json").doc_sep_id == LLAMA3_BEGIN_OF_TEXT
+    assert verify_release(out).warnings == []
+    assert [f for f in compat.check(out, "llmc-llama3") if f.rule == "begin-of-text"] == []
+    assert "128000" in (out / "README.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "extra, first",
+    [(["--llmc-sep", "before"], [LLAMA3_EOS_ID]), (["--bos", "128000"], [LLAMA3_EOS_ID, LLAMA3_BEGIN_OF_TEXT]), (["--doc-sep", "<|end_of_text|>"], [LLAMA3_EOS_ID])],
+)
+def test_llama3_layout_default_gives_way_to_the_boundary_options(tmp_path, capsys, extra, first):
+    corpus = write_corpus(tmp_path / "corpus", [("train", story_texts(3, seed=7))])
+    tokenizer = llama3_tokenizer_json()
+    out = tmp_path / "release"
+    assert main(["build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--llmc-layout", "llama3", *extra, "--out", str(out), "--quiet"]) == 0
+    assert "llm.c separator before each document" in capsys.readouterr().out.splitlines()[0]
+    reference = Tokenizer.from_file(str(tokenizer / "tokenizer.json"))
+    assert llmc_stream(out) == [i for t in corpus_texts(corpus, "train") for i in [*first, *reference.encode(t, add_special_tokens=False).ids]]
+    assert "doc_sep" not in run_config(out)["llmc"]
+    verify_release(out)

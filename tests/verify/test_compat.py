@@ -365,3 +365,12 @@ def test_nanogpt_dtype_min_tokens_and_vocab(tmp_path):
     assert "dtype=np.uint32" in only(findings, "dtype").message
     assert "meta.pkl with vocab_size=70000" in only(findings, "vocab").message
     assert rules(check(big, "nanogpt", LoaderSettings(batch_size=1, seq_len=4)), "error") == []
+
+
+def test_llmc_llama3_begin_of_text_warning_names_the_default_build(tmp_path):
+    """llm.c's own Llama 3 data puts 128000 before each document; a build with --llmc-layout llama3 does by default."""
+    vocab = 128256
+    folder = write_llmc_folder(tmp_path / "eos", {"train": docs(6, vocab, 128001)}, vocab, 128001, writer=functools.partial(llmc.LlmcWriter, family="llama3"))
+    finding = only(check(folder, "llmc-llama3", SMALL), "begin-of-text")
+    assert finding.level == "warning" and "separator is 128001" in finding.message
+    assert "build with --llmc-layout llama3 and without --doc-sep, --bos or --llmc-sep" in finding.message

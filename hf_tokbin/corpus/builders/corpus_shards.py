@@ -43,8 +43,9 @@ import pyarrow.compute as pc
 from datasets.builder import Key
 from tqdm.auto import tqdm
 
-from ...errors import CorpusInputError
-from ...formats.rules import SPLIT_NAMES
+from ...errors import CorpusInputError, shown
+from ...formats.corpus_shard import first_bad_source
+from ...formats.rules import SOURCE_NAME_RULE, SPLIT_NAMES, is_source_name
 from ..inputs import InputFile, fetched_copy, locate_json_error, read_tables, reader_of
 
 JSONL_SUFFIXES = (".jsonl", ".json")
@@ -233,7 +234,7 @@ class CorpusShards(datasets.ArrowBasedBuilder):
             column = self.config.source_column
             if column not in names:
                 raise CorpusInputError(file.uri, f"missing source column {column!r}", expected=f"a column {column!r}", got=names[:10])
-            out["source"] = _as_strings(table.column(column), file, place, "source", column)
+            out["source"] = _as_source_names(table.column(column), file, place, column)
         return pa.table(out)
 
     def _splits(self, file: InputFile, table: pa.Table, texts: pa.Array, place: Callable[[int], str]) -> pa.Array:
@@ -286,6 +287,9 @@ class CorpusShards(datasets.ArrowBasedBuilder):
                 text.encode("utf-8")
             except UnicodeEncodeError as e:  # a lone surrogate from a \ud800 escape
                 return "text is not valid Unicode", "no lone surrogates", repr(text[e.start : e.end])
+        source = self.config.source_column
+        if source is not None and not is_source_name(row.get(source)):
+            return f"source column {source!r} must hold a source name", SOURCE_NAME_RULE, "null" if row.get(source) is None else shown(repr(row.get(source)))
         column = self.config.column_for_split
         if column is not None and (column in row or self.config.split == "column"):
             value = row.get(column)
@@ -321,6 +325,15 @@ def _as_strings(values, file: InputFile, place, what: str, column: str, nulls_ok
     except pa.ArrowInvalid:
         index, sample = _first_invalid_utf8(strings)
         raise CorpusInputError(file.uri, f"{place(index)}: {what} column {column!r} is not valid UTF-8", expected="UTF-8 text", got=repr(sample)) from None
+    return strings
+
+
+def _as_source_names(values, file: InputFile, place, column: str) -> pa.Array:
+    """The source column as strings, each a source name (they become keys of receipts and stats.json), or an error naming the row."""
+    strings = _as_strings(values, file, place, "source", column)
+    row = first_bad_source(strings)
+    if row is not None:
+        raise CorpusInputError(file.uri, f"{place(row)}: source column {column!r} must hold a source name", expected=SOURCE_NAME_RULE, got=shown(strings[row].as_py()))
     return strings
 
 
