@@ -16,6 +16,8 @@ LAYOUTS = {
     "before, BOS": ["--bos", "2"],
     "after": ["--llmc-sep", "after"],
     "after, BOS": ["--llmc-sep", "after", "--bos", "2"],
+    "before, blocks interleaved": ["--shuffle-seed", "7"],  # ranges start inside parts, in a seeded order
+    "after, blocks interleaved": ["--llmc-sep", "after", "--shuffle-seed", "7"],
 }
 
 
