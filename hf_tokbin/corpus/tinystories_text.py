@@ -42,6 +42,7 @@ import os
 from typing import Iterator
 
 from ..errors import CorpusInputError
+from ..formats.arrow_columns import string_array
 
 DELIMITER = "<|endoftext|>"
 DEFAULT_BLOCK_SIZE = 1 << 20
@@ -69,24 +70,6 @@ def story_tables(files, split: str, block_size: int = DEFAULT_BLOCK_SIZE, progre
     finally:
         if bar is not None:
             bar.close()
-
-
-def string_array(texts: list[str]):
-    """``pa.array(texts, pa.string())``, built from one joined buffer and its offsets: the same array, 5x faster.
-
-    (pyarrow converts a list of ``str`` one object at a time, and its first
-    call imports pandas.) The texts come from decoded UTF-8, so they encode.
-    """
-    import numpy as np
-    import pyarrow as pa
-
-    encoded = [text.encode("utf-8") for text in texts]
-    data = b"".join(encoded)
-    if len(data) >= 1 << 31:  # beyond 32-bit offsets: pyarrow's own conversion raises or chunks
-        return pa.array(texts, type=pa.string())
-    offsets = np.zeros(len(texts) + 1, dtype=np.int32)
-    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
-    return pa.StringArray.from_buffers(len(texts), pa.py_buffer(offsets), pa.py_buffer(data))
 
 
 def read_story_batches(path: str | os.PathLike, block_size: int = DEFAULT_BLOCK_SIZE, progress=None, keep_empty: bool = False) -> Iterator[list[str]]:

@@ -77,11 +77,13 @@ from ..formats.corpus_manifest import (
     CorpusShard,
     sha256_rule_name,
 )
+from ..formats.arrow_columns import string_array
+from ..formats.corpus_shard import text_lengths
 from ..formats.records import FileEntry
 from ..formats.rules import FOLDER_NAME_RULE, is_folder_name
 from .inputs import InputFile, fetched_copy, list_inputs
 from .private_apis import stream_builder_tables
-from .tinystories_text import story_tables, string_array
+from .tinystories_text import story_tables
 
 DEFAULT_SHARD_BYTES = 256 << 20
 ROW_GROUP_ROWS = 10_000
@@ -398,21 +400,6 @@ def _data_files(files: dict[str, list[Path]]):
     from datasets.data_files import DataFilesDict, DataFilesList
 
     return DataFilesDict({split: DataFilesList([os.fspath(p.resolve()) for p in paths], [()] * len(paths)) for split, paths in files.items()})
-
-
-def text_lengths(texts: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """Each string's UTF-8 byte count (``int64``), from the arrays' offsets.
-
-    Not ``pyarrow.compute.binary_length``: a compute call's first use imports
-    pandas, a third of a small corpus command's time.
-    """
-    chunks = texts.chunks if isinstance(texts, pa.ChunkedArray) else [texts]
-    parts = []
-    for chunk in chunks:
-        width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
-        offsets = np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset : chunk.offset + len(chunk) + 1]
-        parts.append(np.diff(offsets).astype(np.int64))
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 class _ShardSequence:

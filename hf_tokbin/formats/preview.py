@@ -30,6 +30,7 @@ from pathlib import Path
 
 from .._io import commit_file, fsync_path, tmp_path_for
 from ..errors import VerificationError
+from .arrow_columns import array_of
 from .release import PREVIEW_DIR
 
 PREVIEW_CONFIG = "preview"  # the card's configs: config_name
@@ -63,7 +64,8 @@ def write_preview(path: str | os.PathLike, rows: dict[str, list]) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.table({name: rows[name] for name in COLUMNS}, schema=schema())
+    columns = schema()
+    table = pa.Table.from_arrays([array_of(rows[field.name], field.type) for field in columns], schema=columns)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = tmp_path_for(path)

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BuildError
-from ..formats.corpus_shard import iter_shard_texts
+from ..formats.corpus_shard import iter_shard_texts, text_lengths
 from ..formats.release import part_name
 from ..tokenizer.long_documents import bounded_prefixes
 from ..tokenizer.panics import engine_output_held
@@ -71,12 +71,10 @@ def text_batches(source, batch_size: int, where=None):
     Yields (texts, text bytes, first row); every batch is checked first (:mod:`hf_tokbin.formats.corpus_shard`:
     a string column, no null, valid UTF-8).
     """
-    import pyarrow.compute as pc
-
     where = source if where is None else where
     # pre_buffer=False: pyarrow's default reads ahead and keeps up to the whole file's column chunks (the peak grew with the shard).
     for row, texts in iter_shard_texts(source, where, batch_size, buffer_size=_READ_BUFFER, pre_buffer=False):
-        ends = np.cumsum(pc.binary_length(texts).to_numpy(zero_copy_only=False), dtype=np.int64)
+        ends = np.cumsum(text_lengths(texts), dtype=np.int64)
         first = 0
         while first < len(texts):
             done = int(ends[first - 1]) if first else 0
@@ -135,8 +133,7 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path:
     """
     from concurrent.futures.process import BrokenProcessPool
 
-    from tqdm.auto import tqdm
-
+    from .._io import progress_bar
     from ..engines.local import close_shared_pool, shared_pool
 
     shard = plan.corpus.shards[index]
@@ -152,7 +149,7 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path:
         results = shared_pool(plan.encoder, plan.options.num_proc).map_ordered(work, tasks)
     else:
         results = (work(plan.encoder, task) for task in tasks)
-    with tqdm(total=shard.rows, desc=f"encoding {part_name(index)}", unit="doc", disable=not progress) as bar:
+    with progress_bar(total=shard.rows, desc=f"encoding {part_name(index)}", unit="doc", disable=not progress) as bar:
         try:
             for flat, lengths, n_bytes in results:
                 bar.update(int(lengths.size))

@@ -58,3 +58,15 @@ def test_corpus_tinystories_imports_neither_datasets_nor_the_hub_nor_pandas(tmp_
     imported = _imported_by(["corpus", "tinystories", str(text), "--out", str(tmp_path / "corpus")])
     assert (tmp_path / "corpus" / "_MANIFEST.json").exists()
     assert not imported & {"datasets", "huggingface_hub", "pandas"}
+
+
+def test_a_local_build_imports_neither_datasets_nor_the_hub_nor_pandas_nor_tqdm(tmp_path):
+    # A corpus folder and a local tokenizer need none of them: their imports were most of a build's start-up.
+    from release_fixtures import stories, write_corpus
+    from tokenizer_files import gpt2_tokenizer_json
+
+    corpus = write_corpus(tmp_path / "corpus", [("train", stories(20, seed=1))])
+    out = tmp_path / "release"
+    imported = _imported_by(["build", "--corpus", str(corpus), "--tokenizer", str(gpt2_tokenizer_json()), "--out", str(out), "--quiet"])
+    assert (out / "COMPLETE.json").exists()
+    assert not imported & {"datasets", "huggingface_hub", "pandas", "tqdm"}

@@ -1,0 +1,62 @@
+"""Arrow columns built from numpy buffers: the same arrays as ``pyarrow.array(values, type)``, without its costs.
+
+pyarrow converts a Python list one object at a time, and its first
+conversion (any ``pyarrow.array`` or ``pyarrow.table`` of Python or numpy
+values) imports pandas: 0.2 s, more than a small command's own work. The
+corpus writer and the release's preview build their columns here; the bytes
+written are those of pyarrow's own conversion (the golden digests cover both).
+"""
+
+from __future__ import annotations
+
+
+def string_array(texts: list[str]):
+    """``pa.array(texts, pa.string())``, built from one joined buffer and its offsets: the same array, 5x faster.
+
+    The texts must encode as UTF-8 (text decoded from UTF-8, or checked).
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    encoded = [text.encode("utf-8") for text in texts]
+    data = b"".join(encoded)
+    if len(data) >= 1 << 31:  # beyond 32-bit offsets: pyarrow's own conversion raises or chunks
+        return pa.array(texts, type=pa.string())
+    offsets = np.zeros(len(texts) + 1, dtype=np.int32)
+    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
+    return pa.StringArray.from_buffers(len(texts), pa.py_buffer(offsets), pa.py_buffer(data))
+
+
+def int64_array(values):
+    """``pa.array(values, pa.int64())`` of Python or numpy integers (no null)."""
+    import numpy as np
+    import pyarrow as pa
+
+    data = np.asarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])
+
+
+def uint32_lists(rows):
+    """``pa.array(rows, pa.list_(pa.uint32()))`` of integer sequences (no null), from their concatenation and offsets."""
+    import numpy as np
+    import pyarrow as pa
+
+    arrays = [np.asarray(row, dtype=np.uint32) for row in rows]
+    values = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.uint32)
+    offsets = np.zeros(len(arrays) + 1, dtype=np.int32)
+    np.cumsum([a.size for a in arrays], out=offsets[1:])
+    children = pa.Array.from_buffers(pa.uint32(), len(values), [None, pa.py_buffer(values)])
+    return pa.Array.from_buffers(pa.list_(pa.uint32()), len(arrays), [None, pa.py_buffer(offsets)], children=[children])
+
+
+def array_of(values, kind):
+    """``pa.array(values, kind)`` for the kinds above (string, int64, list<uint32>); any other through pyarrow."""
+    import pyarrow as pa
+
+    if kind == pa.string():
+        return string_array(values)
+    if kind == pa.int64():
+        return int64_array(values)
+    if kind == pa.list_(pa.uint32()):
+        return uint32_lists(values)
+    return pa.array(values, type=kind)
