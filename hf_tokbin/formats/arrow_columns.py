@@ -27,6 +27,18 @@ def string_array(texts: list[str]):
     return pa.StringArray.from_buffers(len(texts), pa.py_buffer(offsets), pa.py_buffer(data))
 
 
+def repeated_string(value: str, count: int):
+    """``pa.array([value] * count, pa.string())`` (a corpus shard's ``split`` column), without ``count`` Python strings."""
+    import numpy as np
+    import pyarrow as pa
+
+    encoded = value.encode("utf-8")
+    offsets = np.arange(count + 1, dtype=np.int64) * len(encoded)
+    if offsets[-1] >= 1 << 31:
+        return pa.array([value] * count, type=pa.string())
+    return pa.StringArray.from_buffers(count, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(encoded * count))
+
+
 def int64_array(values):
     """``pa.array(values, pa.int64())`` of Python or numpy integers (no null)."""
     import numpy as np
