@@ -128,13 +128,13 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path:
 
     ``shard_path``: where the shard's bytes are (default: in the corpus folder).
     With ``plan.options.num_proc`` > 1 the batches are encoded by the build's worker
-    pool (:func:`hf_tokbin.engines.local.shared_pool`), else in this process
-    (where gigatoken uses its own threads).
+    pool (:func:`hf_tokbin.engines.local.shared_pool`), else in this process on a thread
+    ahead of the caller's (where gigatoken uses its own threads).
     """
     from concurrent.futures.process import BrokenProcessPool
 
     from .._io import progress_bar
-    from ..engines.local import close_shared_pool, shared_pool
+    from ..engines.local import close_shared_pool, prefetched, shared_pool
 
     shard = plan.corpus.shards[index]
     if shard.rows == 0:
@@ -148,7 +148,9 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path:
     if plan.options.num_proc > 1:
         results = shared_pool(plan.encoder, plan.options.num_proc).map_ordered(work, tasks)
     else:
-        results = (work(plan.encoder, task) for task in tasks)
+        # Read and encode on a thread of their own, a batch or two ahead of the writers on this one: gigatoken
+        # releases the GIL, so the part's writing no longer waits for the encoder, nor the encoder for it.
+        results = prefetched(work(plan.encoder, task) for task in tasks)
     with progress_bar(total=shard.rows, desc=f"encoding {part_name(index)}", unit="doc", disable=not progress) as bar:
         try:
             for flat, lengths, n_bytes in results:
