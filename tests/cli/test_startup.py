@@ -84,3 +84,4 @@ def test_verify_of_a_release_imports_neither_datasets_nor_the_hub_nor_pandas(tmp
     assert main(["build", "--corpus", str(corpus), "--tokenizer", str(gpt2_tokenizer_json()), "--out", str(out), "--quiet"]) == 0
     assert (out / "preview" / "train.parquet").exists()  # so the preview is read
     assert not _imported_by(["verify", str(out)]) & {"datasets", "huggingface_hub", "pandas"}
+
