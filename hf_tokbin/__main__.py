@@ -1,7 +1,5 @@
 """``python -m hf_tokbin`` is ``hf-tokbin``."""
 
-import sys
+from .cli import exit_main
 
-from .cli import main
-
-sys.exit(main())
+exit_main()

@@ -20,10 +20,21 @@ def show_progress(quiet: bool) -> bool:
     """False with ``--quiet`` or any of :data:`DISABLING_VARIABLES` set true; then the Hub client's bars are off as well."""
     shown = not quiet and not any(os.environ.get(name, "").strip().lower() in _TRUE for name in DISABLING_VARIABLES)
     if not shown:
+        _hub_bars_off()
+    return shown
+
+
+def _hub_bars_off() -> None:
+    """The Hub client's bars off: by its function once it is loaded, else by the variable it reads when it is.
+
+    Importing the client only to turn its bars off cost a local build a tenth of its start-up.
+    """
+    if "huggingface_hub" in sys.modules:
         from huggingface_hub.utils import disable_progress_bars
 
         disable_progress_bars()
-    return shown
+    else:
+        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"  # read by huggingface_hub.constants at its import
 
 
 LOG_MININTERVAL = "30"  # seconds between a bar's lines in a log (tqdm's default, 0.1 s, suits a terminal)

@@ -12,6 +12,8 @@ any finding is an error.
 
 from __future__ import annotations
 
+import os
+
 from .output import add_json_flag, emit
 
 
@@ -33,7 +35,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bars (verify shows none)")
     add_json_flag(parser)
     parser.add_argument("--engine", choices=["local", "ray"], default="local", help="a release folder: where the per-file checks run (ray: one task per pair and llm.c file; every node must see PATH)")
-    parser.add_argument("--num-proc", type=int, default=1, metavar="N", help="with --engine local: files checked at once (default: %(default)s)")
+    parser.add_argument("--num-proc", type=int, default=os.cpu_count() or 1, metavar="N", help="with --engine local: files checked at once (default: one per core, %(default)s here)")
     parser.add_argument("--ray-address", default=None, metavar="ADDR", help="with --engine ray: the cluster (default: Ray's rule, as for build)")
     parser.set_defaults(run=run)
 

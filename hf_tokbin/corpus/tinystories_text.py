@@ -42,10 +42,13 @@ import os
 from typing import Iterator
 
 from ..errors import CorpusInputError
+from ..formats.arrow_columns import utf8_string_array
 
 DELIMITER = "<|endoftext|>"
 DEFAULT_BLOCK_SIZE = 1 << 20
 _DELIMITER_LINE = "\n" + DELIMITER + "\n"
+_DELIMITER_BYTES = DELIMITER.encode("ascii")
+_DELIMITER_LINE_BYTES = _DELIMITER_LINE.encode("ascii")
 _LINE_ENDS = ("\n", "\r")
 
 
@@ -63,30 +66,13 @@ def story_tables(files, split: str, block_size: int = DEFAULT_BLOCK_SIZE, progre
         bar = tqdm(total=sum(os.path.getsize(path) for path in files), unit="B", unit_scale=True, desc=f"read {split}", disable=None)
     try:
         for file_index, path in enumerate(files):
-            batches = read_story_batches(path, block_size, progress=None if bar is None else bar.update, keep_empty=keep_empty)
-            for batch_index, stories in enumerate(batches):
-                yield (file_index, batch_index), pa.table({"text": string_array(stories)})
+            # The stories as UTF-8 bytes, cut from the blocks as read: no story is decoded and encoded again.
+            blocks = _story_pieces(path, block_size, None if bar is None else bar.update, as_bytes=True)
+            for batch_index, stories in enumerate(_story_batches(blocks, b"\n", keep_empty)):
+                yield (file_index, batch_index), pa.table({"text": utf8_string_array(stories)})
     finally:
         if bar is not None:
             bar.close()
-
-
-def string_array(texts: list[str]):
-    """``pa.array(texts, pa.string())``, built from one joined buffer and its offsets: the same array, 5x faster.
-
-    (pyarrow converts a list of ``str`` one object at a time, and its first
-    call imports pandas.) The texts come from decoded UTF-8, so they encode.
-    """
-    import numpy as np
-    import pyarrow as pa
-
-    encoded = [text.encode("utf-8") for text in texts]
-    data = b"".join(encoded)
-    if len(data) >= 1 << 31:  # beyond 32-bit offsets: pyarrow's own conversion raises or chunks
-        return pa.array(texts, type=pa.string())
-    offsets = np.zeros(len(texts) + 1, dtype=np.int32)
-    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
-    return pa.StringArray.from_buffers(len(texts), pa.py_buffer(offsets), pa.py_buffer(data))
 
 
 def read_story_batches(path: str | os.PathLike, block_size: int = DEFAULT_BLOCK_SIZE, progress=None, keep_empty: bool = False) -> Iterator[list[str]]:
@@ -97,19 +83,23 @@ def read_story_batches(path: str | os.PathLike, block_size: int = DEFAULT_BLOCK_
     those between two delimiter lines. Nothing before a file's first
     delimiter, or after its last, is not a story at all, and is never kept.
     """
-    pending: list[str] = []  # pieces of the story that runs past the blocks read so far
+    yield from _story_batches(_story_pieces(path, block_size, progress), "\n", keep_empty)
+
+
+def _story_batches(blocks, newline, keep_empty: bool):
+    """The stories of one file's blocks of pieces (``str``, or UTF-8 ``bytes`` with ``newline`` ``b"\\n"``), a block at a time."""
+    pending: list = []  # pieces of the story that runs past the blocks read so far
     first = True  # the next story is the text before the file's first delimiter
-    for text, final in _read_text_blocks(path, block_size, progress):
-        pieces = _split_on_delimiter_lines(text, final)
+    for pieces, final in blocks:
         pending.append(pieces[0])
-        stories: list[str] = []
+        stories: list = []
         if len(pieces) > 1:
-            stories.append("".join(pending))
+            stories.append(newline[:0].join(pending))
             stories.extend(pieces[1:-1])
             pending = [pieces[-1]]
         if final:
-            stories.append("".join(pending))
-        stories = [s.strip("\n") for s in stories]
+            stories.append(newline[:0].join(pending))
+        stories = [s.strip(newline) for s in stories]
         edges = {0} if first and stories else set()
         if final and stories:
             edges.add(len(stories) - 1)
@@ -117,6 +107,30 @@ def read_story_batches(path: str | os.PathLike, block_size: int = DEFAULT_BLOCK_
         batch = [story for i, story in enumerate(stories) if story or (keep_empty and i not in edges)]
         if batch:
             yield batch
+
+
+def _story_pieces(path, block_size: int, progress, as_bytes: bool = False):
+    """``(pieces between delimiter lines, final)`` of each block of the file: ``str``, or with ``as_bytes`` UTF-8 ``bytes``.
+
+    As bytes, a block whose every marker sits on a line of its own between two
+    ``\\n`` (nearly every block) is split as bytes, the same cuts as the text's
+    (UTF-8 never holds an ASCII byte inside another character); it is still
+    decoded once, so invalid UTF-8 stops the read as it does for text.
+    """
+    for handed, final, offset in _read_byte_blocks(path, block_size, progress):
+        data = handed.pop()
+        if as_bytes and b"\r" not in data:
+            pieces = data.split(_DELIMITER_LINE_BYTES)
+            if data.count(_DELIMITER_BYTES) == len(pieces) - 1:
+                _decode(data, path, offset)
+                yield pieces, final
+                continue
+        text = _decode(data, path, offset)
+        del data
+        if "\r" in text:
+            text = text.replace("\r\n", "\n")
+        pieces = _split_on_delimiter_lines(text, final)
+        yield ([piece.encode("utf-8") for piece in pieces] if as_bytes else pieces), final
 
 
 def _split_on_delimiter_lines(text: str, final: bool) -> list[str]:
@@ -160,10 +174,10 @@ def read_stories(path: str | os.PathLike, block_size: int = DEFAULT_BLOCK_SIZE) 
         yield from batch
 
 
-def _read_text_blocks(path, block_size: int, progress=None) -> Iterator[tuple[str, bool]]:
-    r"""Yield ``(text, is_last)``: the file decoded block by block, each block ending after a ``\n``.
+def _read_byte_blocks(path, block_size: int, progress=None) -> Iterator[tuple[list[bytes], bool, int]]:
+    r"""Yield ``([data], is_last, file offset)``: the file block by block, each block ending after a ``\n``.
 
-    ``\r\n`` is read as ``\n`` (see the module docstring). A block with no
+    (``\r\n`` is read as ``\n`` after decoding, see the module docstring.) A block with no
     ``\n`` at all is kept and the next one read, so a single line longer
     than ``block_size`` is held whole, as a line-based reader would. Only the
     newest block is searched for its last ``\n`` and the pieces are joined
@@ -185,12 +199,10 @@ def _read_text_blocks(path, block_size: int, progress=None) -> Iterator[tuple[st
             pending.append(chunk[:cut])
             data = b"".join(pending)
             pending = [chunk[cut:]]
-            text = _decode(data, path, offset)
-            offset += len(data)
+            offset, start = offset + len(data), offset
+            handed = [data]  # the consumer empties it: while this waits at yield, only the consumer holds the bytes
             del data
-            if "\r" in text:
-                text = text.replace("\r\n", "\n")
-            yield text, final
+            yield handed, final, start
             if final:
                 return
 

@@ -56,6 +56,7 @@ import re
 import shutil
 import socket
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -65,7 +66,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .._io import fsync_dir, fsync_path, sha256_file, write_text_atomic
+from .._io import HashedFile, fsync_dir, fsync_path, sha256_file, write_text_atomic
 from ..cards.corpus import DATA_DIR, check_card_metadata, render_corpus_card
 from ..engines.local import prefetched
 from ..errors import CorpusInputError, FormatError
@@ -77,11 +78,13 @@ from ..formats.corpus_manifest import (
     CorpusShard,
     sha256_rule_name,
 )
+from ..formats.arrow_columns import repeated_string
+from ..formats.corpus_shard import text_lengths
 from ..formats.records import FileEntry
 from ..formats.rules import FOLDER_NAME_RULE, MAX_SOURCES, is_folder_name
 from .inputs import InputFile, fetched_copy, list_inputs
 from .private_apis import stream_builder_tables
-from .tinystories_text import story_tables, string_array
+from .tinystories_text import story_tables
 
 DEFAULT_SHARD_BYTES = 256 << 20
 ROW_GROUP_ROWS = 10_000
@@ -146,15 +149,16 @@ def write_tinystories_corpus(
         _check_input_file(path)
     sources = [(path, path.name) for path in files.values()]
     _check_distinct_inputs([InputFile(os.fspath(path), source, "text") for path, source in sources])
-    with CorpusWriter(out, name, ShardLimit.of(shard_rows, shard_bytes), overwrite) as corpus:
+    with CorpusWriter(out, name, ShardLimit.of(shard_rows, shard_bytes), overwrite) as corpus, ThreadPoolExecutor(1, thread_name_prefix="hf_tokbin-sha256") as hashing:
+        entries = hashing.submit(_source_entries, sources)  # the inputs' SHA-256 while they are read, not after
         for split, path in files.items():
             # The TinyStories builder's own reader, without datasets (its import alone cost more than reading 100 MB).
             # keep_empty: the writer drops and counts empty stories, one policy with import_corpus.
             tables = (table for _, table in story_tables([os.fspath(path.resolve())], split, progress=progress, keep_empty=True))
-            # Reading and splitting the text on one thread, Parquet writing (zstd, SHA-256) on this one: both cores.
+            # Reading and splitting the text on one thread, Parquet writing (zstd) on this one: both cores.
             for table in prefetched(tables):
                 corpus.write_split(split, table.column("text"))
-        return corpus.finish("files", _source_entries(sources), license, language, [p for p, _ in sources])
+        return corpus.finish("files", entries.result(), license, language, [p for p, _ in sources])
 
 
 def import_corpus(
@@ -400,21 +404,6 @@ def _data_files(files: dict[str, list[Path]]):
     return DataFilesDict({split: DataFilesList([os.fspath(p.resolve()) for p in paths], [()] * len(paths)) for split, paths in files.items()})
 
 
-def text_lengths(texts: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """Each string's UTF-8 byte count (``int64``), from the arrays' offsets.
-
-    Not ``pyarrow.compute.binary_length``: a compute call's first use imports
-    pandas, a third of a small corpus command's time.
-    """
-    chunks = texts.chunks if isinstance(texts, pa.ChunkedArray) else [texts]
-    parts = []
-    for chunk in chunks:
-        width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
-        offsets = np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset : chunk.offset + len(chunk) + 1]
-        parts.append(np.diff(offsets).astype(np.int64))
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-
-
 class _ShardSequence:
     """The shards of one split: ``data/<split>-NNNNN.parquet``, filled in order up to the limit."""
 
@@ -465,7 +454,7 @@ class _ShardSequence:
         pending = pa.concat_tables(self._pending)
         group = pending.slice(0, rows)
         kept = [group.column(name).combine_chunks() for name in self.schema.names[len(SCHEMA) :]]
-        columns = [group.column("text").combine_chunks(), string_array([self.split] * group.num_rows), *kept]
+        columns = [group.column("text").combine_chunks(), repeated_string(self.split, group.num_rows), *kept]
         self._writer.write_table(pa.table(columns, schema=self.schema), row_group_size=rows)
         rest = pending.slice(rows)
         self._pending = [rest] if rest.num_rows else []
@@ -477,16 +466,19 @@ class _ShardSequence:
             raise CorpusInputError(None, f"too many {self.split} shards", expected=f"at most {MAX_SHARDS_PER_SPLIT}", got=index + 1, hint="raise --shard-bytes or --shard-rows")
         self._path = f"{DATA_DIR}/{self.split}-{index:05d}.parquet"
         (self.root / DATA_DIR).mkdir(exist_ok=True)
-        self._writer = pq.ParquetWriter(self.root / self._path, self.schema, **PARQUET_OPTIONS)
+        # Hashed as written (on its own thread): no second read of the shard for its SHA-256.
+        self._file = HashedFile(self.root / self._path)
+        self._writer = pq.ParquetWriter(self._file, self.schema, **PARQUET_OPTIONS)
 
     def _close_shard(self) -> None:
         if self._pending_rows:
             self._write_row_group(self._pending_rows)
         self._writer.close()
         self._writer = None
+        self._file.close()
         path = self.root / self._path
         fsync_path(path)  # ParquetWriter closes without fsync
-        self.shards.append(CorpusShard(self._path, self.split, self._rows, path.stat().st_size, sha256_file(path)))
+        self.shards.append(CorpusShard(self._path, self.split, self._rows, path.stat().st_size, self._file.sha256()))
         self._rows = self._text_bytes = 0
 
 

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+from .._io import progress_bar
+
 _worker_state: Any = None  # in a worker process: the state its pool was started with
 
 
@@ -183,10 +185,8 @@ atexit.register(close_shared_pool)  # a pool opened outside run_parts_locally (b
 
 def run_parts_locally(fn: Callable[..., Any], plan: Any, indices: list[int], progress: bool = True) -> list:
     """``fn(plan, i, progress)`` for every ``i``, in order, with a bar over the parts; one worker pool serves them all."""
-    from tqdm.auto import tqdm
-
     try:
-        return [fn(plan, i, progress) for i in tqdm(indices, desc="parts", unit="part", disable=not progress or len(indices) < 2)]
+        return [fn(plan, i, progress) for i in progress_bar(indices, desc="parts", unit="part", disable=not progress or len(indices) < 2)]
     finally:
         close_shared_pool()
 
@@ -195,12 +195,10 @@ def run_in_threads(fn: Callable[..., Any], plan: Any, items: list, num_threads: 
     """``fn(plan, item)`` for every item on a pool of ``num_threads`` threads; the results in order, with a bar."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from tqdm.auto import tqdm
-
     with ThreadPoolExecutor(max(1, num_threads), thread_name_prefix="hf_tokbin-task") as pool:
         futures = [pool.submit(fn, plan, item) for item in items]
         try:
-            return [f.result() for f in tqdm(futures, desc=desc, unit="file", disable=not progress or len(items) < 2)]
+            return [f.result() for f in progress_bar(futures, desc=desc, unit="file", disable=not progress or len(items) < 2)]
         finally:
             for future in futures:  # an error: drop the tasks not started
                 future.cancel()

@@ -41,6 +41,24 @@ def check_text_field(schema, where, hint: str | None = None) -> None:
         raise FormatError(where, f"column {TEXT_COLUMN!r} must hold strings", expected="string", got=str(kind))
 
 
+def text_lengths(texts):
+    """Each string's UTF-8 byte count (``int64``) of a pyarrow string array or chunked array, from its offsets.
+
+    Not ``pyarrow.compute.binary_length``: a compute call's first use imports
+    pandas (0.15 to 0.25 s, a tenth of a build's start-up).
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    chunks = texts.chunks if isinstance(texts, pa.ChunkedArray) else [texts]
+    parts = []
+    for chunk in chunks:
+        width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset : chunk.offset + len(chunk) + 1]
+        parts.append(np.diff(offsets).astype(np.int64))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
 def check_texts(texts, where, first_row: int = 0) -> None:
     """One batch of the text column (a pyarrow string array starting at row ``first_row``): no null, valid UTF-8."""
     import numpy as np

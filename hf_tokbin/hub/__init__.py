@@ -4,10 +4,22 @@ The file checks both use (``check_files``, ``check_receipts``) live in :mod:`hf_
 the Hub's repository limits as a pure function of paths are :func:`check_hub_limits`.
 """
 
-from .files import PublishPlan, Upload, check_hub_limits, publish_plan
-from .pull import PullSummary, pull_release
-from .push import HubLimits, PushPreview, PushSummary, push_folder
-from .retry import CommitRateLimiter, RetryPolicy
+# Loaded on first use: a build checks its paths against the Hub's limits (files.py) before any Hub client is
+# needed, and pull/push import huggingface_hub and tqdm (a fifth of a local build's start-up).
+_LAZY = {
+    "PublishPlan": "files",
+    "Upload": "files",
+    "check_hub_limits": "files",
+    "publish_plan": "files",
+    "PullSummary": "pull",
+    "pull_release": "pull",
+    "HubLimits": "push",
+    "PushPreview": "push",
+    "PushSummary": "push",
+    "push_folder": "push",
+    "CommitRateLimiter": "retry",
+    "RetryPolicy": "retry",
+}
 
 __all__ = [
     "CommitRateLimiter",
@@ -23,3 +35,11 @@ __all__ = [
     "pull_release",
     "push_folder",
 ]
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BuildError
-from ..formats.corpus_shard import iter_shard_batches
+from ..formats.corpus_shard import iter_shard_batches, text_lengths
 from ..formats.release import part_name
 from ..tokenizer.long_documents import bounded_prefixes
 from ..tokenizer.panics import engine_output_held
@@ -77,7 +77,7 @@ def text_batches(source, batch_size: int, where=None, source_column: str | None 
     where = source if where is None else where
     # pre_buffer=False: pyarrow's default reads ahead and keeps up to the whole file's column chunks (the peak grew with the shard).
     for row, texts, sources in iter_shard_batches(source, where, batch_size, source_column, buffer_size=_READ_BUFFER, pre_buffer=False):
-        ends = np.cumsum(document_bytes(texts), dtype=np.int64)
+        ends = np.cumsum(text_lengths(texts), dtype=np.int64)
         first = 0
         while first < len(texts):
             done = int(ends[first - 1]) if first else 0
@@ -85,13 +85,6 @@ def text_batches(source, batch_size: int, where=None, source_column: str | None 
             names = sources.slice(first, last - first) if sources is not None else None
             yield texts.slice(first, last - first), int(ends[last - 1]) - done, row + first, names
             first = last
-
-
-def document_bytes(texts) -> np.ndarray:
-    """Each document's UTF-8 bytes (a pyarrow string array), as ``int64``."""
-    import pyarrow.compute as pc
-
-    return pc.binary_length(texts).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
 
 
 def sample_documents(plan: BuildPlan) -> list[str]:
@@ -139,15 +132,14 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path:
 
     ``shard_path``: where the shard's bytes are (default: in the corpus folder).
     With ``plan.options.num_proc`` > 1 the batches are encoded by the build's worker
-    pool (:func:`hf_tokbin.engines.local.shared_pool`), else in this process
-    (where gigatoken uses its own threads). ``counter``: counts every batch per
+    pool (:func:`hf_tokbin.engines.local.shared_pool`), else in this process on a thread
+    ahead of the caller's (where gigatoken uses its own threads). ``counter``: counts every batch per
     source (``plan.source_column``), as its ids come back, before they are yielded.
     """
     from concurrent.futures.process import BrokenProcessPool
 
-    from tqdm.auto import tqdm
-
-    from ..engines.local import close_shared_pool, shared_pool
+    from .._io import progress_bar
+    from ..engines.local import close_shared_pool, prefetched, shared_pool
 
     shard = plan.corpus.shards[index]
     if shard.rows == 0:
@@ -163,8 +155,10 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path:
     if plan.options.num_proc > 1:
         results = shared_pool(plan.encoder, plan.options.num_proc).map_ordered(work, tasks)
     else:
-        results = (work(plan.encoder, task) for task in tasks)
-    with tqdm(total=shard.rows, desc=f"encoding {part_name(index)}", unit="doc", disable=not progress) as bar:
+        # Read and encode on a thread of their own, a batch or two ahead of the writers on this one: gigatoken
+        # releases the GIL, so the part's writing no longer waits for the encoder, nor the encoder for it.
+        results = prefetched(work(plan.encoder, task) for task in tasks)
+    with progress_bar(total=shard.rows, desc=f"encoding {part_name(index)}", unit="doc", disable=not progress) as bar:
         try:
             for flat, lengths, n_bytes in results:
                 if counter is not None:  # results come back in task order: the oldest held batch is this one
@@ -180,5 +174,5 @@ def _held_sources(batches, held: collections.deque, counter: SourceCounter | Non
     """``(texts, text bytes, first row)`` of each batch; with a counter, its source names and document bytes kept in ``held``."""
     for texts, n_bytes, row, sources in batches:
         if counter is not None:
-            held.append((sources, document_bytes(texts)))
+            held.append((sources, text_lengths(texts)))
         yield texts, n_bytes, row

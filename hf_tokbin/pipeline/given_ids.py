@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BuildError, CorpusInputError
+from ..formats.corpus_shard import text_lengths
 from ..formats.ids import first_out_of_range
 from .encode_batch import EncodeBatch
 
@@ -142,12 +143,11 @@ class GivenIdsWriter:
     def add(self, member: int, first_row: int, ids, splits, texts, where: str) -> None:
         """One batch: ``ids`` (a list column), ``splits`` and ``texts`` (the checked corpus rows) of rows ``first_row ...``."""
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
         lengths = _list_lengths(ids, first_row, where)
         flat = _checked_values(ids, first_row, where)
-        text_bytes = pc.binary_length(texts).to_numpy(zero_copy_only=False)
+        text_bytes = text_lengths(texts)
         empty = np.flatnonzero((text_bytes == 0) & (lengths > 0))
         if empty.size:  # the corpus drops an empty document; ids for it are not the tokenizer's ("" has none)
             raise BuildError(f"{where} row {first_row + int(empty[0])}", f"{ID_COLUMN} of an empty text must be empty", got=f"{int(lengths[empty[0]])} ids")

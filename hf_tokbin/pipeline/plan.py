@@ -244,12 +244,13 @@ def _corpus(root: Path, source: str, revision: str | None, shards, limit: int | 
     """(the corpus folder, where its shards are read, what it was cut from): as given, or with ``limit`` its first
     documents, read checked, as a corpus of their own (:func:`hf_tokbin.corpus.subset.first_documents`)."""
     from ..corpus.source import CorpusSource, LocalShards
-    from ..corpus.subset import first_documents
 
     if shards is None:
         shards = LocalShards(os.fspath(root.resolve()))
     if limit is None:
         return root, shards, None
+    from ..corpus.subset import first_documents  # only here: it reads through datasets' checks, a second to import
+
     subset = first_documents(CorpusSource(root, source, revision, shards), limit, source_column=source_column)
     return subset.root, subset.shards, subset.subset
 

@@ -2,31 +2,45 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from .._io import sha256_file
+from .._io import progress_bar, sha256_file
 from ..errors import VerificationError
 from ..formats.records import FileEntry
 from ..formats.release import COMPLETE_NAME, RECEIPTS_DIR, Complete, Receipt
 
 
 def check_files(root: Path, entries: Iterable[FileEntry], listed_in: str, progress: bool = True, hash_here: Callable[[str], bool] | None = None) -> None:
-    """Check that every entry's file under ``root`` has its size and SHA-256; raise on the first that does not.
+    """Check that every entry's file under ``root`` has its size and SHA-256; raise for the first (in ``entries``' order) that does not.
 
     ``listed_in`` names the record the entries come from (``COMPLETE.json``, a receipt...)
-    so the error says which promise is broken. ``hash_here(path)`` false: only the size is
+    so the error says which promise is broken. Files are hashed side by side on
+    one thread per core (``hashlib`` releases the GIL): a release's files are a
+    few large ones, each read once. ``hash_here(path)`` false: only the size is
     checked here, the digest by a task (:func:`check_digest`) that reads the file anyway.
     """
-    from tqdm.auto import tqdm
+    from concurrent.futures import ThreadPoolExecutor
 
     entries = list(entries)
-    with tqdm(total=sum(e.size for e in entries), unit="B", unit_scale=True, desc=f"checking {listed_in}", disable=not progress, leave=False) as bar:
-        for entry in entries:
-            check_present(root, entry, listed_in)
-            if hash_here is None or hash_here(entry.path):
-                check_digest(root, entry, listed_in)
-            bar.update(entry.size)
+    threads = max(1, min(len(entries), os.cpu_count() or 1))
+    with progress_bar(total=sum(e.size for e in entries), unit="B", unit_scale=True, desc=f"checking {listed_in}", disable=not progress, leave=False) as bar:
+        with ThreadPoolExecutor(threads, thread_name_prefix="hf_tokbin-sha256") as pool:
+            futures = [pool.submit(_check_file, root, entry, listed_in, hash_here is None or hash_here(entry.path)) for entry in entries]
+            try:
+                for entry, future in zip(entries, futures):
+                    future.result()
+                    bar.update(entry.size)
+            finally:
+                for future in futures:  # a broken file: the files not started yet are not read
+                    future.cancel()
+
+
+def _check_file(root: Path, entry: FileEntry, listed_in: str, digest: bool) -> None:
+    check_present(root, entry, listed_in)
+    if digest:
+        check_digest(root, entry, listed_in)
 
 
 def check_present(root: Path, entry: FileEntry, listed_in: str) -> None:

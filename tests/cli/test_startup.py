@@ -58,3 +58,30 @@ def test_corpus_tinystories_imports_neither_datasets_nor_the_hub_nor_pandas(tmp_
     imported = _imported_by(["corpus", "tinystories", str(text), "--out", str(tmp_path / "corpus")])
     assert (tmp_path / "corpus" / "_MANIFEST.json").exists()
     assert not imported & {"datasets", "huggingface_hub", "pandas"}
+
+
+def test_a_local_build_imports_neither_datasets_nor_the_hub_nor_pandas_nor_tqdm(tmp_path):
+    # A corpus folder and a local tokenizer need none of them: their imports were most of a build's start-up.
+    from release_fixtures import stories, write_corpus
+    from tokenizer_files import gpt2_tokenizer_json
+
+    corpus = write_corpus(tmp_path / "corpus", [("train", stories(20, seed=1))])
+    out = tmp_path / "release"
+    imported = _imported_by(["build", "--corpus", str(corpus), "--tokenizer", str(gpt2_tokenizer_json()), "--out", str(out), "--quiet"])
+    assert (out / "COMPLETE.json").exists()
+    assert not imported & {"datasets", "huggingface_hub", "pandas", "tqdm"}
+
+
+def test_verify_of_a_release_imports_neither_datasets_nor_the_hub_nor_pandas(tmp_path):
+    # pyarrow.parquet.read_table imports pyarrow.dataset and pandas: a second and a half of a 200 MB release's verify.
+    from release_fixtures import stories, write_corpus
+    from tokenizer_files import gpt2_tokenizer_json
+
+    from hf_tokbin.cli import main
+
+    corpus = write_corpus(tmp_path / "corpus", [("train", stories(20, seed=1)), ("validation", stories(5, seed=2))])
+    out = tmp_path / "release"
+    assert main(["build", "--corpus", str(corpus), "--tokenizer", str(gpt2_tokenizer_json()), "--out", str(out), "--quiet"]) == 0
+    assert (out / "preview" / "train.parquet").exists()  # so the preview is read
+    assert not _imported_by(["verify", str(out)]) & {"datasets", "huggingface_hub", "pandas"}
+

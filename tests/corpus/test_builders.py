@@ -17,6 +17,7 @@ from story_edges import EDGE_STORIES, EDGE_TEXT
 
 from hf_tokbin.corpus.builders import CorpusShards, TinyStories, read_stories, sha256_split
 from hf_tokbin.corpus.builders.tinystories import read_story_batches
+from hf_tokbin.corpus.tinystories_text import story_tables
 from hf_tokbin.errors import CorpusInputError
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -67,6 +68,15 @@ def test_reader_is_the_seed_reader_after_crlf_becomes_lf(tmp_path_factory, fragm
     assert list(read_stories(write(tmp, "in.txt", text), block_size)) == expected
     if "\r" not in text:
         assert list(seed_stories(tmp / "in.txt")) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(FRAGMENTS, max_size=40), st.integers(1, 40), st.booleans())
+def test_the_corpus_tables_cut_bytes_into_the_readers_stories(tmp_path_factory, fragments, block_size, keep_empty):
+    # story_tables cuts the stories as UTF-8 bytes (issue 23): the same stories as the text reader, empty ones included.
+    path = write(tmp_path_factory.mktemp("bytes"), "in.txt", "".join(fragments))
+    tables = [table.column("text").to_pylist() for _, table in story_tables([path], "train", block_size, keep_empty=keep_empty)]
+    assert [s for texts in tables for s in texts] == [s for batch in read_story_batches(path, block_size, keep_empty=keep_empty) for s in batch]
 
 
 def test_real_text_shakespeare_scenes(tmp_path):

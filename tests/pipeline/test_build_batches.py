@@ -203,3 +203,22 @@ def test_a_worker_that_dies_is_one_error_not_a_hang(tmp_path, bpe_dir, monkeypat
     with pytest.raises(BuildError, match="an encoding worker process died"):
         build(plan, progress=False)
     assert local._shared is None
+
+
+def test_num_proc_1_encodes_on_a_thread_ahead_of_the_writers(tmp_path, bpe_dir, monkeypatch):
+    # gigatoken releases the GIL: the part's writers on the caller's thread overlap the next batches' encoding.
+    import threading
+
+    corpus = write_shards(tmp_path / "corpus", [("train", stories(40, seed=8))], row_group_size=8)
+    build(plan_build(corpus, resolve_tokenizer(str(bpe_dir)), tmp_path / "pool", num_proc=2, batch_size=4), progress=False)
+    threads = set()
+    encode_task = encode_module._encode_task
+
+    def recorded(encoder, task):
+        threads.add(threading.current_thread().name)
+        return encode_task(encoder, task)
+
+    monkeypatch.setattr(encode_module, "_encode_task", recorded)
+    build(plan_build(corpus, resolve_tokenizer(str(bpe_dir)), tmp_path / "r", num_proc=1, batch_size=4), progress=False)
+    assert threads == {"hf_tokbin-prefetch"}
+    assert tree_bytes(tmp_path / "r") == tree_bytes(tmp_path / "pool")
