@@ -133,14 +133,15 @@ def build_release(
 
 
 @contextlib.contextmanager
-def corpus_for_build(source, out, *, progress: bool = True, name: str | None = None, hub_choice: tuple = (None, None, None), import_options: dict | None = None, check_ids: str = "all"):
+def corpus_for_build(source, out, *, progress: bool = True, name: str | None = None, hub_choice: tuple = (None, None, None), import_options: dict | None = None, check_ids: str = "all", plan_only: bool = False):
     """``(corpus, origin, given ids)`` of a build's ``source`` (what :func:`build_release` and ``build --corpus`` take), while the context lasts.
 
     A corpus folder or Hub repo is used as it is; files, folders, globs and
     in-memory datasets are first written as a corpus into a temporary folder
     (named ``name``, default the name of ``out``), removed afterwards.
     ``given`` is the :class:`~hf_tokbin.pipeline.given_ids.GivenIds` of a
-    dataset with an ``input_ids`` column, else None.
+    dataset with an ``input_ids`` column, else None. ``plan_only`` (a dry run):
+    a pushed Hub corpus folder is not fetched (see :func:`resolve_corpus_source`).
     """
     from .errors import BuildError
     from .pipeline.given_ids import GivenIds, IdsCheck, has_given_ids
@@ -150,18 +151,18 @@ def corpus_for_build(source, out, *, progress: bool = True, name: str | None = N
     source = _loaded_if_saved_with_ids(source)
     with tempfile.TemporaryDirectory(prefix="hf_tokbin-corpus-", ignore_cleanup_errors=True) as scratch:
         given = GivenIds(os.fspath(Path(scratch) / ".input_ids"), check) if _is_dataset(source) and has_given_ids(source) else None
-        found, origin = _corpus_source(source, Path(scratch) / name, progress, hub_choice, dict(import_options or {}), given)
+        found, origin = _corpus_source(source, Path(scratch) / name, progress, hub_choice, dict(import_options or {}), given, plan_only)
         if given is None and check.sample is not None:
             raise BuildError(out, "check_ids applies to a dataset with an input_ids column", got=check_ids)
         yield found, origin, given
 
 
-def _corpus_source(source, scratch: Path, progress: bool, hub_choice: tuple, import_options: dict, given=None):
+def _corpus_source(source, scratch: Path, progress: bool, hub_choice: tuple, import_options: dict, given=None, plan_only: bool = False):
     """(the resolved corpus, where it came from): a corpus folder or Hub repo as it is, else first written as a corpus at ``scratch``."""
     from .corpus.source import resolve_corpus_source
 
     if _is_corpus_or_repo(source):
-        found = resolve_corpus_source(os.fspath(source), *hub_choice)
+        found = resolve_corpus_source(os.fspath(source), *hub_choice, plan_only=plan_only)
         return found, found.source
     if _is_dataset(source):
         import_dataset(source, scratch, name=scratch.name, progress=progress, _given_ids_to=given and given.folder, **import_options)

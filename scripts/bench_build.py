@@ -333,6 +333,15 @@ sys.exit(code)
 """
 
 
+def io_recording_command(record: Path, args: list[str]) -> list[str]:
+    """``hf-tokbin ARGS`` recording its ``/proc/self/io`` into ``record``, with the hf_tokbin of ``PYTHONPATH``.
+
+    ``-P``: ``python -c`` would put the working folder first on ``sys.path``, so a bench run from a checkout
+    measured that checkout's code for every tree.
+    """
+    return [sys.executable, "-P", "-c", IO_RECORDING_BUILD, str(record), *args]
+
+
 def token_data_bytes(release: Path) -> int:
     """Bytes of token data in a release: the llm.c files and the Megatron .bin files."""
     return sum(p.stat().st_size for p in release.rglob("*.bin"))
@@ -348,7 +357,7 @@ def print_writes_per_token(corpus: Path, tokenizer: Path, num_proc: int, work: P
         release, record = work / "release", work / "io.json"
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
-        command = [sys.executable, "-c", IO_RECORDING_BUILD, str(record), "build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--format", "llmc,megatron", "--num-proc", str(num_proc), "--out", str(release), "--quiet"]
+        command = io_recording_command(record, ["build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--format", "llmc,megatron", "--num-proc", str(num_proc), "--out", str(release), "--quiet"])
         tree_env = {**env, "PYTHONPATH": os.pathsep.join([str(Path(tree).resolve()), env.get("PYTHONPATH", "")])}
         (span,), _ = run_tree([command], tree_env)
         finish = next(seconds for label, start, end in build_stages(release, *span) for seconds in [end - start] if label.startswith("build: finish"))

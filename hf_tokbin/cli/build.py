@@ -115,7 +115,7 @@ def _run(args) -> int:
         bos=token_or_id(args.bos),
     )
     hub_choice = (args.corpus_revision, args.corpus_config, args.corpus_split)
-    with corpus_for_build(args.corpus, args.out, progress=show_progress(args.quiet), hub_choice=hub_choice, import_options={"source_column": options.source_column}, check_ids=args.check_ids) as (corpus, _, given):
+    with corpus_for_build(args.corpus, args.out, progress=show_progress(args.quiet), hub_choice=hub_choice, import_options={"source_column": options.source_column}, check_ids=args.check_ids, plan_only=args.dry_run) as (corpus, _, given):
         plan = plan_build(corpus.root, tokenizer, args.out, options, corpus_source=corpus.source, corpus_revision=corpus.revision, shards=corpus.shards, given_ids=given)
         return _report_and_build(args, plan)
 

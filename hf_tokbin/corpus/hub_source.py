@@ -195,17 +195,24 @@ def fetch_listed_corpus_folder(name: str, revision: str | None, commit: str, fil
     """A pushed corpus folder at ``commit``: only what its manifest (fetched checked into ``records``) lists, and the
     card, after every shard was found in the Hub's listing with the manifest's size and SHA-256; the folder's
     manifest must be the checked one, byte for byte."""
-    from ..hub.pull import disagreement_error, tree_disagreements
-
     where = f"{name}@{commit}"
-    manifest = CorpusManifest.read(records)
-    problems = tree_disagreements(manifest.shards, files)
-    if problems:
-        raise disagreement_error(where, "the corpus manifest disagrees with the Hub's listing", problems)
+    manifest = listed_corpus_manifest(name, commit, files, records)
     folder = fetch_corpus_folder(name, revision, commit, _listed(manifest))
     if (folder / MANIFEST_NAME).read_bytes() != (records / MANIFEST_NAME).read_bytes():
         raise HubError(f"{where}/{MANIFEST_NAME}", "the corpus folder fetched differs from the manifest checked against the Hub's listing")
     return folder
+
+
+def listed_corpus_manifest(name: str, commit: str, files: dict, records: Path) -> CorpusManifest:
+    """The pushed corpus folder's manifest (fetched checked into ``records``), every shard of which the Hub lists
+    with the manifest's size and SHA-256: what ``build --dry-run`` plans from, no shard fetched."""
+    from ..hub.pull import disagreement_error, tree_disagreements
+
+    manifest = CorpusManifest.read(records)
+    problems = tree_disagreements(manifest.shards, files)
+    if problems:
+        raise disagreement_error(f"{name}@{commit}", "the corpus manifest disagrees with the Hub's listing", problems)
+    return manifest
 
 
 def fetch_cached_corpus_folder(name: str, revision: str | None) -> Path:

@@ -35,6 +35,7 @@ from .hub_source import (
     fetch_listed_corpus_folder,
     hub_listing,
     is_corpus_manifest,
+    listed_corpus_manifest,
     synthesize_hub_manifest,
 )
 
@@ -129,13 +130,18 @@ def resolve_corpus(name: str, revision: str | None = None) -> tuple[Path, str, s
     return root, name, root.name
 
 
-def resolve_corpus_source(name: str, revision: str | None = None, config: str | None = None, splits: Sequence[str] | None = None, work_dir: str | os.PathLike | None = None) -> CorpusSource:
+def resolve_corpus_source(
+    name: str, revision: str | None = None, config: str | None = None, splits: Sequence[str] | None = None, work_dir: str | os.PathLike | None = None, *, plan_only: bool = False
+) -> CorpusSource:
     """What ``--corpus NAME`` means: a local corpus folder, a Hub corpus folder, or a plain Hub dataset repo.
 
     ``config`` and ``splits`` choose among a plain repo's ``datasets``
     configs and splits (default: the default config, its train and
     validation splits). ``work_dir`` receives a synthesized manifest (default:
-    a new temporary folder).
+    a new temporary folder). ``plan_only`` (``build --dry-run``): a pushed
+    corpus folder is its checked manifest and the Hub's listing, its shards
+    read remotely (a sample's first rows, by range requests); a build fetches
+    the folder whole (checked), so that an offline re-build finds it cached.
     """
     path = Path(name)
     if path.exists():
@@ -158,6 +164,9 @@ def resolve_corpus_source(name: str, revision: str | None = None, config: str | 
     if is_corpus_manifest(name, commit, files, root / ".records"):
         if config is not None or splits:
             raise CorpusInputError(name, "--corpus-config and --corpus-split apply to a plain dataset repo; this one holds an hf_tokbin corpus", got=f"{config} {list(splits or [])}")
+        if plan_only:
+            listed_corpus_manifest(name, commit, files, root / ".records")
+            return CorpusSource(root / ".records", name, commit, HubShards(name, commit, endpoint()))
         folder = fetch_listed_corpus_folder(name, revision, commit, files, root / ".records")
         return CorpusSource(folder, name, commit, LocalShards(os.fspath(folder)))
     manifest = synthesize_hub_manifest(name, commit, files, config, splits, root / ".records")

@@ -49,7 +49,7 @@ _BISECT_BLOCK = 4096  # ends read at once when the bisection has narrowed a cut 
 class SegmentFiles:
     """A finished segment: its two files' sizes and SHA-256."""
 
-    tokens_path: Path
+    tokens_path: Path | None  # None: no .tokens written (the ids are read from another file of the part)
     ends_path: Path
     n_documents: int
     n_tokens: int
@@ -63,17 +63,18 @@ class SegmentWriter:
     """Streams one part's documents into ``<stem>.tokens`` and ``<stem>.ends`` (temporary names, renamed at :meth:`close`).
 
     Ids must already be checked (``formats.ids.checked_documents``): a part checks them once for every format.
+    ``write_tokens=False``: only ``.ends`` (the ids are written once, elsewhere, in the same layout's bytes).
     """
 
-    def __init__(self, stem: str | os.PathLike, layout: Layout, doc_sep_id: int | None, bos_id: int | None, separator: str):
+    def __init__(self, stem: str | os.PathLike, layout: Layout, doc_sep_id: int | None, bos_id: int | None, separator: str, write_tokens: bool = True):
         stem = Path(stem)
-        self.tokens_path = stem.with_name(f"{stem.name}.{TOKENS_SUFFIX}")
+        self.tokens_path = stem.with_name(f"{stem.name}.{TOKENS_SUFFIX}") if write_tokens else None
         self.ends_path = stem.with_name(f"{stem.name}.{ENDS_SUFFIX}")
         self.dtype = layout.dtype
         self._before, self._after = document_boundaries(doc_sep_id, bos_id, separator)
-        self.tokens_path.parent.mkdir(parents=True, exist_ok=True)
-        self._tokens = open(tmp_path_for(self.tokens_path), "wb")
+        self.ends_path.parent.mkdir(parents=True, exist_ok=True)
         self._ends = open(tmp_path_for(self.ends_path), "wb")
+        self._tokens = open(tmp_path_for(self.tokens_path), "wb") if write_tokens else None
         self._tokens_sha256, self._ends_sha256 = BackgroundSha256(), BackgroundSha256()
         self.n_documents = 0
         self.n_tokens = 0
@@ -85,36 +86,42 @@ class SegmentWriter:
 
     def add_checked_documents(self, flat_ids: np.ndarray, lengths: np.ndarray) -> None:
         """Append documents ``formats.ids.checked_documents`` has checked: one flat id array and each document's length."""
-        with naming_the_file(self.tokens_path):
-            ids = np.ascontiguousarray(with_boundaries(np.array(flat_ids, dtype=self.dtype), lengths, self._before, self._after))
+        with naming_the_file(self.tokens_path or self.ends_path):
             ends = np.ascontiguousarray(self.n_tokens + np.cumsum(np.asarray(lengths, dtype=np.int64) + self.boundary_tokens), dtype=ENDS_DTYPE)
-            for file, sha, buffer in ((self._tokens, self._tokens_sha256, ids), (self._ends, self._ends_sha256, ends)):
+            written = [(self._ends, self._ends_sha256, ends)]
+            if self._tokens is not None:
+                ids = np.ascontiguousarray(with_boundaries(np.array(flat_ids, dtype=self.dtype), lengths, self._before, self._after))
+                written.append((self._tokens, self._tokens_sha256, ids))
+            for file, sha, buffer in written:
                 file.write(buffer)
                 sha.update(buffer)
             self.n_documents += int(ends.size)
-            self.n_tokens += int(ids.size)
+            self.n_tokens = int(ends[-1]) if ends.size else self.n_tokens
 
     def close(self) -> SegmentFiles:
         """Fsync and rename both files; describe the segment."""
-        with naming_the_file(self.tokens_path):
-            for file in (self._tokens, self._ends):
+        with naming_the_file(self.tokens_path or self.ends_path):
+            for file in self._files():
                 file.flush()
                 os.fsync(file.fileno())
                 file.close()
             digests = self._tokens_sha256.hexdigest(), self._ends_sha256.hexdigest()
             for path in (self.tokens_path, self.ends_path):
-                commit_file(tmp_path_for(path), path)
-        return SegmentFiles(
-            self.tokens_path, self.ends_path, self.n_documents, self.n_tokens,
-            self.tokens_path.stat().st_size, digests[0], self.ends_path.stat().st_size, digests[1],
-        )
+                if path is not None:
+                    commit_file(tmp_path_for(path), path)
+        tokens_size = self.tokens_path.stat().st_size if self.tokens_path is not None else 0
+        return SegmentFiles(self.tokens_path, self.ends_path, self.n_documents, self.n_tokens, tokens_size, digests[0], self.ends_path.stat().st_size, digests[1])
+
+    def _files(self) -> list:
+        return [file for file in (self._tokens, self._ends) if file is not None]
 
     def abort(self) -> None:
         for sha in (self._tokens_sha256, self._ends_sha256):
             sha.cancel()
         for file, path in ((self._tokens, self.tokens_path), (self._ends, self.ends_path)):
-            file.close()
-            tmp_path_for(path).unlink(missing_ok=True)
+            if file is not None:
+                file.close()
+                tmp_path_for(path).unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)

@@ -56,11 +56,6 @@ def finish_build(plan: BuildPlan, receipts: list[Receipt], engine: str = "local"
     packed = _write_llmc(plan, receipts, counts, engine, ray_address, progress) if "llmc" in plan.options.formats else []
     write_json_atomic(work / STATS_NAME, stats_record(plan.corpus.name, plan.tokenizer.tokenizer_id, receipts, where=output.location(RECEIPTS_DIR)))
     _ship_tokenizer(plan)
-    if output.scratch() is not None:
-        # The card's recipes (cards/release.py, verify/recipe.py) read the llm.c files themselves: at a URL, the
-        # driver must fetch them back. TODO: have the recipes read the manifest, so no token reaches the driver.
-        for entry in packed:
-            output.fetch(entry)
     write_previews(plan, receipts)  # before the card, which declares them
     _write_card(plan)
     written = {f.path: f for f in _list_release_files(plan, {**parts_files, **{f.path: f for f in packed}})}

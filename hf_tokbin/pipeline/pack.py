@@ -25,6 +25,7 @@ after a worker died, and a killed finish packs again on re-run.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -34,7 +35,6 @@ from ..formats import llmc
 from ..formats.llmc_segments import (
     ENDS_DTYPE,
     ENDS_SUFFIX,
-    TOKENS_SUFFIX,
     DocumentRange,
     FilePlan,
     check_block_ends,
@@ -46,6 +46,7 @@ from ..formats.llmc_segments import (
 from ..formats.llmc_order import llmc_order
 from ..formats.records import FileEntry
 from ..formats.release import LLMC_SPLIT, SPLITS, Receipt, SplitCounts, part_name
+from .llmc_source import copy_llmc_range, stream_file
 from .part import segment_record, staging_rel
 from .plan import BuildPlan
 
@@ -71,8 +72,9 @@ def ranges_of(plan: BuildPlan, receipts: list[Receipt], split: str, counts: Spli
     for i, shard in enumerate(plan.corpus.shards):
         if shard.split != split or not shard.rows:
             continue
-        record = segment_record(output, part_name(i))
-        tokens, ends = record.files
+        record = segment_record(plan, part_name(i))
+        ends = record.files[-1]
+        tokens = next(f for f in (*record.files, *receipts[i].files) if f.path == stream_file(plan, part_name(i))[0])
         n_documents = receipts[i].splits[split].documents
         expected = receipts[i].splits[split].text_tokens + added * n_documents
         if ends.size != n_documents * ENDS_DTYPE.itemsize or tokens.size != expected * width:
@@ -104,13 +106,9 @@ def pack_file(plan: BuildPlan, file: FilePlan, progress: bool = False) -> Packed
     """One pack task: write llm.c file ``file`` from its segments' byte ranges, hash it, publish it."""
     output = plan.output
     layout = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout)
-    width = layout.dtype.itemsize
     rel = f"{plan.llmc_dir}/{file.name}"
-
-    def copy_range(token_range, fd: int) -> None:
-        output.copy_range_into(staging_rel(token_range.segment, TOKENS_SUFFIX), token_range.start * width, token_range.length * width, fd)
-
-    size = write_packed_file(output.work / rel, file, layout, plan.tokenizer.vocab_size, copy_range)
+    # Each range from its part's segment or Megatron .bin (pipeline/llmc_source.py).
+    size = write_packed_file(output.work / rel, file, layout, plan.tokenizer.vocab_size, functools.partial(copy_llmc_range, plan))
     digest = sha256_file(output.work / rel)
     output.publish([rel])
     split = file.name.split("-", 1)[0]

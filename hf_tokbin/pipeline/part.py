@@ -6,7 +6,9 @@ segment: its documents exactly as they will stand in the llm.c files, in
 their dtype (``.work/llmc/part-NNNNNN.tokens`` and ``.ends``,
 :mod:`hf_tokbin.formats.llmc_segments`), with their sizes and digests in
 ``.work/llmc/part-NNNNNN.json`` (with ``--shuffle-seed``, also where each of its blocks ends:
-:mod:`hf_tokbin.formats.llmc_order`); then its receipt. The llm.c files are later
+:mod:`hf_tokbin.formats.llmc_order`); then its receipt. Where the Megatron ``.bin`` already holds the llm.c
+ids' bytes (:mod:`hf_tokbin.pipeline.llmc_source`), the segment is its ``.ends`` alone: every id is written
+once. The llm.c files are later
 cut from the segments by byte ranges (:mod:`hf_tokbin.pipeline.pack`). The receipt is published last: it marks the part done, so a
 killed build skips the part on re-run, after checking every file it names.
 """
@@ -29,22 +31,13 @@ from ..formats.records import FileEntry, is_count
 from ..formats.release import WORK_DIR, Receipt, SplitCounts, pair_path, part_name, receipt_path
 from ..output import Output
 from .encode import encode_shard, prepare_encoder
+from .llmc_source import segment_stem, segment_suffixes, staging_rel
 from .plan import BuildPlan
 from .shuffle import shuffled_documents
 from .sources import SourceCounter
 
 
-def segment_stem(part: str) -> str:
-    """``.work/llmc/<part>``, relative to the release root: where the part's llm.c segment and its record go."""
-    return f"{WORK_DIR}/llmc/{part}"
-
-
-def staging_rel(part: str, suffix: str) -> str:
-    """``.work/llmc/<part>.<suffix>``: the llm.c segment (tokens, ends) and its digests (json)."""
-    return f"{segment_stem(part)}.{suffix}"
-
-
-SEGMENT_SUFFIXES = (TOKENS_SUFFIX, ENDS_SUFFIX)
+__all__ = ["build_part", "finished_receipt", "segment_record", "segment_stem", "staging_rel"]
 BLOCK_ENDS_KEY = "block_ends"  # the segment record's key, with a shuffle seed
 
 
@@ -98,10 +91,8 @@ def _build_part_from(plan: BuildPlan, index: int, shard_path: Path, progress: bo
     staging = []
     if "llmc" in plan.options.formats:
         segment = closed["llmc"]
-        staging = [
-            FileEntry(staging_rel(part, TOKENS_SUFFIX), segment.tokens_size, segment.tokens_sha256),
-            FileEntry(staging_rel(part, ENDS_SUFFIX), segment.ends_size, segment.ends_sha256),
-        ]
+        written = {TOKENS_SUFFIX: (segment.tokens_size, segment.tokens_sha256), ENDS_SUFFIX: (segment.ends_size, segment.ends_sha256)}
+        staging = [FileEntry(staging_rel(part, suffix), *written[suffix]) for suffix in segment_suffixes(plan)]
         # The segment's digests, so a resumed build (here or at a URL) checks the segment as it checks the receipt's files;
         # with a seed, where its blocks end, so the finish interleaves them without reading any .ends (formats/llmc_order.py).
         record = {"files": [e.to_dict() for e in staging]}
@@ -153,7 +144,7 @@ def _open_writers(plan: BuildPlan, work: Path, split: str, part: str) -> dict:
         writers["megatron"] = megatron.MegatronWriter(work / pair_path(split, part, "bin"), plan.tokenizer.vocab_size, plan.eod_id, plan.bos_id)
     if "llmc" in plan.options.formats:
         layout = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout)
-        writers["llmc"] = SegmentWriter(work / segment_stem(part), layout, plan.llmc_sep_id, plan.bos_id, plan.options.llmc_separator)
+        writers["llmc"] = SegmentWriter(work / segment_stem(part), layout, plan.llmc_sep_id, plan.bos_id, plan.options.llmc_separator, write_tokens=TOKENS_SUFFIX in segment_suffixes(plan))
     return writers
 
 
@@ -186,16 +177,19 @@ def _check_conserved_on_disk(writers: dict, closed: dict, text_tokens: int, docu
     """
     for name, writer in writers.items():
         path = _paths_of(closed[name])[0]
+        if path is None:  # no .tokens: its ids are the Megatron .bin's, checked in this loop
+            continue
         expected = text_tokens + documents * writer.boundary_tokens
         on_disk = path.stat().st_size // writer.dtype.itemsize
         if on_disk != expected:
             for files in closed.values():
                 for written in _paths_of(files):
-                    written.unlink(missing_ok=True)
+                    if written is not None:
+                        written.unlink(missing_ok=True)
             raise BuildError(path, "tokens on disk must equal tokens encoded (token conservation)", expected=expected, got=on_disk)
 
 
-def _paths_of(files: megatron.PairFiles | SegmentFiles) -> tuple[Path, Path]:
+def _paths_of(files: megatron.PairFiles | SegmentFiles) -> tuple[Path | None, Path]:
     """A closed writer's two files, the token file first."""
     if isinstance(files, SegmentFiles):
         return files.tokens_path, files.ends_path
@@ -215,7 +209,7 @@ def finished_receipt(plan: BuildPlan, index: int) -> Receipt | None:
     if receipt is None and scratch is not None:
         receipt = _intact_receipt(plan, scratch, index)
         if receipt is not None:
-            record = _segment_record(scratch, receipt.part)
+            record = _segment_record(scratch, receipt.part, segment_suffixes(plan))
             _publish_part(output, receipt, record.files if record is not None else [])
     return receipt
 
@@ -225,7 +219,7 @@ def _intact_receipt(plan: BuildPlan, output: Output, index: int) -> Receipt | No
     part = part_name(index)
     try:
         receipt = output.read_record(receipt_path(part), Receipt.read)
-        record = _segment_record(output, part) if receipt is not None and "llmc" in plan.options.formats else SegmentRecord([], None)
+        record = _segment_record(output, part, segment_suffixes(plan)) if receipt is not None and "llmc" in plan.options.formats else SegmentRecord([], None)
     except FormatError:
         return None
     shard = plan.corpus.shards[index]
@@ -242,10 +236,11 @@ def _record_fits(plan: BuildPlan, receipt: Receipt, record: SegmentRecord) -> bo
     """Whether the segment record is of this build's order: its blocks' ends with a seed (and they fit the segment), none without."""
     if "llmc" not in plan.options.formats or plan.options.shuffle_seed is None:
         return record.block_ends is None
-    width = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout).dtype.itemsize
+    added = (plan.llmc_sep_id is not None) + (plan.bos_id is not None)
     documents = sum(counts.documents for counts in receipt.splits.values())
+    tokens = sum(counts.text_tokens for counts in receipt.splits.values()) + added * documents  # the segment's stream
     try:
-        check_block_ends(receipt.part, record.block_ends, documents, record.files[0].size // width)
+        check_block_ends(receipt.part, record.block_ends, documents, tokens)
     except FormatError:
         return False
     return True
@@ -259,8 +254,8 @@ class SegmentRecord:
     block_ends: list[int] | None
 
 
-def _segment_record(output: Output, part: str) -> SegmentRecord | None:
-    """The segment record at ``output``, or None if it is missing."""
+def _segment_record(output: Output, part: str, suffixes: tuple[str, ...]) -> SegmentRecord | None:
+    """The segment record at ``output`` naming the segment's files ``suffixes`` (:func:`segment_suffixes`), or None if it is missing."""
     rel = staging_rel(part, "json")
     data = output.read_bytes(rel)
     if data is None:
@@ -273,14 +268,16 @@ def _segment_record(output: Output, part: str) -> SegmentRecord | None:
             raise ValueError(f"{BLOCK_ENDS_KEY} must be a list of token counts")
     except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise FormatError(output.location(rel), "staging record is not valid", got=str(e)) from None
-    if [e.path for e in entries] != [staging_rel(part, suffix) for suffix in SEGMENT_SUFFIXES]:
-        raise FormatError(output.location(rel), "staging record must name the part's llm.c segment", expected=[staging_rel(part, x) for x in SEGMENT_SUFFIXES], got=[e.path for e in entries])
+    expected = [staging_rel(part, suffix) for suffix in suffixes]
+    if [e.path for e in entries] != expected:
+        raise FormatError(output.location(rel), "staging record must name the part's llm.c segment", expected=expected, got=[e.path for e in entries])
     return SegmentRecord(entries, block_ends)
 
 
-def segment_record(output: Output, part: str) -> SegmentRecord:
-    """The segment record of a finished part, for the finish; an error if it is missing."""
-    record = _segment_record(output, part)
+def segment_record(plan: BuildPlan, part: str) -> SegmentRecord:
+    """The segment record of a finished part at the output, for the finish; an error if it is missing."""
+    output = plan.output
+    record = _segment_record(output, part, segment_suffixes(plan))
     if record is None:
         raise BuildError(output.location(staging_rel(part, "json")), "staging record of a finished part is missing", hint="run the build again")
     return record

@@ -172,7 +172,7 @@ def recipe(
         commands = []
     code = []
     if target not in ("megatron", "maxtext"):
-        globs = _llmc_globs(root, findings)
+        globs = _llmc_globs(root, findings, check_glob=with_findings)
         commands, code, notes = _LLMC_RECIPES[target](root, globs, settings)
         lines = [shlex.join(c) for c in commands] + code
     return Recipe(target, root, tuple(lines), tuple(notes), tuple(findings), tuple(tuple(c) for c in commands), tuple(code))
@@ -189,13 +189,15 @@ def _quoted(value: object) -> str:
 # ------------------------------------------------------------------ llm.c token files
 
 
-def _llmc_globs(root: Path, findings: list[Finding]) -> dict[str, tuple[str, list[Path]]]:
-    """Per llm.c split ("train", "val"): the glob selecting its files, and the files in manifest order.
+def _llmc_globs(root: Path, findings: list[Finding], check_glob: bool = True) -> dict[str, tuple[str, list[Path], list[int]]]:
+    """Per llm.c split ("train", "val"): the glob selecting its files, the files in manifest order, and their token counts.
 
-    The glob is checked here: it must select exactly those files, and sorted
-    (as every loader sorts) in the manifest's order.
+    The counts are the manifest's (a lone file's header without one): the dataset card's recipes are written at
+    the end of a build whose token files may be at a URL, never fetched back. With ``check_glob`` the glob is
+    checked here: it must select exactly those files, and sorted (as every loader sorts) in the manifest's order.
     """
     inputs = compat._llmc_inputs(root)
+    counts = {} if inputs.manifest is None else {inputs.manifest_path.parent / f.name: f.n_tokens for f in inputs.manifest.files}
     globs = {}
     for split, files in inputs.splits:
         if not files:
@@ -205,21 +207,21 @@ def _llmc_globs(root: Path, findings: list[Finding]) -> dict[str, tuple[str, lis
         pattern = (
             glob.escape(str(files[0])) if split is None else os.path.join(glob.escape(str(folder)), f"{split}-*.bin")
         )
-        selected = sorted(glob.glob(pattern))
+        selected = sorted(glob.glob(pattern)) if check_glob else [str(f) for f in files]
         if selected != [str(f) for f in files]:
             extra = sorted(set(selected) - {str(f) for f in files})
             problem = f"also selects {extra[:3]}" if extra else "does not select the manifest's files in their order"
             findings.append(
                 Finding(ERROR, str(folder), "glob", f"the glob {pattern} {problem}: move the other files away")
             )
-        globs[split or "train"] = (pattern, files)
+        globs[split or "train"] = (pattern, files, [counts[f] if f in counts else llmc.read_header(f).n_tokens for f in files])
     if "train" not in globs:
         raise FormatError(root, "no llm.c train files", hint="build with --format llmc")
     return globs
 
 
 def _file_tokens(globs: dict, split: str) -> list[int]:
-    return [llmc.read_header(f).n_tokens for f in globs[split][1]] if split in globs else []
+    return globs[split][2] if split in globs else []
 
 
 def llmc_batches(file_tokens: list[int], step_tokens: int) -> int:
@@ -327,7 +329,7 @@ def _modded_nanogpt(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[li
 
 
 def _nanogpt(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[list[str]], list[str], list[str]]:
-    files = {split: pattern for split, (pattern, _) in globs.items()}
+    files = {split: pattern for split, (pattern, *_) in globs.items()}
     files.setdefault("val", files["train"])  # estimate_loss() calls get_batch('val') at step 0 whatever eval_interval is
     header = llmc.read_header(globs["train"][1][0])
     dtype = header.dtype.name

@@ -62,9 +62,11 @@ names the file (in a JSON file, the field) and the rule.
    ``.idx`` pointers (so llm.c files reordered any other way fail). Megatron's
    ``[bos] + doc + [eod]`` is llm.c's ``[sep] + [bos] + doc`` (separator
    before) or the very same ``[bos] + doc + [sep]`` (after), with sep = eod.
-   The streams are compared id by id in chunks of bounded size. Each llm.c
-   file begins where a document begins, and its ``n_docs`` is the number of
-   documents it holds.
+   The streams are compared id by id in chunks of bounded size, one task per
+   llm.c file against the Megatron ranges its position in the split gives
+   (computed here from the records). Each llm.c file begins where a document
+   begins, and its ``n_docs`` is the number of documents it holds (from the
+   ``.idx`` pointers).
 7b. **Boundary tokens inside documents.** A separator/EOD or BOS id anywhere
    but its own place in a Megatron document (or, without Megatron, more of
    them in an llm.c file than documents) is named with the file and document
@@ -86,11 +88,15 @@ names the file (in a JSON file, the field) and the rule.
    each naming the part its receipts put it in, ``tokens`` = its id count, and
    ids that are the files': the Megatron sequence, the llm.c document (the
    rows, one after another, are the split's first llm.c ids).
+
+Who reads what: this process (the *driver*) reads the records and binary-searches
+the ``.idx`` pointers; every token file is read by a task on ``engine`` (its
+SHA-256, its ids, its boundary tokens, its comparison with the other format, the
+previews' first documents). COMPLETE.json's digests of the records are checked here.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import os
 from collections.abc import Iterable, Iterator
@@ -134,7 +140,7 @@ from ..formats.llmc_order import Blocks, llmc_order
 from ..formats.run_config import BoundaryToken, RunConfig
 from ..formats.sniff import file_magic
 from ..readers.views import open_llmc_file
-from .checks import check_files, check_receipts
+from .checks import check_digest, check_files, check_receipts
 from .preview import check_previews
 
 # run_config.json's llmc.layout -> the magic of its token files
@@ -179,14 +185,16 @@ def verify_release(root: str | os.PathLike, engine: str = "local", num_proc: int
     complete = _check_complete(root)
     config, receipts, manifest = _check_records(root, complete)
     totals = split_totals(receipts)
-    _run_file_checks(FileChecks(os.fspath(root), config, manifest), receipts, engine, num_proc, ray_address, progress)
+    tasks = _Tasks(FileChecks(os.fspath(root), config, manifest, num_proc), engine, ray_address, progress)
+    found = _run_file_checks(tasks, receipts)
     if manifest is not None:
         _check_llmc_records(root, config, manifest, totals)
         if "megatron" in config.formats:
-            _check_llmc_is_megatron(root, config, manifest, receipts)
+            _check_llmc_is_megatron(tasks, receipts)
     _check_stats(root, config, receipts)
-    warnings = _boundaries_inside_documents(root, config, manifest, receipts)
-    check_previews(root, config, receipts, {f.path for f in complete.files})  # last: derived from the files checked above
+    warnings = _boundary_warnings(config, found)
+    # Last: derived from the files checked above. One task: it reads the first documents of the token files.
+    tasks.run([("preview", receipts, sorted(f.path for f in complete.files))], ["preview/"], "previews checked")
     return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, config.formats, warnings)
 
 
@@ -244,10 +252,20 @@ def _check_records(root: Path, complete: Complete) -> tuple[RunConfig, list[Rece
     manifest, llmc_files = None, set()
     if "llmc" in config.formats:
         manifest = _read_llmc_manifest(root, listed, config)
+        _check_manifest_digests(root, complete, config, manifest)
         llmc_files = {f"{config.llmc_dir}/{name}" for name in [llmc.MANIFEST_NAME, *(f.name for f in manifest.files)]}
     _check_area(root, listed, TOKENS_DIR, llmc_files, f"the llm.c folder {config.llmc_dir}/ and the files its manifest lists")
     _check_shipped_tokenizer(root, complete, config)
     return config, receipts, manifest
+
+
+def _check_manifest_digests(root: Path, complete: Complete, config: RunConfig, manifest: llmc.TokensManifest) -> None:
+    """Each llm.c file's SHA-256 in the manifest is COMPLETE.json's: the file's task checks the bytes against the manifest."""
+    listed = {f.path: f.sha256 for f in complete.files}
+    for entry in manifest.files:
+        rel = f"{config.llmc_dir}/{entry.name}"
+        if rel in listed and listed[rel] != entry.sha256:
+            raise VerificationError(root / rel, f"SHA-256 in {llmc.MANIFEST_NAME} differs from {COMPLETE_NAME}", expected=listed[rel], got=entry.sha256)
 
 
 def _check_shipped_tokenizer(root: Path, complete: Complete, config: RunConfig) -> None:
@@ -277,8 +295,14 @@ def _check_complete(root: Path) -> Complete:
     for rel in list_release_paths(root):
         if rel not in listed:
             raise VerificationError(root / rel, "file is not listed in COMPLETE.json")
-    check_files(root, complete.files, COMPLETE_NAME, progress=False)
+    # A token file's digest is checked by the task that reads it (every one is named by a record: _check_records).
+    check_files(root, complete.files, COMPLETE_NAME, progress=False, hash_here=lambda rel: not _read_by_a_task(rel))
     return complete
+
+
+def _read_by_a_task(rel: str) -> bool:
+    """Whether a listed path is a token file (a pair's half, an llm.c file), whose SHA-256 its task checks."""
+    return rel.startswith(f"{SHARDS_DIR}/") or (rel.startswith(f"{TOKENS_DIR}/") and not rel.endswith(".json"))
 
 
 def _check_area(root: Path, listed: set[str], area: str, expected: set[str], named_by: str) -> None:
@@ -330,29 +354,67 @@ class FileChecks:
     num_proc: int = 1
 
 
-def check_one_file(checks: FileChecks, item: tuple) -> None:
-    """One task of :func:`verify_release`: ``("pair", receipt, split)`` or ``("llmc", manifest entry)``."""
-    root = Path(checks.root)
-    if item[0] == "pair":
-        _check_pair(root, item[1], item[2], checks.config)
-        return
-    entry, manifest, config = item[1], checks.manifest, checks.config
+def check_one_file(checks: FileChecks, item: tuple) -> list:
+    """One task of :func:`verify_release`; returns the boundary ids it found inside documents (see :func:`_boundary_warnings`).
+
+    ``("pair", receipt, split)``: a Megatron pair, its digests, its boundary ids. ``("llmc", entry)``: an llm.c
+    file (and, without Megatron, its boundary ids). ``("same", entry, spans, order)``: an llm.c file equals its
+    pieces of the Megatron spans. ``("preview", receipts, listed)``: the previews.
+    """
+    root, config = Path(checks.root), checks.config
+    kind = item[0]
+    if kind == "pair":
+        return _check_pair_task(root, item[1], item[2], config)
+    if kind == "same":
+        _check_same_ids(root, config, item[1], item[2], item[3])
+        return []
+    if kind == "preview":
+        check_previews(root, config, item[1], set(item[2]))
+        return []
+    entry, manifest = item[1], checks.manifest
     path = root / config.llmc_dir / entry.name
     _check_llmc_header(path, config)
     llmc.verify_token_file(path, entry, manifest.vocab_size, manifest.doc_sep_id, config.llmc_separator)
     _check_llmc_file_layout(path, entry, config)
+    return [] if "megatron" in config.formats else _inside_llmc_file(path, entry, config.boundary_tokens())
 
 
-def _run_file_checks(checks: FileChecks, receipts: list[Receipt], engine: str, num_proc: int, ray_address: str | None, progress: bool) -> None:
-    from ..engines import run_tasks
+@dataclass(frozen=True)
+class _Tasks:
+    """Where verify's tasks run: the engine, and what each task is given."""
 
+    checks: FileChecks
+    engine: str
+    ray_address: str | None
+    progress: bool
+
+    def run(self, items: list[tuple], labels: list[str], desc: str) -> list:
+        from ..engines import run_tasks
+
+        return run_tasks(self.engine, check_one_file, self.checks, items, labels, self.ray_address, self.progress, desc)
+
+
+def _run_file_checks(tasks: _Tasks, receipts: list[Receipt]) -> list:
+    """Every pair and llm.c file checked by a task; the boundary ids found inside documents, in file order."""
+    config, manifest = tasks.checks.config, tasks.checks.manifest
     items: list[tuple] = []
-    if "megatron" in checks.config.formats:
-        items += [("pair", receipt, shard.split) for receipt, shard in zip(receipts, checks.config.shards)]
-    if checks.manifest is not None:
-        items += [("llmc", entry) for entry in checks.manifest.files]
-    labels = [f"{pair_path(i[2], i[1].part, 'bin')}" if i[0] == "pair" else f"{checks.config.llmc_dir}/{i[1].name}" for i in items]
-    run_tasks(engine, check_one_file, dataclasses.replace(checks, num_proc=num_proc), items, labels, ray_address, progress, "files checked")
+    if "megatron" in config.formats:
+        items += [("pair", receipt, shard.split) for receipt, shard in zip(receipts, config.shards)]
+    if manifest is not None:
+        items += [("llmc", entry) for entry in manifest.files]
+    labels = [f"{pair_path(i[2], i[1].part, 'bin')}" if i[0] == "pair" else f"{config.llmc_dir}/{i[1].name}" for i in items]
+    return [found for one in tasks.run(items, labels, "files checked") for found in one]
+
+
+def _check_pair_task(root: Path, receipt: Receipt, split: str, config: RunConfig) -> list:
+    """A pair's digests (the receipt's entries are COMPLETE.json's), its rules, and the boundary ids inside its documents."""
+    for entry in receipt.files:
+        check_digest(root, entry, COMPLETE_NAME)
+    _check_pair(root, receipt, split, config)
+    tokens = config.boundary_tokens()
+    if not tokens or not receipt.splits[split].documents:
+        return []
+    return _inside_pair(root / pair_path(split, receipt.part, "bin"), tokens)
 
 
 def _check_pair(root: Path, receipt: Receipt, split: str, config: RunConfig) -> None:
@@ -472,26 +534,35 @@ def _check_llmc_file_layout(path: Path, entry: llmc.LlmcFileEntry, config: RunCo
 # ---------------------------------------------------------------- llm.c = Megatron
 
 
-def _check_llmc_is_megatron(root: Path, config: RunConfig, manifest: llmc.TokensManifest, receipts: list[Receipt]) -> None:
+def _check_llmc_is_megatron(tasks: _Tasks, receipts: list[Receipt]) -> None:
     """Per split, the llm.c files hold the Megatron documents in the llm.c order, whole, in run_config.json's layout.
 
     The order (:mod:`hf_tokbin.formats.llmc_order`) is recomputed from run_config.json's shuffle seed and
-    scope and the receipts' counts: the pairs in part order, or their blocks in the seeded order.
-    Runs after the counts agree, so both streams of a split hold the same number of ids.
+    scope and the receipts' counts: the pairs in part order, or their blocks in the seeded order. Here, from
+    the records and the ``.idx`` pointers, each block's token span and each llm.c file's share of them; a task
+    per llm.c file compares its ids with its spans' (:func:`_check_same_ids`). Runs after the counts agree, so
+    both streams of a split hold the same number of ids.
     """
-    directory = root / config.llmc_dir
+    root, config, manifest = Path(tasks.checks.root), tasks.checks.config, tasks.checks.manifest
+    order = "part order" if config.llmc_interleave_seed is None else "run_config.json's seeded block order (formats/llmc_order.py)"
+    items, documents = [], []
     for split in SPLITS:
         entries = [f for f in manifest.files if f.split == LLMC_SPLIT[split]]
         parts = [r for r in receipts if split in r.splits and r.splits[split].documents]
         blocks = llmc_order(config.llmc_interleave_seed, split, [r.splits[split].documents for r in parts])
-        spans = _megatron_spans([root / pair_path(split, r.part, "bin") for r in parts], blocks)
-        order = "part order" if config.llmc_interleave_seed is None else "run_config.json's seeded block order (formats/llmc_order.py)"
-        _check_same_ids(directory, entries, spans, config, order)
-        _check_documents_per_file(directory, entries, spans)
+        spans = _megatron_spans(root, split, parts, blocks)
+        starts = itertools.accumulate((e.n_tokens for e in entries), initial=0)
+        items += [("same", e, file_spans(spans, start, e.n_tokens, config.llmc_separator), order) for e, start in zip(entries, starts)]
+        documents.append((entries, spans))
+    tasks.run(items, [f"{config.llmc_dir}/{i[1].name}" for i in items], "llm.c files compared")
+    for entries, spans in documents:
+        _check_documents_per_file(root / config.llmc_dir, entries, spans)
 
 
 class _Span(NamedTuple):
-    """One block of the llm.c order in a Megatron pair: documents ``first`` on, ``count`` of them, tokens ``start`` on, ``length`` of them."""
+    """One block of the llm.c order in a Megatron pair: documents ``first`` on, ``count`` of them, tokens ``start``
+    on, ``length`` of them; ``end``: where the block ends (its last id ends a document), which a piece of it
+    (:func:`file_spans`) may stop short of."""
 
     bin_path: Path
     dtype: np.dtype
@@ -499,24 +570,39 @@ class _Span(NamedTuple):
     count: int
     start: int
     length: int
+    end: int
 
 
-def _megatron_spans(paths: list[Path], blocks: Blocks) -> list[_Span]:
-    """The token spans of ``blocks`` in the pairs ``paths``, in stream order (a document's start is its pointer; the pair's end ends the last).
-
-    Each pair is opened once, for all of its blocks, and let go before the next: a release has a pair per input
-    shard, and each open pair holds file descriptors (so never all at once).
-    """
+def _megatron_spans(root: Path, split: str, parts: list[Receipt], blocks: Blocks) -> list[_Span]:
+    """The token spans of ``blocks`` in the parts' pairs, in stream order: a document's start is its pointer (the
+    ``.idx`` alone), the pair's end (its receipt's tokens, which the pair's task checked) ends the last."""
     spans: list = [None] * len(blocks)
     for p, ks in _grouped(blocks.part.tolist()):
-        pair = megatron.MegatronPair(paths[p])
-        width = pair.dtype.itemsize
+        bin_path = root / pair_path(split, parts[p].part, "bin")
+        idx_path = megatron.idx_path_for(bin_path)
+        dtype, n_tokens = megatron.read_index_header(idx_path).dtype, parts[p].splits[split].total_tokens
         for k in ks:
             first, count = int(blocks.first[k]), int(blocks.count[k])
-            start = int(pair.pointers[first]) // width
-            end = int(pair.pointers[first + count]) // width if first + count < len(pair) else pair.n_tokens
-            spans[k] = _Span(pair.bin_path, pair.dtype, first, count, start, end - start)
+            bounds = megatron.sequence_pointers(idx_path, first, min(count + 1, parts[p].splits[split].documents - first)) // dtype.itemsize
+            start, end = int(bounds[0]), int(bounds[count]) if bounds.size > count else n_tokens
+            spans[k] = _Span(bin_path, dtype, first, count, start, end - start, end)
     return spans
+
+
+def file_spans(spans: list[_Span], start: int, count: int, separator: str) -> list[_Span | None]:
+    """The pieces of ``spans`` that llm.c positions ``[start, start + count)`` of the split stand on (``None``: the
+    separator before the first document). The streams are the same ids with the separator "after"; "before",
+    llm.c position p is Megatron position p - 1, and position 0 that separator."""
+    shift = int(separator == "before")
+    low, high = start - shift, start + count - shift
+    pieces: list[_Span | None] = [None] if low < 0 else []
+    offset = 0
+    for s in spans:
+        a, b = max(low, offset), min(high, offset + s.length)
+        if a < b:
+            pieces.append(s._replace(start=s.start + a - offset, length=b - a))
+        offset += s.length
+    return pieces
 
 
 def _grouped(keys: list) -> Iterator[tuple[object, list[int]]]:
@@ -534,7 +620,7 @@ def _check_documents_per_file(directory: Path, entries: list[llmc.LlmcFileEntry]
     against ``[bos] + doc + [eod]``, or the same ids), so file k, spanning positions [b_k, b_k+1),
     holds the documents whose Megatron start lies in that span. ``rank(x)``,
     the number of documents starting before x, is the documents of the spans before x's
-    plus a binary search in its span's pointers (each pair opened once): no index is loaded whole.
+    plus a binary search in its span's pointers (the ``.idx`` alone, no ``.bin`` opened): no index is loaded whole.
     """
     bounds = np.concatenate(([0], np.cumsum([e.n_tokens for e in entries], dtype=np.int64)))
     points = np.concatenate((bounds, bounds[:-1] + 1))  # b_k starts a document iff rank(b_k + 1) - rank(b_k) == 1
@@ -542,12 +628,11 @@ def _check_documents_per_file(directory: Path, entries: list[llmc.LlmcFileEntry]
     documents_before = np.concatenate(([0], np.cumsum([s.count for s in spans], dtype=np.int64)))
     in_span = (np.searchsorted(span_starts, points, side="right") - 1).tolist()
     rank = documents_before[in_span].astype(np.int64)
-    inside = [i for i, k in enumerate(in_span) if k < len(spans)]
-    for path, members in _grouped([spans[in_span[i]].bin_path for i in inside]):
-        pair = megatron.MegatronPair(path)
-        for i in (inside[m] for m in members):
-            _, dtype, first, count, start, _ = spans[in_span[i]]
-            rank[i] += np.searchsorted(pair.pointers[first : first + count], (int(points[i]) - span_starts[in_span[i]] + start) * dtype.itemsize)
+    for i, k in enumerate(in_span):
+        if k < len(spans):
+            _, dtype, first, count, start, _, _ = spans[k]
+            pointers = megatron.sequence_pointers(megatron.idx_path_for(spans[k].bin_path), first, count)
+            rank[i] += np.searchsorted(pointers, (int(points[i]) - span_starts[k] + start) * dtype.itemsize)
     n = len(entries)
     documents = np.diff(rank[: n + 1])
     starts = rank[n + 1 :] - rank[:n]
@@ -558,13 +643,14 @@ def _check_documents_per_file(directory: Path, entries: list[llmc.LlmcFileEntry]
             raise VerificationError(directory / llmc.MANIFEST_NAME, f"{entry.name}: n_docs must be the number of documents the file holds (by the Megatron pairs)", expected=int(documents[k]), got=entry.n_docs)
 
 
-def _check_same_ids(directory: Path, entries: list[llmc.LlmcFileEntry], spans: list[_Span], config: RunConfig, order: str) -> None:
-    """llm.c ids = the spans' Megatron ids ("after"), or [sep] + them ("before"; the last id, the final EOD, has no llm.c counterpart),
-    each document's EOD read as llm.c's separator where that is another token (``llmc.doc_sep``)."""
+def _check_same_ids(root: Path, config: RunConfig, entry: llmc.LlmcFileEntry, spans: list[_Span | None], order: str) -> None:
+    """One llm.c file's ids = its pieces of the Megatron spans (:func:`file_spans`), id by id in chunks of bounded
+    size, each document's EOD read as llm.c's separator where that is another token (``llmc.doc_sep``)."""
     sep, separator = config.llmc_sep_id, config.llmc_separator
-    llmc_ids = _chunks((directory / e.name, 0, open_llmc_file(directory / e.name, check_ids=False)) for e in entries)
-    first = [("the separator before the first document", 0, np.array([sep]))] if separator == "before" else []
-    megatron_ids = itertools.chain(first, _megatron_chunks(spans, config.eod_id, sep))
+    path = root / config.llmc_dir / entry.name
+    llmc_ids = _chunks([(path, 0, open_llmc_file(path, check_ids=False))])
+    first = [("the separator before the first document", 0, np.array([sep]))] if spans and spans[0] is None else []
+    megatron_ids = itertools.chain(first, _megatron_chunks([s for s in spans if s is not None], config.eod_id, sep))
     mismatch = _first_mismatch(llmc_ids, megatron_ids)
     if mismatch is not None:
         (path, position, got), (source, source_position, expected) = mismatch
@@ -579,30 +665,29 @@ def _check_same_ids(directory: Path, entries: list[llmc.LlmcFileEntry], spans: l
 def _megatron_chunks(spans: list[_Span], eod: int | None, sep: int | None) -> Iterator[tuple[object, int, np.ndarray]]:
     """The spans' ids in :func:`_chunks`' slices, every document's last id (its EOD) replaced by ``sep`` when that differs.
 
-    Each span's ids (and, to find its documents' ends, its pointers) are mapped as it is compared and let go after:
-    never every pair of a split at once.
+    Each span's ids (and, to find its documents' ends, its pointers) are mapped as it is compared and let go after.
     """
     for s in spans:
         tokens = megatron.token_range(s.bin_path, s.dtype, s.start, s.length)
         if sep is None or sep == eod:
             yield from _chunks([(s.bin_path, s.start, tokens)])
             continue
-        item, end = s.dtype.itemsize, s.start + s.length
+        item = s.dtype.itemsize
         pointers = megatron.sequence_pointers(megatron.idx_path_for(s.bin_path), s.first, s.count)  # the span's documents' starts
         for name, start, ids in _chunks([(s.bin_path, s.start, tokens)]):
-            # Document ends in [start, start + size): the position before each next document's start, and the span's last id.
+            # Document ends in [start, start + size): the position before each next document's start, and the block's last id.
             following = pointers[np.searchsorted(pointers, (start + 1) * item) : np.searchsorted(pointers, (start + ids.size + 1) * item)]
-            ends = np.append(np.asarray(following) // item - 1, [end - 1] if start + ids.size == end else [])
+            ends = np.append(np.asarray(following) // item - 1, [s.end - 1] if start + ids.size == s.end else [])
             ids = np.array(ids)
             ids[ends.astype(np.int64) - start] = sep
             yield name, start, ids
 
 
 def _chunks(sources: Iterable[tuple[object, int, np.ndarray]]) -> Iterator[tuple[object, int, np.ndarray]]:
-    """``(name, position, ids)`` slices of at most ``_COMPARE_CHUNK`` ids of each ``(name, first position, ids)`` source in turn."""
-    for name, base, ids in sources:
+    """``(name, first position, ids)`` slices of at most ``_COMPARE_CHUNK`` ids of each ``(name, first, ids)`` source in turn."""
+    for name, first, ids in sources:
         for start in range(0, ids.size, _COMPARE_CHUNK):
-            yield name, base + start, ids[start : start + _COMPARE_CHUNK]
+            yield name, first + start, ids[start : start + _COMPARE_CHUNK]
 
 
 def _first_mismatch(left: Iterator, right: Iterator) -> tuple[tuple, tuple] | None:
@@ -626,30 +711,14 @@ def _first_mismatch(left: Iterator, right: Iterator) -> tuple[tuple, tuple] | No
 # ---------------------------------------------------------------- boundary tokens inside documents
 
 
-def _boundaries_inside_documents(root: Path, config: RunConfig, manifest: llmc.TokensManifest | None, receipts: list[Receipt]) -> list[str]:
-    """Each boundary id found inside a document: an error when the text cannot have given it, else a warning (returned).
+def _boundary_warnings(config: RunConfig, found: list[tuple[Path, str, BoundaryToken, str]]) -> list[str]:
+    """Each boundary id the file tasks found inside a document: an error when the text cannot have given it, else a warning (returned).
 
     Megatron pairs give every document's bounds, so each occurrence is named by
     file and document index; the llm.c stream equals them (checked before).
     Without Megatron, an llm.c file holding more of an id than it has documents
     is named with the count.
     """
-    tokens = config.boundary_tokens()
-    if not tokens:
-        return []
-    found: list[tuple[Path, str, BoundaryToken, str]] = []  # (file, role, token, where)
-    if "megatron" in config.formats:
-        for receipt, shard in zip(receipts, config.shards):
-            if receipt.splits[shard.split].documents:
-                found += _inside_pair(root / pair_path(shard.split, receipt.part, "bin"), tokens)
-    elif manifest is not None:
-        directory = root / config.llmc_dir
-        for entry in manifest.files:
-            ids = open_llmc_file(directory / entry.name, check_ids=False)
-            for role, token in tokens.items():
-                extra = llmc.count_id(ids, token.id) - entry.n_docs
-                if extra > 0:
-                    found.append((directory / entry.name, role, token, f"{extra} more than its {entry.n_docs} documents"))
     warnings = []
     for path, role, token, where in found:
         text = f"the {role} id {token.id}{f' {token.token!r}' if token.token is not None else ''} is inside a document: {where}"
@@ -661,6 +730,19 @@ def _boundaries_inside_documents(root: Path, config: RunConfig, manifest: llmc.T
     if len(found) > MAX_WARNINGS:
         warnings.append(f"... and {len(found) - MAX_WARNINGS} more boundary ids inside documents")
     return warnings
+
+
+def _inside_llmc_file(path: Path, entry: llmc.LlmcFileEntry, tokens: dict[str, BoundaryToken]) -> list[tuple[Path, str, BoundaryToken, str]]:
+    """Without Megatron: each boundary id an llm.c file holds more often than it has documents, with the count."""
+    if not tokens:
+        return []
+    ids = open_llmc_file(path, check_ids=False)
+    found = []
+    for role, token in tokens.items():
+        extra = llmc.count_id(ids, token.id) - entry.n_docs
+        if extra > 0:
+            found.append((path, role, token, f"{extra} more than its {entry.n_docs} documents"))
+    return found
 
 
 def _inside_pair(bin_path: Path, tokens: dict[str, BoundaryToken]) -> list[tuple[Path, str, BoundaryToken, str]]:

@@ -253,3 +253,26 @@ def test_push_pull_verify_gives_back_every_byte_of_the_release(hub, env, referen
 def _whole_downloads(hub, suffix: str) -> int:
     """Complete downloads (status 200, not 206 ranges) of files ending in ``suffix``."""
     return sum(1 for _, method, path, status in hub.requests if method == "GET" and status == 200 and "/resolve/" in path and path.endswith(suffix))
+
+
+def test_a_dry_run_of_a_hub_corpus_folder_downloads_no_shard_and_the_build_fetches_each_once(hub, env, corpus, tokenizer_dir, reference, tmp_path):
+    """``build --dry-run`` on a pushed corpus folder plans from its checked manifest and the listing: no shard is
+    downloaded (its sample is the first rows of the shards, by range requests); the build fetches each shard once."""
+    repo = "tester/corpus-planned"
+    pushed = cli(env, "push", corpus, "--repo", repo)
+    assert pushed.returncode == 0, pushed.stderr
+    shards = [p for p in hub.head_files(repo) if p.endswith(".parquet")]
+    before = len(hub.requests)
+    planned = cli(env, "build", "--corpus", repo, "--tokenizer", tokenizer_dir, "--tokenizer-id", TOKENIZER_ID, "--out", tmp_path / "release", "--dry-run")
+    assert planned.returncode == 0, planned.stderr
+    assert f"{len(shards)} input shards" in planned.stdout and "documents" in planned.stdout
+    during = hub.requests[before:]
+    shard_gets = [(m, s) for _, m, p, s in during if "/resolve/" in p and p.endswith(".parquet") and m == "GET"]
+    # The sample the estimate comes from: range reads of each shard's footer and first rows, never a download.
+    assert shard_gets and all(status == 206 for _, status in shard_gets), shard_gets
+    assert not (tmp_path / "release").exists()
+    before = _whole_downloads(hub, ".parquet")
+    built = cli(env, "build", "--corpus", repo, "--tokenizer", tokenizer_dir, "--tokenizer-id", TOKENIZER_ID, "--out", tmp_path / "release", "--quiet")
+    assert built.returncode == 0, built.stderr
+    assert _whole_downloads(hub, ".parquet") == before + len(shards)
+    assert {p: b for p, b in files_under(tmp_path / "release").items() if p.startswith(("tokens/", "shards/"))} == {p: b for p, b in files_under(reference).items() if p.startswith(("tokens/", "shards/"))}

@@ -114,10 +114,10 @@ def leftovers(out: Path) -> list[str]:
 
 # moment -> a leftover the kill must leave (proof that it landed there)
 MOMENTS = {
-    "encoding": ".work/llmc/.part-000000.tokens",
+    "encoding": ".work/llmc/.part-000000.ends",  # both formats: the segment is its .ends (the ids are the .bin's)
     "closing_pair": "shards/train/.part-000000.bin.tmp",
     "between_parts": "receipts/part-000000.json",
-    "packing": ".work/llmc/part-000000.tokens",  # the segments stay until COMPLETE.json: a re-run packs from them
+    "packing": ".work/llmc/part-000000.ends",  # the segments and pairs stay until COMPLETE.json: a re-run packs from them
     "finish": "tokens/",
     "complete_json": ".COMPLETE.json.tmp",
 }
