@@ -196,10 +196,10 @@ def plan_build(
     files). With ``options.limit``, the corpus's first documents are first
     written as a corpus of their own, which the release then pins.
     """
-    options, llmc_doc_sep = _llmc_boundary(tokenizer, BuildOptions.of(options, **option_fields))
     url = is_url(out)
     if url:
-        check_url(out)
+        check_url(out)  # first: an output no build can write needs no other check
+    options, llmc_doc_sep = _llmc_boundary(tokenizer, BuildOptions.of(options, **option_fields))
     _check_boundaries(tokenizer, options)
     _check_tokenizer(tokenizer, options.formats)
     corpus_root, shards, subset = _corpus(Path(corpus_root), corpus_source, corpus_revision, shards, options.limit, options.source_column)
