@@ -108,6 +108,8 @@ def exit_main() -> None:
         sys.exit(code)
     atexit._run_exitfuncs()  # what the interpreter runs first at exit; documented in the atexit module's own docs
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # started with that descriptor closed (``>&-``): nothing was buffered for it
+            continue
         try:
             stream.flush()
         except (OSError, ValueError):

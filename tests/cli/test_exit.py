@@ -64,3 +64,17 @@ def test_the_console_script_and_python_m_use_exit_main():
     root = Path(__file__).resolve().parents[2]
     assert tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]["hf-tokbin"] == "hf_tokbin.cli:exit_main"
     assert "exit_main()" in (root / "hf_tokbin" / "__main__.py").read_text()
+
+
+def _closed_stdout(*args: str) -> subprocess.CompletedProcess:
+    """``python -m hf_tokbin ARGS >&-``: the interpreter starts with no stdout (``sys.stdout`` is None)."""
+    import os
+
+    return subprocess.run([sys.executable, "-m", "hf_tokbin", *args], stderr=subprocess.PIPE, text=True, timeout=120, preexec_fn=lambda: os.close(1))
+
+
+def test_a_failing_command_with_stdout_closed_exits_with_its_code_and_its_one_line(tmp_path):
+    done = _closed_stdout("verify", str(tmp_path / "missing"))
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith("hf-tokbin verify: error:") and len(done.stderr.splitlines()) == 1, done.stderr
+
