@@ -57,8 +57,13 @@ class _MaskedStream:
     def write(self, text: str) -> int:
         from ..errors import mask_secrets
 
-        self._stream.write(mask_secrets(text))
+        if self._stream is not None:  # None: the process has no such stream (``>&-``), and print() writes nothing then
+            self._stream.write(mask_secrets(text))
         return len(text)
+
+    def flush(self) -> None:
+        if self._stream is not None:
+            self._stream.flush()
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
@@ -76,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # Every line a command prints (results, progress, errors) is masked, whichever code printed it;
     # in a log (stderr not a terminal), a progress bar's redraws are lines, not carriage returns and cursor moves.
-    errors = sys.stderr if _is_terminal(sys.stderr) else LogLines(sys.stderr)
+    errors = sys.stderr if sys.stderr is None or _is_terminal(sys.stderr) else LogLines(sys.stderr)
     if errors is not sys.stderr:
         log_progress_seldom()
     try:

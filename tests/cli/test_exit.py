@@ -66,11 +66,11 @@ def test_the_console_script_and_python_m_use_exit_main():
     assert "exit_main()" in (root / "hf_tokbin" / "__main__.py").read_text()
 
 
-def _closed_stdout(*args: str) -> subprocess.CompletedProcess:
-    """``python -m hf_tokbin ARGS >&-``: the interpreter starts with no stdout (``sys.stdout`` is None)."""
+def _closed_stdout(*args: str, closed: int = 1) -> subprocess.CompletedProcess:
+    """``python -m hf_tokbin ARGS >&-`` (``2>&-`` with ``closed=2``): the interpreter starts without that stream (None)."""
     import os
 
-    return subprocess.run([sys.executable, "-m", "hf_tokbin", *args], stderr=subprocess.PIPE, text=True, timeout=120, preexec_fn=lambda: os.close(1))
+    return subprocess.run([sys.executable, "-m", "hf_tokbin", *args], capture_output=True, text=True, timeout=120, preexec_fn=lambda: os.close(closed))
 
 
 def test_a_failing_command_with_stdout_closed_exits_with_its_code_and_its_one_line(tmp_path):
@@ -78,3 +78,20 @@ def test_a_failing_command_with_stdout_closed_exits_with_its_code_and_its_one_li
     assert done.returncode == 1, done.stderr
     assert done.stderr.startswith("hf-tokbin verify: error:") and len(done.stderr.splitlines()) == 1, done.stderr
 
+
+def test_a_command_that_prints_with_stdout_closed_succeeds_as_print_does_without_a_traceback(tmp_path):
+    from release_fixtures import build_release
+
+    release = build_release(tmp_path)
+    done = _closed_stdout("info", str(release))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+
+
+def test_a_command_that_succeeds_with_stderr_closed_exits_0_and_prints_its_result(tmp_path):
+    from release_fixtures import build_release
+
+    release = build_release(tmp_path)
+    done = _closed_stdout("verify", str(release), closed=2)
+    assert done.returncode == 0, done.stdout
+    assert done.stdout.startswith(f"{release}: OK:"), done.stdout
