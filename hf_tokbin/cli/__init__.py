@@ -100,8 +100,8 @@ def exit_main() -> None:
     file was written. Every file a command writes is closed (and fsynced) before
     it returns, so once the exit handlers have run (temporary folders, worker
     pools) and stdout and stderr are flushed, nothing is left for the teardown to
-    do. While another thread still runs, the interpreter exits the usual way
-    (which waits for it). An exception (``SystemExit`` from ``--help`` too) leaves
+    do. While another thread that is not a daemon still runs, the interpreter
+    exits the usual way (which waits for it). An exception (``SystemExit`` from ``--help`` too) leaves
     the usual way as well.
     """
     import atexit
@@ -109,7 +109,9 @@ def exit_main() -> None:
     import threading
 
     code = main()
-    if threading.active_count() > 1:
+    # Daemon threads (tqdm's monitor after any progress bar, a prefetch thread) hold no exit up, here as in the
+    # interpreter's own exit; only a thread it would wait for sends the process the usual way.
+    if any(t is not threading.current_thread() and not t.daemon for t in threading.enumerate()):
         sys.exit(code)
     atexit._run_exitfuncs()  # what the interpreter runs first at exit; documented in the atexit module's own docs
     for stream in (sys.stdout, sys.stderr):

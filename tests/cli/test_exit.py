@@ -29,6 +29,9 @@ atexit.register(note, "exit handler")
 if sys.argv[2] == "thread":  # a thread the command leaves running
     command = cli.main
     cli.main = lambda: (command(), threading.Thread(target=lambda: (time.sleep(0.2), note("thread done"))).start())[0]
+if sys.argv[2] == "daemon":  # a daemon thread left running, as tqdm's monitor is after a progress bar
+    command = cli.main
+    cli.main = lambda: (command(), threading.Thread(target=threading.Event().wait, daemon=True).start())[0]
 sys.stdout.write("unflushed output")  # no newline: still in the buffer when the command returns
 sys.argv = ["hf-tokbin", "verify", sys.argv[1] + ".missing"]  # returns 1 with one error line
 cli.exit_main()
@@ -55,6 +58,14 @@ def test_exit_main_exits_the_usual_way_while_a_thread_runs(tmp_path):
     assert done.returncode == 1, done.stderr
     assert done.stdout == "unflushed output"
     assert mark.splitlines() == ["thread done", "exit handler"]
+
+
+def test_exit_main_ends_the_process_at_once_while_only_a_daemon_thread_runs(tmp_path):
+    # The interpreter's own exit does not wait for daemon threads either; tqdm's monitor is one after any progress bar.
+    done, mark = _run(tmp_path, "daemon")
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == "unflushed output"
+    assert mark.splitlines() == ["exit handler", "os._exit 1"]
 
 
 def test_the_console_script_and_python_m_use_exit_main():
