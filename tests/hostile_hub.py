@@ -6,6 +6,7 @@ its request handler subclassed; switches set by a test make it lie:
 - ``reported_sha``: the commit id repo info and downloads report (``/../victim``, terminal escapes);
   requests at that "revision" are answered from the head of main, as an attacker's server would;
 - ``oversize[path] = n``: serve ``n`` bytes of zeros for ``path``, without a length, until the client hangs up;
+- ``ranges_ignored[path] = n``: answer a range request for ``path`` with 200 and ``n`` bytes of zeros, without a length;
 - ``trickle[path] = s``: serve ``path`` one byte every ``s`` seconds;
 - ``fail[path] = n``: answer the next ``n`` downloads of ``path`` with HTTP 500;
 - ``deny = (status, error_code, message)``: answer every repo-info call with that error;
@@ -50,6 +51,7 @@ class HostileHub(HubServer):
         super().__init__(token=token)
         self.reported_sha: str | None = None
         self.oversize: dict[str, int] = {}
+        self.ranges_ignored: dict[str, int] = {}
         self.trickle: dict[str, float] = {}
         self.fail: dict[str, int] = {}
         self.deny: tuple[int, str | None, str] | None = None
@@ -109,6 +111,9 @@ class _HostileHandler(_Handler):
         if path in hub.oversize:
             headers.pop("Content-Length", None)
             return status, _Stream(path, hub.oversize[path]), headers
+        if path in hub.ranges_ignored and status == 206:
+            headers.pop("Content-Range", None)
+            return 200, _Stream(path, hub.ranges_ignored[path]), headers
         if path in hub.trickle:
             return status, _Stream(path, len(body), body, hub.trickle[path]), {**headers, "Content-Length": str(len(body))}
         return status, body, headers

@@ -57,8 +57,13 @@ class _MaskedStream:
     def write(self, text: str) -> int:
         from ..errors import mask_secrets
 
-        self._stream.write(mask_secrets(text))
+        if self._stream is not None:  # None: the process has no such stream (``>&-``), and print() writes nothing then
+            self._stream.write(mask_secrets(text))
         return len(text)
+
+    def flush(self) -> None:
+        if self._stream is not None:
+            self._stream.flush()
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
@@ -76,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # Every line a command prints (results, progress, errors) is masked, whichever code printed it;
     # in a log (stderr not a terminal), a progress bar's redraws are lines, not carriage returns and cursor moves.
-    errors = sys.stderr if _is_terminal(sys.stderr) else LogLines(sys.stderr)
+    errors = sys.stderr if sys.stderr is None or _is_terminal(sys.stderr) else LogLines(sys.stderr)
     if errors is not sys.stderr:
         log_progress_seldom()
     try:
@@ -95,8 +100,8 @@ def exit_main() -> None:
     file was written. Every file a command writes is closed (and fsynced) before
     it returns, so once the exit handlers have run (temporary folders, worker
     pools) and stdout and stderr are flushed, nothing is left for the teardown to
-    do. While another thread still runs, the interpreter exits the usual way
-    (which waits for it). An exception (``SystemExit`` from ``--help`` too) leaves
+    do. While another thread that is not a daemon still runs, the interpreter
+    exits the usual way (which waits for it). An exception (``SystemExit`` from ``--help`` too) leaves
     the usual way as well.
     """
     import atexit
@@ -104,10 +109,14 @@ def exit_main() -> None:
     import threading
 
     code = main()
-    if threading.active_count() > 1:
+    # Daemon threads (tqdm's monitor after any progress bar, a prefetch thread) hold no exit up, here as in the
+    # interpreter's own exit; only a thread it would wait for sends the process the usual way.
+    if any(t is not threading.current_thread() and not t.daemon for t in threading.enumerate()):
         sys.exit(code)
     atexit._run_exitfuncs()  # what the interpreter runs first at exit; documented in the atexit module's own docs
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # started with that descriptor closed (``>&-``): nothing was buffered for it
+            continue
         try:
             stream.flush()
         except (OSError, ValueError):

@@ -26,6 +26,7 @@ that commit.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import re
@@ -122,14 +123,6 @@ class HubShards:
     commit: str
     endpoint: str | None = None  # None: huggingface_hub's (HF_ENDPOINT)
 
-    def _url(self, path: str) -> str:
-        return f"datasets/{self.repo_id}@{self.commit}/{path}"
-
-    def _fs(self):
-        from huggingface_hub import HfFileSystem
-
-        return HfFileSystem(endpoint=self.endpoint) if self.endpoint else HfFileSystem()
-
     def check(self, manifest: CorpusManifest) -> None:
         """Nothing to check before the parts: each shard is checked as it is fetched."""
 
@@ -151,8 +144,43 @@ class HubShards:
         return f"{self.repo_id}@{self.commit}/{shard.path}"
 
     def open_for_sample(self, shard: CorpusShard):
-        """A seekable remote file: pyarrow reads the footer and the first row group with range requests."""
-        return self._fs().open(self._url(shard.path), "rb")
+        """A seekable remote file of ``shard.size`` bytes: pyarrow reads the footer and the first row group with range
+        requests, each answer read no further than the range asked (:meth:`hf_tokbin.hub.download.Source.read_range`)."""
+        source = _source(self.repo_id, self.commit, hub_endpoint=self.endpoint)
+
+        def read(start: int, length: int) -> bytes:
+            return _fetched(self.repo_id, self.commit, f"read {shard.path}", lambda: source.read_range(shard.path, start, length))
+
+        return io.BufferedReader(RangeFile(read, shard.size), buffer_size=1 << 20)
+
+
+class RangeFile(io.RawIOBase):
+    """A read-only, seekable file of ``size`` bytes whose reads are ``read(start, length)`` calls (range requests)."""
+
+    def __init__(self, read, size: int):
+        super().__init__()
+        self._read, self._size, self._position = read, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]
+        self._position = max(0, base + offset)
+        return self._position
+
+    def readinto(self, buffer) -> int:
+        length = min(len(buffer), max(0, self._size - self._position))
+        if length:
+            memoryview(buffer).cast("B")[:length] = self._read(self._position, length)
+            self._position += length
+        return length
 
 
 # -- a pushed corpus folder --------------------------------------------------------------------------
@@ -318,14 +346,14 @@ def _hub_shard(repo_id: str, commit: str, files: dict, path: str, split: str) ->
     if entry.lfs is None:
         raise CorpusInputError(where, "the Hub reports no SHA-256 for this file (not stored with LFS)", hint="import it first: hf-tokbin corpus import hf://datasets/NS/NAME --out DIR")
     sha256 = entry.lfs.sha256 if hasattr(entry.lfs, "sha256") else entry.lfs["sha256"]
-    rows = _parquet_rows(repo_id, commit, path)
+    rows = _parquet_rows(repo_id, commit, path, int(entry.size))
     try:
         return CorpusShard(path, split, rows, int(entry.size), sha256)
     except FormatError as e:
         raise HubError(where, f"the Hub's listing of this file is not usable: {e.rule}", got=e.got) from None
 
 
-def _parquet_rows(repo_id: str, commit: str, path: str) -> int:
+def _parquet_rows(repo_id: str, commit: str, path: str, size: int) -> int:
     """Rows of a Hub Parquet file from its footer (range requests); the text column must be there and hold strings."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -333,7 +361,7 @@ def _parquet_rows(repo_id: str, commit: str, path: str) -> int:
     shards = HubShards(repo_id, commit, endpoint())
     where = f"{repo_id}@{commit}/{path}"
     try:
-        with shards.open_for_sample(CorpusShard(path, "train", 0, 0, "0" * 64)) as handle:
+        with shards.open_for_sample(CorpusShard(path, "train", 0, size, "0" * 64)) as handle:
             parquet = pq.ParquetFile(handle)
             schema, rows = parquet.schema_arrow, parquet.metadata.num_rows
     except (pa.ArrowException, OSError) as e:

@@ -85,14 +85,13 @@ class Source:
     def fetch(self, path: str, root: Path, expected: Expected) -> Path:
         """Download ``path`` to ``root/path`` (a regular file, renamed into place once checked); return it."""
         import httpx2
-        from huggingface_hub import hf_hub_url
         from huggingface_hub.utils import build_hf_headers, get_session
 
         dest = safe_destination(root, path)
         tmp = dest.with_name(f".{dest.name}.download")
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)  # a killed pull's; unlink never follows a symlink
-        url = hf_hub_url(self.repo_id, self.repo_path(path), repo_type=self.repo_type, revision=self.commit, endpoint=self.endpoint)
+        url = self._url(path)
         timeout = httpx2.Timeout(self.limits.read_timeout)
         deadline = time.monotonic() + self.limits.seconds_for(expected.size)
         sha256 = hashlib.sha256()
@@ -134,6 +133,38 @@ class Source:
                 os.unlink(tmp)
             raise
         return dest
+
+
+    def _url(self, path: str) -> str:
+        from huggingface_hub import hf_hub_url
+
+        return hf_hub_url(self.repo_id, self.repo_path(path), repo_type=self.repo_type, revision=self.commit, endpoint=self.endpoint)
+
+    def read_range(self, path: str, start: int, length: int) -> bytes:
+        """Bytes ``[start, start + length)`` of ``path`` by one range request, never more read than asked.
+
+        The answer must be 206 for exactly that range: a server answering 200 (the whole file, of any size)
+        is refused at its status line, before any byte of its body is read.
+        """
+        import httpx2
+        from huggingface_hub.utils import build_hf_headers, get_session
+
+        asked = f"bytes {start}-{start + length - 1}/"
+        headers = {**build_hf_headers(token=self.token), "Accept-Encoding": "identity", "Range": f"bytes={start}-{start + length - 1}"}
+        with get_session().stream("GET", self._url(path), headers=headers, timeout=httpx2.Timeout(self.limits.read_timeout), follow_redirects=True) as response:
+            _raise_for_status(response)
+            answered = response.headers.get("Content-Range", "")
+            if response.status_code != 206 or not answered.startswith(asked):
+                got = f"HTTP {response.status_code}, Content-Range {shown(answered[:100]) or 'none'}"
+                raise HubError(self.uri(path), "a range request must be answered with 206 and the range asked; refused before reading the body", expected=f"206, Content-Range {asked}...", got=got)
+            data = bytearray()
+            for chunk in response.iter_raw():
+                data += chunk
+                if len(data) > length:
+                    raise HubError(self.uri(path), "the server sent more bytes than the range asked; stopped reading", expected=length, got=f"over {length}")
+        if len(data) != length:
+            raise VerificationError(self.uri(path), "the server sent fewer bytes than the range asked", expected=length, got=len(data))
+        return bytes(data)
 
 
 def _raise_for_status(response) -> None:

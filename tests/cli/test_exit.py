@@ -29,6 +29,9 @@ atexit.register(note, "exit handler")
 if sys.argv[2] == "thread":  # a thread the command leaves running
     command = cli.main
     cli.main = lambda: (command(), threading.Thread(target=lambda: (time.sleep(0.2), note("thread done"))).start())[0]
+if sys.argv[2] == "daemon":  # a daemon thread left running, as tqdm's monitor is after a progress bar
+    command = cli.main
+    cli.main = lambda: (command(), threading.Thread(target=threading.Event().wait, daemon=True).start())[0]
 sys.stdout.write("unflushed output")  # no newline: still in the buffer when the command returns
 sys.argv = ["hf-tokbin", "verify", sys.argv[1] + ".missing"]  # returns 1 with one error line
 cli.exit_main()
@@ -57,6 +60,14 @@ def test_exit_main_exits_the_usual_way_while_a_thread_runs(tmp_path):
     assert mark.splitlines() == ["thread done", "exit handler"]
 
 
+def test_exit_main_ends_the_process_at_once_while_only_a_daemon_thread_runs(tmp_path):
+    # The interpreter's own exit does not wait for daemon threads either; tqdm's monitor is one after any progress bar.
+    done, mark = _run(tmp_path, "daemon")
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == "unflushed output"
+    assert mark.splitlines() == ["exit handler", "os._exit 1"]
+
+
 def test_the_console_script_and_python_m_use_exit_main():
     import tomllib
     from pathlib import Path
@@ -64,3 +75,34 @@ def test_the_console_script_and_python_m_use_exit_main():
     root = Path(__file__).resolve().parents[2]
     assert tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]["hf-tokbin"] == "hf_tokbin.cli:exit_main"
     assert "exit_main()" in (root / "hf_tokbin" / "__main__.py").read_text()
+
+
+def _closed_stdout(*args: str, closed: int = 1) -> subprocess.CompletedProcess:
+    """``python -m hf_tokbin ARGS >&-`` (``2>&-`` with ``closed=2``): the interpreter starts without that stream (None)."""
+    import os
+
+    return subprocess.run([sys.executable, "-m", "hf_tokbin", *args], capture_output=True, text=True, timeout=120, preexec_fn=lambda: os.close(closed))
+
+
+def test_a_failing_command_with_stdout_closed_exits_with_its_code_and_its_one_line(tmp_path):
+    done = _closed_stdout("verify", str(tmp_path / "missing"))
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith("hf-tokbin verify: error:") and len(done.stderr.splitlines()) == 1, done.stderr
+
+
+def test_a_command_that_prints_with_stdout_closed_succeeds_as_print_does_without_a_traceback(tmp_path):
+    from release_fixtures import build_release
+
+    release = build_release(tmp_path)
+    done = _closed_stdout("info", str(release))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+
+
+def test_a_command_that_succeeds_with_stderr_closed_exits_0_and_prints_its_result(tmp_path):
+    from release_fixtures import build_release
+
+    release = build_release(tmp_path)
+    done = _closed_stdout("verify", str(release), closed=2)
+    assert done.returncode == 0, done.stdout
+    assert done.stdout.startswith(f"{release}: OK:"), done.stdout
