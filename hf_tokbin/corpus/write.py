@@ -70,6 +70,7 @@ from .._io import HashedFile, fsync_dir, fsync_path, sha256_file, write_text_ato
 from ..cards.corpus import DATA_DIR, check_card_metadata, render_corpus_card
 from ..engines.local import prefetched
 from ..errors import CorpusInputError, FormatError
+from ..formats.arrow_columns import repeated_string
 from ..formats.corpus_manifest import FORMAT as CORPUS_FORMAT
 from ..formats.corpus_manifest import (
     MANIFEST_NAME,
@@ -78,7 +79,6 @@ from ..formats.corpus_manifest import (
     CorpusShard,
     sha256_rule_name,
 )
-from ..formats.arrow_columns import repeated_string
 from ..formats.corpus_shard import text_lengths
 from ..formats.records import FileEntry
 from ..formats.rules import FOLDER_NAME_RULE, MAX_SOURCES, is_folder_name

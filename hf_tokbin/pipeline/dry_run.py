@@ -39,7 +39,7 @@ def describe_plan(plan: BuildPlan) -> str:
         lines.append(f"  {corpus.empty_documents_dropped:,} empty documents were dropped when the corpus was written")
     lines += _sources_line(plan)
     width = 2 if megatron.dtype_code_for_vocab(plan.tokenizer.vocab_size) == megatron.CODE_UINT16 else 4
-    llmc_width = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout).dtype.itemsize
+    llmc_width = plan.llmc_layout.dtype.itemsize
     sep = 0 if plan.llmc_sep_id is None else 1  # llm.c's separator (Megatron's EOD is always there)
     bos = 0 if plan.bos_id is None else 1
     for split in SPLITS:

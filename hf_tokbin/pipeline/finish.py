@@ -118,7 +118,7 @@ def _write_llmc(plan: BuildPlan, receipts: list[Receipt], counts: dict[str, Spli
     files = plan_llmc_files(plan, receipts, counts)
     packed = run_tasks(engine, pack_file, plan, files, [f"{plan.llmc_dir}/{f.name}" for f in files], ray_address, progress, "llm.c files")
     entries = [p.entry for p in packed]
-    sep = (plan.llmc_sep_id is not None) + (plan.bos_id is not None)  # tokens added to each document
+    sep = plan.llmc_added_tokens  # tokens added to each document
     for split, name in LLMC_SPLIT.items():
         c = counts.get(split, SplitCounts(0, 0, 0, 0, 0))
         mine = [e for e in entries if e.split == name]

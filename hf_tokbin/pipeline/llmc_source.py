@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._io import write_all
-from ..formats import llmc, megatron
+from ..formats import megatron
 from ..formats.llmc_segments import ENDS_SUFFIX, TOKENS_SUFFIX, TokenRange
 from ..formats.release import WORK_DIR, pair_path
 from .plan import BuildPlan
@@ -50,7 +50,7 @@ def from_megatron(plan: BuildPlan) -> bool:
     formats = plan.options.formats
     if "llmc" not in formats or "megatron" not in formats or plan.eod_id != plan.llmc_sep_id:
         return False
-    width = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout).dtype.itemsize
+    width = plan.llmc_layout.dtype.itemsize
     return width == megatron.DTYPE_CODES[megatron.dtype_code_for_vocab(plan.tokenizer.vocab_size)].itemsize
 
 
@@ -71,7 +71,7 @@ def stream_file(plan: BuildPlan, part: str) -> tuple[str, int]:
 def copy_llmc_range(plan: BuildPlan, token_range: TokenRange, fd: int) -> None:
     """Append ids ``[start, start + length)`` of a part's llm.c stream (``token_range.segment`` names the part) to
     ``fd``: bytes of its :func:`stream_file`, and the separator itself for the stream's first id where the file lacks it."""
-    width = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout).dtype.itemsize
+    width = plan.llmc_layout.dtype.itemsize
     rel, shift = stream_file(plan, token_range.segment)
     start, length = token_range.start, token_range.length
     if start < shift and length:

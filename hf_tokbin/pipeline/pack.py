@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from .._io import sha256_file
 from ..errors import BuildError
 from ..formats import llmc
+from ..formats.llmc_order import llmc_order
 from ..formats.llmc_segments import (
     ENDS_DTYPE,
     ENDS_SUFFIX,
@@ -43,7 +44,6 @@ from ..formats.llmc_segments import (
     ranges_in_order,
     write_packed_file,
 )
-from ..formats.llmc_order import llmc_order
 from ..formats.records import FileEntry
 from ..formats.release import LLMC_SPLIT, SPLITS, Receipt, SplitCounts, part_name
 from .llmc_source import copy_llmc_range, stream_file
@@ -65,8 +65,8 @@ def ranges_of(plan: BuildPlan, receipts: list[Receipt], split: str, counts: Spli
     Each segment is checked against its receipt's counts, and its block ends (with a seed) against its token count.
     """
     output = plan.output
-    width = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout).dtype.itemsize
-    added = (plan.llmc_sep_id is not None) + (plan.bos_id is not None)
+    width = plan.llmc_layout.dtype.itemsize
+    added = plan.llmc_added_tokens
     seed = plan.options.shuffle_seed
     names, documents, block_ends = [], [], []
     for i, shard in enumerate(plan.corpus.shards):
@@ -105,7 +105,7 @@ def plan_llmc_files(plan: BuildPlan, receipts: list[Receipt], counts: dict[str, 
 def pack_file(plan: BuildPlan, file: FilePlan, progress: bool = False) -> PackedFile:
     """One pack task: write llm.c file ``file`` from its segments' byte ranges, hash it, publish it."""
     output = plan.output
-    layout = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout)
+    layout = plan.llmc_layout
     rel = f"{plan.llmc_dir}/{file.name}"
     # Each range from its part's segment or Megatron .bin (pipeline/llmc_source.py).
     size = write_packed_file(output.work / rel, file, layout, plan.tokenizer.vocab_size, functools.partial(copy_llmc_range, plan))

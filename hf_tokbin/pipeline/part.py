@@ -24,9 +24,16 @@ import numpy as np
 from .._io import canonical_json, write_text_atomic
 from ..corpus.source import check_shard_file
 from ..errors import BuildError, FormatError
-from ..formats import llmc, megatron
+from ..formats import megatron
 from ..formats.ids import checked_documents
-from ..formats.llmc_segments import ENDS_SUFFIX, TOKENS_SUFFIX, SegmentFiles, SegmentWriter, block_token_ends, check_block_ends
+from ..formats.llmc_segments import (
+    ENDS_SUFFIX,
+    TOKENS_SUFFIX,
+    SegmentFiles,
+    SegmentWriter,
+    block_token_ends,
+    check_block_ends,
+)
 from ..formats.records import FileEntry, is_count
 from ..formats.release import WORK_DIR, Receipt, SplitCounts, pair_path, part_name, receipt_path
 from ..output import Output
@@ -35,7 +42,6 @@ from .llmc_source import segment_stem, segment_suffixes, staging_rel
 from .plan import BuildPlan
 from .shuffle import shuffled_documents
 from .sources import SourceCounter
-
 
 __all__ = ["build_part", "finished_receipt", "segment_record", "segment_stem", "staging_rel"]
 BLOCK_ENDS_KEY = "block_ends"  # the segment record's key, with a shuffle seed
@@ -143,7 +149,7 @@ def _open_writers(plan: BuildPlan, work: Path, split: str, part: str) -> dict:
     if "megatron" in plan.options.formats:
         writers["megatron"] = megatron.MegatronWriter(work / pair_path(split, part, "bin"), plan.tokenizer.vocab_size, plan.eod_id, plan.bos_id)
     if "llmc" in plan.options.formats:
-        layout = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout)
+        layout = plan.llmc_layout
         writers["llmc"] = SegmentWriter(work / segment_stem(part), layout, plan.llmc_sep_id, plan.bos_id, plan.options.llmc_separator, write_tokens=TOKENS_SUFFIX in segment_suffixes(plan))
     return writers
 
@@ -156,7 +162,7 @@ def _publish_part(output: Output, receipt: Receipt, staging: list[FileEntry]) ->
 
 def _check_fits_llmc_file(plan: BuildPlan, shard_path: Path, lengths: np.ndarray, first_document: int) -> None:
     """A document that no llm.c file can hold (with its separator and BOS) fails its part now, not the finish."""
-    sep = (plan.llmc_sep_id is not None) + (plan.bos_id is not None)
+    sep = plan.llmc_added_tokens
     if not lengths.size or int(lengths.max()) + sep <= plan.options.max_tokens_per_file:
         return
     i = int(np.argmax(lengths + sep > plan.options.max_tokens_per_file))
@@ -236,7 +242,7 @@ def _record_fits(plan: BuildPlan, receipt: Receipt, record: SegmentRecord) -> bo
     """Whether the segment record is of this build's order: its blocks' ends with a seed (and they fit the segment), none without."""
     if "llmc" not in plan.options.formats or plan.options.shuffle_seed is None:
         return record.block_ends is None
-    added = (plan.llmc_sep_id is not None) + (plan.bos_id is not None)
+    added = plan.llmc_added_tokens
     documents = sum(counts.documents for counts in receipt.splits.values())
     tokens = sum(counts.text_tokens for counts in receipt.splits.values()) + added * documents  # the segment's stream
     try:

@@ -52,9 +52,8 @@ from ..formats.corpus_manifest import SPLIT_RULE_TEXT, CorpusManifest, CorpusSub
 from ..formats.corpus_shard import SOURCE_COLUMN, check_source_field
 from ..formats.release import RUN_CONFIG_NAME, TOKENS_DIR, WORK_DIR, pair_path, part_name, receipt_path
 from ..formats.rules import FOLDER_NAME_RULE, is_folder_name
-from ..formats.run_config import run_config_record
+from ..formats.run_config import BoundaryToken, run_config_record
 from ..output import Output, check_url, is_url, open_output, scratch_key
-from ..formats.run_config import BoundaryToken
 from ..tokenizer.resolve import BYTE, FROM_DOC_SEP_OPTION, TokenizerInfo, llama3_begin_of_text
 
 MAX_STAGED_VOCAB = 2**31  # ids 0..2**31-1: what Megatron's int32 files (and the shuffle's scratch pairs) hold
@@ -125,6 +124,16 @@ class BuildPlan:
     @property
     def llmc_sep_id(self) -> int | None:
         return self.llmc_sep.id if self.llmc_sep is not None else None
+
+    @property
+    def llmc_layout(self) -> llmc.Layout:
+        """The llm.c files' header layout and id width (``options.llmc_layout`` for this vocabulary)."""
+        return llmc.layout_for(self.tokenizer.vocab_size, self.options.llmc_layout)
+
+    @property
+    def llmc_added_tokens(self) -> int:
+        """Tokens llm.c's files add to each document: its separator and BOS."""
+        return (self.llmc_sep_id is not None) + (self.bos_id is not None)
 
     def boundary_line(self) -> str:
         """One line naming the boundary tokens, where they came from, and the special-token policy (printed before the work)."""

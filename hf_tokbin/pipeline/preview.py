@@ -121,7 +121,7 @@ def _bare_ids(plan: BuildPlan, receipt: Receipt, first: int, count: int) -> list
 
 def _bare_ids_of_segment(plan: BuildPlan, receipt: Receipt, first: int, count: int) -> list[np.ndarray]:
     """An llm.c-only build: documents of the part's llm.c segment (formats/llmc_segments.py), boundaries cut off."""
-    layout = llmc.layout_for(plan.tokenizer.vocab_size, plan.options.llmc_layout)
+    layout = plan.llmc_layout
     before = max(first - 1, 0)  # the end of the document before ``first`` is where ``first`` starts
     ends = _read_ids(plan, staging_rel(receipt.part, ENDS_SUFFIX), before, first + count - before, ENDS_DTYPE)
     start = int(ends[0]) if first else 0

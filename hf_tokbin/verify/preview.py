@@ -11,10 +11,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import VerificationError
-from ..formats import llmc
+from ..formats import llmc, megatron
 from ..formats.llmc_order import llmc_order
 from ..formats.preview import COLUMNS, read_preview
-from ..formats import megatron
 from ..formats.release import FORMATS, PREVIEW_DIR, SPLITS, Receipt, pair_path
 from ..formats.run_config import RunConfig
 from ..readers.views import LlmcSplit

@@ -24,8 +24,6 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from .._io import read_json
 from ..errors import FormatError
 from ..formats import llmc, megatron
@@ -39,7 +37,7 @@ from ..formats.release import (
     Receipt,
     pair_path,
 )
-from ..readers.views import find_megatron_pairs, scan_positions
+from ..readers.views import find_megatron_pairs
 from . import compat
 from .compat import ERROR, WARNING, Finding, LoaderSettings
 
