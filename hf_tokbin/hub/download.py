@@ -134,7 +134,6 @@ class Source:
             raise
         return dest
 
-
     def _url(self, path: str) -> str:
         from huggingface_hub import hf_hub_url
 

@@ -109,6 +109,7 @@ import numpy as np
 from .._io import read_json
 from ..errors import FormatError, VerificationError
 from ..formats import llmc, megatron
+from ..formats.llmc_order import Blocks, llmc_order
 from ..formats.release import (
     COMPLETE_NAME,
     LAYOUT_DESCRIPTION,
@@ -136,7 +137,6 @@ from ..formats.release import (
     split_totals,
     stats_record,
 )
-from ..formats.llmc_order import Blocks, llmc_order
 from ..formats.run_config import BoundaryToken, RunConfig
 from ..formats.sniff import file_magic
 from ..readers.views import open_llmc_file
@@ -552,7 +552,8 @@ def _check_llmc_is_megatron(tasks: _Tasks, receipts: list[Receipt]) -> None:
         blocks = llmc_order(config.llmc_interleave_seed, split, [r.splits[split].documents for r in parts])
         spans = _megatron_spans(root, split, parts, blocks)
         starts = itertools.accumulate((e.n_tokens for e in entries), initial=0)
-        items += [("same", e, file_spans(spans, start, e.n_tokens, config.llmc_separator), order) for e, start in zip(entries, starts)]
+        ends = np.cumsum([s.length for s in spans], dtype=np.int64)  # once per split: each file then bisects its spans
+        items += [("same", e, file_spans(spans, ends, start, e.n_tokens, config.llmc_separator), order) for e, start in zip(entries, starts)]
         documents.append((entries, spans))
     tasks.run(items, [f"{config.llmc_dir}/{i[1].name}" for i in items], "llm.c files compared")
     for entries, spans in documents:
@@ -589,19 +590,21 @@ def _megatron_spans(root: Path, split: str, parts: list[Receipt], blocks: Blocks
     return spans
 
 
-def file_spans(spans: list[_Span], start: int, count: int, separator: str) -> list[_Span | None]:
+def file_spans(spans: list[_Span], ends: np.ndarray, start: int, count: int, separator: str) -> list[_Span | None]:
     """The pieces of ``spans`` that llm.c positions ``[start, start + count)`` of the split stand on (``None``: the
     separator before the first document). The streams are the same ids with the separator "after"; "before",
-    llm.c position p is Megatron position p - 1, and position 0 that separator."""
+    llm.c position p is Megatron position p - 1, and position 0 that separator. ``ends``: the spans' cumulative
+    lengths, so only the spans the file touches are visited (a shuffled split has 256 spans a part)."""
     shift = int(separator == "before")
     low, high = start - shift, start + count - shift
     pieces: list[_Span | None] = [None] if low < 0 else []
-    offset = 0
-    for s in spans:
-        a, b = max(low, offset), min(high, offset + s.length)
+    for k in range(int(np.searchsorted(ends, max(low, 0), side="right")), len(spans)):
+        s, offset = spans[k], int(ends[k]) - spans[k].length
+        if offset >= high:
+            break
+        a, b = max(low, offset), min(high, int(ends[k]))
         if a < b:
             pieces.append(s._replace(start=s.start + a - offset, length=b - a))
-        offset += s.length
     return pieces
 
 
