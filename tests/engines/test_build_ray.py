@@ -116,14 +116,46 @@ def describe(seen):
     return [{"pid": pid, "part": part, "parent": parent, "cwd": cwd} for pid, part, parent, cwd in sorted(seen)]
 
 
-report = {"driver_cwd": os.getcwd()}
+def still_on_part(pid, part):
+    """Whether process pid (stopped by the caller) is still running that part: its title says so."""
+    try:
+        return " ".join(psutil.Process(pid).cmdline()).startswith(f"{TITLE}{part}]")
+    except psutil.Error:
+        return False
 
-# 1. Uninterrupted.
-seen = set()
-report["plain"] = finish(start("plain"), seen)
-report["plain"]["workers"] = describe(seen)
+
+def held_on_every_node(raylets, held):
+    """Stop (SIGSTOP) each node's first worker caught on a part, until one is held on every node.
+
+    ``held`` maps a node's raylet pid to its held worker's pid. A held worker
+    keeps its one-CPU node busy, so the next parts must go to the other
+    nodes: every node takes a part however a busy machine's Ray schedules.
+    False until then (the build may end first: the test then fails, saying so).
+    """
+    for pid, part, parent, _ in workers():
+        if parent in held:
+            continue
+        os.kill(pid, signal.SIGSTOP)
+        if still_on_part(pid, part):
+            held[parent] = pid
+        else:
+            os.kill(pid, signal.SIGCONT)  # it finished that part meanwhile
+    return set(held) == set(raylets)
+
+
+report = {"driver_cwd": os.getcwd()}
 # One raylet per node; a worker is the child of its node's raylet.
 report["raylets"] = sorted(p.pid for p in psutil.process_iter(["cmdline"]) if "raylet/raylet" in " ".join(p.info["cmdline"] or []))
+
+# 1. Uninterrupted (each node's first worker held until every node has one).
+seen = set()
+build = start("plain")
+held = {}
+report["held_on_every_node"] = wait_until(build, lambda: held_on_every_node(report["raylets"], held), seen) is not None
+for pid in held.values():
+    os.kill(pid, signal.SIGCONT)
+report["plain"] = finish(build, seen)
+report["plain"]["workers"] = describe(seen)
 
 # 2. A worker SIGKILLed while it builds a part, once another part is done.
 seen = set()
@@ -134,7 +166,8 @@ def a_worker_mid_part():
     if not receipts("killed-worker"):
         return None
     for pid, part, _, _ in workers():
-        if not receipt_exists("killed-worker", part):
+        os.kill(pid, signal.SIGSTOP)  # so it cannot finish the part between the check and the kill
+        if still_on_part(pid, part) and not receipt_exists("killed-worker", part):
             os.kill(pid, signal.SIGKILL)
             try:
                 psutil.Process(pid).wait(timeout=10)
@@ -142,6 +175,7 @@ def a_worker_mid_part():
                 pass  # already gone
             # Still no receipt after the worker is gone: the kill landed mid-part.
             return {"pid": pid, "part": part, "receipt_after_kill": receipt_exists("killed-worker", part)}
+        os.kill(pid, signal.SIGCONT)
     return None
 
 
@@ -226,6 +260,7 @@ def test_relative_paths_are_the_drivers_while_workers_run_elsewhere(work, report
 
 
 def test_parts_ran_on_every_node(report):
+    assert report["held_on_every_node"], "the build ended before every node had taken a part"
     workers = report["plain"]["workers"]
     assert {w["part"] for w in workers} <= set(range(len(SHARDS)))
     assert len(report["raylets"]) == NODES

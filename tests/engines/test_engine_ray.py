@@ -37,7 +37,7 @@ INPUT_ERROR = "corpus/part-000003.parquet: text is not valid UTF-8: expected UTF
 # which Ray ships to the workers by value; each attempt of a task appends a
 # line to an attempts file, so the tests can count retries.
 DRIVER = r'''
-import json, os, signal, subprocess, sys, time
+import glob, json, os, signal, subprocess, sys, time
 from dataclasses import dataclass
 
 import ray
@@ -68,9 +68,16 @@ def attempts(plan, index):
         return len(f.read().splitlines())
 
 
-def where(plan, index):
+def where(plan, index, deadline_s=600):
+    # A barrier, not a sleep: each one-CPU node runs one task at a time, so
+    # once one task per node is running at once, every node has taken one,
+    # however slowly a busy machine starts the workers. The deadline only
+    # ends a run whose cluster lost a node (the test then fails, not hangs).
     count_attempt(plan, index)
-    time.sleep(0.3)  # long enough that the two one-CPU nodes both take tasks
+    nodes = sum(node["Alive"] for node in ray.nodes())
+    deadline = time.monotonic() + deadline_s
+    while len(glob.glob(os.path.join(plan.work_dir, f"attempts-{plan.name}-*"))) < nodes and time.monotonic() < deadline:
+        time.sleep(0.05)
     return [index, ray.get_runtime_context().get_node_id(), os.getcwd()]
 
 
