@@ -243,50 +243,6 @@ def sha256_file(path: str | os.PathLike) -> str:
         return hashlib.file_digest(file, "sha256").hexdigest()
 
 
-class HashedFile:
-    """A file written from the start (``open(path, "wb")``) whose SHA-256 is computed as it is written.
-
-    Each chunk is hashed on a thread of its own (``hashlib`` releases the GIL)
-    while the writer prepares the next one, so the digest costs neither a second
-    read of the file nor the writer's time; at most one chunk waits. For writers
-    that take a file object (``pyarrow.parquet.ParquetWriter``); :meth:`sha256`
-    after :meth:`close`.
-    """
-
-    def __init__(self, path: str | os.PathLike):
-        self._file = open(path, "wb")
-        self._hash = hashlib.sha256()
-        self._hashing = ThreadPoolExecutor(1, thread_name_prefix="hf_tokbin-sha256")
-        self._pending = None
-
-    def write(self, data) -> int:
-        chunk = bytes(data)  # a copy: the writer may reuse its buffer once write returns
-        written = self._file.write(chunk)
-        if self._pending is not None:
-            self._pending.result()
-        self._pending = self._hashing.submit(self._hash.update, chunk)
-        return written
-
-    def close(self) -> None:
-        if not self._file.closed:
-            self._file.close()
-            self._hashing.shutdown(wait=True)
-
-    def sha256(self) -> str:
-        if not self._file.closed:
-            raise ValueError("HashedFile.sha256() before close()")
-        return self._hash.hexdigest()
-
-    def __enter__(self) -> "HashedFile":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __getattr__(self, name):  # tell, flush, closed, writable, seekable: the file's own
-        return getattr(self._file, name)
-
-
 def write_all(fd: int, data) -> None:
     """Write every byte of ``data`` to the open file ``fd`` (``os.write`` may write fewer)."""
     view = memoryview(data)
