@@ -59,6 +59,28 @@ def text_lengths(texts):
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
+def utf8_buffer(texts):
+    """A pyarrow string array's texts as ``(offsets, data)``: ``int64`` offsets from 0 into one ``uint8`` view of their UTF-8 bytes (no copy of the text).
+
+    None for what has no such single buffer: a chunked array of several
+    chunks, a type other than string or large_string, or nulls.
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    if isinstance(texts, pa.ChunkedArray):
+        if texts.num_chunks != 1:
+            return None
+        texts = texts.chunk(0)
+    if not _is_text_type(texts.type) or texts.null_count:
+        return None
+    width = np.int64 if pa.types.is_large_string(texts.type) else np.int32
+    offsets = np.frombuffer(texts.buffers()[1], dtype=width)[texts.offset : texts.offset + len(texts) + 1].astype(np.int64)
+    first, last = int(offsets[0]), int(offsets[-1])
+    data = np.frombuffer(texts.buffers()[2], dtype=np.uint8)[first:last] if last > first else np.zeros(0, dtype=np.uint8)
+    return offsets - first, data
+
+
 def check_texts(texts, where, first_row: int = 0) -> None:
     """One batch of the text column (a pyarrow string array starting at row ``first_row``): no null, valid UTF-8."""
     import numpy as np

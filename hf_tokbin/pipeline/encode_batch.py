@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import BuildError, FormatError, TokenizerError
+from ..formats.corpus_shard import utf8_buffer
 from ..formats.ids import checked_ids
 from ..formats.rules import id_dtype
 from ..tokenizer.long_documents import encode_in_bounded_pieces
@@ -35,16 +36,20 @@ class EncodeBatch:
 
     def encode(self, texts) -> tuple[np.ndarray, np.ndarray]:
         """(flat ids in the release's width, ``int64`` lengths) of ``texts`` (a pyarrow string array or a list)."""
-        if not isinstance(texts, list):
-            texts = texts.to_pylist()
         try:
             with engine_output_held():  # a Rust panic's report is dropped: the error names the document instead
-                # Long documents in bounded pieces, same ids (tokenizer/long_documents.py).
-                flat, lengths = encode_in_bounded_pieces(self.encoder, texts)
+                # A pyarrow array: its UTF-8 buffer to the encoder whole where it takes it (encode_utf8), else its texts.
+                buffer = None if isinstance(texts, list) else utf8_buffer(texts)
+                encoded = None if buffer is None else self.encoder.encode_utf8(*buffer)
+                if encoded is None:
+                    texts = texts if isinstance(texts, list) else texts.to_pylist()
+                    # Long documents in bounded pieces, same ids (tokenizer/long_documents.py).
+                    encoded = encode_in_bounded_pieces(self.encoder, texts)
+                flat, lengths = encoded
         except BaseException as error:
             if not is_engine_panic(error):
                 raise
-            raise self._panic_error(texts, error) from None
+            raise self._panic_error(texts if isinstance(texts, list) else texts.to_pylist(), error) from None
         # Before the narrowing cast: an id the width cannot hold would wrap silently.
         try:
             flat = checked_ids(flat, self.vocab_size, self.source)
