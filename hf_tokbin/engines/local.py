@@ -191,6 +191,14 @@ def run_parts_locally(fn: Callable[..., Any], plan: Any, indices: list[int], pro
         close_shared_pool()
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity: a batch job's share, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def run_in_threads(fn: Callable[..., Any], plan: Any, items: list, num_threads: int, progress: bool = True, desc: str = "tasks") -> list:
     """``fn(plan, item)`` for every item on a pool of ``num_threads`` threads; the results in order, with a bar."""
     from concurrent.futures import ThreadPoolExecutor
