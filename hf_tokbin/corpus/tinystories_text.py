@@ -104,7 +104,7 @@ def _story_batches(blocks, newline, keep_empty: bool):
         if final and stories:
             edges.add(len(stories) - 1)
         first = first and not stories
-        batch = [story for i, story in enumerate(stories) if story or (keep_empty and i not in edges)]
+        batch = stories if all(stories) else [story for i, story in enumerate(stories) if story or (keep_empty and i not in edges)]
         if batch:
             yield batch
 

@@ -50,12 +50,15 @@ cannot delete anything else.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import functools
 import os
 import re
 import shutil
 import socket
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,7 +71,7 @@ import pyarrow.parquet as pq
 
 from .._io import fsync_dir, fsync_path, sha256_file, write_text_atomic
 from ..cards.corpus import DATA_DIR, check_card_metadata, render_corpus_card
-from ..engines.local import prefetched
+from ..engines.local import prefetched, usable_cores
 from ..errors import CorpusInputError, FormatError
 from ..formats.arrow_columns import repeated_string
 from ..formats.corpus_manifest import FORMAT as CORPUS_FORMAT
@@ -281,6 +284,8 @@ class CorpusWriter:
         return self
 
     def __exit__(self, *exc) -> None:
+        if self._shards is not None and exc[0] is not None:
+            self._shards.abort()  # no writer thread may still write into the folder removed next
         self._folder.__exit__(*exc)
 
     def _open(self, kept: Sequence[pa.Field] = ()) -> "_CorpusShards":
@@ -405,13 +410,20 @@ def _data_files(files: dict[str, list[Path]]):
 
 
 class _ShardSequence:
-    """The shards of one split: ``data/<split>-NNNNN.parquet``, filled in order up to the limit."""
+    """The shards of one split: ``data/<split>-NNNNN.parquet``, filled in order up to the limit.
 
-    def __init__(self, root: Path, split: str, limit: ShardLimit, schema: pa.Schema = SCHEMA):
-        self.root, self.split, self.limit, self.schema = root, split, limit, schema
-        self.shards: list = []  # each closed shard's CorpusShard, as a future of its sealing (_seal)
-        self._sealing = ThreadPoolExecutor(1, thread_name_prefix="hf_tokbin-seal")
-        self._writer: pq.ParquetWriter | None = None
+    The caller's thread cuts the rows into row groups; each shard's Parquet
+    writer (zstd: most of the stage's work, without the GIL) runs on a thread
+    of its own (:class:`_ShardOnThread`), so a full shard is still being
+    compressed while the next one fills, and every core compresses on a
+    corpus of several shards. ``slots`` bounds the row groups waiting, over
+    every shard: memory does not grow with the corpus.
+    """
+
+    def __init__(self, root: Path, split: str, limit: ShardLimit, schema: pa.Schema, slots: _WriterSlots):
+        self.root, self.split, self.limit, self.schema, self.slots = root, split, limit, schema, slots
+        self.shards: list[_ShardOnThread] = []
+        self._open: _ShardOnThread | None = None
         self._pending: list[pa.Array] = []  # rows not yet written as a full row group
         self._pending_rows = 0
         self._rows = 0
@@ -428,10 +440,14 @@ class _ShardSequence:
             rows = rows.slice(take)
 
     def close(self) -> list[CorpusShard]:
-        if self._writer is not None:
+        if self._open is not None:
             self._close_shard()
-        with self._sealing:
-            return [sealed.result() for sealed in self.shards]
+        return [shard.sealed() for shard in self.shards]
+
+    def abort(self) -> None:
+        """Stop every shard's thread (a failed run: the folder is removed next)."""
+        for shard in self.shards:
+            shard.abort()
 
     def _rows_that_fit(self, texts) -> int:
         """How many leading rows of ``texts`` the open shard takes (0: it is full); an empty shard takes at least one."""
@@ -443,7 +459,7 @@ class _ShardSequence:
         return max(fit, 1) if self._rows == 0 else fit
 
     def _append(self, rows: pa.Table) -> None:
-        if self._writer is None:
+        if self._open is None:
             self._open_shard()
         self._rows += rows.num_rows
         self._text_bytes += int(text_lengths(rows.column("text")).sum())
@@ -454,10 +470,7 @@ class _ShardSequence:
 
     def _write_row_group(self, rows: int) -> None:
         pending = pa.concat_tables(self._pending)
-        group = pending.slice(0, rows)
-        kept = [group.column(name).combine_chunks() for name in self.schema.names[len(SCHEMA) :]]
-        columns = [group.column("text").combine_chunks(), repeated_string(self.split, group.num_rows), *kept]
-        self._writer.write_table(pa.table(columns, schema=self.schema), row_group_size=rows)
+        self._open.write(pending.slice(0, rows), self.split)
         rest = pending.slice(rows)
         self._pending = [rest] if rest.num_rows else []
         self._pending_rows = len(rest)
@@ -466,26 +479,95 @@ class _ShardSequence:
         index = len(self.shards)
         if index >= MAX_SHARDS_PER_SPLIT:
             raise CorpusInputError(None, f"too many {self.split} shards", expected=f"at most {MAX_SHARDS_PER_SPLIT}", got=index + 1, hint="raise --shard-bytes or --shard-rows")
-        self._path = f"{DATA_DIR}/{self.split}-{index:05d}.parquet"
         (self.root / DATA_DIR).mkdir(exist_ok=True)
-        # A path, not a Python file object: pyarrow then writes without taking the GIL for every page,
-        # so the thread reading the next stories is not held up (a hashing file object cost 25% of the stage).
-        self._writer = pq.ParquetWriter(os.fspath(self.root / self._path), self.schema, **PARQUET_OPTIONS)
+        self._open = _ShardOnThread(self.root, f"{DATA_DIR}/{self.split}-{index:05d}.parquet", self.schema, self.slots)
+        self.shards.append(self._open)
 
     def _close_shard(self) -> None:
         if self._pending_rows:
             self._write_row_group(self._pending_rows)
-        self._writer.close()
-        self._writer = None
-        self.shards.append(self._sealing.submit(_seal, self.root, self._path, self.split, self._rows))
+        self._open.close(self.split, self._rows)
+        self._open = None
         self._rows = self._text_bytes = 0
 
 
-def _seal(root: Path, rel: str, split: str, rows: int) -> CorpusShard:
-    """A closed shard on disk (ParquetWriter closes without fsync) and its record, SHA-256 read back from the page cache while the next shard is written."""
-    path = root / rel
-    fsync_path(path)
-    return CorpusShard(rel, split, rows, path.stat().st_size, sha256_file(path))
+class _WriterSlots:
+    """The tasks the shards' threads may hold at once, and the first task that failed (raised at the next :meth:`acquire`)."""
+
+    def __init__(self, count: int):
+        self._free = threading.Semaphore(count)
+        self._failed: BaseException | None = None
+
+    def acquire(self) -> None:
+        if self._failed is not None:
+            raise self._failed
+        self._free.acquire()
+
+    def release(self, task) -> None:
+        if not task.cancelled() and task.exception() is not None and self._failed is None:
+            self._failed = task.exception()
+        self._free.release()
+
+
+class _ShardOnThread:
+    """One shard's ParquetWriter, fed row groups in order on a thread of its own, then sealed (fsync, SHA-256) there.
+
+    pyarrow writes to the path, not through a Python file object: it then
+    compresses and writes without taking the GIL for every page. Each queued
+    task holds a slot (``slots``) until done. A task's error is raised at the
+    next call on any shard, or by :meth:`sealed`.
+    """
+
+    def __init__(self, root: Path, rel: str, schema: pa.Schema, slots: _WriterSlots):
+        self.root, self.rel, self.schema, self._slots = root, rel, schema, slots
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="hf_tokbin-parquet")
+        self._writer: pq.ParquetWriter | None = None
+        self._tasks: collections.deque = collections.deque()
+        self._submit(self._open_writer)
+
+    def write(self, group: pa.Table, split: str) -> None:
+        self._submit(functools.partial(self._write_group, group, split))
+
+    def close(self, split: str, rows: int) -> None:
+        self._submit(functools.partial(self._close_and_seal, split, rows))
+        self._thread.shutdown(wait=False)
+
+    def sealed(self) -> CorpusShard:
+        """The shard's record, once every row group is written and the shard sealed."""
+        while len(self._tasks) > 1:
+            self._tasks.popleft().result()
+        return self._tasks[0].result()
+
+    def abort(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        self._thread.shutdown(wait=True)
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                self._writer.close()
+
+    def _submit(self, work) -> None:
+        self._slots.acquire()  # a failed write on any shard's thread stops the run here, not after the whole input
+        while self._tasks and self._tasks[0].done():
+            self._tasks.popleft().result()
+        task = self._thread.submit(work)
+        task.add_done_callback(self._slots.release)
+        self._tasks.append(task)
+
+    def _open_writer(self) -> None:
+        self._writer = pq.ParquetWriter(os.fspath(self.root / self.rel), self.schema, **PARQUET_OPTIONS)
+
+    def _write_group(self, group: pa.Table, split: str) -> None:
+        kept = [group.column(name).combine_chunks() for name in self.schema.names[len(SCHEMA) :]]
+        columns = [group.column("text").combine_chunks(), repeated_string(split, group.num_rows), *kept]
+        self._writer.write_table(pa.table(columns, schema=self.schema), row_group_size=group.num_rows)
+
+    def _close_and_seal(self, split: str, rows: int) -> CorpusShard:
+        self._writer.close()
+        self._writer = None
+        path = self.root / self.rel
+        fsync_path(path)  # ParquetWriter closes without fsync
+        return CorpusShard(self.rel, split, rows, path.stat().st_size, sha256_file(path))
 
 
 class _CorpusShards:
@@ -498,7 +580,8 @@ class _CorpusShards:
 
     def __init__(self, root: Path, limit: ShardLimit, kept: Sequence[pa.Field] = ()):
         self.schema = pa.schema([*SCHEMA, *kept])
-        self._splits = {split: _ShardSequence(root, split, limit, self.schema) for split in SPLITS}
+        slots = _WriterSlots(2 * usable_cores())  # row groups queued for the writers' threads, over both splits
+        self._splits = {split: _ShardSequence(root, split, limit, self.schema, slots) for split in SPLITS}
         self.by_source: dict[str, dict[str, int]] = {}  # split -> source -> documents, when a source column is kept
 
     empty_dropped = 0  # empty documents seen and dropped (both importers: seed 002 drops empty stories)
@@ -545,6 +628,10 @@ class _CorpusShards:
 
     def close(self) -> list[CorpusShard]:
         return [shard for split in SPLITS for shard in self._splits[split].close()]
+
+    def abort(self) -> None:
+        for shards in self._splits.values():
+            shards.abort()
 
 
 def _umask() -> int:

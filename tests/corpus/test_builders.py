@@ -79,6 +79,22 @@ def test_the_corpus_tables_cut_bytes_into_the_readers_stories(tmp_path_factory, 
     assert [s for texts in tables for s in texts] == [s for batch in read_story_batches(path, block_size, keep_empty=keep_empty) for s in batch]
 
 
+# Every marker on a line of its own (the bytes fast path), with runs of blank lines around the delimiter
+# lines (trimmed away before the cut, up to _TRIM_PASSES of them) and empty stories (which trimming would merge).
+DELIMITED = st.lists(st.tuples(st.sampled_from(["", "Tom", "é x", "\n", "a\n\nb", " "]), st.integers(0, 7), st.integers(0, 7)), max_size=25)
+
+
+@settings(max_examples=300, deadline=None)
+@given(DELIMITED, st.integers(1, 60), st.booleans())
+def test_blank_lines_at_delimiters_are_trimmed_into_the_readers_stories(tmp_path_factory, items, block_size, keep_empty):
+    text = "".join(story + "\n" * before + f"\n{DELIMITER}\n" + "\n" * after for story, before, after in items)
+    path = write(tmp_path_factory.mktemp("trim"), "in.txt", text)
+    tables = [table.column("text").to_pylist() for _, table in story_tables([path], "train", block_size, keep_empty=keep_empty)]
+    assert [s for texts in tables for s in texts] == [s for batch in read_story_batches(path, block_size, keep_empty=keep_empty) for s in batch]
+    if not keep_empty:
+        assert [s for texts in tables for s in texts] == list(seed_stories(path))
+
+
 def test_real_text_shakespeare_scenes(tmp_path):
     fixture = DATA / "shakespeare_scenes.txt"
     expected = list(seed_stories(fixture))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import importlib.util
 import json
 import re
+import threading
+import time
 from pathlib import Path
 
 import datasets
@@ -16,7 +19,9 @@ from seed002 import stories as seed_stories
 from story_edges import EDGE_STORIES, EDGE_TEXT
 
 from hf_tokbin.cli import main
+from hf_tokbin.corpus import write as write_module
 from hf_tokbin.corpus.write import ROW_GROUP_ROWS, import_corpus, write_tinystories_corpus
+from hf_tokbin.engines.local import usable_cores
 from hf_tokbin.errors import CorpusInputError
 from hf_tokbin.formats.corpus_manifest import CorpusManifest
 
@@ -112,6 +117,53 @@ def test_row_groups_are_counted_from_each_shard_start(tmp_path):
         metadata = pq.ParquetFile(tmp_path / "corpus" / shard.path).metadata
         groups.append([metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)])
     assert ROW_GROUP_ROWS == 10_000 and groups == [[10_000, 10_000, 5_000], [5_000]]
+
+
+def test_a_write_failing_on_a_shards_thread_stops_the_run_and_leaves_nothing(tmp_path, monkeypatch):
+    # Each shard is compressed and written on a thread of its own: its error must end the run, as on the caller's thread.
+    train = write(tmp_path / "train.txt", "".join(f"story {i}\n<|endoftext|>\n" for i in range(300_000)))
+    written, write_group = [], write_module._ShardOnThread._write_group
+
+    def disk_full_at_the_fourth_row_group(self, group, split):
+        written.append(self.rel)
+        if len(written) == 4:
+            raise OSError(errno.ENOSPC, "No space left on device", str(self.root / self.rel))
+        write_group(self, group, split)
+
+    monkeypatch.setattr(write_module._ShardOnThread, "_write_group", disk_full_at_the_fourth_row_group)
+    with pytest.raises(OSError, match="No space left on device"):
+        write_tinystories_corpus(train, None, tmp_path / "corpus", shard_rows=20_000)
+    assert written[:4] == ["data/train-00000.parquet", "data/train-00000.parquet", "data/train-00001.parquet", "data/train-00001.parquet"]
+    assert len(written) <= 4 + 2 * usable_cores()  # stopped at the next row group handed over (30 in the input)
+    assert not (tmp_path / "corpus").exists() and leftovers(tmp_path) == []
+    assert not [t for t in threading.enumerate() if t.name.startswith("hf_tokbin-parquet")]  # no writer left behind
+
+
+def test_the_row_groups_waiting_for_the_writers_are_bounded(tmp_path, monkeypatch):
+    train = write(tmp_path / "train.txt", "".join(f"story {i}\n<|endoftext|>\n" for i in range(150_000)))
+    waiting, peak, submit = [0], [0], write_module._ShardOnThread._submit
+    lock = threading.Lock()
+
+    def counted_submit(self, work):
+        def counted_work():
+            time.sleep(0.005)  # writers slower than the reader: the queue would grow without a bound
+            try:
+                return work()
+            finally:
+                with lock:
+                    waiting[0] -= 1
+
+        with lock:  # counted before the task can finish
+            waiting[0] += 1
+        submit(self, counted_work)
+        with lock:
+            peak[0] = max(peak[0], waiting[0])
+
+    monkeypatch.setattr(write_module._ShardOnThread, "_submit", counted_submit)
+    manifest = write_tinystories_corpus(train, None, tmp_path / "corpus", shard_rows=30_000)
+    assert manifest.rows("train") == 150_000 and len(manifest.shards) == 5
+    # Every task (a row group, a shard's opening or closing) holds a slot: 2 per core at most, over every shard.
+    assert 2 <= peak[0] <= 2 * usable_cores() + 1  # + 1: the one counted while it waits for its slot
 
 
 def test_split_without_documents_is_left_out_and_load_dataset_still_works(tmp_path):
