@@ -29,9 +29,11 @@ parts (fast-path proof, encoding, writing, up to the last receipt), its finish
     python scripts/bench_build.py --mb 2200 --skip-seed002-per-char   # TinyStories V2's size, default shards
 
 The encoder limit and each hf_tokbin job run ``--rounds`` times (default 3),
-interleaved, and the best of each is printed: on a shared machine the speed
-drifts by tens of percent within minutes, and the best run is the one least
-disturbed (as ``timeit`` reports). Seed 002's baselines run once.
+interleaved (the limit right before each round), and the best of each is
+printed: on a shared machine the speed drifts by tens of percent within
+minutes, and the best run is the one least disturbed (as ``timeit`` reports).
+Each round's own ratio to the limit run just before it is printed too, with
+their median. Seed 002's baselines run once.
 
 Needs ``pip install 'hf_tokbin[bench]'`` (psutil, regex).
 
@@ -55,6 +57,7 @@ import json
 import multiprocessing
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -259,17 +262,22 @@ def main(argv: list[str] | None = None) -> int:
         _same_ids(digest_flat(out), reference, f"seed 002 ({variant})")
         print(f"seed 002 ({variant}): {results[f'seed 002, {variant}, {args.num_proc} proc'][0]:.2f} s ({load()})", flush=True)
     stages = {}
+    ratios: dict[str, list[float]] = {}
     for round_ in range(1, args.rounds + 1):
-        if round_ > 1:  # the limit again beside each round of ours: a machine slower for a while slows both
-            limit = min(limit, encoder_limit(tokenizer_json, limit_out, inputs)[0])
+        # The limit again right before each round of ours: a machine slower for a while slows both.
+        round_limit = encoder_limit(tokenizer_json, limit_out, inputs)[0]
+        limit = min(limit, round_limit)
         for num_proc in sorted({1, args.num_proc}):
             name = f"hf_tokbin, --num-proc {num_proc}"
             seconds, peak, stage_times, release = run_hf_tokbin(args, train, valid, tokenizer, num_proc)
             _same_ids(digest_release(release), reference, name)
-            print(f"{name}, round {round_} of {args.rounds}: {seconds:.2f} s ({load()})", flush=True)
+            ratios.setdefault(name, []).append(seconds / round_limit)
+            print(f"round {round_} of {args.rounds}: encoder limit {round_limit:.2f} s, {name} {seconds:.2f} s ({seconds / round_limit:.2f}x; {load()})", flush=True)
             if name not in results or seconds < results[name][0]:
                 results[name], stages[num_proc] = (seconds, peak), stage_times
     print_results(text_mb, n_tokens, limit, results, stages, args.rounds)
+    for name, values in ratios.items():
+        print(f"{name}: x limit within each round (the limit run just before it): {', '.join(f'{r:.2f}' for r in values)}; median {statistics.median(values):.2f}")
     verify_spans, verify_samples = run_tree([[sys.executable, "-m", "hf_tokbin", "verify", str(release)]])
     verify_seconds = verify_spans[0][1] - verify_spans[0][0]
     release_mb = sum(p.stat().st_size for p in release.rglob("*") if p.is_file()) / 1e6

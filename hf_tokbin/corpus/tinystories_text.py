@@ -52,10 +52,11 @@ _DELIMITER_LINE_BYTES = _DELIMITER_LINE.encode("ascii")
 _LINE_ENDS = ("\n", "\r")
 
 
-def story_tables(files, split: str, block_size: int = DEFAULT_BLOCK_SIZE, progress: bool = False, keep_empty: bool = False):
+def story_tables(files, split: str, block_size: int = DEFAULT_BLOCK_SIZE, progress: bool = False, keep_empty: bool = False, chunks=None):
     """Yield ``((file_index, batch_index), table)`` for the files of one split: a ``text`` table per block's stories.
 
     ``progress``: a tqdm bar of bytes read (hidden when stderr is not a terminal).
+    ``chunks(data)`` is called with every chunk of bytes read, in order (to hash the bytes the stories came from).
     """
     import pyarrow as pa
 
@@ -67,7 +68,7 @@ def story_tables(files, split: str, block_size: int = DEFAULT_BLOCK_SIZE, progre
     try:
         for file_index, path in enumerate(files):
             # The stories as UTF-8 bytes, cut from the blocks as read: no story is decoded and encoded again.
-            blocks = _story_pieces(path, block_size, None if bar is None else bar.update, as_bytes=True)
+            blocks = _story_pieces(path, block_size, None if bar is None else bar.update, as_bytes=True, chunks=chunks)
             for batch_index, stories in enumerate(_story_batches(blocks, b"\n", keep_empty)):
                 yield (file_index, batch_index), pa.table({"text": utf8_string_array(stories)})
     finally:
@@ -109,7 +110,7 @@ def _story_batches(blocks, newline, keep_empty: bool):
             yield batch
 
 
-def _story_pieces(path, block_size: int, progress, as_bytes: bool = False):
+def _story_pieces(path, block_size: int, progress, as_bytes: bool = False, chunks=None):
     """``(pieces between delimiter lines, final)`` of each block of the file: ``str``, or with ``as_bytes`` UTF-8 ``bytes``.
 
     As bytes, a block whose every marker sits on a line of its own between two
@@ -117,7 +118,7 @@ def _story_pieces(path, block_size: int, progress, as_bytes: bool = False):
     (UTF-8 never holds an ASCII byte inside another character); it is still
     decoded once, so invalid UTF-8 stops the read as it does for text.
     """
-    for handed, final, offset in _read_byte_blocks(path, block_size, progress):
+    for handed, final, offset in _read_byte_blocks(path, block_size, progress, chunks):
         data = handed.pop()
         if as_bytes and b"\r" not in data:
             pieces = data.split(_DELIMITER_LINE_BYTES)
@@ -174,7 +175,7 @@ def read_stories(path: str | os.PathLike, block_size: int = DEFAULT_BLOCK_SIZE) 
         yield from batch
 
 
-def _read_byte_blocks(path, block_size: int, progress=None) -> Iterator[tuple[list[bytes], bool, int]]:
+def _read_byte_blocks(path, block_size: int, progress=None, chunks=None) -> Iterator[tuple[list[bytes], bool, int]]:
     r"""Yield ``([data], is_last, file offset)``: the file block by block, each block ending after a ``\n``.
 
     (``\r\n`` is read as ``\n`` after decoding, see the module docstring.) A block with no
@@ -191,6 +192,8 @@ def _read_byte_blocks(path, block_size: int, progress=None) -> Iterator[tuple[li
             chunk = file.read(block_size)
             if progress is not None and chunk:
                 progress(len(chunk))
+            if chunks is not None and chunk:
+                chunks(chunk)
             final = not chunk
             cut = len(chunk) if final else chunk.rfind(b"\n") + 1
             if cut == 0 and not final:

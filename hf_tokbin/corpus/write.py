@@ -69,7 +69,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .._io import fsync_dir, fsync_path, sha256_file, write_text_atomic
+from .._io import BackgroundSha256, fsync_dir, fsync_path, sha256_file, write_text_atomic
 from ..cards.corpus import DATA_DIR, check_card_metadata, render_corpus_card
 from ..engines.local import prefetched, usable_cores
 from ..errors import CorpusInputError, FormatError
@@ -152,16 +152,28 @@ def write_tinystories_corpus(
         _check_input_file(path)
     sources = [(path, path.name) for path in files.values()]
     _check_distinct_inputs([InputFile(os.fspath(path), source, "text") for path, source in sources])
-    with CorpusWriter(out, name, ShardLimit.of(shard_rows, shard_bytes), overwrite) as corpus, ThreadPoolExecutor(1, thread_name_prefix="hf_tokbin-sha256") as hashing:
-        entries = hashing.submit(_source_entries, sources)  # the inputs' SHA-256 while they are read, not after
+    with CorpusWriter(out, name, ShardLimit.of(shard_rows, shard_bytes), overwrite) as corpus:
+        entries = []
         for split, path in files.items():
+            # The SHA-256 of the very bytes the stories are cut from, hashed on a thread of its own as they are read.
+            digest, size = BackgroundSha256(), [0]
             # The TinyStories builder's own reader, without datasets (its import alone cost more than reading 100 MB).
             # keep_empty: the writer drops and counts empty stories, one policy with import_corpus.
-            tables = (table for _, table in story_tables([os.fspath(path.resolve())], split, progress=progress, keep_empty=True))
-            # Reading and splitting the text on one thread, Parquet writing (zstd) on this one: both cores.
-            for table in prefetched(tables):
-                corpus.write_split(split, table.column("text"))
-        return corpus.finish("files", entries.result(), license, language, [p for p, _ in sources])
+            tables = (table for _, table in story_tables([os.fspath(path.resolve())], split, progress=progress, keep_empty=True, chunks=functools.partial(_hashed, digest, size)))
+            # Reading and cutting the stories on one thread; row groups on this one; zstd on each shard's.
+            try:
+                for table in prefetched(tables):
+                    corpus.write_split(split, table.column("text"))
+            except BaseException:
+                digest.cancel()
+                raise
+            entries.append(FileEntry(path.name, size[0], digest.hexdigest()))
+        return corpus.finish("files", tuple(entries), license, language, [p for p, _ in sources])
+
+
+def _hashed(digest: BackgroundSha256, size: list[int], chunk: bytes) -> None:
+    digest.update(chunk)
+    size[0] += len(chunk)
 
 
 def import_corpus(
@@ -384,11 +396,6 @@ def list_input_files(paths: Sequence[str | os.PathLike]) -> list[tuple[Path, str
     inputs = list_inputs(paths)
     _check_distinct_inputs(inputs)
     return [(Path(f.uri), f.name) for f in inputs]
-
-
-def _source_entries(sources: list[tuple[Path, str]]) -> tuple[FileEntry, ...]:
-    """The inputs as the manifest names them: base name, size, SHA-256."""
-    return tuple(FileEntry(source, path.stat().st_size, sha256_file(path)) for path, source in sources)
 
 
 def check_corpus_name(name, flag: str = "--name") -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import builtins
 import errno
 import hashlib
 import importlib.util
 import json
+import os
 import re
 import threading
 import time
@@ -164,6 +166,25 @@ def test_the_row_groups_waiting_for_the_writers_are_bounded(tmp_path, monkeypatc
     assert manifest.rows("train") == 150_000 and len(manifest.shards) == 5
     # Every task (a row group, a shard's opening or closing) holds a slot: 2 per core at most, over every shard.
     assert 2 <= peak[0] <= 2 * usable_cores() + 1  # + 1: the one counted while it waits for its slot
+
+
+def test_each_input_is_read_once_and_its_digest_is_of_the_bytes_read(tmp_path, monkeypatch):
+    # The manifest's SHA-256 of an input is of the very bytes the stories were cut from: no second read that could see other bytes.
+    train = write(tmp_path / "train.txt", "".join(f"story {i}\n<|endoftext|>\n" for i in range(5000)))
+    valid = write(tmp_path / "valid.txt", "One.\n<|endoftext|>\nTwo.\n")
+    opened, real_open = [], builtins.open
+
+    def counting_open(file, *args, **kwargs):
+        if os.fspath(file) in (os.fspath(train), os.fspath(valid)):
+            opened.append(Path(file).name)
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", counting_open)
+    manifest = write_tinystories_corpus(train, valid, tmp_path / "corpus", shard_rows=1000)
+    assert sorted(opened) == ["train.txt", "valid.txt"]
+    assert [(s.path, s.size, s.sha256) for s in manifest.sources] == [
+        (path.name, path.stat().st_size, hashlib.sha256(path.read_bytes()).hexdigest()) for path in (train, valid)
+    ]
 
 
 def test_split_without_documents_is_left_out_and_load_dataset_still_works(tmp_path):
