@@ -141,12 +141,11 @@ def encode_in_bounded_pieces(encoder, texts: list[str], piece_chars: int | None 
     ``piece_chars`` (default :data:`PIECE_CHARS`) characters are encoded
     together in one call, as before.
     """
-    from .encoder import DocumentEncoder
-
     piece_chars = piece_chars or PIECE_CHARS
 
     long = [i for i, text in enumerate(texts) if len(text) > piece_chars]
-    if not long or not isinstance(encoder, DocumentEncoder) or not cuts_keep_ids(encoder.tokenizer_json):
+    tokenizer_json = getattr(encoder, "tokenizer_json", None)  # a DocumentEncoder's; the byte tokenizer has none
+    if not long or tokenizer_json is None or not cuts_keep_ids(tokenizer_json):
         return encoder.encode_batch(texts)  # bytes (ByteEncoder) need no pieces: memory is linear
     added = encoder.parsed_added_tokens()
     ids, lengths = [], []

@@ -9,7 +9,16 @@ from pathlib import Path
 import pytest
 
 import hf_tokbin
-from hf_tokbin.formats.rules import MAX_SOURCE_NAME_CHARS, UINT16_VOCAB_LIMIT, fits_uint16, id_dtype, is_folder_name, is_repo_id, is_source_name, split_name
+from hf_tokbin.formats.rules import (
+    MAX_SOURCE_NAME_CHARS,
+    UINT16_VOCAB_LIMIT,
+    fits_uint16,
+    id_dtype,
+    is_folder_name,
+    is_repo_id,
+    is_source_name,
+    split_name,
+)
 
 PACKAGE = Path(hf_tokbin.__file__).parent
 # Where the rules live: rules.py, and ids.py for the one id range check (encode and every writer and reader call it).

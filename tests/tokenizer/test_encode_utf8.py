@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-from test_encoder import TRICKY_TEXTS, _expected, _train
+from encoder_cases import TRICKY_TEXTS, definition_ids, train_shape
 from tokenizer_files import gpt2_tokenizer_json, llama3_tokenizer_json, story_texts
 from tokenizers import AddedToken, Tokenizer
 
@@ -42,7 +42,7 @@ def _assert_batch_ids(encoder: DocumentEncoder, path: str, array, parse_special:
     texts = array.to_pylist()
     vocab_size = Tokenizer.from_file(path).get_vocab_size()
     flat, lengths = EncodeBatch(encoder, vocab_size).encode(array)
-    expected_ids, expected_lengths = _expected(Tokenizer.from_file(path), texts, parse_special)
+    expected_ids, expected_lengths = definition_ids(Tokenizer.from_file(path), texts, parse_special)
     assert lengths.tolist() == expected_lengths
     assert flat.tolist() == expected_ids
 
@@ -64,7 +64,7 @@ def test_proven_batches_go_whole_and_give_tokenizers_ids(small_bpe, name):
 
 def test_batches_holding_unproven_text_go_document_by_document(tmp_path):
     # parse_special: text of a parsed added token must go to tokenizers, which makes it the token.
-    path = _train(tmp_path, added=["<mytok>", AddedToken("<strip>", lstrip=True, rstrip=True)])
+    path = train_shape(tmp_path, added=["<mytok>", AddedToken("<strip>", lstrip=True, rstrip=True)])
     encoder = _checked(path, parse_special=True)
     with_token = ["Lily went home.", "a<mytok>b <strip> c"]
     assert encoder.encode_utf8(*_buffers(with_token)) is None

@@ -10,70 +10,28 @@ import numpy as np
 import pytest
 from datasets import Dataset
 from datasets.fingerprint import Hasher
+from encoder_cases import TRICKY_TEXTS, definition_ids, train_shape
 from tokenizer_files import gpt2_tokenizer_json, llama3_tokenizer_json, story_texts
 from tokenizers import (
     AddedToken,
     Regex,
     Tokenizer,
-    decoders,
     models,
     normalizers,
     pre_tokenizers,
-    trainers,
 )
 
 from hf_tokbin.errors import TokenizerError
 from hf_tokbin.tokenizer import train_bpe
 from hf_tokbin.tokenizer.encoder import PROBE_TEXTS, ByteEncoder, DocumentEncoder, encoder_for
 
-TRICKY_TEXTS = [
-    "Hello world<|endoftext|> it's 12345 ok",
-    "x<|end_of_text|>y <mytok>z<mytok> <|begin_of_text|>",
-    "  many   spaces\n\n\ttabs  \r\n",
-    "café naïve ﬁne ＦＵＬＬ ½ Ⅻ ٣",
-    "emoji 😀👍🏽👨‍👩‍👧 🇫🇷 日本語のテキスト 한국어",
-    "I'm you'll they've she'd IT'S ’s 1234567",
-    "",
-]
-
-
-def _expected(tokenizer: Tokenizer, texts: list[str], parse_special: bool = False) -> tuple[list[int], list[int]]:
-    """The definition: one Tokenizer.encode per text, flattened; special-token text is ordinary text unless parse_special."""
-    tokenizer.encode_special_tokens = not parse_special
-    per_text = [tokenizer.encode(text, add_special_tokens=False).ids for text in texts]
-    return [i for ids in per_text for i in ids], [len(ids) for ids in per_text]
-
 
 def _assert_encodes_like_tokenizers(encoder: DocumentEncoder, tokenizer: Tokenizer, texts: list[str], parse_special: bool = False) -> None:
     ids, lengths = encoder.encode_batch(texts)
     assert ids.dtype == np.uint32 and lengths.dtype == np.int64
-    expected_ids, expected_lengths = _expected(tokenizer, texts, parse_special)
+    expected_ids, expected_lengths = definition_ids(tokenizer, texts, parse_special)
     assert lengths.tolist() == expected_lengths
     assert ids.tolist() == expected_ids
-
-
-def _train(folder, vocab_size=600, normalizer=None, pre_tokenizer=None, added=(), byte_fallback=False) -> str:
-    """A small BPE trained with tokenizers, in one of the shapes a fast path could get wrong."""
-    if byte_fallback:  # SentencePiece-style (Llama 2): "▁" for spaces, unknown characters as <0xNN> bytes
-        tokenizer = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
-        tokenizer.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
-        tokenizer.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
-        specials = ["<unk>", "<s>", "</s>", *(f"<0x{b:02X}>" for b in range(256))]
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size + 259, special_tokens=specials, show_progress=False)
-    else:
-        tokenizer = Tokenizer(models.BPE())
-        tokenizer.pre_tokenizer = pre_tokenizer or pre_tokenizers.ByteLevel(add_prefix_space=False)
-        tokenizer.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(
-            vocab_size=vocab_size, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
-        )
-    if normalizer is not None:
-        tokenizer.normalizer = normalizer
-    tokenizer.train_from_iterator(story_texts(300, seed=7), trainer)
-    tokenizer.add_tokens(list(added))
-    path = folder / "tokenizer.json"
-    tokenizer.save(str(path))
-    return str(path)
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +81,7 @@ def test_tokenizers_path_gives_the_same_ids(small_bpe, name):
     ids=["byte_fallback", "added_tokens_inside_text", "prefix_space", "single_word_added_token"],
 )
 def test_fast_path_used_for_shapes_gigatoken_reproduces(tmp_path, shape):
-    path = _train(tmp_path, **shape)
+    path = train_shape(tmp_path, **shape)
     encoder = DocumentEncoder.from_tokenizer_json(path)
     assert encoder.check_fast_path(story_texts(10)).used
     texts = [*story_texts(30, seed=10), *TRICKY_TEXTS, "a<mytok>b <strip> c<strip>d \u00e9\u0301 ☃ \x00"]
@@ -154,7 +112,7 @@ def test_fast_path_used_for_shapes_gigatoken_reproduces(tmp_path, shape):
     ids=["nfkc", "lowercase", "digit_splitting", "o200k_classes"],
 )
 def test_fallback_when_gigatoken_fails_or_differs(tmp_path, shape, reason):
-    path = _train(tmp_path, **shape)
+    path = train_shape(tmp_path, **shape)
     encoder = DocumentEncoder.from_tokenizer_json(path)
     check = encoder.check_fast_path(story_texts(10))
     assert not check.used and reason in check.reason
@@ -172,7 +130,7 @@ def test_models_other_than_bpe_stay_on_tokenizers(tmp_path):
 
 
 def test_require_raises_when_the_fast_path_is_unavailable(tmp_path):
-    path = _train(tmp_path, normalizer=normalizers.NFKC())
+    path = train_shape(tmp_path, normalizer=normalizers.NFKC())
     encoder = DocumentEncoder.from_tokenizer_json(path, fast="require")
     with pytest.raises(TokenizerError, match=r"fast path required but unavailable: expected gigatoken ids identical to tokenizers, got fast path not proven for the normalizer NFKC"):
         encoder.check_fast_path([])
@@ -273,7 +231,7 @@ def test_fingerprint_depends_on_the_tokenizer_only(small_bpe):
 
 
 def _expected_arrays(tokenizer, texts):
-    ids, lengths = _expected(tokenizer, texts)
+    ids, lengths = definition_ids(tokenizer, texts)
     return np.asarray(ids), np.cumsum(lengths)[:-1]
 
 

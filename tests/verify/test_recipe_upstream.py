@@ -369,7 +369,7 @@ def modded_train_loader_serves(files: list[np.ndarray], scheduled: int, extensio
     """Whether train_gpt.py's train loader serves every call of the schedule, read document by document as its
     ``Shard.next_batch`` does (a window per BOS, cut at max_seq_len and at the micro-batch's end; a shard without
     enough BOS ahead is left for the next file) and ``distributed_data_generator`` (files in order, no second pass)."""
-    from itertools import accumulate, pairwise
+    from itertools import accumulate
 
     ends = [0, *[round(c * scheduled) for c in accumulate(d for d, _, _ in MODDED_TRAINING_STAGES[:-1])], scheduled + extension]
     stage_of = lambda step: MODDED_TRAINING_STAGES[next(k for k, end in enumerate(ends[1:]) if step < end)][1:]  # noqa: E731

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 from driver_reads import on_the_driver, recording_token_reads
 from release_edits import edit_json, refused, reseal
