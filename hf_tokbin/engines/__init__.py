@@ -33,17 +33,20 @@ def run_parts(engine: str, build_part, plan, indices: list[int], ray_address: st
 def run_tasks(engine: str, fn, plan, items: list, labels: list[str], ray_address: str | None = None, progress: bool = True, desc: str = "tasks") -> list:
     """``fn(plan, item)`` for every item on ``engine``; the results in order.
 
-    Locally a pool of threads runs them, one per core this process may use
-    (at least ``plan.num_proc``): the tasks copy and hash files, and the
-    kernel and hashlib work without the GIL, as the encoder's threads do
-    (``--num-proc`` counts worker processes). On Ray each is a task, retried
-    as a part is. ``labels`` name the items in messages.
+    Locally a pool of threads runs them. A build's (``plan.options``): one
+    per core this process may use, at least ``--num-proc``: the tasks copy
+    and hash files, and the kernel and hashlib work without the GIL, as the
+    encoder's threads do (a build's ``--num-proc`` counts worker processes).
+    Verify's (``plan.num_proc``): exactly ``--num-proc``, the files checked at
+    once as its help promises (a user may lower it to spare a shared disk or
+    memory). On Ray each is a task, retried as a part is. ``labels`` name the
+    items in messages.
     """
     if engine == "local":
         from .local import run_in_threads, usable_cores
 
-        num_proc = plan.options.num_proc if hasattr(plan, "options") else plan.num_proc
-        return run_in_threads(fn, plan, items, max(num_proc, usable_cores()), progress, desc)
+        threads = max(plan.options.num_proc, usable_cores()) if hasattr(plan, "options") else plan.num_proc
+        return run_in_threads(fn, plan, items, threads, progress, desc)
     from .ray import run_parts as run_on_ray
 
     return run_on_ray(fn, plan, items, address=ray_address, progress=progress, labels=labels, desc=desc, unit="file")

@@ -74,6 +74,8 @@ def utf8_buffer(texts):
         texts = texts.chunk(0)
     if not _is_text_type(texts.type) or texts.null_count:
         return None
+    if not len(texts):  # Arrow allows a length-0 array empty offsets: no offsets[0] to read
+        return np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.uint8)
     width = np.int64 if pa.types.is_large_string(texts.type) else np.int32
     offsets = np.frombuffer(texts.buffers()[1], dtype=width)[texts.offset : texts.offset + len(texts) + 1].astype(np.int64)
     first, last = int(offsets[0]), int(offsets[-1])

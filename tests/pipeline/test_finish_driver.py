@@ -96,3 +96,21 @@ def test_a_url_build_fetches_no_token_file_and_writes_the_local_card(corpus, tmp
     fs, root = url_to_fs(url)
     assert fs.cat_file(f"{root}/README.md") == (tmp_path / "local" / "README.md").read_bytes()
     assert fs.cat_file(f"{root}/preview/train.parquet") == (tmp_path / "local" / "preview/train.parquet").read_bytes()
+
+
+def test_a_builds_llmc_files_are_packed_on_every_usable_core(corpus, tmp_path, monkeypatch):
+    # A build's --num-proc counts encoding processes: its file tasks (packing llm.c files) take every core; verify's
+    # --num-proc is the files checked at once (tests/verify/test_verify_release.py).
+    from hf_tokbin.engines import local
+
+    pools, run_in_threads = [], local.run_in_threads
+
+    def recorded(fn, plan, items, num_threads, *args):
+        pools.append(num_threads)
+        return run_in_threads(fn, plan, items, num_threads, *args)
+
+    monkeypatch.setattr(local, "usable_cores", lambda: 3)
+    monkeypatch.setattr(local, "run_in_threads", recorded)
+    flags = ["--tokenizer", "byte", "--doc-sep", "3", "--format", "llmc", "--max-tokens-per-file", "2000", "--num-proc", "1", "--quiet"]
+    assert main(["build", "--corpus", str(corpus), "--out", str(tmp_path / "out"), *flags]) == 0
+    assert pools == [3]

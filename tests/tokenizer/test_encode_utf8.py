@@ -111,3 +111,13 @@ def test_utf8_buffer_views_the_array_without_copying():
     assert utf8_buffer(pa.array([b"a"], pa.binary())) is None
     offsets, data = utf8_buffer(pa.array(["", ""]))
     assert offsets.tolist() == [0, 0, 0] and data.size == 0
+
+
+def test_an_empty_array_without_offsets_is_an_empty_batch():
+    # Arrow lets a length-0 string array have empty offsets and data buffers (valid: from_buffers, the C data interface).
+    empty = pa.StringArray.from_buffers(0, pa.py_buffer(b""), pa.py_buffer(b""))
+    empty.validate(full=True)
+    offsets, data = utf8_buffer(empty)
+    assert offsets.tolist() == [0] and data.size == 0
+    flat, lengths = EncodeBatch(ByteEncoder(), 256).encode(empty)
+    assert flat.size == 0 and lengths.size == 0

@@ -402,3 +402,20 @@ def test_verify_num_proc_on_the_command_line(release, capsys):
 
     assert main(["verify", str(release), "--num-proc", "2"]) == 0
     assert "OK" in capsys.readouterr().out
+
+
+def test_verify_num_proc_is_the_number_of_files_checked_at_once(release, monkeypatch):
+    """``verify --num-proc N``: N files at once, as its help says, whatever the cores (a build's file tasks take every core)."""
+    from hf_tokbin.engines import local
+
+    pools = []
+    run_in_threads = local.run_in_threads
+
+    def recorded(fn, plan, items, num_threads, *args):
+        pools.append(num_threads)
+        return run_in_threads(fn, plan, items, num_threads, *args)
+
+    monkeypatch.setattr(local, "usable_cores", lambda: 8)  # a machine with more cores than asked for
+    monkeypatch.setattr(local, "run_in_threads", recorded)
+    assert verify_release(release, num_proc=1).splits == verify_release(release, num_proc=3).splits
+    assert pools and set(pools[: len(pools) // 2]) == {1} and set(pools[len(pools) // 2 :]) == {3}
