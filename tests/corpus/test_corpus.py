@@ -125,18 +125,22 @@ def test_a_write_failing_on_a_shards_thread_stops_the_run_and_leaves_nothing(tmp
     # Each shard is compressed and written on a thread of its own: its error must end the run, as on the caller's thread.
     train = write(tmp_path / "train.txt", "".join(f"story {i}\n<|endoftext|>\n" for i in range(300_000)))
     written, write_group = [], write_module._ShardOnThread._write_group
+    lock = threading.Lock()
 
-    def disk_full_at_the_fourth_row_group(self, group, split):
-        written.append(self.rel)
-        if len(written) == 4:
+    def disk_full_in_the_second_shard(self, group, split):
+        with lock:  # the shards' threads run at once: their calls interleave in any order
+            written.append(self.rel)
+            full = self.rel == "data/train-00001.parquet" and written.count(self.rel) == 2
+        if full:
             raise OSError(errno.ENOSPC, "No space left on device", str(self.root / self.rel))
         write_group(self, group, split)
 
-    monkeypatch.setattr(write_module._ShardOnThread, "_write_group", disk_full_at_the_fourth_row_group)
+    monkeypatch.setattr(write_module._ShardOnThread, "_write_group", disk_full_in_the_second_shard)
     with pytest.raises(OSError, match="No space left on device"):
         write_tinystories_corpus(train, None, tmp_path / "corpus", shard_rows=20_000)
-    assert written[:4] == ["data/train-00000.parquet", "data/train-00000.parquet", "data/train-00001.parquet", "data/train-00001.parquet"]
-    assert len(written) <= 4 + 2 * usable_cores()  # stopped at the next row group handed over (30 in the input)
+    assert written.count("data/train-00001.parquet") == 2
+    # Stopped at a hand-over after the failure, not after the whole input (30 row groups): how soon depends on the threads' order.
+    assert len(written) < 30
     assert not (tmp_path / "corpus").exists() and leftovers(tmp_path) == []
     assert not [t for t in threading.enumerate() if t.name.startswith("hf_tokbin-parquet")]  # no writer left behind
 
