@@ -554,9 +554,9 @@ class _ShardOnThread:
                 self._writer.close()
 
     def _submit(self, work) -> None:
-        self._slots.acquire()  # a failed write on any shard's thread stops the run here, not after the whole input
         while self._tasks and self._tasks[0].done():
             self._tasks.popleft().result()
+        self._slots.acquire()  # a failed write on any shard's thread stops the run here, not after the whole input
         task = self._thread.submit(work)
         task.add_done_callback(self._slots.release)
         self._tasks.append(task)
