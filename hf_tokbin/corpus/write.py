@@ -296,8 +296,8 @@ class CorpusWriter:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._shards is not None and exc[0] is not None:
-            self._shards.abort()  # no writer thread may still write into the folder removed next
+        if self._shards is not None:
+            self._shards.abort()  # after finish() a no-op; else no writer thread may still write into the folder removed next
         self._folder.__exit__(*exc)
 
     def _open(self, kept: Sequence[pa.Field] = ()) -> "_CorpusShards":
