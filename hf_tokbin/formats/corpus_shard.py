@@ -51,12 +51,19 @@ def text_lengths(texts):
     import pyarrow as pa
 
     chunks = texts.chunks if isinstance(texts, pa.ChunkedArray) else [texts]
-    parts = []
-    for chunk in chunks:
-        width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
-        offsets = np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset : chunk.offset + len(chunk) + 1]
-        parts.append(np.diff(offsets).astype(np.int64))
+    parts = [np.diff(_offsets(chunk)) for chunk in chunks]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _offsets(chunk):
+    """A string or large_string array's ``len + 1`` offsets as ``int64`` (into its data buffer, not from 0)."""
+    import numpy as np
+    import pyarrow as pa
+
+    if not len(chunk):  # Arrow allows a length-0 array with empty offsets: no offsets[0] to read
+        return np.zeros(1, dtype=np.int64)
+    width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+    return np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset : chunk.offset + len(chunk) + 1].astype(np.int64)
 
 
 def utf8_buffer(texts):
@@ -74,10 +81,7 @@ def utf8_buffer(texts):
         texts = texts.chunk(0)
     if not _is_text_type(texts.type) or texts.null_count:
         return None
-    if not len(texts):  # Arrow allows a length-0 array empty offsets: no offsets[0] to read
-        return np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.uint8)
-    width = np.int64 if pa.types.is_large_string(texts.type) else np.int32
-    offsets = np.frombuffer(texts.buffers()[1], dtype=width)[texts.offset : texts.offset + len(texts) + 1].astype(np.int64)
+    offsets = _offsets(texts)
     first, last = int(offsets[0]), int(offsets[-1])
     data = np.frombuffer(texts.buffers()[2], dtype=np.uint8)[first:last] if last > first else np.zeros(0, dtype=np.uint8)
     return offsets - first, data
