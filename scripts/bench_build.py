@@ -5,7 +5,9 @@ Every job starts from the same TinyStories-like text files and the same
 count):
 
 - **encoder limit**: gigatoken alone encoding the same stories (read before the
-  clock starts), one process, all threads, batches of 20,000: the floor;
+  clock starts), one process, all threads, batches of 20,000, with the
+  process settings of hf-tokbin's commands (``hf_tokbin.cli.reuse_freed_memory``):
+  the floor;
 - **seed 002, per character**: its story reader and pure-Python chunk-cache
   encoder (``scripts/seed002.py``, ``re`` with spelled-out character classes)
   in a ``multiprocessing.Pool`` of ``--num-proc`` processes;
@@ -158,7 +160,10 @@ def encoder_limit_job(tokenizer_json: str, out: str, texts: list[str]) -> None:
     import gigatoken
     from awkward import flatten, num, to_numpy
 
+    from hf_tokbin.cli import reuse_freed_memory
     from hf_tokbin.corpus.tinystories_text import read_stories
+
+    reuse_freed_memory()
 
     config = json.loads(Path(tokenizer_json).read_text())
     config["added_tokens"] = []  # as the build gives it (no story holds one)
@@ -290,7 +295,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def encoder_limit(tokenizer_json: str, out: Path, inputs: list[str]) -> tuple[float, tuple[str, int]]:
     """One run of the encoder alone in a fresh process: its seconds, and the digest of its ids."""
-    process = subprocess.run([sys.executable, __file__, "--limit-job", tokenizer_json, str(out), *inputs], capture_output=True, text=True, check=True)
+    # The process settings hf-tokbin's own commands run with (hf_tokbin.cli.reuse_freed_memory), so the limit is the
+    # encoder at its best here: the variables it sets are read as numpy and pyarrow load, before the job could set them.
+    settings = {"ARROW_DEFAULT_MEMORY_POOL": "system", "OPENBLAS_NUM_THREADS": "1"}
+    process = subprocess.run([sys.executable, __file__, "--limit-job", tokenizer_json, str(out), *inputs], capture_output=True, text=True, check=True, env={**settings, **os.environ})
     return float(process.stdout.split()[-1]), digest_flat(out)
 
 

@@ -1,0 +1,79 @@
+"""The command's process keeps freed memory for its next batch (``hf_tokbin.cli.reuse_freed_memory``, issue 23).
+
+glibc hands a freed large buffer back to the kernel and pyarrow's mimalloc
+purges its pages, so every batch faulted in and zeroed fresh pages: a quarter
+to a third of a build's CPU time on a 2-core VM. ``exit_main`` (the console
+script, ``python -m hf_tokbin``) sets the process up before numpy or pyarrow
+load; a setting the user made wins, and a library user's process is left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+# Runs exit_main with a command that reports the process's settings as JSON: the pool pyarrow allocates from,
+# OpenBLAS's threads, and whether a 64 MiB buffer came from the heap or from a mapping of its own.
+SCRIPT = """
+import ctypes, json, os, sys
+import hf_tokbin.cli as cli
+
+def report():
+    import pyarrow as pa
+    buffer = bytearray(64 << 20)
+    address = ctypes.addressof((ctypes.c_char * 1).from_buffer(buffer))
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            span, *rest = line.split()
+            low, high = (int(x, 16) for x in span.split("-"))
+            if low <= address < high:
+                region = rest[4] if len(rest) > 4 else "", high - low
+    print(json.dumps({
+        "pool": pa.default_memory_pool().backend_name,
+        "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
+        "region": region[0],
+        "region_bytes": region[1],
+    }))
+    return 0
+
+cli.main = report
+cli.exit_main()
+"""
+
+glibc = pytest.mark.skipif(not sys.platform.startswith("linux") or not os.confstr("CS_GNU_LIBC_VERSION"), reason="glibc's malloc only")
+
+
+def _settings(**env) -> dict:
+    environment = {k: v for k, v in os.environ.items() if k not in ("ARROW_DEFAULT_MEMORY_POOL", "OPENBLAS_NUM_THREADS", "GLIBC_TUNABLES")}
+    done = subprocess.run([sys.executable, "-c", SCRIPT], env={**environment, **env}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@glibc
+def test_the_command_allocates_from_a_heap_it_keeps():
+    settings = _settings()
+    assert settings["pool"] == "system"  # Arrow's buffers through glibc, kept like the others (not mimalloc's purged pages)
+    assert settings["openblas_threads"] == "1"
+    assert settings["region"] == "[heap]"  # without the setting, glibc maps a 64 MiB buffer on its own and unmaps it on free
+
+
+@glibc
+def test_what_the_user_set_wins():
+    settings = _settings(ARROW_DEFAULT_MEMORY_POOL="mimalloc", OPENBLAS_NUM_THREADS="2", GLIBC_TUNABLES="glibc.malloc.check=0")
+    assert settings["pool"] == "mimalloc"
+    assert settings["openblas_threads"] == "2"
+    assert settings["region"] != "[heap]"  # the user tuned glibc: its default, a mapping of its own, is left as it is
+    assert settings["region_bytes"] > 64 << 20
+
+
+def test_a_library_users_process_is_left_alone():
+    # Importing hf_tokbin (the API, or the CLI module) changes nothing: only exit_main does.
+    code = "import os, hf_tokbin, hf_tokbin.cli, hf_tokbin.api; print(os.environ.get('ARROW_DEFAULT_MEMORY_POOL'), os.environ.get('OPENBLAS_NUM_THREADS'))"
+    environment = {k: v for k, v in os.environ.items() if k not in ("ARROW_DEFAULT_MEMORY_POOL", "OPENBLAS_NUM_THREADS")}
+    done = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["None", "None"]
