@@ -20,7 +20,9 @@ count):
 It checks that every job produced the same ids for every story (the Megatron
 pairs, EOD stripped), then prints seconds, MB/s, each job's ratio to the
 encoder limit and seed 002's ratios to hf_tokbin, the peak memory of each
-job's process tree (PSS, sampled every 20 ms), the load average, and
+job's process tree (PSS, sampled every 100 ms: reading PSS walks the
+process's page tables, and sampling every 20 ms slowed a 2.2 GB build by
+5-15%), the load average, and
 hf_tokbin's stages side by side for both ``--num-proc``: the corpus command,
 the build's start-up (imports and planning, up to ``run_config.json``), its
 parts (fast-path proof, encoding, writing, up to the last receipt), its finish
@@ -114,6 +116,9 @@ def seed002_job(variant: str, tokenizer_json: str, out: str, num_proc: int, text
 # ---------------------------------------------------------------- measuring
 
 
+PSS_SAMPLE_SECONDS = 0.1
+
+
 def run_tree(commands: list[list[str]], env: dict | None = None) -> tuple[list[tuple[float, float]], list[tuple[float, int]]]:
     """Run commands one after the other: each one's (start, end) time, and (time, PSS bytes) samples of the process tree."""
     import psutil
@@ -130,7 +135,7 @@ def run_tree(commands: list[list[str]], env: dict | None = None) -> tuple[list[t
                 samples.append((time.time(), sum(p.memory_full_info().pss for p in tree if p.is_running())))
             except psutil.Error:
                 pass
-            time.sleep(0.02)
+            time.sleep(PSS_SAMPLE_SECONDS)
         stderr = process.stderr.read().decode()
         if process.returncode != 0:
             sys.exit(f"failed: {' '.join(command)}\n{stderr}")
