@@ -66,7 +66,6 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .._io import BackgroundSha256, fsync_dir, fsync_path, sha256_file, write_text_atomic
@@ -599,6 +598,8 @@ class _CorpusShards:
     def _write(self, split: str, rows: pa.Table) -> None:
         rows = self._without_empty(rows)
         if "source" in rows.column_names and rows.num_rows:
+            import pyarrow.compute as pc  # here, not at the top: it costs `corpus tinystories` 0.04 s to import
+
             counts = self.by_source.setdefault(split, {})
             for item in pc.value_counts(rows.column("source")).to_pylist():
                 counts[item["values"]] = counts.get(item["values"], 0) + item["counts"]
@@ -622,6 +623,8 @@ class _CorpusShards:
         for field in list(self.schema)[len(SCHEMA) :]:
             if rows.schema.field(field.name).type != field.type:
                 raise CorpusInputError(None, f"kept column {field.name!r} changes type between input files", expected=str(field.type), got=str(rows.schema.field(field.name).type))
+        import pyarrow.compute as pc
+
         data = rows.select(["text", *kept])
         is_validation = pc.equal(rows.column("split"), "validation")
         validation = pc.sum(is_validation).as_py() or 0
