@@ -158,11 +158,16 @@ def reuse_freed_memory() -> None:
             return
     except (ValueError, OSError, AttributeError):  # not glibc (musl, macOS, Windows)
         return
-    import ctypes
+    # Only speed is at stake: a Python without ctypes (built without libffi), an interpreter dlopen cannot open, a libc
+    # without mallopt run the command untuned.
+    try:
+        import ctypes
 
-    libc = ctypes.CDLL(None)
-    libc.mallopt(_M_MMAP_THRESHOLD, _HEAP_BYTES)
-    libc.mallopt(_M_TRIM_THRESHOLD, _HEAP_BYTES)
+        libc = ctypes.CDLL(None)
+        libc.mallopt(_M_MMAP_THRESHOLD, _HEAP_BYTES)
+        libc.mallopt(_M_TRIM_THRESHOLD, _HEAP_BYTES)
+    except (ImportError, OSError, AttributeError):
+        return
 
 
 def _is_terminal(stream) -> bool:

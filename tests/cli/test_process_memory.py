@@ -4,7 +4,8 @@ glibc hands a freed large buffer back to the kernel and pyarrow's mimalloc
 purges its pages, so every batch faulted in and zeroed fresh pages: a quarter
 to a third of a build's CPU time on a 2-core VM. ``exit_main`` (the console
 script, ``python -m hf_tokbin``) sets the process up before numpy or pyarrow
-load; a setting the user made wins, and a library user's process is left alone.
+load; a setting the user made wins, a library user's process is left alone, and
+a glibc it cannot reach through ctypes leaves the command to run untuned.
 """
 
 from __future__ import annotations
@@ -77,3 +78,49 @@ def test_a_library_users_process_is_left_alone():
     environment = {k: v for k, v in os.environ.items() if k not in ("ARROW_DEFAULT_MEMORY_POOL", "OPENBLAS_NUM_THREADS")}
     done = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.split() == ["None", "None"]
+
+
+def test_the_command_runs_where_python_has_no_ctypes():
+    # A Python built without libffi (a pyenv build on a machine without libffi-dev) has no ctypes: the command runs untuned.
+    code = "import sys; sys.modules['ctypes'] = None; import hf_tokbin.cli as cli; sys.argv = ['hf-tokbin', '--version']; cli.exit_main()"
+    environment = {k: v for k, v in os.environ.items() if k not in ("GLIBC_TUNABLES", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_")}
+    done = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith("hf-tokbin ")
+
+
+class _NoMallopt:
+    def __getattr__(self, name):
+        raise AttributeError(name)  # as ctypes reports a symbol the library does not export
+
+
+def _no_ctypes(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ctypes", None)
+
+
+def _no_dlopen(monkeypatch):
+    import ctypes
+
+    def refuse(name, *args, **kwargs):
+        raise OSError(f"{name}: cannot dlopen in a static interpreter")
+
+    monkeypatch.setattr(ctypes, "CDLL", refuse)
+
+
+def _no_mallopt(monkeypatch):
+    import ctypes
+
+    monkeypatch.setattr(ctypes, "CDLL", lambda name, *args, **kwargs: _NoMallopt())
+
+
+@pytest.mark.parametrize("break_ctypes", [_no_ctypes, _no_dlopen, _no_mallopt], ids=["no ctypes", "no dlopen", "no mallopt"])
+def test_a_failure_to_tune_glibc_is_silent(monkeypatch, break_ctypes):
+    # The tuning only saves time: a glibc it cannot reach leaves the command to run as it would have.
+    import hf_tokbin.cli as cli
+
+    for name in ("ARROW_DEFAULT_MEMORY_POOL", "OPENBLAS_NUM_THREADS", "GLIBC_TUNABLES", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_"):
+        monkeypatch.delenv(name, raising=False)  # also restores the two variables the call sets
+    monkeypatch.setattr(os, "confstr", lambda name: "glibc 2.36", raising=False)  # glibc, on any platform
+    break_ctypes(monkeypatch)
+    cli.reuse_freed_memory()
+    assert os.environ["ARROW_DEFAULT_MEMORY_POOL"] == "system"  # the variables are still set: they need no ctypes
