@@ -18,7 +18,8 @@ import sys
 import pytest
 
 # Runs exit_main with a command that reports the process's settings as JSON: the pool pyarrow allocates from,
-# OpenBLAS's threads, and whether a 64 MiB buffer came from the heap or from a mapping of its own.
+# OpenBLAS's threads, whether a 64 MiB buffer came from the heap or from a mapping of its own, and the heap's size once
+# the buffer is freed.
 SCRIPT = """
 import ctypes, json, os, sys
 import hf_tokbin.cli as cli
@@ -33,11 +34,15 @@ def report():
             low, high = (int(x, 16) for x in span.split("-"))
             if low <= address < high:
                 region = rest[4] if len(rest) > 4 else "", high - low
+    del buffer
+    with open("/proc/self/maps") as maps:
+        heap = sum(int(high, 16) - int(low, 16) for line in maps if line.rstrip().endswith("[heap]") for low, high in [line.split()[0].split("-")])
     print(json.dumps({
         "pool": pa.default_memory_pool().backend_name,
         "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
         "region": region[0],
         "region_bytes": region[1],
+        "heap_bytes_after_free": heap,
     }))
     return 0
 
@@ -72,6 +77,7 @@ def test_the_command_allocates_from_a_heap_it_keeps():
     assert settings["pool"] == "system"  # Arrow's buffers through glibc, kept like the others (not mimalloc's purged pages)
     assert settings["openblas_threads"] == "1"
     assert settings["region"] == "[heap]"  # without the setting, glibc maps a 64 MiB buffer on its own and unmaps it on free
+    assert settings["heap_bytes_after_free"] >= 64 << 20  # kept for the next batch (glibc's own trim threshold is 128 KiB)
 
 
 @glibc
