@@ -18,6 +18,8 @@ def run_parts(engine: str, build_part, plan, indices: list[int], ray_address: st
     """``build_part(plan, i, progress)`` for every input shard ``i`` on ``engine``; the results in order.
 
     ``build_part`` is :func:`hf_tokbin.pipeline.build_part` (a module-level function: Ray workers import it by name).
+    Locally it is also given ``close_on``, where it may hand its closing while the next part is encoded
+    (:func:`hf_tokbin.engines.local.run_parts_locally`).
     """
     if engine == "local":
         from .local import run_parts_locally

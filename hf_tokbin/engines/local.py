@@ -184,11 +184,46 @@ atexit.register(close_shared_pool)  # a pool opened outside run_parts_locally (b
 
 
 def run_parts_locally(fn: Callable[..., Any], plan: Any, indices: list[int], progress: bool = True) -> list:
-    """``fn(plan, i, progress)`` for every ``i``, in order, with a bar over the parts; one worker pool serves them all."""
+    """``fn(plan, i, progress, close_on=...)`` for every ``i``, in order, with a bar over the parts; one worker pool serves them all.
+
+    A part may hand its closing (fsync, digests, its receipt: mostly waiting
+    on the disk) to ``close_on`` (:class:`ClosingInTurn`) and return that
+    closing's future: the next part is encoded meanwhile. Every closing has
+    ended (done, or failed and cleaned up) before this returns or raises.
+    """
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     try:
-        return [fn(plan, i, progress) for i in progress_bar(indices, desc="parts", unit="part", disable=not progress or len(indices) < 2)]
+        with ThreadPoolExecutor(1, thread_name_prefix="hf_tokbin-close") as executor:
+            closing = ClosingInTurn(executor)
+            results = [fn(plan, i, progress, close_on=closing) for i in progress_bar(indices, desc="parts", unit="part", disable=not progress or len(indices) < 2)]
+            return [r.result() if isinstance(r, Future) else r for r in results]
     finally:
         close_shared_pool()
+
+
+class ClosingInTurn:
+    """Parts' closings on one thread, each started once the one before it has succeeded.
+
+    ``closing(close, abort)`` waits for the previous part's closing (it ran
+    while this part was encoded) and starts this one's; if the previous one
+    failed, this part is aborted (its files removed) and that error raised:
+    no part is finished after the first one that failed, as without the thread.
+    """
+
+    def __init__(self, executor):
+        self._executor = executor
+        self._running = None
+
+    def __call__(self, close: Callable[[], Any], abort: Callable[[], None]):
+        try:
+            if self._running is not None:
+                self._running.result()
+        except BaseException:
+            abort()
+            raise
+        self._running = self._executor.submit(close)
+        return self._running
 
 
 def usable_cores() -> int:

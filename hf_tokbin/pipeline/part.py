@@ -47,10 +47,15 @@ __all__ = ["build_part", "finished_receipt", "segment_record", "segment_stem", "
 BLOCK_ENDS_KEY = "block_ends"  # the segment record's key, with a shuffle seed
 
 
-def build_part(plan: BuildPlan, index: int, progress: bool = True) -> tuple[Receipt, bool]:
+def build_part(plan: BuildPlan, index: int, progress: bool = True, close_on=None):
     """Encode input shard ``index`` and write its outputs and receipt; skip it if already done.
 
     Returns the receipt and whether the part was built (False: skipped).
+    ``close_on``: where the part's closing (each file fsynced and hashed, the
+    ``.idx`` written, the receipt published) is handed to, so the next part is
+    encoded meanwhile (the local engine's
+    :class:`~hf_tokbin.engines.local.ClosingInTurn`); the part then returns
+    that closing's future, which gives the same tuple.
     """
     part = part_name(index)
     done = finished_receipt(plan, index)
@@ -61,61 +66,98 @@ def build_part(plan: BuildPlan, index: int, progress: bool = True) -> tuple[Rece
     shard = plan.corpus.shards[index]
     # The shard's bytes, wherever they are (a corpus folder, or a Hub file fetched for this part only).
     with plan.shard_source.local_path(shard, plan.output.work / WORK_DIR / "shards" / part) as shard_path:
-        return _build_part_from(plan, index, shard_path, progress)
+        written = _write_part(plan, index, shard_path, progress)
+    return written.close() if close_on is None else close_on(written.close, written.abort)
 
 
-def _build_part_from(plan: BuildPlan, index: int, shard_path: Path, progress: bool) -> tuple[Receipt, bool]:
+@dataclass
+class _WrittenPart:
+    """A part whose documents are all written and counted; :meth:`close` finishes it (its files, then its receipt)."""
+
+    plan: BuildPlan
+    index: int
+    writers: dict
+    counter: SourceCounter | None
+    documents: int
+    text_tokens: int
+    text_bytes: int
+
+    def close(self) -> tuple[Receipt, bool]:
+        plan, writers = self.plan, self.writers
+        try:
+            closed = {name: writer.close() for name, writer in writers.items()}
+        except BaseException:
+            self.abort()
+            raise
+        _check_conserved_on_disk(writers, closed, self.text_tokens, self.documents)
+        split, part = plan.corpus.shards[self.index].split, part_name(self.index)
+        files = _pair_entries(split, part, closed["megatron"], self.documents) if "megatron" in closed else []
+        staging = _record_segment(plan, part, closed["llmc"], self.documents) if "llmc" in closed else []
+        counter = self.counter
+        sources = {name: {split: _receipt_counts(plan, *counts)} for name, counts in counter.totals().items()} if counter is not None else None
+        shard = plan.corpus.shards[self.index]
+        receipt = Receipt(
+            part=part,
+            input_shard=FileEntry(shard.path, shard.size, shard.sha256),
+            splits={split: _receipt_counts(plan, self.documents, self.text_tokens, self.text_bytes)},
+            files=tuple(files),
+            sources=sources,  # checked to add up to the split's counts as the receipt is made
+        )
+        receipt.write(plan.output.work)
+        _publish_part(plan.output, receipt, staging)
+        return receipt, True
+
+    def abort(self) -> None:
+        """Remove the part's files (its closing failed, or the part before it failed to close)."""
+        _abort_writers(self.writers)
+
+
+def _write_part(plan: BuildPlan, index: int, shard_path: Path, progress: bool) -> _WrittenPart:
+    """Check the shard, encode it and write every document; on any failure the part's files are removed."""
     part = part_name(index)
     shard = plan.corpus.shards[index]
     check_shard_file(shard, shard_path)
-    work = plan.output.work
-    split = shard.split
-    writers = _open_writers(plan, work, split, part)
+    writers = _open_writers(plan, plan.output.work, shard.split, part)
     counter = SourceCounter(plan.shard_source.location(shard)) if plan.source_column is not None else None
     try:
         documents, text_tokens, text_bytes = _write_documents(plan, index, shard_path, progress, writers, counter)
         # Before close() renames anything: a part that lost documents leaves no file under a final name.
         if documents != shard.rows:
             raise BuildError(shard_path, "documents out must equal rows in (nothing lost)", expected=shard.rows, got=documents)
-        closed = {name: writer.close() for name, writer in writers.items()}
     except BaseException:
-        for writer in writers.values():
-            writer.abort()
+        _abort_writers(writers)
         raise
-    _check_conserved_on_disk(writers, closed, text_tokens, documents)
-    files = []
-    if "megatron" in plan.options.formats:
-        pair = closed["megatron"]
-        if documents == 0:  # a split with no documents has no pair
-            pair.bin_path.unlink()
-            pair.idx_path.unlink()
-        else:
-            files = [
-                FileEntry(pair_path(split, part, "bin"), pair.bin_size, pair.bin_sha256),
-                FileEntry(pair_path(split, part, "idx"), pair.idx_size, pair.idx_sha256),
-            ]
-    staging = []
-    if "llmc" in plan.options.formats:
-        segment = closed["llmc"]
-        written = {TOKENS_SUFFIX: (segment.tokens_size, segment.tokens_sha256), ENDS_SUFFIX: (segment.ends_size, segment.ends_sha256)}
-        staging = [FileEntry(staging_rel(part, suffix), *written[suffix]) for suffix in segment_suffixes(plan)]
-        # The segment's digests, so a resumed build (here or at a URL) checks the segment as it checks the receipt's files;
-        # with a seed, where its blocks end, so the finish interleaves them without reading any .ends (formats/llmc_order.py).
-        record = {"files": [e.to_dict() for e in staging]}
-        if plan.options.shuffle_seed is not None:
-            record[BLOCK_ENDS_KEY] = block_token_ends(segment.ends_path, documents, interleaved=True)
-        write_text_atomic(work / staging_rel(part, "json"), canonical_json(record))
-    sources = {name: {split: _receipt_counts(plan, *counts)} for name, counts in counter.totals().items()} if counter is not None else None
-    receipt = Receipt(
-        part=part,
-        input_shard=FileEntry(shard.path, shard.size, shard.sha256),
-        splits={split: _receipt_counts(plan, documents, text_tokens, text_bytes)},
-        files=tuple(files),
-        sources=sources,  # checked to add up to the split's counts as the receipt is made
-    )
-    receipt.write(work)
-    _publish_part(plan.output, receipt, staging)
-    return receipt, True
+    return _WrittenPart(plan, index, writers, counter, documents, text_tokens, text_bytes)
+
+
+def _abort_writers(writers: dict) -> None:
+    for writer in writers.values():
+        writer.abort()
+
+
+def _pair_entries(split: str, part: str, pair: megatron.PairFiles, documents: int) -> list[FileEntry]:
+    """The receipt's entries of the part's Megatron pair (a split with no documents has no pair: its files are removed)."""
+    if documents == 0:
+        pair.bin_path.unlink()
+        pair.idx_path.unlink()
+        return []
+    return [
+        FileEntry(pair_path(split, part, "bin"), pair.bin_size, pair.bin_sha256),
+        FileEntry(pair_path(split, part, "idx"), pair.idx_size, pair.idx_sha256),
+    ]
+
+
+def _record_segment(plan: BuildPlan, part: str, segment: SegmentFiles, documents: int) -> list[FileEntry]:
+    """The llm.c segment's entries, recorded in its ``.json`` beside it; returned for publishing."""
+    written = {TOKENS_SUFFIX: (segment.tokens_size, segment.tokens_sha256), ENDS_SUFFIX: (segment.ends_size, segment.ends_sha256)}
+    staging = [FileEntry(staging_rel(part, suffix), *written[suffix]) for suffix in segment_suffixes(plan)]
+    # The segment's digests, so a resumed build (here or at a URL) checks the segment as it checks the receipt's files;
+    # with a seed, where its blocks end, so the finish interleaves them without reading any .ends (formats/llmc_order.py).
+    record = {"files": [e.to_dict() for e in staging]}
+    if plan.options.shuffle_seed is not None:
+        record[BLOCK_ENDS_KEY] = block_token_ends(segment.ends_path, documents, interleaved=True)
+    write_text_atomic(plan.output.work / staging_rel(part, "json"), canonical_json(record))
+    return staging
 
 
 def _receipt_counts(plan: BuildPlan, documents: int, text_tokens: int, text_bytes: int) -> SplitCounts:
