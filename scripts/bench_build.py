@@ -168,7 +168,8 @@ def encoder_limit_job(tokenizer_json: str, out: str, texts: list[str]) -> None:
     from hf_tokbin.cli import reuse_freed_memory
     from hf_tokbin.corpus.tinystories_text import read_stories
 
-    reuse_freed_memory()
+    if not os.environ.get("HF_TOKBIN_BENCH_PLAIN_LIMIT"):
+        reuse_freed_memory()
 
     config = json.loads(Path(tokenizer_json).read_text())
     config["added_tokens"] = []  # as the build gives it (no story holds one)
@@ -262,6 +263,9 @@ def main(argv: list[str] | None = None) -> int:
     limit, reference = encoder_limit(tokenizer_json, limit_out, inputs)
     n_tokens = reference[1]
     print(f"encoder limit (gigatoken alone, batches of {LIMIT_BATCH:,}): {limit:.2f} s ({load()})", flush=True)
+    plain, plain_ids = encoder_limit(tokenizer_json, limit_out, inputs, tuned=False)
+    _same_ids(plain_ids, reference, "the plain encoder limit")
+    print(f"the same without hf-tokbin's process settings (glibc's and mimalloc's defaults): {plain:.2f} s ({load()})", flush=True)
 
     results: dict[str, tuple[float, int]] = {}
     baselines = ["regex"] if args.skip_seed002_per_char else ["per-char", "regex"]
@@ -302,11 +306,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def encoder_limit(tokenizer_json: str, out: Path, inputs: list[str]) -> tuple[float, tuple[str, int]]:
-    """One run of the encoder alone in a fresh process: its seconds, and the digest of its ids."""
-    # The process settings hf-tokbin's own commands run with (hf_tokbin.cli.reuse_freed_memory), so the limit is the
-    # encoder at its best here: the variables it sets are read as numpy and pyarrow load, before the job could set them.
-    settings = {"ARROW_DEFAULT_MEMORY_POOL": "system", "OPENBLAS_NUM_THREADS": "1"}
+def encoder_limit(tokenizer_json: str, out: Path, inputs: list[str], tuned: bool = True) -> tuple[float, tuple[str, int]]:
+    """One run of the encoder alone in a fresh process: its seconds, and the digest of its ids.
+
+    ``tuned``: with the process settings hf-tokbin's own commands run with (hf_tokbin.cli.reuse_freed_memory), so the
+    limit is the encoder at its best here; else as a plain ``python`` process runs it (printed once, for reference).
+    """
+    # The variables are read as numpy and pyarrow load, before the job could set them; the job itself calls mallopt.
+    settings = {"ARROW_DEFAULT_MEMORY_POOL": "system", "OPENBLAS_NUM_THREADS": "1"} if tuned else {"HF_TOKBIN_BENCH_PLAIN_LIMIT": "1"}
     process = subprocess.run([sys.executable, __file__, "--limit-job", tokenizer_json, str(out), *inputs], capture_output=True, text=True, check=True, env={**settings, **os.environ})
     return float(process.stdout.split()[-1]), digest_flat(out)
 
