@@ -126,10 +126,13 @@ def build_release(
         tokenizer = resolve_tokenizer(os.fspath(tokenizer), tokenizer_id, doc_sep=doc_sep, bos=bos)
     import_options = dict(text_column=text_column, split=split, split_map=split_map, val_per_mille=val_per_mille, shard_rows=shard_rows, shard_bytes=shard_bytes, source_column=options.source_column)
     with corpus_for_build(source, out, progress=progress, name=name, hub_choice=(revision, config, splits), import_options=import_options, check_ids=check_ids) as (found, origin, given):
-        plan = plan_build(found.root, tokenizer, out, options, corpus_source=found.source, corpus_revision=found.revision, shards=found.shards, given_ids=given)
+        plan = plan_build(found.root, tokenizer, out, options_for_corpus(options, origin), corpus_source=found.source, corpus_revision=found.revision, shards=found.shards, given_ids=given)
         summary = build(plan, engine=engine, progress=progress)
         corpus = plan.corpus
         return ReleaseSummary(summary, corpus.name, origin, found.revision, corpus.split_rule, corpus.empty_documents_dropped, plan.corpus_subset)
+
+
+IMPORTED_FILES, IMPORTED_DATASET = "files", "in-memory dataset"  # where a corpus written by corpus_for_build came from
 
 
 @contextlib.contextmanager
@@ -166,12 +169,24 @@ def _corpus_source(source, scratch: Path, progress: bool, hub_choice: tuple, imp
         return found, found.source
     if _is_dataset(source):
         import_dataset(source, scratch, name=scratch.name, progress=progress, _given_ids_to=given and given.folder, **import_options)
-        return resolve_corpus_source(os.fspath(scratch)), "in-memory dataset"
+        return resolve_corpus_source(os.fspath(scratch)), IMPORTED_DATASET
     from .corpus.write import import_corpus
 
     paths = [source] if isinstance(source, (str, os.PathLike)) else list(source)
     import_corpus(paths, scratch, name=scratch.name, progress=progress, **import_options)
-    return resolve_corpus_source(os.fspath(scratch)), "files"
+    return resolve_corpus_source(os.fspath(scratch)), IMPORTED_FILES
+
+
+def options_for_corpus(options, origin: str):
+    """The build's options for the corpus :func:`corpus_for_build` gave (``origin``): a source column the import here
+    counted is that corpus's own ``source`` column now (another name at the build is refused by ``plan_build``)."""
+    import dataclasses
+
+    from .formats.corpus_shard import SOURCE_COLUMN
+
+    if origin in (IMPORTED_FILES, IMPORTED_DATASET) and options.source_column is not None:
+        return dataclasses.replace(options, source_column=SOURCE_COLUMN)
+    return options
 
 
 def _loaded_if_saved_with_ids(source):

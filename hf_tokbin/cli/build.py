@@ -101,7 +101,7 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
-    from ..api import corpus_for_build
+    from ..api import corpus_for_build, options_for_corpus
     from ..pipeline import plan_build
     from ..tokenizer.resolve import resolve_tokenizer, token_or_id
 
@@ -115,8 +115,8 @@ def _run(args) -> int:
         bos=token_or_id(args.bos),
     )
     hub_choice = (args.corpus_revision, args.corpus_config, args.corpus_split)
-    with corpus_for_build(args.corpus, args.out, progress=show_progress(args.quiet), hub_choice=hub_choice, import_options={"source_column": options.source_column}, check_ids=args.check_ids, plan_only=args.dry_run) as (corpus, _, given):
-        plan = plan_build(corpus.root, tokenizer, args.out, options, corpus_source=corpus.source, corpus_revision=corpus.revision, shards=corpus.shards, given_ids=given)
+    with corpus_for_build(args.corpus, args.out, progress=show_progress(args.quiet), hub_choice=hub_choice, import_options={"source_column": options.source_column}, check_ids=args.check_ids, plan_only=args.dry_run) as (corpus, origin, given):
+        plan = plan_build(corpus.root, tokenizer, args.out, options_for_corpus(options, origin), corpus_source=corpus.source, corpus_revision=corpus.revision, shards=corpus.shards, given_ids=given)
         return _report_and_build(args, plan)
 
 

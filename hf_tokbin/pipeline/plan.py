@@ -215,8 +215,8 @@ def plan_build(
     manifest = CorpusManifest.read(corpus_root)
     shards.check(manifest)
     _check_fits_the_hub(manifest, options.formats, out)
-    if options.source_column is not None and not manifest.documents_by_source:
-        _check_source_column(shards, manifest, options.source_column)
+    if options.source_column is not None:
+        _check_source_column(shards, manifest, options.source_column, corpus_root / CORPUS_MANIFEST_NAME)
     plan = BuildPlan(
         # Absolute: Ray workers run in other folders. Never written to reproducible files.
         corpus_root=os.fspath(corpus_root.resolve()),
@@ -237,11 +237,16 @@ def plan_build(
     return plan
 
 
-def _check_source_column(shards, manifest: CorpusManifest, column: str) -> None:
-    """The shards' own source column (``--source-column`` on a corpus that counted none) is in the first shard's
-    footer: a mistyped name stops the build before its output is written (each part checks its own shard)."""
+def _check_source_column(shards, manifest: CorpusManifest, column: str, manifest_path: Path) -> None:
+    """``--source-column``: on a corpus that counted no sources, the shards' own column, in the first shard's footer
+    (a mistyped name stops the build before its output is written; each part checks its own shard). A corpus folder
+    that counts its sources already is counted by its own column: naming another is refused, never ignored."""
     import pyarrow.parquet as pq
 
+    if manifest.documents_by_source:
+        if column != SOURCE_COLUMN:
+            raise BuildError(manifest_path, "--source-column: this corpus folder counts its documents by source already", expected=f"no --source-column, or its own column {SOURCE_COLUMN!r}", got=column, hint="corpus import --source-column counted them; the build reads its 'source' column")
+        return
     first = next((s for s in manifest.shards if s.rows), None)
     if first is None:
         return

@@ -185,3 +185,20 @@ def test_a_source_column_the_shards_lack_is_refused_before_the_output_is_touched
     assert "missing source column 'scr'" in capsys.readouterr().err
     assert not out.exists()
     assert main(["build", "--corpus", str(corpus), "--source-column", "src", "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet"]) == 0
+
+
+def test_a_source_column_flag_on_a_corpus_folder_that_counts_its_sources_is_refused_not_ignored(tmp_path, capsys):
+    # The folder counts its "source" column (corpus import --source-column); another column named at the build
+    # would be silently ignored, and stats.json would not be what the user asked for.
+    jsonl = write_jsonl(tmp_path / "rows.jsonl", ROWS)
+    corpus, out = tmp_path / "corpus", tmp_path / "release"
+    assert main(["corpus", "import", str(jsonl), "--out", str(corpus), "--source-column", "src"]) == 0
+    capsys.readouterr()
+    code = main(["build", "--corpus", str(corpus), "--source-column", "src", "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 1 and len(err.strip().splitlines()) == 1
+    assert "--source-column" in err and "_MANIFEST.json" in err and "counts its documents by source" in err
+    assert not out.exists()
+    # Naming the folder's own column is what the build does anyway: accepted.
+    assert main(["build", "--corpus", str(corpus), "--source-column", "source", "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet"]) == 0
+    assert stats_of(out)["sources"] == counts_by_source(ROWS, None)
