@@ -31,6 +31,8 @@ PREVIEW_DIR = "preview/"
 # --llmc-layout llama3 writes llm.c's own Llama 3 data by default (issue 22): <|begin_of_text|> (128000) before each
 # document and no 128001 in its llm.c files and manifest (doc_sep_id 128000); its Megatron pairs and receipts keep their bytes.
 CHANGED_BY_LLAMA3_BEGIN_OF_TEXT = {"llama3-upstream": {f"tokens/llama3/tinystories/{name}" for name in ("_MANIFEST.json", "train-00000.bin", "val-00000.bin")}}
+# run-config-v2.json was re-recorded when the card's llm.c example lines came to quote their globs (shell-quoted,
+# the folder's glob characters escaped, as hf-tokbin recipe prints them): README.md and COMPLETE.json only.
 
 
 def _differences(recorded: dict, now: dict, allowed=lambda tree, path: False) -> list[str]:

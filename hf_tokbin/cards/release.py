@@ -53,6 +53,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -298,9 +299,21 @@ def _trainers(formats: list[str]) -> str:
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
+    # A cell's own "|" (a corpus name may hold one) is escaped, code spans included (GitHub Flavored Markdown's rule).
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def code_span(text: str) -> str:
+    """``text`` as a Markdown code span that renders as exactly ``text``, whatever backticks it holds (a corpus name may).
+
+    CommonMark: fenced by one backtick more than the longest run inside, padded with a space where it starts or ends
+    with one (the renderer strips one space from each end).
+    """
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _files_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, llmc.TokensManifest]], formats: list[str], llmc_layout: str | None = None) -> str:
@@ -318,7 +331,7 @@ def _files_section(root: Path, receipts: list[Receipt], manifests: list[tuple[st
         for folder, manifest in manifests:
             files = manifest.files
             size = sum(_llmc_file_size(root / folder, f, manifest, llmc_layout) for f in files)
-            rows.append([f"`{folder}/{{train,val}}-NNNNN.bin`", "llm.c token files, with their `_MANIFEST.json`", f"{len(files):,}", f"{size:,}"])
+            rows.append([code_span(f"{folder}/{{train,val}}-NNNNN.bin"), "llm.c token files, with their `_MANIFEST.json`", f"{len(files):,}", f"{size:,}"])
     rows += preview_rows(root)
     rows += [
         ["`run_config.json`", "pinned inputs, tokenizer and split rule", "1", ""],
@@ -404,7 +417,7 @@ def _llmc_counts(manifests: list[tuple[str, llmc.TokensManifest]], formats: list
             documents, tokens = sum(f.n_docs for f in files), sum(f.n_tokens for f in files)
             rows.append([f"`{split}`", f"{len(files):,}", f"{documents:,}", f"{tokens:,}"])
         text += (
-            f"\n\nThe llm.c files (`{folder}/`), as their `_MANIFEST.json` lists them: the tokens are every id the files hold, "
+            f"\n\nThe llm.c files ({code_span(folder + '/')}), as their `_MANIFEST.json` lists them: the tokens are every id the files hold, "
             "separators and BOS included, so they differ from the text tokens above by those per document.\n\n"
             + _table(["split", "files", "documents", "tokens"], rows)
         )
@@ -527,7 +540,7 @@ def _llmc_documents(separator, layout: _Layout) -> str:
 def _llmc_format(root: Path, folder: str, manifest: llmc.TokensManifest, llmc_layout, documents: str) -> str:
     if llmc_layout == "llama3":
         return (
-            f"**llm.c token files** (`{folder}/`) use upstream llm.c's Llama 3 layout (`--llmc-layout llama3`): "
+            f"**llm.c token files** ({code_span(folder + '/')}) use upstream llm.c's Llama 3 layout (`--llmc-layout llama3`): "
             "a 1024-byte header of 256 little-endian int32 (magic 20240801, version 7, token count, zeros), "
             f"then uint32 ids, as `train_llama3.py` reads them. {documents}"
         )
@@ -540,7 +553,7 @@ def _llmc_format(root: Path, folder: str, manifest: llmc.TokensManifest, llmc_la
         header = llmc.read_header(first)
         version = f" Here: version {header.version} ({header.dtype.name} ids)."
     return (
-        f"**llm.c token files** (`{folder}/`): a 1024-byte header of 256 little-endian int32 "
+        f"**llm.c token files** ({code_span(folder + '/')}): a 1024-byte header of 256 little-endian int32 "
         f"(magic 20240520, version, token count, vocabulary size, zeros), then the ids; version 1 "
         f"holds uint16 ids, version 2 uint32 ids.{version} {documents}"
     )
@@ -570,14 +583,13 @@ def _reading_section(root: Path, receipts: list[Receipt], manifests: list[tuple[
         ]
     if LLMC in formats:
         for folder, _ in manifests:
+            # Pasted into a shell: each glob quoted, the folder's own glob characters escaped, as hf-tokbin recipe prints them.
+            train, val = (shlex.quote(llmc.split_glob(folder, split)) for split in ("train", "val"))
             if llmc_layout == "llama3":
-                parts.append(
-                    f"**llm.c** `train_llama3.py` reads these files unchanged, e.g. "
-                    f"`--input_bin \"{folder}/train-*.bin\" --input_val_bin \"{folder}/val-*.bin\"`."
-                )
+                parts.append(f"**llm.c** `train_llama3.py` reads these files unchanged, e.g. {code_span(f'--input_bin {train} --input_val_bin {val}')}.")
                 continue
             parts.append(
-                f"**llm.c** reads version-1 files unchanged, e.g. `./train_gpt2cu -i \"{folder}/train-*.bin\" -j \"{folder}/val-*.bin\"`; "
+                f"**llm.c** reads version-1 files unchanged, e.g. {code_span(f'./train_gpt2cu -i {train} -j {val}')}; "
                 "version-2 (uint32) files are read by `hf_tokbin.formats.llmc.open_tokens` or any reader that follows the header."
             )
     return "\n\n".join(parts + _recipes(root, formats, llmc_layout))

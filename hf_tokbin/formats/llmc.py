@@ -155,6 +155,14 @@ def file_name(split: str, index: int) -> str:
     return f"{split}-{index:05d}.bin"
 
 
+def split_glob(folder: str | os.PathLike, split: str) -> str:
+    """The glob of a split's files in ``folder`` (:func:`file_name`'s), the folder's own glob characters escaped: a
+    folder named ``a[1]`` is matched as itself, never as ``a1``. Quote it (:func:`shlex.quote`) for a shell."""
+    import glob
+
+    return os.path.join(glob.escape(os.fspath(folder)), f"{split}-*.bin")
+
+
 def encode_header(n_tokens: int, vocab_size: int, layout: Layout | int) -> bytes:
     """The 1,024-byte header; ``layout`` may be a version number of the GPT-2 family."""
     if isinstance(layout, int):

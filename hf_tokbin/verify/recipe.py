@@ -202,9 +202,7 @@ def _llmc_globs(root: Path, findings: list[Finding], check_glob: bool = True) ->
             continue
         folder = files[0].parent
         # A lone file is its own pattern; a split is every ``<split>-*.bin`` of the folder (the writer's names).
-        pattern = (
-            glob.escape(str(files[0])) if split is None else os.path.join(glob.escape(str(folder)), f"{split}-*.bin")
-        )
+        pattern = glob.escape(str(files[0])) if split is None else llmc.split_glob(folder, split)
         selected = sorted(glob.glob(pattern)) if check_glob else [str(f) for f in files]
         if selected != [str(f) for f in files]:
             extra = sorted(set(selected) - {str(f) for f in files})

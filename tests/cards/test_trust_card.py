@@ -107,3 +107,33 @@ def test_a_dataset_name_holding_a_newline_is_refused_as_no_folder_name(copy):
     # Refused as it is read: no string of a record holds a control character (issue 21.1).
     with pytest.raises(VerificationError, match="run_config.json: dataset: a record's strings hold no control characters"):
         render_release_card(copy)
+
+
+def test_a_corpus_name_with_shell_glob_and_markdown_characters_gives_card_commands_that_run_nothing(tmp_path):
+    # The card's llm.c lines are pasted into a shell: a name holding $(...), a backtick, glob brackets or a table's
+    # pipe must reach the trainer as the folder's own name, run nothing, and render as the same text on the Hub.
+    import glob
+    import html
+    import shlex
+
+    from markdown_it import MarkdownIt
+    from release_fixtures import stories, write_corpus
+
+    from hf_tokbin.pipeline import build, plan_build
+    from hf_tokbin.tokenizer import resolve_tokenizer
+
+    name = "a[1]$(touch x)`y`|z"
+    corpus = write_corpus(tmp_path / "corpus", [("train", stories(5, seed=1)), ("validation", stories(3, seed=2))], name=name)
+    out = tmp_path / "release"
+    build(plan_build(corpus, resolve_tokenizer("byte", doc_sep_id=0), out), progress=False)
+    folder = out / "tokens" / "byte" / name
+    rendered = html.unescape(MarkdownIt("commonmark").enable("table").render((out / "README.md").read_text(encoding="utf-8")))
+    assert f"<code>./train_gpt2cu -i {shlex.quote(glob.escape('tokens/byte/' + name) + '/train-*.bin')} -j " in rendered
+    for line in (out / "README.md").read_text(encoding="utf-8").splitlines():
+        if "train_gpt2cu -i" in line and "RELEASE" not in line:
+            command = line.split("e.g. ", 1)[1].rsplit(";", 1)[0].strip("`").strip()
+            words = shlex.split(command)  # what a shell passes: no substitution happened, and the glob names only the folder
+            assert words[:2] == ["./train_gpt2cu", "-i"]
+            assert [Path(p).name for p in glob.glob(str(out / words[2]))] == [p.name for p in sorted(folder.glob("train-*.bin"))]
+    cells = [row for row in rendered.split("<tr>") if "llm.c token files" in row]
+    assert cells and f"<td><code>tokens/byte/{name}/{{train,val}}-NNNNN.bin</code></td>" in cells[0]
