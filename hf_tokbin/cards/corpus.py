@@ -11,6 +11,7 @@ and languages against the shape of ISO 639 codes (:func:`check_card_metadata`).
 
 from __future__ import annotations
 
+import json
 from string import Template
 
 from ..errors import CorpusInputError
@@ -52,6 +53,8 @@ def render_corpus_card(manifest: CorpusManifest, schema=None) -> str:
     # The template's front matter is replaced whole: the YAML is the emitter's, never text pasted into YAML.
     body = Template(_without_front_matter(template.template)).substitute(
         name=manifest.name,
+        # A Python string literal whatever the name holds (a quote in it cannot end the string and run the rest).
+        dataset_path=json.dumps(f"path/or/namespace/{manifest.name}", ensure_ascii=False),
         split_rule=manifest.split_rule,
         split_rule_text=SPLIT_RULE_TEXT[manifest.split_rule],
         splits_table=splits.rstrip("\n"),

@@ -157,3 +157,18 @@ def test_tinystories_reader_is_linear_in_a_lines_length(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     result = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120, env=env)
     assert result.stdout.strip() == str(size + len("short story"))
+
+
+def test_a_corpus_name_cannot_turn_the_cards_python_line_into_other_code(tmp_path):
+    # The card's load_dataset line is pasted into Python: a name holding a quote must stay inside the string.
+    import ast
+
+    text = tmp_path / "train.txt"
+    text.write_text("Once.\n<|endoftext|>\nTwice.\n", encoding="utf-8")
+    name = 'x"); print("ran"); ("'
+    assert main(["corpus", "tinystories", str(text), "--out", str(tmp_path / "c"), "--name", name, "--quiet"]) == 0
+    card = (tmp_path / "c" / "README.md").read_text(encoding="utf-8")
+    line = next(line for line in card.splitlines() if "load_dataset(" in line)
+    call = ast.parse(line.split("=", 1)[1].split("  #", 1)[0].strip(), mode="eval").body
+    assert isinstance(call, ast.Call) and call.func.id == "load_dataset" and len(call.args) == 1 and not call.keywords
+    assert ast.literal_eval(call.args[0]) == f"path/or/namespace/{name}"
