@@ -86,7 +86,7 @@ class _WrittenPart:
         try:
             receipt, staging = self._recorded()
         except BaseException:
-            self.abort()  # a closing that failed after the pair was renamed: no file of the part left under a final name
+            self._remove()  # failed after the pair was renamed, say: no file of the part is left under a final name
             raise
         _publish_part(self.plan.output, receipt, staging)
         return receipt, True
@@ -113,14 +113,16 @@ class _WrittenPart:
         return receipt, staging
 
     def abort(self) -> None:
-        """Remove the part's files (its closing failed, or the part before it failed to close): temporaries and final names.
+        """Remove the part's temporary files (the part before it failed to close: this one is never closed)."""
+        _abort_writers(self.writers)
 
-        The receipt first: a process killed meanwhile leaves files without a
-        receipt (built again), never a receipt without its files.
+    def _remove(self) -> None:
+        """Remove what a failed closing left: temporaries, the files it renamed, the segment record it wrote.
+
+        Never a receipt: written last and atomically, so a failed closing wrote none.
         """
         _abort_writers(self.writers)
-        part, work = part_name(self.index), self.plan.output.work
-        for path in (work / receipt_path(part), work / staging_rel(part, "json"), *_final_paths(self.writers)):
+        for path in (self.plan.output.work / staging_rel(part_name(self.index), "json"), *_final_paths(self.writers)):
             path.unlink(missing_ok=True)
 
 
