@@ -83,12 +83,18 @@ class _WrittenPart:
     text_bytes: int
 
     def close(self) -> tuple[Receipt, bool]:
-        plan, writers = self.plan, self.writers
         try:
-            closed = {name: writer.close() for name, writer in writers.items()}
+            receipt, staging = self._recorded()
         except BaseException:
-            self.abort()
+            self._remove()  # failed after the pair was renamed, say: no file of the part is left under a final name
             raise
+        _publish_part(self.plan.output, receipt, staging)
+        return receipt, True
+
+    def _recorded(self) -> tuple[Receipt, list[FileEntry]]:
+        """Close the writers (files fsynced, renamed), check and record them, write the receipt; the files to publish with it."""
+        plan, writers = self.plan, self.writers
+        closed = {name: writer.close() for name, writer in writers.items()}
         _check_conserved_on_disk(writers, closed, self.text_tokens, self.documents)
         split, part = plan.corpus.shards[self.index].split, part_name(self.index)
         files = _pair_entries(split, part, closed["megatron"], self.documents) if "megatron" in closed else []
@@ -104,12 +110,20 @@ class _WrittenPart:
             sources=sources,  # checked to add up to the split's counts as the receipt is made
         )
         receipt.write(plan.output.work)
-        _publish_part(plan.output, receipt, staging)
-        return receipt, True
+        return receipt, staging
 
     def abort(self) -> None:
-        """Remove the part's files (its closing failed, or the part before it failed to close)."""
+        """Remove the part's temporary files (the part before it failed to close: this one is never closed)."""
         _abort_writers(self.writers)
+
+    def _remove(self) -> None:
+        """Remove what a failed closing left: temporaries, the files it renamed, the segment record it wrote.
+
+        Never a receipt: written last and atomically, so a failed closing wrote none.
+        """
+        _abort_writers(self.writers)
+        for path in (self.plan.output.work / staging_rel(part_name(self.index), "json"), *_final_paths(self.writers)):
+            path.unlink(missing_ok=True)
 
 
 def _write_part(plan: BuildPlan, index: int, shard_path: Path, progress: bool) -> _WrittenPart:
@@ -133,6 +147,14 @@ def _write_part(plan: BuildPlan, index: int, shard_path: Path, progress: bool) -
 def _abort_writers(writers: dict) -> None:
     for writer in writers.values():
         writer.abort()
+
+
+def _final_paths(writers: dict) -> list[Path]:
+    """Where the part's writers put their files once closed (a segment of ``.ends`` alone has no ``.tokens``)."""
+    paths = []
+    for writer in writers.values():
+        paths += [writer.tokens_path, writer.ends_path] if isinstance(writer, SegmentWriter) else [writer.bin_path, writer.idx_path]
+    return [path for path in paths if path is not None]
 
 
 def _pair_entries(split: str, part: str, pair: megatron.PairFiles, documents: int) -> list[FileEntry]:

@@ -17,7 +17,7 @@ import pytest
 from release_fixtures import stories, write_corpus
 
 from hf_tokbin.errors import BuildError
-from hf_tokbin.formats import megatron
+from hf_tokbin.formats import llmc_segments, megatron, release
 from hf_tokbin.pipeline import build, part, plan_build
 from hf_tokbin.tokenizer import resolve_tokenizer
 from hf_tokbin.verify.release import verify_release
@@ -112,5 +112,64 @@ def test_a_part_that_fails_while_the_one_before_closes_leaves_that_one_finished(
     monkeypatch.undo()
     summary = _build(corpus, out)
     assert (summary.parts_built, summary.parts_skipped) == (2, 1)
+    _build(corpus, tmp_path / "plain")
+    assert _tree(out) == _tree(tmp_path / "plain")
+
+
+def _full_disk(path) -> OSError:
+    return OSError(errno.ENOSPC, "No space left on device", str(path))
+
+
+def _fail_closing_the_segment(monkeypatch) -> None:
+    close = llmc_segments.SegmentWriter.close
+
+    def close_after_the_pair(self):  # the Megatron pair is closed first: renamed by now
+        if self.ends_path.name.startswith("part-000000"):
+            raise _full_disk(self.ends_path)
+        return close(self)
+
+    monkeypatch.setattr(llmc_segments.SegmentWriter, "close", close_after_the_pair)
+
+
+def _fail_writing_the_segment_record(monkeypatch) -> None:
+    write = part.write_text_atomic
+
+    def write_but_part_0s_record(path, text):
+        if Path(path).name == "part-000000.json":
+            raise _full_disk(path)
+        return write(path, text)
+
+    monkeypatch.setattr(part, "write_text_atomic", write_but_part_0s_record)
+
+
+def _fail_writing_the_receipt(monkeypatch) -> None:
+    write = release.Receipt.write
+
+    def write_but_part_0s(self, root):
+        if self.part == "part-000000":
+            raise _full_disk(root)
+        return write(self, root)
+
+    monkeypatch.setattr(release.Receipt, "write", write_but_part_0s)
+
+
+FAILED_STEPS = {
+    "closing the llm.c segment": _fail_closing_the_segment,
+    "writing the segment record": _fail_writing_the_segment_record,
+    "writing the receipt": _fail_writing_the_receipt,
+}
+
+
+@pytest.mark.parametrize("step", list(FAILED_STEPS))
+def test_a_closing_that_fails_after_the_pair_was_renamed_leaves_no_file_of_the_part(tmp_path, corpus, monkeypatch, step):
+    FAILED_STEPS[step](monkeypatch)
+    out = tmp_path / "r"
+    with pytest.raises(OSError, match="No space left"):
+        _build(corpus, out)
+    assert not _closing_threads()
+    # A pair under its final name without a receipt looks like a finished part to a trainer reading the folder.
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*part-00000[01]*")) == []
+    monkeypatch.undo()
+    assert _build(corpus, out).parts_built == 3
     _build(corpus, tmp_path / "plain")
     assert _tree(out) == _tree(tmp_path / "plain")
