@@ -25,11 +25,6 @@ from ..formats.release import SPLITS, Receipt
 NOT_RECORDED = "Not shown: the llm.c manifests count documents and tokens per file, not the length of each document."
 
 
-def split_lengths(root: Path, receipts: list[Receipt]) -> dict[str, np.ndarray]:
-    """Each split's document lengths in tokens, from the ``.idx`` files the receipts list, in part order (all in memory: tests)."""
-    return {split: np.concatenate(list(parts())) for split, parts in _split_parts(root, receipts).items()}
-
-
 @dataclass(frozen=True)
 class LengthSummary:
     """One split's document lengths, summed up part by part: what the card prints."""

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 from hub_server import make_release
 
-from hf_tokbin.cards.lengths import NOT_RECORDED, bucket_counts, length_section, length_summaries, split_lengths
+from hf_tokbin.cards.lengths import NOT_RECORDED, bucket_counts, length_section, length_summaries
 from hf_tokbin.cards.release import render_release_card
 from hf_tokbin.formats.megatron import MegatronPair
 from hf_tokbin.formats.release import Receipt
@@ -21,12 +21,14 @@ def test_buckets_are_powers_of_two_from_the_shortest_to_the_longest():
 def test_the_lengths_are_the_index_lengths_of_every_part(tmp_path):
     release = make_release(tmp_path / "release")
     receipts = [Receipt.read(p) for p in sorted((release / "receipts").glob("part-*.json"))]
-    lengths = split_lengths(release, receipts)
-    for split, got in lengths.items():
+    summaries = length_summaries(release, receipts)
+    assert sorted(summaries) == ["train", "validation"]
+    for split, got in summaries.items():
         pairs = sorted((release / "shards" / split).glob("*.idx"))
         want = np.concatenate([np.asarray(MegatronPair(p).lengths) for p in pairs])
-        assert got.tolist() == want.tolist()
-        assert sum(n for _, _, n in bucket_counts(got)) == sum(r.splits[split].documents for r in receipts if split in r.splits)
+        assert (got.documents, got.shortest, got.median, got.longest) == (want.size, int(want.min()), int(np.median(want)), int(want.max()))
+        assert got.buckets == bucket_counts(want)
+        assert sum(n for _, _, n in got.buckets) == sum(r.splits[split].documents for r in receipts if split in r.splits)
 
 
 def test_the_card_shows_a_table_per_split(tmp_path):
