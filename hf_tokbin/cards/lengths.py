@@ -53,7 +53,7 @@ def length_summaries(root: Path, receipts: list[Receipt]) -> dict[str, LengthSum
             longest = max(longest, int(lengths.max()))
         if not documents:
             continue
-        middle = [_kth(parts, per_exponent, k) for k in ((documents - 1) // 2, documents // 2)]
+        middle = _kth(parts, per_exponent, ((documents - 1) // 2, documents // 2))
         summaries[split] = LengthSummary(documents, shortest, sum(middle) // 2, longest, _buckets(per_exponent))
     return summaries
 
@@ -83,20 +83,31 @@ def _buckets(per_exponent: np.ndarray) -> list[tuple[int, int, int]]:
     return [(2**e, 2 ** (e + 1) - 1, int(per_exponent[e])) for e in range(first, last + 1)]
 
 
-def _kth(parts, per_exponent: np.ndarray, k: int) -> int:
-    """The ``k``-th smallest length (0-based): its power-of-two bucket from the counts, then its value within it."""
+def _kth(parts, per_exponent: np.ndarray, ranks: tuple[int, ...]) -> list[int]:
+    """The ``ranks``-th smallest lengths (0-based): each one's power-of-two bucket from the counts, then its value
+    within it; one pass over the parts per bucket (the two middle lengths nearly always share one)."""
     below = np.cumsum(per_exponent)
-    exponent = int(np.searchsorted(below, k, side="right"))
-    rank = k - (int(below[exponent - 1]) if exponent else 0)  # its rank inside the bucket
+    in_bucket: dict = {}  # exponent -> (the k-th length inside the bucket, from k)
+    values = []
+    for k in ranks:
+        exponent = int(np.searchsorted(below, k, side="right"))
+        if exponent not in in_bucket:
+            in_bucket[exponent] = _bucket_lengths(parts, exponent)
+        values.append(in_bucket[exponent](k - (int(below[exponent - 1]) if exponent else 0)))
+    return values
+
+
+def _bucket_lengths(parts, exponent: int):
+    """A function from a rank inside the bucket to its length: counted value by value, or the few wide lengths sorted."""
     low, high = (0, 1) if exponent == 0 else (2**exponent, 2 ** (exponent + 1) - 1)  # bucket 0 holds lengths 0 and 1
     if high - low < _EXACT_BINS:
         counts = np.zeros(high - low + 1, dtype=np.int64)
         for lengths in parts():
-            inside = lengths[(lengths >= low) & (lengths <= high)]
-            counts += np.bincount(inside - low, minlength=counts.size)
-        return low + int(np.searchsorted(np.cumsum(counts), rank, side="right"))
+            counts += np.bincount(lengths[(lengths >= low) & (lengths <= high)] - low, minlength=counts.size)
+        cumulative = np.cumsum(counts)
+        return lambda rank: low + int(np.searchsorted(cumulative, rank, side="right"))
     inside = np.sort(np.concatenate([lengths[(lengths >= low) & (lengths <= high)] for lengths in parts()]))
-    return int(inside[rank])  # lengths of 2^20 tokens and more: at most the tokens / 2^20 of them
+    return lambda rank: int(inside[rank])  # lengths of 2^20 tokens and more: at most the tokens / 2^20 of them
 
 
 def bucket_counts(lengths: np.ndarray) -> list[tuple[int, int, int]]:
