@@ -33,6 +33,7 @@ from pathlib import Path
 
 from .._io import commit_file, fsync_path, tmp_path_for
 from ..errors import VerificationError
+from . import llmc
 from .arrow_columns import array_of
 from .release import PREVIEW_DIR
 
@@ -44,6 +45,19 @@ COLUMNS = ("format", "document", "part", "source", "text", "tokens", "input_ids"
 
 def preview_path(split: str) -> str:
     return f"{PREVIEW_DIR}/{split}.parquet"
+
+
+def row_ids(format: str, ids, bos_id: int | None, eod_id: int | None, llmc_sep_id: int | None, llmc_separator: str):
+    """A row's ``input_ids``: a document's bare ids as ``format``'s files hold it (the table in the module docstring)."""
+    import numpy as np
+
+    bos = [bos_id] if bos_id is not None else []
+    if format == "megatron":
+        parts = (bos, ids, [eod_id] if eod_id is not None else [])
+    else:
+        before, after = llmc.document_boundaries(llmc_sep_id, bos_id, llmc_separator)
+        parts = (before, ids, after)
+    return np.concatenate([np.asarray(p, dtype=np.uint32) for p in parts])
 
 
 def schema():

@@ -62,7 +62,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from .._io import read_json
+from .._io import canonical_json, read_json, sha256_bytes
 from ..errors import FormatError, VerificationError
 from . import llmc, megatron
 from .build_options import BuildOptions, read_format_records, read_formats
@@ -148,6 +148,28 @@ class ShardPin:
     file: FileEntry
     split: str
     rows: int
+
+
+BYTE_VOCAB_SIZE = 256
+# The byte tokenizer (ids = UTF-8 bytes) has no tokenizer.json; this canonical description stands in for it.
+BYTE_DESCRIPTION = canonical_json({"model": "byte", "vocab_size": BYTE_VOCAB_SIZE})
+BYTE_TOKENIZER_SHA256 = sha256_bytes(BYTE_DESCRIPTION.encode())  # run_config.json's tokenizer.sha256 for it
+
+
+def as_id_definition(tokenizer, parse_special: bool):
+    """A ``tokenizers.Tokenizer`` set to give a document's ids as a release defines them; the same object.
+
+    ``tokenizer.encode(text, add_special_tokens=False).ids`` with special-token
+    text as ``special_tokens`` says (ordinary text unless ``parse_special``), no
+    truncation, no padding: a ``tokenizer.json`` may carry ``truncation`` and
+    ``padding`` (saved after ``enable_truncation``/``enable_padding``), which
+    would cut every document at ``max_length`` and fill a batch's shorter
+    documents with pad ids, so the release would not hold the document's text.
+    """
+    tokenizer.encode_special_tokens = not parse_special
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer
 
 
 @dataclass(frozen=True)

@@ -210,11 +210,15 @@ def _write_documents(plan: BuildPlan, index: int, shard_path: Path, progress: bo
 def _open_writers(plan: BuildPlan, work: Path, split: str, part: str) -> dict:
     """The part's writers by format: its Megatron pair, its llm.c segment."""
     writers: dict = {}
-    if "megatron" in plan.options.formats:
-        writers["megatron"] = megatron.MegatronWriter(work / pair_path(split, part, "bin"), plan.tokenizer.vocab_size, plan.eod_id, plan.bos_id)
-    if "llmc" in plan.options.formats:
-        layout = plan.llmc_layout
-        writers["llmc"] = SegmentWriter(work / segment_stem(part), layout, plan.llmc_sep_id, plan.bos_id, plan.options.llmc_separator, write_tokens=TOKENS_SUFFIX in segment_suffixes(plan))
+    try:
+        if "megatron" in plan.options.formats:
+            writers["megatron"] = megatron.MegatronWriter(work / pair_path(split, part, "bin"), plan.tokenizer.vocab_size, plan.eod_id, plan.bos_id)
+        if "llmc" in plan.options.formats:
+            layout = plan.llmc_layout
+            writers["llmc"] = SegmentWriter(work / segment_stem(part), layout, plan.llmc_sep_id, plan.bos_id, plan.options.llmc_separator, write_tokens=TOKENS_SUFFIX in segment_suffixes(plan))
+    except BaseException:
+        _abort_writers(writers)  # those opened before the one that failed: their temporaries and hashing threads
+        raise
     return writers
 
 

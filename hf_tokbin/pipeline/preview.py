@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..formats import llmc, megatron
+from ..formats import megatron
 from ..formats.llmc_order import llmc_order
 from ..formats.llmc_segments import ENDS_DTYPE, ENDS_SUFFIX, TOKENS_SUFFIX
-from ..formats.preview import PREVIEW_DOCUMENTS, PREVIEW_TEXT_BYTES, preview_path, write_preview
+from ..formats.preview import PREVIEW_DOCUMENTS, PREVIEW_TEXT_BYTES, preview_path, row_ids, write_preview
 from ..formats.release import SPLITS, Receipt, pair_path, part_name
 from .part import staging_rel
 from .plan import BuildPlan
@@ -44,13 +44,7 @@ def write_previews(plan: BuildPlan, receipts: list[Receipt]) -> list[str]:
 
 def layout(plan: BuildPlan, format: str, ids: np.ndarray) -> np.ndarray:
     """A document's bare ids as ``format``'s files hold it (run_config.json's layouts)."""
-    bos = [plan.bos_id] if plan.bos_id is not None else []
-    if format == "megatron":
-        parts = (bos, ids, [plan.eod_id] if plan.eod_id is not None else [])
-    else:
-        before, after = llmc.document_boundaries(plan.llmc_sep_id, plan.bos_id, plan.options.llmc_separator)
-        parts = (before, ids, after)
-    return np.concatenate([np.asarray(p, dtype=np.uint32) for p in parts])
+    return row_ids(format, ids, plan.bos_id, plan.eod_id, plan.llmc_sep_id, plan.options.llmc_separator)
 
 
 def _first_documents(plan: BuildPlan, receipts: list[Receipt], parts: list[int]) -> list[tuple]:

@@ -104,6 +104,7 @@ import numpy as np
 
 from ..errors import TokenizerError
 from ..formats.build_options import FAST_MODES, FastMode
+from ..formats.run_config import as_id_definition
 from ..versions import package_version
 from . import long_documents
 from .panics import engine_output_held, is_engine_panic, panic_message
@@ -203,7 +204,7 @@ class DocumentEncoder:
             raise TokenizerError(
                 source, "BPE dropout makes the ids random (each encoding of a text differs), so no release could be reproduced", got=f"model.dropout {dropout:.3g}", hint='set "dropout": null in tokenizer.json'
             )
-        self._tokenizer = _as_definition(tokenizer, self.parse_special)
+        self._tokenizer = as_id_definition(tokenizer, self.parse_special)
         self._tokenizer_json: str | None = None
         self._gigatoken = None
         self._check = FastPathCheck(False, _engine_name("tokenizers"), "fast path not checked yet")
@@ -264,7 +265,7 @@ class DocumentEncoder:
         if self._tokenizer is None:
             from tokenizers import Tokenizer
 
-            self._tokenizer = _as_definition(Tokenizer.from_str(self._tokenizer_json), self.parse_special)
+            self._tokenizer = as_id_definition(Tokenizer.from_str(self._tokenizer_json), self.parse_special)
         return self._tokenizer
 
     @property
@@ -457,20 +458,6 @@ class DocumentEncoder:
         lengths = np.fromiter(map(len, per_text), dtype=np.int64, count=len(per_text))
         ids = np.fromiter(_chain(per_text), dtype=np.uint32, count=int(lengths.sum()))
         return ids, lengths
-
-
-def _as_definition(tokenizer, parse_special: bool):
-    """``tokenizer`` set to give a document's ids: special-token text as the policy says, no truncation, no padding.
-
-    A ``tokenizer.json`` may carry ``truncation`` and ``padding`` (saved after
-    ``enable_truncation``/``enable_padding``): they would cut every document at
-    ``max_length`` and fill a batch's shorter documents with pad ids, so the
-    release would not hold the document's text.
-    """
-    tokenizer.encode_special_tokens = not parse_special
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
-    return tokenizer
 
 
 _UNDECIDED, _PROVEN, _UNPROVEN = 0, 1, 2  # a code point's state in a process's router

@@ -30,15 +30,12 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
-from .._io import canonical_json, read_json, sha256_bytes, sha256_file
+from .._io import read_json, sha256_file
 from ..errors import HubError, TokenizerError
 from ..formats.rules import is_repo_id
-from ..formats.run_config import BoundaryToken
+from ..formats.run_config import BYTE_TOKENIZER_SHA256, BYTE_VOCAB_SIZE, BoundaryToken
 
 BYTE = "byte"
-BYTE_VOCAB_SIZE = 256
-# The byte tokenizer has no tokenizer.json; this canonical description stands in for it.
-BYTE_DESCRIPTION = canonical_json({"model": "byte", "vocab_size": BYTE_VOCAB_SIZE})
 TOKENIZER_FILE = "tokenizer.json"
 GENERATION_CONFIG_FILE = "generation_config.json"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
@@ -148,7 +145,7 @@ def _byte_tokenizer(tokenizer_id: str | None, doc_sep: int | str | None, bos: in
     separator = _byte_boundary(doc_sep, FROM_DOC_SEP_OPTION, "--doc-sep")
     return TokenizerInfo(
         tokenizer_id or BYTE,
-        sha256_bytes(BYTE_DESCRIPTION.encode()),
+        BYTE_TOKENIZER_SHA256,
         BYTE_VOCAB_SIZE,
         separator.id if separator else None,
         BYTE,

@@ -1,4 +1,4 @@
-"""``verify``: a release's preview (:mod:`hf_tokbin.formats.preview`) holds exactly the first documents of its token files.
+"""``verify``: a release's preview (:mod:`hf_tokbin.formats.preview`) holds exactly the first documents of its token files, and their text.
 
 First in the llm.c order (:mod:`hf_tokbin.formats.llmc_order`), recomputed from run_config.json and the receipts;
 a Megatron row is that document's sequence in its pair.
@@ -13,9 +13,9 @@ import numpy as np
 from ..errors import VerificationError
 from ..formats import llmc, megatron
 from ..formats.llmc_order import llmc_order
-from ..formats.preview import COLUMNS, read_preview
-from ..formats.release import FORMATS, PREVIEW_DIR, SPLITS, Receipt, pair_path
-from ..formats.run_config import RunConfig
+from ..formats.preview import COLUMNS, read_preview, row_ids
+from ..formats.release import FORMATS, PREVIEW_DIR, SPLITS, TOKENIZER_DIR, TOKENIZER_FILE, Receipt, pair_path
+from ..formats.run_config import BYTE_TOKENIZER_SHA256, RunConfig, as_id_definition
 from ..readers.views import LlmcSplit
 
 
@@ -47,6 +47,56 @@ def _check_preview(path: Path, root: Path, config: RunConfig, split: str, receip
     for k, format in enumerate(formats):
         ids = rows["input_ids"][k * count : (k + 1) * count]
         _check_ids(path, root, config, split, format, [np.asarray(v, dtype=np.int64) for v in ids], in_order)
+    _check_texts(path, root, config, rows, count, formats)
+
+
+TEXT_CHARS_CHECKED = 1 << 20  # a longer document's text is not encoded again here (memory, see below)
+
+
+def _check_texts(path: Path, root: Path, config: RunConfig, rows: dict, count: int, formats: list[str]) -> None:
+    """Each row's text is its document's: the release's own tokenizer encodes it to the row's ids.
+
+    The ids are the files' (checked above); what a reader of the preview sees is
+    the text, so it is checked too, with ``tokenizers`` (the definition of the
+    ids: :func:`~hf_tokbin.formats.run_config.as_id_definition`) and
+    run_config.json's special-token rule. Not checked: a release built before
+    ``tokenizer/`` was shipped (nothing to encode with), and a document longer
+    than ``TEXT_CHARS_CHECKED`` characters (``tokenizers`` needs about 120 bytes
+    of memory a byte of text, and a preview always holds its first document,
+    however long).
+    """
+    encode = _release_encoding(root, config)
+    if encode is None:
+        return
+    separator = config.llmc_separator or "before"
+    for document in range(count):
+        text = rows["text"][document]
+        if len(text) > TEXT_CHARS_CHECKED:
+            continue
+        ids = encode(text)
+        for k, format in enumerate(formats):
+            row = k * count + document
+            expected = row_ids(format, ids, config.bos_id, config.eod_id, config.llmc_sep_id, separator).astype(np.int64)
+            if not np.array_equal(np.asarray(rows["input_ids"][row], dtype=np.int64), expected):
+                raise VerificationError(
+                    path,
+                    f"row {row}: text must be the document's text: the release's tokenizer must encode it to the row's input_ids",
+                    expected=f"{expected[:8].tolist()}...",
+                    got=f"{list(rows['input_ids'][row][:8])}...",
+                )
+
+
+def _release_encoding(root: Path, config: RunConfig):
+    """``text -> ids`` as the release defines them (``tokenizer/tokenizer.json``, already checked against run_config.json), or None."""
+    shipped = root / TOKENIZER_DIR / TOKENIZER_FILE
+    if shipped.is_file():
+        from tokenizers import Tokenizer
+
+        tokenizer = as_id_definition(Tokenizer.from_file(str(shipped)), config.special_tokens == "parsed")
+        return lambda text: np.asarray(tokenizer.encode(text, add_special_tokens=False).ids, dtype=np.uint32)
+    if config.tokenizer_sha256 == BYTE_TOKENIZER_SHA256:
+        return lambda text: np.frombuffer(text.encode("utf-8"), dtype=np.uint8).astype(np.uint32)
+    return None
 
 
 def _documents_in_order(receipts: list[Receipt], split: str, count: int, seed: int | None) -> list[tuple[str, int, int]]:

@@ -28,6 +28,8 @@ from .._io import read_json
 from ..errors import FormatError
 from ..formats import llmc, megatron
 from ..formats.release import (
+    COMPLETE_NAME,
+    PARTIAL_NAME,
     RECEIPTS_DIR,
     RUN_CONFIG_NAME,
     SHARDS_DIR,
@@ -36,6 +38,7 @@ from ..formats.release import (
     TOKENIZER_FILE,
     Receipt,
     pair_path,
+    read_partial,
 )
 from ..readers.views import find_megatron_pairs
 from . import compat
@@ -292,11 +295,22 @@ def _llmc_llama3(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[list[
     return [_torchrun(s, py)], [], notes
 
 
+def python_literal(text: str) -> str:
+    """``text`` as a Python string literal that a shell, if the line is pasted there by mistake, reads as inert text.
+
+    Always single-quoted, with ``'`` and ``\\`` escaped (``\\x27``, ``\\x5c``):
+    ``repr()`` switches to double quotes for a text holding ``'``, and inside
+    double quotes bash runs ``$(...)`` and backticks. The folder names in these
+    lines come from the release (``tokens/<tokenizer_id>/<dataset>/``).
+    """
+    return "'" + text.replace("\\", "\\x5c").replace("'", "\\x27") + "'"
+
+
 def _modded_nanogpt(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[list[str]], list[str], list[str]]:
     train, val = globs["train"][0], globs.get("val", (None,))[0]
     scheduled, extension = compat.modded_train_schedule([llmc.open_tokens(f) for f in globs["train"][1]], s.world_size)
-    lines = ["# train_gpt.py class Hyperparameters: replace these lines", f"    train_files: str = {train!r}"]
-    lines.append(f"    val_files: str = {(val or train)!r}")
+    lines = ["# train_gpt.py class Hyperparameters: replace these lines", f"    train_files: str = {python_literal(train)}"]
+    lines.append(f"    val_files: str = {python_literal(val or train)}")
     batch, val_tokens = compat.modded_val_batch(_file_tokens(globs, "val" if val else "train"), s.world_size)
     if batch:
         lines += [f"    val_tokens: int = {val_tokens}", f"    val_batch_size: int = {batch}"]
@@ -332,7 +346,7 @@ def _nanogpt(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[list[str]
     lines = [
         "# train.py: add after `data_dir = ...`, then in get_batch(split) replace both np.memmap lines by `data = token_data(split)`",
         "import glob",
-        f"token_files = {{{', '.join(f'{split!r}: sorted(glob.glob({pattern!r}))' for split, pattern in files.items())}}}",
+        f"token_files = {{{', '.join(f'{python_literal(split)}: sorted(glob.glob({python_literal(pattern)}))' for split, pattern in files.items())}}}",
         "def token_data(split):",
         "    # one file per batch, chosen in proportion to its tokens; the 1024-byte header is skipped",
         "    files = token_files[split]",
@@ -366,15 +380,29 @@ _LLMC_RECIPES = {"llmc": _llmc, "llmc-llama3": _llmc_llama3, "modded-nanogpt": _
 
 
 def _receipt_blends(root: Path) -> dict[str, list[tuple[int, str]]]:
-    """A release's blends from its receipts (each pair's tokens as counted when it was written): the pairs whose
-    ``.idx`` is here, so a partial copy, and a build whose ``.bin`` files stay at a URL, get theirs."""
+    """A release's blends from its receipts (each pair's tokens as counted when it was written).
+
+    Every pair a receipt lists must be here (its ``.idx``): a recipe over the
+    pairs that happen to be here would train on a subset, or print "no
+    validation split", and say neither. Only a partial copy (``pull
+    --include``: a valid ``PARTIAL.json`` and no ``COMPLETE.json``) gets the
+    pairs it holds.
+    """
+    partial = not (root / COMPLETE_NAME).exists() and (root / PARTIAL_NAME).is_file()
+    if partial:
+        read_partial(root)  # a PARTIAL.json that is not one vouches for nothing
     blends = {}
     for path in sorted((root / RECEIPTS_DIR).glob("part-*.json")):
         receipt = Receipt.read(path)
         for split, counts in receipt.splits.items():
             idx = root / pair_path(split, receipt.part, "idx")
-            if counts.total_tokens and idx.is_file():
-                blends.setdefault(split, []).append((counts.total_tokens, str(idx.with_suffix(""))))
+            if not counts.total_tokens:
+                continue
+            if not idx.is_file():
+                if partial:
+                    continue
+                raise FormatError(idx, f"a Megatron pair its receipt lists is missing: the recipe would leave it out of the {split} split", hint="pull or copy the whole release (hf-tokbin verify names what is missing)")
+            blends.setdefault(split, []).append((counts.total_tokens, str(idx.with_suffix(""))))
     return blends
 
 
@@ -496,6 +524,13 @@ def _megatron(root: Path, s: LoaderSettings) -> tuple[list[list[str]], list[str]
     return [argv], notes
 
 
+# maxtext >= 0.2.5's pre-training entry point and its base config, found where pip put the package (no release text in it).
+MAXTEXT_LAUNCHER = (
+    "python -m maxtext.trainers.pre_train.train "
+    '"$(python -c \'import maxtext, os; print(os.path.join(os.path.dirname(maxtext.__file__), "configs", "base.yml"))\')"'
+)
+
+
 def _maxtext(root: Path, s: LoaderSettings, index_dir: Path) -> tuple[list[str], list[str]]:
     blends = _blends(root)
     tok = _read_tokenizer(root)
@@ -526,8 +561,7 @@ def _maxtext(root: Path, s: LoaderSettings, index_dir: Path) -> tuple[list[str],
     ]
     if tok.shipped is not None:
         args += ["tokenizer_type=huggingface", f"tokenizer_path={tok.shipped}"]
-    args.append(f"run_name={root.name}")
-    lines = [shlex.quote(a) + " \\" for a in args]
+    lines = [MAXTEXT_LAUNCHER + " \\", *(shlex.quote(a) + " \\" for a in args)]
     lines[-1] = lines[-1][:-2]
     notes = [
         "needs maxtext >= 0.2.5 (Python >= 3.12); MaxText's git main at the commit checked has no mmap/mmap_npy reader",
@@ -537,7 +571,9 @@ def _maxtext(root: Path, s: LoaderSettings, index_dir: Path) -> tuple[list[str],
         f"{_quoted(index_dir)} must be writable: MaxText builds the document/sample/shuffle .npy indices there on first use",
         f"grain_file_type=mmap with grain_train_files={_quoted(root / SHARDS_DIR / 'train')} also reads every pair (sorted *.idx), in its own order",
         f"EOD loss: {'masked' if s.eod_loss == 'mask' else 'trained on'} (eod_mask_loss), as in every recipe here with the same --eod-loss",
-        "add the model: model_name=... (or base_emb_dim/base_num_decoder_layers/...) and vocab_size >= the release's; MaxText trains from scratch unless load_parameters_path is set",
+        "add the model: model_name=... (or base_emb_dim/base_num_decoder_layers/...) and vocab_size >= the release's, and base_output_directory=...",
+        "from scratch: no run_name is given, so MaxText names the run {model_name}_{date and minute}, a new one each run; "
+        "MaxText resumes from base_output_directory/run_name/checkpoints whenever a checkpoint is there, so a run_name you add must be a new one",
     ]
     if tok.shipped is None:
         notes.append("this release ships no tokenizer/: set tokenizer_type and tokenizer_path to the tokenizer it was built with")

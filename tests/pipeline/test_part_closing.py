@@ -173,3 +173,17 @@ def test_a_closing_that_fails_after_the_pair_was_renamed_leaves_no_file_of_the_p
     assert _build(corpus, out).parts_built == 3
     _build(corpus, tmp_path / "plain")
     assert _tree(out) == _tree(tmp_path / "plain")
+
+
+def test_a_writer_that_cannot_open_leaves_no_file_nor_thread_of_the_writers_opened_before_it(tmp_path, corpus, monkeypatch):
+    # The Megatron pair opens first; the llm.c segment then fails (a full disk): the pair's temporaries go too.
+    def no_space(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(part, "SegmentWriter", no_space)
+    before = {t.ident for t in threading.enumerate()}
+    with pytest.raises(OSError, match="No space left"):
+        _build(corpus, tmp_path / "r")
+    leftovers = [p.relative_to(tmp_path).as_posix() for p in (tmp_path / "r").rglob("*") if p.is_file() and "tmp" in p.name]
+    assert leftovers == []
+    assert [t.name for t in threading.enumerate() if t.ident not in before and t.name.startswith("hf_tokbin")] == []

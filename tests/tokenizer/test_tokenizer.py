@@ -11,7 +11,8 @@ from tokenizers import Tokenizer
 
 from hf_tokbin.cli import main
 from hf_tokbin.errors import TokenizerError
-from hf_tokbin.tokenizer.resolve import BYTE_DESCRIPTION, resolve_tokenizer
+from hf_tokbin.formats.run_config import BYTE_DESCRIPTION
+from hf_tokbin.tokenizer.resolve import resolve_tokenizer
 from hf_tokbin.tokenizer.train import sample_texts, train_bpe
 
 

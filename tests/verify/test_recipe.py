@@ -276,7 +276,9 @@ def assert_window_of(window: list[int], documents: list[list[int]]) -> None:
 def test_maxtext_blend_syntax_one_spec_per_pair(release, tmp_path):
     root, train, validation = release
     r = recipe(root, "maxtext", SMALL, index_dir=tmp_path / "idx")
-    args = dict(a.split("=", 1) for a in command(r))
+    launcher, argv = command(r)[:4], command(r)[4:]
+    assert launcher[:3] == ["python", "-m", "maxtext.trainers.pre_train.train"]
+    args = dict(a.split("=", 1) for a in argv)
     assert (
         args["grain_file_type"] == "mmap_npy"
         and args["mmap_eod_id"] == str(EOT)

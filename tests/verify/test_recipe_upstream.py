@@ -351,7 +351,7 @@ def test_maxtext_and_megatron_use_the_same_eod_loss_policy(release):
     root, _ = release
     for policy, flag in (("train", "false"), ("mask", "true")):
         s = LoaderSettings(batch_size=2, seq_len=8, eod_loss=policy)
-        maxtext = dict(line.rstrip(" \\").strip("'").split("=", 1) for line in recipe(root, "maxtext", s).lines)
+        maxtext = dict(line.rstrip(" \\").strip("'").split("=", 1) for line in recipe(root, "maxtext", s).lines[1:])
         assert maxtext["eod_mask_loss"] == flag
         assert megatron_args(recipe(root, "megatron", s)).eod_mask_loss == (policy == "mask")
         llmc_recipe = recipe(root, "llmc", s)
@@ -476,7 +476,8 @@ def maxtext_config(lines: list[str]) -> dict:
     import shlex
 
     config = dict(MAXTEXT_CONFIG)
-    for arg in shlex.split(" ".join(line.rstrip("\\").strip() for line in lines)):
+    assert lines[0].startswith("python -m maxtext.trainers.pre_train.train ")  # the launcher and base.yml, then the keys
+    for arg in shlex.split(" ".join(line.rstrip("\\").strip() for line in lines[1:])):
         key, value = arg.split("=", 1)
         assert key in MAXTEXT_CONFIG, f"not a MaxText 0.2.5 key: {key}"
         config[key] = value
@@ -487,7 +488,8 @@ def test_maxtext_lines_wire_validation_over_the_whole_split(release):
     root, has_val = release
     s = LoaderSettings(batch_size=2, seq_len=8)
     config = maxtext_config(list(recipe(root, "maxtext", s).lines))
-    assert config["grain_file_type"] == "mmap_npy" and int(config["steps"]) > 0 and config["run_name"]
+    assert config["grain_file_type"] == "mmap_npy" and int(config["steps"]) > 0
+    assert config["run_name"] == ""  # MaxText then names the run {model_name}_{date-time}: a new run, never a resumed one
     if has_val:
         pairs = [megatron.MegatronPair(idx) for idx in sorted((root / "shards" / "validation").glob("*.idx"))]
         val_samples = sum(max(0, p.n_tokens - 1) // s.seq_len for p in pairs)  # GPTDataset's / mmap_npy's samples per pair

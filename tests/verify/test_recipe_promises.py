@@ -1,0 +1,121 @@
+"""Recipes keep their promise (review of session 7): pasted whole into bash nothing of the release runs, MaxText
+starts from scratch with its own launcher, and no recipe trains on the pairs that happen to be on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from consumer_fixtures import docs_of, write_release
+
+from hf_tokbin.cli import main
+from hf_tokbin.errors import FormatError
+from hf_tokbin.verify.compat import LoaderSettings
+from hf_tokbin.verify.recipe import MAXTEXT_LAUNCHER, python_literal, recipe
+
+VOCAB, EOT = 50257, 50256
+SMALL = LoaderSettings(batch_size=2, seq_len=8)
+
+
+def docs(n, seed):
+    return docs_of(np.random.default_rng(seed), n, VOCAB, 3, 14, avoid=EOT)
+
+
+@pytest.fixture
+def release(tmp_path) -> Path:
+    return write_release(tmp_path / "release", [docs(12, 1), docs(5, 2), docs(20, 3)], [docs(8, 4)], VOCAB, EOT, max_tokens=80)
+
+
+@pytest.mark.parametrize("text", ["plain/path-*.bin", "x'$(touch PWNED)/y", 'q"`touch PWNED`\\', "tab\\x27 and ' and \\'"])
+def test_python_literals_give_the_text_back_and_keep_no_quote_a_shell_would_end(text):
+    literal = python_literal(text)
+    assert eval(literal) == text  # noqa: S307 - our own literal
+    assert literal.startswith("'") and literal.endswith("'") and "'" not in literal[1:-1]
+
+
+@pytest.mark.parametrize("target", ["modded-nanogpt", "nanogpt"])
+def test_a_folder_name_with_a_quote_pasted_whole_into_bash_runs_nothing(release, tmp_path, capsys, target):
+    # tokens/<tokenizer_id>/<dataset>/ comes from the release: repr() put such a name in double quotes, where bash runs $(...).
+    name = "x'$(touch PWNED)`touch PWNED2`"
+    os.rename(release / "tokens" / "tok" / "toy", release / "tokens" / "tok" / name)
+    config = json.loads((release / "run_config.json").read_text())
+    config["dataset"] = name
+    (release / "run_config.json").write_text(json.dumps(config))
+    assert main(["recipe", str(release), "--for", target, "-T", "8", "-B", "2"]) in (0, 1)  # 1: a finding (tiny files)
+    out = capsys.readouterr().out
+    assert "PWNED" in out
+    assert name in "".join(eval(part) for line in recipe(release, target, SMALL).code for part in _literals(line))  # noqa: S307
+    shell = tmp_path / "shell"
+    (shell / "bin").mkdir(parents=True)
+    env = {"PATH": str(shell / "bin"), "HOME": str(shell)}  # no command of the recipe starts; touch would be found nowhere but...
+    (shell / "bin" / "touch").symlink_to(shutil.which("touch"))  # ...here: an escaped payload leaves PWNED
+    subprocess.run(["/bin/bash"], input=out, text=True, cwd=shell, env=env, capture_output=True)
+    assert sorted(p.name for p in shell.iterdir()) == ["bin"]
+
+
+def _literals(line: str) -> list[str]:
+    """The single-quoted Python literals of a printed code line."""
+    import re
+
+    return re.findall(r"'[^']*'", line)
+
+
+def test_maxtext_starts_with_its_launcher_and_leaves_the_run_name_to_maxtext(release, tmp_path):
+    r = recipe(release, "maxtext", SMALL, index_dir=tmp_path / "idx")
+    assert r.lines[0] == MAXTEXT_LAUNCHER + " \\"
+    assert not any(line.lstrip("'").startswith("run_name=") for line in r.lines)  # else a second run resumes the first's checkpoints
+    assert any("new one each run" in note and "resumes" in note for note in r.notes)
+    # Pasted as printed, with a stand-in maxtext package: MaxText's entry point gets base.yml, then the key=value lines.
+    package = tmp_path / "site" / "maxtext"
+    (package / "configs").mkdir(parents=True)
+    (package / "trainers" / "pre_train").mkdir(parents=True)
+    for init in (package, package / "trainers", package / "trainers" / "pre_train"):
+        (init / "__init__.py").write_text("")
+    (package / "configs" / "base.yml").write_text("run_name: ''\n")
+    record = tmp_path / "argv.json"
+    (package / "trainers" / "pre_train" / "train.py").write_text(f"import json, sys\njson.dump(sys.argv, open({str(record)!r}, 'w'))\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(sys.executable)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "PYTHONPATH": str(tmp_path / "site"), "HOME": str(tmp_path)}
+    done = subprocess.run(["/bin/bash"], input="\n".join(r.lines) + "\n", text=True, env=env, capture_output=True)
+    assert done.returncode == 0, done.stderr
+    argv = json.loads(record.read_text())
+    assert argv[1] == str(package / "configs" / "base.yml")
+    assert argv[2:] == shlex.split(" ".join(line.rstrip("\\") for line in r.lines[1:]))
+    assert all("=" in arg for arg in argv[2:])
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    """A built release: two train parts and one validation part, both formats, receipts and COMPLETE.json."""
+    from release_fixtures import stories, write_corpus
+
+    root = tmp_path_factory.mktemp("built")
+    corpus = write_corpus(root / "corpus", [("train", stories(30, seed=1)), ("train", stories(20, seed=2)), ("validation", stories(10, seed=3))])
+    out = root / "release"
+    assert main(["build", "--corpus", str(corpus), "--tokenizer", "byte", "--doc-sep", "3", "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+@pytest.mark.parametrize("target", ["megatron", "maxtext"])
+@pytest.mark.parametrize("missing", ["shards/train/part-000001.idx", "shards/validation"])
+def test_a_pair_its_receipt_lists_that_is_missing_is_refused_not_left_out(built, tmp_path, target, missing):
+    root = Path(shutil.copytree(built, tmp_path / "release"))
+    settings = LoaderSettings(batch_size=1, seq_len=8)
+    recipe(root, target, settings, index_dir=tmp_path / "idx")  # whole: fine
+    shutil.rmtree(root / missing) if (root / missing).is_dir() else (root / missing).unlink()  # the whole folder: "no validation split"
+    with pytest.raises(FormatError, match="a Megatron pair its receipt lists is missing"):
+        recipe(root, target, settings, index_dir=tmp_path / "idx")
+    # A partial copy (pull --include) gets the pairs it holds; a PARTIAL.json that is not one vouches for nothing.
+    (root / "COMPLETE.json").unlink()
+    (root / "PARTIAL.json").write_text("{}")
+    with pytest.raises(FormatError, match="PARTIAL.json"):
+        recipe(root, target, settings, index_dir=tmp_path / "idx")
