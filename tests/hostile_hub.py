@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from urllib.parse import urlencode, urlsplit
 
 from hub_server import HubServer, _Handler, _Reply
 
@@ -60,6 +61,8 @@ class HostileHub(HubServer):
         self._gate_timeout = 0.0
         self.gate_opened = threading.Event()
         self.sent: dict[str, int] = {}
+        self.endless_tree = False  # every tree page links a next one, forever
+        self.stall_repo_info: float | None = None  # seconds the repo-info call waits before it answers
         self.httpd.RequestHandlerClass = type("Handler", (_HostileHandler,), {"server_hub": self})
 
     def gate(self, n: int, timeout: float = 20.0) -> None:
@@ -85,6 +88,8 @@ class _HostileHandler(_Handler):
 
     def route_repo_info(self, repo, rev="main", repo_type="dataset"):
         hub = self.server_hub
+        if hub.stall_repo_info is not None:
+            time.sleep(hub.stall_repo_info)
         if hub.deny is not None:
             status, code, message = hub.deny
             raise _Reply(status, message, {"X-Error-Code": code} if code else {})
@@ -94,6 +99,15 @@ class _HostileHandler(_Handler):
             info["sha"] = hub.reported_sha
             body = json.dumps(info).encode()
         return status, body, headers
+
+    def route_tree(self, repo, rev, path="", repo_type="dataset"):
+        hub = self.server_hub
+        if not hub.endless_tree:
+            return super().route_tree(repo, rev, path, repo_type)
+        cursor = int(self.query.get("cursor", ["0"])[0])
+        entries = [{"type": "file", "path": f"junk/{cursor:09d}/{i:04d}.bin", "size": 1, "oid": "0" * 40} for i in range(1000)]
+        query = {**{k: v[0] for k, v in self.query.items()}, "cursor": str(cursor + 1)}
+        return 200, json.dumps(entries).encode(), {"Link": f'<{hub.url}{urlsplit(self.path).path}?{urlencode(query)}>; rel="next"'}
 
     def _commit(self, repo, rev):
         if rev == self.server_hub.reported_sha:

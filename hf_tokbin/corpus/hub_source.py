@@ -192,13 +192,13 @@ def hub_listing(repo_id: str, revision: str | None) -> tuple[str, dict]:
     from huggingface_hub.hf_api import RepoFile
 
     from ..hub.retry import fetch_error
-    from ..hub.revision import escaped, resolve_commit, shown
+    from ..hub.revision import bounded_listing, escaped, resolve_commit, shown
 
     where = f"{repo_id}@{shown(revision or 'main')}"
     api = HfApi()
     try:
         commit = resolve_commit(api, repo_id, revision, "dataset")
-        tree = list(api.list_repo_tree(repo_id, repo_type="dataset", revision=commit, recursive=True, expand=False))
+        tree = bounded_listing(api.list_repo_tree(repo_id, repo_type="dataset", revision=commit, recursive=True, expand=False), where)
     except TokbinError:
         raise
     except Exception as e:  # noqa: BLE001

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .._io import sha256_file
 from ..errors import HubError, VerificationError
-from .retry import _env_number, as_hub_error, short_reason, status_of
+from .retry import _env_number, as_hub_error, read_timeout_from_env, short_reason, status_of
 from .revision import shown
 
 _ERROR_BODY_MAX = 64 * 1024  # bytes of an error answer read for its message
@@ -49,7 +49,7 @@ class DownloadLimits:
     @classmethod
     def from_env(cls) -> DownloadLimits:
         return cls(
-            read_timeout=_env_number("HF_TOKBIN_PULL_READ_TIMEOUT", 60.0, float),
+            read_timeout=read_timeout_from_env(),
             min_rate=_env_number("HF_TOKBIN_PULL_MIN_RATE", 64.0 * 1024, float),
             grace=_env_number("HF_TOKBIN_PULL_GRACE", 60.0, float),
         )

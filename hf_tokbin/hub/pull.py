@@ -67,7 +67,7 @@ from .download import (
 )
 from .layout import Include, check_path, check_path_in_repo
 from .retry import RetryPolicy, call_with_retry, notify
-from .revision import escaped, resolve_commit, shown
+from .revision import bounded_listing, escaped, resolve_commit, shown
 
 REPO_TYPE = "dataset"
 RECORDS_DIR = ".records"  # inside the staging folder: the record as fetched, until it goes in last
@@ -165,7 +165,17 @@ def pull_release(
 
 
 def _checked_new_folder(out: Path) -> Path:
-    """``out`` if it is a folder that does not exist yet, or an empty one (a pull never writes into a folder's files)."""
+    """``out`` if it is a folder that does not exist yet, or an empty one (a pull never writes into a folder's files).
+
+    Checked before anything is fetched. The pull fills a staging folder beside
+    ``out`` and renames it to ``out``: the current folder (``--out .``) or the
+    root has no place beside it, and a parent that is a file has no place at all.
+    """
+    given, out = out, Path(os.path.abspath(out))
+    if not out.name or out == Path.cwd():
+        raise HubError(given, "--out must name a new or empty folder other than the current one (the pull renames its staging folder to it)", hint="give a folder name, e.g. --out release")
+    if out.parent.exists() and not out.parent.is_dir():
+        raise HubError(out.parent, "--out: the folder it goes in is a file")
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise HubError(out, "output path exists and is a file, not a folder", hint="choose a new --out")
     if out.exists() and any(out.iterdir()):
@@ -224,7 +234,7 @@ def list_tree(api, repo_id: str, commit: str, folder: str = "") -> dict:
     """The files of the repo at ``commit`` under ``folder`` (huggingface_hub ``RepoFile``s: size, blob id, LFS
     SHA-256), by their path relative to ``folder``."""
     prefix = f"{folder}/" if folder else ""
-    entries = api.list_repo_tree(repo_id, path_in_repo=folder or None, repo_type=REPO_TYPE, revision=commit, recursive=True)
+    entries = bounded_listing(api.list_repo_tree(repo_id, path_in_repo=folder or None, repo_type=REPO_TYPE, revision=commit, recursive=True), f"{repo_id}@{commit}")
     return {f.path[len(prefix) :]: f for f in entries if hasattr(f, "blob_id") and f.path.startswith(prefix)}
 
 

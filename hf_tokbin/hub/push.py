@@ -74,6 +74,7 @@ from .retry import (
     short_reason,
     status_of,
 )
+from .revision import bounded_listing
 
 REPO_TYPE = "dataset"
 # Files the Hub writes into a new repo itself: never deleted by a push.
@@ -365,7 +366,7 @@ class _Publisher:
             from huggingface_hub.errors import EntryNotFoundError
 
             try:
-                return list(self.api.list_repo_tree(self.repo_id, path_in_repo=folder, repo_type=REPO_TYPE, revision=commit, recursive=True))
+                return bounded_listing(self.api.list_repo_tree(self.repo_id, path_in_repo=folder, repo_type=REPO_TYPE, revision=commit, recursive=True), self.where)
             except EntryNotFoundError:  # the target folder does not exist yet
                 return []
 
@@ -736,7 +737,7 @@ def _check_limits(plan: PublishPlan, survey: _Survey, publisher: _Publisher, hea
 
 
 def _all_paths(publisher: _Publisher, head: str) -> list[str]:
-    entries = publisher.call("list files", lambda: list(publisher.api.list_repo_tree(publisher.repo_id, repo_type=REPO_TYPE, revision=head, recursive=True)))
+    entries = publisher.call("list files", lambda: bounded_listing(publisher.api.list_repo_tree(publisher.repo_id, repo_type=REPO_TYPE, revision=head, recursive=True), publisher.where))
     return [e.path for e in entries if hasattr(e, "blob_id")]
 
 

@@ -91,6 +91,11 @@ def _env_number(name: str, default, kind: type[int] | type[float]):
         raise HubError(name, f"environment variable must be {what}", expected=f"{what} such as {default}", got=repr(raw)) from None
 
 
+def read_timeout_from_env() -> float:
+    """Seconds any single read from the Hub (or its connection) may take: ``HF_TOKBIN_PULL_READ_TIMEOUT``, default 60."""
+    return _env_number("HF_TOKBIN_PULL_READ_TIMEOUT", 60.0, float)
+
+
 def status_of(error: BaseException) -> int | None:
     response = getattr(error, "response", None)
     return getattr(response, "status_code", None)

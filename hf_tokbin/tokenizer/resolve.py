@@ -386,12 +386,12 @@ def _fetch_from_hub(repo_id: str, revision: str | None, folder: str, where: str)
     from ..errors import TokbinError
     from ..hub.download import DownloadLimits, Source, matches, safe_folder, tree_expected
     from ..hub.retry import RetryPolicy, call_with_retry, fetch_error
-    from ..hub.revision import escaped, is_commit_id
+    from ..hub.revision import bounded_listing, escaped, is_commit_id
 
     api = HfApi()
     try:
         commit = call_with_retry(RetryPolicy.from_env(), "resolve the tokenizer's revision", lambda: _checked_commit(api, repo_id, revision))
-        listing = call_with_retry(RetryPolicy.from_env(), "list the tokenizer's files", lambda: list(api.list_repo_tree(repo_id, path_in_repo=folder.rstrip("/") or None, repo_type="model", revision=commit)))
+        listing = call_with_retry(RetryPolicy.from_env(), "list the tokenizer's files", lambda: bounded_listing(api.list_repo_tree(repo_id, path_in_repo=folder.rstrip("/") or None, repo_type="model", revision=commit), where))
     except TokbinError:
         raise
     except Exception as e:  # noqa: BLE001 - the client's errors vary by version; one line naming the file

@@ -565,3 +565,47 @@ def test_an_offline_build_refuses_a_hub_tokenizer_whose_config_the_cache_does_no
     lines = offline.stderr.strip().splitlines()
     assert len(lines) == 1 and "generation_config.json" in lines[0] and "local cache does not hold it" in lines[0], offline.stderr
     assert not (tmp_path / "offline" / "run_config.json").exists()
+
+
+# -- listings and answers that never end, and an --out with no place beside it (review of session 7) -----------
+
+
+def test_a_tree_listing_that_pages_forever_is_one_error_not_endless_memory(hub, tmp_path, release, monkeypatch):
+    from hf_tokbin.hub import revision
+
+    hub.seed_repo(REPO, release)
+    hub.endless_tree = True
+    monkeypatch.setattr(revision, "MAX_LISTED_ENTRIES", 5_000)  # the pages hold 1,000 entries each
+    with pytest.raises(HubError, match="listing may hold at most 5,000 files and folders"):
+        pull(hub, tmp_path / "out")
+    assert hub.count("GET", r"/tree/") <= 5_000 // 1_000 + 1 + FAST.attempts * 6
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_repo_info_that_never_answers_times_out(hub, tmp_path, release, monkeypatch):
+    hub.seed_repo(REPO, release)
+    hub.stall_repo_info = 30.0  # far past the read timeout
+    monkeypatch.setenv("HF_TOKBIN_PULL_READ_TIMEOUT", "1")
+    import time
+
+    started = time.monotonic()
+    with pytest.raises(HubError):
+        pull(hub, tmp_path / "out")
+    assert time.monotonic() - started < 25  # the client gave up (each attempt after 1 s), not the server after 30
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("given", [".", "{cwd}", "{file}/sub"])
+def test_an_out_with_no_place_beside_it_is_refused_before_anything_is_fetched(hub, tmp_path, release, monkeypatch, given):
+    # An empty current folder passed the old check, was downloaded into a staging folder "..pull-<commit>", then failed.
+    hub.seed_repo(REPO, release)
+    work = tmp_path / "work"
+    work.mkdir()
+    (tmp_path / "a-file").write_text("x")
+    monkeypatch.chdir(work)
+    out = given.format(cwd=work, file=tmp_path / "a-file")
+    before = len(hub.requests)
+    with pytest.raises(HubError, match="--out"):
+        pull(hub, out)
+    assert len(hub.requests) == before  # nothing asked of the server
+    assert not [p for p in (*tmp_path.iterdir(), *work.iterdir()) if ".pull-" in p.name] and not any(work.iterdir())
