@@ -3,8 +3,9 @@
 - an hf_tokbin corpus folder pushed to the Hub (``hf-tokbin push``): its
   ``_MANIFEST.json`` is fetched first (bounded by the record size rule and
   checked against the git blob id the Hub lists, see
-  :func:`fetch_record`), then the folder at its pinned commit
-  (:func:`fetch_corpus_folder`);
+  :func:`fetch_record`), then the files it lists at its pinned commit, each
+  by the same checked download, into the Hub cache (:func:`fetch_listed_corpus_folder`;
+  offline, :func:`fetch_cached_corpus_folder` reads them there);
 - any other Hub dataset repo of Parquet files (a plain
   ``huggingface_hub.upload_folder``, FineWeb-style, no manifest):
   :class:`HubShards`. Its corpus manifest is synthesized from the Hub's own
@@ -225,10 +226,37 @@ def fetch_listed_corpus_folder(name: str, revision: str | None, commit: str, fil
     manifest must be the checked one, byte for byte."""
     where = f"{name}@{commit}"
     manifest = listed_corpus_manifest(name, commit, files, records)
-    folder = fetch_corpus_folder(name, revision, commit, _listed(manifest))
+    folder = _fetch_listed_files(name, revision, commit, files, [MANIFEST_NAME, CARD_NAME, *(s.path for s in manifest.shards)])
     if (folder / MANIFEST_NAME).read_bytes() != (records / MANIFEST_NAME).read_bytes():
         raise HubError(f"{where}/{MANIFEST_NAME}", "the corpus folder fetched differs from the manifest checked against the Hub's listing")
     return folder
+
+
+def _fetch_listed_files(name: str, revision: str | None, commit: str, files: dict, paths: list[str]) -> Path:
+    """``paths`` of the dataset repo at ``commit``, each by the checked download (no further than its listed size,
+    within its time, against its listed digest), into the Hub cache's snapshot of that commit: where an offline
+    build finds them (:func:`fetch_cached_corpus_folder`). A file already there is kept only if it matches.
+
+    ``snapshot_download`` did this before, bounded by neither size nor time: a server streaming a shard without
+    end filled the disk, and its sizes were compared only at the end.
+    """
+    from ..hub.download import hub_cache_folder, matches, safe_folder, tree_expected
+    from ..hub.revision import is_commit_id
+    from .private_apis import record_cached_ref
+
+    source = _source(name, commit)
+    cache = hub_cache_folder(name, "dataset")
+    cache.mkdir(parents=True, exist_ok=True)
+    snapshot = safe_folder(cache, f"snapshots/{commit}")
+    for path in paths:
+        if path not in files:
+            continue  # a card the repo lacks (the manifest and every shard were found in the listing already)
+        expected = tree_expected(files, path, source, record=path in (MANIFEST_NAME, CARD_NAME))
+        if not matches(snapshot / path, expected):
+            _fetched(name, commit, f"download {path}", lambda path=path, expected=expected: source.fetch(path, snapshot, expected))
+    if not is_commit_id(revision):
+        record_cached_ref(snapshot, revision or "main", commit)  # so an offline build of the branch finds this snapshot
+    return snapshot
 
 
 def listed_corpus_manifest(name: str, commit: str, files: dict, records: Path) -> CorpusManifest:

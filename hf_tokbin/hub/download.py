@@ -182,6 +182,15 @@ def _raise_for_status(response) -> None:
     hf_raise_for_status(httpx2.Response(response.status_code, headers=headers, content=body[:_ERROR_BODY_MAX], request=response.request))
 
 
+def hub_cache_folder(repo_id: str, repo_type: str) -> Path:
+    """The Hub cache's folder of the repo (as ``hf_hub_download`` names it): files fetched checked go into its
+    ``snapshots/<commit id>/``, where an offline run finds them."""
+    from huggingface_hub import constants
+    from huggingface_hub.file_download import repo_folder_name
+
+    return Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type=repo_type)
+
+
 def safe_folder(root: Path, rel: str) -> Path:
     """``root/rel``, made if missing, after making sure every folder on the way is a real folder (no symlink).
 

@@ -384,7 +384,7 @@ def _fetch_from_hub(repo_id: str, revision: str | None, folder: str, where: str)
 
     from ..corpus.private_apis import record_cached_ref
     from ..errors import TokbinError
-    from ..hub.download import DownloadLimits, Source, matches, safe_folder, tree_expected
+    from ..hub.download import DownloadLimits, Source, hub_cache_folder, matches, safe_folder, tree_expected
     from ..hub.retry import RetryPolicy, call_with_retry, fetch_error
     from ..hub.revision import bounded_listing, escaped, is_commit_id
 
@@ -400,7 +400,7 @@ def _fetch_from_hub(repo_id: str, revision: str | None, folder: str, where: str)
     if folder + TOKENIZER_FILE not in tree:
         raise HubError(where, "cannot fetch the tokenizer: no such file in the repo at this revision")
     source = Source(repo_id, commit, endpoint=os.environ.get("HF_ENDPOINT") or None, token=None, repo_type="model", limits=DownloadLimits.from_env())
-    repo_cache = _cache_folder(repo_id)
+    repo_cache = hub_cache_folder(repo_id, "model")
     repo_cache.mkdir(parents=True, exist_ok=True)
     snapshot = safe_folder(repo_cache, f"snapshots/{commit}")
     for name, max_bytes in ((TOKENIZER_FILE, TOKENIZER_MAX_BYTES), *((n, CONFIG_MAX_BYTES) for n in CONFIG_FILES)):
@@ -438,20 +438,12 @@ def _fetch_checked(source, path: str, snapshot: Path, expected, where: str) -> P
         raise escaped(read_error(source.uri(path), f"download {path}", e, source.endpoint, source.repo_id, "model")) from e
 
 
-def _cache_folder(repo_id: str) -> Path:
-    """The Hub cache's folder of the model repo ``repo_id`` (as ``hf_hub_download`` names it)."""
-    from huggingface_hub import constants
-    from huggingface_hub.file_download import repo_folder_name
-
-    return Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type="model")
-
-
 def _record_no_file(repo_id: str, commit: str, path: str) -> None:
     """Record in the cache that ``path`` is not in the repo at ``commit``, where ``try_to_load_from_cache`` reads it."""
-    from ..hub.download import safe_folder
+    from ..hub.download import hub_cache_folder, safe_folder
 
     parent, _, name = f".no_exist/{commit}/{path}".rpartition("/")
-    marker = safe_folder(_cache_folder(repo_id), parent) / name
+    marker = safe_folder(hub_cache_folder(repo_id, "model"), parent) / name
     if not marker.is_file():
         marker.touch()
 

@@ -442,10 +442,11 @@ def test_a_full_disk_is_one_clear_error_and_the_re_run_ends_byte_identical(hub, 
 # -- records of a Hub corpus, bounded before they are written (issue 21.4) ------------------------------
 
 
-@pytest.mark.parametrize("record", ["_MANIFEST.json", "README.md"])
+@pytest.mark.parametrize("record", ["_MANIFEST.json", "README.md", "data/train-00000.parquet"])
 def test_a_corpus_record_served_as_an_endless_stream_is_cut_at_its_listed_size(hub, tmp_path, record):
     """The listing says a few hundred bytes; the server sends 256 MiB without a length. The build stops reading one
-    chunk past the listed size, writes nothing of it, and says so in one line."""
+    chunk past the listed size, writes nothing of it, and says so in one line. A pushed corpus's shard too: it was
+    fetched with snapshot_download, which wrote the whole stream into the cache before it compared sizes."""
     corpus, _ = make_corpus(tmp_path / "corpus")
     if record == "README.md":  # a plain Parquet repo: its card is the record read
         (corpus / "_MANIFEST.json").unlink()
