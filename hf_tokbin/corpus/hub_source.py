@@ -240,14 +240,12 @@ def _fetch_listed_files(name: str, revision: str | None, commit: str, files: dic
     ``snapshot_download`` did this before, bounded by neither size nor time: a server streaming a shard without
     end filled the disk, and its sizes were compared only at the end.
     """
-    from ..hub.download import hub_cache_folder, matches, safe_folder, tree_expected
+    from ..hub.download import hub_snapshot_folder, matches, tree_expected
     from ..hub.revision import is_commit_id
     from .private_apis import record_cached_ref
 
     source = _source(name, commit)
-    cache = hub_cache_folder(name, "dataset")
-    cache.mkdir(parents=True, exist_ok=True)
-    snapshot = safe_folder(cache, f"snapshots/{commit}")
+    snapshot = hub_snapshot_folder(name, "dataset", commit)
     for path in paths:
         if path not in files:
             continue  # a card the repo lacks (the manifest and every shard were found in the listing already)
@@ -273,10 +271,10 @@ def listed_corpus_manifest(name: str, commit: str, files: dict, records: Path) -
 
 def fetch_cached_corpus_folder(name: str, revision: str | None) -> Path:
     """Offline: the corpus folder an earlier online build fetched, its manifest first, then what that lists."""
-    root = fetch_corpus_folder(name, revision, allow_patterns=[MANIFEST_NAME])
+    root = _cached_snapshot(name, revision, [MANIFEST_NAME])
     if not (root / MANIFEST_NAME).is_file():
         return root
-    return fetch_corpus_folder(name, revision, allow_patterns=_listed(CorpusManifest.read(root)))
+    return _cached_snapshot(name, revision, _listed(CorpusManifest.read(root)))
 
 
 def _listed(manifest: CorpusManifest) -> list[str]:
@@ -284,25 +282,17 @@ def _listed(manifest: CorpusManifest) -> list[str]:
     return [re.sub(r"([*?\[])", r"[\1]", path) for path in (MANIFEST_NAME, CARD_NAME, *(s.path for s in manifest.shards))]
 
 
-def fetch_corpus_folder(name: str, revision: str | None, commit: str | None = None, allow_patterns: list[str] | None = None) -> Path:
-    """The repo at its commit (checked, or ``commit`` when the caller resolved it; only ``allow_patterns`` when
-    given), from the cache when offline."""
-    from huggingface_hub import HfApi, constants, snapshot_download
+def _cached_snapshot(name: str, revision: str | None, allow_patterns: list[str]) -> Path:
+    """Offline: the cache's snapshot of the repo at ``revision`` (a commit id, or a branch whose ref an online
+    build recorded), only ``allow_patterns``."""
+    from huggingface_hub import snapshot_download
 
     from ..hub.retry import fetch_error
-    from ..hub.revision import escaped, is_commit_id, resolve_commit, shown
-    from .private_apis import record_cached_ref
+    from ..hub.revision import escaped, is_commit_id, shown
 
     where = f"{name}@{shown(revision or 'main')}"
     try:
-        # The server's commit id names a folder in the cache: check it first, and fetch at that id only.
-        # Offline, the cache's own ref (written below, by an earlier online run) gives it.
-        if commit is None:
-            commit = revision if constants.HF_HUB_OFFLINE else resolve_commit(HfApi(), name, revision, "dataset")
-        root = Path(snapshot_download(name, repo_type="dataset", revision=commit, allow_patterns=allow_patterns))
-        if not is_commit_id(revision) and not constants.HF_HUB_OFFLINE:
-            # Fetching at a commit id records no ref; record it, so an offline build of the branch finds this snapshot.
-            record_cached_ref(root, revision or "main", commit)
+        root = Path(snapshot_download(name, repo_type="dataset", revision=revision, allow_patterns=allow_patterns))
     except TokbinError:
         raise
     except Exception as e:

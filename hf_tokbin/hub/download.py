@@ -191,6 +191,13 @@ def hub_cache_folder(repo_id: str, repo_type: str) -> Path:
     return Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type=repo_type)
 
 
+def hub_snapshot_folder(repo_id: str, repo_type: str, commit: str) -> Path:
+    """``snapshots/<commit>/`` of the repo's cache folder, made if missing, every folder on the way a real one."""
+    cache = hub_cache_folder(repo_id, repo_type)
+    cache.mkdir(parents=True, exist_ok=True)
+    return safe_folder(cache, f"snapshots/{commit}")
+
+
 def safe_folder(root: Path, rel: str) -> Path:
     """``root/rel``, made if missing, after making sure every folder on the way is a real folder (no symlink).
 

@@ -384,7 +384,7 @@ def _fetch_from_hub(repo_id: str, revision: str | None, folder: str, where: str)
 
     from ..corpus.private_apis import record_cached_ref
     from ..errors import TokbinError
-    from ..hub.download import DownloadLimits, Source, hub_cache_folder, matches, safe_folder, tree_expected
+    from ..hub.download import DownloadLimits, Source, hub_snapshot_folder, matches, tree_expected
     from ..hub.retry import RetryPolicy, call_with_retry, fetch_error
     from ..hub.revision import bounded_listing, escaped, is_commit_id
 
@@ -400,9 +400,7 @@ def _fetch_from_hub(repo_id: str, revision: str | None, folder: str, where: str)
     if folder + TOKENIZER_FILE not in tree:
         raise HubError(where, "cannot fetch the tokenizer: no such file in the repo at this revision")
     source = Source(repo_id, commit, endpoint=os.environ.get("HF_ENDPOINT") or None, token=None, repo_type="model", limits=DownloadLimits.from_env())
-    repo_cache = hub_cache_folder(repo_id, "model")
-    repo_cache.mkdir(parents=True, exist_ok=True)
-    snapshot = safe_folder(repo_cache, f"snapshots/{commit}")
+    snapshot = hub_snapshot_folder(repo_id, "model", commit)
     for name, max_bytes in ((TOKENIZER_FILE, TOKENIZER_MAX_BYTES), *((n, CONFIG_MAX_BYTES) for n in CONFIG_FILES)):
         path = folder + name
         if path not in tree:
