@@ -8,6 +8,8 @@ its request handler subclassed; switches set by a test make it lie:
 - ``oversize[path] = n``: serve ``n`` bytes of zeros for ``path``, without a length, until the client hangs up;
 - ``ranges_ignored[path] = n``: answer a range request for ``path`` with 200 and ``n`` bytes of zeros, without a length;
 - ``trickle[path] = s``: serve ``path`` one byte every ``s`` seconds;
+- ``later_answers[path] = data``: serve ``path`` as stored to the first GET, ``data`` to every later one
+  (a server that answers a second read of a file differently from the first);
 - ``fail[path] = n``: answer the next ``n`` downloads of ``path`` with HTTP 500;
 - ``deny = (status, error_code, message)``: answer every repo-info call with that error;
 - ``gate(n)``: hold downloads (but ``COMPLETE.json``'s) until ``n`` are in flight at once, then let all through;
@@ -61,6 +63,8 @@ class HostileHub(HubServer):
         self._gate_timeout = 0.0
         self.gate_opened = threading.Event()
         self.sent: dict[str, int] = {}
+        self.later_answers: dict[str, bytes] = {}
+        self.answered: set[str] = set()  # paths later_answers has served once
         self.endless_tree = False  # every tree page links a next one, forever
         self.stall_repo_info: float | None = None  # seconds the repo-info call waits before it answers
         self.httpd.RequestHandlerClass = type("Handler", (_HostileHandler,), {"server_hub": self})
@@ -81,6 +85,10 @@ class HostileHub(HubServer):
         """Paths fetched with GET at ``commit`` so far, in order."""
         marker = f"/resolve/{commit}/"
         return [p.split(marker, 1)[1] for _, m, p, _ in self.requests if m == "GET" and marker in p]
+
+
+def method_is_get(handler) -> bool:
+    return handler.command == "GET"
 
 
 class _HostileHandler(_Handler):
@@ -128,6 +136,11 @@ class _HostileHandler(_Handler):
         if path in hub.ranges_ignored and status == 206:
             headers.pop("Content-Range", None)
             return 200, _Stream(path, hub.ranges_ignored[path]), headers
+        if path in hub.later_answers and method_is_get(self) and status == 200:
+            if path in hub.answered:
+                body = hub.later_answers[path]
+                headers = {**headers, "Content-Length": str(len(body))}
+            hub.answered.add(path)
         if path in hub.trickle:
             return status, _Stream(path, len(body), body, hub.trickle[path]), {**headers, "Content-Length": str(len(body))}
         return status, body, headers

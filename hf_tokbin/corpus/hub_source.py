@@ -12,9 +12,10 @@
   listing at the pinned commit (:func:`synthesize_hub_manifest`): each Hub
   file is one input shard, named by its path, with the size and SHA-256 the
   Hub reports (LFS metadata) and its rows from the Parquet footer (read
-  with range requests, no download). ``datasets`` decides which files make
-  which split (the repo's ``configs:`` or its file names), exactly as
-  ``load_dataset`` would.
+  with range requests, no download). ``datasets``' own rules decide which
+  files make which split (the repo's ``configs:`` or its file names), as
+  ``load_dataset`` would, run on the checked card and listing
+  (:mod:`hf_tokbin.corpus.hub_splits`): nothing is listed or fetched twice.
 
 Every file is fetched by the one checked download of
 :mod:`hf_tokbin.hub.download` (read no further than its listed size, hashed
@@ -84,12 +85,14 @@ def _fetched(repo_id: str, commit: str, what: str, fetch):
 def fetch_record(repo_id: str, commit: str, files: dict, path: str, folder: Path) -> Path:
     """The record ``path`` (a manifest, a card) into ``folder``: refused before any byte is written when the
     listing gives it more than the record size rule, read no further than its listed size, checked against its
-    listed git blob id or SHA-256."""
-    from ..hub.download import tree_expected
+    listed git blob id or SHA-256. A copy already in ``folder`` that matches them is kept (no second request)."""
+    from ..hub.download import matches, safe_destination, tree_expected
 
     source = _source(repo_id, commit)
     expected = tree_expected(files, path, source)
     folder.mkdir(parents=True, exist_ok=True)
+    if matches(safe_destination(folder, path), expected):
+        return folder / path
     return _fetched(repo_id, commit, f"download {path}", lambda: source.fetch(path, folder, expected))
 
 
@@ -308,9 +311,8 @@ def _cached_snapshot(name: str, revision: str | None, allow_patterns: list[str])
 def synthesize_hub_manifest(repo_id: str, commit: str, files: dict, config: str | None, splits: Sequence[str] | None, work: Path) -> CorpusManifest:
     """The corpus manifest of a plain Hub dataset repo: its Parquet files per split, in ``datasets``' order."""
     where = f"{repo_id}@{commit}"
-    # The card first: a record, fetched bounded and checked before datasets reads it (for its configs:).
     license, language = _card_metadata(repo_id, commit, files, work)
-    by_split = data_files_by_split(repo_id, commit, config)
+    by_split = data_files_by_split(repo_id, commit, files, config, work)
     wanted = list(splits) if splits else [s for s in by_split if split_name(s)]
     missing = [s for s in wanted if s not in by_split]
     if missing:
@@ -329,29 +331,16 @@ def synthesize_hub_manifest(repo_id: str, commit: str, files: dict, config: str 
     return CorpusManifest(name, "files", tuple(FileEntry(s.path, s.size, s.sha256) for s in shards), tuple(shards), license, language)
 
 
-def data_files_by_split(repo_id: str, commit: str, config: str | None) -> dict[str, list[str]]:
-    """The repo's data files per split, as ``load_dataset`` resolves them (``configs:`` in its card, else file names)."""
-    import datasets
-
-    from ..hub.retry import fetch_error
+def data_files_by_split(repo_id: str, commit: str, files: dict, config: str | None, work: Path) -> dict[str, list[str]]:
+    """The repo's data files per split, as ``load_dataset`` resolves them (``configs:`` in its card, else file
+    names): ``datasets``' rules run on the card (and ``.huggingface.yaml``) fetched checked into ``work`` and on
+    the listing ``files``; nothing is listed or fetched again (:mod:`hf_tokbin.corpus.hub_splits`)."""
+    from . import hub_splits
 
     where = f"{repo_id}@{commit}"
-    try:
-        builder = datasets.load_dataset_builder(repo_id, config, revision=commit)
-    except Exception as e:  # noqa: BLE001 - datasets' errors (no such config, no data files) as one line
-        if isinstance(e, (ValueError, FileNotFoundError)) or type(e).__name__ in ("DataFilesNotFoundError", "EmptyDatasetError"):
-            raise CorpusInputError(where, "cannot find the dataset's data files", got=str(e).splitlines()[0][:300] if str(e) else type(e).__name__) from None
-        raise fetch_error(where, "corpus", e) from e
-    prefix = re.compile(rf"^hf://datasets/{re.escape(repo_id)}@{commit}/")
-    out: dict[str, list[str]] = {}
-    for split, urls in (builder.config.data_files or {}).items():
-        paths = []
-        for url in urls:
-            if not prefix.match(url):
-                raise HubError(where, "a data file of the dataset is not a file of this repo at this commit", got=url[:200])
-            paths.append(prefix.sub("", url))
-        out[str(split)] = paths
-    return out
+    card, standalone = (fetch_record(repo_id, commit, files, name, work) if name in files else None for name in (CARD_NAME, hub_splits.STANDALONE_YAML_NAME))
+    sizes = {path: int(entry.size) for path, entry in files.items()}
+    return hub_splits.data_files_by_split(where, sizes, hub_splits.card_yaml(where, card, standalone), config)
 
 
 def _hub_shard(repo_id: str, commit: str, files: dict, path: str, split: str) -> CorpusShard:

@@ -207,8 +207,10 @@ def _hub_repo_inputs(repo_id: str) -> list[InputFile]:
     except Exception as e:  # noqa: BLE001 - no such repo, no access, unreachable: one line
         raise escaped(fetch_error(f"{repo_id}@main", "corpus input", e)) from e
     _commit, listing = hub_listing(repo_id, commit)
+    with tempfile.TemporaryDirectory(prefix="hf-tokbin-card-") as records:
+        by_split = data_files_by_split(repo_id, commit, listing, None, Path(records))
     found = []
-    for split, paths in data_files_by_split(repo_id, commit, None).items():
+    for split, paths in by_split.items():
         for path in paths:
             reader = reader_of(path)[0]
             if reader is None:

@@ -30,6 +30,13 @@ PINNED = (
     ("datasets.builder", "ArrowBasedBuilder._generate_tables", ("self", "kwargs")),
     ("huggingface_hub.file_download", "_cache_commit_hash_for_specific_revision", ("storage_folder", "revision", "commit_hash")),
 )
+# (module, name): private tables hf_tokbin reads, checked to exist by the same test.
+PINNED_TABLES = (
+    ("datasets.packaged_modules", "_ALL_ALLOWED_EXTENSIONS"),
+    ("datasets.packaged_modules", "_MODULE_TO_EXTENSIONS"),
+    ("datasets.packaged_modules", "_MODULE_TO_METADATA_EXTENSIONS"),
+    ("datasets.packaged_modules", "_MODULE_TO_METADATA_FILE_NAMES"),
+)
 
 
 def split_generators(builder) -> list:
@@ -56,3 +63,25 @@ def record_cached_ref(snapshot: Path, revision: str, commit: str) -> None:
     from huggingface_hub.file_download import _cache_commit_hash_for_specific_revision
 
     _cache_commit_hash_for_specific_revision(str(Path(snapshot).parent.parent), revision, commit)
+
+
+def all_allowed_extensions() -> list[str]:
+    """Every extension ``datasets`` takes for a data or metadata file (``.parquet``, ``.jsonl``, ...)."""
+    from datasets.packaged_modules import _ALL_ALLOWED_EXTENSIONS
+
+    return list(_ALL_ALLOWED_EXTENSIONS)
+
+
+def module_file_filter(module: str):
+    """``keep(path)``: whether ``datasets`` keeps ``path`` among the data files of packaged module ``module``
+    (``DataFilesList.filter`` with the module's extensions and metadata file names)."""
+    from datasets.data_files import DataFilesList
+    from datasets.packaged_modules import (
+        _MODULE_TO_EXTENSIONS,
+        _MODULE_TO_METADATA_EXTENSIONS,
+        _MODULE_TO_METADATA_FILE_NAMES,
+    )
+
+    extensions = _MODULE_TO_EXTENSIONS[module] + _MODULE_TO_METADATA_EXTENSIONS[module]
+    names = _MODULE_TO_METADATA_FILE_NAMES[module]
+    return lambda path: bool(DataFilesList([path], [()]).filter(extensions=extensions, file_names=names))

@@ -11,7 +11,14 @@ import pytest
 from datasets.data_files import DataFilesDict, DataFilesList
 
 from hf_tokbin.corpus.builders import CorpusShards
-from hf_tokbin.corpus.private_apis import PINNED, record_cached_ref, stream_builder_tables
+from hf_tokbin.corpus.private_apis import (
+    PINNED,
+    PINNED_TABLES,
+    all_allowed_extensions,
+    module_file_filter,
+    record_cached_ref,
+    stream_builder_tables,
+)
 
 
 @pytest.mark.parametrize(("module", "name", "parameters"), PINNED, ids=[name for _, name, _ in PINNED])
@@ -20,6 +27,17 @@ def test_a_pinned_private_api_exists_with_the_parameters_we_pass(module, name, p
     for part in name.split("."):
         target = getattr(target, part)
     assert tuple(inspect.signature(target).parameters) == parameters
+
+
+@pytest.mark.parametrize(("module", "name"), PINNED_TABLES, ids=[name for _, name in PINNED_TABLES])
+def test_a_pinned_private_table_exists(module, name):
+    assert getattr(importlib.import_module(module), name)
+
+
+def test_the_extension_tables_keep_what_datasets_keeps():
+    assert ".parquet" in all_allowed_extensions() and ".jsonl" in all_allowed_extensions()
+    keep = module_file_filter("parquet")
+    assert keep("data/train-0.parquet") and not keep("data/train-0.csv") and not keep("notes.txt")
 
 
 def test_a_builder_s_split_streams_its_tables_through_its_own_generators(tmp_path):
