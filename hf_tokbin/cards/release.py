@@ -600,6 +600,7 @@ RELEASE_PLACEHOLDER = "RELEASE"  # the card holds no absolute path: recipes name
 
 def _recipes(root: Path, formats: list[str], llmc_layout) -> list[str]:
     """``hf-tokbin recipe`` per format present (llm.c's own trainer for its layout, Megatron-LM), with the release folder as RELEASE."""
+    from ..errors import FormatError
     from ..verify.recipe import recipe
 
     targets = ([("llmc-llama3" if llmc_layout == "llama3" else "llmc", "llm.c")] if LLMC in formats else []) + ([("megatron", "Megatron-LM")] if MEGATRON in formats else [])
@@ -612,7 +613,11 @@ def _recipes(root: Path, formats: list[str], llmc_layout) -> list[str]:
     ]
     prefix = str(root.resolve())
     for target, label in targets:
-        r = recipe(root, target, with_findings=False)
+        try:
+            r = recipe(root, target, with_findings=False)
+        except FormatError as e:  # no line of this trainer trains on the release (a vocabulary past its model's)
+            parts.append(f"{label}: no recipe. {e.rule.replace(prefix, RELEASE_PLACEHOLDER)}.")
+            continue
         text = "\n".join(r.lines).replace(prefix, RELEASE_PLACEHOLDER)
         notes = "; ".join(n.replace(prefix, RELEASE_PLACEHOLDER) for n in r.notes[:3])
         parts.append(f"{label} ({r.checked_against.split(':')[0]}):\n\n```bash\n{text}\n```\n\n{notes}.")

@@ -39,8 +39,12 @@ Targets and rules
   byte 2**31 or beyond wraps; with uint16 ids that is a file past about 1.07
   billion tokens (our writer rolls over at 100 million).
 - seq-len (error): ``train_gpt2.py`` asserts ``1 <= T <= 1024``.
-- gpt2-vocab (warning): llm.c's GPT-2 models have ``vocab_size=50257``
-  (``train_gpt2.py`` ``GPTConfig``); larger ids index past the embedding.
+- gpt2-vocab (error from scratch, warning with ``--init-from``): llm.c's
+  from-scratch models (``-e d12``, ``--model d12``) are GPT-2 with
+  ``vocab_size=50257`` (``train_gpt2.py`` ``GPTConfig``, ``train_gpt2.cu``
+  ``gpt2_build_from_descriptor``); larger ids index past the embedding, and
+  ``train_gpt2.cu`` does not check them. A checkpoint of a larger vocabulary
+  (``-e model.bin``) may hold them.
 - file-order (warning): the loaders read ``glob`` order (C ``glob``, sorted;
   Python ``sorted(glob.glob(...))``), which must be the manifest's order.
 - no-val (warning): ``train_gpt2.cu`` globs the validation pattern too and
@@ -128,8 +132,10 @@ one file per batch, chosen in proportion to its tokens):
   hard-codes ``np.uint16`` and no header, so the printed lines replace it).
 - min-tokens (error): ``torch.randint(len(data) - block_size, ...)`` needs more
   than T (``block_size``) tokens in every file.
-- vocab (warning): without ``data_dir/meta.pkl`` the model has
-  ``vocab_size=50304``; a larger vocabulary needs ``meta.pkl`` with its size.
+- vocab (info from scratch, error fine-tuning GPT-2): without
+  ``data_dir/meta.pkl`` a from-scratch model has ``vocab_size=50304``, so a
+  larger vocabulary needs ``meta.pkl`` with its size (the recipe's lines write
+  one); ``init_from='gpt2*'`` loads OpenAI's GPT-2, ``vocab_size=50257``.
 """
 
 from __future__ import annotations
@@ -304,6 +310,22 @@ def _open(file: Path, opener: Callable[[Path], object], findings: list[Finding])
         return None
 
 
+def llmc_vocab_size(file: Path, manifest: llmc.TokensManifest | None) -> int:
+    """The vocabulary an llm.c file's ids come from: its header's (slot 3, as we write it), else its manifest's; 0 if neither says."""
+    header = _raw_header(file)
+    return int(header[3]) if header is not None and int(header[3]) else (manifest.vocab_size if manifest else 0)
+
+
+def gpt2_scratch_problem(vocab_size: int) -> str | None:
+    """Why llm.c's from-scratch GPT-2 (``-e d12``, ``--model d12``) cannot train on ids of this vocabulary; None if it can."""
+    if vocab_size <= GPT2_VOCAB:
+        return None
+    return (
+        f"llm.c's from-scratch models (-e d12, --model d12) are GPT-2 with vocab_size {GPT2_VOCAB:,} and this vocabulary has "
+        f"{vocab_size:,}: larger ids would index past the embedding (train_gpt2.cu does not check them)"
+    )
+
+
 def _raw_header(file: Path) -> np.ndarray | None:
     with open(file, "rb") as f:
         raw = f.read(llmc.HEADER_BYTES)
@@ -369,9 +391,10 @@ def check_llmc(path: Path, s: LoaderSettings) -> list[Finding]:
                 continue
             findings += _capacity(file, int(tokens.size), s, "llm.c's dataloader_init (and train_gpt2.py DistributedDataLoader)")
             findings += _seek_offset(file, int(tokens.size), s)
-            vocab = int(_raw_header(file)[3]) or (inputs.manifest.vocab_size if inputs.manifest else 0)
-            if vocab > GPT2_VOCAB:
-                findings.append(Finding(WARNING, str(file), "gpt2-vocab", f"llm.c's GPT-2 models have vocab_size {GPT2_VOCAB:,}; this vocabulary has {vocab:,}, so larger ids need a model of that size"))
+            problem = gpt2_scratch_problem(llmc_vocab_size(file, inputs.manifest))
+            if problem and not any(f.rule == "gpt2-vocab" for f in findings):  # one vocabulary: said once
+                level, what = (ERROR, "pass --init-from a checkpoint of this vocabulary") if s.init_from is None else (WARNING, f"{s.init_from} must be a model of this vocabulary")
+                findings.append(Finding(level, str(file), "gpt2-vocab", f"{problem}: {what}"))
     if inputs.manifest is not None and not any(files for split, files in inputs.splits if split == "val"):
         findings.append(Finding(WARNING, str(inputs.manifest_path), "no-val", "no val files: train_gpt2.cu's validation glob would match nothing and dataloader_init exits"))
     return findings
@@ -745,8 +768,10 @@ def check_nanogpt(path: Path, s: LoaderSettings) -> list[Finding]:
     findings = []
     inputs = _llmc_inputs(path)
     vocab = inputs.manifest.vocab_size if inputs.manifest else None
-    if vocab is not None and vocab > NANOGPT_VOCAB:
-        findings.append(Finding(WARNING, str(inputs.manifest_path), "vocab", f"without data_dir/meta.pkl train.py builds vocab_size={NANOGPT_VOCAB:,}; this vocabulary has {vocab:,}: write meta.pkl with vocab_size={vocab}"))
+    if vocab is not None and vocab > GPT2_VOCAB and (s.init_from or "").startswith("gpt2"):
+        findings.append(Finding(ERROR, str(inputs.manifest_path), "vocab", f"init_from={s.init_from} loads OpenAI's GPT-2, vocab_size {GPT2_VOCAB:,}; this vocabulary has {vocab:,}"))
+    elif vocab is not None and vocab > NANOGPT_VOCAB:
+        findings.append(Finding(INFO, str(inputs.manifest_path), "vocab", f"without data_dir/meta.pkl train.py builds vocab_size={NANOGPT_VOCAB:,}; this vocabulary has {vocab:,}: the recipe's lines write a meta.pkl with vocab_size={vocab}"))
     opener = functools.partial(llmc.open_tokens, vocab_size=vocab)
     for split, files in inputs.splits:
         for file in files:

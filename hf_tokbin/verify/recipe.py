@@ -249,6 +249,9 @@ def _llmc_schedule(globs: dict, s: LoaderSettings) -> tuple[int, int, int]:
 
 
 def _llmc(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[list[str]], list[str], list[str]]:
+    problem = compat.gpt2_scratch_problem(_vocab_size(root, globs))
+    if problem and s.init_from is None:  # no line of ours may promise a model these ids do not fit
+        raise FormatError(root, f"no from-scratch llm.c recipe: {problem}", hint="fine-tune a checkpoint of this vocabulary (--init-from model.bin), or train with --for nanogpt or megatron")
     train, val = globs["train"][0], globs.get("val", (None,))[0]
     total = s.batch_size * s.seq_len * s.world_size
     steps, val_steps, every = _llmc_schedule(globs, s)
@@ -338,7 +341,15 @@ def _modded_nanogpt(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[li
     return [command], lines, notes
 
 
+def _vocab_size(root: Path, globs: dict) -> int:
+    """The vocabulary of the release's llm.c ids (the first train file's header, else the manifest)."""
+    return compat.llmc_vocab_size(globs["train"][1][0], compat._llmc_inputs(root).manifest)
+
+
 def _nanogpt(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[list[str]], list[str], list[str]]:
+    vocab = _vocab_size(root, globs)
+    if vocab > compat.GPT2_VOCAB and (s.init_from or "").startswith("gpt2"):
+        raise FormatError(root, f"init_from={s.init_from} loads OpenAI's GPT-2 (vocab_size {compat.GPT2_VOCAB:,}) and this vocabulary has {vocab:,}", hint="train from scratch (no --init-from): the recipe sizes the model to the vocabulary")
     files = {split: pattern for split, (pattern, *_) in globs.items()}
     files.setdefault("val", files["train"])  # estimate_loss() calls get_batch('val') at step 0 whatever eval_interval is
     header = llmc.read_header(globs["train"][1][0])
@@ -354,6 +365,14 @@ def _nanogpt(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[list[str]
         "    path = files[np.random.choice(len(files), p=sizes / sizes.sum())]",
         f"    return np.memmap(path, dtype=np.{dtype}, mode='r', offset={llmc.HEADER_BYTES})",
     ]
+    if vocab > compat.NANOGPT_VOCAB and s.init_from is None:
+        # train.py sizes a from-scratch model by data_dir/meta.pkl, else 50304: these lines precede its meta_path line.
+        lines += [
+            f"# the vocabulary has {vocab:,} entries, more than train.py's default 50,304: its meta_path line reads this meta.pkl",
+            "import tempfile",
+            "data_dir = tempfile.mkdtemp(prefix='hf_tokbin-meta-')",
+            f"with open(os.path.join(data_dir, 'meta.pkl'), 'wb') as f: pickle.dump({{'vocab_size': {vocab}}}, f)",
+        ]
     # One step: gradient_accumulation_steps (divided by the world size in DDP) * world * B * T tokens, drawn at random.
     step = s.batch_size * s.seq_len * s.world_size
     steps = max(1, s.epochs * sum(_file_tokens(globs, "train")) // step)

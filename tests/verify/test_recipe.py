@@ -136,7 +136,7 @@ def test_nanogpt_reads_uint32_files(tmp_path):
     root = write_release(tmp_path / "rel", [docs_of(np.random.default_rng(0), 5, big, 3, 9)], [], big, big - 1)
     r = recipe(root, "nanogpt", SMALL)
     assert any("dtype=np.uint32" in line for line in r.lines)
-    namespace = {"np": np, "os": os}
+    namespace = {"np": np, "os": os, "pickle": __import__("pickle")}  # train.py imports these
     exec("\n".join(line for line in r.code if not line.startswith("#")), namespace)
     (file,) = manifest_files(root, "train")
     assert np.array_equal(namespace["token_data"]("train"), llmc.open_tokens(file))

@@ -119,3 +119,63 @@ def test_a_pair_its_receipt_lists_that_is_missing_is_refused_not_left_out(built,
     (root / "PARTIAL.json").write_text("{}")
     with pytest.raises(FormatError, match="PARTIAL.json"):
         recipe(root, target, settings, index_dir=tmp_path / "idx")
+
+
+BIG_VOCAB = 60000  # a vocabulary past GPT-2's 50,257 (a 64k BPE): llm.c's uint16 layout holds it
+
+
+@pytest.fixture
+def big_vocab_release(tmp_path) -> Path:
+    rng = np.random.default_rng(7)
+    big = [[list(rng.integers(0, BIG_VOCAB - 1, 12)) for _ in range(6)] for _ in range(2)]
+    return write_release(tmp_path / "big", big, [[list(rng.integers(0, BIG_VOCAB - 1, 12)) for _ in range(4)]], BIG_VOCAB, BIG_VOCAB - 1, max_tokens=80)
+
+
+def test_no_from_scratch_llmc_line_is_printed_for_ids_past_gpt2_s_embedding(big_vocab_release, capsys):
+    # -e d12 builds GPT-2 with vocab_size 50,257: train_gpt2.cu would read past its embedding for every larger id.
+    with pytest.raises(FormatError, match="50,257"):
+        recipe(big_vocab_release, "llmc", SMALL)
+    assert main(["recipe", str(big_vocab_release), "--for", "llmc", "-B", "2", "-T", "8"]) == 1
+    captured = capsys.readouterr()
+    assert "train_gpt2" not in captured.out and len(captured.err.strip().splitlines()) == 1
+    # A checkpoint of this vocabulary: the line is printed, with the warning that it must be one.
+    tuned = recipe(big_vocab_release, "llmc", LoaderSettings(batch_size=2, seq_len=8, init_from="mine.bin"))
+    assert "-e mine.bin" in tuned.lines[0] and [f.level for f in tuned.findings if f.rule == "gpt2-vocab"] == ["warning"]
+
+
+def _nanogpt_model_vocab(code: list[str], tmp_path: Path) -> int | None:
+    """What nanoGPT's train.py sizes a from-scratch model by, with the recipe's lines where they go (after data_dir)."""
+    import pickle
+
+    namespace = {"os": os, "np": np, "pickle": pickle, "dataset": "openwebtext"}
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        exec("data_dir = os.path.join('data', dataset)", namespace)  # noqa: S102 - train.py, as it reads
+        exec("\n".join(line for line in code if not line.startswith("#")), namespace)  # noqa: S102 - the recipe's own lines
+        # train.py, after the lines: "attempt to derive vocab_size from the dataset".
+        exec(  # noqa: S102
+            "meta_path = os.path.join(data_dir, 'meta.pkl')\nmeta_vocab_size = None\n"
+            "if os.path.exists(meta_path):\n    with open(meta_path, 'rb') as f:\n        meta = pickle.load(f)\n    meta_vocab_size = meta['vocab_size']",
+            namespace,
+        )
+    finally:
+        os.chdir(cwd)
+    return namespace["meta_vocab_size"]
+
+
+def test_nanogpt_lines_size_a_from_scratch_model_to_the_vocabulary(big_vocab_release, release, tmp_path):
+    assert _nanogpt_model_vocab(list(recipe(big_vocab_release, "nanogpt", SMALL).code), tmp_path) == BIG_VOCAB
+    assert not (tmp_path / "data").exists()  # nothing written into the user's nanoGPT data folder
+    assert _nanogpt_model_vocab(list(recipe(release, "nanogpt", SMALL).code), tmp_path) is None  # 50,257 fits the default 50,304
+    with pytest.raises(FormatError, match="GPT-2"):
+        recipe(big_vocab_release, "nanogpt", LoaderSettings(batch_size=2, seq_len=8, init_from="gpt2"))
+
+
+def test_the_release_card_promises_no_llmc_line_for_a_vocabulary_past_gpt2_s(big_vocab_release):
+    from hf_tokbin.cards.release import _recipes
+
+    text = "\n".join(_recipes(big_vocab_release, ["llmc", "megatron"], "gpt2"))
+    assert "train_gpt2cu" not in text and "train_gpt2.py" not in text and "llm.c: no recipe" in text and "50,257" in text
+    assert str(big_vocab_release.resolve()) not in text
+    assert "pretrain_gpt.py" in text  # Megatron's lines are still there
