@@ -60,6 +60,10 @@ TOKENIZER_DIR = "tokenizer"  # the release's own tokenizer: the files the build 
 TOKENIZER_FILE = "tokenizer.json"
 # What tokenizer/ may hold: tokenizer.json and the config files a build reads beside it (tokenizer.resolve).
 TOKENIZER_FILES = (TOKENIZER_FILE, "generation_config.json", "tokenizer_config.json", "special_tokens_map.json")
+# The most bytes a tokenizer's files may be before any is read (a Hub listing, a shipped tokenizer/): the largest
+# public tokenizer.json files are tens of MB; a config file is a small record.
+TOKENIZER_MAX_BYTES = 512 * 1024 * 1024
+CONFIG_MAX_BYTES = 16 * 1024 * 1024
 SPLITS = ("train", "validation")
 FORMATS = ("llmc", "megatron")  # the output formats, in their canonical order
 STATS_FORMAT = "hf_tokbin.stats/1"

@@ -32,6 +32,7 @@ from pathlib import Path, PurePosixPath
 
 from .._io import read_json, sha256_file
 from ..errors import HubError, TokenizerError
+from ..formats.release import CONFIG_MAX_BYTES, TOKENIZER_MAX_BYTES
 from ..formats.rules import is_repo_id
 from ..formats.run_config import BYTE_TOKENIZER_SHA256, BYTE_VOCAB_SIZE, BoundaryToken
 
@@ -353,10 +354,6 @@ def read_eos_token(path: Path) -> str | None:
     return eos
 
 
-# The most bytes a Hub tokenizer's files may be, by the tree listing, before any is read: the largest public
-# tokenizer.json files are tens of MB; a config file is a small record.
-TOKENIZER_MAX_BYTES = 512 * 1024 * 1024
-CONFIG_MAX_BYTES = 16 * 1024 * 1024
 
 
 def _download_from_hub(repo_id: str, revision: str | None, subfolder: str | None) -> tuple[Path, str]:

@@ -112,6 +112,7 @@ from ..formats import llmc, megatron
 from ..formats.llmc_order import Blocks, llmc_order
 from ..formats.release import (
     COMPLETE_NAME,
+    CONFIG_MAX_BYTES,
     LAYOUT_DESCRIPTION,
     LLMC_SPLIT,
     PARTIAL_NAME,
@@ -122,6 +123,7 @@ from ..formats.release import (
     STATS_NAME,
     TOKENIZER_DIR,
     TOKENIZER_FILE,
+    TOKENIZER_MAX_BYTES,
     TOKENS_DIR,
     Complete,
     Receipt,
@@ -276,6 +278,10 @@ def _check_shipped_tokenizer(root: Path, complete: Complete, config: RunConfig) 
     entry = shipped.get(f"{TOKENIZER_DIR}/{TOKENIZER_FILE}")
     if entry is None:
         raise VerificationError(root / TOKENIZER_DIR, f"tokenizer/ holds config files but no {TOKENIZER_FILE}")
+    for path, listed in shipped.items():  # verify loads tokenizer.json whole (the preview's texts): bounded first
+        limit = TOKENIZER_MAX_BYTES if path == entry.path else CONFIG_MAX_BYTES
+        if listed.size > limit:
+            raise VerificationError(root / path, f"a shipped tokenizer file may be at most {limit:,} bytes", got=f"{listed.size:,} bytes")
     if entry.sha256 != config.tokenizer_sha256:
         raise VerificationError(root / entry.path, "the shipped tokenizer is not the one the release was built with: its SHA-256 must be run_config.json's tokenizer.sha256", expected=config.tokenizer_sha256, got=entry.sha256)
 

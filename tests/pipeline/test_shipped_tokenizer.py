@@ -119,3 +119,15 @@ def test_the_card_carries_a_recipe_per_format_with_no_absolute_path(built):
     assert "pretrain_gpt.py" in card and "--tokenizer-model RELEASE/tokenizer" in card
     assert str(out) not in card and ".work" not in card
     assert "hf_tokbin.llmc." not in card and "from hf_tokbin.megatron import" not in card
+
+
+def test_a_shipped_tokenizer_over_its_size_rule_is_refused_before_verify_loads_it(built, monkeypatch):
+    # verify loads tokenizer/tokenizer.json whole to check the preview's texts: a release can pin any file there.
+    import hf_tokbin.verify.release as release_checks
+
+    size = (built[0] / "tokenizer" / "tokenizer.json").stat().st_size
+    monkeypatch.setattr(release_checks, "TOKENIZER_MAX_BYTES", size - 1)
+    with pytest.raises(VerificationError, match=f"at most {size - 1:,} bytes"):
+        verify_release(built[0])
+    monkeypatch.setattr(release_checks, "TOKENIZER_MAX_BYTES", size)
+    verify_release(built[0])
