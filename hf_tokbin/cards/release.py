@@ -596,6 +596,9 @@ def _reading_section(root: Path, receipts: list[Receipt], manifests: list[tuple[
 
 
 RELEASE_PLACEHOLDER = "RELEASE"  # the card holds no absolute path: recipes name the downloaded folder so
+# Characters shell quoting (shlex.quote: ' as '"'"'), a Python literal (' and \ escaped) or a glob (a [*?] as [[]...)
+# write otherwise: a path holding one appears in a recipe line in pieces, which the placeholder cannot replace.
+PATH_CHARS_QUOTING_CHANGES = "'\\[*?"
 
 
 def _recipes(root: Path, formats: list[str], llmc_layout) -> list[str]:
@@ -612,6 +615,9 @@ def _recipes(root: Path, formats: list[str], llmc_layout) -> list[str]:
         "`--for modded-nanogpt|nanogpt|maxtext` for other trainers):"
     ]
     prefix = str(root.resolve())
+    if any(c in prefix for c in PATH_CHARS_QUOTING_CHANGES):  # its quoted form could not be replaced by RELEASE
+        commands = ", ".join(f"`hf-tokbin recipe RELEASE --for {target}` ({label})" for target, label in targets)
+        return [*parts, f"Run {commands}: this card shows no lines, since the folder the release was built in has a name its quoting would change."]
     for target, label in targets:
         try:
             r = recipe(root, target, with_findings=False)

@@ -137,3 +137,14 @@ def test_a_corpus_name_with_shell_glob_and_markdown_characters_gives_card_comman
             assert [Path(p).name for p in glob.glob(str(out / words[2]))] == [p.name for p in sorted(folder.glob("train-*.bin"))]
     cells = [row for row in rendered.split("<tr>") if "llm.c token files" in row]
     assert cells and f"<td><code>tokens/byte/{name}/{{train,val}}-NNNNN.bin</code></td>" in cells[0]
+
+
+@pytest.mark.parametrize("name", ["it's", "a[1]", "back\\slash", "star*"])
+def test_the_card_never_holds_the_builder_s_path_even_where_quoting_cuts_it(both, tmp_path, name):  # noqa: F811
+    # shlex.quote writes ' as '"'"', a glob [ as [[], a Python literal ' as \x27: the path appears in pieces.
+    root = Path(shutil.copytree(both, tmp_path / name / "release"))
+    card = render_release_card(root)
+    assert str(tmp_path) not in card
+    assert "hf-tokbin recipe RELEASE --for llmc" in card and "hf-tokbin recipe RELEASE --for megatron" in card
+    plain = render_release_card(Path(shutil.copytree(both, tmp_path / "plain" / "release")))
+    assert str(tmp_path) not in plain and "./train_gpt2cu -i 'RELEASE/tokens/" in plain  # an ordinary path: the lines
