@@ -10,8 +10,12 @@ its request handler subclassed; switches set by a test make it lie:
 - ``trickle[path] = s``: serve ``path`` one byte every ``s`` seconds;
 - ``later_answers[path] = data``: serve ``path`` as stored to the first GET, ``data`` to every later one
   (a server that answers a second read of a file differently from the first);
+- ``trickle_headers[path] = s``: send the status line and headers of ``path``'s answer one byte every ``s`` seconds;
 - ``fail[path] = n``: answer the next ``n`` downloads of ``path`` with HTTP 500;
+- ``trickle_error[path] = s``: answer downloads of ``path`` with HTTP 500 whose error body comes one byte every ``s`` seconds;
 - ``deny = (status, error_code, message)``: answer every repo-info call with that error;
+- ``endless_tree``: every tree page links a next one, forever; ``tree_delay = s``: each tree page waits ``s``
+  seconds before it is answered; ``trickle_tree = s``: each tree page's body comes one byte every ``s`` seconds;
 - ``gate(n)``: hold downloads (but ``COMPLETE.json``'s) until ``n`` are in flight at once, then let all through;
   ``gate_opened`` says whether that happened (proves ``n`` parallel downloads without a timed assertion).
 
@@ -33,8 +37,9 @@ _STREAM_CHUNK = 64 * 1024
 class _Stream:
     """A body written by :meth:`_HostileHandler._send` piece by piece, outside the server lock."""
 
-    def __init__(self, path: str, total: int, data: bytes | None = None, delay: float = 0.0):
+    def __init__(self, path: str, total: int, data: bytes | None = None, delay: float = 0.0, head_delay: float = 0.0):
         self.path, self.total, self.data, self.delay = path, total, data, delay
+        self.head_delay = head_delay  # seconds before each byte of the status line and headers (0: sent at once)
 
     def pieces(self):
         if self.data is None:  # zeros, as many as asked, never held in memory at once
@@ -56,6 +61,8 @@ class HostileHub(HubServer):
         self.oversize: dict[str, int] = {}
         self.ranges_ignored: dict[str, int] = {}
         self.trickle: dict[str, float] = {}
+        self.trickle_headers: dict[str, float] = {}
+        self.trickle_error: dict[str, float] = {}
         self.fail: dict[str, int] = {}
         self.deny: tuple[int, str | None, str] | None = None
         self._gate: int | None = None
@@ -66,6 +73,8 @@ class HostileHub(HubServer):
         self.later_answers: dict[str, bytes] = {}
         self.answered: set[str] = set()  # paths later_answers has served once
         self.endless_tree = False  # every tree page links a next one, forever
+        self.tree_delay: float | None = None  # seconds each tree page waits before it is answered
+        self.trickle_tree: float | None = None  # seconds before each byte of a tree page's body
         self.stall_repo_info: float | None = None  # seconds the repo-info call waits before it answers
         self.httpd.RequestHandlerClass = type("Handler", (_HostileHandler,), {"server_hub": self})
 
@@ -110,12 +119,16 @@ class _HostileHandler(_Handler):
 
     def route_tree(self, repo, rev, path="", repo_type="dataset"):
         hub = self.server_hub
-        if not hub.endless_tree:
-            return super().route_tree(repo, rev, path, repo_type)
-        cursor = int(self.query.get("cursor", ["0"])[0])
-        entries = [{"type": "file", "path": f"junk/{cursor:09d}/{i:04d}.bin", "size": 1, "oid": "0" * 40} for i in range(1000)]
-        query = {**{k: v[0] for k, v in self.query.items()}, "cursor": str(cursor + 1)}
-        return 200, json.dumps(entries).encode(), {"Link": f'<{hub.url}{urlsplit(self.path).path}?{urlencode(query)}>; rel="next"'}
+        if hub.endless_tree:
+            cursor = int(self.query.get("cursor", ["0"])[0])
+            entries = [{"type": "file", "path": f"junk/{cursor:09d}/{i:04d}.bin", "size": 1, "oid": "0" * 40} for i in range(1000)]
+            query = {**{k: v[0] for k, v in self.query.items()}, "cursor": str(cursor + 1)}
+            status, body, headers = 200, json.dumps(entries).encode(), {"Link": f'<{hub.url}{urlsplit(self.path).path}?{urlencode(query)}>; rel="next"'}
+        else:
+            status, body, headers = super().route_tree(repo, rev, path, repo_type)
+        if hub.trickle_tree is not None:
+            return status, _Stream("tree", len(body), body, hub.trickle_tree), {**headers, "Content-Type": "application/json", "Content-Length": str(len(body))}
+        return status, body, headers
 
     def _commit(self, repo, rev):
         if rev == self.server_hub.reported_sha:
@@ -127,6 +140,9 @@ class _HostileHandler(_Handler):
         if hub.fail.get(path, 0) > 0:
             hub.fail[path] -= 1
             raise _Reply(500, "injected: storage unavailable")
+        if path in hub.trickle_error:
+            error = json.dumps({"error": "injected: storage unavailable " + "." * 200}).encode()
+            return 500, _Stream(path, len(error), error, hub.trickle_error[path]), {"Content-Type": "application/json", "Content-Length": str(len(error))}
         status, body, headers = super().route_resolve(repo, rev, path, repo_type)
         if hub.reported_sha is not None:
             headers["X-Repo-Commit"] = hub.reported_sha
@@ -143,26 +159,38 @@ class _HostileHandler(_Handler):
             hub.answered.add(path)
         if path in hub.trickle:
             return status, _Stream(path, len(body), body, hub.trickle[path]), {**headers, "Content-Length": str(len(body))}
+        if path in hub.trickle_headers:
+            return status, _Stream(path, len(body), body, head_delay=hub.trickle_headers[path]), {**headers, "Content-Length": str(len(body))}
         return status, body, headers
 
     def _dispatch(self, method):
         hub = self.server_hub
         if hub._gate is not None and method == "GET" and "/resolve/" in self.path and not self.path.endswith("/COMPLETE.json"):
             hub._wait_at_gate()
+        if hub.tree_delay is not None and method == "GET" and "/tree/" in self.path:
+            time.sleep(hub.tree_delay)  # outside the server lock: other requests go on
         super()._dispatch(method)
 
     def _send(self, status, body, headers, head=False):
         if not isinstance(body, _Stream):
             return super()._send(status, body, headers, head)
-        self.send_response(status)
-        for key, value in {"Content-Type": "application/octet-stream", **headers}.items():
-            self.send_header(key, value)
+        headers = {"Content-Type": "application/octet-stream", **headers}
         if "Content-Length" not in headers:
-            self.send_header("Connection", "close")  # the body ends when the connection does
-        self.end_headers()
+            headers["Connection"] = "close"  # the body ends when the connection does
         self.close_connection = True
         sent = 0
         try:
+            if body.head_delay:
+                lines = [f"{self.protocol_version} {status} {self.responses[status][0]}", *(f"{k}: {v}" for k, v in headers.items())]
+                for byte in ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"):
+                    time.sleep(body.head_delay)
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+            else:
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
             for piece in body.pieces():
                 self.wfile.write(piece)
                 self.wfile.flush()

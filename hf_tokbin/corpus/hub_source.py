@@ -202,7 +202,7 @@ def hub_listing(repo_id: str, revision: str | None) -> tuple[str, dict]:
     api = HfApi()
     try:
         commit = resolve_commit(api, repo_id, revision, "dataset")
-        tree = bounded_listing(api.list_repo_tree(repo_id, repo_type="dataset", revision=commit, recursive=True, expand=False), where)
+        tree = bounded_listing(api, repo_id, where, repo_type="dataset", revision=commit, recursive=True)
     except TokbinError:
         raise
     except Exception as e:  # noqa: BLE001

@@ -1,12 +1,15 @@
 """Bounded, checked downloads of single repo files at a pinned commit.
 
-Each file is fetched with one ``GET .../resolve/<commit>/<path>`` through
-``huggingface_hub``'s own HTTP session and headers (no HEAD: the size and
-SHA-256 come from the record that lists the file), and:
+Each file is fetched with one ``GET .../resolve/<commit>/<path>`` with
+``huggingface_hub``'s headers, through the bounded client of
+:mod:`hf_tokbin.hub.bounded` (no HEAD: the size and SHA-256 come from the
+record that lists the file), and:
 
 - is read no further than its expected size: one byte more and it is refused;
 - must arrive within ``grace + size / min_rate`` seconds, each read within
-  ``read_timeout`` (a server sending a byte every few seconds cannot hold a pull);
+  ``read_timeout``: at the deadline the connection is shut down, whether the
+  server is sending its headers or its body (a server sending a byte every
+  few seconds cannot hold a pull);
 - is written under a temporary hidden name inside the destination folder, as a
   regular file created by us (never through a symlink), and renamed to its
   final name only once its size and SHA-256 (or git blob id) match.
@@ -22,16 +25,15 @@ import errno
 import hashlib
 import os
 import stat
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from .._io import sha256_file
 from ..errors import HubError, VerificationError
+from .bounded import Deadline, raise_for_status
 from .retry import _env_number, as_hub_error, read_timeout_from_env, short_reason, status_of
 from .revision import shown
 
-_ERROR_BODY_MAX = 64 * 1024  # bytes of an error answer read for its message
 _OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
 
 
@@ -69,7 +71,7 @@ class Expected:
 
 
 class Source:
-    """One repo at one checked commit, read through huggingface_hub's HTTP session."""
+    """One repo at one checked commit, read by requests bounded in size and time (:mod:`hf_tokbin.hub.bounded`)."""
 
     def __init__(self, repo_id: str, commit: str, *, endpoint: str | None, token: str | None, repo_type: str, limits: DownloadLimits, folder: str = ""):
         self.repo_id, self.commit, self.endpoint, self.token, self.repo_type, self.limits = repo_id, commit, endpoint, token, repo_type, limits
@@ -85,7 +87,7 @@ class Source:
     def fetch(self, path: str, root: Path, expected: Expected) -> Path:
         """Download ``path`` to ``root/path`` (a regular file, renamed into place once checked); return it."""
         import httpx2
-        from huggingface_hub.utils import build_hf_headers, get_session
+        from huggingface_hub.utils import build_hf_headers
 
         dest = safe_destination(root, path)
         tmp = dest.with_name(f".{dest.name}.download")
@@ -93,15 +95,23 @@ class Source:
             os.unlink(tmp)  # a killed pull's; unlink never follows a symlink
         url = self._url(path)
         timeout = httpx2.Timeout(self.limits.read_timeout)
-        deadline = time.monotonic() + self.limits.seconds_for(expected.size)
+        seconds = self.limits.seconds_for(expected.size)
         sha256 = hashlib.sha256()
         received = 0
+
+        def too_slow() -> HubError:
+            return HubError(
+                self.uri(path),
+                f"download too slow: {received:,} of {expected.size:,} bytes after {seconds:.0f}s",
+                hint="re-run: it resumes (HF_TOKBIN_PULL_MIN_RATE / HF_TOKBIN_PULL_GRACE set the limits)",
+            )
+
         try:
             # The bytes as stored: no content coding, so what is counted and hashed is what is written (and no
             # small compressed answer can expand in memory).
             headers = {**build_hf_headers(token=self.token), "Accept-Encoding": "identity"}
-            with get_session().stream("GET", url, headers=headers, timeout=timeout, follow_redirects=True) as response:
-                _raise_for_status(response)
+            with Deadline(seconds, too_slow) as deadline, deadline.stream("GET", url, headers=headers, timeout=timeout, follow_redirects=True) as response:
+                raise_for_status(response)
                 announced = response.headers.get("Content-Length", "")
                 if announced.isdigit() and int(announced) > expected.size:
                     raise HubError(self.uri(path), f"the server offers more bytes than {expected.listed_in} lists; refused before reading", expected=expected.size, got=int(announced))
@@ -111,12 +121,6 @@ class Source:
                         received += len(chunk)
                         if received > expected.size:
                             raise HubError(self.uri(path), f"the server sent more bytes than {expected.listed_in} lists; stopped reading", expected=expected.size, got=f"over {expected.size}")
-                        if time.monotonic() > deadline:
-                            raise HubError(
-                                self.uri(path),
-                                f"download too slow: {received:,} of {expected.size:,} bytes after {self.limits.seconds_for(expected.size):.0f}s",
-                                hint="re-run: it resumes (HF_TOKBIN_PULL_MIN_RATE / HF_TOKBIN_PULL_GRACE set the limits)",
-                            )
                         file.write(chunk)
                         sha256.update(chunk)
                     file.flush()
@@ -143,20 +147,31 @@ class Source:
         """Bytes ``[start, start + length)`` of ``path`` by one range request, never more read than asked.
 
         The answer must be 206 for exactly that range: a server answering 200 (the whole file, of any size)
-        is refused at its status line, before any byte of its body is read.
+        is refused at its status line, before any byte of its body is read. It must arrive within
+        ``grace + length / min_rate`` seconds, as a whole file must.
         """
         import httpx2
-        from huggingface_hub.utils import build_hf_headers, get_session
+        from huggingface_hub.utils import build_hf_headers
 
         asked = f"bytes {start}-{start + length - 1}/"
         headers = {**build_hf_headers(token=self.token), "Accept-Encoding": "identity", "Range": f"bytes={start}-{start + length - 1}"}
-        with get_session().stream("GET", self._url(path), headers=headers, timeout=httpx2.Timeout(self.limits.read_timeout), follow_redirects=True) as response:
-            _raise_for_status(response)
+        seconds = self.limits.seconds_for(length)
+        data = bytearray()
+
+        def too_slow() -> HubError:
+            return HubError(
+                self.uri(path),
+                f"range read too slow: {len(data):,} of {length:,} bytes after {seconds:.0f}s",
+                hint="re-run (HF_TOKBIN_PULL_MIN_RATE / HF_TOKBIN_PULL_GRACE set the limits)",
+            )
+
+        timeout = httpx2.Timeout(self.limits.read_timeout)
+        with Deadline(seconds, too_slow) as deadline, deadline.stream("GET", self._url(path), headers=headers, timeout=timeout, follow_redirects=True) as response:
+            raise_for_status(response)
             answered = response.headers.get("Content-Range", "")
             if response.status_code != 206 or not answered.startswith(asked):
                 got = f"HTTP {response.status_code}, Content-Range {shown(answered[:100]) or 'none'}"
                 raise HubError(self.uri(path), "a range request must be answered with 206 and the range asked; refused before reading the body", expected=f"206, Content-Range {asked}...", got=got)
-            data = bytearray()
             for chunk in response.iter_raw():
                 data += chunk
                 if len(data) > length:
@@ -164,22 +179,6 @@ class Source:
         if len(data) != length:
             raise VerificationError(self.uri(path), "the server sent fewer bytes than the range asked", expected=length, got=len(data))
         return bytes(data)
-
-
-def _raise_for_status(response) -> None:
-    """``hf_raise_for_status`` on a streamed answer, reading at most ``_ERROR_BODY_MAX`` bytes of an error body."""
-    if response.status_code < 400:
-        return
-    import httpx2
-    from huggingface_hub.utils import hf_raise_for_status
-
-    body = b""
-    for chunk in response.iter_raw():
-        body += chunk
-        if len(body) >= _ERROR_BODY_MAX:
-            break
-    headers = [(k, v) for k, v in response.headers.items() if k.lower() not in ("content-length", "transfer-encoding", "content-encoding")]
-    hf_raise_for_status(httpx2.Response(response.status_code, headers=headers, content=body[:_ERROR_BODY_MAX], request=response.request))
 
 
 def hub_cache_folder(repo_id: str, repo_type: str) -> Path:

@@ -234,7 +234,7 @@ def list_tree(api, repo_id: str, commit: str, folder: str = "") -> dict:
     """The files of the repo at ``commit`` under ``folder`` (huggingface_hub ``RepoFile``s: size, blob id, LFS
     SHA-256), by their path relative to ``folder``."""
     prefix = f"{folder}/" if folder else ""
-    entries = bounded_listing(api.list_repo_tree(repo_id, path_in_repo=folder or None, repo_type=REPO_TYPE, revision=commit, recursive=True), f"{repo_id}@{commit}")
+    entries = bounded_listing(api, repo_id, f"{repo_id}@{commit}", repo_type=REPO_TYPE, revision=commit, path_in_repo=folder or None, recursive=True)
     return {f.path[len(prefix) :]: f for f in entries if hasattr(f, "blob_id") and f.path.startswith(prefix)}
 
 

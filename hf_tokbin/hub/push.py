@@ -366,7 +366,7 @@ class _Publisher:
             from huggingface_hub.errors import EntryNotFoundError
 
             try:
-                return bounded_listing(self.api.list_repo_tree(self.repo_id, path_in_repo=folder, repo_type=REPO_TYPE, revision=commit, recursive=True), self.where)
+                return bounded_listing(self.api, self.repo_id, self.where, repo_type=REPO_TYPE, revision=commit, path_in_repo=folder, recursive=True)
             except EntryNotFoundError:  # the target folder does not exist yet
                 return []
 
@@ -737,7 +737,7 @@ def _check_limits(plan: PublishPlan, survey: _Survey, publisher: _Publisher, hea
 
 
 def _all_paths(publisher: _Publisher, head: str) -> list[str]:
-    entries = publisher.call("list files", lambda: bounded_listing(publisher.api.list_repo_tree(publisher.repo_id, repo_type=REPO_TYPE, revision=head, recursive=True), publisher.where))
+    entries = publisher.call("list files", lambda: bounded_listing(publisher.api, publisher.repo_id, publisher.where, repo_type=REPO_TYPE, revision=head, recursive=True))
     return [e.path for e in entries if hasattr(e, "blob_id")]
 
 

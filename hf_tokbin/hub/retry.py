@@ -96,6 +96,14 @@ def read_timeout_from_env() -> float:
     return _env_number("HF_TOKBIN_PULL_READ_TIMEOUT", 60.0, float)
 
 
+def listing_timeout_from_env() -> float:
+    """Seconds a repo's whole tree listing (every page) may take: ``HF_TOKBIN_LISTING_TIMEOUT``, default 600."""
+    seconds = _env_number("HF_TOKBIN_LISTING_TIMEOUT", 600.0, float)
+    if not seconds > 0:
+        raise HubError("HF_TOKBIN_LISTING_TIMEOUT", "environment variable must be a positive number of seconds", got=seconds)
+    return seconds
+
+
 def status_of(error: BaseException) -> int | None:
     response = getattr(error, "response", None)
     return getattr(response, "status_code", None)

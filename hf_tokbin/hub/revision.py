@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from ..errors import HubError, shown  # noqa: F401 - shown is this module's name for it too
 from ..formats.rules import COMMIT_ID, is_commit_id  # noqa: F401 - the one commit-id rule, by its Hub-side name
-from .retry import read_timeout_from_env
+from .bounded import Deadline, raise_for_status, read_body
+from .retry import listing_timeout_from_env, read_timeout_from_env
 
 
 def escaped(error):
@@ -26,20 +27,57 @@ def escaped(error):
 
 
 MAX_LISTED_ENTRIES = 300_000  # files and folders one tree listing may hold (the Hub advises at most 100,000 files a repo)
+MAX_PAGE_BYTES = 64 * 1024 * 1024  # one page of a tree listing (the Hub's hold 1,000 entries: a few hundred KB)
 
 
-def bounded_listing(entries, where: str) -> list:
-    """A tree listing's entries (``list_repo_tree``), read as they come and stopped past :data:`MAX_LISTED_ENTRIES`.
+def bounded_listing(api, repo_id: str, where: str, *, repo_type: str, revision: str, recursive: bool, path_in_repo: str | None = None) -> list:
+    """The repo's tree at ``revision`` (under ``path_in_repo``) as ``HfApi.list_repo_tree`` gives it, bounded.
 
-    The client follows the server's ``Link: rel="next"`` pages for as long as
-    they come: a server that pages forever grew the listing (and the memory)
-    without end. Past the bound the read stops with one error.
+    ``api`` is a :class:`huggingface_hub.HfApi` (its endpoint and token). The
+    pages are requested here, not by ``list_repo_tree``: it follows a server's
+    ``Link: rel="next"`` pages for as long as they come, reads each page whole
+    with no timeout, and sleeps whatever ``Retry-After`` a server asks. Here
+    the listing stops with one error past :data:`MAX_LISTED_ENTRIES` entries,
+    a page past :data:`MAX_PAGE_BYTES`, a read past the read timeout, or the
+    whole listing past ``HF_TOKBIN_LISTING_TIMEOUT`` seconds (default 600: a
+    server sending a page a minute, or its bytes one by one, held the command
+    for good). An HTTP error is the client's own (``hf_raise_for_status``:
+    ``EntryNotFoundError`` for a missing folder); callers retry.
     """
-    listed = []
-    for entry in entries:
-        listed.append(entry)
-        if len(listed) > MAX_LISTED_ENTRIES:
-            raise HubError(where, f"a repo's file listing may hold at most {MAX_LISTED_ENTRIES:,} files and folders", got=f"more than {MAX_LISTED_ENTRIES:,}", hint="the Hub advises at most 100,000 files a repo")
+    import json
+    from urllib.parse import quote
+
+    import httpx2
+    from huggingface_hub.hf_api import RepoFile, RepoFolder
+    from huggingface_hub.utils import build_hf_headers
+
+    seconds = listing_timeout_from_env()
+    url = f"{api.endpoint}/api/{repo_type}s/{repo_id}/tree/{quote(revision, safe='')}" + (f"/{quote(path_in_repo, safe='')}" if path_in_repo else "")
+    params = {"recursive": recursive, "expand": False}
+    headers = {**build_hf_headers(token=api.token), "Accept-Encoding": "identity"}  # counted as sent: no expansion
+    timeout = httpx2.Timeout(read_timeout_from_env())
+    listed: list = []
+
+    def too_slow() -> HubError:
+        return HubError(
+            where,
+            f"the repo's file listing took more than {seconds:g}s ({len(listed):,} files and folders by then)",
+            hint="re-run; for a repo that large, HF_TOKBIN_LISTING_TIMEOUT=SECONDS raises the bound",
+        )
+
+    with Deadline(seconds, too_slow) as deadline:
+        while url is not None:
+            with deadline.stream("GET", url, params=params, headers=headers, timeout=timeout) as response:
+                raise_for_status(response)
+                page = json.loads(read_body(response, MAX_PAGE_BYTES, where, "a page of the repo's file listing"))
+                url = response.links.get("next", {}).get("url")
+            params = None  # the next page's link holds the query
+            if not (isinstance(page, list) and all(isinstance(entry, dict) for entry in page)):
+                raise HubError(where, "a page of the repo's file listing must be a JSON list of entries", got=shown(str(page)[:100]))
+            for entry in page:
+                listed.append(RepoFile(**entry) if entry.get("type") == "file" else RepoFolder(**entry))
+                if len(listed) > MAX_LISTED_ENTRIES:
+                    raise HubError(where, f"a repo's file listing may hold at most {MAX_LISTED_ENTRIES:,} files and folders", got=f"more than {MAX_LISTED_ENTRIES:,}", hint="the Hub advises at most 100,000 files a repo")
     return listed
 
 

@@ -388,7 +388,7 @@ def _fetch_from_hub(repo_id: str, revision: str | None, folder: str, where: str)
     api = HfApi()
     try:
         commit = call_with_retry(RetryPolicy.from_env(), "resolve the tokenizer's revision", lambda: _checked_commit(api, repo_id, revision))
-        listing = call_with_retry(RetryPolicy.from_env(), "list the tokenizer's files", lambda: bounded_listing(api.list_repo_tree(repo_id, path_in_repo=folder.rstrip("/") or None, repo_type="model", revision=commit), where))
+        listing = call_with_retry(RetryPolicy.from_env(), "list the tokenizer's files", lambda: bounded_listing(api, repo_id, where, repo_type="model", revision=commit, path_in_repo=folder.rstrip("/") or None, recursive=False))
     except TokbinError:
         raise
     except Exception as e:  # noqa: BLE001 - the client's errors vary by version; one line naming the file

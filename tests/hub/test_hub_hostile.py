@@ -12,6 +12,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 from hostile_hub import HostileHub
@@ -22,7 +24,7 @@ from release_fixtures import build_release
 
 from hf_tokbin.errors import FormatError, HubError, VerificationError
 from hf_tokbin.hub import RetryPolicy, pull_release
-from hf_tokbin.hub.download import DownloadLimits
+from hf_tokbin.hub.download import DownloadLimits, Expected, Source
 from hf_tokbin.hub.layout import check_path
 
 pytestmark = pytest.mark.slow  # builds and pulls from hostile servers in child processes
@@ -610,3 +612,91 @@ def test_an_out_with_no_place_beside_it_is_refused_before_anything_is_fetched(hu
         pull(hub, out)
     assert len(hub.requests) == before  # nothing asked of the server
     assert not [p for p in (*tmp_path.iterdir(), *work.iterdir()) if ".pull-" in p.name] and not any(work.iterdir())
+
+
+# -- every answer bounded in time as a whole, not only read by read (docs/security.md) --------------------------------
+
+
+def pull_in_a_child(hub, tmp_path, **env) -> tuple[subprocess.CompletedProcess, float]:
+    """``hf-tokbin pull`` in a child process (one attempt per request), and the seconds it took. A child so that a
+    pull held by the server fails this test at the subprocess timeout instead of holding the test run."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1", **env}
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-c", _CLI, "pull", REPO, "--out", str(tmp_path / "out"), "--quiet"], env=env, capture_output=True, text=True, timeout=45, check=False)
+    return result, time.monotonic() - started
+
+
+def test_a_server_trickling_a_files_headers_cannot_hold_a_pull(hub, tmp_path, release):
+    """COMPLETE.json's status line and headers come a byte every 0.3 s, each read well within the 2 s read timeout:
+    its ~250 bytes take over a minute, and the old deadline, checked between body chunks, was never reached. The
+    file's deadline (grace 1 s + its size at 64 KiB/s) shuts the connection down: one line, a few seconds in."""
+    hub.seed_repo(REPO, release)
+    hub.trickle_headers["COMPLETE.json"] = 0.3
+    result, seconds = pull_in_a_child(hub, tmp_path, HF_TOKBIN_PULL_READ_TIMEOUT="2", HF_TOKBIN_PULL_GRACE="1")
+    assert result.returncode == 1, result.stdout + result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "COMPLETE.json" in lines[0] and "download too slow: 0 of" in lines[0] and "HF_TOKBIN_PULL_GRACE" in lines[0], result.stderr[-2000:]
+    assert seconds < 15, seconds  # the deadline, the child's start-up and two small requests
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_range_read_whose_body_trickles_stops_at_its_deadline(hub, tmp_path):
+    """A Parquet footer of a plain Hub corpus is read by range requests; one whose 100 bytes come a byte every 0.2 s
+    (each read within the read timeout) is cut at grace + length / min_rate, not read to its end 20 s later."""
+    corpus, _ = make_corpus(tmp_path / "corpus")
+    commit = hub.seed_repo("tester/corpus", corpus)
+    path = "data/train-00000.parquet"
+    hub.trickle[path] = 0.2
+    source = Source("tester/corpus", commit, endpoint=hub.url, token=TOKEN, repo_type="dataset", limits=DownloadLimits(read_timeout=2.0, min_rate=1e6, grace=1.0))
+    started = time.monotonic()
+    with pytest.raises(HubError, match=r"range read too slow: \d+ of 100 bytes after 1s.*HF_TOKBIN_PULL_GRACE"):
+        source.read_range(path, 0, 100)
+    assert time.monotonic() - started < 4
+    while path not in hub.sent and time.monotonic() - started < 10:  # the server sees the hang-up at its next write
+        time.sleep(0.05)
+    assert hub.sent[path] < 100
+
+
+def test_an_error_answer_whose_body_trickles_stops_at_the_files_deadline(hub, tmp_path, release):
+    """An HTTP 500 is read for its message (at most 64 KiB); a message coming a byte every 0.1 s (about 25 s) is cut
+    at the file's deadline like any other part of the answer."""
+    commit = hub.seed_repo(REPO, release)
+    hub.trickle_error["stats.json"] = 0.1
+    size = (release / "stats.json").stat().st_size
+    source = Source(REPO, commit, endpoint=hub.url, token=TOKEN, repo_type="dataset", limits=DownloadLimits(read_timeout=2.0, min_rate=1e6, grace=1.0))
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    started = time.monotonic()
+    with pytest.raises(HubError, match=f"download too slow: 0 of {size:,} bytes after 1s"):
+        source.fetch("stats.json", staging, Expected(size))
+    assert time.monotonic() - started < 4
+    assert tree(staging) == set()
+
+
+@pytest.mark.parametrize("server", ["slow pages forever", "page bytes trickled"])
+def test_a_tree_listing_that_comes_slowly_is_one_error_at_the_listing_deadline(hub, tmp_path, release, server):
+    """Pages of 1,000 entries half a second apart, forever (each well within the read timeout: the 300,000 entry
+    bound is 150 s away), or one real page a byte every 50 ms (a few minutes): the listing stops at
+    HF_TOKBIN_LISTING_TIMEOUT with one line naming the repo, the bound and how to raise it."""
+    hub.seed_repo(REPO, release)
+    if server == "slow pages forever":
+        hub.endless_tree, hub.tree_delay = True, 0.5
+    else:
+        hub.trickle_tree = 0.05
+    result, seconds = pull_in_a_child(hub, tmp_path, HF_TOKBIN_PULL_READ_TIMEOUT="2", HF_TOKBIN_LISTING_TIMEOUT="3")
+    assert result.returncode == 1, result.stdout + result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{REPO}@" in lines[0] and "file listing took more than 3s" in lines[0] and "HF_TOKBIN_LISTING_TIMEOUT" in lines[0], result.stderr[-2000:]
+    assert seconds < 15, seconds
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_fast_pull_leaves_no_deadline_behind(hub, tmp_path, release):
+    """Every download and listing page ran under a deadline; each one's timer is gone once its request is done."""
+    hub.seed_repo(REPO, release)
+    assert pull(hub, tmp_path / "out").complete
+    for timer in [t for t in threading.enumerate() if isinstance(t, threading.Timer)]:
+        timer.join(timeout=1)
+        assert not timer.is_alive()
