@@ -11,7 +11,8 @@ its request handler subclassed; switches set by a test make it lie:
 - ``later_answers[path] = data``: serve ``path`` as stored to the first GET, ``data`` to every later one
   (a server that answers a second read of a file differently from the first);
 - ``trickle_headers[path] = s``: send the status line and headers of ``path``'s answer one byte every ``s`` seconds;
-- ``fail[path] = n``: answer the next ``n`` downloads of ``path`` with HTTP 500;
+- ``fail[path] = n``: answer the next ``n`` downloads of ``path`` with HTTP 500; ``fail_tree = n``: the next ``n``
+  tree listings with HTTP 503;
 - ``trickle_error[path] = s``: answer downloads of ``path`` with HTTP 500 whose error body comes one byte every ``s`` seconds;
 - ``deny = (status, error_code, message)``: answer every repo-info call with that error;
 - ``endless_tree``: every tree page links a next one, forever; ``tree_delay = s``: each tree page waits ``s``
@@ -70,6 +71,7 @@ class HostileHub(HubServer):
         self._gate_timeout = 0.0
         self.gate_opened = threading.Event()
         self.sent: dict[str, int] = {}
+        self.fail_tree = 0  # answer the next n tree listings with HTTP 503
         self.later_answers: dict[str, bytes] = {}
         self.answered: set[str] = set()  # paths later_answers has served once
         self.endless_tree = False  # every tree page links a next one, forever
@@ -119,6 +121,9 @@ class _HostileHandler(_Handler):
 
     def route_tree(self, repo, rev, path="", repo_type="dataset"):
         hub = self.server_hub
+        if hub.fail_tree > 0:
+            hub.fail_tree -= 1
+            raise _Reply(503, "injected: tree listing unavailable")
         if hub.endless_tree:
             cursor = int(self.query.get("cursor", ["0"])[0])
             entries = [{"type": "file", "path": f"junk/{cursor:09d}/{i:04d}.bin", "size": 1, "oid": "0" * 40} for i in range(1000)]

@@ -195,14 +195,15 @@ def hub_listing(repo_id: str, revision: str | None) -> tuple[str, dict]:
     from huggingface_hub import HfApi
     from huggingface_hub.hf_api import RepoFile
 
-    from ..hub.retry import fetch_error
+    from ..hub.retry import RetryPolicy, call_with_retry, fetch_error
     from ..hub.revision import bounded_listing, escaped, resolve_commit, shown
 
     where = f"{repo_id}@{shown(revision or 'main')}"
     api = HfApi()
     try:
         commit = resolve_commit(api, repo_id, revision, "dataset")
-        tree = bounded_listing(api, repo_id, where, repo_type="dataset", revision=commit, recursive=True)
+        # Retried as a whole on a transient failure (list_repo_tree retried each page itself).
+        tree = call_with_retry(RetryPolicy.from_env(), "list the corpus files", lambda: bounded_listing(api, repo_id, where, repo_type="dataset", revision=commit, recursive=True))
     except TokbinError:
         raise
     except Exception as e:  # noqa: BLE001

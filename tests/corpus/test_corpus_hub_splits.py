@@ -178,3 +178,14 @@ def test_a_card_that_is_not_yaml_is_one_located_line(hub, env, tmp_path):
     lines = built.stderr.strip().splitlines()
     assert built.returncode == 1 and len(lines) == 1 and repo in lines[0] and "YAML" in lines[0], built.stderr[-2000:]
 
+
+
+def test_a_transient_listing_failure_is_retried(hub, env, tmp_path):
+    repo = "t/flaky-listing"
+    upload(hub, repo, {"data/train-0.parquet": ["x"], "data/validation-0.parquet": ["y"]}, tmp_path)
+    hub.fail_tree = 1
+    try:
+        planned = run(env, "build", "--corpus", repo, "--tokenizer", "byte", "--doc-sep", "0", "--out", tmp_path / "r", "--dry-run")
+    finally:
+        hub.fail_tree = 0
+    assert planned.returncode == 0, planned.stderr[-2000:]
