@@ -24,7 +24,7 @@ from typing import Iterable
 
 from fsspec.spec import AbstractFileSystem
 
-from ..errors import CorpusInputError
+from ..errors import CorpusInputError, shown
 
 PROTOCOL = "hf-tokbin-listing"
 STANDALONE_YAML_NAME = ".huggingface.yaml"  # datasets' config.REPOYAML_FILENAME: merged over the card's YAML
@@ -108,15 +108,22 @@ def data_files_by_split(where: str, sizes: dict[str, int], card_yaml: dict, conf
             patterns = sanitize_patterns(params["data_files"])
         else:
             patterns = get_data_patterns(base, download_config=download_config)
-        found = {str(split): _resolved(split_patterns, base, download_config) for split, split_patterns in patterns.items()}
+        found = {str(split): _resolved(where, split_patterns, base, download_config) for split, split_patterns in patterns.items()}
         if not configs:  # datasets keeps the files of the format most of them have (configs: name their own)
             found = _of_one_format(found)
     except CorpusInputError:
         raise
-    except (ValueError, OSError, TypeError) as e:  # datasets' words for a card or layout it cannot use
+    except Exception as e:  # noqa: BLE001 - datasets' words for a card or layout it cannot use (any shape of YAML): one line
         raise CorpusInputError(where, "cannot find the dataset's data files", got=str(e).splitlines()[0][:300] if str(e) else type(e).__name__) from None
     prefix = f"{PROTOCOL}://"
-    return {split: [url.removeprefix(prefix) for url in urls] for split, urls in found.items()}
+    out = {split: [url.removeprefix(prefix) for url in urls] for split, urls in found.items()}
+    for split, paths in out.items():
+        if not paths:  # datasets stops here too (DataFilesNotFoundError): a split of no file is no split
+            raise CorpusInputError(where, f"split {split!r}: its data_files match no file of the repo", hint="check the card's configs: data_files")
+        outside = [p for p in paths if p not in sizes]
+        if outside:  # cannot happen through the listing file system; said, never assumed
+            raise CorpusInputError(where, f"split {split!r}: a data file is not in the repo's listing", got=shown(outside[0][:200]))
+    return out
 
 
 def _config_name(where: str, configs, config: str | None) -> str:
@@ -130,16 +137,24 @@ def _config_name(where: str, configs, config: str | None) -> str:
     return chosen
 
 
-def _resolved(patterns: Iterable[str], base: str, download_config) -> list[str]:
-    """Every file of the listing one split's patterns match, as ``DataFilesList.from_patterns`` resolves them."""
+def _resolved(where: str, patterns: Iterable[str], base: str, download_config) -> list[str]:
+    """Every file of the listing one split's patterns match, as ``DataFilesList.from_patterns`` resolves them.
+
+    A pattern must be a path in the repo: ``resolve_pattern`` hands any other
+    (``hf://`` another repo, ``/`` or ``file://`` the local disk, ``ftp://`` a
+    host, ``zip://...::``) to the file system it names.
+    """
     from glob import has_magic
 
     from datasets.data_files import resolve_pattern
+    from datasets.utils.file_utils import is_relative_path
 
     from .private_apis import all_allowed_extensions
 
     files: list[str] = []
     for pattern in patterns:
+        if not isinstance(pattern, str) or not is_relative_path(pattern) or "::" in pattern or "://" in pattern:
+            raise CorpusInputError(where, "a data_files pattern of the card must be a path in the repo", got=shown(str(pattern)[:200]))
         try:
             files.extend(resolve_pattern(pattern, base, allowed_extensions=all_allowed_extensions(), download_config=download_config))
         except FileNotFoundError:
@@ -170,7 +185,7 @@ def card_yaml(where: str, card: Path | None, standalone_yaml: Path | None) -> di
     try:
         data = DatasetCard.load(card).data.to_dict() if card is not None else {}
         extra = yaml.safe_load(standalone_yaml.read_text(encoding="utf-8")) if standalone_yaml is not None else None
-    except (ValueError, yaml.YAMLError) as e:  # load_dataset stops on it too
+    except Exception as e:  # noqa: BLE001 - load_dataset stops on it too (bad YAML, nesting past the recursion limit): one line
         raise CorpusInputError(where, "the dataset card's YAML cannot be read", got=str(e).splitlines()[0][:300] if str(e) else type(e).__name__) from None
     if isinstance(extra, dict):
         data.update(extra)

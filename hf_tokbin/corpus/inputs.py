@@ -215,7 +215,7 @@ def _hub_repo_inputs(repo_id: str) -> list[InputFile]:
             reader = reader_of(path)[0]
             if reader is None:
                 raise CorpusInputError(f"{repo_id}@{commit}/{path}", "unknown input file type", expected=_accepted(), got=os.path.splitext(path)[1] or "no suffix")
-            digests = listed_digests(listing[path]) if path in listing else (None, None, None)
+            digests = listed_digests(listing[path])  # hub_splits: every data file is one of the listing's
             found.append(InputFile(f"{HF_PREFIX}datasets/{repo_id}@{commit}/{path}", path, reader, split, *digests))
     if not found:
         raise CorpusInputError(f"{repo_id}@{commit}", "the dataset has no data files")

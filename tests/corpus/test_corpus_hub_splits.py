@@ -189,3 +189,33 @@ def test_a_transient_listing_failure_is_retried(hub, env, tmp_path):
     finally:
         hub.fail_tree = 0
     assert planned.returncode == 0, planned.stderr[-2000:]
+
+
+def _one_card_case(path: str) -> str:
+    return card(f"configs:\n- config_name: default\n  data_files:\n  - split: train\n    path: {path}\n")
+
+
+@pytest.mark.parametrize(
+    ("name", "readme", "rule"),
+    [
+        ("other-repo", _one_card_case("hf://datasets/t/other/*.parquet"), "must be a path in the repo"),
+        ("local-disk", _one_card_case("/etc/*.parquet"), "must be a path in the repo"),
+        ("file-url", _one_card_case("file:///etc/*.parquet"), "must be a path in the repo"),
+        ("any-host", _one_card_case("ftp://127.0.0.1:1/*.parquet"), "must be a path in the repo"),
+        ("chained", _one_card_case("zip://*.parquet::data/a.zip"), "must be a path in the repo"),
+        ("no-match", _one_card_case("nomatch/*.parquet"), "match no file of the repo"),
+        ("configs-not-mappings", card("configs: [config_name]\n"), "cannot find the dataset's data files"),
+        ("deep-yaml", "---\nconfigs: " + "[" * 20000 + "\n---\n", "YAML"),
+    ],
+)
+def test_a_card_naming_anything_but_the_repo_s_files_is_one_line_and_no_request(hub, env, tmp_path, name, readme, rule):
+    # resolve_pattern hands a pattern to whatever file system it names: another repo, the local disk, any host.
+    repo = f"t/card-{name}"
+    upload(hub, repo, {"README.md": readme, "data/train-0.parquet": ["x"]}, tmp_path)
+    before = len(hub.requests)
+    planned = run(env, "build", "--corpus", repo, "--tokenizer", "byte", "--doc-sep", "0", "--out", tmp_path / "r", "--dry-run")
+    lines = planned.stderr.strip().splitlines()
+    assert planned.returncode == 1 and len(lines) == 1 and repo in lines[0] and rule in lines[0], planned.stderr[-2000:]
+    assert all(repo in path for _, _, path, _ in hub.requests[before:]), hub.requests[before:]  # no other repo asked
+    imported = run(env, "corpus", "import", repo, "--out", tmp_path / "c")
+    assert imported.returncode == 1 and len(imported.stderr.strip().splitlines()) == 1, imported.stderr[-2000:]
