@@ -354,8 +354,6 @@ def read_eos_token(path: Path) -> str | None:
     return eos
 
 
-
-
 def _download_from_hub(repo_id: str, revision: str | None, subfolder: str | None) -> tuple[Path, str]:
     """Fetch tokenizer.json (and the files naming its separator, if any) at a pinned revision into the Hub cache.
 

@@ -39,12 +39,12 @@ Targets and rules
   byte 2**31 or beyond wraps; with uint16 ids that is a file past about 1.07
   billion tokens (our writer rolls over at 100 million).
 - seq-len (error): ``train_gpt2.py`` asserts ``1 <= T <= 1024``.
-- gpt2-vocab (error from scratch, warning with ``--init-from``): llm.c's
-  from-scratch models (``-e d12``, ``--model d12``) are GPT-2 with
-  ``vocab_size=50257`` (``train_gpt2.py`` ``GPTConfig``, ``train_gpt2.cu``
+- gpt2-vocab (warning): llm.c's models but a ``.bin`` checkpoint (``-e d12``,
+  ``--model d12``, ``gpt2``) are GPT-2 with ``vocab_size=50257``
+  (``train_gpt2.py`` ``GPTConfig``, ``train_gpt2.cu``
   ``gpt2_build_from_descriptor``); larger ids index past the embedding, and
-  ``train_gpt2.cu`` does not check them. A checkpoint of a larger vocabulary
-  (``-e model.bin``) may hold them.
+  ``train_gpt2.cu`` does not check them. ``hf-tokbin recipe --for llmc``
+  prints no line then, but for ``--init-from`` a ``.bin`` checkpoint.
 - file-order (warning): the loaders read ``glob`` order (C ``glob``, sorted;
   Python ``sorted(glob.glob(...))``), which must be the manifest's order.
 - no-val (warning): ``train_gpt2.cu`` globs the validation pattern too and
@@ -393,8 +393,8 @@ def check_llmc(path: Path, s: LoaderSettings) -> list[Finding]:
             findings += _seek_offset(file, int(tokens.size), s)
             problem = gpt2_scratch_problem(llmc_vocab_size(file, inputs.manifest))
             if problem and not any(f.rule == "gpt2-vocab" for f in findings):  # one vocabulary: said once
-                level, what = (ERROR, "pass --init-from a checkpoint of this vocabulary") if s.init_from is None else (WARNING, f"{s.init_from} must be a model of this vocabulary")
-                findings.append(Finding(level, str(file), "gpt2-vocab", f"{problem}: {what}"))
+                # A warning: a .bin checkpoint of this vocabulary reads them (hf-tokbin recipe prints no other line).
+                findings.append(Finding(WARNING, str(file), "gpt2-vocab", f"{problem}: only a .bin checkpoint of this vocabulary (-e) can train on them"))
     if inputs.manifest is not None and not any(files for split, files in inputs.splits if split == "val"):
         findings.append(Finding(WARNING, str(inputs.manifest_path), "no-val", "no val files: train_gpt2.cu's validation glob would match nothing and dataloader_init exits"))
     return findings

@@ -249,9 +249,12 @@ def _llmc_schedule(globs: dict, s: LoaderSettings) -> tuple[int, int, int]:
 
 
 def _llmc(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[list[str]], list[str], list[str]]:
-    problem = compat.gpt2_scratch_problem(_vocab_size(root, globs))
-    if problem and s.init_from is None:  # no line of ours may promise a model these ids do not fit
-        raise FormatError(root, f"no from-scratch llm.c recipe: {problem}", hint="fine-tune a checkpoint of this vocabulary (--init-from model.bin), or train with --for nanogpt or megatron")
+    header = compat._raw_header(globs["train"][1][0])
+    problem = compat.gpt2_scratch_problem(_vocab_size(root, globs)) if header is not None and int(header[0]) == llmc.MAGIC else None
+    # Every -e / --model but a .bin checkpoint is a GPT-2 of 50,257 entries (dN, gpt2:dN, gpt3:cN; train_gpt2.py's gpt2*):
+    # no line of ours may promise a model these ids do not fit.
+    if problem and not (s.init_from or "").endswith(".bin"):
+        raise FormatError(root, f"no llm.c recipe for {s.init_from or 'a model from scratch'}: {problem}", hint="fine-tune a .bin checkpoint of this vocabulary (--init-from model.bin), or train with --for nanogpt or megatron")
     train, val = globs["train"][0], globs.get("val", (None,))[0]
     total = s.batch_size * s.seq_len * s.world_size
     steps, val_steps, every = _llmc_schedule(globs, s)
@@ -348,6 +351,7 @@ def _vocab_size(root: Path, globs: dict) -> int:
 
 def _nanogpt(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[list[str]], list[str], list[str]]:
     vocab = _vocab_size(root, globs)
+    scratch = s.init_from in (None, "scratch")
     if vocab > compat.GPT2_VOCAB and (s.init_from or "").startswith("gpt2"):
         raise FormatError(root, f"init_from={s.init_from} loads OpenAI's GPT-2 (vocab_size {compat.GPT2_VOCAB:,}) and this vocabulary has {vocab:,}", hint="train from scratch (no --init-from): the recipe sizes the model to the vocabulary")
     files = {split: pattern for split, (pattern, *_) in globs.items()}
@@ -365,7 +369,7 @@ def _nanogpt(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[list[str]
         "    path = files[np.random.choice(len(files), p=sizes / sizes.sum())]",
         f"    return np.memmap(path, dtype=np.{dtype}, mode='r', offset={llmc.HEADER_BYTES})",
     ]
-    if vocab > compat.NANOGPT_VOCAB and s.init_from is None:
+    if vocab > compat.NANOGPT_VOCAB and scratch:
         # train.py sizes a from-scratch model by data_dir/meta.pkl, else 50304: these lines precede its meta_path line.
         lines += [
             f"# the vocabulary has {vocab:,} entries, more than train.py's default 50,304: its meta_path line reads this meta.pkl",
@@ -384,7 +388,8 @@ def _nanogpt(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[list[str]
         f"ids are {dtype} (the header's layout), after a {llmc.HEADER_BYTES}-byte header; nanoGPT's own train.bin has neither",
         f"{steps:,} steps of {step:,} tokens drawn at random windows: the train split's tokens {s.epochs} time(s) in expectation "
         "(--gradient_accumulation_steps=world_size: one B*T batch per process per step)",
-        "from scratch (init_from='scratch'); pass --init-from gpt2 to fine-tune GPT-2",
+        "from scratch (init_from='scratch'); "
+        + ("pass --init-from gpt2 to fine-tune GPT-2" if vocab <= compat.GPT2_VOCAB else f"GPT-2 (50,257 entries) cannot be fine-tuned on this vocabulary of {vocab:,}"),
         "the loss counts every token, the separator included: train.py has no EOD loss mask",
     ]
     if "val" not in globs:

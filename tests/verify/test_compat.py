@@ -111,8 +111,7 @@ def test_llmc_seek_offset_boundary(tmp_path):
 def test_llmc_seq_len_vocab_order_and_val(tmp_path):
     assert only(check(lone_llmc(tmp_path, np.arange(40), 256), "llmc", LoaderSettings(seq_len=1025)), "seq-len").level == "error"
     big = lone_llmc(tmp_path, np.arange(40), 60000, "big.bin")
-    assert only(check(big, "llmc", SMALL), "gpt2-vocab").level == "error"  # from scratch: -e d12 is GPT-2's 50,257
-    assert only(check(big, "llmc", LoaderSettings(batch_size=SMALL.batch_size, seq_len=SMALL.seq_len, init_from="mine.bin")), "gpt2-vocab").level == "warning"
+    assert only(check(big, "llmc", SMALL), "gpt2-vocab").level == "warning"  # a .bin checkpoint may hold them; recipe refuses the rest
     # Files named train-9, train-10: glob order is train-10 first.
     folder = tmp_path / "order"
     folder.mkdir()

@@ -3,6 +3,7 @@ starts from scratch with its own launcher, and no recipe trains on the pairs tha
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shlex
@@ -17,6 +18,7 @@ from consumer_fixtures import docs_of, write_release
 
 from hf_tokbin.cli import main
 from hf_tokbin.errors import FormatError
+from hf_tokbin.formats import llmc
 from hf_tokbin.verify.compat import LoaderSettings
 from hf_tokbin.verify.recipe import MAXTEXT_LAUNCHER, python_literal, recipe
 
@@ -138,9 +140,15 @@ def test_no_from_scratch_llmc_line_is_printed_for_ids_past_gpt2_s_embedding(big_
     assert main(["recipe", str(big_vocab_release), "--for", "llmc", "-B", "2", "-T", "8"]) == 1
     captured = capsys.readouterr()
     assert "train_gpt2" not in captured.out and len(captured.err.strip().splitlines()) == 1
-    # A checkpoint of this vocabulary: the line is printed, with the warning that it must be one.
+    # Every other -e / --model is GPT-2's 50,257 too (d12..d48, gpt2:dN, gpt2): refused the same.
+    for model in ("d12", "d48", "gpt2:d24", "gpt3:c768", "gpt2"):
+        with pytest.raises(FormatError, match="50,257"):
+            recipe(big_vocab_release, "llmc", LoaderSettings(batch_size=2, seq_len=8, init_from=model))
+    # A .bin checkpoint of this vocabulary: the line is printed, with the warning that it must be one.
     tuned = recipe(big_vocab_release, "llmc", LoaderSettings(batch_size=2, seq_len=8, init_from="mine.bin"))
     assert "-e mine.bin" in tuned.lines[0] and [f.level for f in tuned.findings if f.rule == "gpt2-vocab"] == ["warning"]
+    # verify --for llmc (no --init-from there) warns, it does not fail a release a checkpoint can train on.
+    assert main(["verify", str(big_vocab_release), "--for", "llmc", "-B", "2", "-T", "8"]) == 0
 
 
 def _nanogpt_model_vocab(code: list[str], tmp_path: Path) -> int | None:
@@ -166,10 +174,23 @@ def _nanogpt_model_vocab(code: list[str], tmp_path: Path) -> int | None:
 
 def test_nanogpt_lines_size_a_from_scratch_model_to_the_vocabulary(big_vocab_release, release, tmp_path):
     assert _nanogpt_model_vocab(list(recipe(big_vocab_release, "nanogpt", SMALL).code), tmp_path) == BIG_VOCAB
+    named = recipe(big_vocab_release, "nanogpt", LoaderSettings(batch_size=2, seq_len=8, init_from="scratch"))
+    assert _nanogpt_model_vocab(list(named.code), tmp_path) == BIG_VOCAB  # --init-from scratch is from scratch too
+    assert not any("--init-from gpt2" in note for note in named.notes)  # no advice the recipe then refuses
     assert not (tmp_path / "data").exists()  # nothing written into the user's nanoGPT data folder
     assert _nanogpt_model_vocab(list(recipe(release, "nanogpt", SMALL).code), tmp_path) is None  # 50,257 fits the default 50,304
     with pytest.raises(FormatError, match="GPT-2"):
         recipe(big_vocab_release, "nanogpt", LoaderSettings(batch_size=2, seq_len=8, init_from="gpt2"))
+
+
+def test_a_llama3_layout_asked_for_llmc_gets_its_real_finding_not_the_vocabulary_refusal(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    docs = [[list(rng.integers(0, 128000, 9)) for _ in range(5)]]
+    llama3_writer = functools.partial(llmc.LlmcWriter, family="llama3")
+    root = write_release(tmp_path / "l3", docs, [], 128256, 128001, llmc_writer=llama3_writer)
+    assert main(["recipe", str(root), "--for", "llmc", "-B", "2", "-T", "8"]) == 1
+    out, err = capsys.readouterr()
+    assert "llmc-llama3" in out + err and "50,257" not in out + err
 
 
 def test_the_release_card_promises_no_llmc_line_for_a_vocabulary_past_gpt2_s(big_vocab_release):
