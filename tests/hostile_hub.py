@@ -15,6 +15,7 @@ its request handler subclassed; switches set by a test make it lie:
   tree listings with HTTP 503;
 - ``trickle_error[path] = s``: answer downloads of ``path`` with HTTP 500 whose error body comes one byte every ``s`` seconds;
 - ``deny = (status, error_code, message)``: answer every repo-info call with that error;
+  ``trickle_repo_info = s``: send its answer one byte every ``s`` seconds;
 - ``endless_tree``: every tree page links a next one, forever; ``tree_delay = s``: each tree page waits ``s``
   seconds before it is answered; ``trickle_tree = s``: each tree page's body comes one byte every ``s`` seconds;
 - ``gate(n)``: hold downloads (but ``COMPLETE.json``'s) until ``n`` are in flight at once, then let all through;
@@ -78,6 +79,7 @@ class HostileHub(HubServer):
         self.tree_delay: float | None = None  # seconds each tree page waits before it is answered
         self.trickle_tree: float | None = None  # seconds before each byte of a tree page's body
         self.stall_repo_info: float | None = None  # seconds the repo-info call waits before it answers
+        self.trickle_repo_info: float | None = None  # seconds before each byte of the repo-info answer
         self.httpd.RequestHandlerClass = type("Handler", (_HostileHandler,), {"server_hub": self})
 
     def gate(self, n: int, timeout: float = 20.0) -> None:
@@ -117,6 +119,8 @@ class _HostileHandler(_Handler):
             info = json.loads(body)
             info["sha"] = hub.reported_sha
             body = json.dumps(info).encode()
+        if hub.trickle_repo_info is not None:
+            return status, _Stream("repo-info", len(body), body, hub.trickle_repo_info), {**headers, "Content-Type": "application/json", "Content-Length": str(len(body))}
         return status, body, headers
 
     def route_tree(self, repo, rev, path="", repo_type="dataset"):

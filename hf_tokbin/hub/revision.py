@@ -89,10 +89,45 @@ def resolve_commit(api, repo_id: str, revision: str | None, repo_type: str = "da
     one asked for, is a :class:`HubError`.
     """
     where = f"{repo_id}@{shown(revision or 'main')}"
-    # A timeout: huggingface_hub's client waits forever by default, so a server that stops answering held the read.
-    sha = api.repo_info(repo_id, revision=revision, repo_type=repo_type, timeout=read_timeout_from_env()).sha
+    sha = _repo_sha(api, repo_id, revision, repo_type, where)
     if not is_commit_id(sha):
         raise HubError(where, "the Hub answered a commit id that is not 40 lowercase hex digits; nothing was written", got=shown(sha))
     if is_commit_id(revision) and sha != revision:
         raise HubError(where, "the Hub answered another commit than the one asked for", expected=revision, got=sha)
     return sha
+
+
+MAX_REPO_INFO_BYTES = 64 * 1024 * 1024  # a repo's info lists its files (siblings): about 100 bytes a file
+
+
+def _repo_sha(api, repo_id: str, revision: str | None, repo_type: str, where: str):
+    """The ``sha`` of the repo's info at ``revision``: ``HfApi.repo_info``'s request, bounded as a listing is.
+
+    ``repo_info`` waits for each read with no timeout by default, and with one for
+    each read only: a server sending its answer a byte at a time held it. Here each
+    read has ``read_timeout``, the whole answer ``HF_TOKBIN_LISTING_TIMEOUT`` seconds
+    (it lists the repo's files) and at most :data:`MAX_REPO_INFO_BYTES`. An HTTP error
+    is the client's own (``hf_raise_for_status``: ``RepositoryNotFoundError``, ...).
+    """
+    import json
+    from urllib.parse import quote
+
+    import httpx2
+    from huggingface_hub.utils import build_hf_headers
+
+    seconds = listing_timeout_from_env()
+    url = f"{api.endpoint}/api/{repo_type}s/{repo_id}" + ("" if revision is None else f"/revision/{quote(revision, safe='')}")
+    headers = {**build_hf_headers(token=api.token), "Accept-Encoding": "identity"}
+
+    def too_slow() -> HubError:
+        return HubError(where, f"resolving the revision took more than {seconds:g}s", hint="re-run; HF_TOKBIN_LISTING_TIMEOUT=SECONDS raises the bound")
+
+    with Deadline(seconds, too_slow) as deadline:
+        with deadline.stream("GET", url, headers=headers, timeout=httpx2.Timeout(read_timeout_from_env())) as response:
+            raise_for_status(response)
+            body = read_body(response, MAX_REPO_INFO_BYTES, where, "the repo's info")
+    try:
+        info = json.loads(body)
+    except ValueError:
+        raise HubError(where, "the repo's info must be JSON", got=shown(body[:100].decode("utf-8", "replace"))) from None
+    return info.get("sha") if isinstance(info, dict) else None

@@ -700,3 +700,16 @@ def test_a_fast_pull_leaves_no_deadline_behind(hub, tmp_path, release):
     for timer in [t for t in threading.enumerate() if isinstance(t, threading.Timer)]:
         timer.join(timeout=1)
         assert not timer.is_alive()
+
+
+def test_a_repo_info_that_trickles_is_one_error_at_the_listing_deadline(hub, tmp_path, release):
+    """The revision's answer a byte every 50 ms (each read well within the 2 s read timeout; the ~1 KB answer takes
+    a minute): resolving the commit stops at HF_TOKBIN_LISTING_TIMEOUT with one line; repo_info waited it out."""
+    hub.seed_repo(REPO, release)
+    hub.trickle_repo_info = 0.05
+    result, seconds = pull_in_a_child(hub, tmp_path, HF_TOKBIN_PULL_READ_TIMEOUT="2", HF_TOKBIN_LISTING_TIMEOUT="3")
+    assert result.returncode == 1, result.stdout + result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{REPO}@" in lines[0] and "resolving the revision took more than 3s" in lines[0], result.stderr[-2000:]
+    assert seconds < 15, seconds
+    assert not (tmp_path / "out").exists()
