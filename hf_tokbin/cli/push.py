@@ -31,8 +31,10 @@ def run(args) -> int:
     from huggingface_hub.utils import disable_progress_bars
 
     from ..hub import push_folder
+    from ..hub.retry import bound_shared_client_reads
 
     disable_progress_bars()  # the client's per-file bars would break hf-tokbin's own
+    bound_shared_client_reads()  # this process's: a library caller keeps the client it set up
     result = push_folder(
         args.folder, args.repo, revision=args.revision, private=args.private, endpoint=args.endpoint, token=args.token,
         progress=show_progress(args.quiet), path_in_repo=args.path_in_repo, delete=args.delete, mirror=args.mirror,

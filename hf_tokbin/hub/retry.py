@@ -96,6 +96,28 @@ def read_timeout_from_env() -> float:
     return _env_number("HF_TOKBIN_PULL_READ_TIMEOUT", 60.0, float)
 
 
+def bound_shared_client_reads() -> None:
+    """Every request of ``huggingface_hub``'s shared client waits at most ``HF_TOKBIN_PULL_READ_TIMEOUT`` a read.
+
+    Its client waits forever on a read, and ``HfApi``'s calls pass ``timeout=None``
+    themselves (which overrides a client's default), so a server that stops
+    answering held every call made through it (push's repo info, paths info,
+    commits, uploads). A request hook fills in each timeout the request leaves
+    unset; one a caller set is kept.
+    """
+    from huggingface_hub.utils import get_session
+
+    hooks = get_session().event_hooks["request"]
+    if _bound_request_timeouts not in hooks:
+        hooks.append(_bound_request_timeouts)
+
+
+def _bound_request_timeouts(request) -> None:
+    seconds = read_timeout_from_env()
+    timeouts = request.extensions.get("timeout") or {}
+    request.extensions["timeout"] = {kind: seconds if timeouts.get(kind) is None else timeouts[kind] for kind in ("connect", "read", "write", "pool")}
+
+
 def listing_timeout_from_env() -> float:
     """Seconds a repo's whole tree listing (every page) may take: ``HF_TOKBIN_LISTING_TIMEOUT``, default 600."""
     seconds = _env_number("HF_TOKBIN_LISTING_TIMEOUT", 600.0, float)

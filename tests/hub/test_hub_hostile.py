@@ -713,3 +713,18 @@ def test_a_repo_info_that_trickles_is_one_error_at_the_listing_deadline(hub, tmp
     assert len(lines) == 1 and f"{REPO}@" in lines[0] and "resolving the revision took more than 3s" in lines[0], result.stderr[-2000:]
     assert seconds < 15, seconds
     assert not (tmp_path / "out").exists()
+
+
+def test_a_push_to_a_server_that_stops_answering_times_out(hub, tmp_path, release):
+    """huggingface_hub's shared client waits forever on a read (timeout None): push's own calls through it (repo
+    info, paths info, commits) get HF_TOKBIN_PULL_READ_TIMEOUT, so a stalled server is one error, not a hang."""
+    hub.seed_repo(REPO, release)
+    hub.stall_repo_info = 40.0  # far past the read timeout
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1", "HF_TOKBIN_PULL_READ_TIMEOUT": "1"}
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-c", _CLI, "push", str(release), "--repo", REPO, "--quiet"], env=env, capture_output=True, text=True, timeout=35, check=False)
+    assert result.returncode == 1, result.stdout + result.stderr[-2000:]
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr[-2000:]
+    assert time.monotonic() - started < 25
