@@ -104,13 +104,22 @@ def listed_digests(entry) -> tuple[int | None, str | None, str | None]:
     return get("size"), sha256, get("blob_id")
 
 
-def fetch_hub_file(uri: str, size: int | None, sha256: str | None, git_blob_id: str | None, folder: Path) -> Path:
-    """An ``hf://`` file at a commit, fetched into ``folder`` by the checked download (its listed size and digest)."""
+def hub_filesystem():
+    """``huggingface_hub``'s ``HfFileSystem`` (``hf://`` paths, globs), each read of its shared client within the read
+    timeout (:func:`hf_tokbin.hub.retry.bound_shared_client_reads`: it waited forever)."""
     from huggingface_hub import HfFileSystem
 
+    from ..hub.retry import bound_shared_client_reads
+
+    bound_shared_client_reads()
+    return HfFileSystem()
+
+
+def fetch_hub_file(uri: str, size: int | None, sha256: str | None, git_blob_id: str | None, folder: Path) -> Path:
+    """An ``hf://`` file at a commit, fetched into ``folder`` by the checked download (its listed size and digest)."""
     from ..hub.download import Expected
 
-    resolved = HfFileSystem().resolve_path(uri)
+    resolved = hub_filesystem().resolve_path(uri)
     if not isinstance(size, int) or (sha256 is None and git_blob_id is None):
         raise HubError(uri, "the Hub lists no size and digest for this file: it cannot be checked", got=f"size {size}")
     source = _source(resolved.repo_id, resolved.revision, resolved.repo_type)

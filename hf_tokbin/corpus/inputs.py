@@ -224,11 +224,12 @@ def _hub_repo_inputs(repo_id: str) -> list[InputFile]:
 
 def _pinned(url: str) -> str:
     """``hf://datasets/NS/NAME[@REV]/PATH`` with REV resolved to its checked commit id."""
-    from huggingface_hub import HfApi, HfFileSystem
+    from huggingface_hub import HfApi
 
     from ..hub.revision import resolve_commit
+    from .hub_source import hub_filesystem
 
-    resolved = HfFileSystem().resolve_path(url)
+    resolved = hub_filesystem().resolve_path(url)
     commit = resolve_commit(HfApi(), resolved.repo_id, resolved.revision, resolved.repo_type)
     kind = {"dataset": "datasets/", "model": "", "space": "spaces/"}[resolved.repo_type]
     return f"{HF_PREFIX}{kind}{resolved.repo_id}@{commit}/{resolved.path_in_repo}".rstrip("/")
@@ -236,12 +237,10 @@ def _pinned(url: str) -> str:
 
 def _hub_inputs(url: str) -> list[InputFile]:
     """Files under an ``hf://`` URL (a file, a folder or a glob), sorted by path, at the commit its revision names."""
-    from huggingface_hub import HfFileSystem
-
     from ..errors import TokbinError
-    from .hub_source import listed_digests
+    from .hub_source import hub_filesystem, listed_digests
 
-    fs = HfFileSystem()
+    fs = hub_filesystem()
     try:
         url = _pinned(url)
         if any(c in url for c in _GLOB_CHARS):

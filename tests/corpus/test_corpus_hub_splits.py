@@ -219,3 +219,22 @@ def test_a_card_naming_anything_but_the_repo_s_files_is_one_line_and_no_request(
     assert all(repo in path for _, _, path, _ in hub.requests[before:]), hub.requests[before:]  # no other repo asked
     imported = run(env, "corpus", "import", repo, "--out", tmp_path / "c")
     assert imported.returncode == 1 and len(imported.stderr.strip().splitlines()) == 1, imported.stderr[-2000:]
+
+
+def test_corpus_import_of_an_hf_path_from_a_server_that_stops_answering_times_out(tmp_path):
+    # HfFileSystem globs through huggingface_hub's shared client, whose reads waited forever (list_repo_tree has no timeout).
+    import time
+
+    with HostileHub(token=TOKEN) as stalled:
+        upload(stalled, "t/stalled", {"data/train-0.parquet": ["x"]}, tmp_path)
+        stalled.tree_delay = 600.0  # each listing page: the client gives up first, or this test's subprocess does
+        home = tmp_path / "home"
+        home.mkdir()
+        env = {**os.environ, **client_env(stalled, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1", "HF_TOKBIN_PULL_READ_TIMEOUT": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
+        started = time.monotonic()
+        imported = subprocess.run([sys.executable, "-c", _CLI, "corpus", "import", "hf://datasets/t/stalled/data/*.parquet", "--out", str(tmp_path / "c")], env=env, capture_output=True, text=True, timeout=120, check=False)
+        seconds = time.monotonic() - started
+    # huggingface_hub retries the page itself (five times, warning each time): then one error line, no traceback.
+    last = imported.stderr.strip().splitlines()[-1]
+    assert imported.returncode == 1 and last.startswith("hf-tokbin corpus: error:") and "Traceback" not in imported.stderr, imported.stderr[-2000:]
+    assert seconds < 100, seconds
