@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from pathlib import Path
+from unittest import mock
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -15,6 +17,7 @@ from seed002 import DELIMITER
 from seed002 import stories as seed_stories
 from story_edges import EDGE_STORIES, EDGE_TEXT
 
+from hf_tokbin.corpus import tinystories_text
 from hf_tokbin.corpus.builders import CorpusShards, TinyStories, read_stories, sha256_split
 from hf_tokbin.corpus.builders.tinystories import read_story_batches
 from hf_tokbin.corpus.tinystories_text import story_tables
@@ -79,8 +82,8 @@ def test_the_corpus_tables_cut_bytes_into_the_readers_stories(tmp_path_factory, 
     assert [s for texts in tables for s in texts] == [s for batch in read_story_batches(path, block_size, keep_empty=keep_empty) for s in batch]
 
 
-# Every marker on a line of its own (the bytes fast path), with runs of blank lines around the delimiter
-# lines (trimmed away before the cut, up to _TRIM_PASSES of them) and empty stories (which trimming would merge).
+# Every marker on a line of its own (the offsets fast path), with runs of blank lines around the delimiter
+# lines (stripped by moving offsets, _STRIP_PASSES runs at once, longer ones in Python) and empty stories.
 DELIMITED = st.lists(st.tuples(st.sampled_from(["", "Tom", "é x", "\n", "a\n\nb", " "]), st.integers(0, 7), st.integers(0, 7)), max_size=25)
 
 
@@ -95,6 +98,21 @@ def test_blank_lines_at_delimiters_are_trimmed_into_the_readers_stories(tmp_path
         assert [s for texts in tables for s in texts] == list(seed_stories(path))
 
 
+@settings(max_examples=200, deadline=None)
+@given(DELIMITED, st.integers(1, 60), st.booleans())
+def test_arrows_take_and_joined_memoryviews_gather_the_same_stories(tmp_path_factory, items, block_size, keep_empty):
+    # From _TAKE_FROM_BYTES on, a file's stories are gathered with Arrow's take (it imports pyarrow.compute), below by
+    # joining memoryviews: the same stories, the reader's.
+    text = "".join(story + "\n" * before + f"\n{DELIMITER}\n" + "\n" * after for story, before, after in items)
+    path = write(tmp_path_factory.mktemp("gather"), "in.txt", text)
+
+    def stories(take_from: int) -> list[str]:
+        with mock.patch.object(tinystories_text, "_TAKE_FROM_BYTES", take_from):
+            return [s for _, table in story_tables([path], "train", block_size, keep_empty=keep_empty) for s in table.column("text").to_pylist()]
+
+    assert stories(0) == stories(1 << 62) == [s for batch in read_story_batches(path, block_size, keep_empty=keep_empty) for s in batch]
+
+
 def test_real_text_shakespeare_scenes(tmp_path):
     fixture = DATA / "shakespeare_scenes.txt"
     expected = list(seed_stories(fixture))
@@ -104,15 +122,43 @@ def test_real_text_shakespeare_scenes(tmp_path):
     assert list(read_stories(crlf, block_size=4096)) == expected
 
 
-def test_invalid_utf8_names_file_and_absolute_byte_offset(tmp_path):
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda path: list(read_stories(path, block_size=16)),  # the bad byte is several blocks in
+        lambda path: list(story_tables([path], "train", block_size=16)),
+        lambda path: list(story_tables([path], "train")),  # one block, every marker on its own line: the offsets cut
+    ],
+)
+def test_invalid_utf8_names_file_and_absolute_byte_offset(tmp_path, read):
     good = "Lily ran.\n<|endoftext|>\n" * 10
     path = tmp_path / "bad.txt"
     path.write_bytes(good.encode() + b"Tom \xe9t\xe9\n")
     with pytest.raises(CorpusInputError) as error:
-        list(read_stories(path, block_size=16))  # the bad byte is several blocks in
+        read(path)
     message = str(error.value)
     assert str(path) in message and "invalid UTF-8" in message
     assert f"byte offset {len(good) + 4}" in message
+
+
+def test_arrows_utf8_check_accepts_exactly_what_python_decodes():
+    # story_tables checks a block that is not ASCII with Arrow's UTF-8 validation, and decodes it only to name the bad
+    # byte: both must accept the same bytes. Every sequence of 1-3 bytes, and of 4 from a lead byte, over the bytes at
+    # the edges of UTF-8's byte classes (overlong, surrogate and past-U+10FFFF forms among them), alone and after ASCII.
+    edges = [0x00, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF]
+    sequences = [bytes(s) for n in (1, 2, 3) for s in itertools.product(edges, repeat=n)]
+    sequences += [bytes((lead, *s)) for lead in (0xE0, 0xED, 0xF0, 0xF1, 0xF4, 0xF5) for s in itertools.product(edges, repeat=3)]
+
+    def decodes(data: bytes) -> bool:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return True
+
+    for sequence in sequences:
+        for data in (sequence, b"Lily" + sequence + b"x"):
+            assert tinystories_text._is_utf8(data) == decodes(data), data
 
 
 def test_truncated_utf8_at_end_of_file_is_an_error(tmp_path):
