@@ -622,7 +622,7 @@ def _recipes(root: Path, formats: list[str], llmc_layout) -> list[str]:
         try:
             r = recipe(root, target, with_findings=False)
         except FormatError as e:  # no line of this trainer trains on the release (a vocabulary past its model's)
-            parts.append(f"{label}: no recipe. {e.rule.replace(prefix, RELEASE_PLACEHOLDER)}.")
+            parts.append(f"{label}: {e.rule.replace(prefix, RELEASE_PLACEHOLDER)}.")
             continue
         text = "\n".join(r.lines).replace(prefix, RELEASE_PLACEHOLDER)
         notes = "; ".join(n.replace(prefix, RELEASE_PLACEHOLDER) for n in r.notes[:3])

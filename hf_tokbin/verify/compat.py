@@ -311,9 +311,12 @@ def _open(file: Path, opener: Callable[[Path], object], findings: list[Finding])
 
 
 def llmc_vocab_size(file: Path, manifest: llmc.TokensManifest | None) -> int:
-    """The vocabulary an llm.c file's ids come from: its header's (slot 3, as we write it), else its manifest's; 0 if neither says."""
+    """The vocabulary an llm.c file's ids come from: its manifest's, else (a lone file) its header's (slot 3, as we
+    write it); 0 if neither says. The manifest first: a URL build's card is written where no token file is."""
+    if manifest is not None:
+        return manifest.vocab_size
     header = _raw_header(file)
-    return int(header[3]) if header is not None and int(header[3]) else (manifest.vocab_size if manifest else 0)
+    return int(header[3]) if header is not None else 0
 
 
 def gpt2_scratch_problem(vocab_size: int) -> str | None:

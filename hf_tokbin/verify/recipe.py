@@ -249,8 +249,8 @@ def _llmc_schedule(globs: dict, s: LoaderSettings) -> tuple[int, int, int]:
 
 
 def _llmc(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[list[str]], list[str], list[str]]:
-    header = compat._raw_header(globs["train"][1][0])
-    problem = compat.gpt2_scratch_problem(_vocab_size(root, globs)) if header is not None and int(header[0]) == llmc.MAGIC else None
+    # Another layout gets its own finding (use llmc-llama3), not this refusal.
+    problem = compat.gpt2_scratch_problem(_vocab_size(root, globs)) if _llmc_family(root, globs) == "gpt2" else None
     # Every -e / --model but a .bin checkpoint is a GPT-2 of 50,257 entries (dN, gpt2:dN, gpt3:cN; train_gpt2.py's gpt2*):
     # no line of ours may promise a model these ids do not fit.
     if problem and not (s.init_from or "").endswith(".bin"):
@@ -342,6 +342,16 @@ def _modded_nanogpt(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[li
         notes.append("the val files are too small for any val batch (see the val-tokens finding)")
     command = ["torchrun", "--standalone", f"--nproc_per_node={s.world_size}", "train_gpt.py"]
     return [command], lines, notes
+
+
+def _llmc_family(root: Path, globs: dict) -> str:
+    """The layout of the release's llm.c files: run_config.json's (no token file is opened: a URL build's card is
+    written where none is), else, for a bare token folder, its first file's header."""
+    if (root / RUN_CONFIG_NAME).is_file():
+        from ..formats.run_config import RunConfig
+
+        return RunConfig.read(root / RUN_CONFIG_NAME).llmc_layout or "gpt2"
+    return llmc.read_header(globs["train"][1][0]).layout.family
 
 
 def _vocab_size(root: Path, globs: dict) -> int:

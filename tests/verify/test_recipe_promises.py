@@ -188,6 +188,9 @@ def test_a_llama3_layout_asked_for_llmc_gets_its_real_finding_not_the_vocabulary
     docs = [[list(rng.integers(0, 128000, 9)) for _ in range(5)]]
     llama3_writer = functools.partial(llmc.LlmcWriter, family="llama3")
     root = write_release(tmp_path / "l3", docs, [], 128256, 128001, llmc_writer=llama3_writer)
+    config = json.loads((root / "run_config.json").read_text())
+    config["llmc"]["layout"] = "llama3"  # as a --llmc-layout llama3 build records it
+    (root / "run_config.json").write_text(json.dumps(config))
     assert main(["recipe", str(root), "--for", "llmc", "-B", "2", "-T", "8"]) == 1
     out, err = capsys.readouterr()
     assert "llmc-llama3" in out + err and "50,257" not in out + err
@@ -197,6 +200,6 @@ def test_the_release_card_promises_no_llmc_line_for_a_vocabulary_past_gpt2_s(big
     from hf_tokbin.cards.release import _recipes
 
     text = "\n".join(_recipes(big_vocab_release, ["llmc", "megatron"], "gpt2"))
-    assert "train_gpt2cu" not in text and "train_gpt2.py" not in text and "llm.c: no recipe" in text and "50,257" in text
+    assert "train_gpt2cu" not in text and "train_gpt2.py" not in text and "llm.c: no llm.c recipe" in text and "50,257" in text
     assert str(big_vocab_release.resolve()) not in text
     assert "pretrain_gpt.py" in text  # Megatron's lines are still there
