@@ -227,12 +227,12 @@ def test_corpus_import_of_an_hf_path_from_a_server_that_stops_answering_times_ou
 
     with HostileHub(token=TOKEN) as stalled:
         upload(stalled, "t/stalled", {"data/train-0.parquet": ["x"]}, tmp_path)
-        stalled.tree_delay = 600.0  # each listing page: the client gives up first, or this test's subprocess does
+        stalled.tree_delay = 120.0  # each listing page: the client gives up (about 31 s), or this test's subprocess (100 s)
         home = tmp_path / "home"
         home.mkdir()
         env = {**os.environ, **client_env(stalled, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1", "HF_TOKBIN_PULL_READ_TIMEOUT": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
         started = time.monotonic()
-        imported = subprocess.run([sys.executable, "-c", _CLI, "corpus", "import", "hf://datasets/t/stalled/data/*.parquet", "--out", str(tmp_path / "c")], env=env, capture_output=True, text=True, timeout=120, check=False)
+        imported = subprocess.run([sys.executable, "-c", _CLI, "corpus", "import", "hf://datasets/t/stalled/data/*.parquet", "--out", str(tmp_path / "c")], env=env, capture_output=True, text=True, timeout=100, check=False)
         seconds = time.monotonic() - started
     # huggingface_hub retries the page itself (five times, warning each time): then one error line, no traceback.
     last = imported.stderr.strip().splitlines()[-1]
