@@ -100,10 +100,6 @@ class HostileHub(HubServer):
         return [p.split(marker, 1)[1] for _, m, p, _ in self.requests if m == "GET" and marker in p]
 
 
-def method_is_get(handler) -> bool:
-    return handler.command == "GET"
-
-
 class _HostileHandler(_Handler):
     server_hub: HostileHub
 
@@ -161,7 +157,7 @@ class _HostileHandler(_Handler):
         if path in hub.ranges_ignored and status == 206:
             headers.pop("Content-Range", None)
             return 200, _Stream(path, hub.ranges_ignored[path]), headers
-        if path in hub.later_answers and method_is_get(self) and status == 200:
+        if path in hub.later_answers and self.command == "GET" and status == 200:
             if path in hub.answered:
                 body = hub.later_answers[path]
                 headers = {**headers, "Content-Length": str(len(body))}
