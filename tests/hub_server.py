@@ -29,7 +29,8 @@ No Xet: the server never offers it, and clients must run with
 
 Where tests depend on it, it answers as the Hub does: 401 (``RepoNotFound``) for a private
 or missing repo asked without a token, 404 with a token; tree and commit listings in pages
-of ``HubServer.page_size`` with a ``Link: <...>; rel="next"`` header; 400 for more than
+of ``HubServer.page_size`` with a ``Link: <...>; rel="next"`` header (on the origin a test sets in
+``HubServer.page_origins["tree"]`` or ``["commits"]``: a server linking another host); 400 for more than
 ``PATHS_INFO_LIMIT`` paths in one paths-info call; 404 (``EntryNotFound``) for a commit
 deleting a file that does not exist; 400 from validate-yaml for a license id the Hub
 does not know; the server's reason in the JSON ``error`` field and the ``X-Error-Message``
@@ -189,6 +190,7 @@ class HubServer:
         self.lfs_objects: dict[str, bytes] = {}
         self.faults = Faults()
         self.page_size = PAGE_SIZE
+        self.page_origins: dict[str, str] = {}  # "tree" / "commits": that listing links its next page on this origin
         self.create_payloads: list[dict] = []  # every create-repo request body, as received
         self.gated: set[str] = set()  # repo ids whose files answer 403 GatedRepo
         self._late_commit = None  # (repo_id, branch, message, description, tree, changed) of a commit not yet applied
@@ -407,7 +409,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise _Reply(status, "Repository not found", {"X-Error-Code": "RepoNotFound"})
         return repo
 
-    def _page(self, entries: list) -> tuple[int, bytes, dict]:
+    def _page(self, entries: list, kind: str) -> tuple[int, bytes, dict]:
         """One page of a listing, with the Hub's ``Link: <next>; rel="next"`` header when more follow."""
         start = int(self.query.get("cursor", ["0"])[0])
         size = self.server_hub.page_size
@@ -415,7 +417,7 @@ class _Handler(BaseHTTPRequestHandler):
         if start + size < len(entries):
             query = {k: v[0] for k, v in self.query.items()}
             query["cursor"] = str(start + size)
-            headers["Link"] = f'<{self.server_hub.url}{urlsplit(self.path).path}?{urlencode(query)}>; rel="next"'
+            headers["Link"] = f'<{self.server_hub.page_origins.get(kind, self.server_hub.url)}{urlsplit(self.path).path}?{urlencode(query)}>; rel="next"'
         return 200, json.dumps(entries[start : start + size]).encode(), headers
 
     def _commit(self, repo: Repo, rev: str) -> Commit:
@@ -630,7 +632,7 @@ class _Handler(BaseHTTPRequestHandler):
             if recursive or len(rest) == 1:
                 files.append(commit.tree[p].info(p, expand, self._last_commit(commit)))
         entries = [{"type": "directory", "path": f, "oid": _tree_oid(commit, f)} for f in sorted(folders)]
-        return self._page(entries + files)
+        return self._page(entries + files, "tree")
 
     def route_commits(self, repo, rev):
         r = self._repo(repo)
@@ -641,7 +643,7 @@ class _Handler(BaseHTTPRequestHandler):
             date = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(c.created)) + f".{int(c.created % 1 * 1000):03d}Z"
             history.append({"id": c.oid, "authors": [{"user": "tester"}], "date": date, "title": c.message, "message": c.description})
             oid = c.parent
-        return self._page(history)
+        return self._page(history, "commits")
 
     def route_model_info(self, repo, rev="main"):
         return self.route_repo_info(repo, rev, "model")

@@ -54,6 +54,7 @@ from .._io import sha256_file
 from ..errors import HubError, VerificationError
 from ..formats.release import CARD_NAME
 from ..formats.rules import is_repo_id
+from .bounded import Deadline
 from .files import (
     LAYOUT_DIRS,
     PublishPlan,
@@ -69,12 +70,13 @@ from .retry import (
     as_hub_error,
     call_with_retry,
     is_transient,
+    listing_timeout_from_env,
     notify,
     scrub,
     short_reason,
     status_of,
 )
-from .revision import bounded_listing
+from .revision import MAX_PAGE_BYTES, bounded_listing, get_json, shown
 
 REPO_TYPE = "dataset"
 # Files the Hub writes into a new repo itself: never deleted by a push.
@@ -324,18 +326,22 @@ class _Publisher:
     def history(self, revision: str, max_pages: int = 5) -> Iterator[dict]:
         """The commits of ``revision``, newest first (``id``, ``title``, ``date``), page by page as read.
 
-        Bounded (``max_pages``); the caller stops reading when it has seen enough, unlike
-        ``list_repo_commits``, which reads the whole history.
+        Bounded (``max_pages``, each page as a listing's: :func:`~hf_tokbin.hub.revision.get_json`);
+        the caller stops reading when it has seen enough, unlike ``list_repo_commits``, which reads
+        the whole history.
         """
-        from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
-
         url = f"{self.api.endpoint}/api/datasets/{self.repo_id}/commits/{quote(revision, safe='')}"
-        headers = build_hf_headers(token=self.api.token, library_name="hf_tokbin")
+        seconds = listing_timeout_from_env()
+
+        def too_slow() -> HubError:
+            return HubError(self.where, f"reading a page of the branch's history took more than {seconds:g}s", hint="re-run; HF_TOKBIN_LISTING_TIMEOUT=SECONDS raises the bound")
+
         for _ in range(max_pages):
-            response = get_session().get(url, headers=headers)
-            hf_raise_for_status(response)
-            yield from response.json()
-            url = response.links.get("next", {}).get("url")
+            with Deadline(seconds, too_slow) as deadline:
+                page, url = get_json(self.api, deadline, url, None, MAX_PAGE_BYTES, self.where, "a page of the branch's history")
+            if not (isinstance(page, list) and all(isinstance(item, dict) for item in page)):
+                raise HubError(self.where, "a page of the branch's history must be a JSON list of commits", got=shown(str(page)[:100]))
+            yield from page
             if not url:
                 return
 

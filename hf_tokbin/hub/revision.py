@@ -35,27 +35,25 @@ def bounded_listing(api, repo_id: str, where: str, *, repo_type: str, revision: 
 
     ``api`` is a :class:`huggingface_hub.HfApi` (its endpoint and token). The
     pages are requested here, not by ``list_repo_tree``: it follows a server's
-    ``Link: rel="next"`` pages for as long as they come, reads each page whole
-    with no timeout, and sleeps whatever ``Retry-After`` a server asks. Here
-    the listing stops with one error past :data:`MAX_LISTED_ENTRIES` entries,
-    a page past :data:`MAX_PAGE_BYTES`, a read past the read timeout, or the
-    whole listing past ``HF_TOKBIN_LISTING_TIMEOUT`` seconds (default 600: a
-    server sending a page a minute, or its bytes one by one, held the command
-    for good). An HTTP error is the client's own (``hf_raise_for_status``:
-    ``EntryNotFoundError`` for a missing folder); callers retry.
+    ``Link: rel="next"`` pages for as long as they come, to any host (with the
+    token), reads each page whole with no timeout, and sleeps whatever
+    ``Retry-After`` a server asks. Here the listing stops with one error past
+    :data:`MAX_LISTED_ENTRIES` entries, a page past :data:`MAX_PAGE_BYTES`, a
+    read past the read timeout, the whole listing past
+    ``HF_TOKBIN_LISTING_TIMEOUT`` seconds (default 600: a server sending a page
+    a minute, or its bytes one by one, held the command for good), or a next
+    page on another origin than the endpoint's (the Hub links its own pages;
+    the request would carry the token elsewhere). An HTTP error is the
+    client's own (``hf_raise_for_status``: ``EntryNotFoundError`` for a missing
+    folder); callers retry.
     """
-    import json
     from urllib.parse import quote
 
-    import httpx2
     from huggingface_hub.hf_api import RepoFile, RepoFolder
-    from huggingface_hub.utils import build_hf_headers
 
     seconds = listing_timeout_from_env()
     url = f"{api.endpoint}/api/{repo_type}s/{repo_id}/tree/{quote(revision, safe='')}" + (f"/{quote(path_in_repo, safe='')}" if path_in_repo else "")
     params = {"recursive": recursive, "expand": False}
-    headers = {**build_hf_headers(token=api.token), "Accept-Encoding": "identity"}  # counted as sent: no expansion
-    timeout = httpx2.Timeout(read_timeout_from_env())
     listed: list = []
 
     def too_slow() -> HubError:
@@ -67,10 +65,7 @@ def bounded_listing(api, repo_id: str, where: str, *, repo_type: str, revision: 
 
     with Deadline(seconds, too_slow) as deadline:
         while url is not None:
-            with deadline.stream("GET", url, params=params, headers=headers, timeout=timeout) as response:
-                raise_for_status(response)
-                page = json.loads(read_body(response, MAX_PAGE_BYTES, where, "a page of the repo's file listing"))
-                url = response.links.get("next", {}).get("url")
+            page, url = get_json(api, deadline, url, params, MAX_PAGE_BYTES, where, "a page of the repo's file listing")
             params = None  # the next page's link holds the query
             if not (isinstance(page, list) and all(isinstance(entry, dict) for entry in page)):
                 raise HubError(where, "a page of the repo's file listing must be a JSON list of entries", got=shown(str(page)[:100]))
@@ -79,6 +74,48 @@ def bounded_listing(api, repo_id: str, where: str, *, repo_type: str, revision: 
                 if len(listed) > MAX_LISTED_ENTRIES:
                     raise HubError(where, f"a repo's file listing may hold at most {MAX_LISTED_ENTRIES:,} files and folders", got=f"more than {MAX_LISTED_ENTRIES:,}", hint="the Hub advises at most 100,000 files a repo")
     return listed
+
+
+def get_json(api, deadline: Deadline, url: str, params: dict | None, max_bytes: int, where: str, what: str):
+    """``(the JSON answer, the next page's URL or None)`` of one GET to the Hub API under ``deadline``.
+
+    With the token, each read within the read timeout, at most ``max_bytes``;
+    the next page (``Link: rel="next"``) must be on the endpoint's own origin
+    (scheme, host, port).
+    """
+    import json
+    from urllib.parse import urljoin
+
+    import httpx2
+    from huggingface_hub.utils import build_hf_headers
+
+    headers = {**build_hf_headers(token=api.token), "Accept-Encoding": "identity"}  # counted as sent: no expansion
+    with deadline.stream("GET", url, params=params, headers=headers, timeout=httpx2.Timeout(read_timeout_from_env())) as response:
+        raise_for_status(response)
+        body = read_body(response, max_bytes, where, what)
+        link = response.links.get("next", {}).get("url")
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        raise HubError(where, f"{what} must be JSON", got=shown(body[:100].decode("utf-8", "replace"))) from None
+    if link is None:
+        return answer, None
+    link = urljoin(url, link)
+    if _origin(link) != _origin(api.endpoint):
+        raise HubError(where, f"{what} links its next page on another host than the endpoint {shown(api.endpoint)}; the token is sent to the endpoint only", got=shown(link[:200]))
+    return answer, link
+
+
+def _origin(url: str) -> tuple:
+    """``(scheme, host, port)`` of ``url``, the port spelled out (``https://h`` is ``https://h:443``)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:  # a port that is not a number
+        return (None,)
+    return parts.scheme.lower(), parts.hostname, port or {"http": 80, "https": 443}.get(parts.scheme.lower())
 
 
 def resolve_commit(api, repo_id: str, revision: str | None, repo_type: str = "dataset") -> str:
@@ -109,25 +146,14 @@ def _repo_sha(api, repo_id: str, revision: str | None, repo_type: str, where: st
     (it lists the repo's files) and at most :data:`MAX_REPO_INFO_BYTES`. An HTTP error
     is the client's own (``hf_raise_for_status``: ``RepositoryNotFoundError``, ...).
     """
-    import json
     from urllib.parse import quote
-
-    import httpx2
-    from huggingface_hub.utils import build_hf_headers
 
     seconds = listing_timeout_from_env()
     url = f"{api.endpoint}/api/{repo_type}s/{repo_id}" + ("" if revision is None else f"/revision/{quote(revision, safe='')}")
-    headers = {**build_hf_headers(token=api.token), "Accept-Encoding": "identity"}
 
     def too_slow() -> HubError:
         return HubError(where, f"resolving the revision took more than {seconds:g}s", hint="re-run; HF_TOKBIN_LISTING_TIMEOUT=SECONDS raises the bound")
 
     with Deadline(seconds, too_slow) as deadline:
-        with deadline.stream("GET", url, headers=headers, timeout=httpx2.Timeout(read_timeout_from_env())) as response:
-            raise_for_status(response)
-            body = read_body(response, MAX_REPO_INFO_BYTES, where, "the repo's info")
-    try:
-        info = json.loads(body)
-    except ValueError:
-        raise HubError(where, "the repo's info must be JSON", got=shown(body[:100].decode("utf-8", "replace"))) from None
+        info, _ = get_json(api, deadline, url, None, MAX_REPO_INFO_BYTES, where, "the repo's info")
     return info.get("sha") if isinstance(info, dict) else None

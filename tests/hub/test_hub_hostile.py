@@ -17,7 +17,7 @@ import time
 
 import pytest
 from hostile_hub import HostileHub
-from hub_server import client_env, make_corpus, write_complete
+from hub_server import HubServer, client_env, make_corpus, write_complete
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from release_fixtures import build_release
@@ -584,6 +584,18 @@ def test_a_tree_listing_that_pages_forever_is_one_error_not_endless_memory(hub, 
     with pytest.raises(HubError, match="listing may hold at most 5,000 files and folders"):
         pull(hub, tmp_path / "out")
     assert hub.count("GET", r"/tree/") <= 5_000 // 1_000 + 1 + FAST.attempts * 6
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_tree_page_linking_its_next_page_on_another_host_gets_neither_request_nor_token(hub, tmp_path, release):
+    """The Hub links a listing's next page on its own host; a link elsewhere would carry the user's token there."""
+    hub.seed_repo(REPO, release)
+    hub.page_size = 2  # the release's tree spans many pages
+    with HubServer(token=TOKEN) as elsewhere:
+        hub.page_origins["tree"] = elsewhere.url
+        with pytest.raises(HubError, match="links its next page on another host"):
+            pull(hub, tmp_path / "out")
+        assert elsewhere.requests == []
     assert not (tmp_path / "out").exists()
 
 

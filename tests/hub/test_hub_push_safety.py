@@ -18,6 +18,7 @@ from hub_server import (  # hub and env: tests/hub/conftest.py
     REPO,
     TOKEN,
     Blob,
+    HubServer,
     cli,
     make_corpus,
     make_release,
@@ -476,6 +477,19 @@ def test_the_commit_cap_counts_the_repos_recent_commits(hub, env, tmp_path):
     capped = json.loads(result.stderr.split("CAPPED ")[-1])
     assert len(capped) == 1 and 3500 < capped[0] <= 3600  # the second commit waits for the initial one to leave the hour
     assert "commit cap of 2 per hour reached" in result.stderr
+
+
+def test_a_history_page_linking_its_next_page_on_another_host_gets_neither_request_nor_token(hub, env, tmp_path):
+    release = make_release(tmp_path / "release")
+    hub.create_repo(REPO)
+    hub.land_foreign_commit(REPO, "main")  # two recent commits: the history spans pages
+    hub.page_size = 1
+    with HubServer(token=TOKEN) as elsewhere:
+        hub.page_origins["commits"] = elsewhere.url
+        result, _ = push_api(env, release)
+        assert elsewhere.requests == []
+    assert result.returncode == 0, result.stderr
+    assert "could not read the branch's recent commits" in result.stderr and "links its next page on another host" in result.stderr
 
 
 # -- 12. throughput ---------------------------------------------------------------------
