@@ -222,45 +222,65 @@ def _hub_repo_inputs(repo_id: str) -> list[InputFile]:
     return found
 
 
-def _pinned(url: str) -> str:
-    """``hf://datasets/NS/NAME[@REV]/PATH`` with REV resolved to its checked commit id."""
-    from huggingface_hub import HfApi
-
-    from ..hub.revision import resolve_commit
-    from .hub_source import hub_filesystem
-
-    resolved = hub_filesystem().resolve_path(url)
-    commit = resolve_commit(HfApi(), resolved.repo_id, resolved.revision, resolved.repo_type)
-    kind = {"dataset": "datasets/", "model": "", "space": "spaces/"}[resolved.repo_type]
-    return f"{HF_PREFIX}{kind}{resolved.repo_id}@{commit}/{resolved.path_in_repo}".rstrip("/")
-
-
 def _hub_inputs(url: str) -> list[InputFile]:
-    """Files under an ``hf://`` URL (a file, a folder or a glob), sorted by path, at the commit its revision names."""
+    """Files under an ``hf://`` URL (a file, a folder or a glob), sorted by path, at the commit its revision names.
+
+    The repo's files come from the bounded tree listing at the checked commit
+    (:func:`hf_tokbin.hub.revision.bounded_listing`: bounded in entries, bytes and
+    time, next pages on the endpoint only), not from ``HfFileSystem``'s, which
+    has none of those bounds. A glob matches as ``HfFileSystem.glob`` does
+    (fsspec's rules: ``*`` within a path component, ``**`` across them); a
+    folder gives its files but those under a component starting with ``.`` or
+    ``_``.
+    """
+    from fsspec.utils import glob_translate
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import EntryNotFoundError
+    from huggingface_hub.hf_api import RepoFile
+
     from ..errors import TokbinError
+    from ..hub.retry import RetryPolicy, call_with_retry
+    from ..hub.revision import bounded_listing, resolve_commit
     from .hub_source import hub_filesystem, listed_digests
 
-    fs = hub_filesystem()
+    api = HfApi()
     try:
-        url = _pinned(url)
-        if any(c in url for c in _GLOB_CHARS):
-            found = fs.glob(url, detail=True)
-        elif fs.isdir(url):
-            inside = url.removeprefix(HF_PREFIX).rstrip("/")
-            found = {p: i for p, i in fs.find(url, detail=True).items() if not any(part.startswith((".", "_")) for part in p[len(inside) :].split("/"))}
+        resolved = hub_filesystem().resolve_path(url)
+        commit = resolve_commit(api, resolved.repo_id, resolved.revision, resolved.repo_type)
+        kind = {"dataset": "datasets/", "model": "", "space": "spaces/"}[resolved.repo_type]
+        repo = f"{kind}{resolved.repo_id}@{commit}"
+        url, path = f"{HF_PREFIX}{repo}/{resolved.path_in_repo}".rstrip("/"), resolved.path_in_repo.strip("/")
+
+        def files_under(folder: str, recursive: bool) -> list:
+            def listing():
+                return bounded_listing(api, resolved.repo_id, url, repo_type=resolved.repo_type, revision=commit, recursive=recursive, path_in_repo=folder or None)
+
+            return call_with_retry(RetryPolicy.from_env(), "list the Hub path", listing)
+
+        if any(c in path for c in _GLOB_CHARS):
+            fixed = path[: min(path.find(c) for c in _GLOB_CHARS if c in path)]  # the pattern's part before any wildcard
+            matches = re.compile(glob_translate(path)).match
+            found = {e.path: e for e in files_under(fixed.rpartition("/")[0], True) if isinstance(e, RepoFile) and matches(e.path)}
         else:
-            found = {url.removeprefix(HF_PREFIX): fs.info(url)}
+            entry = next((e for e in files_under(path.rpartition("/")[0], False) if e.path == path), None) if path else None
+            if path and entry is None:
+                raise FileNotFoundError(path)
+            if isinstance(entry, RepoFile):
+                found = {path: entry}
+            else:  # a folder (or the repo): its files, but hidden ones
+                found = {e.path: e for e in files_under(path, True) if isinstance(e, RepoFile) and not any(part.startswith((".", "_")) for part in e.path[len(path) :].split("/"))}
         names = sorted(found)
     except TokbinError:
         raise
-    except FileNotFoundError:
+    except (FileNotFoundError, EntryNotFoundError):
         raise CorpusInputError(url, "input file is missing on the Hub") from None
     except Exception as e:  # the Hub client's errors: no such repo, no access, unreachable
         raise CorpusInputError(url, "cannot list the Hub path", got=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
     files = [n for n in names if reader_of(n)[0]]
     if not files:
         raise CorpusInputError(url, "no input files at this Hub path", expected=_accepted(), got=f"{len(names)} other files")
-    return [InputFile(HF_PREFIX + n, n.split("/", 3)[-1] if n.startswith("datasets/") else n, reader_of(n)[0], None, *listed_digests(found[n])) for n in files]
+    named = repo.startswith("datasets/")  # a dataset's files are named by their path in it (as before: a model's keep the repo)
+    return [InputFile(f"{HF_PREFIX}{repo}/{n}", n if named else f"{repo}/{n}", reader_of(n)[0], None, *listed_digests(found[n])) for n in files]
 
 
 # Reading ---------------------------------------------------------------------------------------

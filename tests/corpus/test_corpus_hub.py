@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hub_server import HubServer, client_env
+from hub_server import PAGE_SIZE, HubServer, client_env
 from tokenizers import Tokenizer
 
 from hf_tokbin.cli import main
@@ -254,3 +254,59 @@ def test_corpus_import_of_hub_files_reads_only_bytes_checked_against_the_listing
         assert result.returncode == 1 and len(lines) == 1, result.stderr[-2000:]
         assert path in lines[0] and ("SHA-256" in lines[0] or "git blob id" in lines[0]), lines[0]
         assert not (tmp_path / f"bad-{path.count('/')}").exists()
+
+
+_LIST_BOTH = """
+import json, sys
+from huggingface_hub import HfFileSystem
+from hf_tokbin.corpus.inputs import _hub_inputs, reader_of
+from hf_tokbin.errors import TokbinError
+fs = HfFileSystem()
+for url in sys.argv[1:]:
+    pinned = url.replace("@main", "")
+    try:
+        ours = [(f.uri.split("@", 1)[1].split("/", 1)[1], f.name, f.size) for f in _hub_inputs(url)]
+    except TokbinError as e:
+        ours = str(e)
+    if any(c in url for c in "*?["):
+        theirs = fs.glob(pinned, detail=True)
+    elif fs.isdir(pinned):
+        inside = pinned.removeprefix("hf://").rstrip("/")
+        theirs = {p: i for p, i in fs.find(pinned, detail=True).items() if not any(x.startswith((".", "_")) for x in p[len(inside):].split("/"))}
+    else:
+        theirs = {pinned.removeprefix("hf://"): fs.info(pinned)}
+    theirs = [(p.split("/", 3)[-1], p.split("/", 3)[-1], i["size"]) for p, i in sorted(theirs.items()) if i["type"] == "file" and reader_of(p)[0]]
+    print(json.dumps([url, ours, theirs]))
+"""
+
+
+def test_hf_paths_list_the_files_hffilesystem_would_from_the_bounded_listing(hub, env, plain_repo, tmp_path):
+    """hf:// files, folders and globs are listed by the bounded tree listing, and find what HfFileSystem finds."""
+    folder = tmp_path / "nested"
+    for path in ("a/x.jsonl", "a/sub/y.jsonl", "a/sub/deeper/y2.jsonl", "a/.hidden/z.jsonl", "a/_skip/w.jsonl", "b.jsonl", "a/notes.txt"):
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text(json.dumps({"text": path}) + "\n")
+    repo = "tester/nested-inputs"
+    assert run(env, repo, folder, code=_UPLOAD).returncode == 0
+    urls = [f"hf://datasets/{repo}@main/{p}" for p in ("a", "a/sub", "a/x.jsonl", "**/*.jsonl", "a/*/*.jsonl", "a/**", "a/s?b/*.jsonl", "[ab]*.jsonl", "")]
+    urls.append(f"hf://datasets/{REPO}/data/train-*.parquet")
+    listed = run(env, *urls, code=_LIST_BOTH)
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    for line in listed.stdout.splitlines():
+        url, ours, theirs = json.loads(line)
+        assert ours == theirs, url
+    missing = run(env, "corpus", "import", f"hf://datasets/{repo}/a/nothing.jsonl", "--out", tmp_path / "m")
+    assert missing.returncode == 1 and "input file is missing on the Hub" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1, missing.stderr[-2000:]
+
+
+def test_an_hf_glob_whose_listing_links_another_host_sends_it_no_request(hub, env, plain_repo, tmp_path):
+    hub.page_size = 2
+    try:
+        with HubServer(token=TOKEN) as elsewhere:
+            hub.page_origins["tree"] = elsewhere.url
+            result = run(env, "corpus", "import", f"hf://datasets/{REPO}/data/*.parquet", "--out", tmp_path / "c")
+            assert elsewhere.requests == []
+    finally:
+        hub.page_size, hub.page_origins = PAGE_SIZE, {}
+    assert result.returncode == 1 and "links its next page on another host" in result.stderr, result.stderr[-2000:]
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "c").exists()
