@@ -422,8 +422,9 @@ class _ShardSequence:
     writer (zstd: most of the stage's work, without the GIL) runs on a thread
     of its own (:class:`_ShardOnThread`), so a full shard is still being
     compressed while the next one fills, and every core compresses on a
-    corpus of several shards. ``slots`` bounds the row groups waiting, over
-    every shard: memory does not grow with the corpus.
+    corpus of several shards. ``slots`` bounds the bytes of the row groups
+    waiting, over every shard (:func:`queued_bytes_budget`): memory does not
+    grow with the corpus.
     """
 
     def __init__(self, root: Path, split: str, limit: ShardLimit, schema: pa.Schema, slots: _WriterSlots):
@@ -497,22 +498,52 @@ class _ShardSequence:
         self._rows = self._text_bytes = 0
 
 
-class _WriterSlots:
-    """The tasks the shards' threads may hold at once, and the first task that failed (raised at the next :meth:`acquire`)."""
+QUEUED_BYTES_MIN = 16 << 20
+QUEUED_BYTES_MAX = 512 << 20
 
-    def __init__(self, count: int):
-        self._free = threading.Semaphore(count)
+
+def queued_bytes_budget(limit: ShardLimit, cores: int | None = None) -> int:
+    """The bytes of row groups the shards' threads may hold at once: a shard per core, within a fixed cap.
+
+    The caller's thread fills one shard at a time, and starts the next only
+    once the rest of the current one is queued; with (cores - 1) shards'
+    worth queued, every core compresses a shard of its own (a 2.2 GB corpus
+    on 2 cores: 17% less wall time than with 16 MiB queued, 180 MB more peak).
+    At most ``QUEUED_BYTES_MAX`` whatever the shard size or the cores, so
+    memory stays flat.
+    """
+    shard = limit.text_bytes or DEFAULT_SHARD_BYTES  # a row limit: the default shard's bytes as the estimate
+    cores = usable_cores() if cores is None else cores
+    return min(max((cores - 1) * shard, QUEUED_BYTES_MIN), QUEUED_BYTES_MAX)
+
+
+class _WriterSlots:
+    """The bytes of row groups the shards' threads may hold at once, and the first task that failed (raised at the next :meth:`acquire`).
+
+    A task larger than the whole budget goes alone. Bytes, not a count of row
+    groups: a row group is 10,000 documents, a few MB of stories or hundreds
+    of MB of web pages.
+    """
+
+    def __init__(self, budget: int):
+        self._budget = budget
+        self._held = 0
+        self._free = threading.Condition()
         self._failed: BaseException | None = None
 
-    def acquire(self) -> None:
+    def acquire(self, size: int) -> None:
         if self._failed is not None:
             raise self._failed
-        self._free.acquire()
+        with self._free:
+            self._free.wait_for(lambda: self._held == 0 or self._held + size <= self._budget)
+            self._held += size
 
-    def release(self, task) -> None:
+    def release(self, size: int, task) -> None:
         if not task.cancelled() and task.exception() is not None and self._failed is None:
             self._failed = task.exception()
-        self._free.release()
+        with self._free:
+            self._held -= size
+            self._free.notify_all()
 
 
 class _ShardOnThread:
@@ -532,7 +563,7 @@ class _ShardOnThread:
         self._submit(self._open_writer)
 
     def write(self, group: pa.Table, split: str) -> None:
-        self._submit(functools.partial(self._write_group, group, split))
+        self._submit(functools.partial(self._write_group, group, split), group.nbytes)
 
     def close(self, split: str, rows: int) -> None:
         self._submit(functools.partial(self._close_and_seal, split, rows))
@@ -552,12 +583,12 @@ class _ShardOnThread:
             with contextlib.suppress(Exception):
                 self._writer.close()
 
-    def _submit(self, work) -> None:
+    def _submit(self, work, size: int = 0) -> None:
         while self._tasks and self._tasks[0].done():
             self._tasks.popleft().result()
-        self._slots.acquire()  # a failed write on any shard's thread stops the run here, not after the whole input
+        self._slots.acquire(size)  # a failed write on any shard's thread stops the run here, not after the whole input
         task = self._thread.submit(work)
-        task.add_done_callback(self._slots.release)
+        task.add_done_callback(functools.partial(self._slots.release, size))
         self._tasks.append(task)
 
     def _open_writer(self) -> None:
@@ -586,7 +617,7 @@ class _CorpusShards:
 
     def __init__(self, root: Path, limit: ShardLimit, kept: Sequence[pa.Field] = ()):
         self.schema = pa.schema([*SCHEMA, *kept])
-        slots = _WriterSlots(2 * usable_cores())  # row groups queued for the writers' threads, over both splits
+        slots = _WriterSlots(queued_bytes_budget(limit))  # row groups queued for the writers' threads, over both splits
         self._splits = {split: _ShardSequence(root, split, limit, self.schema, slots) for split in SPLITS}
         self.by_source: dict[str, dict[str, int]] = {}  # split -> source -> documents, when a source column is kept
 

@@ -10,7 +10,6 @@ import json
 import os
 import re
 import threading
-import time
 from pathlib import Path
 
 import datasets
@@ -23,7 +22,6 @@ from story_edges import EDGE_STORIES, EDGE_TEXT
 from hf_tokbin.cli import main
 from hf_tokbin.corpus import write as write_module
 from hf_tokbin.corpus.write import ROW_GROUP_ROWS, import_corpus, write_tinystories_corpus
-from hf_tokbin.engines.local import usable_cores
 from hf_tokbin.errors import CorpusInputError
 from hf_tokbin.formats.corpus_manifest import CorpusManifest
 
@@ -147,29 +145,63 @@ def test_a_write_failing_on_a_shards_thread_stops_the_run_and_leaves_nothing(tmp
 
 def test_the_row_groups_waiting_for_the_writers_are_bounded(tmp_path, monkeypatch):
     train = write(tmp_path / "train.txt", "".join(f"story {i}\n<|endoftext|>\n" for i in range(150_000)))
-    waiting, peak, submit = [0], [0], write_module._ShardOnThread._submit
-    lock = threading.Lock()
+    waiting, peak, largest, submit = [0], [0], [0], write_module._ShardOnThread._submit
+    lock, filled = threading.Lock(), threading.Event()
+    budget = 300_000  # bytes: a few of this corpus's row groups (about 110 KB each)
 
-    def counted_submit(self, work):
+    def counted_submit(self, work, size=0):
         def counted_work():
-            time.sleep(0.005)  # writers slower than the reader: the queue would grow without a bound
+            filled.wait(30)  # writers hold until the reader has queued half the budget: then slower than it, every time
             try:
                 return work()
             finally:
                 with lock:
-                    waiting[0] -= 1
+                    waiting[0] -= size
 
         with lock:  # counted before the task can finish
-            waiting[0] += 1
-        submit(self, counted_work)
+            waiting[0] += size
+            largest[0] = max(largest[0], size)
+        submit(self, counted_work, size)
         with lock:
             peak[0] = max(peak[0], waiting[0])
+            if waiting[0] >= budget // 2:
+                filled.set()
 
     monkeypatch.setattr(write_module._ShardOnThread, "_submit", counted_submit)
+    monkeypatch.setattr(write_module, "queued_bytes_budget", lambda limit: budget)
     manifest = write_tinystories_corpus(train, None, tmp_path / "corpus", shard_rows=30_000)
     assert manifest.rows("train") == 150_000 and len(manifest.shards) == 5
-    # Every task (a row group, a shard's opening or closing) holds a slot: 2 per core at most, over every shard.
-    assert 2 <= peak[0] <= 2 * usable_cores() + 1  # + 1: the one counted while it waits for its slot
+    # Every row group holds its bytes until written: at most the budget over every shard, plus the one counted while it
+    # waits; the queue does fill (the writers are slower), so the bound is what held it.
+    assert budget // 2 <= peak[0] <= budget + largest[0]
+
+
+def test_the_queued_bytes_budget_is_a_shard_per_core_within_fixed_bounds():
+    budget = write_module.queued_bytes_budget
+    limit = write_module.ShardLimit.of(shard_bytes=100 << 20)
+    assert budget(limit, cores=1) == write_module.QUEUED_BYTES_MIN  # no second core to compress a second shard
+    assert budget(limit, cores=3) == 200 << 20
+    assert budget(limit, cores=64) == write_module.QUEUED_BYTES_MAX  # flat: never more, whatever the machine
+    assert budget(write_module.ShardLimit.of(shard_bytes=1 << 40), cores=2) == write_module.QUEUED_BYTES_MAX  # or the shard size
+    assert budget(write_module.ShardLimit.of(shard_rows=10), cores=2) == write_module.DEFAULT_SHARD_BYTES
+
+
+def test_a_row_group_larger_than_the_whole_budget_goes_alone():
+    slots = write_module._WriterSlots(100)
+    slots.acquire(1_000)  # nothing held: it goes
+    done = threading.Event()
+    threading.Thread(target=lambda: (slots.acquire(1), done.set()), daemon=True).start()
+    assert not done.wait(0.2)  # a second one waits for the first
+    slots.release(1_000, _finished())
+    assert done.wait(30)
+
+
+def _finished():
+    from concurrent.futures import Future
+
+    task = Future()
+    task.set_result(None)
+    return task
 
 
 def test_each_input_is_read_once_and_its_digest_is_of_the_bytes_read(tmp_path, monkeypatch):
