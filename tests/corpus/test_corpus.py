@@ -149,9 +149,13 @@ def test_the_row_groups_waiting_for_the_writers_are_bounded(tmp_path, monkeypatc
     train = write(tmp_path / "train.txt", "".join(f"story {i}\n<|endoftext|>\n" for i in range(150_000)))
     waiting, peak, submit = [0], [0], write_module._ShardOnThread._submit
     lock = threading.Lock()
+    # No task ends before two were seen waiting at once (the reader never waits for one before queueing the next), so
+    # the peak's floor below holds however a busy machine schedules the threads; a minute bounds the wait if not.
+    two_seen = threading.Event()
 
     def counted_submit(self, work):
         def counted_work():
+            two_seen.wait(60)
             time.sleep(0.005)  # writers slower than the reader: the queue would grow without a bound
             try:
                 return work()
@@ -164,6 +168,8 @@ def test_the_row_groups_waiting_for_the_writers_are_bounded(tmp_path, monkeypatc
         submit(self, counted_work)
         with lock:
             peak[0] = max(peak[0], waiting[0])
+            if peak[0] >= 2:
+                two_seen.set()
 
     monkeypatch.setattr(write_module._ShardOnThread, "_submit", counted_submit)
     manifest = write_tinystories_corpus(train, None, tmp_path / "corpus", shard_rows=30_000)
