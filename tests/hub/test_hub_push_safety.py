@@ -545,7 +545,7 @@ def test_the_server_answers_as_the_hub(hub, tmp_path):
     hub.repo(REPO).private = True
     base = f"{hub.url}/api/datasets/{REPO}"
     auth = {"Authorization": f"Bearer {TOKEN}"}
-    with httpx2.Client(timeout=10) as http:
+    with httpx2.Client(timeout=60) as http:  # every request must succeed: roomy on a busy machine
         assert http.get(base).status_code == 401  # private, no token
         assert http.get(f"{hub.url}/api/datasets/tester/missing", headers=auth).status_code == 404
         hub.page_size = 5
