@@ -166,7 +166,8 @@ class Faults:
     paths_info_resets: int = 0  # close the connection without an answer
     stale_parent: int = 0  # another writer lands a commit just before ours
     store_flipped: set[str] = field(default_factory=set)  # paths stored with their first byte flipped
-    slow_downloads: dict[str, float] = field(default_factory=dict)  # path -> seconds each resolve of it waits (outside the lock)
+    # path -> seconds each resolve of it waits, or an event it waits for (at most 60 s), outside the lock
+    slow_downloads: dict[str, float | threading.Event] = field(default_factory=dict)
     commit_lands_late: int = 0  # answer 504 without applying; apply it when the next commit request arrives
     commit_quota: dict | None = None  # {"remaining": r, "reset": t, "limit": q, "window": w}: a 429 with RateLimit headers
     validate_yaml_unavailable: int = 0  # answer 503 with an HTML page
@@ -342,8 +343,9 @@ class _Handler(BaseHTTPRequestHandler):
             match = pattern.match(split.path)
             if route_method == method and match:
                 params = {k: unquote(v) for k, v in match.groupdict().items() if v is not None}
-                if name == "resolve" and params["path"] in hub.faults.slow_downloads:
-                    time.sleep(hub.faults.slow_downloads[params["path"]])  # a slow file; other requests go on
+                if name == "resolve" and params["path"] in hub.faults.slow_downloads:  # a slow file; other requests go on
+                    hold = hub.faults.slow_downloads[params["path"]]
+                    hold.wait(60) if isinstance(hold, threading.Event) else time.sleep(hold)
                 if name == "commit" and hub.faults.gate_after_lfs_objects and not hub.faults.gate.wait(hub.faults.gate_timeout):
                     hub.faults.gate_timed_out = True
                 try:

@@ -237,7 +237,7 @@ def ray_cluster(tmp_path_factory) -> RayCluster:
     cluster.stop()
 
 
-def run_in_ray_namespace(driver_code: str, tmp_path: str | os.PathLike, timeout: float = 120, cluster: bool = True) -> subprocess.CompletedProcess:
+def run_in_ray_namespace(driver_code: str, tmp_path: str | os.PathLike, timeout: float = READY_DEADLINE_S + DRIVER_TIMEOUT_S, cluster: bool = True) -> subprocess.CompletedProcess:
     """Run ``driver_code`` as a Python script beside a fresh two-node Ray cluster (head and one worker) on loopback only.
 
     The script is written to ``tmp_path/driver.py`` and run with the current
@@ -249,7 +249,9 @@ def run_in_ray_namespace(driver_code: str, tmp_path: str | os.PathLike, timeout:
     return code is the driver's, 98 if the cluster did not start, 97 if
     loopback could not be brought up. Raises ``subprocess.TimeoutExpired``
     after ``timeout`` seconds, by which time the namespace and every
-    process in it are gone.
+    process in it are gone. The default only stops a hung run, as the
+    session cluster's bounds do: the cluster's start-up (minutes on a loaded
+    machine) and then one driver.
     """
     tmp_path = Path(tmp_path)
     driver = tmp_path / "driver.py"

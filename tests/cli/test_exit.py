@@ -15,7 +15,7 @@ import textwrap
 # A command run through exit_main, in a fresh interpreter, with an exit handler, os._exit recorded, and
 # optionally a thread still running.
 SCRIPT = """
-import atexit, os, sys, threading, time
+import atexit, os, sys, threading
 import hf_tokbin.cli as cli
 
 mark = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND)
@@ -26,9 +26,11 @@ def note(text, write=os.write, fd=mark):
 real_exit = os._exit
 os._exit = lambda code: (note(f"os._exit {code}"), real_exit(code))
 atexit.register(note, "exit handler")
-if sys.argv[2] == "thread":  # a thread the command leaves running
+if sys.argv[2] == "thread":  # a thread the command leaves running, until the interpreter's own exit has begun
+    # (the main thread's join returns then): never done before exit_main looks, however busy the machine; a fixed
+    # 0.2 s could end before it looked, and exit_main rightly took the quick way out.
     command = cli.main
-    cli.main = lambda: (command(), threading.Thread(target=lambda: (time.sleep(0.2), note("thread done"))).start())[0]
+    cli.main = lambda: (command(), threading.Thread(target=lambda: (threading.main_thread().join(), note("thread done"))).start())[0]
 if sys.argv[2] == "daemon":  # a daemon thread left running, as tqdm's monitor is after a progress bar
     command = cli.main
     cli.main = lambda: (command(), threading.Thread(target=threading.Event().wait, daemon=True).start())[0]

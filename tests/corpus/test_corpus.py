@@ -151,7 +151,7 @@ def test_the_row_groups_waiting_for_the_writers_are_bounded(tmp_path, monkeypatc
 
     def counted_submit(self, work, size=0):
         def counted_work():
-            filled.wait(30)  # writers hold until the reader has queued half the budget: then slower than it, every time
+            filled.wait(60)  # writers hold until the reader has queued half the budget: then slower than it, every time
             try:
                 return work()
             finally:

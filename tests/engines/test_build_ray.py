@@ -170,7 +170,7 @@ def a_worker_mid_part():
         if still_on_part(pid, part) and not receipt_exists("killed-worker", part):
             os.kill(pid, signal.SIGKILL)
             try:
-                psutil.Process(pid).wait(timeout=10)
+                psutil.Process(pid).wait(timeout=DEADLINE_S)  # gone once its raylet reaps it, later on a loaded machine
             except psutil.NoSuchProcess:
                 pass  # already gone
             # Still no receipt after the worker is gone: the kill landed mid-part.

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 
 import pytest
 from hostile_hub import HostileHub
@@ -21,6 +22,7 @@ from release_fixtures import build_release
 
 from hf_tokbin.errors import FormatError, HubError, VerificationError
 from hf_tokbin.hub import RetryPolicy, pull_release
+from hf_tokbin.hub import pull as pull_module
 
 TOKEN = "hf_pull_test_token_0123456789"
 REPO = "tester/release"
@@ -130,13 +132,26 @@ def test_a_file_listed_but_missing_from_the_repo_is_named_before_any_download(hu
     assert not (tmp_path / "out").exists() and hub.downloads(commit) == ["COMPLETE.json"]
 
 
-def test_a_failed_download_stops_the_pull_without_starting_the_queued_ones(hub, tmp_path):
+def test_a_failed_download_stops_the_pull_without_starting_the_queued_ones(hub, tmp_path, monkeypatch):
     release = make_release(tmp_path / "release")
-    # COMPLETE.json lists README.md first, then receipts/part-000000.json: one worker is held by the slow
-    # README.md while the other fails on the receipt (HTTP 500 on every attempt); 15 more files are still queued.
+    # COMPLETE.json lists README.md first, then receipts/part-000000.json: one worker is held by README.md while
+    # the other fails on the receipt (HTTP 500 on every attempt); 15 more files are still queued. Every file but the
+    # failing one is held until the pull has shut its pool down (the queue cancelled): a fixed hold (0.5 s) let a
+    # busy machine's worker finish README.md and take more queued files before the three failures were in.
     commit = hub.seed_repo(REPO, release)
     hub.fail["receipts/part-000000.json"] = FAST.attempts
-    hub.faults.slow_downloads["README.md"] = 0.5
+    shut_down = threading.Event()
+
+    class Pool(pull_module.ThreadPoolExecutor):
+        def shutdown(self, wait=True, *, cancel_futures=False):
+            super().shutdown(wait=False, cancel_futures=cancel_futures)  # the queued downloads cancelled (if asked)
+            shut_down.set()
+            super().shutdown(wait=wait)
+
+    monkeypatch.setattr(pull_module, "ThreadPoolExecutor", Pool)
+    for path in files_under(release):
+        if path not in ("COMPLETE.json", "receipts/part-000000.json"):
+            hub.faults.slow_downloads[path] = shut_down
     with pytest.raises(HubError, match="download receipts/part-000000.json failed.*re-run the same command: it resumes"):
         pull(hub, tmp_path, tmp_path / "out", max_workers=2)
     fetched = set(hub.downloads(commit))
