@@ -43,9 +43,12 @@ def bounded_listing(api, repo_id: str, where: str, *, repo_type: str, revision: 
     ``HF_TOKBIN_LISTING_TIMEOUT`` seconds (default 600: a server sending a page
     a minute, or its bytes one by one, held the command for good), or a next
     page on another origin than the endpoint's (the Hub links its own pages;
-    the request would carry the token elsewhere). An HTTP error is the
-    client's own (``hf_raise_for_status``: ``EntryNotFoundError`` for a missing
-    folder); callers retry.
+    the request would carry the token elsewhere). Each listed path must be a
+    plain path inside the folder listed (no empty, ``.`` or ``..`` part; under
+    ``path_in_repo``), or the listing is one error: callers fetch what it lists
+    into folders of their own (``a/../../x`` climbed out of them). An HTTP
+    error is the client's own (``hf_raise_for_status``: ``EntryNotFoundError``
+    for a missing folder); callers retry.
     """
     from urllib.parse import quote
 
@@ -70,10 +73,18 @@ def bounded_listing(api, repo_id: str, where: str, *, repo_type: str, revision: 
             if not (isinstance(page, list) and all(isinstance(entry, dict) for entry in page)):
                 raise HubError(where, "a page of the repo's file listing must be a JSON list of entries", got=shown(str(page)[:100]))
             for entry in page:
+                _check_listed_path(entry.get("path"), path_in_repo, where)
                 listed.append(RepoFile(**entry) if entry.get("type") == "file" else RepoFolder(**entry))
                 if len(listed) > MAX_LISTED_ENTRIES:
                     raise HubError(where, f"a repo's file listing may hold at most {MAX_LISTED_ENTRIES:,} files and folders", got=f"more than {MAX_LISTED_ENTRIES:,}", hint="the Hub advises at most 100,000 files a repo")
     return listed
+
+
+def _check_listed_path(path, folder: str | None, where: str) -> None:
+    """A listed path: parts that are names (not empty, ``.`` or ``..``), under ``folder`` when one was listed."""
+    inside = isinstance(path, str) and not any(part in ("", ".", "..") for part in path.split("/"))
+    if not (inside and (not folder or path.startswith(folder.strip("/") + "/"))):
+        raise HubError(where, f"the repo's file listing lists a path outside the folder listed ({shown(folder or 'the repo')})", got=shown(path))
 
 
 def get_json(api, deadline: Deadline, url: str, params: dict | None, max_bytes: int, where: str, what: str):

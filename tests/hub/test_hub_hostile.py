@@ -17,7 +17,7 @@ import time
 
 import pytest
 from hostile_hub import HostileHub
-from hub_server import HubServer, client_env, make_corpus, write_complete
+from hub_server import HubServer, client_env, git_blob_oid, make_corpus, write_complete
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from release_fixtures import build_release
@@ -145,6 +145,38 @@ def test_complete_json_listing_a_path_outside_the_layout_is_refused_before_any_w
     staged = tree(staging_of(out, commit))
     assert staged <= {".records", ".records/COMPLETE.json"}, staged
     assert not (tmp_path / "x").exists() and not (tmp_path / "t.txt").exists()
+
+
+@pytest.mark.parametrize(
+    "given, planted",
+    [
+        ("hf://datasets/tester/inputs/a/**", "a/" + "../" * 6 + "PWN/x.jsonl"),  # was fetched into tmp_path/PWN, past the scratch folder
+        ("hf://datasets/tester/inputs/a", "b/PWN.jsonl"),  # another folder than the one asked: was imported
+        ("tester/inputs", "data/" + "../" * 6 + "PWN/train.jsonl"),  # a plain repo's data files: datasets' patterns take it
+        ("hf://datasets/tester/inputs/a", "a//PWN.jsonl"),
+        ("hf://datasets/tester/inputs/a/*.jsonl", "/a/PWN.jsonl"),
+    ],
+)
+def test_a_listing_entry_outside_the_folder_listed_is_refused_before_any_download(hub, tmp_path, given, planted):
+    """A corpus input on the Hub (hf:// glob or folder, or a plain repo) is listed by the tree listing; a listed path
+    that climbs out (``..``), is absolute, or lies outside the folder listed is one error, before any file is fetched."""
+    folder = tmp_path / "inputs"
+    for path in ("a/x.jsonl", "data/train.jsonl"):
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text('{"text": "mine"}\n')
+    hub.seed_repo("tester/inputs", folder)
+    data = b'{"text": "planted"}\n'
+    hub.planted_tree_entries = [{"type": "file", "path": planted, "size": len(data), "oid": git_blob_oid(data)}]
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1"}
+    out = tmp_path / "deep" / "out"
+    result = subprocess.run([sys.executable, "-c", _CLI, "corpus", "import", given, "--out", str(out)], env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 1, result.stdout + result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "lists a path outside the folder listed" in lines[0] and planted in lines[0], result.stderr[-2000:]
+    assert hub.count("GET", r"/resolve/") == 0  # refused at the listing: nothing fetched
+    assert not [p for p in tree(tmp_path) if "PWN" in p] and not out.exists()
 
 
 @settings(max_examples=500, deadline=None)
