@@ -238,7 +238,7 @@ def _hub_inputs(url: str) -> list[InputFile]:
     from huggingface_hub.errors import EntryNotFoundError
     from huggingface_hub.hf_api import RepoFile
 
-    from ..errors import TokbinError
+    from ..errors import TokbinError, shown
     from ..hub.retry import RetryPolicy, call_with_retry
     from ..hub.revision import bounded_listing, resolve_commit
     from .hub_source import hub_filesystem, listed_digests
@@ -275,7 +275,7 @@ def _hub_inputs(url: str) -> list[InputFile]:
     except (FileNotFoundError, EntryNotFoundError):
         raise CorpusInputError(url, "input file is missing on the Hub") from None
     except Exception as e:  # the Hub client's errors: no such repo, no access, unreachable
-        raise CorpusInputError(url, "cannot list the Hub path", got=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
+        raise CorpusInputError(url, "cannot list the Hub path", got=shown(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")) from None
     files = [n for n in names if reader_of(n)[0]]
     if not files:
         raise CorpusInputError(url, "no input files at this Hub path", expected=_accepted(), got=f"{len(names)} other files")

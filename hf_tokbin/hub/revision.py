@@ -94,6 +94,7 @@ def get_json(api, deadline: Deadline, url: str, params: dict | None, max_bytes: 
     the next page (``Link: rel="next"``) must be on the endpoint's own origin
     (scheme, host, port).
     """
+    import contextlib
     import json
     from urllib.parse import urljoin
 
@@ -111,7 +112,8 @@ def get_json(api, deadline: Deadline, url: str, params: dict | None, max_bytes: 
         raise HubError(where, f"{what} must be JSON", got=shown(body[:100].decode("utf-8", "replace"))) from None
     if link is None:
         return answer, None
-    link = urljoin(url, link)
+    with contextlib.suppress(ValueError):  # not a URL urllib can read: compared as it is, refused below
+        link = urljoin(url, link)
     if _origin(link) != _origin(api.endpoint):
         raise HubError(where, f"{what} links its next page on another host than the endpoint {shown(api.endpoint)}; the token is sent to the endpoint only", got=shown(link[:200]))
     return answer, link
@@ -121,10 +123,10 @@ def _origin(url: str) -> tuple:
     """``(scheme, host, port)`` of ``url``, the port spelled out (``https://h`` is ``https://h:443``)."""
     from urllib.parse import urlsplit
 
-    parts = urlsplit(url)
     try:
+        parts = urlsplit(url)
         port = parts.port
-    except ValueError:  # a port that is not a number
+    except ValueError:  # no URL (a netloc that changes under NFKC, an unclosed IPv6 bracket), or a port that is no number
         return (None,)
     return parts.scheme.lower(), parts.hostname, port or {"http": 80, "https": 443}.get(parts.scheme.lower())
 

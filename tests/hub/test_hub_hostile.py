@@ -631,6 +631,18 @@ def test_a_tree_page_linking_its_next_page_on_another_host_gets_neither_request_
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("link", ["http://127.0.0.1\uff1a1\x1bc/x", "http://[::1\x1bc/x"])
+def test_a_tree_page_whose_next_link_is_no_url_is_one_error_that_shows_it_escaped(hub, tmp_path, release, link):
+    """A next link urllib cannot parse (a netloc that changes under NFKC, an unclosed IPv6 bracket) is one error, the
+    link shown escaped: its ValueError went up raw (a terminal escape in it reached the terminal from corpus import)."""
+    hub.seed_repo(REPO, release)
+    hub.tree_link = f'<{link}>; rel="next"'.encode().decode("latin-1")  # as a server sends it: UTF-8 bytes
+    with pytest.raises(HubError, match="links its next page on another host") as error:
+        pull(hub, tmp_path / "out")
+    assert "\x1b" not in str(error.value) and "\\x1bc" in str(error.value)
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_repo_info_that_never_answers_times_out(hub, tmp_path, release, monkeypatch):
     hub.seed_repo(REPO, release)
     hub.stall_repo_info = 30.0  # far past the read timeout
