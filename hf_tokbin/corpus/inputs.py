@@ -10,7 +10,8 @@ fsspec decompresses on the fly, as ``datasets`` does):
 - a folder (searched recursively, sorted by relative path; names starting
   with ``.`` or ``_`` skipped, so a corpus folder can itself be imported);
 - a glob (``shards/*.jsonl.gz``), expanded and sorted by path;
-- an ``hf://datasets/NS/NAME/...`` file, folder or glob (``HfFileSystem``);
+- an ``hf://datasets/NS/NAME/...`` file, folder or glob (``HfFileSystem``'s
+  paths and globs, listed by the bounded tree listing);
 - a ``Dataset.save_to_disk`` folder (``state.json``: its Arrow files) or a
   ``DatasetDict.save_to_disk`` folder (``dataset_dict.json``: each split's
   files, the split name given to every row, see :attr:`InputFile.split`).
@@ -222,6 +223,24 @@ def _hub_repo_inputs(repo_id: str) -> list[InputFile]:
     return found
 
 
+def _hub_url_at_commit(api, url: str):
+    """``(the parts of an hf:// URL, the commit its revision names)``: the URL parsed without a request
+    (``HfFileSystem.resolve_path`` asked for the repo's info, bounded in neither bytes nor time), the revision resolved
+    by the bounded request; no such repo or revision is one line saying which."""
+    from ..errors import TokbinError
+    from ..hub.retry import fetch_error
+    from ..hub.revision import escaped, resolve_commit
+    from .hub_source import parse_hub_url
+
+    resolved = parse_hub_url(url)
+    try:
+        return resolved, resolve_commit(api, resolved.id, resolved.revision, resolved.type)
+    except TokbinError:
+        raise
+    except Exception as e:  # noqa: BLE001 - no such repo or revision, no access, unreachable
+        raise escaped(fetch_error(url, "corpus input", e)) from e
+
+
 def _hub_inputs(url: str) -> list[InputFile]:
     """Files under an ``hf://`` URL (a file, a folder or a glob), sorted by path, at the commit its revision names.
 
@@ -240,20 +259,19 @@ def _hub_inputs(url: str) -> list[InputFile]:
 
     from ..errors import TokbinError, shown
     from ..hub.retry import RetryPolicy, call_with_retry
-    from ..hub.revision import bounded_listing, resolve_commit
-    from .hub_source import hub_filesystem, listed_digests
+    from ..hub.revision import bounded_listing
+    from .hub_source import listed_digests
 
     api = HfApi()
     try:
-        resolved = hub_filesystem().resolve_path(url)
-        commit = resolve_commit(api, resolved.repo_id, resolved.revision, resolved.repo_type)
-        kind = {"dataset": "datasets/", "model": "", "space": "spaces/"}[resolved.repo_type]
-        repo = f"{kind}{resolved.repo_id}@{commit}"
+        resolved, commit = _hub_url_at_commit(api, url)
+        kind = {"dataset": "datasets/", "model": "", "space": "spaces/"}[resolved.type]
+        repo = f"{kind}{resolved.id}@{commit}"
         url, path = f"{HF_PREFIX}{repo}/{resolved.path_in_repo}".rstrip("/"), resolved.path_in_repo.strip("/")
 
         def files_under(folder: str, recursive: bool) -> list:
             def listing():
-                return bounded_listing(api, resolved.repo_id, url, repo_type=resolved.repo_type, revision=commit, recursive=recursive, path_in_repo=folder or None)
+                return bounded_listing(api, resolved.id, url, repo_type=resolved.type, revision=commit, recursive=recursive, path_in_repo=folder or None)
 
             return call_with_retry(RetryPolicy.from_env(), "list the Hub path", listing)
 

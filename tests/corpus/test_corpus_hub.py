@@ -310,3 +310,13 @@ def test_an_hf_glob_whose_listing_links_another_host_sends_it_no_request(hub, en
         hub.page_size, hub.page_origins = PAGE_SIZE, {}
     assert result.returncode == 1 and "links its next page on another host" in result.stderr, result.stderr[-2000:]
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "c").exists()
+
+
+def test_an_hf_input_asks_for_the_repos_info_once_by_the_bounded_request(hub, env, plain_repo, tmp_path):
+    """HfFileSystem.resolve_path asked for it again, bounded in neither bytes nor time, for the URL and for each file
+    fetched; the URL is parsed without a request, and the revision resolved once (hub.revision.resolve_commit)."""
+    info = rf"^/api/datasets/{REPO}(/revision/[^/]+)?$"
+    before = hub.count("GET", info)
+    result = run(env, "corpus", "import", f"hf://datasets/{REPO}/data/train-*.parquet", "--out", tmp_path / "c")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert hub.count("GET", info) - before == 1

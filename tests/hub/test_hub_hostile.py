@@ -773,6 +773,27 @@ def test_a_repo_info_that_trickles_is_one_error_at_the_listing_deadline(hub, tmp
     assert not (tmp_path / "out").exists()
 
 
+def test_an_hf_input_whose_repo_info_trickles_is_one_error_at_the_listing_deadline(hub, tmp_path):
+    """corpus import hf://…: HfFileSystem.resolve_path asked for the repo's info before the bounded request, bounded in
+    neither bytes nor time (the ~1 KB answer a byte every 50 ms took a minute, each read within the read timeout). The
+    URL is parsed without a request; the revision is resolved by the bounded request alone."""
+    corpus, _ = make_corpus(tmp_path / "corpus")
+    hub.seed_repo("tester/corpus", corpus)
+    hub.trickle_repo_info = 0.05
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1", "HF_TOKBIN_PULL_READ_TIMEOUT": "2", "HF_TOKBIN_LISTING_TIMEOUT": "3"}
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-c", _CLI, "corpus", "import", "hf://datasets/tester/corpus/data/*.parquet", "--out", str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=120, check=False)
+    seconds = time.monotonic() - started
+    assert result.returncode == 1, result.stdout + result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "tester/corpus@main" in lines[0] and "resolving the revision took more than 3s" in lines[0], result.stderr[-2000:]
+    assert seconds < 15, seconds
+    assert hub.count("GET", r"^/api/datasets/tester/corpus(/revision/[^/]+)?$") == 1
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_push_to_a_server_that_stops_answering_times_out(hub, tmp_path, release):
     """huggingface_hub's shared client waits forever on a read (timeout None): push's own calls through it (repo
     info, paths info, commits) get HF_TOKBIN_PULL_READ_TIMEOUT, so a stalled server is one error, not a hang."""
