@@ -241,6 +241,19 @@ def _hub_url_at_commit(api, url: str):
         raise escaped(fetch_error(url, "corpus input", e)) from e
 
 
+def _hub_glob(path: str, files_under) -> dict:
+    """The files a glob of repo paths matches (fsspec's rules, as ``HfFileSystem.glob``), by path, from the listing
+    of the folder before its first wildcard: the folder's own entries when the rest is one component (fsspec's glob
+    lists a depth of one), else every file under it (``files_under(folder, recursive)``)."""
+    from fsspec.utils import glob_translate
+    from huggingface_hub.hf_api import RepoFile
+
+    folder = path[: min(path.find(c) for c in _GLOB_CHARS if c in path)].rpartition("/")[0]
+    rest = path[len(folder) + 1 :] if folder else path
+    matches = re.compile(glob_translate(path)).match
+    return {e.path: e for e in files_under(folder, "/" in rest or "**" in rest) if isinstance(e, RepoFile) and matches(e.path)}
+
+
 def _hub_inputs(url: str) -> list[InputFile]:
     """Files under an ``hf://`` URL (a file, a folder or a glob), sorted by path, at the commit its revision names.
 
@@ -252,7 +265,6 @@ def _hub_inputs(url: str) -> list[InputFile]:
     folder gives its files but those under a component starting with ``.`` or
     ``_``.
     """
-    from fsspec.utils import glob_translate
     from huggingface_hub import HfApi
     from huggingface_hub.errors import EntryNotFoundError
     from huggingface_hub.hf_api import RepoFile
@@ -276,9 +288,7 @@ def _hub_inputs(url: str) -> list[InputFile]:
             return call_with_retry(RetryPolicy.from_env(), "list the Hub path", listing)
 
         if any(c in path for c in _GLOB_CHARS):
-            fixed = path[: min(path.find(c) for c in _GLOB_CHARS if c in path)]  # the pattern's part before any wildcard
-            matches = re.compile(glob_translate(path)).match
-            found = {e.path: e for e in files_under(fixed.rpartition("/")[0], True) if isinstance(e, RepoFile) and matches(e.path)}
+            found = _hub_glob(path, files_under)
         else:
             entry = next((e for e in files_under(path.rpartition("/")[0], False) if e.path == path), None) if path else None
             if path and entry is None:
