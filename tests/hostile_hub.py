@@ -18,6 +18,8 @@ its request handler subclassed; switches set by a test make it lie:
   ``trickle_repo_info = s``: send its answer one byte every ``s`` seconds;
 - ``endless_tree``: every tree page links a next one, forever; ``tree_delay = s``: each tree page waits ``s``
   seconds before it is answered; ``trickle_tree = s``: each tree page's body comes one byte every ``s`` seconds;
+- ``planted_tree_entries``: entries added to every tree page, whatever folder was listed (``../x``, ``b/y``);
+  ``tree_link``: the ``Link`` header of every tree page (a next page that is no URL);
 - ``gate(n)``: hold downloads (but ``COMPLETE.json``'s) until ``n`` are in flight at once, then let all through;
   ``gate_opened`` says whether that happened (proves ``n`` parallel downloads without a timed assertion).
 
@@ -78,6 +80,8 @@ class HostileHub(HubServer):
         self.endless_tree = False  # every tree page links a next one, forever
         self.tree_delay: float | None = None  # seconds each tree page waits before it is answered
         self.trickle_tree: float | None = None  # seconds before each byte of a tree page's body
+        self.planted_tree_entries: list[dict] = []  # added to every tree page, whatever folder was listed
+        self.tree_link: str | None = None  # the Link header of every tree page
         self.stall_repo_info: float | None = None  # seconds the repo-info call waits before it answers
         self.trickle_repo_info: float | None = None  # seconds before each byte of the repo-info answer
         self.httpd.RequestHandlerClass = type("Handler", (_HostileHandler,), {"server_hub": self})
@@ -131,6 +135,10 @@ class _HostileHandler(_Handler):
             status, body, headers = 200, json.dumps(entries).encode(), {"Link": f'<{hub.url}{urlsplit(self.path).path}?{urlencode(query)}>; rel="next"'}
         else:
             status, body, headers = super().route_tree(repo, rev, path, repo_type)
+        if hub.planted_tree_entries:
+            body = json.dumps(json.loads(body) + hub.planted_tree_entries).encode()
+        if hub.tree_link is not None:
+            headers = {**headers, "Link": hub.tree_link}
         if hub.trickle_tree is not None:
             return status, _Stream("tree", len(body), body, hub.trickle_tree), {**headers, "Content-Type": "application/json", "Content-Length": str(len(body))}
         return status, body, headers

@@ -104,28 +104,36 @@ def listed_digests(entry) -> tuple[int | None, str | None, str | None]:
     return get("size"), sha256, get("blob_id")
 
 
-def hub_filesystem():
-    """``huggingface_hub``'s ``HfFileSystem`` (``hf://`` paths, globs), each read of its shared client within the read
-    timeout (:func:`hf_tokbin.hub.retry.bound_shared_client_reads`: it waited forever)."""
-    from huggingface_hub import HfFileSystem
+HUB_URL_TYPES = ("dataset", "model", "space")
 
-    from ..hub.retry import bound_shared_client_reads
 
-    bound_shared_client_reads()
-    return HfFileSystem()
+def parse_hub_url(url: str):
+    """The parts of an ``hf://`` URL (``huggingface_hub.HfUri``: type, id, revision or None, path_in_repo), read without a request.
+
+    ``HfFileSystem.resolve_path`` parses it the same way (``parse_hf_uri``), then asks for the repo's info to see it
+    exists: a request bounded in neither bytes nor time (a server sending it a byte at a time held the command
+    before any bounded request). The caller resolves the revision by the bounded request
+    (:func:`hf_tokbin.hub.revision.resolve_commit`), which says as much.
+    """
+    from huggingface_hub import parse_hf_uri
+
+    parsed = parse_hf_uri(url)
+    if parsed.type not in HUB_URL_TYPES:
+        raise CorpusInputError(url, "an hf:// input is a file, folder or glob of a dataset, model or space repo", got=parsed.type)
+    return parsed
 
 
 def fetch_hub_file(uri: str, size: int | None, sha256: str | None, git_blob_id: str | None, folder: Path) -> Path:
     """An ``hf://`` file at a commit, fetched into ``folder`` by the checked download (its listed size and digest)."""
     from ..hub.download import Expected
 
-    resolved = hub_filesystem().resolve_path(uri)
+    resolved = parse_hub_url(uri)
     if not isinstance(size, int) or (sha256 is None and git_blob_id is None):
         raise HubError(uri, "the Hub lists no size and digest for this file: it cannot be checked", got=f"size {size}")
-    source = _source(resolved.repo_id, resolved.revision, resolved.repo_type)
+    source = _source(resolved.id, resolved.revision, resolved.type)
     expected = Expected(size, sha256=sha256, git_blob_id=None if sha256 else git_blob_id, listed_in="the Hub's listing")
     folder.mkdir(parents=True, exist_ok=True)
-    return _fetched(resolved.repo_id, resolved.revision, "download corpus input", lambda: source.fetch(resolved.path_in_repo, folder, expected))
+    return _fetched(resolved.id, resolved.revision, "download corpus input", lambda: source.fetch(resolved.path_in_repo, folder, expected))
 
 
 @dataclass(frozen=True)

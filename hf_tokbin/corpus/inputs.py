@@ -10,7 +10,8 @@ fsspec decompresses on the fly, as ``datasets`` does):
 - a folder (searched recursively, sorted by relative path; names starting
   with ``.`` or ``_`` skipped, so a corpus folder can itself be imported);
 - a glob (``shards/*.jsonl.gz``), expanded and sorted by path;
-- an ``hf://datasets/NS/NAME/...`` file, folder or glob (``HfFileSystem``);
+- an ``hf://datasets/NS/NAME/...`` file, folder or glob (``HfFileSystem``'s
+  paths and globs, listed by the bounded tree listing);
 - a ``Dataset.save_to_disk`` folder (``state.json``: its Arrow files) or a
   ``DatasetDict.save_to_disk`` folder (``dataset_dict.json``: each split's
   files, the split name given to every row, see :attr:`InputFile.split`).
@@ -222,6 +223,37 @@ def _hub_repo_inputs(repo_id: str) -> list[InputFile]:
     return found
 
 
+def _hub_url_at_commit(api, url: str):
+    """``(the parts of an hf:// URL, the commit its revision names)``: the URL parsed without a request
+    (``HfFileSystem.resolve_path`` asked for the repo's info, bounded in neither bytes nor time), the revision resolved
+    by the bounded request; no such repo or revision is one line saying which."""
+    from ..errors import TokbinError
+    from ..hub.retry import fetch_error
+    from ..hub.revision import escaped, resolve_commit
+    from .hub_source import parse_hub_url
+
+    resolved = parse_hub_url(url)
+    try:
+        return resolved, resolve_commit(api, resolved.id, resolved.revision, resolved.type)
+    except TokbinError:
+        raise
+    except Exception as e:  # noqa: BLE001 - no such repo or revision, no access, unreachable
+        raise escaped(fetch_error(url, "corpus input", e)) from e
+
+
+def _hub_glob(path: str, files_under) -> dict:
+    """The files a glob of repo paths matches (fsspec's rules, as ``HfFileSystem.glob``), by path, from the listing
+    of the folder before its first wildcard: the folder's own entries when the rest is one component (fsspec's glob
+    lists a depth of one), else every file under it (``files_under(folder, recursive)``)."""
+    from fsspec.utils import glob_translate
+    from huggingface_hub.hf_api import RepoFile
+
+    folder = path[: min(path.find(c) for c in _GLOB_CHARS if c in path)].rpartition("/")[0]
+    rest = path[len(folder) + 1 :] if folder else path
+    matches = re.compile(glob_translate(path)).match
+    return {e.path: e for e in files_under(folder, "/" in rest or "**" in rest) if isinstance(e, RepoFile) and matches(e.path)}
+
+
 def _hub_inputs(url: str) -> list[InputFile]:
     """Files under an ``hf://`` URL (a file, a folder or a glob), sorted by path, at the commit its revision names.
 
@@ -233,34 +265,30 @@ def _hub_inputs(url: str) -> list[InputFile]:
     folder gives its files but those under a component starting with ``.`` or
     ``_``.
     """
-    from fsspec.utils import glob_translate
     from huggingface_hub import HfApi
     from huggingface_hub.errors import EntryNotFoundError
     from huggingface_hub.hf_api import RepoFile
 
-    from ..errors import TokbinError
+    from ..errors import TokbinError, shown
     from ..hub.retry import RetryPolicy, call_with_retry
-    from ..hub.revision import bounded_listing, resolve_commit
-    from .hub_source import hub_filesystem, listed_digests
+    from ..hub.revision import bounded_listing
+    from .hub_source import listed_digests
 
     api = HfApi()
     try:
-        resolved = hub_filesystem().resolve_path(url)
-        commit = resolve_commit(api, resolved.repo_id, resolved.revision, resolved.repo_type)
-        kind = {"dataset": "datasets/", "model": "", "space": "spaces/"}[resolved.repo_type]
-        repo = f"{kind}{resolved.repo_id}@{commit}"
+        resolved, commit = _hub_url_at_commit(api, url)
+        kind = {"dataset": "datasets/", "model": "", "space": "spaces/"}[resolved.type]
+        repo = f"{kind}{resolved.id}@{commit}"
         url, path = f"{HF_PREFIX}{repo}/{resolved.path_in_repo}".rstrip("/"), resolved.path_in_repo.strip("/")
 
         def files_under(folder: str, recursive: bool) -> list:
             def listing():
-                return bounded_listing(api, resolved.repo_id, url, repo_type=resolved.repo_type, revision=commit, recursive=recursive, path_in_repo=folder or None)
+                return bounded_listing(api, resolved.id, url, repo_type=resolved.type, revision=commit, recursive=recursive, path_in_repo=folder or None)
 
             return call_with_retry(RetryPolicy.from_env(), "list the Hub path", listing)
 
         if any(c in path for c in _GLOB_CHARS):
-            fixed = path[: min(path.find(c) for c in _GLOB_CHARS if c in path)]  # the pattern's part before any wildcard
-            matches = re.compile(glob_translate(path)).match
-            found = {e.path: e for e in files_under(fixed.rpartition("/")[0], True) if isinstance(e, RepoFile) and matches(e.path)}
+            found = _hub_glob(path, files_under)
         else:
             entry = next((e for e in files_under(path.rpartition("/")[0], False) if e.path == path), None) if path else None
             if path and entry is None:
@@ -275,7 +303,7 @@ def _hub_inputs(url: str) -> list[InputFile]:
     except (FileNotFoundError, EntryNotFoundError):
         raise CorpusInputError(url, "input file is missing on the Hub") from None
     except Exception as e:  # the Hub client's errors: no such repo, no access, unreachable
-        raise CorpusInputError(url, "cannot list the Hub path", got=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
+        raise CorpusInputError(url, "cannot list the Hub path", got=shown(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")) from None
     files = [n for n in names if reader_of(n)[0]]
     if not files:
         raise CorpusInputError(url, "no input files at this Hub path", expected=_accepted(), got=f"{len(names)} other files")

@@ -423,8 +423,9 @@ class _ShardSequence:
     of its own (:class:`_ShardOnThread`), so a full shard is still being
     compressed while the next one fills, and every core compresses on a
     corpus of several shards. ``slots`` bounds the bytes of the row groups
-    waiting, over every shard (:func:`queued_bytes_budget`): memory does not
-    grow with the corpus.
+    waiting, over every shard (:func:`queued_bytes_budget`), and the shards
+    open at once (:func:`shards_at_once`): memory, threads and open files do
+    not grow with the corpus.
     """
 
     def __init__(self, root: Path, split: str, limit: ShardLimit, schema: pa.Schema, slots: _WriterSlots):
@@ -517,19 +518,44 @@ def queued_bytes_budget(limit: ShardLimit, cores: int | None = None) -> int:
     return min(max((cores - 1) * shard, QUEUED_BYTES_MIN), QUEUED_BYTES_MAX)
 
 
+def shards_at_once(cores: int | None = None) -> int:
+    """The shards open at once (each a thread and an open file until sealed): one sealing per core, one filling per split.
+
+    The byte budget alone does not bound them: tiny shards (``--shard-rows 10``)
+    weigh nothing against it, and on a slow disk (a 0.2 s fsync) thousands were
+    open at once, up to "Too many open files". At least 3: the two splits'
+    filling shards never wait on each other.
+    """
+    return (usable_cores() if cores is None else cores) + len(SPLITS)
+
+
 class _WriterSlots:
-    """The bytes of row groups the shards' threads may hold at once, and the first task that failed (raised at the next :meth:`acquire`).
+    """The bytes of row groups the shards' threads may hold at once, the shards open at once, and the first task that
+    failed (raised at the next :meth:`acquire` or :meth:`open_shard`).
 
     A task larger than the whole budget goes alone. Bytes, not a count of row
     groups: a row group is 10,000 documents, a few MB of stories or hundreds
-    of MB of web pages.
+    of MB of web pages. A shard is open from :meth:`open_shard` until its seal
+    is done (:meth:`shard_sealed`).
     """
 
-    def __init__(self, budget: int):
-        self._budget = budget
-        self._held = 0
+    def __init__(self, budget: int, shards: int):
+        self._budget, self._shards = budget, shards
+        self._held = self._open = 0
         self._free = threading.Condition()
         self._failed: BaseException | None = None
+
+    def open_shard(self) -> None:
+        if self._failed is not None:
+            raise self._failed
+        with self._free:
+            self._free.wait_for(lambda: self._open < self._shards)
+            self._open += 1
+
+    def shard_sealed(self, task) -> None:
+        with self._free:
+            self._open -= 1
+            self._free.notify_all()
 
     def acquire(self, size: int) -> None:
         if self._failed is not None:
@@ -557,6 +583,7 @@ class _ShardOnThread:
 
     def __init__(self, root: Path, rel: str, schema: pa.Schema, slots: _WriterSlots):
         self.root, self.rel, self.schema, self._slots = root, rel, schema, slots
+        slots.open_shard()  # waits while shards_at_once() shards are open; released once sealed (see close)
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="hf_tokbin-parquet")
         self._writer: pq.ParquetWriter | None = None
         self._tasks: collections.deque = collections.deque()
@@ -567,6 +594,7 @@ class _ShardOnThread:
 
     def close(self, split: str, rows: int) -> None:
         self._submit(functools.partial(self._close_and_seal, split, rows))
+        self._tasks[-1].add_done_callback(self._slots.shard_sealed)  # the shard's slot, once sealed (or cancelled)
         self._thread.shutdown(wait=False)
 
     def sealed(self) -> CorpusShard:
@@ -617,7 +645,7 @@ class _CorpusShards:
 
     def __init__(self, root: Path, limit: ShardLimit, kept: Sequence[pa.Field] = ()):
         self.schema = pa.schema([*SCHEMA, *kept])
-        slots = _WriterSlots(queued_bytes_budget(limit))  # row groups queued for the writers' threads, over both splits
+        slots = _WriterSlots(queued_bytes_budget(limit), shards_at_once())  # row groups queued and shards open, over both splits
         self._splits = {split: _ShardSequence(root, split, limit, self.schema, slots) for split in SPLITS}
         self.by_source: dict[str, dict[str, int]] = {}  # split -> source -> documents, when a source column is kept
 

@@ -43,9 +43,12 @@ def bounded_listing(api, repo_id: str, where: str, *, repo_type: str, revision: 
     ``HF_TOKBIN_LISTING_TIMEOUT`` seconds (default 600: a server sending a page
     a minute, or its bytes one by one, held the command for good), or a next
     page on another origin than the endpoint's (the Hub links its own pages;
-    the request would carry the token elsewhere). An HTTP error is the
-    client's own (``hf_raise_for_status``: ``EntryNotFoundError`` for a missing
-    folder); callers retry.
+    the request would carry the token elsewhere). Each listed path must be a
+    plain path inside the folder listed (no empty, ``.`` or ``..`` part; under
+    ``path_in_repo``), or the listing is one error: callers fetch what it lists
+    into folders of their own (``a/../../x`` climbed out of them). An HTTP
+    error is the client's own (``hf_raise_for_status``: ``EntryNotFoundError``
+    for a missing folder); callers retry.
     """
     from urllib.parse import quote
 
@@ -70,10 +73,18 @@ def bounded_listing(api, repo_id: str, where: str, *, repo_type: str, revision: 
             if not (isinstance(page, list) and all(isinstance(entry, dict) for entry in page)):
                 raise HubError(where, "a page of the repo's file listing must be a JSON list of entries", got=shown(str(page)[:100]))
             for entry in page:
+                _check_listed_path(entry.get("path"), path_in_repo, where)
                 listed.append(RepoFile(**entry) if entry.get("type") == "file" else RepoFolder(**entry))
                 if len(listed) > MAX_LISTED_ENTRIES:
                     raise HubError(where, f"a repo's file listing may hold at most {MAX_LISTED_ENTRIES:,} files and folders", got=f"more than {MAX_LISTED_ENTRIES:,}", hint="the Hub advises at most 100,000 files a repo")
     return listed
+
+
+def _check_listed_path(path, folder: str | None, where: str) -> None:
+    """A listed path: parts that are names (not empty, ``.`` or ``..``), under ``folder`` when one was listed."""
+    inside = isinstance(path, str) and not any(part in ("", ".", "..") for part in path.split("/"))
+    if not (inside and (not folder or path.startswith(folder.strip("/") + "/"))):
+        raise HubError(where, f"the repo's file listing lists a path outside the folder listed ({shown(folder or 'the repo')})", got=shown(path))
 
 
 def get_json(api, deadline: Deadline, url: str, params: dict | None, max_bytes: int, where: str, what: str):
@@ -83,6 +94,7 @@ def get_json(api, deadline: Deadline, url: str, params: dict | None, max_bytes: 
     the next page (``Link: rel="next"``) must be on the endpoint's own origin
     (scheme, host, port).
     """
+    import contextlib
     import json
     from urllib.parse import urljoin
 
@@ -100,7 +112,8 @@ def get_json(api, deadline: Deadline, url: str, params: dict | None, max_bytes: 
         raise HubError(where, f"{what} must be JSON", got=shown(body[:100].decode("utf-8", "replace"))) from None
     if link is None:
         return answer, None
-    link = urljoin(url, link)
+    with contextlib.suppress(ValueError):  # not a URL urllib can read: compared as it is, refused below
+        link = urljoin(url, link)
     if _origin(link) != _origin(api.endpoint):
         raise HubError(where, f"{what} links its next page on another host than the endpoint {shown(api.endpoint)}; the token is sent to the endpoint only", got=shown(link[:200]))
     return answer, link
@@ -110,10 +123,10 @@ def _origin(url: str) -> tuple:
     """``(scheme, host, port)`` of ``url``, the port spelled out (``https://h`` is ``https://h:443``)."""
     from urllib.parse import urlsplit
 
-    parts = urlsplit(url)
     try:
+        parts = urlsplit(url)
         port = parts.port
-    except ValueError:  # a port that is not a number
+    except ValueError:  # no URL (a netloc that changes under NFKC, an unclosed IPv6 bracket), or a port that is no number
         return (None,)
     return parts.scheme.lower(), parts.hostname, port or {"http": 80, "https": 443}.get(parts.scheme.lower())
 

@@ -22,6 +22,7 @@ from story_edges import EDGE_STORIES, EDGE_TEXT
 from hf_tokbin.cli import main
 from hf_tokbin.corpus import write as write_module
 from hf_tokbin.corpus.write import ROW_GROUP_ROWS, import_corpus, write_tinystories_corpus
+from hf_tokbin.engines.local import usable_cores
 from hf_tokbin.errors import CorpusInputError
 from hf_tokbin.formats.corpus_manifest import CorpusManifest
 
@@ -176,6 +177,42 @@ def test_the_row_groups_waiting_for_the_writers_are_bounded(tmp_path, monkeypatc
     assert budget // 2 <= peak[0] <= budget + largest[0]
 
 
+def test_the_shards_open_at_once_are_bounded_however_small_they_are(tmp_path, monkeypatch):
+    """A shard holds a thread and an open file until it is sealed. Tiny shards (10 rows: a few hundred bytes, nothing
+    against the byte budget) whose seal waits on a slow disk were opened one after the other without a bound: on a
+    0.2 s fsync, 2,000 of them held 170 threads and files at once, and ulimit -n 128 ended the import with "Too many
+    open files". At most one shard per core sealing, and one filling per split, are open at once."""
+    train = write(tmp_path / "train.txt", "".join(f"story {i}\n<|endoftext|>\n" for i in range(400)))
+    bound = usable_cores() + 2  # a shard per core, and one filling per split (train, validation)
+    open_now, peak, released = [0], [0], threading.Event()
+    lock = threading.Lock()
+    init, seal = write_module._ShardOnThread.__init__, write_module._ShardOnThread._close_and_seal
+
+    def counted_init(self, *args):
+        init(self, *args)
+        with lock:
+            open_now[0] += 1
+            peak[0] = max(peak[0], open_now[0])
+            if open_now[0] > bound + 2:
+                released.set()  # not bounded: no need to wait any longer, the assertion below fails
+
+    def slow_seal(self, split, rows):
+        if not released.wait(1):  # a slow disk: the first seals wait (the bound holds the reader meanwhile), then none
+            released.set()
+        try:
+            return seal(self, split, rows)
+        finally:
+            with lock:
+                open_now[0] -= 1
+
+    monkeypatch.setattr(write_module._ShardOnThread, "__init__", counted_init)
+    monkeypatch.setattr(write_module._ShardOnThread, "_close_and_seal", slow_seal)
+    manifest = write_tinystories_corpus(train, None, tmp_path / "corpus", shard_rows=10)
+    assert manifest.rows("train") == 400 and len(manifest.shards) == 40
+    assert peak[0] <= bound, peak[0]
+    assert write_module.shards_at_once(cores=bound - 2) == bound and write_module.shards_at_once(cores=1) == 3
+
+
 def test_the_queued_bytes_budget_is_a_shard_per_core_within_fixed_bounds():
     budget = write_module.queued_bytes_budget
     limit = write_module.ShardLimit.of(shard_bytes=100 << 20)
@@ -187,7 +224,7 @@ def test_the_queued_bytes_budget_is_a_shard_per_core_within_fixed_bounds():
 
 
 def test_a_row_group_larger_than_the_whole_budget_goes_alone():
-    slots = write_module._WriterSlots(100)
+    slots = write_module._WriterSlots(100, shards=3)
     slots.acquire(1_000)  # nothing held: it goes
     done = threading.Event()
     threading.Thread(target=lambda: (slots.acquire(1), done.set()), daemon=True).start()

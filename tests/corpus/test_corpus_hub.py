@@ -310,3 +310,40 @@ def test_an_hf_glob_whose_listing_links_another_host_sends_it_no_request(hub, en
         hub.page_size, hub.page_origins = PAGE_SIZE, {}
     assert result.returncode == 1 and "links its next page on another host" in result.stderr, result.stderr[-2000:]
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "c").exists()
+
+
+def test_an_hf_input_asks_for_the_repos_info_once_by_the_bounded_request(hub, env, plain_repo, tmp_path):
+    """HfFileSystem.resolve_path asked for it again, bounded in neither bytes nor time, for the URL and for each file
+    fetched; the URL is parsed without a request, and the revision resolved once (hub.revision.resolve_commit)."""
+    info = rf"^/api/datasets/{REPO}(/revision/[^/]+)?$"
+    before = hub.count("GET", info)
+    result = run(env, "corpus", "import", f"hf://datasets/{REPO}/data/train-*.parquet", "--out", tmp_path / "c")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert hub.count("GET", info) - before == 1
+
+
+def test_an_hf_glob_within_one_folder_lists_that_folder_alone(hub, env, tmp_path):
+    """``data/*.jsonl`` needs the folder's own entries, as HfFileSystem.glob lists them (fsspec: a depth of one); every
+    file under the folder was listed instead (a root glob listed the whole repo: past 300,000 files, one error where
+    HfFileSystem found the files)."""
+    repo = "tester/wide"
+    folder = tmp_path / "wide"
+    for path in ["top.jsonl", "data/x.jsonl", *(f"data/deep/{i}/n.jsonl" for i in range(20))]:
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text(json.dumps({"text": path}) + "\n")
+    hub.seed_repo(repo, folder)
+    tree = rf"^/api/datasets/{repo}/tree/"
+    hub.page_size = 2
+    try:
+        for glob, found in (("*.jsonl", 1), ("data/*.jsonl", 1), ("data/*/*/n.jsonl", 20)):
+            listed = run(env, f"hf://datasets/{repo}/{glob}", code=_LIST_BOTH)
+            assert listed.returncode == 0, listed.stderr[-3000:]
+            url, ours, theirs = json.loads(listed.stdout)
+            assert len(ours) == found and ours == theirs, url
+            before = hub.count("GET", tree)
+            imported = run(env, "corpus", "import", f"hf://datasets/{repo}/{glob}", "--out", tmp_path / f"c{found}-{glob.count('/')}")
+            assert imported.returncode == 0, imported.stderr[-2000:]
+            pages = hub.count("GET", tree) - before
+            assert pages <= 2 if found == 1 else pages > 10, (glob, pages)  # one folder's own entries: 2 pages, not 22 files' and folders'
+    finally:
+        hub.page_size = PAGE_SIZE

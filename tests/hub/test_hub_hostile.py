@@ -17,7 +17,7 @@ import time
 
 import pytest
 from hostile_hub import HostileHub
-from hub_server import HubServer, client_env, make_corpus, write_complete
+from hub_server import HubServer, client_env, git_blob_oid, make_corpus, write_complete
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from release_fixtures import build_release
@@ -159,6 +159,38 @@ def test_complete_json_listing_a_path_outside_the_layout_is_refused_before_any_w
     staged = tree(staging_of(out, commit))
     assert staged <= {".records", ".records/COMPLETE.json"}, staged
     assert not (tmp_path / "x").exists() and not (tmp_path / "t.txt").exists()
+
+
+@pytest.mark.parametrize(
+    "given, planted",
+    [
+        ("hf://datasets/tester/inputs/a/**", "a/" + "../" * 6 + "PWN/x.jsonl"),  # was fetched into tmp_path/PWN, past the scratch folder
+        ("hf://datasets/tester/inputs/a", "b/PWN.jsonl"),  # another folder than the one asked: was imported
+        ("tester/inputs", "data/" + "../" * 6 + "PWN/train.jsonl"),  # a plain repo's data files: datasets' patterns take it
+        ("hf://datasets/tester/inputs/a", "a//PWN.jsonl"),
+        ("hf://datasets/tester/inputs/a/*.jsonl", "/a/PWN.jsonl"),
+    ],
+)
+def test_a_listing_entry_outside_the_folder_listed_is_refused_before_any_download(hub, tmp_path, given, planted):
+    """A corpus input on the Hub (hf:// glob or folder, or a plain repo) is listed by the tree listing; a listed path
+    that climbs out (``..``), is absolute, or lies outside the folder listed is one error, before any file is fetched."""
+    folder = tmp_path / "inputs"
+    for path in ("a/x.jsonl", "data/train.jsonl"):
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text('{"text": "mine"}\n')
+    hub.seed_repo("tester/inputs", folder)
+    data = b'{"text": "planted"}\n'
+    hub.planted_tree_entries = [{"type": "file", "path": planted, "size": len(data), "oid": git_blob_oid(data)}]
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1"}
+    out = tmp_path / "deep" / "out"
+    result = subprocess.run([sys.executable, "-c", _CLI, "corpus", "import", given, "--out", str(out)], env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 1, result.stdout + result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "lists a path outside the folder listed" in lines[0] and planted in lines[0], result.stderr[-2000:]
+    assert hub.count("GET", r"/resolve/") == 0  # refused at the listing: nothing fetched
+    assert not [p for p in tree(tmp_path) if "PWN" in p] and not out.exists()
 
 
 @settings(max_examples=500, deadline=None)
@@ -615,6 +647,18 @@ def test_a_tree_page_linking_its_next_page_on_another_host_gets_neither_request_
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("link", ["http://127.0.0.1\uff1a1\x1bc/x", "http://[::1\x1bc/x"])
+def test_a_tree_page_whose_next_link_is_no_url_is_one_error_that_shows_it_escaped(hub, tmp_path, release, link):
+    """A next link urllib cannot parse (a netloc that changes under NFKC, an unclosed IPv6 bracket) is one error, the
+    link shown escaped: its ValueError went up raw (a terminal escape in it reached the terminal from corpus import)."""
+    hub.seed_repo(REPO, release)
+    hub.tree_link = f'<{link}>; rel="next"'.encode().decode("latin-1")  # as a server sends it: UTF-8 bytes
+    with pytest.raises(HubError, match="links its next page on another host") as error:
+        pull(hub, tmp_path / "out")
+    assert "\x1b" not in str(error.value) and "\\x1bc" in str(error.value)
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_repo_info_that_never_answers_times_out(hub, tmp_path, release, monkeypatch):
     hub.seed_repo(REPO, release)
     hub.stall_repo_info = 30.0  # far past the read timeout
@@ -746,6 +790,27 @@ def test_a_repo_info_that_trickles_is_one_error_at_the_listing_deadline(hub, tmp
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and f"{REPO}@" in lines[0] and f"resolving the revision took more than {ROOMY_S:g}s" in lines[0], result.stderr[-2000:]
     assert seconds < HUNG_S, seconds
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_hf_input_whose_repo_info_trickles_is_one_error_at_the_listing_deadline(hub, tmp_path):
+    """corpus import hf://…: HfFileSystem.resolve_path asked for the repo's info before the bounded request, bounded in
+    neither bytes nor time (the ~1 KB answer a byte every 50 ms took a minute, each read within the read timeout). The
+    URL is parsed without a request; the revision is resolved by the bounded request alone."""
+    corpus, _ = make_corpus(tmp_path / "corpus")
+    hub.seed_repo("tester/corpus", corpus)
+    hub.trickle_repo_info = 0.05
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1", "HF_TOKBIN_PULL_READ_TIMEOUT": "2", "HF_TOKBIN_LISTING_TIMEOUT": "3"}
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-c", _CLI, "corpus", "import", "hf://datasets/tester/corpus/data/*.parquet", "--out", str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=120, check=False)
+    seconds = time.monotonic() - started
+    assert result.returncode == 1, result.stdout + result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "tester/corpus@main" in lines[0] and "resolving the revision took more than 3s" in lines[0], result.stderr[-2000:]
+    assert seconds < 15, seconds
+    assert hub.count("GET", r"^/api/datasets/tester/corpus(/revision/[^/]+)?$") == 1
     assert not (tmp_path / "out").exists()
 
 
