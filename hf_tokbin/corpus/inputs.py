@@ -151,11 +151,16 @@ def is_saved_dataset_folder(folder: Path) -> bool:
     return (folder / "dataset_dict.json").is_file() or (folder / "state.json").is_file()
 
 
+def is_hidden(parts) -> bool:
+    """Whether a path inside a folder input is left out: a part starting with ``.`` or ``_`` (a corpus folder's own records)."""
+    return any(part.startswith((".", "_")) for part in parts)
+
+
 def _folder_inputs(folder: Path) -> list[InputFile]:
     if is_saved_dataset_folder(folder):
         return _saved_dataset_inputs(folder)
     inside = sorted((p for p in folder.rglob("*") if p.is_file() and reader_of(p.name)[0]), key=lambda p: p.relative_to(folder).as_posix())
-    inside = [p for p in inside if not any(part.startswith((".", "_")) for part in p.relative_to(folder).parts)]
+    inside = [p for p in inside if not is_hidden(p.relative_to(folder).parts)]
     if not inside:
         raise CorpusInputError(folder, "folder holds no input files", expected=_accepted(), got="none")
     base = Path(folder.resolve().name)
@@ -266,6 +271,7 @@ def _hub_inputs(url: str) -> list[InputFile]:
     ``_``.
     """
     from huggingface_hub import HfApi
+    from huggingface_hub.constants import REPO_TYPES_URL_PREFIXES
     from huggingface_hub.errors import EntryNotFoundError
     from huggingface_hub.hf_api import RepoFile
 
@@ -277,8 +283,7 @@ def _hub_inputs(url: str) -> list[InputFile]:
     api = HfApi()
     try:
         resolved, commit = _hub_url_at_commit(api, url)
-        kind = {"dataset": "datasets/", "model": "", "space": "spaces/"}[resolved.type]
-        repo = f"{kind}{resolved.id}@{commit}"
+        repo = f"{REPO_TYPES_URL_PREFIXES.get(resolved.type, '')}{resolved.id}@{commit}"  # a model's has no prefix
         url, path = f"{HF_PREFIX}{repo}/{resolved.path_in_repo}".rstrip("/"), resolved.path_in_repo.strip("/")
 
         def files_under(folder: str, recursive: bool) -> list:
@@ -296,7 +301,7 @@ def _hub_inputs(url: str) -> list[InputFile]:
             if isinstance(entry, RepoFile):
                 found = {path: entry}
             else:  # a folder (or the repo): its files, but hidden ones
-                found = {e.path: e for e in files_under(path, True) if isinstance(e, RepoFile) and not any(part.startswith((".", "_")) for part in e.path[len(path) :].split("/"))}
+                found = {e.path: e for e in files_under(path, True) if isinstance(e, RepoFile) and not is_hidden(e.path[len(path) :].split("/"))}
         names = sorted(found)
     except TokbinError:
         raise

@@ -76,7 +76,7 @@ from .retry import (
     short_reason,
     status_of,
 )
-from .revision import MAX_PAGE_BYTES, bounded_listing, get_json, shown
+from .revision import MAX_PAGE_BYTES, bounded_listing, get_json, json_objects
 
 REPO_TYPE = "dataset"
 # Files the Hub writes into a new repo itself: never deleted by a push.
@@ -339,9 +339,7 @@ class _Publisher:
         for _ in range(max_pages):
             with Deadline(seconds, too_slow) as deadline:
                 page, url = get_json(self.api, deadline, url, None, MAX_PAGE_BYTES, self.where, "a page of the branch's history")
-            if not (isinstance(page, list) and all(isinstance(item, dict) for item in page)):
-                raise HubError(self.where, "a page of the branch's history must be a JSON list of commits", got=shown(str(page)[:100]))
-            yield from page
+            yield from json_objects(page, self.where, "a page of the branch's history", "commits")
             if not url:
                 return
 

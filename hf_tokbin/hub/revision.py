@@ -70,9 +70,7 @@ def bounded_listing(api, repo_id: str, where: str, *, repo_type: str, revision: 
         while url is not None:
             page, url = get_json(api, deadline, url, params, MAX_PAGE_BYTES, where, "a page of the repo's file listing")
             params = None  # the next page's link holds the query
-            if not (isinstance(page, list) and all(isinstance(entry, dict) for entry in page)):
-                raise HubError(where, "a page of the repo's file listing must be a JSON list of entries", got=shown(str(page)[:100]))
-            for entry in page:
+            for entry in json_objects(page, where, "a page of the repo's file listing", "entries"):
                 _check_listed_path(entry.get("path"), path_in_repo, where)
                 listed.append(RepoFile(**entry) if entry.get("type") == "file" else RepoFolder(**entry))
                 if len(listed) > MAX_LISTED_ENTRIES:
@@ -85,6 +83,13 @@ def _check_listed_path(path, folder: str | None, where: str) -> None:
     inside = isinstance(path, str) and not any(part in ("", ".", "..") for part in path.split("/"))
     if not (inside and (not folder or path.startswith(folder.strip("/") + "/"))):
         raise HubError(where, f"the repo's file listing lists a path outside the folder listed ({shown(folder or 'the repo')})", got=shown(path))
+
+
+def json_objects(page, where: str, what: str, items: str) -> list[dict]:
+    """``page`` (a listing's page, from :func:`get_json`) if it is a JSON list of objects, else one error."""
+    if not (isinstance(page, list) and all(isinstance(item, dict) for item in page)):
+        raise HubError(where, f"{what} must be a JSON list of {items}", got=shown(str(page)[:100]))
+    return page
 
 
 def get_json(api, deadline: Deadline, url: str, params: dict | None, max_bytes: int, where: str, what: str):
