@@ -37,30 +37,27 @@ proves nothing about the next one. What can differ, and how each is closed:
    document that contains the text of an added token that would be parsed
    (none of the special ones by default) is encoded by ``tokenizers``.
    Without such text, added tokens have no effect in ``tokenizers`` either.
-2. The normalizer. Only none, ``Prepend`` and one-character ``Replace``
-   (SentencePiece's space to "▁") are accepted: each maps a code point on
-   its own, so the per-code-point proof below covers it. Any other
-   normalizer (NFC, lowercasing, ...) keeps the whole build on ``tokenizers``.
+2. The normalizer. None, ``Prepend`` and one-character ``Replace``
+   (SentencePiece's space to "▁") map a code point on its own, so the
+   per-code-point proof covers them. ``NFC`` alone (Qwen's) composes across
+   code points: gigatoken gets the tokenizer without it, and a document
+   holding a code point that NFC could touch is checked by ``tokenizers``'
+   own normalizer first (:mod:`hf_tokbin.tokenizer.proof`). Any other
+   normalizer (NFKC, lowercasing, ...) keeps the build on ``tokenizers``.
 3. The pre-tokenizer. A regex split sees a character only through the
-   classes the pattern names. Accepted patterns name ``\\p{L}``, ``\\p{N}``,
-   ``\\s`` and ASCII literals (GPT-2's, Llama 3's, Qwen's; others keep the
-   build on ``tokenizers``). At check time every code point of
-   :func:`code_point_universe` (the ~150,000 code points Python's Unicode
-   tables assign, planes 15-16's private use excluded) is classified by both
-   engines: ``tokenizers``' classes come from its own regex engine
-   (a ``Replace`` with ``\\p{L}``, ``\\p{N}``, ``\\s``), gigatoken's from the
-   split its pre-tokenizer makes of ``a<c>a``, ``1<c>1`` and ``!<c>!`` (read
-   from the pieces themselves, so no merge can hide a boundary). A code
-   point whose classes differ is unproven. ASCII literals and case-insensitive
-   contractions (``(?i:'s|'t|...)``) are covered by encoding every pair of
-   ASCII characters in contraction contexts, and the non-ASCII characters that
+   classes the pattern names: general categories (``\\p{L}``, ``\\p{Lu}``,
+   ``\\p{M}``, ``\\p{P}``, ...), ``\\s`` and brackets of literal ranges
+   (GPT-2's, Llama 3's, Qwen's, DeepSeek V3's and o200k's patterns; others
+   keep the build on ``tokenizers``). Each code point's classes are compared
+   through the pieces both engines make of probe texts, read with boundary
+   tokenizers (:mod:`hf_tokbin.tokenizer.proof`), so no merge can hide a
+   boundary; which probes suffice is decided for the pattern by
+   ``tokenizers`` itself. ASCII literals and case-insensitive contractions
+   (``(?i:'s|'t|...)``) are covered by encoding every pair of ASCII
+   characters in contraction contexts, and the non-ASCII characters that
    ``tokenizers`` case-folds onto ASCII letters (``ſ``, the Kelvin sign) in them.
-   Reading gigatoken's classes through its GPT-2 pre-tokenizer assumes its
-   other pre-tokenizers read the same tables; measured over the 960,901 code
-   points outside the universe, the ones whose ids differ under Llama 3's and
-   GPT-2's own patterns are exactly the 4,657 whose classes differ here.
 4. The model (BPE only; other models keep the build on ``tokenizers``). Each code point is encoded end to end by both engines in
-   :data:`CODE_POINT_PROBE` (at the start, after a letter, before ``'s`` and
+   :data:`~hf_tokbin.tokenizer.proof.CODE_POINT_PROBE` (at the start, after a letter, before ``'s`` and
    ``111``): that covers its vocabulary entry or byte fallback, and the
    classes the real pattern reads.
    The BPE merge loop itself is a deterministic function of a pre-token's
@@ -96,7 +93,6 @@ import json
 import os
 import re
 import time
-import unicodedata
 from dataclasses import dataclass
 from itertools import chain
 
@@ -106,7 +102,7 @@ from ..errors import TokenizerError
 from ..formats.build_options import FAST_MODES, FastMode
 from ..formats.run_config import as_id_definition
 from ..versions import package_version
-from . import long_documents
+from . import long_documents, proof
 from .panics import engine_output_held, is_engine_panic, panic_message
 from .resolve import TOKENIZER_FILE, load_tokenizer_json, vocab_size_of
 
@@ -129,28 +125,12 @@ PROBE_TEXTS: tuple[str, ...] = (
     "<|endoftext|> <s> </s> <unk> [CLS] <|begin_of_text|> <pad>",
 )
 
-# Each code point c of the universe is encoded by both engines in this text: c at the
-# start and after a letter, before "'s" (a single token that splits off only if c is a
-# letter, digit or space) and before "111" (one token unless c is a digit under \p{N}{1,3}).
-# The classes themselves are compared exactly by _class_mismatches; this checks c's own
-# encoding (vocabulary entry, byte fallback) and the real pattern's reading of it.
-CODE_POINT_PROBE = "{c}'s a{c}111"
-# Contexts of the contractions (?i:'s|'t|'re|'ve|'m|'ll|'d): every ASCII pair xy, and
-# every character tokenizers case-folds onto an ASCII letter, go through these.
-CONTRACTION_PROBE = "{x}{y} '{x}{y}'{y}{x}"
-_FOLD_PROBE = "'{c} '{c}e '{c}l 'r{c} 'v{c} 'l{c} {c}'{c}"
-
-# Regex escapes an accepted pre-tokenizer pattern may use: the classes the proof
-# compares (\p{L}, \p{N}, \s and their negations) and escaped ASCII literals.
-_ALLOWED_ESCAPE = re.compile(r"\\(?:[pP]\{[LN]\}|[sSrnt]|[^A-Za-z0-9])")
-_ANY_ESCAPE = re.compile(r"\\(?:[pP]\{[^}]*\}|.)")
-_LAST_CODE_POINT = 0x10FFFF
 # gigatoken sizes its tables by the largest id (about 64 bytes per id, measured with gigatoken
 # 0.10): a vocabulary whose ids leave a large gap (one entry at 2**31 - 1) would make it
 # allocate gigabytes, or abort the process. Beyond this span the build stays on tokenizers.
 _GIGATOKEN_MAX_ID_GAP = 1 << 20
 _chain = chain.from_iterable
-_MARK = "\U0010ffff"  # a noncharacter, never in the universe: marks a class member in Replace output
+GPT2_CLASSES = ("\\p{L}", "\\p{N}", "\\s")  # what ByteLevel's own regex (use_regex) reads
 
 
 @dataclass(frozen=True)
@@ -211,8 +191,12 @@ class DocumentEncoder:
         self._decided: tuple[tuple[int, int], ...] = ()  # inclusive code point ranges decided by the check (ASCII, outside the universe)
         self._unproven: tuple[tuple[int, int], ...] = ()  # of those, the ranges routed to tokenizers
         self._parsed_added: tuple[str, ...] = ()  # added-token texts whose documents are routed to tokenizers
-        self._gigatoken_json: str | None = None  # what gigatoken loads: tokenizer.json without added tokens
+        self._gigatoken_json: str | None = None  # what gigatoken loads: tokenizer.json without added tokens (nor NFC)
+        self._probes: tuple[proof.BoundaryProbe, ...] = ()  # the boundary probes chosen for the pattern
+        self._classes: list[str] = []  # the classes the pre-tokenizer reads (regexes)
+        self._nfc = False  # the normalizer is NFC: documents NFC could change are checked by tokenizers' own
         self._router = None
+        self._code_point_proof = None
 
     @classmethod
     def from_tokenizer_json(cls, path: str | os.PathLike, fast: FastMode = "auto", parse_special: bool = False) -> "DocumentEncoder":
@@ -241,6 +225,8 @@ class DocumentEncoder:
             "decided": self._decided,
             "unproven": self._unproven,
             "parsed_added": self._parsed_added,
+            "probes": self._probes,
+            "nfc": self._nfc,
             # Made once by the check: a worker loads gigatoken without parsing tokenizer.json again.
             "gigatoken_json": self._gigatoken_json if self._check.used else None,
         }
@@ -257,7 +243,10 @@ class DocumentEncoder:
         self._unproven = state["unproven"]
         self._parsed_added = state["parsed_added"]
         self._gigatoken_json = state["gigatoken_json"]
+        self._probes = state["probes"]
+        self._nfc = state["nfc"]
         self._router = None
+        self._code_point_proof = None
 
     @property
     def tokenizer(self):
@@ -298,19 +287,22 @@ class DocumentEncoder:
             self._check = FastPathCheck(False, _engine_name("tokenizers"), "fast path disabled (fast='never')")
             return self._check
         self._gigatoken, self._gigatoken_json, self._router, self._decided, self._unproven = None, None, None, (), ()
+        self._code_point_proof, self._probes = None, ()
         self._parsed_added = tuple(self.parsed_added_tokens())
         texts = [*sample_texts, *PROBE_TEXTS, *self._added_token_probes()]
-        config = json.loads(self.tokenizer_json)
+        config = self._components()
         unavailable = gigatoken_unavailable()
         reason = f"{GIGATOKEN_UNAVAILABLE} ({unavailable})" if unavailable else self._unsupported_shape(config)
         unproven_count = 0
         if reason is None:
             try:
                 with engine_output_held():  # a panic's report is dropped: it becomes the reason
-                    self._load_gigatoken(config)
-                    self._decided, self._unproven = _ascii_at_check(self._prove)
-                    reason = _first_difference(texts, self._encode_with_tokenizers(texts), self._encode_routed(texts))
-                    unproven_count = self._router.unproven
+                    self._load_gigatoken()
+                    reason = self._select_probes(config)
+                    if reason is None:
+                        self._decided, self._unproven = _ascii_at_check(self._prove)
+                        reason = _first_difference(texts, self._encode_with_tokenizers(texts), self._encode_routed(texts))
+                        unproven_count = self._router.unproven
             except ImportError:
                 reason = "gigatoken is not installed (pip install gigatoken)"
             except Exception as e:  # gigatoken raises RuntimeError (and others) for what it does not implement
@@ -345,54 +337,80 @@ class DocumentEncoder:
         entries, id_space = self.tokenizer.get_vocab_size(with_added_tokens=True), vocab_size_of(self.tokenizer)
         if id_space > 2 * entries + _GIGATOKEN_MAX_ID_GAP:
             return f"fast path not used: the ids leave a large gap ({entries:,} entries, largest id {id_space - 1:,}), and gigatoken's tables grow with the largest id"
-        normalizer = config.get("normalizer")
-        for step in _steps(normalizer, "normalizers"):
+        steps = _steps(config.get("normalizer"), "normalizers")
+        self._nfc = [step.get("type") for step in steps] == ["NFC"]
+        for step in steps if not self._nfc else ():
             kind = step.get("type")
             if kind == "Prepend" or (kind == "Replace" and len(step.get("pattern", {}).get("String") or "") == 1):
                 continue
-            return f"fast path not proven for the normalizer {kind} (only Prepend and one-character Replace are)"
+            return f"fast path not proven for the normalizer {kind} (only Prepend, one-character Replace and NFC alone are)"
         parsed = set(self._parsed_added)
-        if normalizer and any(t.normalized for t in self.tokenizer.get_added_tokens_decoder().values() if t.content in parsed):
+        # NFC leaves the text of every document routed to gigatoken as it is, so matching it or its normalized form is one.
+        if steps and not self._nfc and any(t.normalized for t in self.tokenizer.get_added_tokens_decoder().values() if t.content in parsed):
             return "fast path not proven for added tokens matched on normalized text"
+        self._classes = []
         for step in _steps(config.get("pre_tokenizer"), "pretokenizers"):
             kind = step.get("type")
-            if kind == "ByteLevel" or kind == "Metaspace":
+            if kind == "Metaspace" or (kind == "Split" and "String" in (step.get("pattern") or {})):
+                continue  # no character classes: the end-to-end probes cover them
+            if kind == "ByteLevel":
+                if step.get("use_regex", True):
+                    self._classes.extend(GPT2_CLASSES)
                 continue
             pattern = (step.get("pattern") or {}).get("Regex") if kind == "Split" else None
             if pattern is None:
                 return f"fast path not proven for the pre-tokenizer {kind}"
-            unknown = set(_ANY_ESCAPE.findall(pattern)) - set(_ALLOWED_ESCAPE.findall(pattern))
-            if not pattern.isascii():
-                return "fast path not proven for a pattern with non-ASCII literals"
-            if unknown or "[:" in pattern:
-                used = ", ".join(sorted(unknown) or ["[:class:]"])
-                return f"fast path not proven for a pattern using {used} (only \\p{{L}}, \\p{{N}}, \\s and ASCII literals are)"
+            classes, why = proof.pattern_classes(pattern)
+            if why is not None:
+                return f"fast path not proven for {why}"
+            self._classes.extend(classes)
+        if self._classes and not any(step.get("type") == "ByteLevel" for step in _steps(config.get("pre_tokenizer"), "pretokenizers")):
+            return "fast path not proven for a regex split without a byte-level pre-tokenizer (the boundary probes read bytes)"
+        self._classes = sorted(set(self._classes))
         return None
+
+    def _select_probes(self, config: dict) -> str | None:
+        """Choose the boundary probes that read every class of the pattern (none without classes), or say why none can."""
+        if not self._classes:
+            return None
+        reference = proof.BoundaryEngines(config["pre_tokenizer"], _load_tokenizers)
+        probes, why = proof.select_probes(config["pre_tokenizer"], self._classes, reference)
+        self._probes = tuple(probes)
+        return None if why is None else f"fast path not proven for this pattern: {why}"
 
     def _added_token_probes(self) -> list[str]:
         """Each added token glued to words, after a space and doubled: where matching rules differ."""
         contents = [token.content for token in self.tokenizer.get_added_tokens_decoder().values()]
         return [f"a{c}b {c} c {c}{c}\n{c}" for c in contents]
 
-    def _load_gigatoken(self, config: dict | None = None):
-        """gigatoken with the tokenizer minus its added tokens: documents holding parsed added-token text never reach it."""
+    def _components(self) -> dict:
+        """The parts of tokenizer.json the proof reads (model type, normalizer, pre-tokenizer), without parsing the vocabulary."""
+        tokenizer = self.tokenizer
+
+        def state(component):
+            return None if component is None else json.loads(component.__getstate__())
+
+        return {"model": {"type": type(tokenizer.model).__name__}, "normalizer": state(tokenizer.normalizer), "pre_tokenizer": state(tokenizer.pre_tokenizer)}
+
+    def _load_gigatoken(self):
+        """gigatoken with the tokenizer minus its added tokens (documents holding parsed added-token text never reach it),
+        and without NFC (documents are given to it in NFC: _Router.normalized)."""
         if self._gigatoken is None:
             import gigatoken
 
             if self._gigatoken_json is None:
-                config = dict(config or json.loads(self.tokenizer_json))
-                config["added_tokens"] = []
-                self._gigatoken_json = json.dumps(config)
+                self._gigatoken_json = _without_added_tokens(self.tokenizer_json, drop_normalizer=self._nfc)
             self._gigatoken = gigatoken.Tokenizer.from_json(self._gigatoken_json)
         return self._gigatoken
 
     def _route(self, texts: list[str]) -> list[int]:
         """Indices of the texts gigatoken is not proven on: an unproven code point, or parsed added-token text."""
-        return self._get_router().unproven_texts(texts)
+        return self._get_router().unproven_texts(texts, self._get_router().normalized(texts))
 
     def _get_router(self) -> "_Router":
         if self._router is None:
-            self._router = _Router(self._decided, self._unproven, self._parsed_added, self._prove)
+            normalize = _nfc_normalizer().normalize_str if self._nfc else None
+            self._router = _Router(self._decided, self._unproven, self._parsed_added, self._prove, normalize)
         return self._router
 
     def encode_utf8(self, offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -417,10 +435,11 @@ class DocumentEncoder:
         return _encode_with_gigatoken(self._load_gigatoken(), texts)
 
     def _prove(self, code_points: np.ndarray) -> np.ndarray:
-        """True where gigatoken is NOT proven on a code point: outside the universe, or :func:`prove_code_points` says so."""
-        unproven = ~in_universe(code_points)
-        unproven[~unproven] = prove_code_points(self.tokenizer, self._load_gigatoken(), code_points[~unproven])
-        return unproven
+        """True where gigatoken is NOT proven on a code point (:class:`hf_tokbin.tokenizer.proof.CodePointProof`)."""
+        if self._code_point_proof is None:
+            pre_tokenizer = self._components()["pre_tokenizer"] if self._probes else None
+            self._code_point_proof = _code_point_proof(self.tokenizer, self._load_gigatoken(), list(self._probes), pre_tokenizer, self._nfc)
+        return self._code_point_proof.unproven(code_points)
 
     # -------------------------------------------------------------- encoding
 
@@ -431,15 +450,17 @@ class DocumentEncoder:
         return self._encode_with_tokenizers(texts)
 
     def _encode_routed(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """gigatoken for the proven documents, tokenizers for the others, in the order given."""
-        slow = self._route(texts)
+        """gigatoken for the proven documents (in NFC where the tokenizer normalizes so), tokenizers for the others, in order."""
+        router = self._get_router()
+        fast_texts = router.normalized(texts)
+        slow = router.unproven_texts(texts, fast_texts)
         if not slow:
-            return _encode_with_gigatoken(self._load_gigatoken(), texts)
+            return _encode_with_gigatoken(self._load_gigatoken(), fast_texts)
         if len(slow) == len(texts):
             return self._encode_with_tokenizers(texts)
         slow_index = np.asarray(slow, dtype=np.int64)
         fast_index = np.setdiff1d(np.arange(len(texts), dtype=np.int64), slow_index, assume_unique=True)
-        fast_ids, fast_lengths = _encode_with_gigatoken(self._load_gigatoken(), [texts[i] for i in fast_index])
+        fast_ids, fast_lengths = _encode_with_gigatoken(self._load_gigatoken(), [fast_texts[i] for i in fast_index])
         slow_ids, slow_lengths = self._encode_with_tokenizers([texts[i] for i in slow])
         lengths = np.empty(len(texts), dtype=np.int64)
         lengths[fast_index], lengths[slow_index] = fast_lengths, slow_lengths
@@ -460,7 +481,8 @@ class DocumentEncoder:
         return ids, lengths
 
 
-_UNDECIDED, _PROVEN, _UNPROVEN = 0, 1, 2  # a code point's state in a process's router
+# A code point's state in a process's router; _NORMALIZE: proven, but NFC may change a document holding it.
+_UNDECIDED, _PROVEN, _UNPROVEN, _NORMALIZE = 0, 1, 2, 3
 
 
 class _Router:
@@ -472,15 +494,20 @@ class _Router:
     held before is proven then (``prove``: :func:`prove_code_points`, which
     decides each code point on its own, so the outcome never depends on the
     batch, the process or what else it met). Added-token text: one regex of
-    the parsed tokens' texts.
+    the parsed tokens' texts. With ``normalize`` (NFC's ``normalize_str`` in
+    ``tokenizers``), a document holding a code point that is not NFC-inert
+    (:func:`hf_tokbin.tokenizer.proof.nfc_inert`) goes to gigatoken as
+    ``tokenizers``' own normalizer makes it (:meth:`normalized`), its code
+    points proven in that form.
     """
 
-    def __init__(self, decided, unproven, added_tokens: tuple[str, ...], prove):
-        self.state = np.full(_LAST_CODE_POINT + 1, _UNDECIDED, dtype=np.int8)
+    def __init__(self, decided, unproven, added_tokens: tuple[str, ...], prove, normalize=None):
+        self.state = np.full(proof.LAST_CODE_POINT + 1, _UNDECIDED, dtype=np.int8)
         for ranges, value in ((decided, _PROVEN), (unproven, _UNPROVEN)):
             for first, last in ranges:
                 self.state[first : last + 1] = value
         self.prove = prove
+        self.normalize = normalize
         self.ascii_proven = bool((self.state[:128] == _PROVEN).all())
         # The code points decided so far, and how many of them are unproven: what FastPathCheck reports.
         self.decided = int((self.state != _UNDECIDED).sum())
@@ -488,18 +515,49 @@ class _Router:
         alternatives = [re.escape(t) for t in sorted(set(added_tokens), key=len, reverse=True) if t]
         self.added_search = re.compile("|".join(alternatives)).search if alternatives else None
 
-    def unproven_texts(self, texts: list[str]) -> list[int]:
+    def normalized(self, texts: list[str]) -> list[str]:
+        """``texts`` as gigatoken is given them: each one holding a code point NFC may change, through ``tokenizers``' NFC.
+
+        Without a normalizer to apply, ``texts`` itself. A text of NFC-inert
+        code points is its own NFC, so every text returned is what
+        ``tokenizers``' normalizer makes of the one given.
+        """
+        if self.normalize is None:
+            return texts
         joined = "".join(texts)
+        if joined.isascii():
+            return texts
+        touched = self._documents_holding(texts, self._states(joined), _NORMALIZE)
+        if not touched:
+            return texts
+        normalized = list(texts)
+        for i in touched:
+            normalized[i] = self.normalize(texts[i])
+        return normalized
+
+    def unproven_texts(self, texts: list[str], fast_texts: list[str] | None = None) -> list[int]:
+        """Indices of the documents that go to tokenizers: ``fast_texts`` (:meth:`normalized`; default ``texts``) holds an
+        unproven code point, or either holds parsed added-token text."""
+        fast_texts = texts if fast_texts is None else fast_texts
+        joined = "".join(fast_texts)
         found = set()
         if not (self.ascii_proven and joined.isascii()):
-            bad = np.flatnonzero(self._states(joined) == _UNPROVEN)
-            if bad.size:
-                ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
-                found.update(np.unique(np.searchsorted(ends, bad, side="right")).tolist())
+            found.update(self._documents_holding(fast_texts, self._states(joined), _UNPROVEN))
         if self.added_search is not None:
             search = self.added_search
             found.update(i for i, text in enumerate(texts) if search(text) is not None)
+            if fast_texts is not texts:  # added tokens matched on normalized text
+                found.update(i for i, (text, fast) in enumerate(zip(texts, fast_texts)) if fast is not text and search(fast) is not None)
         return sorted(found)
+
+    @staticmethod
+    def _documents_holding(texts: list[str], states: np.ndarray, state: int) -> list[int]:
+        """The indices of the texts (joined: ``states``) holding a code point in ``state``."""
+        positions = np.flatnonzero(states == state)
+        if not positions.size:
+            return []
+        ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
+        return np.unique(np.searchsorted(ends, positions, side="right")).tolist()
 
     def all_proven(self, utf8: np.ndarray) -> bool:
         """Whether every document of a batch given as its valid UTF-8 bytes (``uint8``) may go to gigatoken: what :meth:`unproven_texts` finds in none.
@@ -511,7 +569,8 @@ class _Router:
         text = None
         if not (self.ascii_proven and ascii_only):
             text = utf8.tobytes().decode("utf-8")
-            if (self._states(text) == _UNPROVEN).any():
+            states = self._states(text)
+            if (states == _UNPROVEN).any() or (states == _NORMALIZE).any():  # the per-document way checks each
                 return False
         if self.added_search is not None:
             text = utf8.tobytes().decode("utf-8") if text is None else text
@@ -530,9 +589,37 @@ class _Router:
 
     def _decide(self, code_points: np.ndarray) -> None:
         unproven = self.prove(code_points.astype(np.int64))
-        self.state[code_points] = np.where(unproven, _UNPROVEN, _PROVEN)
+        proven = _PROVEN if self.normalize is None else np.where(proof.nfc_inert(code_points), _PROVEN, _NORMALIZE)
+        self.state[code_points] = np.where(unproven, _UNPROVEN, proven)
         self.decided += int(code_points.size)
         self.unproven += int(unproven.sum())
+
+
+def _nfc_normalizer():
+    """tokenizers' NFC normalizer: the whole normalizer of a tokenizer the fast path takes with NFC, without loading it."""
+    from tokenizers import normalizers
+
+    return normalizers.NFC()
+
+
+def _without_added_tokens(tokenizer_json: str, drop_normalizer: bool) -> str:
+    """``tokenizer.json`` text (as ``tokenizers`` writes it) with no added tokens, and without its normalizer if asked.
+
+    Edited as text: the vocabulary is most of the file, and parsing and writing
+    it again cost 0.4 s for a 150,000-entry tokenizer. ``tokenizers`` writes the
+    top-level keys in one order, and a JSON string never holds an unescaped
+    quote, so ``"added_tokens":[`` ... ``],"normalizer":`` is the list itself.
+    """
+    head, added, rest = tokenizer_json.partition('"added_tokens":[')
+    _, marker, tail = rest.partition('],"normalizer":')
+    normalizer, pre_tokenizer, after = tail.partition(',"pre_tokenizer":')
+    if not (added and marker and pre_tokenizer and head.startswith('{"version":')):  # another writer: parse it
+        config = json.loads(tokenizer_json)
+        config["added_tokens"] = []
+        if drop_normalizer:
+            config["normalizer"] = None
+        return json.dumps(config)
+    return head + '"added_tokens":[],"normalizer":' + ("null" if drop_normalizer else normalizer) + pre_tokenizer + after
 
 
 def _steps(component: dict | None, key: str) -> list[dict]:
@@ -559,45 +646,48 @@ def _encode_with_gigatoken(engine, texts: list[str]) -> tuple[np.ndarray, np.nda
 # ---------------------------------------------------------------- the per-code-point proof
 
 
-def in_universe(code_points: np.ndarray) -> np.ndarray:
-    """Per code point, whether the proof may cover it: assigned in Python's Unicode tables, below plane 15.
+def prove_code_points(tokenizer, engine, code_points: np.ndarray | None = None, probes=(), pre_tokenizer=None, nfc=False) -> np.ndarray:
+    """For each code point (default: the whole universe), True where gigatoken is NOT proven identical.
 
-    Anything else (unassigned, surrogates, the private use planes 15-16) is
-    never proven: documents holding it are encoded by ``tokenizers``.
+    ``tokenizer``: the ``tokenizers.Tokenizer``; ``engine``: gigatoken's;
+    ``probes``/``pre_tokenizer``: the boundary probes chosen for the pattern
+    (:func:`hf_tokbin.tokenizer.proof.select_probes`) and the pre-tokenizer they read;
+    ``nfc``: the tokenizer's normalizer is NFC, which gigatoken's texts have been through.
     """
-    code_points = np.asarray(code_points, dtype=np.int64)
-    category = unicodedata.category
-    assigned = np.fromiter((category(chr(c)) != "Cn" for c in code_points.tolist()), dtype=bool, count=code_points.size)
-    return assigned & (code_points < 0xF0000) & ~((code_points >= 0xD800) & (code_points < 0xE000))
+    code_points = proof.code_point_universe() if code_points is None else np.asarray(code_points, dtype=np.int64)
+    return _code_point_proof(tokenizer, engine, list(probes), pre_tokenizer, nfc).unproven(code_points)
 
 
-@functools.lru_cache(maxsize=1)
-def code_point_universe() -> np.ndarray:
-    """Every code point :func:`in_universe` (sorted ``int64``): the ~150,000 a full proof covers."""
-    candidates = np.arange(0xF0000, dtype=np.int64)
-    return candidates[in_universe(candidates)]
+def _code_point_proof(tokenizer, engine, probes: list, pre_tokenizer, nfc: bool) -> proof.CodePointProof:
+    boundaries = [proof.BoundaryEngines(pre_tokenizer, load) for load in (_load_tokenizers, _load_gigatoken_encode)] if probes else [None, None]
+    encode = functools.partial(_encode_with_gigatoken, engine)
+    if nfc:  # as documents reach it: through tokenizers' NFC first (_Router.normalized)
+        normalize = _nfc_normalizer().normalize_str
+        encode = functools.partial(_encode_normalized, encode, normalize)
+    return proof.CodePointProof(functools.partial(_encode_tokenizers, tokenizer), encode, probes, *boundaries)
 
 
-def prove_code_points(tokenizer, engine, code_points: np.ndarray | None = None) -> np.ndarray:
-    """For each code point (default: :func:`code_point_universe`), True where gigatoken is NOT proven identical.
-
-    Each code point is decided by its own probes alone, never by a group it
-    was tested with: the outcome is the same whichever code points are proven
-    together, in whichever process (documents are proven as they come).
-    """
-    code_points = code_point_universe() if code_points is None else np.asarray(code_points, dtype=np.int64)
-    unproven = _class_mismatches(code_points)
-    unproven |= ~_same_ids(tokenizer, engine, [CODE_POINT_PROBE.format(c=chr(c)) for c in code_points.tolist()])
-    ascii_chars = code_points < 128
-    if ascii_chars.any() and not _same_ids(tokenizer, engine, _ascii_pair_probes()).all():
-        unproven[ascii_chars] = True
-    folds = _case_folds_onto_ascii(code_points)
-    unproven[folds] |= ~_same_ids(tokenizer, engine, [_FOLD_PROBE.format(c=chr(c)) for c in code_points[folds].tolist()])
-    return unproven
+def _encode_normalized(encode, normalize, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    return encode([normalize(text) for text in texts])
 
 
-def _ascii_pair_probes() -> list[str]:
-    return [CONTRACTION_PROBE.format(x=chr(x), y=chr(y)) for x in range(128) for y in range(128)]
+def _encode_tokenizers(tokenizer, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """tokenizers' ids of ``texts``, flat, and each text's count (encode_batch_fast: no offsets, the same ids)."""
+    per_text = [e.ids for e in tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
+    lengths = np.fromiter(map(len, per_text), dtype=np.int64, count=len(per_text))
+    return np.fromiter(_chain(per_text), dtype=np.uint32, count=int(lengths.sum())), lengths
+
+
+def _load_tokenizers(tokenizer_json: str):
+    from tokenizers import Tokenizer
+
+    return functools.partial(_encode_tokenizers, Tokenizer.from_str(tokenizer_json))
+
+
+def _load_gigatoken_encode(tokenizer_json: str):
+    import gigatoken
+
+    return functools.partial(_encode_with_gigatoken, gigatoken.Tokenizer.from_json(tokenizer_json))
 
 
 def _ascii_at_check(prove) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
@@ -605,7 +695,7 @@ def _ascii_at_check(prove) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int
 
     Every other code point is proven in the process that first meets it (:class:`_Router`).
     """
-    unproven = np.zeros(_LAST_CODE_POINT + 1, dtype=bool)
+    unproven = np.zeros(proof.LAST_CODE_POINT + 1, dtype=bool)
     unproven[:128] = prove(np.arange(128, dtype=np.int64))
     return ((0, 127),), _ranges(unproven)
 
@@ -614,79 +704,6 @@ def _ranges(mask: np.ndarray) -> tuple[tuple[int, int], ...]:
     """The runs of True in ``mask`` as inclusive (first, last) code point pairs."""
     edges = np.flatnonzero(np.diff(np.concatenate(([False], mask, [False])).astype(np.int8)))
     return tuple((int(lo), int(hi) - 1) for lo, hi in zip(edges[0::2], edges[1::2]))
-
-
-def _as_text(code_points: np.ndarray) -> str:
-    return np.asarray(code_points, dtype="<u4").tobytes().decode("utf-32-le")
-
-
-def _tokenizers_classes(universe: np.ndarray) -> np.ndarray:
-    """Per code point, tokenizers' own regex classes as bits: 1 \\p{L}, 2 \\p{N}, 4 neither and not \\s."""
-    from tokenizers import Regex, normalizers
-
-    text = _as_text(universe)
-    member = {}
-    for name, atom in (("L", r"\p{L}"), ("N", r"\p{N}"), ("s", r"\s")):
-        marked = normalizers.Replace(Regex(atom), _MARK).normalize_str(text)
-        member[name] = np.frombuffer(marked.encode("utf-32-le"), dtype="<u4") == ord(_MARK)
-    other = ~(member["L"] | member["N"] | member["s"])
-    return member["L"] * 1 + member["N"] * 2 + other * 4
-
-
-def _gigatoken_classes(universe: np.ndarray) -> np.ndarray:
-    """Per code point, gigatoken's classes read from its GPT-2 pre-tokenizer's pieces (same bits as above).
-
-    c is a letter if ``a c a`` stays one piece, a number if ``1 c 1`` does,
-    other (punctuation, symbols, ...) if ``! c !`` does, white space if none does.
-    """
-    import gigatoken
-
-    width = 1 + (universe >= 0x80) + (universe >= 0x800) + (universe >= 0x10000)  # UTF-8 bytes of each c
-    classes = np.zeros(universe.size, dtype=np.int64)
-    for bit, context in ((1, "a"), (2, "1"), (4, "!")):
-        triples = np.empty((universe.size, 3), dtype=np.int64)
-        triples[:, 0] = triples[:, 2] = ord(context)
-        triples[:, 1] = universe
-        data = _as_text(triples.ravel()).encode("utf-8")
-        piece_ends = np.cumsum(np.fromiter(map(len, gigatoken.pretokenizer(data)), dtype=np.int64))
-        boundary = np.zeros(len(data) + 1, dtype=bool)
-        boundary[piece_ends] = True
-        starts = np.cumsum(width + 2) - (width + 2)
-        joined = ~boundary[starts + 1] & ~boundary[starts + 1 + width]
-        classes += joined * bit
-    return classes
-
-
-def _class_mismatches(universe: np.ndarray) -> np.ndarray:
-    """True where gigatoken's \\p{L} / \\p{N} / \\s class of a code point differs from tokenizers'."""
-    return _tokenizers_classes(universe) != _gigatoken_classes(universe)
-
-
-def _case_folds_onto_ascii(universe: np.ndarray) -> np.ndarray:
-    """Indices of the non-ASCII code points tokenizers' regex matches case-insensitively with an ASCII letter."""
-    from tokenizers import Regex, normalizers
-
-    text = _as_text(universe)
-    marked = normalizers.Replace(Regex("(?i)[a-z]"), _MARK).normalize_str(text)
-    hits = np.frombuffer(marked.encode("utf-32-le"), dtype="<u4") == ord(_MARK)
-    hits &= universe >= 0x80
-    return np.flatnonzero(hits) if len(marked) == len(text) else np.flatnonzero(universe >= 0x80)
-
-
-def _same_ids(tokenizer, engine, texts: list[str]) -> np.ndarray:
-    """Per text, whether tokenizers and gigatoken give the same ids."""
-    if not texts:
-        return np.ones(0, dtype=bool)
-    want = [e.ids for e in tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
-    want_lengths = np.fromiter(map(len, want), dtype=np.int64, count=len(want))
-    want_ids = np.fromiter(_chain(want), dtype=np.uint32, count=int(want_lengths.sum()))
-    got_ids, got_lengths = _encode_with_gigatoken(engine, texts)
-    same = want_lengths == got_lengths
-    # Where the counts agree, compare id by id; a text with any differing id is not the same.
-    document = np.repeat(np.flatnonzero(same), want_lengths[same])
-    want_kept, got_kept = want_ids[np.repeat(same, want_lengths)], got_ids[np.repeat(same, got_lengths)]
-    same[document[want_kept != got_kept]] = False
-    return same
 
 
 def _first_difference(texts, expected: tuple[np.ndarray, np.ndarray], got: tuple[np.ndarray, np.ndarray]) -> str | None:

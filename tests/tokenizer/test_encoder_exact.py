@@ -24,6 +24,7 @@ from tokenizers import Tokenizer
 
 from hf_tokbin.pipeline import build, plan_build
 from hf_tokbin.tokenizer import encoder as encoder_module
+from hf_tokbin.tokenizer import proof as proof_module
 from hf_tokbin.tokenizer.encoder import DocumentEncoder, prove_code_points
 from hf_tokbin.tokenizer.resolve import resolve_tokenizer
 
@@ -75,14 +76,16 @@ def test_the_engines_really_differ_on_these_characters():
 
 
 def test_the_class_check_finds_what_ids_alone_would_miss(checked):
-    # In the one-character probes the difference is invisible in ids (no merge spans the
-    # boundary), but the classes read from gigatoken's own pieces disagree.
-    tokenizer = checked["llama3"].tokenizer
-    engine = checked["llama3"]._load_gigatoken()
+    # Widened past the universe, the new letter is unproven by its pieces alone: in the one-character probes
+    # the difference is invisible in ids (no merge spans the boundary), the boundary tokenizers show it.
+    encoder = checked["llama3"]
+    tokenizer, engine = encoder.tokenizer, encoder._load_gigatoken()
     universe = np.array([ord(c) for c in ("A", "é", "1", " ", "!", NEW_LETTER, NEW_DIGIT, "\u0301", "日")], dtype=np.int64)
     assert prove_code_points(tokenizer, engine, universe).tolist() == [False] * 5 + [True, True, False, False]
-    assert encoder_module._same_ids(tokenizer, engine, [f"a{NEW_LETTER}"]).all()
-    assert encoder_module._class_mismatches(universe).tolist() == [False] * 5 + [True, True, False, False]
+    assert encoder_module._encode_tokenizers(tokenizer, [f"a{NEW_LETTER}"])[0].tolist() == encoder_module._encode_with_gigatoken(engine, [f"a{NEW_LETTER}"])[0].tolist()
+    pre_tokenizer = encoder._components()["pre_tokenizer"]
+    proof = encoder_module._code_point_proof(tokenizer, engine, list(encoder._probes), pre_tokenizer, nfc=False)
+    assert proof._unproven_in_universe(universe).tolist() == [False] * 5 + [True, True, False, False]
 
 
 @pytest.mark.parametrize("name", sorted(TOKENIZERS))
@@ -103,9 +106,9 @@ def test_a_new_character_in_document_150_gives_the_same_ids_on_both_paths(checke
 
 def test_a_new_character_the_proof_covers_is_routed_by_the_proof_not_the_universe(checked, monkeypatch):
     # Widen the universe to hold U+A7CE: the class check itself must leave it unproven.
-    real_in_universe = encoder_module.in_universe
+    real_in_universe = proof_module.in_universe
     new = np.array([ord(NEW_LETTER), ord(NEW_DIGIT)])
-    monkeypatch.setattr(encoder_module, "in_universe", lambda cps: real_in_universe(cps) | np.isin(cps, new))
+    monkeypatch.setattr(proof_module, "in_universe", lambda cps: real_in_universe(cps) | np.isin(cps, new))
     encoder = DocumentEncoder.from_tokenizer_json(_json("llama3"))
     assert encoder.check_fast_path(story_texts(3)).used
     texts = ["plain story", f"x {NEW_LETTER}'s", f"{NEW_DIGIT}'s 12", "Lily"]
@@ -238,19 +241,19 @@ def test_encoder_for_takes_parse_special():
 def test_the_check_runs_once_per_build_and_each_code_point_is_proven_once_per_process(tmp_path, monkeypatch):
     # Every call, in this process or a forked worker, appends its pid and what it proved to the file.
     calls = tmp_path / "calls.txt"
-    real_prove, real_check = encoder_module.prove_code_points, DocumentEncoder.check_fast_path
+    real_prove, real_check = DocumentEncoder._prove, DocumentEncoder.check_fast_path
 
-    def counted_prove(tokenizer, engine, code_points=None):
+    def counted_prove(self, code_points):
         with open(calls, "a") as file:
             file.write(f"prove {os.getpid()} {' '.join(map(str, code_points))}\n")
-        return real_prove(tokenizer, engine, code_points)
+        return real_prove(self, code_points)
 
     def counted_check(self, *args, **kwargs):
         with open(calls, "a") as file:
             file.write(f"check {os.getpid()}\n")
         return real_check(self, *args, **kwargs)
 
-    monkeypatch.setattr(encoder_module, "prove_code_points", counted_prove)
+    monkeypatch.setattr(DocumentEncoder, "_prove", counted_prove)
     monkeypatch.setattr(DocumentEncoder, "check_fast_path", counted_check)
     shards = [("train", story_texts(40, seed=s) + ["caf\u00e9 \u00e9t\u00e9"]) for s in range(3)] + [("validation", story_texts(5, seed=9))]
     corpus = write_corpus(tmp_path / "corpus", shards)
