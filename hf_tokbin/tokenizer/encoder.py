@@ -194,6 +194,7 @@ class DocumentEncoder:
         self._gigatoken_json: str | None = None  # what gigatoken loads: tokenizer.json without added tokens (nor NFC)
         self._probes: tuple[proof.BoundaryProbe, ...] = ()  # the boundary probes chosen for the pattern
         self._classes: list[str] = []  # the classes the pre-tokenizer reads (regexes)
+        self._cut_added = False  # documents are cut at parsed added-token text, the pieces routed on their own
         self._nfc = False  # the normalizer is NFC: documents NFC could change are checked by tokenizers' own
         self._router = None
         self._code_point_proof = None
@@ -227,6 +228,7 @@ class DocumentEncoder:
             "parsed_added": self._parsed_added,
             "probes": self._probes,
             "nfc": self._nfc,
+            "cut_added": self._cut_added,
             # Made once by the check: a worker loads gigatoken without parsing tokenizer.json again.
             "gigatoken_json": self._gigatoken_json if self._check.used else None,
         }
@@ -245,6 +247,7 @@ class DocumentEncoder:
         self._gigatoken_json = state["gigatoken_json"]
         self._probes = state["probes"]
         self._nfc = state["nfc"]
+        self._cut_added = state["cut_added"]
         self._router = None
         self._code_point_proof = None
 
@@ -367,6 +370,13 @@ class DocumentEncoder:
         if self._classes and not any(step.get("type") == "ByteLevel" for step in _steps(config.get("pre_tokenizer"), "pretokenizers")):
             return "fast path not proven for a regex split without a byte-level pre-tokenizer (the boundary probes read bytes)"
         self._classes = sorted(set(self._classes))
+        # tokenizers cuts parsed added-token text out first and encodes each piece between on its own: so can we,
+        # where a token matches as plain text (no lstrip, rstrip, single_word), all in one pass (one normalized
+        # flag; normalized ones only with no normalizer), and no pre-tokenizer step treats the first piece apart.
+        added = [t for t in self.tokenizer.get_added_tokens_decoder().values() if t.content in parsed]
+        first_only = any(s.get("type") == "Metaspace" and s.get("prepend_scheme") == "first" for s in _steps(config.get("pre_tokenizer"), "pretokenizers"))
+        plain = all(not (t.lstrip or t.rstrip or t.single_word) for t in added) and len({t.normalized for t in added}) == 1
+        self._cut_added = bool(added) and plain and not first_only and not (added[0].normalized and steps)
         return None
 
     def _select_probes(self, config: dict) -> str | None:
@@ -404,13 +414,25 @@ class DocumentEncoder:
         return self._gigatoken
 
     def _route(self, texts: list[str]) -> list[int]:
-        """Indices of the texts gigatoken is not proven on: an unproven code point, or parsed added-token text."""
-        return self._get_router().unproven_texts(texts, self._get_router().normalized(texts))
+        """Indices of the texts tokenizers encodes: gigatoken is not proven on a code point, or on parsed added-token text
+        (where documents are not cut at it), of theirs."""
+        router = self._get_router()
+        cut = router.pieces(texts)
+        if cut is None:
+            return router.unproven_texts(texts, router.normalized(texts))
+        pieces, owners, _ = cut
+        text_index = [i for i, piece in enumerate(pieces) if not isinstance(piece, int)]
+        text_pieces = [pieces[i] for i in text_index]
+        slow = router.unproven_texts(text_pieces, router.normalized(text_pieces), search_added=False)
+        return sorted({int(owners[text_index[i]]) for i in slow})
 
     def _get_router(self) -> "_Router":
         if self._router is None:
             normalize = _nfc_normalizer().normalize_str if self._nfc else None
-            self._router = _Router(self._decided, self._unproven, self._parsed_added, self._prove, normalize)
+            parsed = set(self._parsed_added)
+            decoder = self.tokenizer.get_added_tokens_decoder().items() if self._cut_added else ()
+            added_ids = {t.content: i for i, t in decoder if t.content in parsed} if self._cut_added else None
+            self._router = _Router(self._decided, self._unproven, self._parsed_added, self._prove, normalize, added_ids)
         return self._router
 
     def encode_utf8(self, offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -426,8 +448,10 @@ class DocumentEncoder:
         lengths = np.diff(offsets)
         if not self._check.used or not lengths.size or int(lengths.max()) > long_documents.PIECE_CHARS:  # bytes >= characters
             return None
-        if not self._get_router().all_proven(data):
+        batch = self._get_router().proven_utf8(offsets, data)
+        if batch is None:
             return None
+        offsets, data = batch
         import awkward as ak
 
         chars = ak.contents.NumpyArray(data, parameters={"__array__": "char"})
@@ -450,10 +474,28 @@ class DocumentEncoder:
         return self._encode_with_tokenizers(texts)
 
     def _encode_routed(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """gigatoken for the proven documents (in NFC where the tokenizer normalizes so), tokenizers for the others, in order."""
+        """gigatoken for the proven documents (in NFC where the tokenizer normalizes so), tokenizers for the others, in order.
+
+        Where the router cuts documents at parsed added-token text (:meth:`_Router.pieces`), each piece between two
+        added tokens is routed on its own, as ``tokenizers`` encodes it on its own, and the tokens' ids go between.
+        """
         router = self._get_router()
+        cut = router.pieces(texts)
+        if cut is None:
+            return self._encode_documents(texts, router)
+        pieces, owners, token_ids = cut
+        is_token = np.fromiter((isinstance(p, int) for p in pieces), dtype=bool, count=len(pieces))
+        text_index, token_index = np.flatnonzero(~is_token), np.flatnonzero(is_token)
+        text_ids, text_lengths = self._encode_documents([pieces[i] for i in text_index], router, added_cut=True)
+        piece_lengths = np.ones(len(pieces), dtype=np.int64)
+        piece_lengths[text_index] = text_lengths
+        ids = _assemble(piece_lengths, ((text_index, text_ids, text_lengths), (token_index, token_ids, np.ones(token_index.size, dtype=np.int64))))
+        return ids, np.bincount(owners, weights=piece_lengths, minlength=len(texts)).astype(np.int64)
+
+    def _encode_documents(self, texts: list[str], router: "_Router", added_cut: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_encode_routed` of documents (or pieces: ``added_cut``, no added-token text left in them)."""
         fast_texts = router.normalized(texts)
-        slow = router.unproven_texts(texts, fast_texts)
+        slow = router.unproven_texts(texts, fast_texts, search_added=not added_cut)
         if not slow:
             return _encode_with_gigatoken(self._load_gigatoken(), fast_texts)
         if len(slow) == len(texts):
@@ -464,13 +506,7 @@ class DocumentEncoder:
         slow_ids, slow_lengths = self._encode_with_tokenizers([texts[i] for i in slow])
         lengths = np.empty(len(texts), dtype=np.int64)
         lengths[fast_index], lengths[slow_index] = fast_lengths, slow_lengths
-        starts = np.cumsum(lengths) - lengths
-        ids = np.empty(int(lengths.sum()), dtype=np.uint32)
-        for index, part_ids, part_lengths in ((fast_index, fast_ids, fast_lengths), (slow_index, slow_ids, slow_lengths)):
-            # Each id of the part moves by (its document's place in the output - its place in the part).
-            part_starts = np.cumsum(part_lengths) - part_lengths
-            ids[np.repeat(starts[index] - part_starts, part_lengths) + np.arange(part_ids.size)] = part_ids
-        return ids, lengths
+        return _assemble(lengths, ((fast_index, fast_ids, fast_lengths), (slow_index, slow_ids, slow_lengths))), lengths
 
     def _encode_with_tokenizers(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         # encode_batch_fast skips offset tracking, which we do not use; same ids.
@@ -501,7 +537,7 @@ class _Router:
     points proven in that form.
     """
 
-    def __init__(self, decided, unproven, added_tokens: tuple[str, ...], prove, normalize=None):
+    def __init__(self, decided, unproven, added_tokens: tuple[str, ...], prove, normalize=None, added_ids: dict[str, int] | None = None):
         self.state = np.full(proof.LAST_CODE_POINT + 1, _UNDECIDED, dtype=np.int8)
         for ranges, value in ((decided, _PROVEN), (unproven, _UNPROVEN)):
             for first, last in ranges:
@@ -512,8 +548,45 @@ class _Router:
         # The code points decided so far, and how many of them are unproven: what FastPathCheck reports.
         self.decided = int((self.state != _UNDECIDED).sum())
         self.unproven = int((self.state == _UNPROVEN).sum())
-        alternatives = [re.escape(t) for t in sorted(set(added_tokens), key=len, reverse=True) if t]
-        self.added_search = re.compile("|".join(alternatives)).search if alternatives else None
+        # At each place the longest token matches, scanning from the left: tokenizers' leftmost-longest.
+        words = sorted({t for t in added_tokens if t})
+        self.added_pattern = re.compile(_trie_pattern(words)) if words else None
+        self.added_search = self.added_pattern.search if words else None
+        # The same over bytes: each UTF-8 byte read as one Latin-1 character, the pattern written back byte for byte.
+        as_bytes = [w.encode("utf-8").decode("latin-1") for w in words]
+        self.added_search_utf8 = re.compile(_trie_pattern(as_bytes).encode("latin-1")).search if words else None
+        self.added_ids = added_ids  # content -> id where documents are cut at added-token text, else None
+
+    def pieces(self, texts: list[str]):
+        """``texts`` cut at parsed added-token text, as ``tokenizers`` cuts it, or None where nothing is cut.
+
+        Returns (pieces, owners, token ids): the pieces in order, each a text
+        between tokens or a token's id; each piece's document; the tokens' ids
+        in order. Empty texts between tokens are left out (``tokenizers``
+        encodes them to nothing).
+        """
+        if self.added_ids is None or self.added_search is None:
+            return None
+        search = self.added_search
+        holding = {i for i, text in enumerate(texts) if search(text) is not None}
+        if not holding:
+            return None
+        pieces, owners, token_ids = [], [], []
+        for i, text in enumerate(texts):
+            at = 0
+            for match in self.added_pattern.finditer(text) if i in holding else ():
+                if match.start() > at:
+                    pieces.append(text[at : match.start()])
+                    owners.append(i)
+                token = self.added_ids[match.group()]
+                pieces.append(token)
+                owners.append(i)
+                token_ids.append(token)
+                at = match.end()
+            if at < len(text) or i not in holding:
+                pieces.append(text[at:])
+                owners.append(i)
+        return pieces, np.asarray(owners, dtype=np.int64), np.asarray(token_ids, dtype=np.uint32)
 
     def normalized(self, texts: list[str]) -> list[str]:
         """``texts`` as gigatoken is given them: each one holding a code point NFC may change, through ``tokenizers``' NFC.
@@ -535,15 +608,16 @@ class _Router:
             normalized[i] = self.normalize(texts[i])
         return normalized
 
-    def unproven_texts(self, texts: list[str], fast_texts: list[str] | None = None) -> list[int]:
+    def unproven_texts(self, texts: list[str], fast_texts: list[str] | None = None, search_added: bool = True) -> list[int]:
         """Indices of the documents that go to tokenizers: ``fast_texts`` (:meth:`normalized`; default ``texts``) holds an
-        unproven code point, or either holds parsed added-token text."""
+        unproven code point, or either holds parsed added-token text (unless ``search_added`` is False: pieces cut
+        at it by :meth:`pieces` hold none)."""
         fast_texts = texts if fast_texts is None else fast_texts
         joined = "".join(fast_texts)
         found = set()
         if not (self.ascii_proven and joined.isascii()):
             found.update(self._documents_holding(fast_texts, self._states(joined), _UNPROVEN))
-        if self.added_search is not None:
+        if self.added_search is not None and search_added:
             search = self.added_search
             found.update(i for i, text in enumerate(texts) if search(text) is not None)
             if fast_texts is not texts:  # added tokens matched on normalized text
@@ -559,28 +633,46 @@ class _Router:
         ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
         return np.unique(np.searchsorted(ends, positions, side="right")).tolist()
 
-    def all_proven(self, utf8: np.ndarray) -> bool:
-        """Whether every document of a batch given as its valid UTF-8 bytes (``uint8``) may go to gigatoken: what :meth:`unproven_texts` finds in none.
+    def proven_utf8(self, offsets: np.ndarray, utf8: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """A batch given as its valid UTF-8 bytes (``uint8``) and ``int64`` offsets as gigatoken may take it whole (in NFC
+        where the tokenizer normalizes so, :meth:`normalized`), or None where a document must go to tokenizers.
 
         Added-token text is searched for in the batch as a whole: a match
         across two documents only sends the batch the per-document way.
         """
-        ascii_only = not utf8.size or int(utf8.max()) < 0x80
-        text = None
-        if not (self.ascii_proven and ascii_only):
-            text = utf8.tobytes().decode("utf-8")
-            states = self._states(text)
-            if (states == _UNPROVEN).any() or (states == _NORMALIZE).any():  # the per-document way checks each
-                return False
+        if not self.ascii_proven:
+            proven = not (self._states(utf8.tobytes().decode("utf-8")) != _PROVEN).any() and self._no_added_text(utf8)
+            return (offsets, utf8) if proven else None
+        places, codes = non_ascii_code_points(utf8)  # straight from the bytes: no str is made
+        states = self._states_of(codes)
+        if (states == _UNPROVEN).any():
+            return None
+        touched = places[states == _NORMALIZE]
+        if touched.size:  # documents NFC may change: through tokenizers' own normalizer, their new code points proven
+            changed = {}
+            for i in np.unique(np.searchsorted(offsets, touched, side="right") - 1).tolist():
+                text = utf8[offsets[i] : offsets[i + 1]].tobytes().decode("utf-8")
+                normalized = self.normalize(text)
+                if normalized != text:
+                    if (self._states(normalized) == _UNPROVEN).any():
+                        return None
+                    changed[i] = np.frombuffer(normalized.encode("utf-8"), dtype=np.uint8)
+            if changed:
+                offsets, utf8 = _replaced(offsets, utf8, changed)
+        return (offsets, utf8) if self._no_added_text(utf8) else None
+
+    def _no_added_text(self, utf8: np.ndarray) -> bool:
+        return self.added_search_utf8 is None or self.added_search_utf8(memoryview(utf8)) is None
         if self.added_search is not None:
-            text = utf8.tobytes().decode("utf-8") if text is None else text
-            return self.added_search(text) is None
+            return self.added_search_utf8(memoryview(utf8)) is None
         return True
 
     def _states(self, text: str) -> np.ndarray:
         """Each code point's state, the undecided ones decided first."""
         # surrogatepass: a lone surrogate becomes its code point, which is never proven.
-        codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+        return self._states_of(np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4"))
+
+    def _states_of(self, codes: np.ndarray) -> np.ndarray:
         states = self.state[codes]
         if (states == _UNDECIDED).any():
             self._decide(np.unique(codes[states == _UNDECIDED]))
@@ -593,6 +685,71 @@ class _Router:
         self.state[code_points] = np.where(unproven, _UNPROVEN, proven)
         self.decided += int(code_points.size)
         self.unproven += int(unproven.sum())
+
+
+def non_ascii_code_points(utf8: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The byte offsets and code points (``uint32``) of the non-ASCII characters of valid UTF-8 bytes (``uint8``).
+
+    No str is made: decoding and encoding to UTF-32 cost more than the encoder's own work on the bytes.
+    """
+    lead = np.flatnonzero(utf8 >= 0xC0)
+    if not lead.size:
+        return lead, np.zeros(0, dtype=np.uint32)
+    first = utf8[lead].astype(np.uint32)
+    last = utf8.size - 1  # a shorter sequence's later bytes are never read: clipped to stay in the buffer
+    c1, c2, c3 = ((utf8[np.minimum(lead + k, last)] & 0x3F).astype(np.uint32) for k in (1, 2, 3))
+    two = ((first & 0x1F) << 6) | c1
+    three = ((first & 0x0F) << 12) | (c1 << 6) | c2
+    four = ((first & 0x07) << 18) | (c1 << 12) | (c2 << 6) | c3
+    return lead, np.where(first >= 0xF0, four, np.where(first >= 0xE0, three, two))
+
+
+def _trie_pattern(words: list[str]) -> str:
+    """A regex matching the longest of ``words`` (non-empty) at a place, as a trie.
+
+    Gemma 3 has 6,406 added tokens: one alternative per token made each search
+    try them one after the other at every place; a trie branches on each character.
+    """
+    trie: dict = {}
+    for word in words:
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}  # a word ends here
+
+    def pattern(node: dict) -> str:
+        branches = [re.escape(char) + pattern(child) for char, child in sorted(node.items()) if char]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return f"(?:{body})?" if "" in node else body  # greedy: the longer word first, the shorter if it fails
+
+    return pattern(trie)
+
+
+def _replaced(offsets: np.ndarray, utf8: np.ndarray, documents: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The batch (offsets, UTF-8 bytes) with the bytes of some of its documents replaced (index -> new bytes)."""
+    parts, at = [], 0
+    lengths = np.diff(offsets)
+    for i in sorted(documents):
+        parts += [utf8[offsets[at] : offsets[i]], documents[i]]
+        lengths[i] = documents[i].size
+        at = i + 1
+    parts.append(utf8[offsets[at] :])
+    new_offsets = np.zeros(offsets.size, dtype=np.int64)
+    np.cumsum(lengths, out=new_offsets[1:])
+    return new_offsets, np.concatenate(parts)
+
+
+def _assemble(lengths: np.ndarray, groups) -> np.ndarray:
+    """The flat ids of items of ``lengths`` ids each, from groups of (item indices, their flat ids, their lengths)."""
+    starts = np.cumsum(lengths) - lengths
+    ids = np.empty(int(lengths.sum()), dtype=np.uint32)
+    for index, part_ids, part_lengths in groups:
+        # Each id of the group moves by (its item's place in the output - its place in the group).
+        part_starts = np.cumsum(part_lengths) - part_lengths
+        ids[np.repeat(starts[index] - part_starts, part_lengths) + np.arange(part_ids.size)] = part_ids
+    return ids
 
 
 def _nfc_normalizer():

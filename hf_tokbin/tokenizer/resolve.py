@@ -108,9 +108,9 @@ def resolve_tokenizer(
     if name == BYTE:
         return _byte_tokenizer(tokenizer_id, doc_sep, bos)
     json_path, default_id, source, resolved_revision = _find_tokenizer_json(name, revision, subfolder)
-    _check_id_space(json_path)
+    config = _check_id_space(json_path)
     tokenizer = load_tokenizer_json(json_path)
-    vocab = _Vocabulary(json_path, tokenizer)
+    vocab = _Vocabulary(json_path, tokenizer, config)
     if doc_sep is not None:
         separator = vocab.boundary(doc_sep, FROM_DOC_SEP_OPTION, json_path, "--doc-sep")
     else:
@@ -211,11 +211,11 @@ def _separator_from_files(vocab: "_Vocabulary", folder: Path) -> BoundaryToken |
 class _Vocabulary:
     """The ids and token strings of a ``tokenizers.Tokenizer``, for naming boundary tokens."""
 
-    def __init__(self, json_path: Path, tokenizer):
+    def __init__(self, json_path: Path, tokenizer, config: dict | None = None):
         self.json_path = json_path
         self.tokenizer = tokenizer
         self.size = vocab_size_of(tokenizer)
-        self._json = None
+        self._json = config  # tokenizer.json as read (None: parsed from the tokenizer when needed)
 
     def boundary(self, value: int | str, source: str, where, what: str) -> BoundaryToken:
         """``value`` (an id, or a token string that is one token) as a boundary token; ``where``/``what`` name it in errors."""
@@ -292,7 +292,7 @@ def _refuse_hub_options(name: str, revision: str | None, subfolder: str | None) 
 MAX_ID = 2**31 - 1  # the largest id any output holds: Megatron's int32 files and the build's int32 staging pairs
 
 
-def _check_id_space(json_path: Path) -> None:
+def _check_id_space(json_path: Path) -> dict | None:
     """Refuse a tokenizer.json whose largest id no output can hold, before ``tokenizers`` loads it.
 
     Read as JSON first: ``tokenizers`` sizes tables by the largest id, so an id
@@ -303,7 +303,7 @@ def _check_id_space(json_path: Path) -> None:
     try:
         config = read_json(json_path, TokenizerError, free_text=True) if json_path.stat().st_size <= RECORD_MAX_BYTES else {}
     except TokenizerError:
-        return  # not readable JSON: loading it gives tokenizers' own error, named
+        return None  # not readable JSON: loading it gives tokenizers' own error, named
     model = config.get("model") if isinstance(config.get("model"), dict) else {}
     vocab = model.get("vocab")
     ids = list(vocab.values()) if isinstance(vocab, dict) else []
@@ -311,6 +311,7 @@ def _check_id_space(json_path: Path) -> None:
     largest = max((i for i in ids if isinstance(i, int) and not isinstance(i, bool)), default=-1)
     if largest > MAX_ID:
         raise TokenizerError(json_path, "ids up to 2**31 - 1 only: Megatron's int32 files and the build's staging hold no larger id", expected=f"<= {MAX_ID:,}", got=largest)
+    return config if isinstance(config.get("model"), dict) else None
 
 
 def vocab_size_of(tokenizer) -> int:

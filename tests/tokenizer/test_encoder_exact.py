@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import functools
 import os
-import unicodedata
 from pathlib import Path
 
 import numpy as np
 import pytest
+from encoder_cases import MIXED_SCRIPT_TEXTS, NEW_DIGIT, NEW_LETTER
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from release_fixtures import write_corpus
 from tokenizer_files import gpt2_tokenizer_json, llama3_tokenizer_json, story_texts
 from tokenizers import Tokenizer
@@ -30,8 +29,6 @@ from hf_tokbin.tokenizer.resolve import resolve_tokenizer
 
 pytestmark = pytest.mark.slow  # real tokenizers on both paths
 
-# Code points gigatoken 0.10 and tokenizers 0.23 classify differently (Unicode 16 letters and digits).
-NEW_LETTER, NEW_DIGIT = "\ua7ce", "\U00011de0"
 TOKENIZERS = {"gpt2": gpt2_tokenizer_json, "llama3": llama3_tokenizer_json}
 
 
@@ -142,31 +139,9 @@ def test_build_with_a_new_character_in_document_150_is_byte_identical_fast_and_n
 # ------------------------------------------------------------ randomized
 
 
-def _unassigned(low: int, high: int) -> list[str]:
-    return [chr(c) for c in range(low, high) if unicodedata.category(chr(c)) == "Cn" and not 0xD800 <= c < 0xE000]
-
-
-_PIECES = st.sampled_from(
-    [
-        *"aZé ß Ωжא日한ـ",  # scripts
-        *"0189٣३१²½Ⅻ",  # digits and numbers
-        *" \t\n\r\u00a0\u2003\u3000\u0085\u2028\x0b\x0c\x1c",  # white space variants
-        *"\u0301\u0308\u200d\ufe0f\u20e3",  # combining marks, joiners, selectors
-        *"'’\"!?.,-_/\\<|>",  # punctuation
-        "😀", "👍🏽", "👨‍👩‍👧", "🇫🇷", "🏴\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f",  # emoji
-        "'s", "'S", "'ll", "'VE", "ſ", "\u212a",  # contractions and case folds
-        NEW_LETTER, NEW_DIGIT, "\U0001e5d0", "\u1c89", "\U00010d4a",  # Unicode 15-16 assignments
-        *_unassigned(0x0870, 0x0890)[:4], *_unassigned(0x2FE0, 0x2FF0)[:3], "\U000e0200", "\U000f0000", "\U0010fffd",
-        "<|endoftext|>", "<|end_of_text|>", "<|begin_of_text|>",  # special-token text
-        "Hello", " world", "123456", "  ", "\n\n",
-    ]
-)
-_TEXTS = st.lists(st.lists(_PIECES, max_size=12).map("".join), min_size=1, max_size=8)
-
-
 @pytest.mark.parametrize("name", sorted(TOKENIZERS))
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(texts=_TEXTS)
+@given(texts=MIXED_SCRIPT_TEXTS)
 def test_random_mixed_script_texts_give_tokenizers_ids(checked, name, texts):
     got, want = checked[name].encode_batch(texts), _definition(_json(name), texts)
     assert got[1].tolist() == want[1].tolist()
