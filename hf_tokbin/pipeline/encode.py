@@ -44,10 +44,12 @@ MAX_BATCH_TEXT_BYTES = 16 << 20  # a batch of documents is cut to this much text
 _READ_BUFFER = 1 << 20  # pyarrow reads the shard through a buffer of this size, not whole column chunks at once
 
 
-def _encode_task(encoder, task: tuple) -> tuple[np.ndarray, np.ndarray, int]:
-    """One batch of one shard, in this process or a worker's (:meth:`WorkerPool.map_ordered`): (flat ids, lengths, text bytes)."""
+def _encode_task(encoder, task: tuple) -> tuple[np.ndarray, np.ndarray, int, tuple[int, int]]:
+    """One batch of one shard, in this process or a worker's (:meth:`WorkerPool.map_ordered`): (flat ids, lengths, text
+    bytes, documents by engine: the fast one, tokenizers)."""
     vocab_size, source, texts, n_bytes, first_row = task
-    return (*EncodeBatch(encoder, vocab_size, source, first_row).encode(texts), n_bytes)
+    batch = EncodeBatch(encoder, vocab_size, source, first_row)
+    return (*batch.encode(texts), n_bytes, batch.by_engine)
 
 
 def _given_tasks(plan: BuildPlan, index: int, tasks):
@@ -127,14 +129,18 @@ def _note(line: str) -> None:
     tqdm.write(line, file=sys.stderr)
 
 
-def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path: Path | None = None, counter: SourceCounter | None = None):
+def encode_shard(
+    plan: BuildPlan, index: int, progress: bool = True, shard_path: Path | None = None, counter: SourceCounter | None = None,
+    by_engine: list[int] | None = None,
+):
     """Yield (flat ids, lengths, text bytes) for the documents of input shard ``index`` in order, in bounded batches.
 
     ``shard_path``: where the shard's bytes are (default: in the corpus folder).
     With ``plan.options.num_proc`` > 1 the batches are encoded by the build's worker
     pool (:func:`hf_tokbin.engines.local.shared_pool`), else in this process on a thread
     ahead of the caller's (where gigatoken uses its own threads). ``counter``: counts every batch per
-    source (``plan.source_column``), as its ids come back, before they are yielded.
+    source (``plan.source_column``), as its ids come back, before they are yielded. ``by_engine``: adds
+    the documents each engine encoded ([fast engine, tokenizers]).
     """
     from concurrent.futures.process import BrokenProcessPool
 
@@ -160,7 +166,10 @@ def encode_shard(plan: BuildPlan, index: int, progress: bool = True, shard_path:
         results = prefetched(work(plan.encoder, task) for task in tasks)
     with progress_bar(total=shard.rows, desc=f"encoding {part_name(index)}", unit="doc", disable=not progress) as bar:
         try:
-            for flat, lengths, n_bytes in results:
+            for flat, lengths, n_bytes, *engines in results:
+                if by_engine is not None and engines:  # given ids are checked, not encoded: no engine to count
+                    by_engine[0] += engines[0][0]
+                    by_engine[1] += engines[0][1]
                 if counter is not None:  # results come back in task order: the oldest held batch is this one
                     counter.add(*held.popleft(), lengths)
                 bar.update(int(lengths.size))

@@ -33,9 +33,11 @@ class EncodeBatch:
         self.source = source  # the shard, for the error message
         self.first_row = first_row  # the shard's row of the batch's first text, for the error message
         self.dtype = id_dtype(vocab_size)
+        self.by_engine = (0, 0)  # after encode: this batch's documents the fast engine, and tokenizers, encoded
 
     def encode(self, texts) -> tuple[np.ndarray, np.ndarray]:
         """(flat ids in the release's width, ``int64`` lengths) of ``texts`` (a pyarrow string array or a list)."""
+        before = tuple(getattr(self.encoder, "documents_by_engine", (0, 0)))
         try:
             with engine_output_held():  # a Rust panic's report is dropped: the error names the document instead
                 # A pyarrow array: its UTF-8 buffer to the encoder whole where it takes it (encode_utf8), else its texts.
@@ -50,6 +52,8 @@ class EncodeBatch:
             if not is_engine_panic(error):
                 raise
             raise self._panic_error(texts if isinstance(texts, list) else texts.to_pylist(), error) from None
+        after = getattr(self.encoder, "documents_by_engine", (0, 0))
+        self.by_engine = (after[0] - before[0], after[1] - before[1])  # a long document counts once per piece
         # Before the narrowing cast: an id the width cannot hold would wrap silently.
         try:
             flat = checked_ids(flat, self.vocab_size, self.source)

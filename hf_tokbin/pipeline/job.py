@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import BuildError, FormatError
 from ..formats.release import (
@@ -35,6 +35,7 @@ class BuildSummary:
     parts_built: int
     parts_skipped: int
     encoder: str
+    documents_by_engine: dict[str, int] = field(default_factory=dict)  # this run's, by engine name
 
     def table(self) -> str:
         lines = counts_table(self.counts)
@@ -42,6 +43,10 @@ class BuildSummary:
             f"{self.files} files, {megabytes(self.total_bytes)} in {self.out}; "
             f"{self.parts_built} parts built, {self.parts_skipped} skipped; {self.seconds:.1f} s; encoder {self.encoder}"
         )
+        if self.documents_by_engine:
+            total = sum(self.documents_by_engine.values())
+            shares = ", ".join(f"{name} {count:,} ({100 * count / total:.1f}%)" for name, count in self.documents_by_engine.items())
+            lines.append(f"documents encoded by {shares}")
         return "\n".join(lines)
 
     def record(self) -> dict:
@@ -55,6 +60,7 @@ class BuildSummary:
             "parts_built": self.parts_built,
             "parts_skipped": self.parts_skipped,
             "encoder": self.encoder,
+            "documents_by_engine": self.documents_by_engine,
         }
 
 
@@ -99,10 +105,11 @@ def _build(plan: BuildPlan, engine: str, ray_address: str | None, progress: bool
     plan = prepare_encoder(plan)
     with connected(engine, ray_address):  # one Ray connection for the parts and the pack tasks
         results = run_parts(engine, build_part, plan, list(range(len(plan.corpus.shards))), ray_address=ray_address, progress=progress)
-        receipts = [r for r, _ in results]
-        built = sum(1 for _, b in results if b)
+        receipts = [receipt for receipt, _, _ in results]
+        built = sum(1 for _, was_built, _ in results if was_built)
+        by_engine = (sum(engines[0] for _, _, engines in results), sum(engines[1] for _, _, engines in results))
         counts, _ = finish_build(plan, receipts, engine, ray_address, progress)
-    return _summary(plan, counts, started, built, len(results) - built)
+    return _summary(plan, counts, started, built, len(results) - built, by_engine)
 
 
 def _read_record(output, rel: str, reader):
@@ -112,11 +119,20 @@ def _read_record(output, rel: str, reader):
     return record
 
 
-def _summary(plan: BuildPlan, counts, started: float, built: int, skipped: int) -> BuildSummary:
+def _summary(plan: BuildPlan, counts, started: float, built: int, skipped: int, by_engine=(0, 0)) -> BuildSummary:
     complete = _read_record(plan.output, COMPLETE_NAME, Complete.read)
     total = sum(f.size for f in complete.files)
     engine = plan.encoder.engine if plan.encoder is not None else "none (nothing to encode)"
-    return BuildSummary(plan.out, counts, len(complete.files) + 1, total, time.perf_counter() - started, built, skipped, engine)
+    documents = _documents_by_engine(plan.encoder, by_engine)
+    return BuildSummary(plan.out, counts, len(complete.files) + 1, total, time.perf_counter() - started, built, skipped, engine, documents)
+
+
+def _documents_by_engine(encoder, by_engine: tuple[int, int]) -> dict[str, int]:
+    """The documents this run encoded, by engine name ("gigatoken", "tokenizers"); none counted: empty."""
+    if encoder is None or not sum(by_engine) or not hasattr(encoder, "documents_by_engine"):
+        return {}
+    names = ("gigatoken", "tokenizers")
+    return {name: count for name, count in zip(names, by_engine) if count}
 
 
 

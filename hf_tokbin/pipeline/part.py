@@ -60,7 +60,7 @@ def build_part(plan: BuildPlan, index: int, progress: bool = True, close_on=None
     part = part_name(index)
     done = finished_receipt(plan, index)
     if done is not None:
-        return done, False
+        return done, False, (0, 0)
     if plan.encoder is None:
         plan = prepare_encoder(plan)
     shard = plan.corpus.shards[index]
@@ -81,15 +81,16 @@ class _WrittenPart:
     documents: int
     text_tokens: int
     text_bytes: int
+    by_engine: tuple[int, int]  # documents the fast engine, and tokenizers, encoded
 
-    def close(self) -> tuple[Receipt, bool]:
+    def close(self) -> tuple[Receipt, bool, tuple[int, int]]:
         try:
             receipt, staging = self._recorded()
         except BaseException:
             self._remove()  # failed after the pair was renamed, say: no file of the part is left under a final name
             raise
         _publish_part(self.plan.output, receipt, staging)
-        return receipt, True
+        return receipt, True, self.by_engine
 
     def _recorded(self) -> tuple[Receipt, list[FileEntry]]:
         """Close the writers (files fsynced, renamed), check and record them, write the receipt; the files to publish with it."""
@@ -134,14 +135,15 @@ def _write_part(plan: BuildPlan, index: int, shard_path: Path, progress: bool) -
     writers = _open_writers(plan, plan.output.work, shard.split, part)
     counter = SourceCounter(plan.shard_source.location(shard)) if plan.source_column is not None else None
     try:
-        documents, text_tokens, text_bytes = _write_documents(plan, index, shard_path, progress, writers, counter)
+        by_engine = [0, 0]
+        documents, text_tokens, text_bytes = _write_documents(plan, index, shard_path, progress, writers, counter, by_engine)
         # Before close() renames anything: a part that lost documents leaves no file under a final name.
         if documents != shard.rows:
             raise BuildError(shard_path, "documents out must equal rows in (nothing lost)", expected=shard.rows, got=documents)
     except BaseException:
         _abort_writers(writers)
         raise
-    return _WrittenPart(plan, index, writers, counter, documents, text_tokens, text_bytes)
+    return _WrittenPart(plan, index, writers, counter, documents, text_tokens, text_bytes, tuple(by_engine))
 
 
 def _abort_writers(writers: dict) -> None:
@@ -189,13 +191,17 @@ def _receipt_counts(plan: BuildPlan, documents: int, text_tokens: int, text_byte
     return SplitCounts(documents, text_tokens, eod_tokens, text_bytes, bos_tokens)
 
 
-def _write_documents(plan: BuildPlan, index: int, shard_path: Path, progress: bool, writers: dict, counter: SourceCounter | None = None) -> tuple[int, int, int]:
+def _write_documents(
+    plan: BuildPlan, index: int, shard_path: Path, progress: bool, writers: dict, counter: SourceCounter | None = None,
+    by_engine: list[int] | None = None,
+) -> tuple[int, int, int]:
     """Encode the shard and hand every batch, its ids checked once, to every writer. Returns (documents, text tokens, text bytes).
 
     ``counter`` counts the documents per source as they are encoded (before any shuffle: the counts do not depend on order).
     """
     documents = text_tokens = text_bytes = 0
-    for flat, lengths, n_bytes in shuffled_documents(plan, index, encode_shard(plan, index, progress, shard_path, counter)):
+    encoded = encode_shard(plan, index, progress, shard_path, counter, by_engine)
+    for flat, lengths, n_bytes in shuffled_documents(plan, index, encoded):
         flat, lengths = checked_documents(flat, lengths, plan.tokenizer.vocab_size, shard_path)  # once, for every format
         if "llmc" in plan.options.formats:
             _check_fits_llmc_file(plan, shard_path, lengths, documents)

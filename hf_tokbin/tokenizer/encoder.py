@@ -198,6 +198,7 @@ class DocumentEncoder:
         self._nfc = False  # the normalizer is NFC: documents NFC could change are checked by tokenizers' own
         self._router = None
         self._code_point_proof = None
+        self.documents_by_engine = [0, 0]  # documents this process encoded with gigatoken, with tokenizers
 
     @classmethod
     def from_tokenizer_json(cls, path: str | os.PathLike, fast: FastMode = "auto", parse_special: bool = False) -> "DocumentEncoder":
@@ -250,6 +251,7 @@ class DocumentEncoder:
         self._cut_added = state["cut_added"]
         self._router = None
         self._code_point_proof = None
+        self.documents_by_engine = [0, 0]
 
     @property
     def tokenizer(self):
@@ -456,7 +458,9 @@ class DocumentEncoder:
 
         chars = ak.contents.NumpyArray(data, parameters={"__array__": "char"})
         texts = ak.Array(ak.contents.ListOffsetArray(ak.index.Index64(offsets), chars, parameters={"__array__": "string"}))
-        return _encode_with_gigatoken(self._load_gigatoken(), texts)
+        encoded = _encode_with_gigatoken(self._load_gigatoken(), texts)
+        self._count(offsets.size - 1, 0)
+        return encoded
 
     def _prove(self, code_points: np.ndarray) -> np.ndarray:
         """True where gigatoken is NOT proven on a code point (:class:`hf_tokbin.tokenizer.proof.CodePointProof`)."""
@@ -471,6 +475,7 @@ class DocumentEncoder:
         """Ids of every text, concatenated (``uint32``), and each text's id count (``int64``)."""
         if self._check.used:
             return self._encode_routed(texts)
+        self.documents_by_engine[1] += len(texts)
         return self._encode_with_tokenizers(texts)
 
     def _encode_routed(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -482,31 +487,39 @@ class DocumentEncoder:
         router = self._get_router()
         cut = router.pieces(texts)
         if cut is None:
-            return self._encode_documents(texts, router)
+            ids, lengths, slow = self._encode_documents(texts, router)
+            self._count(len(texts), len(slow))
+            return ids, lengths
         pieces, owners, token_ids = cut
         is_token = np.fromiter((isinstance(p, int) for p in pieces), dtype=bool, count=len(pieces))
         text_index, token_index = np.flatnonzero(~is_token), np.flatnonzero(is_token)
-        text_ids, text_lengths = self._encode_documents([pieces[i] for i in text_index], router, added_cut=True)
+        text_ids, text_lengths, slow = self._encode_documents([pieces[i] for i in text_index], router, added_cut=True)
+        self._count(len(texts), np.unique(owners[text_index[slow]]).size)
         piece_lengths = np.ones(len(pieces), dtype=np.int64)
         piece_lengths[text_index] = text_lengths
         ids = _assemble(piece_lengths, ((text_index, text_ids, text_lengths), (token_index, token_ids, np.ones(token_index.size, dtype=np.int64))))
         return ids, np.bincount(owners, weights=piece_lengths, minlength=len(texts)).astype(np.int64)
 
-    def _encode_documents(self, texts: list[str], router: "_Router", added_cut: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_encode_routed` of documents (or pieces: ``added_cut``, no added-token text left in them)."""
+    def _count(self, documents: int, by_tokenizers: int) -> None:
+        self.documents_by_engine[0] += documents - by_tokenizers
+        self.documents_by_engine[1] += by_tokenizers
+
+    def _encode_documents(self, texts: list[str], router: "_Router", added_cut: bool = False) -> tuple[np.ndarray, np.ndarray, list[int]]:
+        """:meth:`_encode_routed` of documents (or pieces: ``added_cut``, no added-token text left in them), and the
+        indices of those tokenizers encoded."""
         fast_texts = router.normalized(texts)
         slow = router.unproven_texts(texts, fast_texts, search_added=not added_cut)
         if not slow:
-            return _encode_with_gigatoken(self._load_gigatoken(), fast_texts)
+            return (*_encode_with_gigatoken(self._load_gigatoken(), fast_texts), slow)
         if len(slow) == len(texts):
-            return self._encode_with_tokenizers(texts)
+            return (*self._encode_with_tokenizers(texts), slow)
         slow_index = np.asarray(slow, dtype=np.int64)
         fast_index = np.setdiff1d(np.arange(len(texts), dtype=np.int64), slow_index, assume_unique=True)
         fast_ids, fast_lengths = _encode_with_gigatoken(self._load_gigatoken(), [fast_texts[i] for i in fast_index])
         slow_ids, slow_lengths = self._encode_with_tokenizers([texts[i] for i in slow])
         lengths = np.empty(len(texts), dtype=np.int64)
         lengths[fast_index], lengths[slow_index] = fast_lengths, slow_lengths
-        return _assemble(lengths, ((fast_index, fast_ids, fast_lengths), (slow_index, slow_ids, slow_lengths))), lengths
+        return _assemble(lengths, ((fast_index, fast_ids, fast_lengths), (slow_index, slow_ids, slow_lengths))), lengths, slow
 
     def _encode_with_tokenizers(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         # encode_batch_fast skips offset tracking, which we do not use; same ids.

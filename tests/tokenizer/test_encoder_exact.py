@@ -124,6 +124,9 @@ def test_build_with_a_new_character_in_document_150_is_byte_identical_fast_and_n
     for fast in ("auto", "never"):
         summary = build(plan_build(corpus, info, tmp_path / fast, fast=fast), progress=False)
         assert summary.encoder.startswith("gigatoken " if fast == "auto" else "tokenizers ")
+        # The summary says which engine encoded how many documents: only document 150 left the fast path.
+        assert summary.documents_by_engine == ({"gigatoken": 202, "tokenizers": 1} if fast == "auto" else {"tokenizers": 203})
+        assert "documents encoded by " in summary.table() and summary.record()["documents_by_engine"] == summary.documents_by_engine
         root = tmp_path / fast
         outputs[fast] = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.bin"))}
     assert outputs["auto"] and outputs["auto"] == outputs["never"]
