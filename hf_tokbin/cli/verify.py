@@ -57,8 +57,13 @@ def run(args) -> int:
 
             raise HubError(args.path, "--for checks local files; download the release first with hf-tokbin pull")
         from ..hub.remote_verify import verify_remote
+        from ..hub.retry import path_or_repo
 
-        report = verify_remote(args.path, revision=args.revision, endpoint=args.endpoint, download_sample=args.download_sample or 0, path_in_repo=args.path_in_repo, progress=False, strict=args.strict)
+        with path_or_repo(args.path):
+            report = verify_remote(
+                args.path, revision=args.revision, endpoint=args.endpoint, download_sample=args.download_sample or 0,
+                path_in_repo=args.path_in_repo, progress=False, strict=args.strict,
+            )
         emit(args, report.summary(), report.record())
         return 0
     if hub_flags:

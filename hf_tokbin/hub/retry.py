@@ -27,6 +27,7 @@ Environment (read by :meth:`RetryPolicy.from_env`, used by the command line):
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime
 import json
 import os
@@ -187,6 +188,13 @@ def _is_permanent_xet_error(error: BaseException) -> bool:
     return _PERMANENT_XET_STATUS.search(str(error)) is not None
 
 
+def _is_unreachable(error: BaseException) -> bool:
+    """Whether ``error`` means the Hub could not be reached at all (offline mode, a refused or failed connection)."""
+    from huggingface_hub.errors import OfflineModeIsEnabled
+
+    return isinstance(error, (OfflineModeIsEnabled, ConnectionError, *_transport_errors("ConnectError")))
+
+
 def _transport_errors(name: str = "TransportError") -> tuple[type[BaseException], ...]:
     """The HTTP library's connection/timeout/protocol errors (httpx2 for huggingface_hub 2.x, httpx for 1.x), or its class ``name``."""
     errors = []
@@ -290,6 +298,47 @@ def fetch_error(where: str, what: str, error: BaseException) -> HubError:
     if isinstance(error, EntryNotFoundError):
         return HubError(where, f"cannot fetch the {what}: no such file in the repo at this revision")
     return as_hub_error(where, f"fetch the {what}", error, access="read")
+
+
+def _causes(error: BaseException):
+    """``error`` and the exceptions it was raised from (``__cause__``, else ``__context__``), outermost first."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error
+        error = error.__cause__ or error.__context__
+
+
+def _repo_absent_or_unreachable(error: BaseException) -> str | None:
+    """What the Hub said of a repo it does not hold or could not be asked about, or None for any other failure."""
+    from huggingface_hub.errors import GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError
+
+    for cause in _causes(error):
+        if isinstance(cause, RepositoryNotFoundError) and not isinstance(cause, GatedRepoError):
+            return "no Hub repo of this name (repo not found)"
+        if isinstance(cause, LocalEntryNotFoundError):  # offline, or unreachable, and not in the local cache
+            return "the Hub could not be asked for a repo of this name, and the local cache holds none"
+        if _is_unreachable(cause):
+            return f"the Hub could not be asked for a repo of this name ({short_reason(cause)})"
+    return None
+
+
+@contextlib.contextmanager
+def path_or_repo(given: str):
+    """Read ``given`` as a Hub repo, a name that is no local path but reads NS/NAME (``out/corpus``).
+
+    Such a name is as likely a path typed from the wrong folder: when the repo
+    is not found, or the Hub cannot be asked, the error says both readings.
+    """
+    try:
+        yield
+    except HubError as error:
+        hub_reading = _repo_absent_or_unreachable(error)
+        if hub_reading is None:
+            raise
+        rule = f"no local file or folder of this name in {os.getcwd()}, and {hub_reading}"
+        hint = "run from the folder that holds the path, or give it whole; a private Hub repo needs a token (HF_TOKEN)"
+        raise HubError(given, rule, hint=hint) from error
 
 
 class CommitRateLimiter:
