@@ -158,6 +158,8 @@ def is_transient(error: BaseException) -> bool:
     status = status_of(error)
     if status is not None:
         return status in TRANSIENT_STATUS
+    if never_reachable_hint(error) is not None:
+        return False
     if _is_permanent_xet_error(error):
         return False
     if isinstance(error, json.JSONDecodeError):
@@ -193,6 +195,32 @@ def _is_unreachable(error: BaseException) -> bool:
     from huggingface_hub.errors import OfflineModeIsEnabled
 
     return isinstance(error, (OfflineModeIsEnabled, ConnectionError, *_transport_errors("ConnectError")))
+
+
+def never_reachable_hint(error: BaseException) -> str | None:
+    """What to do when no retry can reach the Hub (offline mode, a host name that does not resolve), else None.
+
+    As ``huggingface_hub`` does, these fail at once: waiting does not turn offline mode off or fix a host name.
+    """
+    import socket
+
+    from huggingface_hub.errors import OfflineModeIsEnabled
+
+    causes = list(_causes(error))
+    if any(isinstance(cause, OfflineModeIsEnabled) for cause in causes):
+        return "HF_HUB_OFFLINE=1 is set and this needs the Hub: run it with HF_HUB_OFFLINE=0"
+    if any(isinstance(cause, socket.gaierror) for cause in causes):
+        host = next(filter(None, map(_request_host, causes)), "the Hub's host")
+        return f"the host name {host} cannot be resolved: check the network, and the endpoint (--endpoint, HF_ENDPOINT)"
+    return None
+
+
+def _request_host(error: BaseException) -> str | None:
+    """The host an HTTP library's error was requesting, if it says."""
+    try:
+        return error.request.url.host or None
+    except (AttributeError, RuntimeError):  # no request, or httpx's "request instance has not been set"
+        return None
 
 
 def _transport_errors(name: str = "TransportError") -> tuple[type[BaseException], ...]:
@@ -268,6 +296,8 @@ def as_hub_error(where: str, what: str, error: BaseException, access: str = "wri
             hint += "; a private repo needs a token that can see it"
     elif status == 404:
         hint = "check the repo id, the revision, and that the token can see a private repo"
+    elif never_reachable_hint(error) is not None:
+        hint = never_reachable_hint(error)
     elif status in TRANSIENT_STATUS or is_transient(error):
         hint = "the Hub kept failing; re-run the same command: it resumes where it stopped"
     return HubError(where, f"{what} failed", got=short_reason(error), hint=hint)
@@ -337,7 +367,8 @@ def path_or_repo(given: str):
         if hub_reading is None:
             raise
         rule = f"no local file or folder of this name in {os.getcwd()}, and {hub_reading}"
-        hint = "run from the folder that holds the path, or give it whole; a private Hub repo needs a token (HF_TOKEN)"
+        hub_hint = never_reachable_hint(error) or "a private Hub repo needs a token (HF_TOKEN)"
+        hint = f"run from the folder that holds the path, or give it whole; {hub_hint}"
         raise HubError(given, rule, hint=hint) from error
 
 
