@@ -78,6 +78,11 @@ class _LocatedError(TokbinError):
         self.hint = hint
         super().__init__(_message(path, rule, expected, got, hint))
 
+    @property
+    def detail(self) -> str:
+        """The message without its path: the rule, what was expected and found, the hint."""
+        return _message(None, self.rule, self.expected, self.got, self.hint)
+
     def __reduce__(self):
         # Rebuild from the fields, not from the message: errors cross process
         # boundaries (Ray tasks, the build's worker processes) by pickling.
