@@ -59,7 +59,7 @@ def _unmasked_message(path: str | os.PathLike | None, rule: str, expected=None, 
         parts.append(f"{os.fspath(path)}: ")
     parts.append(rule)
     if expected is not None:
-        parts.append(f": expected {expected}, got {got}")
+        parts.append(f": expected {expected}" if got is None else f": expected {expected}, got {got}")
     elif got is not None:
         parts.append(f": got {got}")
     if hint:

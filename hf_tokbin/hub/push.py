@@ -50,7 +50,7 @@ from urllib.parse import quote
 
 from tqdm.auto import tqdm
 
-from .._io import sha256_file
+from .._io import counted, sha256_file
 from ..errors import HubError, VerificationError
 from ..formats.release import CARD_NAME
 from ..formats.rules import is_repo_id
@@ -147,7 +147,8 @@ class PushPreview:
         where = f"{self.repo_id}@{self.revision}" + (f" in {self.path_in_repo}" if self.path_in_repo else "")
         head = (
             f"dry run, nothing changed: {where}{'' if self.repo_exists else ' (no such repo, or the token cannot see it: it would be created)'}: "
-            f"would add {len(self.add)} files ({sum(u.size for u in self.add):,} bytes) in {self.commits} commits, "
+            f"would add {counted(len(self.add), 'file')} ({sum(u.size for u in self.add):,} bytes) "
+            f"in {counted(self.commits, 'commit')}, "
             f"keep {len(self.keep)} present and verified, delete {len(self.delete)}, leave {len(self.leave)} other remote files alone"
         )
         lines = [head]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .._io import counted
 from ..errors import VerificationError
 from ..formats.megatron import MegatronPair
 from ..formats.merged import MERGED_NAME, MergedSplit, read_merged
@@ -20,7 +21,7 @@ def verify_merged(folder: str | os.PathLike) -> tuple[str, list[MergedSplit]]:
         pair = MegatronPair(folder / split.files[1].path)
         pair.check_ids()
         if (len(pair), pair.n_tokens) != (split.documents, split.tokens):
-            got = f"{len(pair):,} documents, {pair.n_tokens:,} tokens"
+            got = f"{counted(len(pair), 'document')}, {pair.n_tokens:,} tokens"
             rule = f"counts differ from {MERGED_NAME}"
             raise VerificationError(pair.idx_path, rule, expected=_counts(split), got=got)
     held = "; ".join(f"{split.name}: {_counts(split)}" for split in splits)
@@ -28,4 +29,4 @@ def verify_merged(folder: str | os.PathLike) -> tuple[str, list[MergedSplit]]:
 
 
 def _counts(split: MergedSplit) -> str:
-    return f"{split.documents:,} documents, {split.tokens:,} tokens"
+    return f"{counted(split.documents, 'document')}, {split.tokens:,} tokens"
