@@ -28,6 +28,7 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument("--revision", default=None, metavar="REV", help="a Hub repo's branch, tag or commit id (default main)")
     parser.add_argument("--endpoint", default=None, metavar="URL", help="Hub endpoint (default: HF_ENDPOINT or https://huggingface.co)")
+    parser.add_argument("--token", default=None, metavar="TOKEN", help="a Hub repo: the token (default: HF_TOKEN)")
     parser.add_argument("--path-in-repo", default=None, metavar="FOLDER", help="a Hub repo: the folder holding the release (default: the top)")
     parser.add_argument("--strict", action="store_true", help="a Hub repo: fail on files outside the release layout too (default: report them)")
     parser.add_argument("--download-sample", type=int, default=None, metavar="K", help="a Hub repo: also download and fully verify the token files of K parts")
@@ -54,7 +55,12 @@ def is_hub_repo(target: str) -> bool:
 
 
 def run(args) -> int:
-    hub_flags = [f for f, v in (("--revision", args.revision), ("--endpoint", args.endpoint), ("--download-sample", args.download_sample), ("--path-in-repo", args.path_in_repo), ("--strict", args.strict or None)) if v is not None]
+    hub_options = (
+        ("--revision", args.revision), ("--endpoint", args.endpoint), ("--token", args.token),
+        ("--download-sample", args.download_sample), ("--path-in-repo", args.path_in_repo),
+        ("--strict", args.strict or None),
+    )
+    hub_flags = [flag for flag, value in hub_options if value is not None]
     if is_hub_repo(args.path):
         if args.target is not None:
             from ..errors import HubError
@@ -65,8 +71,9 @@ def run(args) -> int:
 
         with path_or_repo(args.path):
             report = verify_remote(
-                args.path, revision=args.revision, endpoint=args.endpoint, download_sample=args.download_sample or 0,
-                path_in_repo=args.path_in_repo, progress=False, strict=args.strict,
+                args.path, revision=args.revision, endpoint=args.endpoint, token=args.token,
+                download_sample=args.download_sample or 0, path_in_repo=args.path_in_repo, progress=False,
+                strict=args.strict,
             )
         emit(args, report.summary(), report.record())
         return 0
