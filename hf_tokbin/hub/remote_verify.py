@@ -75,8 +75,9 @@ class RemoteReport:
             f"(sizes and LFS SHA-256 at this commit); records verified, {megabytes(self.downloaded)} downloaded{sample}"
         )
         if self.others:
-            shown_others = ", ".join(map(shown, self.others[:10])) + (f", ... ({len(self.others)} in all)" if len(self.others) > 10 else "")
-            lines.insert(1, f"{len(self.others)} other file(s) in the repo, outside the release layout and not part of the release: {shown_others}")
+            from ..verify.release import outside_the_layout
+
+            lines.insert(1, outside_the_layout(self.others, "in the repo"))
         return "\n".join(lines)
 
     def record(self) -> dict:
