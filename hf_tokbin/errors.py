@@ -120,7 +120,9 @@ class MissingDependencyError(TokbinError):
         self.package = package
         self.extra = extra
         self.feature = feature
-        super().__init__(f"{feature} needs {package}: pip install 'hf_tokbin[{extra}]'")
+        # hf_tokbin is installed from a checkout (it is not on PyPI): its extra works there, the package anywhere.
+        hint = f"pip install {package}, or pip install -e '.[{extra}]' in the hf_tokbin checkout"
+        super().__init__(f"{feature} needs {package} (HINT: {hint})")
 
     def __reduce__(self):
         return type(self), (self.package, self.extra, self.feature)

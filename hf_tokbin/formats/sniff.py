@@ -7,7 +7,7 @@ token folder's), so nothing here dispatches on a name alone.
 kind                  recognised by
 ====================  =====================================================
 ``llmc-file``         a ``.bin`` whose header[0] is an llm.c magic (:data:`llmc.MAGICS`)
-``megatron-pair``     an ``.idx``, or a ``.bin`` with an ``.idx`` beside it
+``megatron-pair``     an ``.idx``, or a ``.bin`` with an ``.idx`` beside it, or a prefix ``P`` with a ``P.idx``
 ``release``           a folder holding ``run_config.json``, ``COMPLETE.json`` or ``stats.json``
 ``corpus``            a folder whose ``_MANIFEST.json`` has ``"format": "hf_tokbin.corpus/1"``
 ``llmc-folder``       a folder whose ``_MANIFEST.json`` is an llm.c tokens manifest (no ``format`` key)
@@ -55,6 +55,8 @@ def sniff(path: str | os.PathLike) -> str:
     """The kind of ``path`` (one of :data:`KINDS`), or a :class:`FormatError` saying what it is not."""
     path = Path(path)
     if not path.exists():
+        if megatron.idx_path_for_prefix(path).is_file():  # a pair named by its prefix, as Megatron's own paths are
+            return "megatron-pair"
         raise FormatError(path, "no such file or folder")
     if path.is_dir():
         if any((path / name).exists() for name in (RUN_CONFIG_NAME, COMPLETE_NAME, STATS_NAME)):

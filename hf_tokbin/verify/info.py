@@ -21,9 +21,7 @@ _LLMC_LAYOUTS = {"gpt2": "llm.c token file", "llama3": "upstream llm.c Llama 3 t
 
 def describe(path: str | os.PathLike) -> str:
     path = Path(path)
-    if not path.exists():
-        raise FormatError(path, "no such file or folder")
-    kind = sniff(path)
+    kind = sniff(path)  # a missing path is "no such file or folder"
     if kind in ("release", "llmc-folder", "corpus"):
         return describe_folder(path, kind)
     if kind == "llmc-file":
