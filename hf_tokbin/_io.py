@@ -27,6 +27,11 @@ _HASH_CHUNK = 1 << 22
 DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})  # no space left; disk quota exceeded
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1: "1 commit", "2 commits", "1,000 documents"."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 def notify(message: str) -> None:
     """A line for the user on stderr that does not break progress bars (credentials in it masked)."""
     from tqdm.auto import tqdm

@@ -59,7 +59,7 @@ def _unmasked_message(path: str | os.PathLike | None, rule: str, expected=None, 
         parts.append(f"{os.fspath(path)}: ")
     parts.append(rule)
     if expected is not None:
-        parts.append(f": expected {expected}, got {got}")
+        parts.append(f": expected {expected}" if got is None else f": expected {expected}, got {got}")
     elif got is not None:
         parts.append(f": got {got}")
     if hint:
@@ -77,6 +77,11 @@ class _LocatedError(TokbinError):
         self.got = got
         self.hint = hint
         super().__init__(_message(path, rule, expected, got, hint))
+
+    @property
+    def detail(self) -> str:
+        """The message without its path: the rule, what was expected and found, the hint."""
+        return _message(None, self.rule, self.expected, self.got, self.hint)
 
     def __reduce__(self):
         # Rebuild from the fields, not from the message: errors cross process
@@ -115,7 +120,9 @@ class MissingDependencyError(TokbinError):
         self.package = package
         self.extra = extra
         self.feature = feature
-        super().__init__(f"{feature} needs {package}: pip install 'hf_tokbin[{extra}]'")
+        # hf_tokbin is installed from a checkout (it is not on PyPI): its extra works there, the package anywhere.
+        hint = f"pip install {package}, or pip install -e '.[{extra}]' in the hf_tokbin checkout"
+        super().__init__(f"{feature} needs {package} (HINT: {hint})")
 
     def __reduce__(self):
         return type(self), (self.package, self.extra, self.feature)

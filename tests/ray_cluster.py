@@ -38,7 +38,7 @@ to ``ray_cluster.log`` (beside the driver script, or in the session
 cluster's folder).
 
 Needs root (``unshare`` and ``nsenter``), ``ip`` (iproute2), psutil and Ray
-(``pip install 'hf_tokbin[ray]'``).
+(``pip install -e '.[ray]'`` in the checkout).
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ if sorted(ray.get(ready)) != sorted(nodes):
 def _ray_command() -> Path:
     ray = Path(sys.executable).parent / "ray"
     if not ray.exists():
-        raise RuntimeError(f"{ray}: the ray command is missing: pip install 'hf_tokbin[ray]'")
+        raise RuntimeError(f"{ray}: the ray command is missing: pip install -e '.[ray]' in the hf_tokbin checkout")
     return ray
 
 

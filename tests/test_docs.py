@@ -3,7 +3,9 @@
 The README and ``docs/*.md`` are read as a user reads them: a ``python`` block's
 imports must import, every ``hf-tokbin ...`` line of a shell block must parse
 with the real command line parser (nothing is run), and every module path or
-dotted name of hf_tokbin they cite must exist.
+dotted name of hf_tokbin they cite must exist. Claims about what the code
+writes (a flag of the release card, the default split rule) are read where the
+docs make them and compared with what the code writes.
 """
 
 from __future__ import annotations
@@ -112,3 +114,37 @@ def test_every_cited_dotted_name_exists(doc, name):
             obj = getattr(obj, attr)
         return
     raise AssertionError(f"{doc} cites {name}, which does not import")
+
+
+# Claims about what the code writes, read where the docs make them and checked against what the code writes.
+CARD_FLAG = re.compile(r"`(viewer): (true|false)`")  # a flag of the release card's YAML metadata
+DEFAULT_SPLIT_RULE = re.compile(r"\belse:? `?--split-rule (\w+)")  # "a split column ...; else --split-rule X"
+
+
+def claims(pattern: re.Pattern) -> list[tuple[str, re.Match]]:
+    return [(doc.name, m) for doc in DOCS for m in pattern.finditer(doc.read_text(encoding="utf-8"))]
+
+
+def test_the_card_flags_the_docs_name_are_the_cards(tmp_path):
+    import yaml
+    from release_fixtures import build_release
+
+    card = (build_release(tmp_path) / "README.md").read_text(encoding="utf-8")
+    metadata = yaml.safe_load(card.split("---\n")[1])
+    found = claims(CARD_FLAG)
+    assert found, "the docs name no card flag: the pattern is stale"
+    for doc, m in found:
+        card_value = str(metadata[m.group(1)]).lower()
+        assert card_value == m.group(2), f"{doc}: `{m.group(0)}`, the card says {card_value}"
+
+
+def test_the_default_split_rule_the_docs_name_is_the_codes(tmp_path):
+    import json
+
+    from hf_tokbin.corpus.write import import_corpus
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"text": f"document {i}"}) + "\n" for i in range(20)))
+    default = import_corpus([rows], tmp_path / "corpus").split_rule  # no split column, no option
+    for doc, m in claims(DEFAULT_SPLIT_RULE):
+        assert m.group(1) == default, f"{doc}: says the default split rule is {m.group(1)}; it is {default}"

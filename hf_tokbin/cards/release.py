@@ -38,8 +38,9 @@ with ``license_name`` when the value is a lowercase slug), ``language`` (the
 codes the Hub accepts, as ``datasets`` lists them; others are named in the
 card's text, not the metadata), ``size_categories`` (from the number of
 documents), ``task_categories: [text-generation]``, ``source_datasets`` (a
-Hub corpus only), ``tokenizer``, ``tags`` (one per format), ``viewer: false``
-(token files are not viewable tables).
+Hub corpus only), ``tokenizer``, ``tags`` (one per format), and ``viewer``:
+true with the preview's ``configs:`` entry when the release holds preview files
+(:mod:`hf_tokbin.cards.preview`; token files are not viewable tables), else false.
 
 The card says what is true when the build writes it: the files and their
 digests in ``COMPLETE.json``; publishing is what ``hf-tokbin push`` adds. It

@@ -187,6 +187,7 @@ def _is_terminal(stream) -> bool:
 def _main(argv: list[str] | None) -> int:
     from .._io import disk_full_error, write_errors_of_libraries
     from ..errors import TokbinError
+    from .output import emit_error
 
     argv = sys.argv[1:] if argv is None else argv
     args = _parse(make_parser(_command_in(argv)), argv)
@@ -199,6 +200,7 @@ def _main(argv: list[str] | None) -> int:
     except TokbinError as e:
         # Bad input is one line; any exception not caught here is a bug and shows its traceback.
         print(f"hf-tokbin {args.command}: error: {e}", file=sys.stderr)
+        emit_error(args, e, str(e))
         return 1
     except write_errors_of_libraries() as e:  # OSError, and the library errors that wrap one (evaluated only on an error)
         # OS errors (a missing file, a full disk) are one line; a library's error is, only if a full disk caused it.
@@ -206,6 +208,7 @@ def _main(argv: list[str] | None) -> int:
         if full is None and not isinstance(e, OSError):
             raise
         print(f"hf-tokbin {args.command}: error: {full or e}", file=sys.stderr)
+        emit_error(args, full or e, str(full or e))
         return 1
     except KeyboardInterrupt:
         print(f"hf-tokbin {args.command}: interrupted", file=sys.stderr)

@@ -19,6 +19,11 @@ from ..formats.run_config import LLMC_VARIANTS
 from .output import add_json_flag, emit, say
 from .progress import show_progress
 
+ENGINE_HELP = (
+    "where the parts are encoded: local (this machine, --num-proc workers) or ray (a Ray cluster, --ray-address; "
+    "every node must see --out). Same bytes either way (default: %(default)s)"
+)
+
 
 def add_arguments(parser) -> None:
     parser.add_argument(
@@ -64,7 +69,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--llmc-variant", choices=tuple(LLMC_VARIANTS), default=None, help=argparse.SUPPRESS)  # deprecated: seed000 = gpt2
     parser.add_argument("--fast", choices=FAST_MODES, default="auto", help="use gigatoken for the documents it is proven to encode exactly as tokenizers (per code point, see docs/speed.md; default auto)")
     parser.add_argument("--shuffle-seed", type=int, default=None, help="write each part's documents in a seeded order and interleave blocks of every part in the llm.c files (default: corpus order)")
-    parser.add_argument("--engine", choices=("local", "ray"), default="local")
+    parser.add_argument("--engine", choices=("local", "ray"), default="local", help=ENGINE_HELP)
     parser.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start one locally)")
     parser.add_argument(
         "--check-ids",

@@ -3,7 +3,8 @@
 As the ``hf`` CLI does: without ``--json`` the human summary goes to stdout;
 with it, stdout holds exactly one JSON object (one line), so
 ``hf-tokbin verify R --json | jq .splits`` works, while progress bars (tqdm
-writes to stderr) and messages go to stderr.
+writes to stderr) and messages go to stderr. An error is one object too,
+``{"error": {"message", "path", "rule"}}`` (:func:`emit_error`), beside its line on stderr.
 """
 
 from __future__ import annotations
@@ -30,6 +31,20 @@ def emit(args, human: str, record) -> None:
         print(json.dumps(as_json(record), ensure_ascii=False, sort_keys=False))
     else:
         print(human)
+
+
+def emit_error(args, error: BaseException, message: str) -> None:
+    """Under ``--json``, the error as stdout's one JSON object: ``{"error": {"message", "path", "rule"}}``.
+
+    ``message`` is the line printed on stderr (without the command's prefix); ``path`` and ``rule`` are the
+    error's own fields (an OS error's file name and reason), ``path`` null where the error names no file.
+    """
+    if not getattr(args, "json", False):
+        return
+    path = getattr(error, "path", None) if hasattr(error, "rule") else getattr(error, "filename", None)
+    rule = getattr(error, "rule", None) or getattr(error, "strerror", None) or message
+    record = {"message": message, "path": None if path is None else os.fspath(path), "rule": rule}
+    print(json.dumps({"error": record}, ensure_ascii=False))
 
 
 def as_json(value):

@@ -1,8 +1,9 @@
 """``hf-tokbin recipe RELEASE --for TARGET``: the flags or config lines that train on a release.
 
 Prints the lines (:mod:`hf_tokbin.verify.recipe`), the trainer version they
-were checked against, notes, and every warning and error of ``verify --for``;
-exits 1 if any finding is an error.
+were checked against, notes, and every warning and error of ``verify --for``
+that no printed line fixes (one a line fixes is a note of the change); exits 1
+if any finding left is an error.
 """
 
 from __future__ import annotations

@@ -123,7 +123,10 @@ def list_inputs(paths: Sequence[str | os.PathLike]) -> list[InputFile]:
         if text.startswith(HF_PREFIX):
             found.extend(_hub_inputs(text))
         elif _looks_like_repo_id(text):
-            found.extend(_hub_repo_inputs(text))
+            from ..hub.retry import path_or_repo
+
+            with path_or_repo(text):
+                found.extend(_hub_repo_inputs(text))
         elif Path(text).is_dir():
             found.extend(_folder_inputs(Path(text)))
         elif any(c in text for c in _GLOB_CHARS) and not Path(text).exists():

@@ -153,6 +153,16 @@ def resolve_corpus_source(
             raise FormatError(path, "not a corpus folder: no " + MANIFEST_NAME, hint="write one with hf-tokbin corpus import or hf-tokbin corpus tinystories")
         return CorpusSource(path, "local", None, LocalShards(os.fspath(path.resolve())))
     check_repo_id(name)
+    from ..hub.retry import path_or_repo
+
+    with path_or_repo(name):
+        return _hub_corpus_source(name, revision, config, splits, work_dir, plan_only)
+
+
+def _hub_corpus_source(
+    name: str, revision: str | None, config: str | None, splits: Sequence[str] | None, work_dir, plan_only: bool
+) -> CorpusSource:
+    """``--corpus NS/NAME``: a Hub corpus folder (fetched whole, or listed for a plan), or a plain Hub dataset repo."""
     from huggingface_hub import constants
 
     if constants.HF_HUB_OFFLINE:  # no listing offline: only a corpus folder fetched before, from the cache

@@ -24,6 +24,11 @@ _worker_state: Any = None  # in a worker process: the state its pool was started
 
 def _start_worker(state: Any, parent: int) -> None:
     global _worker_state
+    import signal
+
+    # Ctrl-C reaches the whole process group: the parent stops the build and says so on one line; a worker
+    # interrupted too printed its own traceback (20-35 lines). It finishes the batch it holds and ends with the pool.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(parent)
     _worker_state = state
 

@@ -87,7 +87,8 @@ def _describe(versions: dict[str, str | None]) -> str:
     return ", ".join(f"{name} {version or 'missing'}" for name, version in versions.items())
 
 
-def _import_ray():
+def import_ray():
+    """The ``ray`` module, or a :class:`MissingDependencyError` saying how to install it."""
     try:
         import ray
     except ImportError as e:
@@ -123,7 +124,7 @@ def check_reachable(address: str | None) -> None:
 @contextlib.contextmanager
 def session(address: str | None):
     """Connected to the cluster for the block (if this process is not already): every stage's tasks share the connection."""
-    ray = _import_ray()
+    ray = import_ray()
     if ray.is_initialized():
         yield
         return
@@ -175,7 +176,7 @@ def run_parts(
     """
     if max_retries < 0:  # Ray reads -1 as "retry forever"
         raise BuildError(None, "max_retries", expected="0 or more", got=max_retries)
-    ray = _import_ray()
+    ray = import_ray()
     indices = list(indices)
     connected_here = not ray.is_initialized()
     if connected_here:

@@ -81,7 +81,8 @@ class BuildOptions:
         if not formats or set(formats) - set(FORMATS):
             raise BuildError(None, "formats must be among llmc, megatron", got=",".join(map(str, formats)) or "none")
         object.__setattr__(self, "formats", tuple(f for f in FORMATS if f in formats))  # one canonical order
-        _check(_is_positive(self.num_proc) and _is_positive(self.batch_size), "num_proc and batch_size must be at least 1", (self.num_proc, self.batch_size))
+        _check(_is_positive(self.num_proc), "--num-proc must be at least 1", self.num_proc)
+        _check(_is_positive(self.batch_size), "--batch-size must be at least 1", self.batch_size)
         limit = llmc.MAX_TOKENS_PER_FILE
         _check(_is_positive(self.max_tokens_per_file) and self.max_tokens_per_file <= limit, "--max-tokens-per-file out of range", self.max_tokens_per_file, f"1..{limit}")
         _check(self.llmc_layout in LLMC_LAYOUTS, "llm.c layout must be gpt2 or llama3", self.llmc_layout)

@@ -186,6 +186,9 @@ class CorpusManifest:
         path = Path(directory_or_file)
         if path.is_dir():
             path = path / MANIFEST_NAME
+        elif path.is_file() and path.name != MANIFEST_NAME:
+            hint = "write one with hf-tokbin corpus import or hf-tokbin corpus tinystories"
+            raise FormatError(path, f"not a corpus folder: a file, not a folder holding {MANIFEST_NAME}", hint=hint)
         obj = read_json(path, FormatError)
         keys = ["name", "format", "split_rule", "license", "language", "sources", "shards"]
         optional = [k for k in ("empty_documents_dropped", "documents_by_source") if isinstance(obj, dict) and k in obj]

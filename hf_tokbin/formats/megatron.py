@@ -71,6 +71,11 @@ def idx_path_for(bin_path: str | os.PathLike) -> Path:
     return Path(bin_path).with_suffix(".idx")
 
 
+def idx_path_for_prefix(prefix: str | os.PathLike) -> Path:
+    """The ``.idx`` of a pair named by its prefix (Megatron's ``--data-path`` names pairs so): ``PREFIX.idx``."""
+    return Path(f"{os.fspath(prefix)}.idx")
+
+
 def bin_path_for(idx_path: str | os.PathLike) -> Path:
     return Path(idx_path).with_suffix(".bin")
 
@@ -285,7 +290,10 @@ class MegatronPair:
 
     def __init__(self, path: str | os.PathLike, vocab_size: int | None = None):
         path = Path(path)
-        self.idx_path = path if path.suffix == ".idx" else idx_path_for(path)
+        if path.suffix == ".idx":
+            self.idx_path = path
+        else:
+            self.idx_path = idx_path_for(path) if path.suffix == ".bin" else idx_path_for_prefix(path)
         self.bin_path = bin_path_for(self.idx_path)
         for p in (self.idx_path, self.bin_path):
             if not p.exists():

@@ -7,10 +7,11 @@ token folder's), so nothing here dispatches on a name alone.
 kind                  recognised by
 ====================  =====================================================
 ``llmc-file``         a ``.bin`` whose header[0] is an llm.c magic (:data:`llmc.MAGICS`)
-``megatron-pair``     an ``.idx``, or a ``.bin`` with an ``.idx`` beside it
+``megatron-pair``     an ``.idx``, or a ``.bin`` with an ``.idx`` beside it, or a prefix ``P`` with a ``P.idx``
 ``release``           a folder holding ``run_config.json``, ``COMPLETE.json`` or ``stats.json``
 ``corpus``            a folder whose ``_MANIFEST.json`` has ``"format": "hf_tokbin.corpus/1"``
 ``llmc-folder``       a folder whose ``_MANIFEST.json`` is an llm.c tokens manifest (no ``format`` key)
+``merge``             a folder whose ``MERGED.json`` has ``"format": "hf_tokbin.megatron_merge/1"``
 ====================  =====================================================
 """
 
@@ -23,10 +24,10 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import FormatError
-from . import corpus_manifest, llmc, megatron
+from . import corpus_manifest, llmc, megatron, merged
 from .release import COMPLETE_NAME, RUN_CONFIG_NAME, STATS_NAME
 
-KINDS = ("llmc-file", "megatron-pair", "release", "corpus", "llmc-folder")
+KINDS = ("llmc-file", "megatron-pair", "release", "corpus", "llmc-folder", "merge")
 _MAX_MANIFEST_SNIFF = 1 << 26  # bytes: a manifest larger than this is read by its own reader, not sniffed
 
 
@@ -54,10 +55,14 @@ def sniff(path: str | os.PathLike) -> str:
     """The kind of ``path`` (one of :data:`KINDS`), or a :class:`FormatError` saying what it is not."""
     path = Path(path)
     if not path.exists():
+        if megatron.idx_path_for_prefix(path).is_file():  # a pair named by its prefix, as Megatron's own paths are
+            return "megatron-pair"
         raise FormatError(path, "no such file or folder")
     if path.is_dir():
         if any((path / name).exists() for name in (RUN_CONFIG_NAME, COMPLETE_NAME, STATS_NAME)):
             return "release"
+        if (path / merged.MERGED_NAME).is_file() and json_format(path / merged.MERGED_NAME) == merged.MERGE_FORMAT:
+            return "merge"
         manifest = path / llmc.MANIFEST_NAME
         if manifest.is_file():
             return "corpus" if json_format(manifest) == corpus_manifest.FORMAT else "llmc-folder"

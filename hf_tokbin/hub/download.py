@@ -266,8 +266,7 @@ def read_error(where: str, what: str, error: BaseException, endpoint: str | None
     from huggingface_hub.errors import GatedRepoError
 
     status = status_of(error)
-    message = getattr(error, "server_message", None)
-    got = shown(short_reason(error) + (f": {message}" if message else ""))
+    got = shown(short_reason(error))  # the status and the server's own reason, once
     page = f"{(endpoint or constants.ENDPOINT).rstrip('/')}/{'datasets/' if repo_type == 'dataset' else ''}{repo_id}"
     if isinstance(error, GatedRepoError):
         return HubError(where, f"{what} failed: the repo is gated", got=got, hint=f"request access on {page}, then use a token of the account that has it")

@@ -226,6 +226,16 @@ def release_plan(root: Path, progress: bool = True, check: bool = True) -> Publi
     return PublishPlan(root, "release", tuple(upload_groups), final, COMPLETE_NAME)
 
 
+def left_out(plan: PublishPlan) -> tuple[str, ...]:
+    """The release folder's files outside the release layout: no part of the release, never uploaded (a file inside
+    the layout that ``COMPLETE.json`` does not list is an error). A corpus folder: none."""
+    if plan.kind != "release":
+        return ()
+    from ..verify.release import unlisted_files
+
+    return tuple(unlisted_files(plan.root, {u.path for u in plan.uploads}, COMPLETE_NAME))
+
+
 def corpus_plan(root: Path, progress: bool = True, check: bool = True) -> PublishPlan:
     manifest = CorpusManifest.read(root)
     shards = [FileEntry(s.path, s.size, s.sha256) for s in manifest.shards]

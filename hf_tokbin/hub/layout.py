@@ -13,9 +13,13 @@ own paths (seed 004's release, or a corpus folder), as plain text:
 ``--include`` names parts of a release by format and split: ``FORMAT:SPLIT``,
 ``FORMAT`` (every split) or ``SPLIT`` (every format), with FORMAT ``megatron``
 or ``llmc`` and SPLIT ``train`` or ``validation`` (``val`` accepted). A corpus
-takes splits only. The records (``run_config.json``, ``stats.json``,
-``README.md``, the receipts, the llm.c ``_MANIFEST.json`` and the preview) are always
-fetched: they are what the selected files are verified against.
+takes splits only. An item with ``/``, ``.`` or a glob character is a repo
+path or a glob of them (``shards/train/part-000000.bin``, ``shards/validation/*``),
+as ``hf download --include`` takes them. ``--exclude`` takes paths and globs too:
+a token file or corpus shard it matches is left out. The records
+(``run_config.json``, ``stats.json``, ``README.md``, the receipts, the llm.c
+``_MANIFEST.json`` and the preview) are always fetched: they are what the
+selected files are verified against.
 """
 
 from __future__ import annotations
@@ -69,18 +73,23 @@ class Include:
     """What ``--include`` selects: (format, split) pairs, or (``pairs`` None) the whole repo."""
 
     pairs: frozenset[tuple[str, str]] | None = None
-    specs: tuple[str, ...] = ()
+    specs: tuple[str, ...] = ()  # as given: the --include items, then "exclude PATTERN" for each --exclude
     names_a_format: bool = False
-    globs: tuple[str, ...] = ()  # patterns of repo paths, as ``hf download --include`` takes them
+    globs: tuple[str, ...] = ()  # paths and patterns of repo paths, as ``hf download --include`` takes them
+    excludes: tuple[str, ...] = ()  # paths and patterns of repo paths left out, as ``hf download --exclude``
 
     @classmethod
-    def parse(cls, specs) -> Include:
-        """``FORMAT:SPLIT``, ``FORMAT`` or ``SPLIT`` items, or globs of paths (``shards/validation/*``), comma-separated or repeated."""
-        items = [item.strip() for spec in (specs or ()) for item in spec.split(",") if item.strip()]
-        if not items:
+    def parse(cls, specs, excludes=()) -> Include:
+        """``FORMAT:SPLIT``, ``FORMAT`` or ``SPLIT`` items, or paths and globs (``shards/validation/*``),
+        comma-separated or repeated; ``excludes``: paths and globs."""
+        items = _items(specs)
+        excluded = tuple(_items(excludes))
+        if not items and not excluded:
             return cls()
-        globs = tuple(item for item in items if any(c in item for c in "*?["))
+        globs = tuple(item for item in items if any(c in item for c in "*?[/."))
         pairs, names_a_format = set(), False
+        if not items:  # --exclude alone: everything it does not match
+            pairs = {(f, s) for f in FORMATS for s in SPLITS}
         for item in (item for item in items if item not in globs):
             if ":" in item:
                 fmt, _, split = item.partition(":")
@@ -96,7 +105,8 @@ class Include:
             for f in [fmt] if fmt else FORMATS:
                 for s in [split_name(split)] if split else SPLITS:
                     pairs.add((f, s))
-        return cls(frozenset(pairs), tuple(items), names_a_format, globs)
+        specs = (*items, *(f"exclude {pattern}" for pattern in excluded))
+        return cls(frozenset(pairs), specs, names_a_format, globs, excluded)
 
     @property
     def everything(self) -> bool:
@@ -107,18 +117,35 @@ class Include:
         if self.pairs is None:
             return True
         if match := _PAIR_FILE.fullmatch(path):
-            stem = path.rsplit(".", 1)[0]  # a glob naming one file of a Megatron pair fetches the pair
-            return ("megatron", match.group(1)) in self.pairs or self._globbed(f"{stem}.bin", f"{stem}.idx")
+            stem = path.rsplit(".", 1)[0]  # a pattern naming one file of a Megatron pair fetches (or leaves) the pair
+            pair = (f"{stem}.bin", f"{stem}.idx")
+            return (("megatron", match.group(1)) in self.pairs or self._globbed(*pair)) and not self._excluded(*pair)
         if match := _LLMC_FILE.fullmatch(path):
-            return ("llmc", split_name(match.group(1))) in self.pairs or self._globbed(path)
+            wanted = ("llmc", split_name(match.group(1))) in self.pairs or self._globbed(path)
+            return wanted and not self._excluded(path)
         return True  # records: run_config.json, stats.json, README.md, receipts, the llm.c _MANIFEST.json
 
     def selects_split(self, split: str, path: str = "") -> bool:
         """Whether the corpus shard ``path`` of ``split`` is fetched (a corpus has no formats)."""
         if self.names_a_format:
             raise HubError("--include", "a corpus repo has no formats: name splits only", got=shown(", ".join(self.specs)))
-        return self.pairs is None or any(s == split for _, s in self.pairs) or self._globbed(path)
+        if self.pairs is None:
+            return True
+        return (any(s == split for _, s in self.pairs) or self._globbed(path)) and not self._excluded(path)
+
+    def unmatched(self, paths) -> list[str]:
+        """The paths and globs of ``--include`` and ``--exclude`` that match none of ``paths``."""
+        paths = list(paths)
+        return [g for g in (*self.globs, *self.excludes) if not any(fnmatch.fnmatchcase(p, g) for p in paths)]
 
     def _globbed(self, *paths: str) -> bool:
-        """Whether a glob of ``--include`` matches one of ``paths`` (``*`` crosses folders, as in ``hf download``)."""
+        """Whether a path or glob of ``--include`` matches one of ``paths`` (``*`` crosses folders)."""
         return any(fnmatch.fnmatchcase(path, glob) for glob in self.globs for path in paths if path)
+
+    def _excluded(self, *paths: str) -> bool:
+        return any(fnmatch.fnmatchcase(path, glob) for glob in self.excludes for path in paths if path)
+
+
+def _items(specs) -> list[str]:
+    """The items of repeated, comma-separated option values."""
+    return [item.strip() for spec in (specs or ()) for item in spec.split(",") if item.strip()]

@@ -65,7 +65,7 @@ from .download import (
     safe_folder,
     tree_expected,
 )
-from .layout import Include, check_path, check_path_in_repo
+from .layout import Include, check_path, check_path_in_repo, is_token_file
 from .retry import RetryPolicy, call_with_retry, notify
 from .revision import bounded_listing, escaped, resolve_commit, shown
 
@@ -274,6 +274,11 @@ def _wanted_from_record(kind: str, record: Path, tree: dict, include: Include, s
         for entry in entries:
             check_path(kind, entry.path, source.uri(CORPUS_MANIFEST_NAME))
         selected = [FileEntry(s.path, s.size, s.sha256) for s in manifest.shards if include.selects_split(s.split, s.path)]
+    unmatched = include.unmatched(e.path for e in entries)
+    if unmatched or not (include.everything or any(kind == "corpus" or is_token_file(e.path) for e in selected)):
+        what = f"{', '.join(map(shown, unmatched))} matches no file" if unmatched else "the selection holds no file"
+        option = "--exclude" if unmatched and set(unmatched) <= set(include.excludes) else "--include"
+        raise HubError(option, f"{what} of the {kind} at this commit", got=shown(", ".join(include.specs)))
     problems = tree_disagreements(entries, tree)
     if problems:
         raise disagreement_error(source.uri(record.name), "the record disagrees with the Hub's own tree at this commit", problems)

@@ -50,7 +50,7 @@ from urllib.parse import quote
 
 from tqdm.auto import tqdm
 
-from .._io import sha256_file
+from .._io import counted, sha256_file
 from ..errors import HubError, VerificationError
 from ..formats.release import CARD_NAME
 from ..formats.rules import is_repo_id
@@ -61,6 +61,7 @@ from .files import (
     Upload,
     check_hub_limits,
     check_local_file,
+    left_out,
     normalize_path_in_repo,
     publish_plan,
 )
@@ -114,8 +115,12 @@ class PushSummary:
     path_in_repo: str = ""  # the folder of the repo the release lives in ("" = the top)
     files_left_alone: int = 0  # remote files the folder does not hold, kept
     pr_url: str | None = None
+    left_out: tuple[str, ...] = ()  # the folder's files outside the release layout, not published
 
     def __str__(self) -> str:
+        return self._done() + left_out_line(self.left_out)
+
+    def _done(self) -> str:
         if self.commits == 0:
             what = f"already published: all {self.files_already_there} files present and verified, no commit made"
         else:
@@ -142,12 +147,14 @@ class PushPreview:
     delete: tuple[str, ...]  # remote files the folder does not hold, named by --delete / --mirror
     leave: tuple[str, ...]  # remote files the folder does not hold, left alone
     commits: int
+    left_out: tuple[str, ...] = ()  # the folder's files outside the release layout, not published
 
     def __str__(self) -> str:
         where = f"{self.repo_id}@{self.revision}" + (f" in {self.path_in_repo}" if self.path_in_repo else "")
         head = (
             f"dry run, nothing changed: {where}{'' if self.repo_exists else ' (no such repo, or the token cannot see it: it would be created)'}: "
-            f"would add {len(self.add)} files ({sum(u.size for u in self.add):,} bytes) in {self.commits} commits, "
+            f"would add {counted(len(self.add), 'file')} ({sum(u.size for u in self.add):,} bytes) "
+            f"in {counted(self.commits, 'commit')}, "
             f"keep {len(self.keep)} present and verified, delete {len(self.delete)}, leave {len(self.leave)} other remote files alone"
         )
         lines = [head]
@@ -155,7 +162,17 @@ class PushPreview:
         lines += [f"  keep    {self.path_in_repo}{p}" for p in self.keep]
         lines += [f"  delete  {self.path_in_repo}{p}" for p in self.delete]
         lines += [f"  leave   {self.path_in_repo}{p}" for p in self.leave]
-        return "\n".join(lines)
+        lines += [f"  omit    {p} (local: outside the release layout)" for p in self.left_out]
+        return "\n".join(lines) + left_out_line(self.left_out)
+
+
+def left_out_line(left_out: tuple[str, ...]) -> str:
+    """What a push does not publish: the folder's files outside the release layout, named (empty when none)."""
+    if not left_out:
+        return ""
+    from ..verify.release import outside_the_layout
+
+    return f"\nleft out {outside_the_layout(left_out, 'in the folder')}"
 
 
 @dataclass(frozen=True)
@@ -666,6 +683,7 @@ def push_folder(
         raise HubError(None, "--create-pr opens a pull request against main: it takes no --revision", got=revision, hint="to continue a pull request, push with --revision refs/pr/N")
     plan = publish_plan(folder, progress, check=False)
     local = _LocalFiles.check(plan, prefix, progress)  # every file hashed once, before any request
+    omitted = left_out(plan)  # after the check above: it names a symlink among the files it hashes
     rate_limiter = rate_limiter or CommitRateLimiter(limits.commits_per_hour)
     publisher = _Publisher(HfApi(endpoint=endpoint, token=token), repo_id, revision, limits, retry or RetryPolicy.from_env(), prefix=prefix, local=local)
 
@@ -676,7 +694,7 @@ def push_folder(
     if card is not None:
         publisher.validate_card(card)
     if dry_run:
-        return _preview(plan, survey, repo_id, revision, prefix, head, len(commits))
+        return _preview(plan, survey, repo_id, revision, prefix, head, len(commits), omitted)
 
     publisher.ensure_repo(private)
     publisher.head = publisher.read_head()
@@ -684,7 +702,7 @@ def push_folder(
         survey, commits = _survey_and_plan(plan, publisher, publisher.head, delete, mirror, commit_message)
 
     to_send = _send_commits(publisher, commits, rate_limiter, create_pr, progress)
-    return _summary(plan, survey, publisher, len(commits), to_send)
+    return _summary(plan, survey, publisher, len(commits), to_send, omitted)
 
 
 def _check_visibility(publisher: _Publisher, is_private: bool | None, private: bool | None) -> None:
@@ -703,19 +721,27 @@ def _survey_and_plan(plan: PublishPlan, publisher: _Publisher, head: str | None,
     return survey, _plan_commits(plan, survey, publisher.limits, prefix, message)
 
 
-def _preview(plan: PublishPlan, survey: _Survey, repo_id: str, revision: str, prefix: str, head: str | None, commits: int) -> PushPreview:
+def _preview(
+    plan: PublishPlan, survey: _Survey, repo_id: str, revision: str, prefix: str, head: str | None, commits: int,
+    omitted: tuple[str, ...],
+) -> PushPreview:
     """What a push would upload, keep, delete and leave (``--dry-run``)."""
     add = tuple(u for g in survey.pending_groups for u in g) + ((plan.final,) if survey.final_pending else ())
     keep = tuple(sorted(survey.present - ({plan.final.path} if survey.final_pending else set())))
-    return PushPreview(repo_id, revision, prefix, head is not None, add, keep, survey.delete, survey.leave, commits)
+    exists = head is not None
+    return PushPreview(repo_id, revision, prefix, exists, add, keep, survey.delete, survey.leave, commits, omitted)
 
 
-def _summary(plan: PublishPlan, survey: _Survey, publisher: _Publisher, commits: int, sent: list[Upload]) -> PushSummary:
+def _summary(
+    plan: PublishPlan, survey: _Survey, publisher: _Publisher, commits: int, sent: list[Upload],
+    omitted: tuple[str, ...],
+) -> PushSummary:
     """What a finished push did: ``sent`` are the files it uploaded."""
     already_there = len(survey.present - {plan.final.path}) if survey.final_pending else len(survey.present)
     return PushSummary(
         publisher.repo_id, publisher.revision, publisher.head, commits, len(sent), sum(u.size for u in sent), already_there,
         plan.kind, plan.final.path, len(survey.delete), publisher.prefix, len(survey.leave), publisher.pr_url,
+        omitted,
     )
 
 

@@ -20,6 +20,11 @@ At one checked commit id (:func:`hf_tokbin.hub.revision.resolve_commit`):
 4. ``download_sample=K`` also downloads the Megatron pairs of K parts, spread
    over the release, and checks them as ``hf-tokbin verify`` does.
 
+A pushed corpus folder (``_MANIFEST.json`` and no ``COMPLETE.json``) is checked
+as a corpus: every shard the manifest lists is in the tree with its size and,
+for LFS files, its SHA-256; a shard outside LFS (whose digest the tree does not
+give) is downloaded and hashed.
+
 Downloads go to a temporary folder, removed at the end.
 """
 
@@ -30,6 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import HubError, VerificationError
+from ..formats.corpus_manifest import MANIFEST_NAME as CORPUS_MANIFEST_NAME
+from ..formats.corpus_manifest import CorpusManifest
+from ..formats.records import FileEntry
 from ..formats.release import COMPLETE_NAME, RECEIPTS_DIR, Complete, Receipt, is_layout_path, megabytes
 from .download import DownloadLimits, Expected, safe_folder, tree_expected
 from .layout import check_path, is_token_file
@@ -67,8 +75,9 @@ class RemoteReport:
             f"(sizes and LFS SHA-256 at this commit); records verified, {megabytes(self.downloaded)} downloaded{sample}"
         )
         if self.others:
-            shown_others = ", ".join(map(shown, self.others[:10])) + (f", ... ({len(self.others)} in all)" if len(self.others) > 10 else "")
-            lines.insert(1, f"{len(self.others)} other file(s) in the repo, outside the release layout and not part of the release: {shown_others}")
+            from ..verify.release import outside_the_layout
+
+            lines.insert(1, outside_the_layout(self.others, "in the repo"))
         return "\n".join(lines)
 
     def record(self) -> dict:
@@ -91,7 +100,7 @@ def verify_remote(
     max_workers: int = 8,
     progress: bool = True,
     strict: bool = False,
-) -> RemoteReport:
+) -> "RemoteReport | RemoteCorpusReport":
     """Check the release in ``repo_id`` at ``revision`` against the Hub's own metadata; see the module docstring.
 
     Files outside the release layout (``NOTES.md``, a LICENSE) are reported
@@ -104,6 +113,8 @@ def verify_remote(
         raise HubError("--download-sample", "must be a non-negative integer", got=download_sample)
     snapshot = open_snapshot(repo_id, revision, endpoint, token, path_in_repo, retry, limits)
     call, commit, folder, tree, source = snapshot.call, snapshot.commit, snapshot.folder, snapshot.tree, snapshot.source
+    if COMPLETE_NAME not in tree and CORPUS_MANIFEST_NAME in tree:
+        return _verify_remote_corpus(snapshot, repo_id, max_workers, progress)
     if COMPLETE_NAME not in tree:
         raise VerificationError(source.uri(""), "release is incomplete: no COMPLETE.json at this commit", hint="a push may still be running; --path-in-repo names a release in a folder of the repo")
 
@@ -132,6 +143,69 @@ def verify_remote(
     downloaded = sum(e.size for e in small) + sum(by_path[p].size for p in sample) + tree[COMPLETE_NAME].size
     sampled = tuple(Path(p).stem for p in parts)
     return RemoteReport(repo_id, commit, len(complete.files) + 1, sum(e.size for e in complete.files), downloaded, sampled, report, folder, others)
+
+
+@dataclass(frozen=True)
+class RemoteCorpusReport:
+    """``verify NS/NAME`` of a pushed corpus folder: its shards on the Hub match its ``_MANIFEST.json``."""
+
+    repo_id: str
+    commit: str
+    folder: str
+    name: str
+    shards: int
+    bytes: int
+    documents: dict  # split -> documents
+    downloaded: int  # bytes downloaded to check (the manifest, shards outside LFS)
+
+    def summary(self) -> str:
+        where = f"hf://datasets/{self.repo_id}@{self.commit}{'/' + self.folder if self.folder else ''}"
+        counts = ", ".join(f"{split} {n:,}" for split, n in self.documents.items())
+        return (
+            f"{where}: OK: corpus {self.name}, {self.shards} shards, {megabytes(self.bytes)} on the Hub match "
+            f"{CORPUS_MANIFEST_NAME} (sizes and SHA-256 at this commit), {megabytes(self.downloaded)} downloaded; "
+            f"documents: {counts}"
+        )
+
+    def record(self) -> dict:
+        where = {"repo": self.repo_id, "commit": self.commit, "path_in_repo": self.folder}
+        counts = {"shards": self.shards, "bytes": self.bytes, "downloaded_bytes": self.downloaded}
+        return {**where, "ok": True, "kind": "hub corpus", "name": self.name, **counts, "documents": self.documents}
+
+
+def _verify_remote_corpus(snapshot, repo_id: str, max_workers: int, progress: bool) -> RemoteCorpusReport:
+    """Every shard ``_MANIFEST.json`` lists, in the tree at the commit with its size and SHA-256."""
+    call, tree, source = snapshot.call, snapshot.tree, snapshot.source
+    manifest_uri = source.uri(CORPUS_MANIFEST_NAME)
+    with tempfile.TemporaryDirectory(prefix="hf_tokbin-verify-") as tmp:
+        root = Path(tmp)
+        records = safe_folder(root, RECORDS_DIR)
+        with named_on_the_hub(root, records, source):
+            expected = tree_expected(tree, CORPUS_MANIFEST_NAME, source)
+            record = call(
+                f"download {CORPUS_MANIFEST_NAME}", lambda: source.fetch(CORPUS_MANIFEST_NAME, records, expected)
+            )
+            manifest = CorpusManifest.read(record)
+            shards = [FileEntry(s.path, s.size, s.sha256) for s in manifest.shards]
+            for entry in shards:
+                check_path("corpus", entry.path, manifest_uri)
+            problems = tree_disagreements(shards, tree)
+            if problems:
+                rule = f"the Hub's files at this commit disagree with {CORPUS_MANIFEST_NAME}"
+                raise disagreement_error(manifest_uri, rule, problems, VerificationError)
+            outside_lfs = [e for e in shards if tree[e.path].lfs is None]
+            wanted = [Wanted(e.path, Expected(e.size, e.sha256, listed_in=CORPUS_MANIFEST_NAME)) for e in outside_lfs]
+
+            def fetch(w):
+                return call(f"download {w.path}", lambda: source.fetch(w.path, root, w.expected))
+
+            fetch_all(wanted, root, fetch, max_workers, progress)
+    documents = {split: manifest.rows(split) for split in ("train", "validation")}
+    downloaded = tree[CORPUS_MANIFEST_NAME].size + sum(e.size for e in outside_lfs)
+    total = sum(e.size for e in shards)
+    return RemoteCorpusReport(
+        repo_id, snapshot.commit, snapshot.folder, manifest.name, len(shards), total, documents, downloaded
+    )
 
 
 def _check_tree_against_complete(complete: Complete, tree: dict, folder: str, source, strict: bool) -> tuple[str, ...]:

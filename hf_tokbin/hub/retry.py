@@ -27,6 +27,7 @@ Environment (read by :meth:`RetryPolicy.from_env`, used by the command line):
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime
 import json
 import os
@@ -157,6 +158,8 @@ def is_transient(error: BaseException) -> bool:
     status = status_of(error)
     if status is not None:
         return status in TRANSIENT_STATUS
+    if never_reachable_hint(error) is not None:
+        return False
     if _is_permanent_xet_error(error):
         return False
     if isinstance(error, json.JSONDecodeError):
@@ -185,6 +188,39 @@ def _is_permanent_xet_error(error: BaseException) -> bool:
     if isinstance(error, (FileNotFoundError, PermissionError)):
         return True
     return _PERMANENT_XET_STATUS.search(str(error)) is not None
+
+
+def _is_unreachable(error: BaseException) -> bool:
+    """Whether ``error`` means the Hub could not be reached at all (offline mode, a refused or failed connection)."""
+    from huggingface_hub.errors import OfflineModeIsEnabled
+
+    return isinstance(error, (OfflineModeIsEnabled, ConnectionError, *_transport_errors("ConnectError")))
+
+
+def never_reachable_hint(error: BaseException) -> str | None:
+    """What to do when no retry can reach the Hub (offline mode, a host name that does not resolve), else None.
+
+    As ``huggingface_hub`` does, these fail at once: waiting does not turn offline mode off or fix a host name.
+    """
+    import socket
+
+    from huggingface_hub.errors import OfflineModeIsEnabled
+
+    causes = list(_causes(error))
+    if any(isinstance(cause, OfflineModeIsEnabled) for cause in causes):
+        return "HF_HUB_OFFLINE=1 is set and this needs the Hub: run it with HF_HUB_OFFLINE=0"
+    if any(isinstance(cause, socket.gaierror) for cause in causes):
+        host = next(filter(None, map(_request_host, causes)), "the Hub's host")
+        return f"the host name {host} cannot be resolved: check the network, and the endpoint (--endpoint, HF_ENDPOINT)"
+    return None
+
+
+def _request_host(error: BaseException) -> str | None:
+    """The host an HTTP library's error was requesting, if it says."""
+    try:
+        return error.request.url.host or None
+    except (AttributeError, RuntimeError):  # no request, or httpx's "request instance has not been set"
+        return None
 
 
 def _transport_errors(name: str = "TransportError") -> tuple[type[BaseException], ...]:
@@ -260,6 +296,8 @@ def as_hub_error(where: str, what: str, error: BaseException, access: str = "wri
             hint += "; a private repo needs a token that can see it"
     elif status == 404:
         hint = "check the repo id, the revision, and that the token can see a private repo"
+    elif never_reachable_hint(error) is not None:
+        hint = never_reachable_hint(error)
     elif status in TRANSIENT_STATUS or is_transient(error):
         hint = "the Hub kept failing; re-run the same command: it resumes where it stopped"
     return HubError(where, f"{what} failed", got=short_reason(error), hint=hint)
@@ -290,6 +328,48 @@ def fetch_error(where: str, what: str, error: BaseException) -> HubError:
     if isinstance(error, EntryNotFoundError):
         return HubError(where, f"cannot fetch the {what}: no such file in the repo at this revision")
     return as_hub_error(where, f"fetch the {what}", error, access="read")
+
+
+def _causes(error: BaseException):
+    """``error`` and the exceptions it was raised from (``__cause__``, else ``__context__``), outermost first."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error
+        error = error.__cause__ or error.__context__
+
+
+def _repo_absent_or_unreachable(error: BaseException) -> str | None:
+    """What the Hub said of a repo it does not hold or could not be asked about, or None for any other failure."""
+    from huggingface_hub.errors import GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError
+
+    for cause in _causes(error):
+        if isinstance(cause, RepositoryNotFoundError) and not isinstance(cause, GatedRepoError):
+            return "no Hub repo of this name (repo not found)"
+        if isinstance(cause, LocalEntryNotFoundError):  # offline, or unreachable, and not in the local cache
+            return "the Hub could not be asked for a repo of this name, and the local cache holds none"
+        if _is_unreachable(cause):
+            return f"the Hub could not be asked for a repo of this name ({short_reason(cause)})"
+    return None
+
+
+@contextlib.contextmanager
+def path_or_repo(given: str):
+    """Read ``given`` as a Hub repo, a name that is no local path but reads NS/NAME (``out/corpus``).
+
+    Such a name is as likely a path typed from the wrong folder: when the repo
+    is not found, or the Hub cannot be asked, the error says both readings.
+    """
+    try:
+        yield
+    except HubError as error:
+        hub_reading = _repo_absent_or_unreachable(error)
+        if hub_reading is None:
+            raise
+        rule = f"no local file or folder of this name in {os.getcwd()}, and {hub_reading}"
+        hub_hint = never_reachable_hint(error) or "a private Hub repo needs a token (HF_TOKEN)"
+        hint = f"run from the folder that holds the path, or give it whole; {hub_hint}"
+        raise HubError(given, rule, hint=hint) from error
 
 
 class CommitRateLimiter:

@@ -162,6 +162,8 @@ def refuse_links_under(root: Path) -> None:
 def real_folder(root: Path, rel: str) -> Path:
     """``root/rel`` as a real folder, made if missing: no component of ``rel`` may be a symlink or a file."""
     folder = Path(root)
+    if folder.exists() and not folder.is_dir():
+        raise BuildError(folder, "the output must be a folder, and this is a file", hint="use another --out")
     folder.mkdir(parents=True, exist_ok=True)
     for part in Path(rel).parts:
         folder = folder / part

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._io import counted
 from ..formats import llmc, megatron
 from ..formats.corpus_manifest import SPLITS
 from ..formats.release import megabytes, part_name
@@ -46,9 +47,12 @@ def describe_plan(plan: BuildPlan) -> str:
         shards = [i for i, s in enumerate(corpus.shards) if s.split == split]
         documents = corpus.rows(split)
         tokens = int(round(tokens_per_document * documents))
-        lines.append(f"{split}: {len(shards)} shards ({part_name(shards[0])}..{part_name(shards[-1])}), {documents:,} documents, ~{tokens:,} tokens" if shards else f"{split}: no documents")
         if not shards:
+            lines.append(f"{split}: no documents")
             continue
+        parts = f"{part_name(shards[0])}..{part_name(shards[-1])}"
+        held = f"{counted(len(shards), 'shard')} ({parts}), {counted(documents, 'document')}"
+        lines.append(f"{split}: {held}, ~{tokens:,} tokens")
         if "megatron" in plan.options.formats:
             bin_bytes = (tokens + documents * (1 + bos)) * width
             idx_bytes = len(shards) * megatron.HEADER_BYTES + documents * 12 + (documents + len(shards)) * 8

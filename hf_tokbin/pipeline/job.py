@@ -77,9 +77,10 @@ def build(plan: BuildPlan, engine: str = "local", ray_address: str | None = None
         raise BuildError(plan.out, "--engine ray needs an --out every node can write", expected="a shared folder or a URL such as s3://, gs://, file://", got="memory:// (one process's memory)")
     complete = plan.output.read_bytes(COMPLETE_NAME) is not None
     if engine == "ray" and not complete:
-        from ..engines.ray import check_reachable
+        from ..engines.ray import check_reachable, import_ray
 
-        check_reachable(ray_address)  # before the first byte (the lock included) is written
+        import_ray()  # before the first byte (the lock included) is written: a missing Ray leaves no folder behind
+        check_reachable(ray_address)
     with plan.output.lock():
         if complete:
             return _summarize_complete(plan, started)

@@ -45,12 +45,11 @@ import numpy as np
 from .._io import canonical_json, sha256_file, write_text_atomic
 from ..errors import BuildError, VerificationError
 from ..formats import megatron
+from ..formats.merged import MERGE_FORMAT, MERGED_NAME
 from ..formats.records import FileEntry
 from ..formats.release import COMPLETE_NAME, RECEIPTS_DIR, RUN_CONFIG_NAME, SPLITS, Receipt, pair_path, read_partial
 from ..formats.run_config import RunConfig
 
-MERGE_FORMAT = "hf_tokbin.megatron_merge/1"
-MERGED_NAME = "MERGED.json"
 _SEQUENCES_PER_CHUNK = 1 << 16
 
 

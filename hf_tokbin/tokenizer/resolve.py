@@ -173,7 +173,10 @@ def _find_tokenizer_json(name: str, revision: str | None, subfolder: str | None)
         # a symlink (as in a Hub cache snapshot) is named after the folder it sits in, not its target's.
         return json_path, Path(os.path.abspath(json_path)).parent.name, "local", None
     if is_repo_id(name):
-        json_path, resolved_revision = _download_from_hub(name, revision, subfolder)
+        from ..hub.retry import path_or_repo
+
+        with path_or_repo(name):
+            json_path, resolved_revision = _download_from_hub(name, revision, subfolder)
         return json_path, name.split("/")[-1], name, resolved_revision
     raise TokenizerError(name, "tokenizer not found", expected="'byte', a tokenizer.json, a folder holding one, or a Hub repo id NS/NAME", got="no such file or folder")
 

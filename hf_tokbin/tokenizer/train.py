@@ -8,7 +8,9 @@ boundary tokens: ``tokenizer.json``, ``tokenizer_config.json`` (``bos_token``,
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 from pathlib import Path
 from typing import Iterable
 
@@ -100,7 +102,8 @@ def train_bpe(
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=progress,
     )
-    tokenizer.train_from_iterator(texts, trainer=trainer)
+    with _stdout_to_stderr() if progress else contextlib.nullcontext():
+        tokenizer.train_from_iterator(texts, trainer=trainer)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / TOKENIZER_FILE, tokenizer.to_str(pretty=True))
@@ -108,3 +111,25 @@ def train_bpe(
     ids = {"bos_token_id": tokenizer.token_to_id(bos_token), "eos_token_id": tokenizer.token_to_id(eos_token)}
     write_text_atomic(out / GENERATION_CONFIG_FILE, canonical_json(ids))
     return out / TOKENIZER_FILE
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """Send this process's stdout (file descriptor 1) to stderr for a while.
+
+    ``tokenizers``' trainer ends each of its progress bars with a newline written
+    to the process's stdout: three blank lines before the command's one line.
+    They go to stderr, with the bars. A process without a stdout is left as it is.
+    """
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)

@@ -155,6 +155,7 @@ from ..formats import llmc, megatron
 from ..formats.release import PARTIAL_NAME, RUN_CONFIG_NAME, SHARDS_DIR, SPLITS
 from ..formats.rules import UINT16_VOCAB_LIMIT
 from ..formats.run_config import RunConfig
+from ..formats.sniff import sniff
 from ..readers.views import find_llmc_folder, find_megatron_pairs, scan_positions
 
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -254,6 +255,7 @@ class _LlmcInputs:
 
 def _llmc_inputs(path: Path) -> _LlmcInputs:
     if path.is_file():
+        sniff(path)  # a file that is no token file (a .txt) is named as such, before its bytes are read as a header
         return _LlmcInputs([(None, [path])], None, None)
     folder = find_llmc_folder(path)
     manifest_path = folder / llmc.MANIFEST_NAME

@@ -65,4 +65,8 @@ def _verify_other(path: Path, kind: str) -> str:
         from .corpus import verify_corpus
 
         return verify_corpus(path)
+    if kind == "merge":
+        from .merged import verify_merged
+
+        return verify_merged(path)[0]
     return verify_token_file(path)

@@ -9,6 +9,7 @@ from pathlib import Path
 from ..errors import FormatError
 from ..formats import llmc, megatron
 from ..formats.corpus_manifest import CorpusManifest
+from ..formats.merged import MERGED_NAME, read_merged
 from ..formats.release import COMPLETE_NAME, RUN_CONFIG_NAME, STATS_NAME, Stats, counts_table
 from ..formats.run_config import RunConfig
 from ..formats.sniff import sniff
@@ -20,13 +21,13 @@ _LLMC_LAYOUTS = {"gpt2": "llm.c token file", "llama3": "upstream llm.c Llama 3 t
 
 def describe(path: str | os.PathLike) -> str:
     path = Path(path)
-    if not path.exists():
-        raise FormatError(path, "no such file or folder")
-    kind = sniff(path)
+    kind = sniff(path)  # a missing path is "no such file or folder"
     if kind in ("release", "llmc-folder", "corpus"):
         return describe_folder(path, kind)
     if kind == "llmc-file":
         return describe_llmc_file(path)
+    if kind == "merge":
+        return describe_merged(path)
     pair = megatron.MegatronPair(path)
     pair.check_ids()
     lengths = pair.lengths
@@ -58,6 +59,14 @@ def describe_llmc_file(path: Path) -> str:
             f"  first ids   {tokens[:_PREVIEW].tolist()}",
         ]
     )
+
+
+def describe_merged(path: Path) -> str:
+    """A merge folder (``hf-tokbin merge``): one Megatron pair per split, as ``MERGED.json`` lists them."""
+    lines = [f"{path}: merged Megatron pairs, one per split ({MERGED_NAME})"]
+    for split in read_merged(path):
+        lines.append(f"  {split.name:<11} {split.documents:>12,} documents {split.tokens:>14,} tokens")
+    return "\n".join(lines)
 
 
 def describe_folder(path: Path, kind: str) -> str:

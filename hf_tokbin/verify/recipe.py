@@ -176,10 +176,38 @@ def recipe(
         globs = _llmc_globs(root, findings, check_glob=with_findings)
         commands, code, notes = _LLMC_RECIPES[target](root, globs, settings)
         lines = [shlex.join(c) for c in commands] + code
+        findings, notes = _fixed_by_the_code(findings, notes, code)
     return Recipe(target, root, tuple(lines), tuple(notes), tuple(findings), tuple(tuple(c) for c in commands), tuple(code))
 
 
 EOD_MASKING_TARGETS = ("megatron", "maxtext")
+# A finding's rule -> the start of the printed code line that fixes it (a trainer's setting the recipe computed).
+FIXED_BY_CODE = {
+    "documents-per-micro-batch": "TRAIN_MAX_NUM_DOCS = ",
+    "val-documents-per-micro-batch": "TRAIN_MAX_NUM_DOCS = ",
+    "val-tokens": "    val_batch_size: int = ",
+}
+
+
+def _fixed_by_the_code(findings: list[Finding], notes: list[str], code: list[str]) -> tuple[list[Finding], list[str]]:
+    """The findings no printed line fixes, and the notes with one more for each rule a line fixes.
+
+    Pasted as printed, the recipe trains: what it changed is a note, not an error.
+    """
+    kept, fixed = [], {}  # rule -> (the fixing line's setting, its findings)
+    for finding in findings:
+        prefix = FIXED_BY_CODE.get(finding.rule)
+        line = next((line for line in code if prefix and line.startswith(prefix)), None)
+        if line is None:
+            kept.append(finding)
+        else:
+            setting = line.strip().split(" ")[0].rstrip(":")
+            fixed.setdefault(finding.rule, (setting, []))[1].append(finding)
+    changed = [
+        f"changed {setting} (the line above) for {rule} ({len(found)} finding(s) of verify --for): {found[0].message}"
+        for rule, (setting, found) in fixed.items()
+    ]
+    return kept, [*notes, *changed]
 
 
 def _quoted(value: object) -> str:

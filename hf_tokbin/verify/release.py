@@ -106,8 +106,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._io import read_json
-from ..errors import FormatError, VerificationError
+from .._io import counted, read_json
+from ..errors import FormatError, VerificationError, shown
 from ..formats import llmc, megatron
 from ..formats.llmc_order import Blocks, llmc_order
 from ..formats.release import (
@@ -184,7 +184,7 @@ def verify_release(root: str | os.PathLike, engine: str = "local", num_proc: int
     root = Path(root)
     if not (root / COMPLETE_NAME).exists() and (root / PARTIAL_NAME).is_file():
         return verify_partial_copy(root)
-    complete = _check_complete(root)
+    complete, others = _check_complete(root)
     config, receipts, manifest = _check_records(root, complete)
     totals = split_totals(receipts)
     tasks = _Tasks(FileChecks(os.fspath(root), config, manifest, num_proc), engine, ray_address, progress)
@@ -194,7 +194,7 @@ def verify_release(root: str | os.PathLike, engine: str = "local", num_proc: int
         if "megatron" in config.formats:
             _check_llmc_is_megatron(tasks, receipts)
     _check_stats(root, config, receipts)
-    warnings = _boundary_warnings(config, found)
+    warnings = _boundary_warnings(config, found) + ([outside_the_layout(others, "in the folder")] if others else [])
     # Last: derived from the files checked above. One task: it reads the first documents of the token files.
     tasks.run([("preview", receipts, sorted(f.path for f in complete.files))], ["preview/"], "previews checked")
     return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, config.formats, warnings)
@@ -230,15 +230,15 @@ def verify_partial_copy(root: str | os.PathLike) -> ReleaseReport:
     ``PARTIAL.json``), the records' rules as for a whole release, and a warning naming what is absent."""
     root = Path(root)
     complete, held = read_partial(root)
-    on_disk = {p for p in list_release_paths(root) if p != PARTIAL_NAME}
     held_paths = {f.path for f in held}
-    for rel in sorted(on_disk - held_paths):
-        raise VerificationError(root / rel, f"file is not listed in {PARTIAL_NAME}")
+    others = unlisted_files(root, held_paths | {PARTIAL_NAME}, PARTIAL_NAME)
     check_files(root, held, PARTIAL_NAME, progress=False)
     report = verify_release_records(root, complete, held_paths)
     absent = [f.path for f in complete.files if f.path not in held_paths]
     if absent:
         report.warnings.append(f"partial copy: {len(absent)} of {len(complete.files)} files of COMPLETE.json are absent, e.g. {', '.join(absent[:3])}")
+    if others:
+        report.warnings.append(outside_the_layout(others, "in the folder"))
     report.files, report.bytes = len(held), sum(f.size for f in held)
     return report
 
@@ -286,8 +286,30 @@ def _check_shipped_tokenizer(root: Path, complete: Complete, config: RunConfig) 
         raise VerificationError(root / entry.path, "the shipped tokenizer is not the one the release was built with: its SHA-256 must be run_config.json's tokenizer.sha256", expected=config.tokenizer_sha256, got=entry.sha256)
 
 
-def _check_complete(root: Path) -> Complete:
-    """``COMPLETE.json`` lists exactly the release's files, each with its size and SHA-256."""
+def outside_the_layout(paths, where: str) -> str:
+    """The one line naming the files beside a release, outside its layout: no part of it (verify reports them, push
+    leaves them out)."""
+    named = ", ".join(map(shown, paths[:10])) + (f", ... ({len(paths)} in all)" if len(paths) > 10 else "")
+    files = counted(len(paths), "other file")
+    return f"{files} {where}, outside the release layout and not part of the release: {named}"
+
+
+def unlisted_files(root: Path, listed: set[str], record: str) -> list[str]:
+    """The files of the folder ``record`` does not list, all outside the release layout (those are returned);
+    an unlisted file inside the layout breaks the release."""
+    others = []
+    for rel in list_release_paths(root):
+        if rel in listed:
+            continue
+        if is_layout_path(rel):
+            raise VerificationError(root / rel, f"file is not listed in {record}")
+        others.append(rel)
+    return others
+
+
+def _check_complete(root: Path) -> tuple[Complete, list[str]]:
+    """``COMPLETE.json`` lists exactly the release's files, each with its size and SHA-256; the files beside the
+    release, outside its layout, are returned."""
     if not (root / COMPLETE_NAME).exists():
         raise VerificationError(root, "release is incomplete: no COMPLETE.json", hint="a release is complete only when COMPLETE.json is present")
     complete = Complete.read(root)
@@ -298,12 +320,10 @@ def _check_complete(root: Path) -> Complete:
     outside = sorted(p for p in listed if not is_layout_path(p))
     if outside:  # repr: a name may hold a newline or an escape sequence
         raise VerificationError(root / COMPLETE_NAME, "lists a path outside the release layout", got=repr(outside[0]), hint=f"a release holds only {LAYOUT_DESCRIPTION}")
-    for rel in list_release_paths(root):
-        if rel not in listed:
-            raise VerificationError(root / rel, "file is not listed in COMPLETE.json")
+    others = unlisted_files(root, listed, COMPLETE_NAME)
     # A token file's digest is checked by the task that reads it (every one is named by a record: _check_records).
     check_files(root, complete.files, COMPLETE_NAME, progress=False, hash_here=lambda rel: not _read_by_a_task(rel))
-    return complete
+    return complete, others
 
 
 def _read_by_a_task(rel: str) -> bool:

@@ -109,6 +109,28 @@ def test_push_and_pull_json_match_their_summaries(built, tmp_path):
     assert f"me/rel@{pulled['commit']}" in human.stdout
 
 
-def test_an_error_under_json_is_one_line_on_stderr_and_nothing_on_stdout(tmp_path):
+def test_an_error_under_json_is_one_line_on_stderr_too(tmp_path):
     result = cli("verify", tmp_path / "missing", "--json")
-    assert result.returncode == 1 and result.stdout == "" and len(result.stderr.splitlines()) == 1
+    assert result.returncode == 1 and len(result.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["verify", "{missing}"],
+        ["info", "{missing}"],
+        ["recipe", "{missing}", "--for", "llmc"],
+        ["build", "--corpus", "{missing}", "--tokenizer", "byte", "--out", "{out}"],
+    ],
+    ids=lambda c: c[0],
+)
+def test_an_error_under_json_is_one_json_object_on_stdout(tmp_path, command):
+    missing = tmp_path / "no-such-release"
+    args = [word.format(missing=missing, out=tmp_path / "out") for word in command]
+    done = cli(*args, "--json")
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.count("\n") == 1, done.stdout
+    error = json.loads(done.stdout)["error"]
+    assert sorted(error) == ["message", "path", "rule"], error
+    assert error["path"] == str(missing) and error["rule"] and error["rule"] in error["message"], error
+    assert error["message"] in done.stderr  # the line a person reads is still there

@@ -281,7 +281,8 @@ def test_missing_ray_is_a_missing_dependency_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # makes `import ray` raise ImportError
     with pytest.raises(MissingDependencyError) as caught:
         run_parts(abs, None, [0])
-    assert str(caught.value) == "--engine ray needs ray: pip install 'hf_tokbin[ray]'"
+    hint = "pip install ray, or pip install -e '.[ray]' in the hf_tokbin checkout"
+    assert str(caught.value) == f"--engine ray needs ray (HINT: {hint})"
 
 
 def test_negative_max_retries_is_refused():

@@ -23,8 +23,8 @@ from hf_tokbin.formats.run_config import RunConfig
     [
         ({"formats": ()}, "formats must be among llmc, megatron: got none"),
         ({"formats": ("llmc", "bin")}, "formats must be among llmc, megatron"),
-        ({"num_proc": 0}, "num_proc and batch_size must be at least 1"),
-        ({"batch_size": -1}, "num_proc and batch_size must be at least 1"),
+        ({"num_proc": 0}, "--num-proc must be at least 1"),
+        ({"batch_size": -1}, "--batch-size must be at least 1"),
         ({"max_tokens_per_file": 0}, "--max-tokens-per-file out of range: expected 1..2147483647, got 0"),
         ({"max_tokens_per_file": 2**31}, "--max-tokens-per-file out of range"),
         ({"llmc_layout": "seed000"}, "llm.c layout must be gpt2 or llama3: got seed000"),

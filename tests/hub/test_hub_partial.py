@@ -52,7 +52,10 @@ def test_a_changed_or_extra_file_in_a_partial_copy_is_an_error(partial, tmp_path
     with pytest.raises(VerificationError, match="SHA-256"):
         verify_release(changed)
     extra = shutil.copytree(partial, tmp_path / "extra")
-    (extra / "notes.txt").write_text("x")
+    (extra / "notes.txt").write_text("x")  # outside the release layout: no part of it, reported
+    assert any("notes.txt" in w and "outside the release layout" in w for w in verify_release(extra).warnings)
+    (extra / "shards" / "validation").mkdir(exist_ok=True)
+    (extra / "shards" / "validation" / "part-000099.bin").write_bytes(b"x")  # inside the layout: the copy is broken
     with pytest.raises(VerificationError, match="not listed in PARTIAL.json"):
         verify_release(extra)
 

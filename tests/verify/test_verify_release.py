@@ -99,9 +99,12 @@ def test_flipped_byte_names_the_file(copy):
 
 
 def test_missing_and_extra_files(copy, tmp_path):
-    (copy / "extra.txt").write_text("hello")
-    expect_error(copy, "extra.txt", "not listed")
+    (copy / "extra.txt").write_text("hello")  # outside the release layout: no part of it, reported
+    assert any("extra.txt" in w for w in verify_release(copy).warnings)
     (copy / "extra.txt").unlink()
+    (copy / "receipts" / "part-000099.json").write_text("{}")  # inside the layout: the release is broken
+    expect_error(copy, "part-000099.json", "not listed")
+    (copy / "receipts" / "part-000099.json").unlink()
     (copy / "stats.json").unlink()
     expect_error(copy, "stats.json", "missing")
 

@@ -43,10 +43,12 @@ import pyarrow.compute as pc
 from datasets.builder import Key
 from tqdm.auto import tqdm
 
+from ..._io import notify
 from ...errors import CorpusInputError, shown
 from ...formats.corpus_shard import first_bad_source
 from ...formats.rules import SOURCE_NAME_RULE, SPLIT_NAMES, is_source_name
 from ..inputs import InputFile, fetched_copy, locate_json_error, read_tables, reader_of
+from ..tinystories_text import DELIMITER
 
 JSONL_SUFFIXES = (".jsonl", ".json")
 PARQUET_SUFFIXES = (".parquet",)
@@ -195,14 +197,20 @@ class CorpusShards(datasets.ArrowBasedBuilder):
 
     def _read_file(self, file: InputFile) -> Iterator[pa.Table]:
         first_row = 0
+        delimiter_lines = 0
         try:
             for table in read_tables(file, self.cache_dir):
                 for start in range(0, max(table.num_rows, 1), self.config.batch_rows):
                     part = table.slice(start, self.config.batch_rows)
                     if part.num_rows == 0:
                         continue
-                    yield self.check_table(file, part, first_row)
+                    checked = self.check_table(file, part, first_row)
+                    if file.reader == "text":
+                        delimiter_lines += _delimiter_lines(checked["text"])
+                    yield checked
                     first_row += part.num_rows
+            if delimiter_lines:
+                _warn_delimited_text(file, delimiter_lines)
         except CorpusInputError as e:
             if file.reader == "json" and e.path == file.uri:
                 # JSON Lines: name the line, found by scanning the file with the same rules row by row.
@@ -296,6 +304,20 @@ class CorpusShards(datasets.ArrowBasedBuilder):
             if not isinstance(value, str) or value not in self.config.split_values:  # null, numbers, lists, objects
                 return f"unknown split in column {column!r}", _split_names(self.config.split_values), repr(value)
         return None
+
+
+def _delimiter_lines(lines: pa.Array) -> int:
+    """How many of a text file's lines are the TinyStories delimiter alone (white space around it allowed)."""
+    return pc.sum(pc.equal(pc.utf8_trim_whitespace(lines), DELIMITER)).as_py() or 0
+
+
+def _warn_delimited_text(file: InputFile, delimiter_lines: int) -> None:
+    """A text file is read as one document per line; TinyStories text (one story per delimiter line) is not."""
+    notify(
+        f"warning: {file.uri}: {delimiter_lines:,} line{'s' if delimiter_lines != 1 else ''} of this .txt file "
+        f"{'are' if delimiter_lines != 1 else 'is'} {DELIMITER} alone: each line is read as one document; "
+        f"for text of one story per {DELIMITER} line, use hf-tokbin corpus tinystories {file.uri}"
+    )
 
 
 def _split_names(mapping: dict[str, str]) -> str:
