@@ -62,7 +62,8 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument("--format", dest="formats", type=_format_list, default="llmc,megatron", help="comma-separated: llmc, megatron (default both)")
     parser.add_argument("--out", required=True, help="release folder, or an fsspec URL (s3://..., gs://..., hf://buckets/...; see docs/ray.md)")
-    parser.add_argument("--num-proc", type=int, default=1, help="worker processes encoding batches, one pool for the whole build (default 1: in this process, the fast engine's own threads)")
+    parser.add_argument("--num-proc", type=int, default=1, help="worker processes encoding batches, one pool for the whole build, each running its engine on one thread "
+        "(default 1: this process, the engine's own threads on every core); the summary says which it was")
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help=f"documents per encoded batch, at most 16 MiB of text (default {DEFAULT_BATCH_SIZE:,}); no byte depends on it")
     parser.add_argument("--max-tokens-per-file", type=int, default=DEFAULT_MAX_TOKENS, help="llm.c roll-over limit")
     parser.add_argument("--llmc-layout", choices=LLMC_LAYOUTS, default=None, help="llm.c header: gpt2 (magic 20240520, seed 000, default) or llama3 (upstream's magic 20240801, version 7, uint32)")

@@ -30,6 +30,9 @@ def _start_worker(state: Any, parent: int) -> None:
     # interrupted too printed its own traceback (20-35 lines). It finishes the batch it holds and ends with the pool.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(parent)
+    # One engine thread per worker: num_proc workers fill num_proc cores. gigatoken runs on the calling thread in a
+    # worker by itself; tokenizers would start a thread per core in each worker (4 threads on 2 cores).
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
     _worker_state = state
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -36,6 +37,7 @@ class BuildSummary:
     parts_skipped: int
     encoder: str
     documents_by_engine: dict[str, int] = field(default_factory=dict)  # this run's, by engine name
+    workers: str = ""  # where the encoding ran: processes and threads
 
     def table(self) -> str:
         lines = counts_table(self.counts)
@@ -46,7 +48,7 @@ class BuildSummary:
         if self.documents_by_engine:
             total = sum(self.documents_by_engine.values())
             shares = ", ".join(f"{name} {count:,} ({100 * count / total:.1f}%)" for name, count in self.documents_by_engine.items())
-            lines.append(f"documents encoded by {shares}")
+            lines.append(f"documents encoded by {shares}" + (f"; {self.workers}" if self.workers else ""))
         return "\n".join(lines)
 
     def record(self) -> dict:
@@ -61,6 +63,7 @@ class BuildSummary:
             "parts_skipped": self.parts_skipped,
             "encoder": self.encoder,
             "documents_by_engine": self.documents_by_engine,
+            "workers": self.workers,
         }
 
 
@@ -110,7 +113,7 @@ def _build(plan: BuildPlan, engine: str, ray_address: str | None, progress: bool
         built = sum(1 for _, was_built, _ in results if was_built)
         by_engine = (sum(engines[0] for _, _, engines in results), sum(engines[1] for _, _, engines in results))
         counts, _ = finish_build(plan, receipts, engine, ray_address, progress)
-    return _summary(plan, counts, started, built, len(results) - built, by_engine)
+    return _summary(plan, counts, started, built, len(results) - built, by_engine, engine)
 
 
 def _read_record(output, rel: str, reader):
@@ -120,12 +123,23 @@ def _read_record(output, rel: str, reader):
     return record
 
 
-def _summary(plan: BuildPlan, counts, started: float, built: int, skipped: int, by_engine=(0, 0)) -> BuildSummary:
+def _summary(plan: BuildPlan, counts, started: float, built: int, skipped: int, by_engine=(0, 0), engine_name="local") -> BuildSummary:
     complete = _read_record(plan.output, COMPLETE_NAME, Complete.read)
     total = sum(f.size for f in complete.files)
     engine = plan.encoder.engine if plan.encoder is not None else "none (nothing to encode)"
     documents = _documents_by_engine(plan.encoder, by_engine)
-    return BuildSummary(plan.out, counts, len(complete.files) + 1, total, time.perf_counter() - started, built, skipped, engine, documents)
+    seconds = time.perf_counter() - started
+    return BuildSummary(plan.out, counts, len(complete.files) + 1, total, seconds, built, skipped, engine, documents, _workers(plan, engine_name))
+
+
+def _workers(plan: BuildPlan, engine: str) -> str:
+    """Where the documents were encoded, processes and threads: what --num-proc chose."""
+    if engine == "ray":
+        return "each part a Ray task, its engine's own threads"
+    if plan.options.num_proc > 1:
+        # gigatoken runs on the calling thread in a worker, and the workers turn tokenizers' threads off (engines.local).
+        return f"{plan.options.num_proc} worker processes, one engine thread each"
+    return f"this process, the engine's own threads ({os.cpu_count()} cores)"
 
 
 def _documents_by_engine(encoder, by_engine: tuple[int, int]) -> dict[str, int]:

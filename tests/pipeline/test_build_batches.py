@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -121,6 +124,33 @@ def test_worker_pool_keeps_at_most_its_window_in_flight():
     finally:
         pool.close()
     assert results == [3 * i for i in range(40)]
+
+
+def _engine_threads(tokenizer_json, texts):
+    from tokenizers import Tokenizer as Fresh
+
+    Fresh.from_str(tokenizer_json).encode_batch_fast(texts)  # tokenizers' first use in this worker
+    return len(os.listdir("/proc/self/task"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads through /proc (Linux)")
+def test_a_worker_encodes_with_tokenizers_on_one_thread(bpe_dir):
+    # num_proc workers fill num_proc cores: tokenizers starting a thread per core in each would oversubscribe them.
+    # A fresh process, whose tokenizers never ran before the fork (else tokenizers itself turns threads off).
+    code = (
+        "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[2])\n"
+        "from test_build_batches import _engine_threads, stories\n"
+        "from hf_tokbin.engines import local\n"
+        "pool = local.WorkerPool(Path(sys.argv[1]).read_text(), num_proc=2)\n"
+        "print(list(pool.map_ordered(_engine_threads, [stories(200, seed=i) for i in range(4)])))\n"
+        "pool.close()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env.pop("TOKENIZERS_PARALLELISM", None)
+    args = [sys.executable, "-c", code, str(Path(bpe_dir) / "tokenizer.json"), str(Path(__file__).parent)]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [1, 1, 1, 1]
 
 
 def test_one_worker_pool_serves_every_shard_of_a_build(tmp_path, bpe_dir, monkeypatch):
