@@ -18,7 +18,10 @@ in a fresh process:
   exact, and is not a limit;
 - **the build**: ``hf-tokbin build --format megatron --num-proc N`` from the
   corpus folder, start-up, proof and writing included; its Megatron pairs are
-  compared with ``tokenizers``' ids on every document.
+  compared with ``tokenizers``' ids on every document;
+- **the build on tokenizers alone** (``--tokenizers-path``): the same with
+  ``--fast never``, beside ``tokenizers`` alone: what a build costs where no
+  proof covers the tokenizer.
 
 Printed per tokenizer: each engine's seconds and MB/s, the documents it got
 wrong, the build's seconds, its ratio to the fastest exact engine alone and
@@ -165,17 +168,21 @@ def release_ids(release: Path) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(ids), np.asarray(lengths, dtype=np.int64)
 
 
-def run_build(corpus: Path, tokenizer: Path, release: Path, num_proc: int) -> tuple[float, str]:
+def run_build(corpus: Path, tokenizer: Path, release: Path, num_proc: int, fast: str = "auto") -> tuple[float, str]:
     shutil.rmtree(release, ignore_errors=True)
     command = [sys.executable, "-m", "hf_tokbin", "build", "--corpus", str(corpus), "--tokenizer", str(tokenizer),
-               "--format", "megatron", "--num-proc", str(num_proc), "--out", str(release), "--quiet", "--json"]
+               "--format", "megatron", "--num-proc", str(num_proc), "--out", str(release), "--quiet", "--json",
+               "--fast", fast]
     started = time.perf_counter()
     process = subprocess.run(command, capture_output=True, text=True)
     seconds = time.perf_counter() - started
     if process.returncode != 0:
         sys.exit(f"build failed: {process.stderr.strip()[-400:]}")
     summary = json.loads(process.stdout)
-    return seconds, summary.get("encoder", "?")
+    by_engine = summary.get("documents_by_engine") or {}
+    total = sum(by_engine.values()) or 1
+    shares = ", ".join(f"{name} {100 * count / total:.1f}%" for name, count in by_engine.items())
+    return seconds, shares or summary.get("encoder", "?")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-proc", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--work", type=Path, default=Path("bench-tokenizers"))
+    parser.add_argument("--tokenizers-path", action="store_true", help="also build with --fast never, beside tokenizers alone")
     parser.add_argument("--engine-job", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.engine_job:
@@ -205,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{name}:")
         best: dict[str, float] = {}
         wrong: dict[str, int] = {}
-        build_seconds, engine_line = float("inf"), ""
+        build_seconds, engine_line, never_seconds = float("inf"), "", float("inf")
         for _ in range(args.rounds):
             for engine in args.engines:
                 out = args.work / "ids" / f"{name}-{engine}"
@@ -213,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
                 seconds = run_engine(engine, tokenizer / "tokenizer.json", args.jsonl, out)
                 if seconds is not None:
                     best[engine] = min(seconds, best.get(engine, float("inf")))
+            if args.tokenizers_path:
+                seconds, _ = run_build(corpus, tokenizer, args.work / "release", args.num_proc, fast="never")
+                never_seconds = min(never_seconds, seconds)
             seconds, engine_line = run_build(corpus, tokenizer, args.work / "release", args.num_proc)
             build_seconds = min(build_seconds, seconds)
         want = load_ids(args.work / "ids" / f"{name}-tokenizers")
@@ -225,15 +236,20 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {engine:<11} alone {seconds:7.2f} s {text_mb / seconds:7.1f} MB/s   documents differing from tokenizers: {wrong[engine]}")
         exact = {e: s for e, s in best.items() if wrong[e] == 0}
         fastest = min(exact, key=exact.get)
-        print(f"  build       {build_seconds:7.2f} s {text_mb / build_seconds:7.1f} MB/s   ids exact on every document; {engine_line}")
+        print(f"  build       {build_seconds:7.2f} s {text_mb / build_seconds:7.1f} MB/s   ids exact on every document; documents: {engine_line}")
+        if args.tokenizers_path:
+            print(f"  build --fast never {never_seconds:7.2f} s; tokenizers alone ÷ it: {best.get('tokenizers', float('nan')) / never_seconds:.2f}x")
         ratio, versus = build_seconds / exact[fastest], best.get("tokenizers", float("nan")) / build_seconds
         print(f"  build ÷ {fastest} alone: {ratio:.2f}x; tokenizers alone ÷ build: {versus:.2f}x")
-        rows.append((name, fastest, exact[fastest], build_seconds, ratio, versus, engine_line))
-    print("\n| tokenizer | fastest exact engine alone | build | build ÷ fastest | tokenizers alone ÷ build | engines |")
-    print("|---|---|---|---|---|---|")
-    for name, fastest, seconds, build, ratio, versus, line in rows:
+        never = best.get("tokenizers", float("nan")) / never_seconds if args.tokenizers_path else float("nan")
+        rows.append((name, fastest, exact[fastest], build_seconds, ratio, versus, engine_line, best.get("tokenizers"), never))
+    print("\n| tokenizer | fastest exact engine alone | tokenizers alone | build | build ÷ fastest | tokenizers alone ÷ build "
+          "| documents by engine | tokenizers alone ÷ build --fast never |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, fastest, seconds, build, ratio, versus, line, alone, never in rows:
         shares = re.sub(r"\s+", " ", line)
-        print(f"| {name} | {fastest} {seconds:.2f} s | {build:.2f} s | {ratio:.1f}x | {versus:.1f}x | {shares} |")
+        print(f"| {name} | {fastest} {seconds:.2f} s | {alone or float('nan'):.2f} s | {build:.2f} s | {ratio:.1f}x | {versus:.1f}x "
+              f"| {shares} | {never:.2f}x |")
     return 0
 
 

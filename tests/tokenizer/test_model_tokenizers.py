@@ -102,6 +102,18 @@ def test_only_what_no_proof_covers_goes_to_tokenizers(name):
 
 
 @pytest.mark.parametrize("name", MODEL_TOKENIZERS)
+def test_every_vocabulary_entry_as_text_gives_tokenizers_ids(name):
+    # Each entry decoded to its text (a partial UTF-8 sequence becomes U+FFFD), alone and after a word and a space.
+    tokenizer = definition(name)
+    size = tokenizer.get_vocab_size(with_added_tokens=False)
+    entries = tokenizer.decode_batch([[i] for i in range(size)], skip_special_tokens=False)
+    texts = [*entries, *(f"word {entry}" for entry in entries[::7])]
+    want_ids, want_lengths = _want(name, texts)
+    got_ids, got_lengths = encoder(name).encode_batch(texts)
+    assert got_lengths.tolist() == want_lengths and got_ids.tolist() == want_ids
+
+
+@pytest.mark.parametrize("name", MODEL_TOKENIZERS)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=MIXED_SCRIPT_TEXTS)
 def test_random_mixed_script_texts_give_tokenizers_ids(name, texts):
