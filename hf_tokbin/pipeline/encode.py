@@ -111,7 +111,7 @@ def prepare_encoder(plan: BuildPlan) -> BuildPlan:
     """
     from ..tokenizer.encoder import GIGATOKEN_UNAVAILABLE, encoder_for
 
-    encoder = encoder_for(plan.tokenizer.path, plan.options.fast, parse_special=plan.options.parse_special)
+    encoder = encoder_for(plan.tokenizer.path, plan.options.fast, parse_special=plan.options.parse_special, sha256=plan.tokenizer.sha256)
     sample = bounded_prefixes(sample_documents(plan))  # the check encodes texts whole: a long document's start only
     with engine_output_held():  # an engine's panic report is dropped: the check turns it into its fallback reason
         check = encoder.check_fast_path(sample)

@@ -104,7 +104,7 @@ from ..formats.run_config import as_id_definition
 from ..versions import package_version
 from . import long_documents, proof
 from .panics import engine_output_held, is_engine_panic, panic_message
-from .resolve import TOKENIZER_FILE, load_tokenizer_json, vocab_size_of
+from .resolve import TOKENIZER_FILE, load_tokenizer_json, take_resolved_tokenizer, vocab_size_of
 
 # The start of a check's reason when gigatoken cannot be used at all (--fast auto says so in one line).
 GIGATOKEN_UNAVAILABLE = "gigatoken cannot be used here"
@@ -178,6 +178,7 @@ class DocumentEncoder:
             raise TokenizerError(source, "unknown fast-path mode", expected=" or ".join(FAST_MODES), got=fast)
         self.source = source
         self.fast = fast
+        self._vocab_size: int | None = None  # largest id + 1, computed once
         self.parse_special = bool(parse_special)
         dropout = getattr(tokenizer.model, "dropout", None)
         if dropout:  # tokenizers then skips merges at random: two encodings of one text differ
@@ -270,7 +271,9 @@ class DocumentEncoder:
     @property
     def vocab_size(self) -> int:
         """Largest id + 1 (see :func:`hf_tokbin.tokenizer.vocab_size_of`)."""
-        return vocab_size_of(self.tokenizer)
+        if self._vocab_size is None:
+            self._vocab_size = vocab_size_of(self.tokenizer)
+        return self._vocab_size
 
     def parsed_added_tokens(self) -> list[str]:
         """The added tokens ``tokenizers`` cuts out of document text: all, or only the non-special ones."""
@@ -339,7 +342,7 @@ class DocumentEncoder:
         model = (config.get("model") or {}).get("type")
         if model != "BPE":  # the merge loop is what the proof trusts; other models are not covered
             return f"fast path not proven for the model {model} (only BPE is)"
-        entries, id_space = self.tokenizer.get_vocab_size(with_added_tokens=True), vocab_size_of(self.tokenizer)
+        entries, id_space = self.tokenizer.get_vocab_size(with_added_tokens=True), self.vocab_size
         if id_space > 2 * entries + _GIGATOKEN_MAX_ID_GAP:
             return f"fast path not used: the ids leave a large gap ({entries:,} entries, largest id {id_space - 1:,}), and gigatoken's tables grow with the largest id"
         steps = _steps(config.get("normalizer"), "normalizers")
@@ -913,7 +916,9 @@ class ByteEncoder:
         return np.frombuffer(b"".join(encoded), dtype=np.uint8), lengths
 
 
-def encoder_for(tokenizer_json: str | os.PathLike | None, fast: FastMode = "auto", parse_special: bool = False) -> DocumentEncoder | ByteEncoder:
+def encoder_for(
+    tokenizer_json: str | os.PathLike | None, fast: FastMode = "auto", parse_special: bool = False, sha256: str | None = None,
+) -> DocumentEncoder | ByteEncoder:
     """The encoder for a resolved tokenizer: ``None`` (no tokenizer.json) is the byte tokenizer.
 
     ``parse_special``: special-token text inside documents becomes the special
@@ -922,4 +927,10 @@ def encoder_for(tokenizer_json: str | os.PathLike | None, fast: FastMode = "auto
     """
     if tokenizer_json is None:
         return ByteEncoder()
-    return DocumentEncoder.from_tokenizer_json(tokenizer_json, fast, parse_special=parse_special)
+    resolved = take_resolved_tokenizer(sha256)  # the tokenizer resolve_tokenizer loaded from the bytes of this digest
+    if resolved is None:
+        return DocumentEncoder.from_tokenizer_json(tokenizer_json, fast, parse_special=parse_special)
+    tokenizer, vocab_size = resolved
+    encoder = DocumentEncoder(tokenizer, fast, source=os.fspath(tokenizer_json), parse_special=parse_special)
+    encoder._vocab_size = vocab_size
+    return encoder

@@ -118,3 +118,19 @@ def test_cli_tokenizer_train_uses_the_train_split_only(tmp_path, capsys):
     assert "400" in capsys.readouterr().out
     vocab = Tokenizer.from_file(str(tmp_path / "t/tokenizer.json")).get_vocab()
     assert not any("zz" in token or "qq" in token for token in vocab)
+
+
+def test_the_build_encodes_with_the_tokenizer_resolve_loaded_from_the_recorded_bytes(tmp_path):
+    # One load per build: the encoder takes the object resolve made from the bytes it hashed, once.
+    from hf_tokbin.tokenizer.encoder import encoder_for
+    from hf_tokbin.tokenizer.resolve import resolve_tokenizer, take_resolved_tokenizer
+
+    folder = tmp_path / "tok"
+    train_bpe(["one two three four five six seven"] * 20, 300, folder)
+    info = resolve_tokenizer(str(folder))
+    want = encoder_for(info.path, "never").encode_batch(["one two"])  # loaded from the file: no digest given
+    (folder / "tokenizer.json").write_text("{}")  # changed after resolve: the build still encodes what it recorded
+    encoder = encoder_for(info.path, "never", sha256=info.sha256)
+    got = encoder.encode_batch(["one two"])
+    assert got[0].tolist() == want[0].tolist() and encoder.vocab_size == info.vocab_size
+    assert take_resolved_tokenizer(info.sha256) is None  # taken once
