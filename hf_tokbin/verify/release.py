@@ -77,7 +77,10 @@ names the file (in a JSON file, the field) and the rule.
 7c. **The shipped tokenizer.** ``tokenizer/``, when present (releases from
    before it, and byte-tokenizer releases, have none), holds ``tokenizer.json``
    whose SHA-256 is run_config.json's ``tokenizer.sha256``, and at most the
-   config files read beside it.
+   config files read beside it: exactly those ``tokenizer.config_files`` pins,
+   each with its SHA-256 (releases before the pin record none). When the
+   separator was read from a config file, the shipped files name it by the
+   build's own rule (:mod:`hf_tokbin.formats.tokenizer_configs`).
 8. **stats.json** equals what the receipts give
    (:func:`hf_tokbin.formats.release.stats_record`): dataset, tokenizer_id, and the
    counts per split, per source and per part. With a source column, every receipt
@@ -110,6 +113,7 @@ from .._io import read_json
 from ..errors import FormatError, VerificationError
 from ..formats import llmc, megatron
 from ..formats.llmc_order import Blocks, llmc_order
+from ..formats.records import FileEntry
 from ..formats.release import (
     COMPLETE_NAME,
     CONFIG_MAX_BYTES,
@@ -141,6 +145,7 @@ from ..formats.release import (
 )
 from ..formats.run_config import BoundaryToken, RunConfig
 from ..formats.sniff import file_magic
+from ..formats.tokenizer_configs import FROM_CONFIG_FILE, named_separator, read_config_file
 from ..readers.views import open_llmc_file
 from .checks import check_digest, check_files, check_receipts
 from .preview import check_previews
@@ -271,7 +276,9 @@ def _check_manifest_digests(root: Path, complete: Complete, config: RunConfig, m
 
 
 def _check_shipped_tokenizer(root: Path, complete: Complete, config: RunConfig) -> None:
-    """``tokenizer/``, when the release ships it: a tokenizer.json whose SHA-256 (as COMPLETE.json lists it) is run_config.json's."""
+    """``tokenizer/``, when the release ships it: a tokenizer.json whose SHA-256 (as COMPLETE.json lists it) is
+    run_config.json's, config files that are the ones pinned in ``tokenizer.config_files`` and, where present here,
+    name the separator run_config.json records as read from them."""
     shipped = {f.path: f for f in complete.files if f.path.startswith(f"{TOKENIZER_DIR}/")}
     if not shipped:
         return  # releases built before tokenizer/ was shipped, and the byte tokenizer's
@@ -284,6 +291,43 @@ def _check_shipped_tokenizer(root: Path, complete: Complete, config: RunConfig) 
             raise VerificationError(root / path, f"a shipped tokenizer file may be at most {limit:,} bytes", got=f"{listed.size:,} bytes")
     if entry.sha256 != config.tokenizer_sha256:
         raise VerificationError(root / entry.path, "the shipped tokenizer is not the one the release was built with: its SHA-256 must be run_config.json's tokenizer.sha256", expected=config.tokenizer_sha256, got=entry.sha256)
+    configs = {path.rpartition("/")[2]: listed for path, listed in shipped.items() if path != entry.path}
+    _check_pinned_configs(root, configs, config)
+    _check_configs_name_the_separator(root, [root / TOKENIZER_DIR / name for name in configs], config)
+
+
+def _check_pinned_configs(root: Path, configs: dict[str, FileEntry], config: RunConfig) -> None:
+    """The shipped config files are exactly run_config.json's ``tokenizer.config_files``, each with its SHA-256."""
+    pinned = config.tokenizer_config_files
+    if pinned is None:
+        return  # releases built before the config files were pinned: their separator is still checked below
+    for name in sorted(set(pinned) | set(configs)):
+        got = configs[name].sha256 if name in configs else "absent"
+        if pinned.get(name, "absent") != got:
+            raise VerificationError(
+                root / TOKENIZER_DIR / name,
+                "a shipped config file must be the one the build read: its SHA-256 must be run_config.json's tokenizer.config_files",
+                expected=pinned.get(name, "absent"),
+                got=got,
+            )
+
+
+def _check_configs_name_the_separator(root: Path, paths: list[Path], config: RunConfig) -> None:
+    """With a separator read from a config file, the shipped config files name it, by the build's own rule."""
+    recorded = config.doc_sep
+    if recorded is None or recorded.source not in FROM_CONFIG_FILE.values():
+        return  # --doc-sep, or no separator: the config files did not decide it
+    if not all(path.is_file() for path in paths):
+        return  # a partial copy without them (its report names what it could not check)
+    named = named_separator(tuple(read_config_file(path, VerificationError) for path in paths), VerificationError)
+    got = (named.source, named.value) if named is not None else None
+    if got not in ((recorded.source, recorded.id), (recorded.source, recorded.token)):
+        raise VerificationError(
+            named.path if named is not None else root / TOKENIZER_DIR,
+            "the shipped config files must name the separator run_config.json records (doc_sep, as read from them)",
+            expected=f"{recorded.id} {recorded.token!r} from {recorded.source}",
+            got=f"{named.value!r} from {named.source}" if named is not None else "no separator",
+        )
 
 
 def _check_complete(root: Path) -> Complete:

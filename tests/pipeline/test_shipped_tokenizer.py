@@ -131,3 +131,51 @@ def test_a_shipped_tokenizer_over_its_size_rule_is_refused_before_verify_loads_i
         verify_release(built[0])
     monkeypatch.setattr(release_checks, "TOKENIZER_MAX_BYTES", size)
     verify_release(built[0])
+
+
+def test_the_config_files_shipped_are_the_bytes_the_plan_read(tmp_path):
+    # A generation_config.json changed between the plan and the finish: the release ships what the plan read.
+    train, validation = stories(12, 3), stories(4, 4)
+    tokenizer = train_tokenizer(tmp_path / "tok", train + validation)
+    read = (tokenizer / "generation_config.json").read_bytes()
+    corpus = write_corpus(tmp_path / "corpus", [("train", train), ("validation", validation)])
+    plan = plan_build(corpus, resolve_tokenizer(str(tokenizer)), tmp_path / "release")
+    assert json.loads(read) == {"eos_token_id": 0}
+    (tokenizer / "generation_config.json").write_text(json.dumps({"eos_token_id": 5}))
+    build(plan, progress=False)
+    out = tmp_path / "release"
+    assert (out / "tokenizer" / "generation_config.json").read_bytes() == read
+    pinned = json.loads((out / "run_config.json").read_text())["tokenizer"]["config_files"]
+    assert pinned == {"generation_config.json": sha256_file(out / "tokenizer" / "generation_config.json")}
+    verify_release(out)
+
+
+def _edit_shipped(release, tmp_path, name, text, repin):
+    """A copy of ``release`` whose tokenizer/``name`` holds ``text``, COMPLETE.json (and, with ``repin``,
+    run_config.json's digest of it) vouching for the new bytes, so only the rule under test can object."""
+    import shutil
+
+    from release_edits import edit_json, reseal_complete
+
+    copy = shutil.copytree(release, tmp_path / "copy")
+    (copy / "tokenizer" / name).write_text(text)
+    if repin:
+        edit_json(copy / "run_config.json", lambda c: c["tokenizer"]["config_files"].update({name: sha256_file(copy / "tokenizer" / name)}))
+    reseal_complete(copy)
+    return copy
+
+
+def test_a_shipped_config_naming_another_separator_fails_verify(built, tmp_path):
+    copy = _edit_shipped(built[0], tmp_path, "generation_config.json", json.dumps({"eos_token_id": 5}), repin=True)
+    with pytest.raises(VerificationError, match=r"generation_config\.json.*separator") as error:
+        verify_release(copy)
+    assert "\n" not in str(error.value)
+
+
+def test_a_shipped_config_that_is_not_the_pinned_one_fails_verify(built, tmp_path):
+    # Same meaning, other bytes: the digest rule alone objects.
+    original = (built[0] / "tokenizer" / "generation_config.json").read_text()
+    copy = _edit_shipped(built[0], tmp_path, "generation_config.json", original + " ", repin=False)
+    with pytest.raises(VerificationError, match=r"generation_config\.json.*SHA-256.*config_files"):
+        verify_release(copy)
+
