@@ -179,3 +179,81 @@ def test_a_shipped_config_that_is_not_the_pinned_one_fails_verify(built, tmp_pat
     with pytest.raises(VerificationError, match=r"generation_config\.json.*SHA-256.*config_files"):
         verify_release(copy)
 
+
+# ---------------------------------------------------------------- the preview's text check always runs or says why not
+
+
+def _with_preview_text(release, tmp_path, text):
+    """A copy of ``release`` whose first train preview row (each format's) shows ``text``, COMPLETE.json resealed."""
+    import shutil
+
+    import pyarrow.parquet as pq
+    from release_edits import reseal_complete
+
+    copy = shutil.copytree(release, tmp_path / "copy")
+    path = copy / "preview" / "train.parquet"
+    table = pq.read_table(path)
+    texts = table.column("text").to_pylist()
+    texts = [text if row["document"] == 0 else t for t, row in zip(texts, table.select(["document"]).to_pylist())]
+    pq.write_table(table.set_column(table.schema.get_field_index("text"), "text", [texts]), path)
+    reseal_complete(copy)
+    return copy
+
+
+def _partial(release, keep):
+    """Turn ``release`` into a partial copy holding only the paths ``keep`` selects, as pull --include leaves one."""
+    from hf_tokbin._io import canonical_json
+
+    complete = Complete.read(release)
+    held = [f for f in complete.files if keep(f.path)]
+    for entry in complete.files:
+        if entry not in held:
+            (release / entry.path).unlink()
+    (release / "COMPLETE.json").unlink()
+    partial = {"format": "hf_tokbin.partial/1", "repo": "tester/x", "commit": "0" * 40, "path_in_repo": "", "record": "COMPLETE.json",
+               "include": ["megatron"], "files": [f.to_dict() for f in held], "complete": [f.to_dict() for f in complete.files]}
+    (release / "PARTIAL.json").write_text(canonical_json(partial))
+    return release
+
+
+def test_made_up_preview_text_fails_verify(built, tmp_path):
+    copy = _with_preview_text(built[0], tmp_path, "a made-up story")
+    with pytest.raises(VerificationError, match="row 0: text must be the document's text"):
+        verify_release(copy)
+
+
+def test_a_preview_without_the_tokenizer_that_checks_it_fails_verify(built, tmp_path):
+    import shutil
+
+    from release_edits import reseal_complete
+
+    copy = _with_preview_text(built[0], tmp_path, "a made-up story")
+    shutil.rmtree(copy / "tokenizer")
+    reseal_complete(copy)
+    with pytest.raises(VerificationError, match=r"preview.*tokenizer/tokenizer\.json"):
+        verify_release(copy)
+
+
+def test_a_preview_row_past_the_text_bound_is_a_stated_gap(built, tmp_path):
+    from hf_tokbin.verify.preview import TEXT_CHARS_CHECKED
+
+    copy = _with_preview_text(built[0], tmp_path, "a made-up story " + " " * TEXT_CHARS_CHECKED)
+    report = verify_release(copy)
+    assert any("row 0" in w and "not re-encoded" in w for w in report.warnings), report.warnings
+
+
+def test_a_partial_copy_checks_the_preview_text_it_holds(built, tmp_path):
+    copy = _partial(_with_preview_text(built[0], tmp_path, "a made-up story"), lambda p: not (p.startswith("tokens/") and p.endswith(".bin")))
+    with pytest.raises(VerificationError, match="row 0: text must be the document's text"):
+        verify_release(copy)
+
+
+def test_a_partial_copy_names_the_rules_it_could_not_run(built, tmp_path):
+    import shutil
+
+    copy = _partial(shutil.copytree(built[0], tmp_path / "copy"), lambda p: not (p.startswith("tokens/") and p.endswith(".bin")))
+    report = verify_release(copy)
+    assert any("not checked" in w and "llm.c" in w and "Megatron" in w for w in report.warnings), report.warnings
+    assert any("not checked" in w and "preview/train.parquet" in w for w in report.warnings), report.warnings
+    whole = _partial(shutil.copytree(built[0], tmp_path / "whole"), lambda p: True)
+    assert not any("not checked" in w for w in verify_release(whole).warnings)
