@@ -109,8 +109,8 @@ def tokenize(tokenizer, *, text_column: str = "text", fast: str = "auto", parse_
     """
     import os
 
+    from ..engines.panics import engine_output_held
     from ..tokenizer.encoder import encoder_for
-    from ..tokenizer.panics import engine_output_held
     from ..tokenizer.resolve import TokenizerInfo, resolve_tokenizer
 
     if not isinstance(tokenizer, TokenizerInfo):

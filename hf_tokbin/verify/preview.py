@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..engines.panics import engine_panic_as
 from ..errors import VerificationError
 from ..formats import llmc, megatron
 from ..formats.llmc_order import llmc_order
@@ -111,7 +112,8 @@ def _check_texts(path: Path, root: Path, config: RunConfig, rows: dict, count: i
         if len(text) > TEXT_CHARS_CHECKED:
             gaps.append(f"{path.parent.name}/{path.name}: row {document}: text not re-encoded: {len(text):,} characters, over the {TEXT_CHARS_CHECKED:,} checked")
             continue
-        ids = encode(text)
+        with engine_panic_as(VerificationError, path, f"row {document}: the release's tokenizer cannot encode the text (it panicked)"):
+            ids = encode(text)
         for k, format in enumerate(formats):
             row = k * count + document
             expected = row_ids(format, ids, config.bos_id, config.eod_id, config.llmc_sep_id, separator).astype(np.int64)
@@ -132,7 +134,8 @@ def _release_encoding(root: Path, config: RunConfig):
         return lambda text: np.frombuffer(text.encode("utf-8"), dtype=np.uint8).astype(np.uint32)
     from tokenizers import Tokenizer
 
-    tokenizer = as_id_definition(Tokenizer.from_file(str(root / SHIPPED_TOKENIZER)), config.special_tokens == "parsed")
+    with engine_panic_as(VerificationError, root / SHIPPED_TOKENIZER, "the release's tokenizer cannot be loaded (it panicked)"):
+        tokenizer = as_id_definition(Tokenizer.from_file(str(root / SHIPPED_TOKENIZER)), config.special_tokens == "parsed")
     return lambda text: np.asarray(tokenizer.encode(text, add_special_tokens=False).ids, dtype=np.uint32)
 
 
