@@ -16,7 +16,10 @@ release's own tokenizer (the one ``run_config.json`` pins: ``byte``, its Hub
 repo at the recorded commit, or a local ``tokenizer.json`` given with
 ``tokenizer=`` whose SHA-256 must be the recorded one); each boundary token
 is shown as ``⟦ROLE ID 'TOKEN'⟧``, and where a document starts inside the
-output a line ``── document N ──`` says so.
+output a line ``── document N ──`` says so. Control characters of the text
+(ESC, BEL, ...) are shown as ``cat -v`` shows them (``^[``, ``^G``), so
+nothing read from a release reaches a terminal as a command;
+``render(raw=True)`` (``hf-tokbin show --raw``) gives the text as it is.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Callable
 
 import numpy as np
 
+from .._io import is_control_character
 from ..errors import FormatError
 from ..formats.release import RUN_CONFIG_NAME
 from ..formats.run_config import RunConfig
@@ -64,7 +68,8 @@ class Shown:
             texts[piece.document] = texts.get(piece.document, "") + (piece.text if piece.role is None else "")
         return texts
 
-    def render(self) -> str:
+    def render(self, raw: bool = False) -> str:
+        """The header line, then the pieces; text control characters escaped as ``cat -v`` shows them unless ``raw``."""
         touched = sorted({p.document for p in self.pieces})
         span = f"document {touched[0]}" if len(touched) == 1 else f"documents {touched[0]} to {touched[-1]}" if touched else "no document"
         lines = [f"{self.release}: {self.split}, {self.format} tokens {self.start:,}..{self.stop:,} ({self.stop - self.start:,} of {self.n_tokens:,}), {span}"]
@@ -74,8 +79,25 @@ class Shown:
                 out.append(f"\n── document {piece.document} ──\n")
             elif not out:
                 out.append(f"── document {piece.document} (continued) ──\n")
-            out.append(piece.text if piece.role is None else _marker(piece))
+            out.append((piece.text if raw else escaped(piece.text)) if piece.role is None else _marker(piece))
         return lines[0] + "\n" + "".join(out).lstrip("\n")
+
+
+def escaped(text: str) -> str:
+    """``text`` with its control characters as ``cat -v`` shows them: ``^[`` for ESC, ``^G`` for BEL, ``^?`` for DEL,
+    ``M-^[`` for U+009B; newline and tab kept; any other (a bidi control, a line separator) as ``<U+202E>``."""
+    return "".join(_escaped_character(c) if c not in "\n\t" and is_control_character(c) else c for c in text)
+
+
+def _escaped_character(char: str) -> str:
+    code = ord(char)
+    if code < 0x20:
+        return f"^{chr(code + 0x40)}"
+    if code == 0x7F:
+        return "^?"
+    if 0x80 <= code < 0xA0:
+        return f"M-^{chr(code - 0x80 + 0x40)}"
+    return f"<U+{code:04X}>"
 
 
 def _marker(piece: Piece) -> str:

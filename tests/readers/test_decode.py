@@ -87,3 +87,25 @@ def test_a_byte_release_decodes_without_a_tokenizer(tmp_path):
 def test_bad_positions_are_one_clear_error(release, tok, options, message):
     with pytest.raises(FormatError, match=message):
         hf_tokbin.show(release, tokenizer=tok, **options)
+
+
+CONTROL_TEXT = "red \x1b[31malert\x07 and \x7f del \x9b c1 tab\there"
+
+
+def test_show_escapes_control_characters_and_raw_prints_them(tmp_path, capsys):
+    out = tmp_path / "controls"
+    hf_tokbin.build_release(datasets.Dataset.from_dict({"text": [CONTROL_TEXT]}), "byte", out, progress=False, doc_sep=3)
+    capsys.readouterr()
+    assert main(["show", str(out), "--doc", "0"]) == 0
+    shown = capsys.readouterr()
+    assert "red ^[[31malert^G and ^? del M-^[ c1 tab\there" in shown.out
+    assert not any(c in shown.out for c in "\x1b\x07\x7f\x9b")
+    assert "--raw" in shown.err
+    assert main(["show", str(out), "--doc", "0", "--raw"]) == 0
+    assert CONTROL_TEXT in capsys.readouterr().out
+
+
+def test_show_help_says_how_to_get_the_raw_text(capsys):
+    with pytest.raises(SystemExit):
+        main(["show", "--help"])
+    assert "--raw" in capsys.readouterr().out
