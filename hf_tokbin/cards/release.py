@@ -342,6 +342,12 @@ def _order_note(config: RunConfig | None, formats: list[str]) -> str:
         text += ", and the llm.c files interleave blocks of every part in a seeded order, so a trainer reading them in order meets every part from the start"
     elif LLMC in formats:
         text += "; the llm.c files hold the parts in part order"
+    if config.llmc_interleave_seed is not None:
+        text += (
+            ". Documents are numbered from 0 in that interleaved order, the order a trainer reads the llm.c files, in "
+            "every view (the preview, `hf-tokbin show --doc N` with either `--format`): the Megatron pairs keep each "
+            "part's documents together, so document N is not the Nth sequence of the pairs"
+        )
     return text + "."
 
 

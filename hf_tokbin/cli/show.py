@@ -9,7 +9,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("release", help="a release folder")
     parser.add_argument("--split", default="train", help="train or validation (default train)")
     which = parser.add_mutually_exclusive_group(required=True)
-    which.add_argument("--doc", type=int, metavar="N", help="document N of the split (from 0)")
+    which.add_argument("--doc", type=int, metavar="N", help="document N of the split: documents are numbered from 0 in the order a trainer reads them (the llm.c order, the preview's), the same document in either --format")
     which.add_argument("--window", type=int, metavar="OFFSET", help="a training window: --len T tokens of the split's token stream from OFFSET")
     parser.add_argument("--len", dest="length", type=int, metavar="T", help="tokens in the window (with --window)")
     parser.add_argument("--format", choices=("llmc", "megatron"), default=None, help="which files to read (default megatron if the release has it)")

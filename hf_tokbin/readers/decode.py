@@ -7,6 +7,11 @@
     shown = hf_tokbin.show("release/", doc=3, tokenizer="tok/")                # built from a local tokenizer.json
     print(shown.render())
 
+Documents are numbered from 0 in the split's llm.c order, the order a trainer
+reads them and the preview shows them (:class:`DocumentNumbers`): document N is
+the same document in either format, also under ``--shuffle-seed``, where the
+Megatron pairs hold them in another order.
+
 A document is one Megatron sequence (``[bos] + ids + [eod]``) or one llm.c
 document with its separator (``[sep] + [bos] + ids``, or ``[bos] + ids + [sep]``
 with ``--llmc-sep after``), as :mod:`hf_tokbin.readers.views` finds them. A
@@ -24,6 +29,7 @@ nothing read from a release reaches a terminal as a command;
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +39,8 @@ import numpy as np
 
 from .._io import is_control_character
 from ..errors import FormatError
-from ..formats.release import RUN_CONFIG_NAME
+from ..formats.llmc_order import llmc_order
+from ..formats.release import RECEIPTS_DIR, RUN_CONFIG_NAME, Receipt
 from ..formats.run_config import RunConfig
 from .views import LlmcSplit, MegatronSplit, TokenStream
 
@@ -125,17 +132,57 @@ def show(release, split: str = "train", *, doc: int | None = None, window: int |
         if doc is not None:
             raise
         starts = ends = np.zeros(0, dtype=np.int64)
+    numbers = DocumentNumbers.of(root, config, split) if format == "megatron" and config.llmc_interleave_seed is not None else None
     if doc is not None:
         if not 0 <= doc < starts.size:
             raise FormatError(root, f"no document {doc} in {split}", expected=f"0..{starts.size - 1}", got=doc)
-        start, stop = int(starts[doc]), int(ends[doc])
+        index = numbers.megatron_index(doc) if numbers is not None else doc
+        start, stop = int(starts[index]), int(ends[index])
     else:
         if window < 0 or length < 1 or window + length > stream.n_tokens:
             raise FormatError(root, f"window outside the {split} tokens", expected=f"0 <= OFFSET, 1 <= LEN, OFFSET + LEN <= {stream.n_tokens:,}", got=f"{window}+{length}")
         start, stop = window, window + length
     roles = boundary_roles(config, format, starts, ends, np.arange(start, stop))
     pieces = _pieces(stream.read(start, stop), start, starts, roles, decode)
+    if numbers is not None:  # the Megatron order's documents by their numbers in the split's one numbering
+        pieces = [dataclasses.replace(p, document=numbers.number(p.document)) for p in pieces]
     return Shown(os.fspath(release), split, format, start, stop, stream.n_tokens, tuple(pieces))
+
+
+@dataclass(frozen=True)
+class DocumentNumbers:
+    """A split's one document numbering, the llm.c order (the training order, the preview's) against the Megatron order.
+
+    The two differ under ``--shuffle-seed``: the llm.c files interleave blocks of every part
+    (:mod:`hf_tokbin.formats.llmc_order`), the Megatron pairs keep each part's documents together, in part order.
+    Block k of the order is documents ``first[k]..`` of part ``part[k]``: number ``numbered[k]`` on, Megatron index
+    ``before[part[k]] + first[k]`` on. Blocks only (at most 256 a part), never an array per document.
+    """
+
+    part: np.ndarray
+    first: np.ndarray
+    count: np.ndarray
+    numbered: np.ndarray  # the number of each block's first document
+    before: np.ndarray  # Megatron documents before each part
+
+    @classmethod
+    def of(cls, root: Path, config: RunConfig, split: str) -> "DocumentNumbers":
+        receipts = [Receipt.read(path) for path in sorted((root / RECEIPTS_DIR).glob("part-*.json"))]
+        documents = [r.splits[split].documents for r in receipts if split in r.splits and r.splits[split].documents]
+        blocks = llmc_order(config.llmc_interleave_seed, split, documents)
+        numbered = np.concatenate(([0], np.cumsum(blocks.count)[:-1])).astype(np.int64)
+        before = np.concatenate(([0], np.cumsum(documents)[:-1])).astype(np.int64)
+        return cls(blocks.part, blocks.first, blocks.count, numbered, before)
+
+    def megatron_index(self, number: int) -> int:
+        k = int(np.searchsorted(self.numbered, number, side="right")) - 1
+        return int(self.before[self.part[k]] + self.first[k] + number - self.numbered[k])
+
+    def number(self, megatron_index: int) -> int:
+        part = int(np.searchsorted(self.before, megatron_index, side="right")) - 1
+        inside = megatron_index - int(self.before[part])
+        k = int(np.flatnonzero((self.part == part) & (self.first <= inside) & (inside < self.first + self.count))[0])
+        return int(self.numbered[k] + inside - self.first[k])
 
 
 def boundary_roles(config: RunConfig, format: str, starts: np.ndarray, ends: np.ndarray, positions: np.ndarray) -> np.ndarray:
