@@ -119,6 +119,13 @@ class Include:
             raise HubError("--include", "a corpus repo has no formats: name splits only", got=shown(", ".join(self.specs)))
         return self.pairs is None or any(s == split for _, s in self.pairs) or self._globbed(path)
 
+    def check_globs_match(self, paths: list[str], where: str) -> None:
+        """Each glob of ``--include`` matches at least one of ``paths`` (the record's): a glob that matches nothing
+        would leave a copy of the records alone, which verifies OK."""
+        for glob in self.globs:
+            if not any(fnmatch.fnmatchcase(path, glob) for path in paths):
+                raise HubError("--include", f"{shown(glob)!r} matches no file of {where}", hint="a glob matches paths such as shards/train/part-000000.bin or tokens/*/*/train-*.bin")
+
     def _globbed(self, *paths: str) -> bool:
         """Whether a glob of ``--include`` matches one of ``paths`` (``*`` crosses folders, as in ``hf download``)."""
         return any(fnmatch.fnmatchcase(path, glob) for glob in self.globs for path in paths if path)

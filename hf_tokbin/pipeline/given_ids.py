@@ -200,13 +200,13 @@ def _checked_values(ids, first_row: int, where: str) -> np.ndarray:
     values = ids.flatten()
     if values.null_count:
         raise BuildError(where, f"{ID_COLUMN} holds a null id", hint="map every row with hf_tokbin.tokenize(tokenizer)")
-    flat = values.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-    bad = np.flatnonzero((flat < 0) | (flat >= 2**32))
+    given = values.to_numpy(zero_copy_only=False)  # in its own type: a uint64 past 2**63 is no negative number
+    bad = np.flatnonzero((given < 0) | (given >= 2**32))
     if bad.size:
         ends = np.cumsum(_list_lengths(ids, first_row, where))
         row = first_row + int(np.searchsorted(ends, bad[0], side="right"))
-        raise BuildError(f"{where} row {row}", f"{ID_COLUMN} must be ids 0..2**32-1", got=int(flat[bad[0]]))
-    return flat
+        raise BuildError(f"{where} row {row}", f"{ID_COLUMN} must be ids 0..2**32-1", got=int(given[bad[0]]))
+    return given.astype(np.int64, copy=False)
 
 
 @dataclass(frozen=True)

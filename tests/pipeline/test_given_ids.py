@@ -174,3 +174,12 @@ def test_a_sample_check_applies_whatever_holds_the_ids(mapped, tok, tmp_path, ki
     out = tmp_path / "stories"
     hf_tokbin.build_release(given_as(kind, mapped, tmp_path / "saved"), tok, out, progress=False, shard_rows=25, check_ids="sample:5")
     assert json.loads((out / "run_config.json").read_text())["ids"]["checked"] == "sample:5"
+
+
+def test_an_id_past_int64_is_reported_as_it_is(tok, tmp_path):
+    import pyarrow as pa
+
+    ids = pa.array([[64, 1621], [64, 2**63 + 7]], type=pa.list_(pa.uint64()))
+    bad = datasets.Dataset(pa.table({"text": ["a story", "a story"], "input_ids": ids}))
+    with pytest.raises(BuildError, match=rf"row 1: input_ids must be ids 0..2\*\*32-1: got {2**63 + 7}"):
+        hf_tokbin.build_release(bad, tok, tmp_path / "x", progress=False)
