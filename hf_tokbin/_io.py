@@ -351,7 +351,9 @@ def read_record_bytes(path: str | os.PathLike, error_type, max_bytes: int = RECO
     except OSError as e:
         raise error_type(path, "cannot read the record", got=e.strerror or str(e)) from None
     if len(data) > max_bytes:
-        raise error_type(path, f"record is larger than {max_bytes:,} bytes, the most a record may be", got=f"{info.st_size:,} bytes")
+        raise error_type(
+            path, f"record is larger than {max_bytes:,} bytes, the most a record may be", got=f"{info.st_size:,} bytes"
+        )
     return data
 
 

@@ -106,7 +106,7 @@ def markdown_text(text: str) -> str:
 
 
 def code_span(text: str) -> str:
-    """``text`` as a Markdown code span that renders as exactly ``text``, whatever backticks it holds (a corpus name may).
+    """``text`` as a Markdown code span that renders as exactly ``text``, whatever backticks it holds (a name may).
 
     CommonMark: fenced by one backtick more than the longest run inside, padded with a space where it starts or ends
     with one (the renderer strips one space from each end).

@@ -89,7 +89,16 @@ def render_release_card(release_dir: str | os.PathLike, *, license: str | None =
     language = language if language is not None else corpus.get("language")
     source = source_dataset or (corpus_source if corpus_source != "local" else None)
     documents = sum(c.get("documents", 0) for c in release.split_counts.values())
-    metadata = _yaml_metadata(license, language, size_category(documents), source, release.tokenizer_id, release.title(), release.formats, preview_metadata(release.root))
+    metadata = _yaml_metadata(
+        license,
+        language,
+        size_category(documents),
+        source,
+        release.tokenizer_id,
+        release.title(),
+        release.formats,
+        preview_metadata(release.root),
+    )
     return load_template().substitute(metadata=metadata, license_line=_license_line(license, language), **_sections(release))
 
 
@@ -126,7 +135,7 @@ class _Release:
         return recorded or "unknown"
 
     def title(self, shown=str) -> str:
-        """The title; ``shown`` renders the names in it (``markdown_text`` for the card's heading, as they are for YAML)."""
+        """The title; ``shown`` renders its names (``markdown_text`` for the card's heading; as they are for YAML)."""
         made_for = " and ".join(FORMAT_LABELS[f] for f in self.formats) or "training"
         if self.config is None:
             return "Tokenized pretraining release"
@@ -281,7 +290,11 @@ def _yaml_metadata(license, language, size, source, tokenizer_id, title, formats
 def _license_line(license: str, language) -> str:
     """The license and languages as recorded, in words: what the YAML could not say (a license outside the Hub's list,
     a language that is no Hub code) stays visible."""
-    license_text = f"`{license}`" if license in HUB_LICENSES else f"{code_span(json.dumps(license, ensure_ascii=False))} (not a Hub license id: `other` in the metadata)"
+    license_text = (
+        f"`{license}`"
+        if license in HUB_LICENSES
+        else f"{code_span(json.dumps(license, ensure_ascii=False))} (not a Hub license id: `other` in the metadata)"
+    )
     languages = _languages(language)
     known = [f"`{x}`" for x in languages if is_hub_language(x)]
     unknown = [code_span(json.dumps(x, ensure_ascii=False)[1:-1]) for x in languages if not is_hub_language(x)]
@@ -398,7 +411,10 @@ def _source_rows(sources: dict[str, dict[str, dict[str, int]]], columns: list[st
     """The per-source table's rows: each source's counts per split."""
     rows = []
     for name, by_split in sorted(sources.items()):
-        rows += [[code_span(name), split] + [f"{counts[k]:,}" if k in counts else "" for k in columns] for split, counts in sorted(by_split.items())]
+        rows += [
+            [code_span(name), split] + [f"{counts[k]:,}" if k in counts else "" for k in columns]
+            for split, counts in sorted(by_split.items())
+        ]
     return rows
 
 
@@ -454,9 +470,15 @@ def _tokenizer_section(tokenizer: dict, config: RunConfig | None) -> str:
 def _tokenizer_lines(tokenizer: dict, is_byte: bool) -> list[str]:
     """The tokenizer record's fields: the known ones labelled, in their order, then any other scalar as it is."""
     labels = {**_TOKENIZER_LABELS, "sha256": "SHA-256 of its canonical description (it has no `tokenizer.json`)"} if is_byte else _TOKENIZER_LABELS
-    lines = [f"- {label}: {code_span(str(tokenizer[key]))}" for key, label in labels.items() if tokenizer.get(key) is not None]
+    lines = [
+        f"- {label}: {code_span(str(tokenizer[key]))}"
+        for key, label in labels.items()
+        if tokenizer.get(key) is not None
+    ]
     others = sorted(set(tokenizer) - set(labels))
-    scalar = [key for key in others if isinstance(tokenizer[key], (str, int, float)) and not isinstance(tokenizer[key], bool)]
+    scalar = [
+        key for key in others if isinstance(tokenizer[key], (str, int, float)) and not isinstance(tokenizer[key], bool)
+    ]
     return lines + [f"- {markdown_text(key)}: {code_span(str(tokenizer[key]))}" for key in scalar]
 
 

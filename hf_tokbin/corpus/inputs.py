@@ -209,7 +209,7 @@ def _check_saved_arrow_files(folder: Path, paths: list[Path]) -> None:
                 schema = reader.schema
         except (pa.ArrowInvalid, OSError) as e:
             rule = "a save_to_disk folder's Arrow file must be one whole Arrow stream (truncated, or not Arrow)"
-            raise CorpusInputError(path, rule, got=(str(e).splitlines() or [type(e).__name__])[0][:200]) from None
+            raise CorpusInputError(path, rule, got=_first_line(e)) from None
     info = folder / "dataset_info.json"
     features = _saved_features(info) if info.is_file() else None
     if features is not None and schema is not None and not features.equals(schema, check_metadata=False):
@@ -229,7 +229,12 @@ def _saved_features(info: Path):
     try:
         return datasets.Features.from_dict(features).arrow_schema
     except Exception as e:  # noqa: BLE001 - datasets' errors on a malformed features object vary
-        raise CorpusInputError(info, "features must be a datasets Features object", got=(str(e).splitlines() or [type(e).__name__])[0][:200]) from None
+        raise CorpusInputError(info, "features must be a datasets Features object", got=_first_line(e)) from None
+
+
+def _first_line(error: Exception) -> str:
+    """An error's first line, cut to 200 characters: what a library says about a damaged file."""
+    return (str(error).splitlines() or [type(error).__name__])[0][:200]
 
 
 def _columns_text(schema) -> str:

@@ -27,7 +27,11 @@ from .release import CONFIG_MAX_BYTES
 GENERATION_CONFIG_FILE = "generation_config.json"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 SPECIAL_TOKENS_MAP_FILE = "special_tokens_map.json"
-CONFIG_FILES = (GENERATION_CONFIG_FILE, TOKENIZER_CONFIG_FILE, SPECIAL_TOKENS_MAP_FILE)  # read for the separator, in order
+CONFIG_FILES = (
+    GENERATION_CONFIG_FILE,
+    TOKENIZER_CONFIG_FILE,
+    SPECIAL_TOKENS_MAP_FILE,
+)  # read for the separator, in order
 # Where a separator came from (BoundaryToken.source), as run_config.json records it.
 FROM_GENERATION_CONFIG = f"{GENERATION_CONFIG_FILE} eos_token_id"
 FROM_TOKENIZER_CONFIG = f"{TOKENIZER_CONFIG_FILE} eos_token"
@@ -89,9 +93,13 @@ def eos_token_id(file: ConfigFile, error_type) -> int | None:
     path, eos = file.path, parse_json(file.data, file.path, error_type, free_text=True).get("eos_token_id")
     if isinstance(eos, list):
         if not eos:
-            raise error_type(path, "eos_token_id is an empty list; give the separator with --doc-sep TOKEN_OR_ID", got=eos)
+            raise error_type(
+                path, "eos_token_id is an empty list; give the separator with --doc-sep TOKEN_OR_ID", got=eos
+            )
         if len(set(map(repr, eos))) != 1:
-            raise error_type(path, "eos_token_id lists several ids; choose the separator with --doc-sep TOKEN_OR_ID", got=eos)
+            raise error_type(
+                path, "eos_token_id lists several ids; choose the separator with --doc-sep TOKEN_OR_ID", got=eos
+            )
         eos = eos[0]
     if eos is not None and (not isinstance(eos, int) or isinstance(eos, bool)):
         raise error_type(path, "eos_token_id must be an integer", got=eos)
@@ -105,5 +113,7 @@ def eos_token(file: ConfigFile, error_type) -> str | None:
     if isinstance(eos, dict):  # transformers writes an AddedToken as {"__type": "AddedToken", "content": ...}
         eos = eos.get("content")
     if eos is not None and (not isinstance(eos, str) or not eos):
-        raise error_type(file.path, 'eos_token must be a token string or {"content": TOKEN}', got=config.get("eos_token"))
+        raise error_type(
+            file.path, 'eos_token must be a token string or {"content": TOKEN}', got=config.get("eos_token")
+        )
     return eos

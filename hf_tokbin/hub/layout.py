@@ -124,7 +124,11 @@ class Include:
         would leave a copy of the records alone, which verifies OK."""
         for glob in self.globs:
             if not any(fnmatch.fnmatchcase(path, glob) for path in paths):
-                raise HubError("--include", f"{shown(glob)!r} matches no file of {where}", hint="a glob matches paths such as shards/train/part-000000.bin or tokens/*/*/train-*.bin")
+                raise HubError(
+                    "--include",
+                    f"{shown(glob)!r} matches no file of {where}",
+                    hint="a glob matches paths such as shards/train/part-000000.bin or tokens/*/*/train-*.bin",
+                )
 
     def _globbed(self, *paths: str) -> bool:
         """Whether a glob of ``--include`` matches one of ``paths`` (``*`` crosses folders, as in ``hf download``)."""

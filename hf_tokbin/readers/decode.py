@@ -132,7 +132,11 @@ def show(release, split: str = "train", *, doc: int | None = None, window: int |
         if doc is not None:
             raise
         starts = ends = np.zeros(0, dtype=np.int64)
-    numbers = DocumentNumbers.of(root, config, split) if format == "megatron" and config.llmc_interleave_seed is not None else None
+    numbers = (
+        DocumentNumbers.of(root, config, split)
+        if format == "megatron" and config.llmc_interleave_seed is not None
+        else None
+    )
     if doc is not None:
         if not 0 <= doc < starts.size:
             raise FormatError(root, f"no document {doc} in {split}", expected=f"0..{starts.size - 1}", got=doc)

@@ -211,7 +211,12 @@ def _separator_from_files(vocab: "_Vocabulary", config_files: tuple[ConfigFile, 
     named = named_separator(config_files, TokenizerError)
     if named is None:
         return None
-    return vocab.boundary(named.value, named.source, named.path, "eos_token_id" if named.source == FROM_GENERATION_CONFIG else "eos_token")
+    return vocab.boundary(
+        named.value,
+        named.source,
+        named.path,
+        "eos_token_id" if named.source == FROM_GENERATION_CONFIG else "eos_token",
+    )
 
 
 class _Vocabulary:

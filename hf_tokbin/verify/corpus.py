@@ -45,10 +45,14 @@ def verify_corpus(root: str | os.PathLike) -> str:
 
 
 def _check_distinct_sources(path: Path, counted: dict[str, dict[str, int]]) -> None:
-    """The build's bound: at most ``MAX_SOURCES`` distinct sources, both splits together, checked as they are counted."""
+    """The build's bound: at most ``MAX_SOURCES`` distinct sources (both splits together), checked while counting."""
     distinct = len(set().union(*counted.values()))
     if distinct > MAX_SOURCES:
-        raise VerificationError(path, f"a corpus holds at most {MAX_SOURCES:,} distinct sources, as a build counts them", got=f"more than {MAX_SOURCES:,}")
+        raise VerificationError(
+            path,
+            f"a corpus holds at most {MAX_SOURCES:,} distinct sources, as a build counts them",
+            got=f"more than {MAX_SOURCES:,}",
+        )
 
 
 def _count(counts: dict[str, int], sources) -> None:

@@ -31,7 +31,9 @@ from ..readers.views import LlmcSplit
 SHIPPED_TOKENIZER = f"{TOKENIZER_DIR}/{TOKENIZER_FILE}"
 
 
-def check_previews(root: Path, config: RunConfig, receipts: list[Receipt], listed: set[str], held: set[str] | None = None) -> list[str]:
+def check_previews(
+    root: Path, config: RunConfig, receipts: list[Receipt], listed: set[str], held: set[str] | None = None
+) -> list[str]:
     """Every ``preview/<split>.parquet`` COMPLETE.json lists: rows as the format promises, ids those of the files, text
     that encodes to them.
 
@@ -40,11 +42,17 @@ def check_previews(root: Path, config: RunConfig, receipts: list[Receipt], liste
     """
     held = listed if held is None else held
     previews = [preview_path(split) for split in SPLITS if preview_path(split) in listed]
-    unknown = sorted(p for p in listed if p.startswith(f"{PREVIEW_DIR}/") and p not in {preview_path(s) for s in SPLITS})
+    unknown = sorted(
+        p for p in listed if p.startswith(f"{PREVIEW_DIR}/") and p not in {preview_path(s) for s in SPLITS}
+    )
     if unknown:
         raise VerificationError(root / unknown[0], "a preview is preview/train.parquet or preview/validation.parquet")
     if previews and config.tokenizer_sha256 != BYTE_TOKENIZER_SHA256 and SHIPPED_TOKENIZER not in listed:
-        raise VerificationError(root / previews[0], f"a release with a preview must ship {SHIPPED_TOKENIZER}, which checks its text", got="not listed in COMPLETE.json")
+        raise VerificationError(
+            root / previews[0],
+            f"a release with a preview must ship {SHIPPED_TOKENIZER}, which checks its text",
+            got="not listed in COMPLETE.json",
+        )
     gaps = []
     for split in SPLITS:
         rel = preview_path(split)
@@ -55,7 +63,9 @@ def check_previews(root: Path, config: RunConfig, receipts: list[Receipt], liste
     return gaps
 
 
-def _check_preview(path: Path, root: Path, config: RunConfig, split: str, receipts: list[Receipt], listed: set[str], held: set[str]) -> list[str]:
+def _check_preview(
+    path: Path, root: Path, config: RunConfig, split: str, receipts: list[Receipt], listed: set[str], held: set[str]
+) -> list[str]:
     rows = read_preview(path)
     formats = [f for f in FORMATS if f in config.formats]
     count = len(rows["format"]) // max(1, len(formats))
@@ -74,7 +84,8 @@ def _check_preview(path: Path, root: Path, config: RunConfig, split: str, receip
         needed = _token_files_read(config, split, format, in_order, listed)
         absent = sorted(needed - held)
         if absent:
-            gaps.append(f"{preview_path(split)}: {format} input_ids not checked against the token files ({absent[0]} absent here)")
+            not_compared = f"{format} input_ids not checked against the token files"
+            gaps.append(f"{preview_path(split)}: {not_compared} ({absent[0]} absent here)")
             continue
         ids = rows["input_ids"][k * count : (k + 1) * count]
         _check_ids(path, root, config, split, format, [np.asarray(v, dtype=np.int64) for v in ids], in_order)
@@ -83,8 +94,10 @@ def _check_preview(path: Path, root: Path, config: RunConfig, split: str, receip
     return gaps + _check_texts(path, root, config, rows, count, formats)
 
 
-def _token_files_read(config: RunConfig, split: str, format: str, in_order: list[tuple[str, int, int]], listed: set[str]) -> set[str]:
-    """The token files the ids check of ``format`` reads: the pairs of the preview's documents, or the split's llm.c files."""
+def _token_files_read(
+    config: RunConfig, split: str, format: str, in_order: list[tuple[str, int, int]], listed: set[str]
+) -> set[str]:
+    """The token files the ids check of ``format`` reads: the preview documents' pairs, or the split's llm.c files."""
     if format == "megatron":
         return {pair_path(split, part, suffix) for part, _, _ in in_order for suffix in ("bin", "idx")}
     return {p for p in listed if p.startswith(f"{config.llmc_dir}/{LLMC_SPLIT[split]}-")}
@@ -110,9 +123,12 @@ def _check_texts(path: Path, root: Path, config: RunConfig, rows: dict, count: i
     for document in range(count):
         text = rows["text"][document]
         if len(text) > TEXT_CHARS_CHECKED:
-            gaps.append(f"{path.parent.name}/{path.name}: row {document}: text not re-encoded: {len(text):,} characters, over the {TEXT_CHARS_CHECKED:,} checked")
+            bound = f"{len(text):,} characters, over the {TEXT_CHARS_CHECKED:,} checked"
+            gaps.append(f"{path.parent.name}/{path.name}: row {document}: text not re-encoded: {bound}")
             continue
-        with engine_panic_as(VerificationError, path, f"row {document}: the release's tokenizer cannot encode the text (it panicked)"):
+        with engine_panic_as(
+            VerificationError, path, f"row {document}: the release's tokenizer cannot encode the text (it panicked)"
+        ):
             ids = encode(text)
         for k, format in enumerate(formats):
             row = k * count + document
@@ -134,8 +150,12 @@ def _release_encoding(root: Path, config: RunConfig):
         return lambda text: np.frombuffer(text.encode("utf-8"), dtype=np.uint8).astype(np.uint32)
     from tokenizers import Tokenizer
 
-    with engine_panic_as(VerificationError, root / SHIPPED_TOKENIZER, "the release's tokenizer cannot be loaded (it panicked)"):
-        tokenizer = as_id_definition(Tokenizer.from_file(str(root / SHIPPED_TOKENIZER)), config.special_tokens == "parsed")
+    with engine_panic_as(
+        VerificationError, root / SHIPPED_TOKENIZER, "the release's tokenizer cannot be loaded (it panicked)"
+    ):
+        tokenizer = as_id_definition(
+            Tokenizer.from_file(str(root / SHIPPED_TOKENIZER)), config.special_tokens == "parsed"
+        )
     return lambda text: np.asarray(tokenizer.encode(text, add_special_tokens=False).ids, dtype=np.uint32)
 
 

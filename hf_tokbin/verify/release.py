@@ -203,7 +203,9 @@ def verify_release(root: str | os.PathLike, engine: str = "local", num_proc: int
     # Last: derived from the files checked above. One task: it reads the first documents of the token files.
     listed = sorted(f.path for f in complete.files)
     (not_run,) = tasks.run([("preview", receipts, listed, listed)], ["preview/"], "previews checked")
-    return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, config.formats, warnings + not_run)
+    return ReleaseReport(
+        root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, config.formats, warnings + not_run
+    )
 
 
 def verify_release_records(root: str | os.PathLike, complete: Complete, held: Iterable[str] = ()) -> ReleaseReport:
@@ -238,13 +240,23 @@ def verify_release_records(root: str | os.PathLike, complete: Complete, held: It
         if "megatron" in config.formats:
             not_run += _check_llmc_is_megatron_where_held(tasks, receipts, {f.path for f in complete.files}, held)
     not_run += check_previews(root, config, receipts, {f.path for f in complete.files}, held)
-    absent_configs = sorted(p for p in {f.path for f in complete.files} - held if p.startswith(f"{TOKENIZER_DIR}/") and p != f"{TOKENIZER_DIR}/{TOKENIZER_FILE}")
+    absent_configs = sorted(
+        p
+        for p in {f.path for f in complete.files} - held
+        if p.startswith(f"{TOKENIZER_DIR}/") and p != f"{TOKENIZER_DIR}/{TOKENIZER_FILE}"
+    )
     if absent_configs:
-        not_run.append(f"{TOKENIZER_DIR}/: the separator its config files name not checked ({absent_configs[0]} absent here)")
-    return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, config.formats, not_run)
+        not_run.append(
+            f"{TOKENIZER_DIR}/: the separator its config files name not checked ({absent_configs[0]} absent here)"
+        )
+    return ReleaseReport(
+        root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, config.formats, not_run
+    )
 
 
-def _check_llmc_is_megatron_where_held(tasks: _Tasks, receipts: list[Receipt], listed: set[str], held: set[str]) -> list[str]:
+def _check_llmc_is_megatron_where_held(
+    tasks: _Tasks, receipts: list[Receipt], listed: set[str], held: set[str]
+) -> list[str]:
     """Check 7 for each split whose llm.c files and Megatron pairs are all held; a line for each split that is not."""
     config = tasks.checks.config
     complete_splits, not_run = [], []
@@ -336,7 +348,8 @@ def _check_pinned_configs(root: Path, configs: dict[str, FileEntry], config: Run
         if pinned.get(name, "absent") != got:
             raise VerificationError(
                 root / TOKENIZER_DIR / name,
-                "a shipped config file must be the one the build read: its SHA-256 must be run_config.json's tokenizer.config_files",
+                "a shipped config file must be the one the build read: "
+                "its SHA-256 must be run_config.json's tokenizer.config_files",
                 expected=pinned.get(name, "absent"),
                 got=got,
             )

@@ -152,7 +152,12 @@ def test_the_card_never_holds_the_builder_s_path_even_where_quoting_cuts_it(both
 
 
 # One folder name each (no "/"): an element with an event handler, a link, an <a> element, emphasis and a backtick.
-HOSTILE_NAMES = ['<img src=x onerror="alert(1)">', "[a link](https:evil.example)", "tick`cut` *bold* _em_ #h", "<a href='https:evil.example'>x"]
+HOSTILE_NAMES = [
+    '<img src=x onerror="alert(1)">',
+    "[a link](https:evil.example)",
+    "tick`cut` *bold* _em_ #h",
+    "<a href='https:evil.example'>x",
+]
 
 
 def _rendered(card: str) -> str:
@@ -170,7 +175,9 @@ def test_hostile_names_render_as_text_in_the_release_card(tmp_path, name):
     from hf_tokbin.pipeline import build, plan_build
     from hf_tokbin.tokenizer import resolve_tokenizer
 
-    corpus = write_corpus(tmp_path / "corpus", [("train", stories(4, seed=1)), ("validation", stories(2, seed=2))], name=name)
+    corpus = write_corpus(
+        tmp_path / "corpus", [("train", stories(4, seed=1)), ("validation", stories(2, seed=2))], name=name
+    )
     out = tmp_path / "release"
     build(plan_build(corpus, resolve_tokenizer("byte", tokenizer_id=name, doc_sep_id=0), out), progress=False)
     rendered = _rendered((out / "README.md").read_text(encoding="utf-8"))

@@ -50,7 +50,16 @@ def test_the_command_line_never_prints_a_password_of_out(tmp_path):
 
 
 # Passwords as a URL's userinfo holds them: the parser's reading ends userinfo at the last "@" before the host.
-PASSWORDS = ["p@ssSECRET", "p@ss:SECRET@", "pa:ssSECRET", "pa%2FssSECRET", "p%40ssSECRET", "pa ssSECRET", "pässSECRET", "密码SECRET"]
+PASSWORDS = [
+    "p@ssSECRET",
+    "p@ss:SECRET@",
+    "pa:ssSECRET",
+    "pa%2FssSECRET",
+    "p%40ssSECRET",
+    "pa ssSECRET",
+    "pässSECRET",
+    "密码SECRET",
+]
 
 
 @pytest.mark.parametrize("password", PASSWORDS)

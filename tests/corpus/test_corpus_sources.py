@@ -103,7 +103,20 @@ def test_verify_of_a_corpus_holds_the_build_s_bound_on_distinct_sources(tmp_path
     from hf_tokbin.verify.corpus import verify_corpus
 
     write_jsonl(tmp_path / "rows.jsonl", [{"text": "a story", "src": "web"}])
-    assert main(["corpus", "import", str(tmp_path / "rows.jsonl"), "--out", str(tmp_path / "corpus"), "--source-column", "src"]) == 0
+    assert (
+        main(
+            [
+                "corpus",
+                "import",
+                str(tmp_path / "rows.jsonl"),
+                "--out",
+                str(tmp_path / "corpus"),
+                "--source-column",
+                "src",
+            ]
+        )
+        == 0
+    )
     manifest_path = tmp_path / "corpus" / "_MANIFEST.json"
     manifest = json.loads(manifest_path.read_text())
     (entry,) = manifest["shards"]
@@ -111,7 +124,10 @@ def test_verify_of_a_corpus_holds_the_build_s_bound_on_distinct_sources(tmp_path
     table = pq.read_table(shard)
     n = MAX_SOURCES + 1
     columns = {"text": ["a story"] * n, "split": ["train"] * n, "source": [f"s{i}" for i in range(n)]}
-    pq.write_table(pa.table({name: pa.array(columns[name], type=table.schema.field(name).type) for name in table.schema.names}), shard)
+    pq.write_table(
+        pa.table({name: pa.array(columns[name], type=table.schema.field(name).type) for name in table.schema.names}),
+        shard,
+    )
     entry.update(rows=n, size=shard.stat().st_size, sha256=sha256_file(shard))
     manifest["documents_by_source"] = {"train": {"web": n}}
     manifest_path.write_text(json.dumps(manifest))

@@ -96,7 +96,10 @@ def test_push_publishes_every_file_verified_and_complete_json_last(hub, env, tmp
     commits = pushed_commits(hub)
     assert commits[-1].changed == ("COMPLETE.json",)
     assert all("COMPLETE.json" not in c.tree for c in commits[:-1])
-    assert f"{len(local_files(release))} files" in result.stdout and "COMPLETE.json verified at " + commits[-1].oid in result.stdout
+    assert (
+        f"{len(local_files(release))} files" in result.stdout
+        and "COMPLETE.json verified at " + commits[-1].oid in result.stdout
+    )
     assert TOKEN not in result.stdout + result.stderr
 
 
@@ -108,7 +111,9 @@ def test_second_push_of_the_same_release_makes_no_commit(hub, env, tmp_path):
     assert again.returncode == 0, again.stderr
     assert [c.oid for c in hub.repo(REPO).history()] == heads
     assert "already published" in again.stdout
-    assert hub.count("PUT", "^/_lfs/") == len([p for p in local_files(release) if p.endswith((".bin", ".idx", ".parquet"))])
+    assert hub.count("PUT", "^/_lfs/") == len(
+        [p for p in local_files(release) if p.endswith((".bin", ".idx", ".parquet"))]
+    )
 
 
 def test_each_part_goes_up_with_its_receipt_within_the_commit_limit(hub, env, tmp_path):
@@ -194,7 +199,9 @@ def test_smaller_release_pushed_over_a_bigger_one_leaves_only_its_own_files(hub,
     remote.pop(".gitattributes")
     assert remote == local_files(small)
     gone = set(local_files(big)) - set(local_files(small))
-    assert {p for p in gone if p.startswith(("shards/", "receipts/"))} == gone and len(gone) == 6  # parts 1 and 2: a pair and a receipt each
+    assert {p for p in gone if p.startswith(("shards/", "receipts/"))} == gone and len(
+        gone
+    ) == 6  # parts 1 and 2: a pair and a receipt each
     new_commits = pushed_commits(hub)[before:]
     assert set(new_commits[0].changed) == gone | {"COMPLETE.json"} and "COMPLETE.json" not in new_commits[0].tree  # deleted with the stale record
     assert new_commits[-1].changed == ("COMPLETE.json",)
@@ -485,4 +492,11 @@ def test_push_refuses_a_release_that_pull_refuses(copy):
     pq.write_table(table.set_column(table.schema.get_field_index("text"), "text", [texts]), path)
     reseal_complete(copy)
     with pytest.raises(VerificationError, match=r"preview/train\.parquet: row 0: text must be the document's text"):
-        push_folder(copy, "tester/refused", endpoint="http://127.0.0.1:9", token="hf_unused", retry=RetryPolicy(attempts=1, base_delay=0.01), progress=False)
+        push_folder(
+            copy,
+            "tester/refused",
+            endpoint="http://127.0.0.1:9",
+            token="hf_unused",
+            retry=RetryPolicy(attempts=1, base_delay=0.01),
+            progress=False,
+        )

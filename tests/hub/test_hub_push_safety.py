@@ -162,7 +162,10 @@ def test_a_hand_added_file_survives_a_repush_of_a_changed_release(hub, env, tmp_
     assert result.returncode == 0, result.stderr
     remote = hub.head_files(REPO)
     assert remote["NOTES.md"] == b"# notes by hand\n"
-    assert remote["README.md"] == (release / "README.md").read_bytes() and remote["COMPLETE.json"] == (release / "COMPLETE.json").read_bytes()
+    assert (
+        remote["README.md"] == (release / "README.md").read_bytes()
+        and remote["COMPLETE.json"] == (release / "COMPLETE.json").read_bytes()
+    )
     assert "1 other remote files left alone" in result.stdout
 
 

@@ -142,7 +142,15 @@ def test_check_ids_needs_an_input_ids_column(raw, tok, tmp_path):
         hf_tokbin.build_release(raw, tok, tmp_path / "x", progress=False, check_ids="sample:3")
 
 
-GIVEN_KINDS = ["Dataset", "DatasetDict", "IterableDataset", "IterableDatasetDict", "IterableDataset without features", "saved Dataset", "saved DatasetDict"]
+GIVEN_KINDS = [
+    "Dataset",
+    "DatasetDict",
+    "IterableDataset",
+    "IterableDatasetDict",
+    "IterableDataset without features",
+    "saved Dataset",
+    "saved DatasetDict",
+]
 
 
 def given_as(kind: str, dataset: datasets.Dataset, folder: Path):
@@ -157,7 +165,9 @@ def given_as(kind: str, dataset: datasets.Dataset, folder: Path):
         "Dataset": lambda: dataset,
         "DatasetDict": lambda: datasets.DatasetDict({"only": dataset}),
         "IterableDataset": lambda: dataset.to_iterable_dataset(num_shards=1),
-        "IterableDatasetDict": lambda: datasets.IterableDatasetDict({"only": dataset.to_iterable_dataset(num_shards=1)}),
+        "IterableDatasetDict": lambda: datasets.IterableDatasetDict(
+            {"only": dataset.to_iterable_dataset(num_shards=1)}
+        ),
     }[kind]()
 
 
@@ -165,14 +175,18 @@ def given_as(kind: str, dataset: datasets.Dataset, folder: Path):
 def test_given_ids_are_checked_whatever_holds_them(mapped, tok, tmp_path, kind):
     wrong = mapped.map(lambda example: {"input_ids": [(i + 1) % 50000 for i in example["input_ids"]]})
     with pytest.raises(BuildError, match=r"row 0: input_ids differ from the tokenizer's ids"):
-        hf_tokbin.build_release(given_as(kind, wrong, tmp_path / "saved"), tok, tmp_path / "stories", progress=False, shard_rows=25)
+        hf_tokbin.build_release(
+            given_as(kind, wrong, tmp_path / "saved"), tok, tmp_path / "stories", progress=False, shard_rows=25
+        )
     assert not (tmp_path / "stories" / "COMPLETE.json").exists()
 
 
 @pytest.mark.parametrize("kind", GIVEN_KINDS)
 def test_a_sample_check_applies_whatever_holds_the_ids(mapped, tok, tmp_path, kind):
     out = tmp_path / "stories"
-    hf_tokbin.build_release(given_as(kind, mapped, tmp_path / "saved"), tok, out, progress=False, shard_rows=25, check_ids="sample:5")
+    hf_tokbin.build_release(
+        given_as(kind, mapped, tmp_path / "saved"), tok, out, progress=False, shard_rows=25, check_ids="sample:5"
+    )
     assert json.loads((out / "run_config.json").read_text())["ids"]["checked"] == "sample:5"
 
 

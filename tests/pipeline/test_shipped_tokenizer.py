@@ -160,7 +160,10 @@ def _edit_shipped(release, tmp_path, name, text, repin):
     copy = shutil.copytree(release, tmp_path / "copy")
     (copy / "tokenizer" / name).write_text(text)
     if repin:
-        edit_json(copy / "run_config.json", lambda c: c["tokenizer"]["config_files"].update({name: sha256_file(copy / "tokenizer" / name)}))
+        edit_json(
+            copy / "run_config.json",
+            lambda c: c["tokenizer"]["config_files"].update({name: sha256_file(copy / "tokenizer" / name)}),
+        )
     reseal_complete(copy)
     return copy
 
@@ -210,8 +213,16 @@ def _partial(release, keep):
         if entry not in held:
             (release / entry.path).unlink()
     (release / "COMPLETE.json").unlink()
-    partial = {"format": "hf_tokbin.partial/1", "repo": "tester/x", "commit": "0" * 40, "path_in_repo": "", "record": "COMPLETE.json",
-               "include": ["megatron"], "files": [f.to_dict() for f in held], "complete": [f.to_dict() for f in complete.files]}
+    partial = {
+        "format": "hf_tokbin.partial/1",
+        "repo": "tester/x",
+        "commit": "0" * 40,
+        "path_in_repo": "",
+        "record": "COMPLETE.json",
+        "include": ["megatron"],
+        "files": [f.to_dict() for f in held],
+        "complete": [f.to_dict() for f in complete.files],
+    }
     (release / "PARTIAL.json").write_text(canonical_json(partial))
     return release
 
@@ -243,7 +254,10 @@ def test_a_preview_row_past_the_text_bound_is_a_stated_gap(built, tmp_path):
 
 
 def test_a_partial_copy_checks_the_preview_text_it_holds(built, tmp_path):
-    copy = _partial(_with_preview_text(built[0], tmp_path, "a made-up story"), lambda p: not (p.startswith("tokens/") and p.endswith(".bin")))
+    copy = _partial(
+        _with_preview_text(built[0], tmp_path, "a made-up story"),
+        lambda p: not (p.startswith("tokens/") and p.endswith(".bin")),
+    )
     with pytest.raises(VerificationError, match="row 0: text must be the document's text"):
         verify_release(copy)
 
@@ -251,7 +265,9 @@ def test_a_partial_copy_checks_the_preview_text_it_holds(built, tmp_path):
 def test_a_partial_copy_names_the_rules_it_could_not_run(built, tmp_path):
     import shutil
 
-    copy = _partial(shutil.copytree(built[0], tmp_path / "copy"), lambda p: not (p.startswith("tokens/") and p.endswith(".bin")))
+    copy = _partial(
+        shutil.copytree(built[0], tmp_path / "copy"), lambda p: not (p.startswith("tokens/") and p.endswith(".bin"))
+    )
     report = verify_release(copy)
     assert any("not checked" in w and "llm.c" in w and "Megatron" in w for w in report.warnings), report.warnings
     assert any("not checked" in w and "preview/train.parquet" in w for w in report.warnings), report.warnings

@@ -94,7 +94,9 @@ CONTROL_TEXT = "red \x1b[31malert\x07 and \x7f del \x9b c1 tab\there"
 
 def test_show_escapes_control_characters_and_raw_prints_them(tmp_path, capsys):
     out = tmp_path / "controls"
-    hf_tokbin.build_release(datasets.Dataset.from_dict({"text": [CONTROL_TEXT]}), "byte", out, progress=False, doc_sep=3)
+    hf_tokbin.build_release(
+        datasets.Dataset.from_dict({"text": [CONTROL_TEXT]}), "byte", out, progress=False, doc_sep=3
+    )
     capsys.readouterr()
     assert main(["show", str(out), "--doc", "0"]) == 0
     shown = capsys.readouterr()
@@ -116,7 +118,15 @@ def test_one_document_numbering_under_a_shuffle_seed(tmp_path, capsys):
 
     texts = [f"story number {i}" for i in range(40)]
     out = tmp_path / "shuffled"
-    hf_tokbin.build_release(datasets.Dataset.from_dict({"text": texts}), "byte", out, progress=False, doc_sep=0, shard_rows=7, shuffle_seed=5)
+    hf_tokbin.build_release(
+        datasets.Dataset.from_dict({"text": texts}),
+        "byte",
+        out,
+        progress=False,
+        doc_sep=0,
+        shard_rows=7,
+        shuffle_seed=5,
+    )
     preview = read_preview(out / "preview" / "train.parquet")
     previewed = {d: t for d, t in zip(preview["document"], preview["text"])}
     seen = []

@@ -89,10 +89,29 @@ def panicking_preview(tmp_path_factory, tokenizer) -> Path:
     root = tmp_path_factory.mktemp("panicking_preview")
     corpus = write_corpus(root / "corpus", [("train", story_texts(20, seed=3)), ("validation", story_texts(3, seed=4))])
     out = root / "release"
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--doc-sep", "0", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(tokenizer),
+                "--doc-sep",
+                "0",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     path = out / "preview" / "train.parquet"
     table = pq.read_table(path)
-    texts = [PANICKING_TEXT if document == 0 else text for text, document in zip(table.column("text").to_pylist(), table.column("document").to_pylist())]
+    texts = [
+        PANICKING_TEXT if document == 0 else text
+        for text, document in zip(table.column("text").to_pylist(), table.column("document").to_pylist())
+    ]
     pq.write_table(table.set_column(table.schema.get_field_index("text"), "text", [texts]), path)
     reseal_complete(out)
     return out
@@ -100,11 +119,15 @@ def panicking_preview(tmp_path_factory, tokenizer) -> Path:
 
 def test_verify_of_a_preview_text_the_shipped_tokenizer_panics_on_is_one_line(panicking_preview):
     command = [sys.executable, "-m", "hf_tokbin", "verify", str(panicking_preview)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600, env={**os.environ, "RUST_BACKTRACE": "1"})
+    result = subprocess.run(
+        command, capture_output=True, text=True, timeout=600, env={**os.environ, "RUST_BACKTRACE": "1"}
+    )
     assert result.returncode == 1
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr[-3000:]
-    assert "preview/train.parquet: row 0: " in lines[0] and "panicked" in lines[0] and "retry-limit-in-match" in lines[0]
+    assert (
+        "preview/train.parquet: row 0: " in lines[0] and "panicked" in lines[0] and "retry-limit-in-match" in lines[0]
+    )
 
 
 def test_pull_of_a_release_whose_shipped_tokenizer_panics_is_one_error(panicking_preview, tmp_path):
@@ -117,5 +140,12 @@ def test_pull_of_a_release_whose_shipped_tokenizer_panics_is_one_error(panicking
     with HostileHub(token=token) as hub:
         hub.seed_repo("tester/panics", panicking_preview)
         with pytest.raises(TokbinError, match=r"preview/train\.parquet: row 0: .*panicked"):
-            pull_release("tester/panics", tmp_path / "pulled", endpoint=hub.url, token=token, retry=RetryPolicy(attempts=2, base_delay=0.01), progress=False)
+            pull_release(
+                "tester/panics",
+                tmp_path / "pulled",
+                endpoint=hub.url,
+                token=token,
+                retry=RetryPolicy(attempts=2, base_delay=0.01),
+                progress=False,
+            )
     assert not (tmp_path / "pulled").exists()
