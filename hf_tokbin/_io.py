@@ -337,21 +337,33 @@ def read_json(path: str | os.PathLike, error_type, free_text: bool = False) -> d
     never reach a printed recipe line. ``free_text``: a file of another tool
     (a tokenizer's configs, a chat template) whose strings may hold anything.
     """
+    return parse_json(read_record_bytes(path, error_type), path, error_type, free_text)
+
+
+def read_record_bytes(path: str | os.PathLike, error_type, max_bytes: int = RECORD_MAX_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes``, read once; else one ``error_type`` naming it."""
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; it changes nothing for a regular file.
         with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as file:
             info = os.fstat(file.fileno())
             if not stat.S_ISREG(info.st_mode):
                 raise error_type(path, "a record must be a regular file")
-            data = file.read(RECORD_MAX_BYTES + 1)
+            data = file.read(max_bytes + 1)
     except FileNotFoundError:
         raise error_type(path, "file is missing") from None
     except IsADirectoryError:
         raise error_type(path, "a record must be a regular file", got="a folder") from None
     except OSError as e:
         raise error_type(path, "cannot read the record", got=e.strerror or str(e)) from None
-    if len(data) > RECORD_MAX_BYTES:
-        raise error_type(path, f"record is larger than {RECORD_MAX_BYTES:,} bytes, the most a record may be", got=f"{info.st_size:,} bytes")
+    if len(data) > max_bytes:
+        raise error_type(
+            path, f"record is larger than {max_bytes:,} bytes, the most a record may be", got=f"{info.st_size:,} bytes"
+        )
+    return data
+
+
+def parse_json(data: bytes, path: str | os.PathLike, error_type, free_text: bool = False) -> dict:
+    """The JSON object ``data`` (read from ``path``) holds, by :func:`read_json`'s rules."""
     try:
         obj = json.loads(data.decode("utf-8"))
     except RecursionError:

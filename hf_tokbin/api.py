@@ -194,16 +194,12 @@ def _loaded_if_saved_with_ids(source):
 
     Without ``input_ids`` the folder is read as the files it holds (``corpus import``'s reader, which names what is wrong).
     """
-    from .corpus.inputs import is_saved_dataset_folder, list_inputs
+    from .corpus.inputs import is_saved_dataset_folder, load_saved_dataset
     from .pipeline.given_ids import has_given_ids
 
     if not isinstance(source, (str, os.PathLike)) or not is_saved_dataset_folder(Path(source)):
         return source
-    import datasets
-
-    list_inputs([source])  # a broken folder is refused naming its file, before datasets reads it
-
-    loaded = datasets.load_from_disk(os.fspath(source))
+    loaded = load_saved_dataset(Path(source))  # a broken folder is refused naming its file, before datasets reads it
     return loaded if has_given_ids(loaded) else source
 
 

@@ -16,8 +16,10 @@ class TokbinError(Exception):
 
 
 _SHOWN_MAX = 500  # characters of a foreign string (a server's, a record's) shown in a message
-# A URL's user:password@ (or token@), and the query parameters that carry a credential (signed URLs, API keys).
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#@\s]+)@")
+# Where a URL's authority starts, and where it ends (urllib.parse.urlsplit's netloc: at the first "/", "?" or "#").
+_URL_AUTHORITY = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_AUTHORITY_END = re.compile(r"[/?#]")
+# The query parameters that carry a credential (signed URLs, API keys).
 _SECRET_PARAMETER = re.compile(
     r"(?P<name>[?&;](?:[A-Za-z0-9_.-]*[-_.])?(?:token|sig|signature|key|secret|password|passwd|pwd|credential|auth|authorization|access_token|sas)"
     r"(?:[-_.][A-Za-z0-9_.-]*)?=)(?P<value>[^&;#:,)\s'\"]+)",
@@ -34,8 +36,22 @@ def mask_secrets(text: str) -> str:
     ``s3://b/x?X-Amz-Signature=abc`` as ``s3://b/x?X-Amz-Signature=***``):
     every error message passes through it.
     """
-    text = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
-    return _SECRET_PARAMETER.sub(lambda m: f"{m['name']}{MASK}", text)
+    return _SECRET_PARAMETER.sub(lambda m: f"{m['name']}{MASK}", _mask_userinfo(text))
+
+
+def _mask_userinfo(text: str) -> str:
+    """Each URL's userinfo as the URL parser reads it: its authority runs to the first "/", "?" or "#", and the
+    userinfo is what comes before the authority's last "@" (a password may hold "@", ":", spaces, any letter)."""
+    pieces, done = [], 0
+    for start in (m.end() for m in _URL_AUTHORITY.finditer(text)):
+        if start <= done:
+            continue  # inside a userinfo already masked
+        end = _AUTHORITY_END.search(text, start)
+        userinfo, at, _ = text[start : end.start() if end else len(text)].rpartition("@")
+        if at:
+            pieces.append(f"{text[done:start]}{MASK}")
+            done = start + len(userinfo)
+    return "".join(pieces) + text[done:]
 
 
 def shown(value) -> str:

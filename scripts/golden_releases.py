@@ -34,13 +34,15 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from tokenizer_files import gpt2_tokenizer_json, llama3_tokenizer_json  # noqa: E402
 
+SAMPLE_MARKER = ".sample_release"  # scripts/sample_release.sh marks its OUT_DIR as its own: no output of a build
+
 
 def tree_digests(root: Path) -> dict[str, str]:
-    """SHA-256 of every regular file under ``root``, by relative posix path."""
+    """SHA-256 of every regular file under ``root`` but the sample script's marker, by relative posix path."""
     return {
         p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(root.rglob("*"))
-        if p.is_file()
+        if p.is_file() and p.name != SAMPLE_MARKER
     }
 
 

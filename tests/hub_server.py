@@ -720,6 +720,26 @@ def client_env(server: HubServer, home, token: str | None = None) -> dict[str, s
 # -- fixtures: tiny releases and corpora, written with the project's own writers -------------------
 
 
+def make_verified_release(root, parts: int = 3, card: bool = True, seed: int = 0):
+    """A release ``verify`` accepts (push runs every verify rule first): a byte-tokenizer build of ``parts`` train
+    shards (part N is shards/train/part-00000N), without its card unless ``card``; ``seed`` varies the stories."""
+    from pathlib import Path
+
+    from release_fixtures import stories, write_corpus
+
+    from hf_tokbin.pipeline import build, plan_build
+    from hf_tokbin.tokenizer import resolve_tokenizer
+
+    root = Path(root)
+    shards = [("train", stories(4 + i, seed=seed * 100 + i)) for i in range(parts)]
+    corpus = write_corpus(root.parent / f".{root.name}-corpus", shards, name="tinystories-mini")
+    build(plan_build(corpus, resolve_tokenizer("byte", tokenizer_id="byte-test", doc_sep_id=0), root), progress=False)
+    if not card:
+        (root / "README.md").unlink()
+        write_complete(root)
+    return root
+
+
 def make_release(root, parts: int = 3, vocab_size: int = 300, eod_id: int = 0, card: bool = True, seed: int = 0, corpus_source: str = "local"):
     """A small Megatron release: ``parts`` parts (part 1 has no validation pair), receipts, stats,
     run_config.json (written by the build's own BuildPlan.run_config; the corpus came from

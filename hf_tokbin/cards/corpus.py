@@ -16,7 +16,7 @@ from string import Template
 
 from ..errors import CorpusInputError
 from ..formats.corpus_manifest import LANGUAGE_CODE, LICENSE_ID, SPLIT_RULE_TEXT, SPLITS, CorpusManifest
-from .metadata import HUB_LICENSES, dump_yaml, load_template, size_category
+from .metadata import HUB_LICENSES, dump_yaml, load_template, markdown_text, size_category
 
 CARD_TEMPLATE = "corpus_card.md"  # in dataset_card/
 DATA_DIR = "data"  # the corpus folder's shards: DATA_DIR/<split>-NNNNN.parquet
@@ -52,7 +52,7 @@ def render_corpus_card(manifest: CorpusManifest, schema=None) -> str:
     sources = "".join(f"| `{_cell(s.path)}` | {s.size:,} | `{s.sha256}` |\n" for s in manifest.sources)
     # The template's front matter is replaced whole: the YAML is the emitter's, never text pasted into YAML.
     body = Template(_without_front_matter(template.template)).substitute(
-        name=manifest.name,
+        name=markdown_text(manifest.name),
         # A Python string literal whatever the name holds (a quote in it cannot end the string and run the rest).
         dataset_path=json.dumps(f"path/or/namespace/{manifest.name}", ensure_ascii=False),
         split_rule=manifest.split_rule,

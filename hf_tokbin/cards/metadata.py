@@ -88,3 +88,29 @@ def hub_language_codes() -> frozenset[str] | None:
 def is_hub_language(code) -> bool:
     codes = hub_language_codes()
     return isinstance(code, str) and (code in codes if codes is not None else _LANGUAGE_CODE.fullmatch(code) is not None)
+
+
+# The characters that open an inline element in CommonMark and GitHub's Markdown: a code span, emphasis, a link or an
+# image, raw HTML or an autolink, an entity, strikethrough, a table cell, a heading; "_" only at a word's edge (inside
+# a word, as in eos_token_id, it delimits no emphasis).
+_MARKDOWN_ACTIVE = re.compile(r"([\\`*\[\]()<>!#&|~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
+
+
+def markdown_text(text: str) -> str:
+    """``text`` (a value from outside: a corpus name, a tokenizer id) as Markdown that renders as exactly ``text``.
+
+    Each character that could open an element is backslash-escaped (CommonMark lets any ASCII punctuation be), so
+    no value adds an image, a link, raw HTML or emphasis to a card.
+    """
+    return _MARKDOWN_ACTIVE.sub(r"\\\1", text)
+
+
+def code_span(text: str) -> str:
+    """``text`` as a Markdown code span that renders as exactly ``text``, whatever backticks it holds (a name may).
+
+    CommonMark: fenced by one backtick more than the longest run inside, padded with a space where it starts or ends
+    with one (the renderer strips one space from each end).
+    """
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"

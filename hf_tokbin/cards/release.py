@@ -72,7 +72,7 @@ from ..formats.release import (
 from ..formats.run_config import RunConfig
 from ..formats.sniff import file_magic
 from .lengths import NOT_RECORDED, length_section
-from .metadata import HUB_LICENSES, dump_yaml, is_hub_language, load_template, size_category
+from .metadata import HUB_LICENSES, code_span, dump_yaml, is_hub_language, load_template, markdown_text, size_category
 from .preview import preview_metadata, preview_rows
 
 COUNT_FIELDS = ("documents", "text_tokens", "bos_tokens", "eod_tokens", "total_tokens")
@@ -90,7 +90,16 @@ def render_release_card(release_dir: str | os.PathLike, *, license: str | None =
     language = language if language is not None else corpus.get("language")
     source = source_dataset or (corpus_source if corpus_source != "local" else None)
     documents = sum(c.get("documents", 0) for c in release.split_counts.values())
-    metadata = _yaml_metadata(license, language, size_category(documents), source, release.tokenizer_id, release.title, release.formats, preview_metadata(release.root))
+    metadata = _yaml_metadata(
+        license,
+        language,
+        size_category(documents),
+        source,
+        release.tokenizer_id,
+        release.title(),
+        release.formats,
+        preview_metadata(release.root),
+    )
     return load_template().substitute(metadata=metadata, license_line=_license_line(license, language), **_sections(release))
 
 
@@ -126,10 +135,12 @@ class _Release:
         recorded = _text(_dict(self.config.tokenizer).get("tokenizer_id")) if self.config else None
         return recorded or "unknown"
 
-    @property
-    def title(self) -> str:
+    def title(self, shown=str) -> str:
+        """The title; ``shown`` renders its names (``markdown_text`` for the card's heading; as they are for YAML)."""
         made_for = " and ".join(FORMAT_LABELS[f] for f in self.formats) or "training"
-        return f"{self.config.dataset} tokenized with {self.tokenizer_id} for {made_for}" if self.config else "Tokenized pretraining release"
+        if self.config is None:
+            return "Tokenized pretraining release"
+        return f"{shown(self.config.dataset)} tokenized with {shown(self.tokenizer_id)} for {made_for}"
 
     def layout(self) -> _Layout:
         config = self.config
@@ -151,9 +162,9 @@ def _sections(release: _Release) -> dict[str, str]:
     sources = {name: {s: c.stats_dict() for s, c in by_split.items()} for name, by_split in release.stats.sources.items()} if release.stats else {}
     counts = _counts_section(release.split_counts, sources, bool(release.stats and release.stats.splits), eod_id, separator, formats, layout)
     return dict(
-        title=release.title,
+        title=release.title(markdown_text),
         hf_tokbin=f"hf_tokbin {version}" if version else "hf_tokbin",
-        corpus_phrase=f"`{config.dataset}`" if config else "a text corpus",
+        corpus_phrase=code_span(config.dataset) if config else "a text corpus",
         trainers=_trainers(formats),
         files_section=_files_section(root, release.receipts, release.manifests, formats, llmc_layout) + _order_note(config, formats),
         counts_section=counts + _llmc_counts(release.manifests, formats),
@@ -280,10 +291,14 @@ def _yaml_metadata(license, language, size, source, tokenizer_id, title, formats
 def _license_line(license: str, language) -> str:
     """The license and languages as recorded, in words: what the YAML could not say (a license outside the Hub's list,
     a language that is no Hub code) stays visible."""
-    license_text = f"`{license}`" if license in HUB_LICENSES else f"{json.dumps(license, ensure_ascii=False)} (not a Hub license id: `other` in the metadata)"
+    license_text = (
+        f"`{license}`"
+        if license in HUB_LICENSES
+        else f"{code_span(json.dumps(license, ensure_ascii=False))} (not a Hub license id: `other` in the metadata)"
+    )
     languages = _languages(language)
     known = [f"`{x}`" for x in languages if is_hub_language(x)]
-    unknown = [f"`{json.dumps(x, ensure_ascii=False)[1:-1]}`" for x in languages if not is_hub_language(x)]
+    unknown = [code_span(json.dumps(x, ensure_ascii=False)[1:-1]) for x in languages if not is_hub_language(x)]
     text = f"License (as recorded for the corpus): {license_text}. Languages: {', '.join(known) or 'not recorded'}."
     if unknown:
         text += f" Recorded but not Hub language codes, so left out of the metadata: {', '.join(unknown)}."
@@ -304,17 +319,6 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     return "\n".join(lines)
-
-
-def code_span(text: str) -> str:
-    """``text`` as a Markdown code span that renders as exactly ``text``, whatever backticks it holds (a corpus name may).
-
-    CommonMark: fenced by one backtick more than the longest run inside, padded with a space where it starts or ends
-    with one (the renderer strips one space from each end).
-    """
-    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _files_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, llmc.TokensManifest]], formats: list[str], llmc_layout: str | None = None) -> str:
@@ -352,6 +356,12 @@ def _order_note(config: RunConfig | None, formats: list[str]) -> str:
         text += ", and the llm.c files interleave blocks of every part in a seeded order, so a trainer reading them in order meets every part from the start"
     elif LLMC in formats:
         text += "; the llm.c files hold the parts in part order"
+    if config.llmc_interleave_seed is not None:
+        text += (
+            ". Documents are numbered from 0 in that interleaved order, the order a trainer reads the llm.c files, in "
+            "every view (the preview, `hf-tokbin show --doc N` with either `--format`): the Megatron pairs keep each "
+            "part's documents together, so document N is not the Nth sequence of the pairs"
+        )
     return text + "."
 
 
@@ -402,7 +412,10 @@ def _source_rows(sources: dict[str, dict[str, dict[str, int]]], columns: list[st
     """The per-source table's rows: each source's counts per split."""
     rows = []
     for name, by_split in sorted(sources.items()):
-        rows += [[f"`{name}`", split] + [f"{counts[k]:,}" if k in counts else "" for k in columns] for split, counts in sorted(by_split.items())]
+        rows += [
+            [code_span(name), split] + [f"{counts[k]:,}" if k in counts else "" for k in columns]
+            for split, counts in sorted(by_split.items())
+        ]
     return rows
 
 
@@ -448,7 +461,7 @@ def _tokenizer_section(tokenizer: dict, config: RunConfig | None) -> str:
         # llm.c's own separator (--llmc-layout llama3: <|begin_of_text|>) only where it is another token.
         labelled += [("llm.c separator (in the llm.c files instead of the EOD)", config.llmc_doc_sep)] if config.llmc_doc_sep is not None else []
         for label, token in labelled:
-            lines.append(f"- {label}: " + (f"`{token.id}`{f' `{token.token}`' if token.token is not None else ''}, from {token.source}" if token is not None else "none"))
+            lines.append(f"- {label}: " + (_boundary_text(token) if token is not None else "none"))
     bos = config.bos if config is not None else None
     lines += ["", _encoding_note(is_byte, config)]
     lines.append(("A BOS is inserted before every document; no" if bos is not None else "No BOS or") + " padding is inserted; nothing is truncated, packed or deduplicated.")
@@ -458,9 +471,22 @@ def _tokenizer_section(tokenizer: dict, config: RunConfig | None) -> str:
 def _tokenizer_lines(tokenizer: dict, is_byte: bool) -> list[str]:
     """The tokenizer record's fields: the known ones labelled, in their order, then any other scalar as it is."""
     labels = {**_TOKENIZER_LABELS, "sha256": "SHA-256 of its canonical description (it has no `tokenizer.json`)"} if is_byte else _TOKENIZER_LABELS
-    lines = [f"- {label}: `{tokenizer[key]}`" for key, label in labels.items() if tokenizer.get(key) is not None]
+    lines = [
+        f"- {label}: {code_span(str(tokenizer[key]))}"
+        for key, label in labels.items()
+        if tokenizer.get(key) is not None
+    ]
     others = sorted(set(tokenizer) - set(labels))
-    return lines + [f"- {key}: `{tokenizer[key]}`" for key in others if isinstance(tokenizer[key], (str, int, float)) and not isinstance(tokenizer[key], bool)]
+    scalar = [
+        key for key in others if isinstance(tokenizer[key], (str, int, float)) and not isinstance(tokenizer[key], bool)
+    ]
+    return lines + [f"- {markdown_text(key)}: {code_span(str(tokenizer[key]))}" for key in scalar]
+
+
+def _boundary_text(token) -> str:
+    """A boundary token as the card shows it: its id, its text and where it came from, each value escaped."""
+    text = f" {code_span(token.token)}" if token.token is not None else ""
+    return f"`{token.id}`{text}, from {markdown_text(token.source)}"
 
 
 def _encoding_note(is_byte: bool, config: RunConfig | None) -> str:
@@ -485,7 +511,10 @@ def _split_section(rule) -> str:
     name = _text(details.get("name"))
     if name is None:
         return "Not recorded in `run_config.json`."
-    return _text(details.get("text")) or SPLIT_RULE_TEXT.get(name, f"`{name}`")
+    recorded = _text(details.get("text"))
+    if recorded is not None and recorded == SPLIT_RULE_TEXT.get(name):
+        return recorded  # hf_tokbin's own words, Markdown included
+    return markdown_text(recorded) if recorded is not None else SPLIT_RULE_TEXT.get(name, code_span(name))
 
 
 def _llmc_file_size(folder: Path, entry: llmc.LlmcFileEntry, manifest: llmc.TokensManifest, llmc_layout: str | None) -> int:

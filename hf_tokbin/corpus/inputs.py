@@ -193,7 +193,70 @@ def _saved_dataset_inputs(folder: Path) -> list[InputFile]:
         if not path.is_file():
             raise CorpusInputError(path, "Arrow file listed in state.json is missing")
         found.append(InputFile(os.fspath(path), (base / name).as_posix(), "arrow"))
+    _check_saved_arrow_files(folder, [Path(f.uri) for f in found])
     return found
+
+
+def _check_saved_arrow_files(folder: Path, paths: list[Path]) -> None:
+    """Each Arrow file of a ``save_to_disk`` folder is one whole Arrow stream, and ``dataset_info.json``'s features
+    (when it has them) describe its columns: what datasets would otherwise fail on deep inside its readers."""
+    import pyarrow as pa
+
+    schema = None
+    for path in paths:
+        try:
+            with pa.memory_map(os.fspath(path)) as source:
+                reader = pa.ipc.open_stream(source)
+                for _ in reader:  # every batch: a truncated file ends inside one
+                    pass
+                schema = reader.schema
+        except (pa.ArrowInvalid, OSError) as e:
+            rule = "a save_to_disk folder's Arrow file must be one whole Arrow stream (truncated, or not Arrow)"
+            raise CorpusInputError(path, rule, got=_first_line(e)) from None
+    info = folder / "dataset_info.json"
+    features = _saved_features(info) if info.is_file() else None
+    if features is not None and schema is not None and not features.equals(schema, check_metadata=False):
+        rule = "a save_to_disk folder's features (dataset_info.json) must describe the columns of its Arrow files"
+        raise CorpusInputError(info, rule, expected=_columns_text(schema), got=_columns_text(features))
+
+
+def _saved_features(info: Path):
+    """The Arrow schema of ``dataset_info.json``'s features, or None when it names none."""
+    import datasets
+
+    from .._io import read_json
+
+    features = read_json(info, CorpusInputError, free_text=True).get("features")
+    if features is None:
+        return None
+    try:
+        return datasets.Features.from_dict(features).arrow_schema
+    except Exception as e:  # noqa: BLE001 - datasets' errors on a malformed features object vary
+        raise CorpusInputError(info, "features must be a datasets Features object", got=_first_line(e)) from None
+
+
+def _first_line(error: Exception) -> str:
+    """An error's first line, cut to 200 characters: what a library says about a damaged file."""
+    return (str(error).splitlines() or [type(error).__name__])[0][:200]
+
+
+def _columns_text(schema) -> str:
+    return ", ".join(f"{field.name}: {field.type}" for field in schema)
+
+
+def load_saved_dataset(folder: Path):
+    """A ``save_to_disk`` folder as a ``Dataset`` or ``DatasetDict``, read from its checked Arrow files alone.
+
+    Not ``datasets.load_from_disk``: that also applies the format the folder was saved with (``_format_type``:
+    torch, jax, ...), which needs that library and changes nothing hf_tokbin reads (Arrow).
+    """
+    import datasets
+
+    by_split: dict = {}
+    for file in _saved_dataset_inputs(folder):
+        by_split.setdefault(file.split, []).append(datasets.Dataset.from_file(file.uri))
+    members = {split: datasets.concatenate_datasets(parts) for split, parts in by_split.items()}
+    return members[None] if None in members else datasets.DatasetDict(members)
 
 
 def _looks_like_repo_id(text: str) -> bool:

@@ -9,7 +9,8 @@
                 "shards": [{"path", "split", "rows", "size", "sha256"}, ...],
                 "subset": {...},                 only with build --limit: formats.corpus_manifest.CorpusSubset
                 "source_column": "source"},      only when the build counted by source (receipts' and stats.json's sources)
-     "tokenizer": {"tokenizer_id", "sha256", "vocab_size", "source", "revision", "subfolder"},
+     "tokenizer": {"tokenizer_id", "sha256", "vocab_size", "source", "revision", "subfolder",
+                   "config_files": {NAME: "<hex>"}},   the config files read beside tokenizer.json (not byte)
      "special_tokens": "ordinary" | "parsed",  special-token text inside documents
      "doc_sep": null | BOUNDARY,               the separator (llm.c) and EOD (Megatron): one id
      "bos": null | BOUNDARY,                   put before every document, in both formats
@@ -63,7 +64,7 @@ from pathlib import Path
 from typing import Callable
 
 from .._io import canonical_json, read_json, sha256_bytes
-from ..errors import FormatError, VerificationError
+from ..errors import FormatError, VerificationError, shown
 from . import llmc, megatron
 from .build_options import BuildOptions, read_format_records, read_formats
 from .corpus_manifest import CorpusSubset
@@ -71,6 +72,7 @@ from .llmc_order import INTERLEAVED_SCOPE, SHUFFLE_SCOPES
 from .records import FileEntry, checked_field, is_count, is_sha256
 from .release import SPLITS, TOKENS_DIR
 from .rules import FOLDER_NAME_RULE, SOURCE_NAME_RULE, is_commit_id, is_folder_name, is_repo_id, is_source_name
+from .tokenizer_configs import CONFIG_FILES
 
 RUN_CONFIG_FORMAT = "hf_tokbin.run_config/2"
 RUN_CONFIG_FORMAT_V1 = "hf_tokbin.run_config/1"
@@ -195,6 +197,8 @@ class RunConfig:
     split_rule: dict | None = None
     versions: dict | None = None  # the versions of hf_tokbin and tokenizers that built it
     shuffle_scope: str | None = None  # with a shuffle seed: formats.llmc_order's scope, as recorded
+    # tokenizer.config_files: the SHA-256 of each config file read beside tokenizer.json; None: not recorded
+    tokenizer_config_files: dict[str, str] | None = None
 
     @property
     def formats(self) -> tuple[str, ...]:
@@ -326,6 +330,7 @@ class RunConfig:
             split_rule=obj.get("split_rule") if isinstance(obj.get("split_rule"), dict) else None,
             versions=obj.get("versions") if isinstance(obj.get("versions"), dict) else None,
             shuffle_scope=get("shuffle.scope", lambda v: v in SHUFFLE_SCOPES, " or ".join(map(repr, SHUFFLE_SCOPES))) if options.shuffle_seed is not None else None,
+            tokenizer_config_files=_read_config_files(path, obj),
         )
 
 
@@ -356,6 +361,18 @@ def _read_origins(path: Path, obj: dict) -> None:
         checked_field(path, obj, "tokenizer.subfolder", lambda v: v is None or (isinstance(v, str) and _SUBFOLDER.fullmatch(v) is not None and ".." not in v.split("/")), "null or a relative folder of plain names")
     if "versions" in obj:
         checked_field(path, obj, "versions", lambda v: isinstance(v, dict) and all(isinstance(k, str) and _VERSION.fullmatch(k) and (x is None or isinstance(x, str) and _VERSION.fullmatch(x)) for k, x in v.items()), "an object of package names and versions")
+
+
+def _read_config_files(path: Path, obj: dict) -> dict[str, str] | None:
+    """``tokenizer.config_files``: each config file's name (one a build reads) and SHA-256; None when not recorded."""
+    if "config_files" not in obj["tokenizer"]:
+        return None
+    rule = f"an object of config file names ({', '.join(CONFIG_FILES)}) and their SHA-256"
+    pinned = checked_field(path, obj, "tokenizer.config_files", lambda v: isinstance(v, dict), rule)
+    for name, digest in pinned.items():
+        if name not in CONFIG_FILES or not is_sha256(digest):
+            raise VerificationError(path, f"tokenizer.config_files: {rule}", got=shown(f"{name}: {digest}"))
+    return dict(pinned)
 
 
 def _check_vocab_fits(path: Path, formats: tuple[str, ...], vocab_size: int) -> None:

@@ -681,7 +681,7 @@ def push_folder(
     delete = _check_patterns(delete)
     if create_pr and revision != "main":
         raise HubError(None, "--create-pr opens a pull request against main: it takes no --revision", got=revision, hint="to continue a pull request, push with --revision refs/pr/N")
-    plan = publish_plan(folder, progress, check=False)
+    plan = _checked_plan(folder, progress)
     local = _LocalFiles.check(plan, prefix, progress)  # every file hashed once, before any request
     omitted = left_out(plan)  # after the check above: it names a symlink among the files it hashes
     rate_limiter = rate_limiter or CommitRateLimiter(limits.commits_per_hour)
@@ -703,6 +703,17 @@ def push_folder(
 
     to_send = _send_commits(publisher, commits, rate_limiter, create_pr, progress)
     return _summary(plan, survey, publisher, len(commits), to_send, omitted)
+
+
+def _checked_plan(folder: str | os.PathLike, progress: bool) -> PublishPlan:
+    """What goes up; a release only once every rule a pull applies has held (``verify_release``), before any request,
+    so push publishes nothing that pull refuses."""
+    plan = publish_plan(folder, progress, check=False)
+    if plan.kind == "release":
+        from ..verify.release import verify_release
+
+        verify_release(folder, progress=progress)
+    return plan
 
 
 def _check_visibility(publisher: _Publisher, is_private: bool | None, private: bool | None) -> None:

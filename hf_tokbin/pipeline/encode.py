@@ -30,11 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..engines.panics import engine_output_held
 from ..errors import BuildError
 from ..formats.corpus_shard import iter_shard_batches, text_lengths
 from ..formats.release import part_name
 from ..tokenizer.long_documents import bounded_prefixes
-from ..tokenizer.panics import engine_output_held
 from .encode_batch import EncodeBatch
 from .given_ids import check_given
 from .plan import BuildPlan

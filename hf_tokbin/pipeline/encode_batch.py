@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..engines.panics import engine_output_held, is_engine_panic, panic_message
 from ..errors import BuildError, FormatError, TokenizerError
 from ..formats.corpus_shard import utf8_buffer
 from ..formats.ids import checked_ids
 from ..formats.rules import id_dtype
 from ..tokenizer.long_documents import encode_in_bounded_pieces
-from ..tokenizer.panics import engine_output_held, is_engine_panic, panic_message
 
 
 class EncodeBatch:

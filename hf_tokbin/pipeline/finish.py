@@ -12,9 +12,8 @@ and tokens add up everywhere (token conservation) and publishes
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
-from .._io import sha256_file, write_json_atomic, write_text_atomic
+from .._io import atomic_open, sha256_file, write_json_atomic, write_text_atomic
 from ..errors import BuildError
 from ..formats import llmc
 from ..formats.records import FileEntry
@@ -142,7 +141,8 @@ def _write_llmc(plan: BuildPlan, receipts: list[Receipt], counts: dict[str, Spli
 def _ship_tokenizer(plan: BuildPlan) -> None:
     """``tokenizer/``: the tokenizer.json the build encoded with and the config files beside it, so a release decodes on its own.
 
-    Its SHA-256 must still be run_config.json's (the file could have changed since the plan); the byte tokenizer has no file.
+    tokenizer.json's SHA-256 must still be run_config.json's (the file could have changed since the plan); the config
+    files are the bytes the plan read them as (run_config.json pins their digests). The byte tokenizer has no file.
     """
     if plan.tokenizer.path is None:
         return
@@ -153,8 +153,9 @@ def _ship_tokenizer(plan: BuildPlan) -> None:
     if sha256_file(target) != plan.tokenizer.sha256:
         target.unlink()
         raise BuildError(plan.tokenizer.path, "the tokenizer changed during the build: its SHA-256 is not run_config.json's", expected=plan.tokenizer.sha256)
-    for source in plan.tokenizer.config_files:
-        shutil.copyfile(source, folder / Path(source).name)
+    for config_file in plan.tokenizer.config_files:
+        with atomic_open(folder / config_file.name) as file:
+            file.write(config_file.data)
 
 
 def _write_card(plan: BuildPlan) -> None:

@@ -15,8 +15,10 @@ documents in bounded pieces) as a picklable batched ``map`` function: a row's
 ``input_ids`` are exactly the ids the release holds for its text (no boundary
 token: those are each format's business).
 
-A dataset with an ``input_ids`` column given to ``build_release`` is written
-as a corpus as any dataset is (the same text shards), and its ids are kept
+A dataset with an ``input_ids`` column given to ``build_release`` (a
+``Dataset``, ``IterableDataset``, ``DatasetDict`` or ``IterableDatasetDict``
+whose every split has one, or a ``save_to_disk`` folder of any of them) is
+written as a corpus as any dataset is (the same text shards), and its ids are kept
 beside it (:class:`GivenIdsWriter`: per split, the ids, each document's id
 count and its row), in corpus order. The build then writes those ids instead
 of encoding the text, after checking them (:class:`IdsCheck`): by default
@@ -109,8 +111,8 @@ def tokenize(tokenizer, *, text_column: str = "text", fast: str = "auto", parse_
     """
     import os
 
+    from ..engines.panics import engine_output_held
     from ..tokenizer.encoder import encoder_for
-    from ..tokenizer.panics import engine_output_held
     from ..tokenizer.resolve import TokenizerInfo, resolve_tokenizer
 
     if not isinstance(tokenizer, TokenizerInfo):
@@ -125,10 +127,18 @@ def tokenize(tokenizer, *, text_column: str = "text", fast: str = "auto", parse_
 
 
 def has_given_ids(dataset) -> bool:
-    """Whether an in-memory dataset (or every member of a dict of them) has an ``input_ids`` column."""
-    members = dataset.values() if hasattr(dataset, "values") and not hasattr(dataset, "column_names") else [dataset]
-    names = [getattr(m, "column_names", None) or list(getattr(m, "features", None) or {}) for m in members]
-    return bool(names) and all(ID_COLUMN in n for n in names)
+    """Whether an in-memory dataset (a ``Dataset`` or ``IterableDataset``, or every member of a ``DatasetDict`` or
+    ``IterableDatasetDict``: dicts of them, whose ``column_names`` is a dict by split) has an ``input_ids`` column."""
+    members = list(dataset.values()) if isinstance(dataset, dict) else [dataset]
+    return bool(members) and all(ID_COLUMN in _column_names(m) for m in members)
+
+
+def _column_names(member) -> list[str]:
+    """A dataset's columns; an ``IterableDataset`` of unknown features (a generator's) shows them in its first row."""
+    if member.column_names is not None:
+        return list(member.column_names)
+    first = next(iter(member.take(1)), None)
+    return list(first) if first is not None else []
 
 
 class GivenIdsWriter:
@@ -190,13 +200,13 @@ def _checked_values(ids, first_row: int, where: str) -> np.ndarray:
     values = ids.flatten()
     if values.null_count:
         raise BuildError(where, f"{ID_COLUMN} holds a null id", hint="map every row with hf_tokbin.tokenize(tokenizer)")
-    flat = values.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-    bad = np.flatnonzero((flat < 0) | (flat >= 2**32))
+    given = values.to_numpy(zero_copy_only=False)  # in its own type: a uint64 past 2**63 is no negative number
+    bad = np.flatnonzero((given < 0) | (given >= 2**32))
     if bad.size:
         ends = np.cumsum(_list_lengths(ids, first_row, where))
         row = first_row + int(np.searchsorted(ends, bad[0], side="right"))
-        raise BuildError(f"{where} row {row}", f"{ID_COLUMN} must be ids 0..2**32-1", got=int(flat[bad[0]]))
-    return flat
+        raise BuildError(f"{where} row {row}", f"{ID_COLUMN} must be ids 0..2**32-1", got=int(given[bad[0]]))
+    return given.astype(np.int64, copy=False)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,11 @@
     shown = hf_tokbin.show("release/", doc=3, tokenizer="tok/")                # built from a local tokenizer.json
     print(shown.render())
 
+Documents are numbered from 0 in the split's llm.c order, the order a trainer
+reads them and the preview shows them (:class:`DocumentNumbers`): document N is
+the same document in either format, also under ``--shuffle-seed``, where the
+Megatron pairs hold them in another order.
+
 A document is one Megatron sequence (``[bos] + ids + [eod]``) or one llm.c
 document with its separator (``[sep] + [bos] + ids``, or ``[bos] + ids + [sep]``
 with ``--llmc-sep after``), as :mod:`hf_tokbin.readers.views` finds them. A
@@ -16,11 +21,15 @@ release's own tokenizer (the one ``run_config.json`` pins: ``byte``, its Hub
 repo at the recorded commit, or a local ``tokenizer.json`` given with
 ``tokenizer=`` whose SHA-256 must be the recorded one); each boundary token
 is shown as ``⟦ROLE ID 'TOKEN'⟧``, and where a document starts inside the
-output a line ``── document N ──`` says so.
+output a line ``── document N ──`` says so. Control characters of the text
+(ESC, BEL, ...) are shown as ``cat -v`` shows them (``^[``, ``^G``), so
+nothing read from a release reaches a terminal as a command;
+``render(raw=True)`` (``hf-tokbin show --raw``) gives the text as it is.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,8 +37,10 @@ from typing import Callable
 
 import numpy as np
 
+from .._io import is_control_character
 from ..errors import FormatError
-from ..formats.release import RUN_CONFIG_NAME
+from ..formats.llmc_order import llmc_order
+from ..formats.release import RECEIPTS_DIR, RUN_CONFIG_NAME, Receipt
 from ..formats.run_config import RunConfig
 from .views import LlmcSplit, MegatronSplit, TokenStream
 
@@ -64,7 +75,8 @@ class Shown:
             texts[piece.document] = texts.get(piece.document, "") + (piece.text if piece.role is None else "")
         return texts
 
-    def render(self) -> str:
+    def render(self, raw: bool = False) -> str:
+        """The header line, then the pieces; text control characters escaped as ``cat -v`` shows them unless ``raw``."""
         touched = sorted({p.document for p in self.pieces})
         span = f"document {touched[0]}" if len(touched) == 1 else f"documents {touched[0]} to {touched[-1]}" if touched else "no document"
         lines = [f"{self.release}: {self.split}, {self.format} tokens {self.start:,}..{self.stop:,} ({self.stop - self.start:,} of {self.n_tokens:,}), {span}"]
@@ -74,8 +86,25 @@ class Shown:
                 out.append(f"\n── document {piece.document} ──\n")
             elif not out:
                 out.append(f"── document {piece.document} (continued) ──\n")
-            out.append(piece.text if piece.role is None else _marker(piece))
+            out.append((piece.text if raw else escaped(piece.text)) if piece.role is None else _marker(piece))
         return lines[0] + "\n" + "".join(out).lstrip("\n")
+
+
+def escaped(text: str) -> str:
+    """``text`` with its control characters as ``cat -v`` shows them: ``^[`` for ESC, ``^G`` for BEL, ``^?`` for DEL,
+    ``M-^[`` for U+009B; newline and tab kept; any other (a bidi control, a line separator) as ``<U+202E>``."""
+    return "".join(_escaped_character(c) if c not in "\n\t" and is_control_character(c) else c for c in text)
+
+
+def _escaped_character(char: str) -> str:
+    code = ord(char)
+    if code < 0x20:
+        return f"^{chr(code + 0x40)}"
+    if code == 0x7F:
+        return "^?"
+    if 0x80 <= code < 0xA0:
+        return f"M-^{chr(code - 0x80 + 0x40)}"
+    return f"<U+{code:04X}>"
 
 
 def _marker(piece: Piece) -> str:
@@ -103,17 +132,61 @@ def show(release, split: str = "train", *, doc: int | None = None, window: int |
         if doc is not None:
             raise
         starts = ends = np.zeros(0, dtype=np.int64)
+    numbers = (
+        DocumentNumbers.of(root, config, split)
+        if format == "megatron" and config.llmc_interleave_seed is not None
+        else None
+    )
     if doc is not None:
         if not 0 <= doc < starts.size:
             raise FormatError(root, f"no document {doc} in {split}", expected=f"0..{starts.size - 1}", got=doc)
-        start, stop = int(starts[doc]), int(ends[doc])
+        index = numbers.megatron_index(doc) if numbers is not None else doc
+        start, stop = int(starts[index]), int(ends[index])
     else:
         if window < 0 or length < 1 or window + length > stream.n_tokens:
             raise FormatError(root, f"window outside the {split} tokens", expected=f"0 <= OFFSET, 1 <= LEN, OFFSET + LEN <= {stream.n_tokens:,}", got=f"{window}+{length}")
         start, stop = window, window + length
     roles = boundary_roles(config, format, starts, ends, np.arange(start, stop))
     pieces = _pieces(stream.read(start, stop), start, starts, roles, decode)
+    if numbers is not None:  # the Megatron order's documents by their numbers in the split's one numbering
+        pieces = [dataclasses.replace(p, document=numbers.number(p.document)) for p in pieces]
     return Shown(os.fspath(release), split, format, start, stop, stream.n_tokens, tuple(pieces))
+
+
+@dataclass(frozen=True)
+class DocumentNumbers:
+    """A split's one document numbering, the llm.c order (the training order, the preview's) against the Megatron order.
+
+    The two differ under ``--shuffle-seed``: the llm.c files interleave blocks of every part
+    (:mod:`hf_tokbin.formats.llmc_order`), the Megatron pairs keep each part's documents together, in part order.
+    Block k of the order is documents ``first[k]..`` of part ``part[k]``: number ``numbered[k]`` on, Megatron index
+    ``before[part[k]] + first[k]`` on. Blocks only (at most 256 a part), never an array per document.
+    """
+
+    part: np.ndarray
+    first: np.ndarray
+    count: np.ndarray
+    numbered: np.ndarray  # the number of each block's first document
+    before: np.ndarray  # Megatron documents before each part
+
+    @classmethod
+    def of(cls, root: Path, config: RunConfig, split: str) -> "DocumentNumbers":
+        receipts = [Receipt.read(path) for path in sorted((root / RECEIPTS_DIR).glob("part-*.json"))]
+        documents = [r.splits[split].documents for r in receipts if split in r.splits and r.splits[split].documents]
+        blocks = llmc_order(config.llmc_interleave_seed, split, documents)
+        numbered = np.concatenate(([0], np.cumsum(blocks.count)[:-1])).astype(np.int64)
+        before = np.concatenate(([0], np.cumsum(documents)[:-1])).astype(np.int64)
+        return cls(blocks.part, blocks.first, blocks.count, numbered, before)
+
+    def megatron_index(self, number: int) -> int:
+        k = int(np.searchsorted(self.numbered, number, side="right")) - 1
+        return int(self.before[self.part[k]] + self.first[k] + number - self.numbered[k])
+
+    def number(self, megatron_index: int) -> int:
+        part = int(np.searchsorted(self.before, megatron_index, side="right")) - 1
+        inside = megatron_index - int(self.before[part])
+        k = int(np.flatnonzero((self.part == part) & (self.first <= inside) & (inside < self.first + self.count))[0])
+        return int(self.numbered[k] + inside - self.first[k])
 
 
 def boundary_roles(config: RunConfig, format: str, starts: np.ndarray, ends: np.ndarray, positions: np.ndarray) -> np.ndarray:

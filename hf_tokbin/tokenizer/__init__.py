@@ -1,11 +1,10 @@
 """Tokenizers: resolving ``--tokenizer`` (:mod:`.resolve`), training a BPE (:mod:`.train`), encoding (:mod:`.encoder`)."""
 
+from ..formats.tokenizer_configs import GENERATION_CONFIG_FILE, TOKENIZER_CONFIG_FILE
 from .resolve import (
     BYTE,
     BYTE_VOCAB_SIZE,
     EOS_TOKEN,
-    GENERATION_CONFIG_FILE,
-    TOKENIZER_CONFIG_FILE,
     TOKENIZER_FILE,
     BoundaryToken,
     TokenizerInfo,

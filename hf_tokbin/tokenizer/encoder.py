@@ -98,12 +98,12 @@ from itertools import chain
 
 import numpy as np
 
+from ..engines.panics import engine_output_held, is_engine_panic, panic_message
 from ..errors import TokenizerError
 from ..formats.build_options import FAST_MODES, FastMode
 from ..formats.run_config import as_id_definition
 from ..versions import package_version
 from . import long_documents, proof
-from .panics import engine_output_held, is_engine_panic, panic_message
 from .resolve import TOKENIZER_FILE, load_tokenizer_json, take_resolved_tokenizer, vocab_size_of
 
 # The start of a check's reason when gigatoken cannot be used at all (--fast auto says so in one line).

@@ -31,25 +31,27 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
-from .._io import read_json
 from ..errors import HubError, TokenizerError
 from ..formats.release import CONFIG_MAX_BYTES, TOKENIZER_MAX_BYTES
 from ..formats.rules import is_repo_id
 from ..formats.run_config import BYTE_TOKENIZER_SHA256, BYTE_VOCAB_SIZE, BoundaryToken
+from ..formats.tokenizer_configs import (
+    CONFIG_FILES,
+    FROM_GENERATION_CONFIG,
+    ConfigFile,
+    eos_token,
+    eos_token_id,
+    named_separator,
+    read_config_file,
+    read_config_files,
+)
 
 BYTE = "byte"
 TOKENIZER_FILE = "tokenizer.json"
-GENERATION_CONFIG_FILE = "generation_config.json"
-TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
-SPECIAL_TOKENS_MAP_FILE = "special_tokens_map.json"
-CONFIG_FILES = (GENERATION_CONFIG_FILE, TOKENIZER_CONFIG_FILE, SPECIAL_TOKENS_MAP_FILE)  # read for the separator, in this order
 EOS_TOKEN = "<|endoftext|>"
 # Where a boundary token came from (BoundaryToken.source), as run_config.json records it.
 FROM_DOC_SEP_OPTION = "--doc-sep"
 FROM_BOS_OPTION = "--bos"
-FROM_GENERATION_CONFIG = f"{GENERATION_CONFIG_FILE} eos_token_id"
-FROM_TOKENIZER_CONFIG = f"{TOKENIZER_CONFIG_FILE} eos_token"
-FROM_SPECIAL_TOKENS_MAP = f"{SPECIAL_TOKENS_MAP_FILE} eos_token"
 # llm.c's own Llama 3 data (dev/data/fineweb.py tokenize_llama, tinystories.py): [<|begin_of_text|>] + ids per document, no EOS.
 LLAMA3_BEGIN_OF_TEXT = "<|begin_of_text|>"
 FROM_LLAMA3_LAYOUT = "--llmc-layout llama3: llm.c's own Llama 3 data"
@@ -69,7 +71,8 @@ class TokenizerInfo:
     path: str | None  # the local tokenizer.json (None for byte)
     doc_sep: BoundaryToken | None = None  # where doc_sep_id came from; filled in when only the id is given
     bos: BoundaryToken | None = None  # the token put before every document (--bos), if any
-    config_files: tuple[str, ...] = ()  # the local config files beside tokenizer.json the build may read (a release ships them)
+    # The config files beside tokenizer.json, as read once: the separator comes from these bytes, a release ships them.
+    config_files: tuple[ConfigFile, ...] = ()
 
     def __post_init__(self):
         if self.doc_sep is None and self.doc_sep_id is not None:
@@ -79,10 +82,15 @@ class TokenizerInfo:
             raise TokenizerError(self.path or self.source, "doc_sep must describe doc_sep_id", expected=self.doc_sep_id, got=self.doc_sep)
 
     def to_record(self) -> dict:
-        """The identity as run_config.json records it: no local path; the boundary tokens are recorded on their own."""
+        """The identity as run_config.json records it: no local path; the boundary tokens are recorded on their own.
+
+        A tokenizer with a tokenizer.json also pins the config files read beside it (``config_files``: name -> SHA-256).
+        """
         record = asdict(self)
         for name in ("path", "doc_sep_id", "doc_sep", "bos", "config_files"):
             del record[name]
+        if self.path is not None:
+            record["config_files"] = {f.name: f.sha256 for f in self.config_files}
         return record
 
 
@@ -116,10 +124,12 @@ def resolve_tokenizer(
     digest = hashlib.sha256(data).hexdigest()
     _handed_over.clear()
     _handed_over[digest] = (tokenizer, vocab.size)
+    # By their own names, not resolved: in the Hub cache each is a link to a blob named by its hash.
+    config_files = read_config_files(Path(os.path.abspath(json_path.parent)), TokenizerError)
     if doc_sep is not None:
         separator = vocab.boundary(doc_sep, FROM_DOC_SEP_OPTION, json_path, "--doc-sep")
     else:
-        separator = _separator_from_files(vocab, json_path.parent)
+        separator = _separator_from_files(vocab, config_files)
     return TokenizerInfo(
         tokenizer_id or default_id,
         digest,
@@ -131,8 +141,7 @@ def resolve_tokenizer(
         os.fspath(Path(json_path).resolve()),
         separator,
         vocab.boundary(bos, FROM_BOS_OPTION, json_path, "--bos") if bos is not None else None,
-        # By their own names, not resolved: in the Hub cache each is a link to a blob named by its hash.
-        tuple(os.fspath(Path(json_path.parent, n).absolute()) for n in CONFIG_FILES if Path(json_path.parent, n).is_file()),
+        config_files,
     )
 
 
@@ -204,16 +213,17 @@ def _byte_boundary(value: int | str | None, source: str, option: str) -> Boundar
     return BoundaryToken(value, None, source, True)
 
 
-def _separator_from_files(vocab: "_Vocabulary", folder: Path) -> BoundaryToken | None:
-    """The separator the tokenizer's own files name, in order: generation_config.json, tokenizer_config.json, special_tokens_map.json."""
-    eos_id = read_eos_token_id(folder / GENERATION_CONFIG_FILE)
-    if eos_id is not None:
-        return vocab.boundary(eos_id, FROM_GENERATION_CONFIG, folder / GENERATION_CONFIG_FILE, "eos_token_id")
-    for file_name, source in ((TOKENIZER_CONFIG_FILE, FROM_TOKENIZER_CONFIG), (SPECIAL_TOKENS_MAP_FILE, FROM_SPECIAL_TOKENS_MAP)):
-        token = read_eos_token(folder / file_name)
-        if token is not None:
-            return vocab.boundary(token, source, folder / file_name, "eos_token")
-    return None
+def _separator_from_files(vocab: "_Vocabulary", config_files: tuple[ConfigFile, ...]) -> BoundaryToken | None:
+    """The separator the tokenizer's own files name (:func:`~hf_tokbin.formats.tokenizer_configs.named_separator`)."""
+    named = named_separator(config_files, TokenizerError)
+    if named is None:
+        return None
+    return vocab.boundary(
+        named.value,
+        named.source,
+        named.path,
+        "eos_token_id" if named.source == FROM_GENERATION_CONFIG else "eos_token",
+    )
 
 
 class _Vocabulary:
@@ -355,32 +365,12 @@ def vocab_size_of(tokenizer) -> int:
 
 def read_eos_token_id(path: Path) -> int | None:
     """``eos_token_id`` of a ``generation_config.json``, or None when there is no such file or key."""
-    if not path.is_file():
-        return None
-    config = read_json(path, TokenizerError, free_text=True)
-    eos = config.get("eos_token_id")
-    if isinstance(eos, list):
-        if not eos:
-            raise TokenizerError(path, "eos_token_id is an empty list; give the separator with --doc-sep TOKEN_OR_ID", got=eos)
-        if len(set(eos)) != 1:
-            raise TokenizerError(path, "eos_token_id lists several ids; choose the separator with --doc-sep TOKEN_OR_ID", got=eos)
-        eos = eos[0]
-    if eos is not None and (not isinstance(eos, int) or isinstance(eos, bool)):
-        raise TokenizerError(path, "eos_token_id must be an integer", got=eos)
-    return eos
+    return eos_token_id(read_config_file(path, TokenizerError), TokenizerError) if Path(path).is_file() else None
 
 
 def read_eos_token(path: Path) -> str | None:
-    """``eos_token`` of a ``tokenizer_config.json`` or ``special_tokens_map.json``: a string or ``{"content": ...}``; None without file or key."""
-    if not path.is_file():
-        return None
-    config = read_json(path, TokenizerError, free_text=True)
-    eos = config.get("eos_token")
-    if isinstance(eos, dict):  # transformers writes an AddedToken as {"__type": "AddedToken", "content": ...}
-        eos = eos.get("content")
-    if eos is not None and (not isinstance(eos, str) or not eos):
-        raise TokenizerError(path, 'eos_token must be a token string or {"content": TOKEN}', got=config.get("eos_token"))
-    return eos
+    """``eos_token`` of a ``tokenizer_config.json`` or ``special_tokens_map.json``; None without file or key."""
+    return eos_token(read_config_file(path, TokenizerError), TokenizerError) if Path(path).is_file() else None
 
 
 def _download_from_hub(repo_id: str, revision: str | None, subfolder: str | None) -> tuple[Path, str]:

@@ -16,7 +16,8 @@ from typing import Iterable
 
 from .._io import canonical_json, write_text_atomic
 from ..errors import TokenizerError
-from .resolve import EOS_TOKEN, GENERATION_CONFIG_FILE, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE
+from ..formats.tokenizer_configs import GENERATION_CONFIG_FILE, TOKENIZER_CONFIG_FILE
+from .resolve import EOS_TOKEN, TOKENIZER_FILE
 
 # The largest --vocab-size trained: tokenizers' BpeTrainer reserves ~66 bytes per entry up front and aborts the
 # process (SIGABRT, no exception) when that fails (2**31 - 1 asks for 141 GB). 2**24 (~1.1 GB) is 64 times the

@@ -9,6 +9,7 @@ from .._io import sha256_file
 from ..errors import VerificationError
 from ..formats.corpus_manifest import MANIFEST_NAME, CorpusManifest
 from ..formats.corpus_shard import SOURCE_COLUMN, iter_shard_batches
+from ..formats.rules import MAX_SOURCES
 
 _VERIFY_BATCH_ROWS = 4096  # rows read at a time: memory bounded by the batch, not the shard
 
@@ -34,12 +35,24 @@ def verify_corpus(root: str | os.PathLike) -> str:
             rows += len(texts)
             if sources is not None:
                 _count(counted.setdefault(shard.split, {}), sources)
+                _check_distinct_sources(path, counted)
         if rows != shard.rows:
             raise VerificationError(path, f"rows must equal the {MANIFEST_NAME} entry", expected=shard.rows, got=rows)
     if counted != manifest.documents_by_source:
         raise VerificationError(root / MANIFEST_NAME, "documents_by_source must count the shards' source column", expected=manifest.documents_by_source, got=counted)
     counts = ", ".join(f"{split} {manifest.rows(split):,}" for split in ("train", "validation"))
     return f"{root}: OK: corpus {manifest.name}, {len(manifest.shards)} shards, documents: {counts}"
+
+
+def _check_distinct_sources(path: Path, counted: dict[str, dict[str, int]]) -> None:
+    """The build's bound: at most ``MAX_SOURCES`` distinct sources (both splits together), checked while counting."""
+    distinct = len(set().union(*counted.values()))
+    if distinct > MAX_SOURCES:
+        raise VerificationError(
+            path,
+            f"a corpus holds at most {MAX_SOURCES:,} distinct sources, as a build counts them",
+            got=f"more than {MAX_SOURCES:,}",
+        )
 
 
 def _count(counts: dict[str, int], sources) -> None:

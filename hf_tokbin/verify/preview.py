@@ -10,27 +10,62 @@ from pathlib import Path
 
 import numpy as np
 
+from ..engines.panics import engine_panic_as
 from ..errors import VerificationError
 from ..formats import llmc, megatron
 from ..formats.llmc_order import llmc_order
-from ..formats.preview import COLUMNS, read_preview, row_ids
-from ..formats.release import FORMATS, PREVIEW_DIR, SPLITS, TOKENIZER_DIR, TOKENIZER_FILE, Receipt, pair_path
+from ..formats.preview import COLUMNS, preview_path, read_preview, row_ids
+from ..formats.release import (
+    FORMATS,
+    LLMC_SPLIT,
+    PREVIEW_DIR,
+    SPLITS,
+    TOKENIZER_DIR,
+    TOKENIZER_FILE,
+    Receipt,
+    pair_path,
+)
 from ..formats.run_config import BYTE_TOKENIZER_SHA256, RunConfig, as_id_definition
 from ..readers.views import LlmcSplit
 
+SHIPPED_TOKENIZER = f"{TOKENIZER_DIR}/{TOKENIZER_FILE}"
 
-def check_previews(root: Path, config: RunConfig, receipts: list[Receipt], listed: set[str]) -> None:
-    """Every ``preview/<split>.parquet`` COMPLETE.json lists: rows as the format promises, ids those of the files."""
-    for split in SPLITS:
-        rel = f"{PREVIEW_DIR}/{split}.parquet"
-        if rel in listed:
-            _check_preview(root / rel, root, config, split, receipts)
-    unknown = sorted(p for p in listed if p.startswith(f"{PREVIEW_DIR}/") and p not in {f"{PREVIEW_DIR}/{s}.parquet" for s in SPLITS})
+
+def check_previews(
+    root: Path, config: RunConfig, receipts: list[Receipt], listed: set[str], held: set[str] | None = None
+) -> list[str]:
+    """Every ``preview/<split>.parquet`` COMPLETE.json lists: rows as the format promises, ids those of the files, text
+    that encodes to them.
+
+    ``held``: the listed files present here (a partial copy's; all of ``listed`` by default). Every rule the held files
+    allow runs; the rules that could not run are returned, one line each (absent files, a row over the text bound).
+    """
+    held = listed if held is None else held
+    previews = [preview_path(split) for split in SPLITS if preview_path(split) in listed]
+    unknown = sorted(
+        p for p in listed if p.startswith(f"{PREVIEW_DIR}/") and p not in {preview_path(s) for s in SPLITS}
+    )
     if unknown:
         raise VerificationError(root / unknown[0], "a preview is preview/train.parquet or preview/validation.parquet")
+    if previews and config.tokenizer_sha256 != BYTE_TOKENIZER_SHA256 and SHIPPED_TOKENIZER not in listed:
+        raise VerificationError(
+            root / previews[0],
+            f"a release with a preview must ship {SHIPPED_TOKENIZER}, which checks its text",
+            got="not listed in COMPLETE.json",
+        )
+    gaps = []
+    for split in SPLITS:
+        rel = preview_path(split)
+        if rel in listed and rel not in held:
+            gaps.append(f"{rel}: not checked (absent here)")
+        elif rel in listed:
+            gaps += _check_preview(root / rel, root, config, split, receipts, listed, held)
+    return gaps
 
 
-def _check_preview(path: Path, root: Path, config: RunConfig, split: str, receipts: list[Receipt]) -> None:
+def _check_preview(
+    path: Path, root: Path, config: RunConfig, split: str, receipts: list[Receipt], listed: set[str], held: set[str]
+) -> list[str]:
     rows = read_preview(path)
     formats = [f for f in FORMATS if f in config.formats]
     count = len(rows["format"]) // max(1, len(formats))
@@ -44,36 +79,57 @@ def _check_preview(path: Path, root: Path, config: RunConfig, split: str, receip
     for name in ("part", "source", "text"):
         if any(rows[name][i] != rows[name][i % count] for i in range(len(rows[name]))):
             raise VerificationError(path, f"preview column {name} must be the same for a document in every format")
+    gaps = []
     for k, format in enumerate(formats):
+        needed = _token_files_read(config, split, format, in_order, listed)
+        absent = sorted(needed - held)
+        if absent:
+            not_compared = f"{format} input_ids not checked against the token files"
+            gaps.append(f"{preview_path(split)}: {not_compared} ({absent[0]} absent here)")
+            continue
         ids = rows["input_ids"][k * count : (k + 1) * count]
         _check_ids(path, root, config, split, format, [np.asarray(v, dtype=np.int64) for v in ids], in_order)
-    _check_texts(path, root, config, rows, count, formats)
+    if config.tokenizer_sha256 != BYTE_TOKENIZER_SHA256 and SHIPPED_TOKENIZER not in held:
+        return gaps + [f"{preview_path(split)}: text not checked against input_ids ({SHIPPED_TOKENIZER} absent here)"]
+    return gaps + _check_texts(path, root, config, rows, count, formats)
 
 
-TEXT_CHARS_CHECKED = 1 << 20  # a longer document's text is not encoded again here (memory, see below)
+def _token_files_read(
+    config: RunConfig, split: str, format: str, in_order: list[tuple[str, int, int]], listed: set[str]
+) -> set[str]:
+    """The token files the ids check of ``format`` reads: the preview documents' pairs, or the split's llm.c files."""
+    if format == "megatron":
+        return {pair_path(split, part, suffix) for part, _, _ in in_order for suffix in ("bin", "idx")}
+    return {p for p in listed if p.startswith(f"{config.llmc_dir}/{LLMC_SPLIT[split]}-")}
 
 
-def _check_texts(path: Path, root: Path, config: RunConfig, rows: dict, count: int, formats: list[str]) -> None:
+TEXT_CHARS_CHECKED = 1 << 20  # a longer row's text is not encoded again here (memory, see below)
+
+
+def _check_texts(path: Path, root: Path, config: RunConfig, rows: dict, count: int, formats: list[str]) -> list[str]:
     """Each row's text is its document's: the release's own tokenizer encodes it to the row's ids.
 
     The ids are the files' (checked above); what a reader of the preview sees is
     the text, so it is checked too, with ``tokenizers`` (the definition of the
     ids: :func:`~hf_tokbin.formats.run_config.as_id_definition`) and
-    run_config.json's special-token rule. Not checked: a release built before
-    ``tokenizer/`` was shipped (nothing to encode with), and a document longer
-    than ``TEXT_CHARS_CHECKED`` characters (``tokenizers`` needs about 120 bytes
-    of memory a byte of text, and a preview always holds its first document,
-    however long).
+    run_config.json's special-token rule. A text longer than
+    ``TEXT_CHARS_CHECKED`` characters is not encoded (``tokenizers`` needs
+    about 120 bytes of memory a byte of text, and a preview always holds its
+    first document, however long): each such row is returned as a rule not run.
     """
     encode = _release_encoding(root, config)
-    if encode is None:
-        return
     separator = config.llmc_separator or "before"
+    gaps = []
     for document in range(count):
         text = rows["text"][document]
         if len(text) > TEXT_CHARS_CHECKED:
+            bound = f"{len(text):,} characters, over the {TEXT_CHARS_CHECKED:,} checked"
+            gaps.append(f"{path.parent.name}/{path.name}: row {document}: text not re-encoded: {bound}")
             continue
-        ids = encode(text)
+        with engine_panic_as(
+            VerificationError, path, f"row {document}: the release's tokenizer cannot encode the text (it panicked)"
+        ):
+            ids = encode(text)
         for k, format in enumerate(formats):
             row = k * count + document
             expected = row_ids(format, ids, config.bos_id, config.eod_id, config.llmc_sep_id, separator).astype(np.int64)
@@ -84,19 +140,23 @@ def _check_texts(path: Path, root: Path, config: RunConfig, rows: dict, count: i
                     expected=f"{expected[:8].tolist()}...",
                     got=f"{list(rows['input_ids'][row][:8])}...",
                 )
+    return gaps
 
 
 def _release_encoding(root: Path, config: RunConfig):
-    """``text -> ids`` as the release defines them (``tokenizer/tokenizer.json``, already checked against run_config.json), or None."""
-    shipped = root / TOKENIZER_DIR / TOKENIZER_FILE
-    if shipped.is_file():
-        from tokenizers import Tokenizer
-
-        tokenizer = as_id_definition(Tokenizer.from_file(str(shipped)), config.special_tokens == "parsed")
-        return lambda text: np.asarray(tokenizer.encode(text, add_special_tokens=False).ids, dtype=np.uint32)
+    """``text -> ids`` as the release defines them: ``tokenizer/tokenizer.json`` (already checked against
+    run_config.json), or the byte tokenizer's."""
     if config.tokenizer_sha256 == BYTE_TOKENIZER_SHA256:
         return lambda text: np.frombuffer(text.encode("utf-8"), dtype=np.uint8).astype(np.uint32)
-    return None
+    from tokenizers import Tokenizer
+
+    with engine_panic_as(
+        VerificationError, root / SHIPPED_TOKENIZER, "the release's tokenizer cannot be loaded (it panicked)"
+    ):
+        tokenizer = as_id_definition(
+            Tokenizer.from_file(str(root / SHIPPED_TOKENIZER)), config.special_tokens == "parsed"
+        )
+    return lambda text: np.asarray(tokenizer.encode(text, add_special_tokens=False).ids, dtype=np.uint32)
 
 
 def _documents_in_order(receipts: list[Receipt], split: str, count: int, seed: int | None) -> list[tuple[str, int, int]]:

@@ -77,7 +77,10 @@ names the file (in a JSON file, the field) and the rule.
 7c. **The shipped tokenizer.** ``tokenizer/``, when present (releases from
    before it, and byte-tokenizer releases, have none), holds ``tokenizer.json``
    whose SHA-256 is run_config.json's ``tokenizer.sha256``, and at most the
-   config files read beside it.
+   config files read beside it: exactly those ``tokenizer.config_files`` pins,
+   each with its SHA-256 (releases before the pin record none). When the
+   separator was read from a config file, the shipped files name it by the
+   build's own rule (:mod:`hf_tokbin.formats.tokenizer_configs`).
 8. **stats.json** equals what the receipts give
    (:func:`hf_tokbin.formats.release.stats_record`): dataset, tokenizer_id, and the
    counts per split, per source and per part. With a source column, every receipt
@@ -110,6 +113,7 @@ from .._io import counted, read_json
 from ..errors import FormatError, VerificationError, shown
 from ..formats import llmc, megatron
 from ..formats.llmc_order import Blocks, llmc_order
+from ..formats.records import FileEntry
 from ..formats.release import (
     COMPLETE_NAME,
     CONFIG_MAX_BYTES,
@@ -141,6 +145,7 @@ from ..formats.release import (
 )
 from ..formats.run_config import BoundaryToken, RunConfig
 from ..formats.sniff import file_magic
+from ..formats.tokenizer_configs import FROM_CONFIG_FILE, named_separator, read_config_file
 from ..readers.views import open_llmc_file
 from .checks import check_digest, check_files, check_receipts
 from .preview import check_previews
@@ -196,8 +201,11 @@ def verify_release(root: str | os.PathLike, engine: str = "local", num_proc: int
     _check_stats(root, config, receipts)
     warnings = _boundary_warnings(config, found) + ([outside_the_layout(others, "in the folder")] if others else [])
     # Last: derived from the files checked above. One task: it reads the first documents of the token files.
-    tasks.run([("preview", receipts, sorted(f.path for f in complete.files))], ["preview/"], "previews checked")
-    return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, config.formats, warnings)
+    listed = sorted(f.path for f in complete.files)
+    (not_run,) = tasks.run([("preview", receipts, listed, listed)], ["preview/"], "previews checked")
+    return ReleaseReport(
+        root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, config.formats, warnings + not_run
+    )
 
 
 def verify_release_records(root: str | os.PathLike, complete: Complete, held: Iterable[str] = ()) -> ReleaseReport:
@@ -207,11 +215,14 @@ def verify_release_records(root: str | os.PathLike, complete: Complete, held: It
     receipt, the llm.c ``_MANIFEST.json``) but maybe not the token files: a
     partial pull, a remote verify. Checks 2-4 and 8 of the module docstring
     against ``complete``; token files whose paths are in ``held`` (already
-    checked against ``COMPLETE.json``) are checked as in 5 and 6, one by one.
+    checked against ``COMPLETE.json``) are checked as in 5 and 6, one by one;
+    7 for each split whose token files are all held, and 9 as far as the held
+    files allow. The report's warnings name each rule that could not run.
     Sizes and digests of the records themselves are the caller's to check.
     """
     root, held = Path(root), set(held)
     config, receipts, manifest = _check_records(root, complete)
+    totals = split_totals(receipts)
     for entry in manifest.files if manifest is not None else ():
         path = root / config.llmc_dir / entry.name
         if f"{config.llmc_dir}/{entry.name}" in held:
@@ -222,7 +233,43 @@ def verify_release_records(root: str | os.PathLike, complete: Complete, held: It
             if {pair_path(shard.split, receipt.part, suffix) for suffix in ("bin", "idx")} <= held:
                 _check_pair(root, receipt, shard.split, config)
     _check_stats(root, config, receipts)
-    return ReleaseReport(root, len(complete.files) + 1, sum(f.size for f in complete.files), split_totals(receipts), config.formats)
+    not_run = []
+    tasks = _Tasks(FileChecks(os.fspath(root), config, manifest), "local", None, False)
+    if manifest is not None:
+        _check_llmc_records(root, config, manifest, totals)
+        if "megatron" in config.formats:
+            not_run += _check_llmc_is_megatron_where_held(tasks, receipts, {f.path for f in complete.files}, held)
+    not_run += check_previews(root, config, receipts, {f.path for f in complete.files}, held)
+    absent_configs = sorted(
+        p
+        for p in {f.path for f in complete.files} - held
+        if p.startswith(f"{TOKENIZER_DIR}/") and p != f"{TOKENIZER_DIR}/{TOKENIZER_FILE}"
+    )
+    if absent_configs:
+        not_run.append(
+            f"{TOKENIZER_DIR}/: the separator its config files name not checked ({absent_configs[0]} absent here)"
+        )
+    return ReleaseReport(
+        root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, config.formats, not_run
+    )
+
+
+def _check_llmc_is_megatron_where_held(
+    tasks: _Tasks, receipts: list[Receipt], listed: set[str], held: set[str]
+) -> list[str]:
+    """Check 7 for each split whose llm.c files and Megatron pairs are all held; a line for each split that is not."""
+    config = tasks.checks.config
+    complete_splits, not_run = [], []
+    for split in SPLITS:
+        llmc_files = {p for p in listed if p.startswith(f"{config.llmc_dir}/{LLMC_SPLIT[split]}-")}
+        pairs = {f.path for r in receipts if split in r.splits for f in r.files}
+        absent = sorted((llmc_files | pairs) - held)
+        if absent:
+            not_run.append(f"{split}: the llm.c files not checked against the Megatron pairs ({absent[0]} absent here)")
+        else:
+            complete_splits.append(split)
+    _check_llmc_is_megatron(tasks, receipts, tuple(complete_splits))
+    return not_run
 
 
 def verify_partial_copy(root: str | os.PathLike) -> ReleaseReport:
@@ -271,7 +318,9 @@ def _check_manifest_digests(root: Path, complete: Complete, config: RunConfig, m
 
 
 def _check_shipped_tokenizer(root: Path, complete: Complete, config: RunConfig) -> None:
-    """``tokenizer/``, when the release ships it: a tokenizer.json whose SHA-256 (as COMPLETE.json lists it) is run_config.json's."""
+    """``tokenizer/``, when the release ships it: a tokenizer.json whose SHA-256 (as COMPLETE.json lists it) is
+    run_config.json's, config files that are the ones pinned in ``tokenizer.config_files`` and, where present here,
+    name the separator run_config.json records as read from them."""
     shipped = {f.path: f for f in complete.files if f.path.startswith(f"{TOKENIZER_DIR}/")}
     if not shipped:
         return  # releases built before tokenizer/ was shipped, and the byte tokenizer's
@@ -284,6 +333,44 @@ def _check_shipped_tokenizer(root: Path, complete: Complete, config: RunConfig) 
             raise VerificationError(root / path, f"a shipped tokenizer file may be at most {limit:,} bytes", got=f"{listed.size:,} bytes")
     if entry.sha256 != config.tokenizer_sha256:
         raise VerificationError(root / entry.path, "the shipped tokenizer is not the one the release was built with: its SHA-256 must be run_config.json's tokenizer.sha256", expected=config.tokenizer_sha256, got=entry.sha256)
+    configs = {path.rpartition("/")[2]: listed for path, listed in shipped.items() if path != entry.path}
+    _check_pinned_configs(root, configs, config)
+    _check_configs_name_the_separator(root, [root / TOKENIZER_DIR / name for name in configs], config)
+
+
+def _check_pinned_configs(root: Path, configs: dict[str, FileEntry], config: RunConfig) -> None:
+    """The shipped config files are exactly run_config.json's ``tokenizer.config_files``, each with its SHA-256."""
+    pinned = config.tokenizer_config_files
+    if pinned is None:
+        return  # releases built before the config files were pinned: their separator is still checked below
+    for name in sorted(set(pinned) | set(configs)):
+        got = configs[name].sha256 if name in configs else "absent"
+        if pinned.get(name, "absent") != got:
+            raise VerificationError(
+                root / TOKENIZER_DIR / name,
+                "a shipped config file must be the one the build read: "
+                "its SHA-256 must be run_config.json's tokenizer.config_files",
+                expected=pinned.get(name, "absent"),
+                got=got,
+            )
+
+
+def _check_configs_name_the_separator(root: Path, paths: list[Path], config: RunConfig) -> None:
+    """With a separator read from a config file, the shipped config files name it, by the build's own rule."""
+    recorded = config.doc_sep
+    if recorded is None or recorded.source not in FROM_CONFIG_FILE.values():
+        return  # --doc-sep, or no separator: the config files did not decide it
+    if not all(path.is_file() for path in paths):
+        return  # a partial copy without them: verify_release_records names the rule not run
+    named = named_separator(tuple(read_config_file(path, VerificationError) for path in paths), VerificationError)
+    got = (named.source, named.value) if named is not None else None
+    if got not in ((recorded.source, recorded.id), (recorded.source, recorded.token)):
+        raise VerificationError(
+            named.path if named is not None else root / TOKENIZER_DIR,
+            "the shipped config files must name the separator run_config.json records (doc_sep, as read from them)",
+            expected=f"{recorded.id} {recorded.token!r} from {recorded.source}",
+            got=f"{named.value!r} from {named.source}" if named is not None else "no separator",
+        )
 
 
 def outside_the_layout(paths, where: str) -> str:
@@ -385,7 +472,7 @@ def check_one_file(checks: FileChecks, item: tuple) -> list:
 
     ``("pair", receipt, split)``: a Megatron pair, its digests, its boundary ids. ``("llmc", entry)``: an llm.c
     file (and, without Megatron, its boundary ids). ``("same", entry, spans, order)``: an llm.c file equals its
-    pieces of the Megatron spans. ``("preview", receipts, listed)``: the previews.
+    pieces of the Megatron spans. ``("preview", receipts, listed, held)``: the previews (returns the rules not run).
     """
     root, config = Path(checks.root), checks.config
     kind = item[0]
@@ -395,8 +482,7 @@ def check_one_file(checks: FileChecks, item: tuple) -> list:
         _check_same_ids(root, config, item[1], item[2], item[3])
         return []
     if kind == "preview":
-        check_previews(root, config, item[1], set(item[2]))
-        return []
+        return check_previews(root, config, item[1], set(item[2]), set(item[3]))
     entry, manifest = item[1], checks.manifest
     path = root / config.llmc_dir / entry.name
     _check_llmc_header(path, config)
@@ -560,7 +646,7 @@ def _check_llmc_file_layout(path: Path, entry: llmc.LlmcFileEntry, config: RunCo
 # ---------------------------------------------------------------- llm.c = Megatron
 
 
-def _check_llmc_is_megatron(tasks: _Tasks, receipts: list[Receipt]) -> None:
+def _check_llmc_is_megatron(tasks: _Tasks, receipts: list[Receipt], splits: tuple[str, ...] = SPLITS) -> None:
     """Per split, the llm.c files hold the Megatron documents in the llm.c order, whole, in run_config.json's layout.
 
     The order (:mod:`hf_tokbin.formats.llmc_order`) is recomputed from run_config.json's shuffle seed and
@@ -572,7 +658,7 @@ def _check_llmc_is_megatron(tasks: _Tasks, receipts: list[Receipt]) -> None:
     root, config, manifest = Path(tasks.checks.root), tasks.checks.config, tasks.checks.manifest
     order = "part order" if config.llmc_interleave_seed is None else "run_config.json's seeded block order (formats/llmc_order.py)"
     items, documents = [], []
-    for split in SPLITS:
+    for split in splits:
         entries = [f for f in manifest.files if f.split == LLMC_SPLIT[split]]
         parts = [r for r in receipts if split in r.splits and r.splits[split].documents]
         blocks = llmc_order(config.llmc_interleave_seed, split, [r.splits[split].documents for r in parts])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -148,3 +149,54 @@ def test_the_card_never_holds_the_builder_s_path_even_where_quoting_cuts_it(both
     assert "hf-tokbin recipe RELEASE --for llmc" in card and "hf-tokbin recipe RELEASE --for megatron" in card
     plain = render_release_card(Path(shutil.copytree(both, tmp_path / "plain" / "release")))
     assert str(tmp_path) not in plain and "./train_gpt2cu -i 'RELEASE/tokens/" in plain  # an ordinary path: the lines
+
+
+# One folder name each (no "/"): an element with an event handler, a link, an <a> element, emphasis and a backtick.
+HOSTILE_NAMES = [
+    '<img src=x onerror="alert(1)">',
+    "[a link](https:evil.example)",
+    "tick`cut` *bold* _em_ #h",
+    "<a href='https:evil.example'>x",
+]
+
+
+def _rendered(card: str) -> str:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable("table").render(card.partition("\n---\n")[2])
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_hostile_names_render_as_text_in_the_release_card(tmp_path, name):
+    import html
+
+    from release_fixtures import stories, write_corpus
+
+    from hf_tokbin.pipeline import build, plan_build
+    from hf_tokbin.tokenizer import resolve_tokenizer
+
+    corpus = write_corpus(
+        tmp_path / "corpus", [("train", stories(4, seed=1)), ("validation", stories(2, seed=2))], name=name
+    )
+    out = tmp_path / "release"
+    build(plan_build(corpus, resolve_tokenizer("byte", tokenizer_id=name, doc_sep_id=0), out), progress=False)
+    rendered = _rendered((out / "README.md").read_text(encoding="utf-8"))
+    assert "<img" not in rendered and "<a href" not in rendered
+    title = rendered.split("</h1>")[0]
+    assert html.unescape(title) == f"<h1>{name} tokenized with {name} for Megatron and llm.c"
+    # Every code span holding the name shows it whole: no backtick cut it.
+    spans = [html.unescape(s) for s in re.findall(r"<code>(.*?)</code>", rendered, re.S)]
+    assert any(s == name for s in spans), spans
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_hostile_names_render_as_text_in_the_corpus_card(tmp_path, name):
+    import html
+
+    from hf_tokbin.corpus.write import write_tinystories_corpus
+
+    (tmp_path / "train.txt").write_text("One story.\n<|endoftext|>\nAnother story.\n")
+    write_tinystories_corpus(tmp_path / "train.txt", None, tmp_path / "corpus", name=name)
+    rendered = _rendered((tmp_path / "corpus" / "README.md").read_text(encoding="utf-8"))
+    assert "<img" not in rendered and "<a href" not in rendered
+    assert html.unescape(rendered.split("</h1>")[0]) == f"<h1>{name}"

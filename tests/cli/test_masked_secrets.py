@@ -47,3 +47,31 @@ def test_the_command_line_never_prints_a_password_of_out(tmp_path):
         assert result.returncode == (0 if extra else 1), result.stdout + result.stderr
         assert "ftp://***@127.0.0.1" in (result.stdout if extra else result.stderr)
         assert not any(s in result.stdout + result.stderr for s in SECRETS), result.stdout + result.stderr
+
+
+# Passwords as a URL's userinfo holds them: the parser's reading ends userinfo at the last "@" before the host.
+PASSWORDS = [
+    "p@ssSECRET",
+    "p@ss:SECRET@",
+    "pa:ssSECRET",
+    "pa%2FssSECRET",
+    "p%40ssSECRET",
+    "pa ssSECRET",
+    "pässSECRET",
+    "密码SECRET",
+]
+
+
+@pytest.mark.parametrize("password", PASSWORDS)
+@pytest.mark.parametrize("tail", ["/x", "", ":21/x?a=1", "#frag"])
+def test_a_password_is_masked_whatever_it_holds(password, tail):
+    url = f"ftp://user:{password}@host{tail}"
+    masked = mask_secrets(f"{url}: cannot write: got {url}")
+    assert "SECRET" not in masked and "user" not in masked, masked
+    assert masked == f"ftp://***@host{tail}: cannot write: got ftp://***@host{tail}"
+
+
+def test_an_at_sign_after_the_host_is_no_userinfo():
+    # hf:// paths name a revision after "@", in the path: the authority ends at the first "/".
+    for text in ("hf://datasets/org/repo@main/data.parquet", "s3://bucket/a@b/c", "https://host/x?user=a@b"):
+        assert mask_secrets(text) == text

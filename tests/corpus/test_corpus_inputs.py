@@ -6,6 +6,8 @@ import bz2
 import gzip
 import json
 import lzma
+import subprocess
+import sys
 from pathlib import Path
 
 import datasets
@@ -167,3 +169,82 @@ def test_kept_and_source_columns_go_into_the_shards_and_sources_are_counted(tmp_
     assert loaded["train"]["n"][:] == [r["n"] for r in rows if r["split"] == "train"]
     with pytest.raises(CorpusInputError, match="missing kept column 'nope'"):
         import_corpus([tmp_path / "a.jsonl"], tmp_path / "x", name="c", keep_columns=["nope"])
+
+
+def _damaged_saved_folder(root: Path, damage: str, with_ids: bool) -> tuple[Path, str]:
+    """A save_to_disk folder with one damage; the file its error must name."""
+    texts = [f"story {i} is here" for i in range(50)]
+    columns = {"text": texts, **({"input_ids": [list(t.encode()) for t in texts]} if with_ids else {})}
+    folder = root / "saved"
+    datasets.Dataset.from_dict(columns).save_to_disk(str(folder))
+    arrow = next(folder.glob("*.arrow"))
+    if damage == "truncated .arrow":
+        arrow.write_bytes(arrow.read_bytes()[: arrow.stat().st_size // 2])
+        return folder, arrow.name
+    if damage == "features disagree":
+        info = json.loads((folder / "dataset_info.json").read_text())
+        info["features"]["text"] = {"dtype": "int64", "_type": "Value"}
+        (folder / "dataset_info.json").write_text(json.dumps(info))
+        return folder, "dataset_info.json"
+    state = json.loads((folder / "state.json").read_text())
+    state["_format_type"] = damage.split(": ")[1]
+    (folder / "state.json").write_text(json.dumps(state))
+    return folder, ""
+
+
+@pytest.mark.parametrize("with_ids", [False, True], ids=["text", "text and input_ids"])
+@pytest.mark.parametrize("damage", ["truncated .arrow", "features disagree"])
+def test_a_damaged_save_to_disk_folder_is_one_line_naming_the_file(tmp_path, damage, with_ids):
+    folder, named = _damaged_saved_folder(tmp_path, damage, with_ids)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hf_tokbin",
+            "build",
+            "--corpus",
+            str(folder),
+            "--tokenizer",
+            "byte",
+            "--doc-sep",
+            "0",
+            "--out",
+            str(tmp_path / "out"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert f"{folder / named}: " in lines[0] and "save_to_disk" in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("with_ids", [False, True], ids=["text", "text and input_ids"])
+@pytest.mark.parametrize("damage", ["_format_type: torch", "_format_type: jax", "_format_type: nonsense"])
+def test_a_saved_folder_is_read_as_its_arrow_files_whatever_format_it_was_saved_with(tmp_path, damage, with_ids):
+    folder, _ = _damaged_saved_folder(tmp_path, damage, with_ids)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hf_tokbin",
+            "build",
+            "--corpus",
+            str(folder),
+            "--tokenizer",
+            "byte",
+            "--doc-sep",
+            "0",
+            "--out",
+            str(tmp_path / "out"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (tmp_path / "out" / "COMPLETE.json").is_file()

@@ -92,3 +92,44 @@ def test_a_manifest_counting_a_source_that_is_no_source_name_is_refused(tmp_path
     with pytest.raises(FormatError, match="documents_by_source must map") as info:
         CorpusManifest.read(tmp_path / "corpus")
     assert str(info.value).startswith(str(manifest_path))
+
+
+def test_verify_of_a_corpus_holds_the_build_s_bound_on_distinct_sources(tmp_path):
+    # A shard whose source column names more distinct sources than any build counts: verify stops at the bound
+    # (naming the shard), as the build does, instead of counting them all.
+    from hf_tokbin._io import sha256_file
+    from hf_tokbin.errors import VerificationError
+    from hf_tokbin.formats.rules import MAX_SOURCES
+    from hf_tokbin.verify.corpus import verify_corpus
+
+    write_jsonl(tmp_path / "rows.jsonl", [{"text": "a story", "src": "web"}])
+    assert (
+        main(
+            [
+                "corpus",
+                "import",
+                str(tmp_path / "rows.jsonl"),
+                "--out",
+                str(tmp_path / "corpus"),
+                "--source-column",
+                "src",
+            ]
+        )
+        == 0
+    )
+    manifest_path = tmp_path / "corpus" / "_MANIFEST.json"
+    manifest = json.loads(manifest_path.read_text())
+    (entry,) = manifest["shards"]
+    shard = tmp_path / "corpus" / entry["path"]
+    table = pq.read_table(shard)
+    n = MAX_SOURCES + 1
+    columns = {"text": ["a story"] * n, "split": ["train"] * n, "source": [f"s{i}" for i in range(n)]}
+    pq.write_table(
+        pa.table({name: pa.array(columns[name], type=table.schema.field(name).type) for name in table.schema.names}),
+        shard,
+    )
+    entry.update(rows=n, size=shard.stat().st_size, sha256=sha256_file(shard))
+    manifest["documents_by_source"] = {"train": {"web": n}}
+    manifest_path.write_text(json.dumps(manifest))
+    with pytest.raises(VerificationError, match=rf"{entry['path']}: .*at most {MAX_SOURCES:,} distinct sources"):
+        verify_corpus(tmp_path / "corpus")

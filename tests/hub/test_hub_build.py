@@ -14,6 +14,7 @@ Local steps run in process.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -147,7 +148,17 @@ def test_hub_tokenizer_at_a_pinned_revision_builds_the_reference_and_rebuilds_of
     del local["tokenizer/tokenizer_config.json"]
     assert differing(released, local) == RECORD_FILES | {"tokenizer/generation_config.json"}  # the repo's copy, written anew
     assert json.loads(released["tokenizer/generation_config.json"]) == json.loads(local["tokenizer/generation_config.json"])  # the pinned one
-    expected_tokenizer = {**run_config(reference)["tokenizer"], "source": TOKENIZER_REPO, "revision": pinned, "subfolder": "tokenizer"}
+    # config_files pins the config files this build read: the repo's generation_config.json alone.
+    pinned_configs = {
+        "generation_config.json": hashlib.sha256(released["tokenizer/generation_config.json"]).hexdigest()
+    }
+    expected_tokenizer = {
+        **run_config(reference)["tokenizer"],
+        "source": TOKENIZER_REPO,
+        "revision": pinned,
+        "subfolder": "tokenizer",
+        "config_files": pinned_configs,
+    }
     assert run_config(tmp_path / "online")["tokenizer"] == expected_tokenizer
     assert {k: v for k, v in run_config(tmp_path / "online").items() if k != "tokenizer"} == {k: v for k, v in run_config(reference).items() if k != "tokenizer"}
 

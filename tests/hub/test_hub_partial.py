@@ -73,3 +73,38 @@ def test_recipes_work_on_a_partial_copy(partial):
     assert "--train-data-path" in megatron_argv and "--valid-data-path" not in megatron_argv
     llmc = recipe(partial, "llmc", s)
     assert not [f for f in llmc.findings if f.rule == "glob"]  # the glob selects exactly the files the copy holds
+
+
+def test_an_include_glob_that_matches_nothing_is_an_error(release, tmp_path, capsys, monkeypatch):
+    # A typo in a glob would otherwise leave a copy of the records alone, which verifies OK.
+    from hf_tokbin.errors import HubError
+
+    with HostileHub(token=TOKEN) as hub:
+        hub.seed_repo(REPO, release)
+        with pytest.raises(HubError, match=r"--include: .*'shards/train/part-9\*' matches no file"):
+            pull_release(
+                REPO,
+                tmp_path / "copy",
+                endpoint=hub.url,
+                token=TOKEN,
+                include=["shards/train/part-9*"],
+                retry=RetryPolicy(attempts=2, base_delay=0.01),
+                progress=False,
+            )
+        assert not (tmp_path / "copy").exists()
+        capsys.readouterr()
+        monkeypatch.setenv("HF_TOKEN", TOKEN)
+        status = main(
+            [
+                "pull",
+                REPO,
+                "--out",
+                str(tmp_path / "copy"),
+                "--endpoint",
+                hub.url,
+                "--include",
+                "shards/train/part-9*",
+                "--quiet",
+            ]
+        )
+    assert status == 1 and "matches no file" in capsys.readouterr().err

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import httpx2
 import pytest
-from hub_server import REPO, TOKEN, cli, make_corpus, make_release, write_complete
+from hub_server import REPO, TOKEN, cli, make_corpus, make_verified_release, write_complete
 from huggingface_hub.errors import HfHubHTTPError
 
 from hf_tokbin.corpus import write_tinystories_corpus
@@ -87,7 +87,7 @@ def assert_published(hub, release):
 
 
 def test_push_publishes_every_file_verified_and_complete_json_last(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     result = cli(env, "push", release, "--repo", REPO)
     assert result.returncode == 0, result.stderr
     remote = hub.head_files(REPO)
@@ -96,23 +96,28 @@ def test_push_publishes_every_file_verified_and_complete_json_last(hub, env, tmp
     commits = pushed_commits(hub)
     assert commits[-1].changed == ("COMPLETE.json",)
     assert all("COMPLETE.json" not in c.tree for c in commits[:-1])
-    assert "17 files" in result.stdout and "COMPLETE.json verified at " + commits[-1].oid in result.stdout
+    assert (
+        f"{len(local_files(release))} files" in result.stdout
+        and "COMPLETE.json verified at " + commits[-1].oid in result.stdout
+    )
     assert TOKEN not in result.stdout + result.stderr
 
 
 def test_second_push_of_the_same_release_makes_no_commit(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     assert cli(env, "push", release, "--repo", REPO).returncode == 0
     heads = [c.oid for c in hub.repo(REPO).history()]
     again = cli(env, "push", release, "--repo", REPO)
     assert again.returncode == 0, again.stderr
     assert [c.oid for c in hub.repo(REPO).history()] == heads
     assert "already published" in again.stdout
-    assert hub.count("PUT", "^/_lfs/") == len([p for p in local_files(release) if p.endswith((".bin", ".idx"))])
+    assert hub.count("PUT", "^/_lfs/") == len(
+        [p for p in local_files(release) if p.endswith((".bin", ".idx", ".parquet"))]
+    )
 
 
 def test_each_part_goes_up_with_its_receipt_within_the_commit_limit(hub, env, tmp_path):
-    release = make_release(tmp_path / "release", parts=4)
+    release = make_verified_release(tmp_path / "release", parts=4)
     result = push_api(env, release, files_per_commit=5)
     assert result.returncode == 0, result.stderr
     commits = pushed_commits(hub)
@@ -129,7 +134,7 @@ def test_each_part_goes_up_with_its_receipt_within_the_commit_limit(hub, env, tm
 def test_release_without_a_card_gets_one_rendered_before_complete(hub, env, tmp_path):
     from hf_tokbin.cards.release import render_release_card
 
-    release = make_release(tmp_path / "release", card=False)
+    release = make_verified_release(tmp_path / "release", card=False)
     assert not (release / "README.md").exists()
     result = cli(env, "push", release, "--repo", REPO)
     assert result.returncode == 0, result.stderr
@@ -138,7 +143,7 @@ def test_release_without_a_card_gets_one_rendered_before_complete(hub, env, tmp_
 
 
 def test_push_to_a_new_branch_of_a_private_repo(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     result = cli(env, "push", release, "--repo", REPO, "--revision", "v1", "--private")
     assert result.returncode == 0, result.stderr
     repo = hub.repo(REPO)
@@ -184,9 +189,9 @@ def test_smaller_corpus_pushed_over_a_bigger_one_leaves_only_its_own_files(hub, 
 
 
 def test_smaller_release_pushed_over_a_bigger_one_leaves_only_its_own_files(hub, env, tmp_path):
-    big = make_release(tmp_path / "big", parts=3)
+    big = make_verified_release(tmp_path / "big", parts=3)
     assert cli(env, "push", big, "--repo", REPO).returncode == 0
-    small = make_release(tmp_path / "small", parts=1, seed=1)
+    small = make_verified_release(tmp_path / "small", parts=1, seed=1)
     before = len(pushed_commits(hub))
     result = cli(env, "push", small, "--repo", REPO, "--mirror")
     assert result.returncode == 0, result.stderr
@@ -194,7 +199,9 @@ def test_smaller_release_pushed_over_a_bigger_one_leaves_only_its_own_files(hub,
     remote.pop(".gitattributes")
     assert remote == local_files(small)
     gone = set(local_files(big)) - set(local_files(small))
-    assert {p for p in gone if p.startswith(("shards/", "receipts/"))} == gone and len(gone) == 8
+    assert {p for p in gone if p.startswith(("shards/", "receipts/"))} == gone and len(
+        gone
+    ) == 6  # parts 1 and 2: a pair and a receipt each
     new_commits = pushed_commits(hub)[before:]
     assert set(new_commits[0].changed) == gone | {"COMPLETE.json"} and "COMPLETE.json" not in new_commits[0].tree  # deleted with the stale record
     assert new_commits[-1].changed == ("COMPLETE.json",)
@@ -202,7 +209,7 @@ def test_smaller_release_pushed_over_a_bigger_one_leaves_only_its_own_files(hub,
 
 
 def test_a_foreign_file_on_a_published_branch_is_left_alone_and_deleted_by_mirror(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     assert cli(env, "push", release, "--repo", REPO).returncode == 0
     hub.land_foreign_commit(REPO, "main")
     before = len(pushed_commits(hub))
@@ -222,7 +229,7 @@ def test_a_foreign_file_on_a_published_branch_is_left_alone_and_deleted_by_mirro
 
 @pytest.mark.parametrize("victim", ["stats.json", "shards/train/part-000001.bin"])
 def test_a_file_changed_after_the_check_stops_the_push(hub, env, tmp_path, victim):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     result = subprocess.run([sys.executable, "-c", _PUSH_WHILE_WRITING, str(release), REPO, victim], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 1, result.stdout
     assert victim in result.stderr and "file changed after it was checked" in result.stderr
@@ -233,7 +240,7 @@ def test_a_file_changed_after_the_check_stops_the_push(hub, env, tmp_path, victi
 
 
 def test_local_corruption_stops_the_push_before_anything_goes_up(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     target = release / "shards/train/part-000001.bin"
     data = bytearray(target.read_bytes())
     data[3] ^= 0x01
@@ -247,7 +254,7 @@ def test_local_corruption_stops_the_push_before_anything_goes_up(hub, env, tmp_p
 
 
 def test_hub_storing_other_bytes_stops_naming_the_file_and_a_rerun_completes(hub, env, tmp_path):
-    release = make_release(tmp_path / "release", parts=4)
+    release = make_verified_release(tmp_path / "release", parts=4)
     bad = "shards/train/part-000002.idx"
     hub.faults.store_flipped.add(bad)
     first = push_api(env, release, files_per_commit=5)
@@ -268,7 +275,7 @@ def test_hub_storing_other_bytes_stops_naming_the_file_and_a_rerun_completes(hub
 
 
 def test_stale_parent_stops_with_a_one_line_message(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     hub.faults.stale_parent = 1
     result = cli(env, "push", release, "--repo", REPO, "--quiet")
     assert result.returncode == 1
@@ -284,7 +291,7 @@ def test_stale_parent_stops_with_a_one_line_message(hub, env, tmp_path):
 
 
 def test_commit_applied_but_answered_500_is_recognised_not_repeated(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     hub.faults.commit_applied_then_500 = 1
     result = cli(env, "push", release, "--repo", REPO)
     assert result.returncode == 0, result.stderr
@@ -294,7 +301,7 @@ def test_commit_applied_but_answered_500_is_recognised_not_repeated(hub, env, tm
 
 
 def test_failed_lfs_put_is_retried(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     hub.faults.put_fails = 1
     result = cli(env, "push", release, "--repo", REPO)
     assert result.returncode == 0, result.stderr
@@ -304,7 +311,7 @@ def test_failed_lfs_put_is_retried(hub, env, tmp_path):
 
 
 def test_rate_limited_commit_waits_retry_after_then_succeeds(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     hub.faults.commit_rate_limited = 1
     hub.faults.retry_after_seconds = 1
     result = cli(env, "push", release, "--repo", REPO)
@@ -317,7 +324,7 @@ def test_rate_limited_commit_waits_retry_after_then_succeeds(hub, env, tmp_path)
 
 
 def test_dropped_connection_while_reading_back_is_retried(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     hub.faults.paths_info_resets = 1
     result = cli(env, "push", release, "--repo", REPO)
     assert result.returncode == 0, result.stderr
@@ -326,7 +333,7 @@ def test_dropped_connection_while_reading_back_is_retried(hub, env, tmp_path):
 
 
 def test_wrong_token_fails_with_a_hint_and_is_never_printed(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     wrong = "hf_wrong_token_abcdefghijklmnop"
     result = cli({**env, "HF_TOKEN": wrong}, "push", release, "--repo", REPO)
     assert result.returncode == 1
@@ -335,10 +342,11 @@ def test_wrong_token_fails_with_a_hint_and_is_never_printed(hub, env, tmp_path):
 
 
 def test_changed_release_removes_the_old_complete_json_first(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     assert cli(env, "push", release, "--repo", REPO).returncode == 0
     done = len(pushed_commits(hub))
-    (release / "stats.json").write_text('{"splits": {}}\n')
+    with open(release / "README.md", "a", encoding="utf-8") as card:  # a changed card: the release still verifies
+        card.write("\nA note added after the first push.\n")
     write_complete(release)
     result = cli(env, "push", release, "--repo", REPO)
     assert result.returncode == 0, result.stderr
@@ -467,3 +475,28 @@ def test_retry_settings_from_the_environment_say_what_they_must_be(monkeypatch):
         RetryPolicy.from_env()
     monkeypatch.setenv("HF_TOKBIN_HUB_BACKOFF", "0.5")
     assert RetryPolicy.from_env() == RetryPolicy(attempts=3, base_delay=0.5)
+
+
+def test_push_refuses_a_release_that_pull_refuses(copy):
+    # Made-up preview text, COMPLETE.json resealed: every digest holds, and pull's verify refuses the preview.
+    # push runs the same rules before its first request (the endpoint here answers nothing).
+    import pyarrow.parquet as pq
+    from release_edits import reseal_complete
+
+    from hf_tokbin.errors import VerificationError
+    from hf_tokbin.hub import RetryPolicy, push_folder
+
+    path = copy / "preview" / "train.parquet"
+    table = pq.read_table(path)
+    texts = ["a made-up story"] * table.num_rows
+    pq.write_table(table.set_column(table.schema.get_field_index("text"), "text", [texts]), path)
+    reseal_complete(copy)
+    with pytest.raises(VerificationError, match=r"preview/train\.parquet: row 0: text must be the document's text"):
+        push_folder(
+            copy,
+            "tester/refused",
+            endpoint="http://127.0.0.1:9",
+            token="hf_unused",
+            retry=RetryPolicy(attempts=1, base_delay=0.01),
+            progress=False,
+        )

@@ -22,7 +22,7 @@ from hub_server import (  # hub and env: tests/hub/conftest.py
     HubServer,
     cli,
     make_corpus,
-    make_release,
+    make_verified_release,
     write_complete,
 )
 
@@ -146,22 +146,31 @@ def changing_requests(hub):
 # -- 1. nothing deleted unasked; --delete, --mirror, --dry-run ------------------
 
 
+def change_card(release) -> None:
+    """A changed release that still verifies: a line added to its card, COMPLETE.json rewritten."""
+    with open(release / "README.md", "a", encoding="utf-8") as card:
+        card.write("\nA note added after the first push.\n")
+    write_complete(release)
+
+
 def test_a_hand_added_file_survives_a_repush_of_a_changed_release(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     assert cli(env, "push", release, "--repo", REPO).returncode == 0
     add_by_hand(hub, {"NOTES.md": b"# notes by hand\n"})
-    (release / "stats.json").write_text('{"splits": {}}\n')
-    write_complete(release)
+    change_card(release)
     result = cli(env, "push", release, "--repo", REPO)
     assert result.returncode == 0, result.stderr
     remote = hub.head_files(REPO)
     assert remote["NOTES.md"] == b"# notes by hand\n"
-    assert remote["stats.json"] == b'{"splits": {}}\n' and remote["COMPLETE.json"] == (release / "COMPLETE.json").read_bytes()
+    assert (
+        remote["README.md"] == (release / "README.md").read_bytes()
+        and remote["COMPLETE.json"] == (release / "COMPLETE.json").read_bytes()
+    )
     assert "1 other remote files left alone" in result.stdout
 
 
 def test_delete_patterns_delete_only_what_they_name(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     assert cli(env, "push", release, "--repo", REPO).returncode == 0
     add_by_hand(hub, {"NOTES.md": b"keep me\n", "old/a.txt": b"a\n", "old/b.txt": b"b\n", "scratch.tmp": b"x\n"})
     result = cli(env, "push", release, "--repo", REPO, "--delete", "old/*", "--delete", "*.tmp")
@@ -173,27 +182,26 @@ def test_delete_patterns_delete_only_what_they_name(hub, env, tmp_path):
 
 
 def test_dry_run_lists_add_keep_delete_and_changes_nothing(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     assert cli(env, "push", release, "--repo", REPO).returncode == 0
     add_by_hand(hub, {"NOTES.md": b"notes\n", "old.txt": b"old\n"})
-    (release / "stats.json").write_text('{"splits": {}}\n')
-    write_complete(release)
+    change_card(release)
     heads = dict(hub.repo(REPO).branches)
     hub.requests.clear()
     result = cli(env, "push", release, "--repo", REPO, "--delete", "old.txt", "--dry-run")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert "dry run, nothing changed" in lines[0]
-    assert {line.split()[1] for line in lines if line.startswith("  add ")} == {"stats.json", "COMPLETE.json"}
+    assert {line.split()[1] for line in lines if line.startswith("  add ")} == {"README.md", "COMPLETE.json"}
     assert {line.split()[1] for line in lines if line.startswith("  delete ")} == {"old.txt"}
     assert {line.split()[1] for line in lines if line.startswith("  leave ")} == {"NOTES.md"}
     kept = {line.split()[1] for line in lines if line.startswith("  keep ")}
-    assert kept == set(local_files(release)) - {"stats.json", "COMPLETE.json"}
+    assert kept == set(local_files(release)) - {"README.md", "COMPLETE.json"}
     assert hub.repo(REPO).branches == heads and changing_requests(hub) == []
 
 
 def test_dry_run_of_a_new_repo_creates_nothing(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     result = cli(env, "push", release, "--repo", "tester/new", "--dry-run")
     assert result.returncode == 0, result.stderr
     assert "it would be created" in result.stdout and f"would add {len(local_files(release))} files" in result.stdout
@@ -201,10 +209,10 @@ def test_dry_run_of_a_new_repo_creates_nothing(hub, env, tmp_path):
 
 
 def test_files_of_another_release_in_the_layout_are_refused_not_mixed(hub, env, tmp_path):
-    big = make_release(tmp_path / "big", parts=3)
+    big = make_verified_release(tmp_path / "big", parts=3)
     assert cli(env, "push", big, "--repo", REPO).returncode == 0
     heads = dict(hub.repo(REPO).branches)
-    small = make_release(tmp_path / "small", parts=1, seed=1)
+    small = make_verified_release(tmp_path / "small", parts=1, seed=1)
     result = cli(env, "push", small, "--repo", REPO, "--quiet")
     assert result.returncode == 1
     line = result.stderr.strip()
@@ -214,7 +222,7 @@ def test_files_of_another_release_in_the_layout_are_refused_not_mixed(hub, env, 
 
 
 def test_deletions_count_in_the_operations_per_commit(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     assert cli(env, "push", release, "--repo", REPO).returncode == 0
     add_by_hand(hub, {f"extra/{i}.txt": b"%d\n" % i for i in range(7)})
     before = len(pushed_commits(hub))
@@ -229,7 +237,7 @@ def test_deletions_count_in_the_operations_per_commit(hub, env, tmp_path):
 
 
 def test_no_visibility_is_sent_without_a_flag(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     assert cli(env, "push", release, "--repo", REPO).returncode == 0
     assert len(hub.create_payloads) == 1
     assert not {"private", "visibility"} & set(hub.create_payloads[0]), hub.create_payloads[0]
@@ -237,13 +245,13 @@ def test_no_visibility_is_sent_without_a_flag(hub, env, tmp_path):
 
 @pytest.mark.parametrize("flag, private", [("--public", False), ("--private", True)])
 def test_visibility_flags_are_sent_and_an_existing_repo_of_the_other_kind_is_refused(hub, env, tmp_path, flag, private):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     assert cli(env, "push", release, "--repo", REPO, flag).returncode == 0
     sent = hub.create_payloads[0]
     assert sent.get("private", sent.get("visibility") == "private") == private and hub.repo(REPO).private == private
     other = "--private" if flag == "--public" else "--public"
     heads = dict(hub.repo(REPO).branches)
-    refused = cli(env, "push", make_release(tmp_path / "other", seed=2), "--repo", REPO, other)
+    refused = cli(env, "push", make_verified_release(tmp_path / "other", seed=2), "--repo", REPO, other)
     assert refused.returncode == 1 and "does not change an existing repo" in refused.stderr
     assert hub.repo(REPO).branches == heads
 
@@ -252,7 +260,7 @@ def test_visibility_flags_are_sent_and_an_existing_repo_of_the_other_kind_is_ref
 
 
 def test_commit_message_titles_every_commit(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     result = cli(env, "push", release, "--repo", REPO, "--commit-message", "Release v1")
     assert result.returncode == 0, result.stderr
     assert [c.message for c in pushed_commits(hub)] == ["Release v1 (1/2)", "Release v1 (2/2)"]
@@ -260,8 +268,8 @@ def test_commit_message_titles_every_commit(hub, env, tmp_path):
 
 
 def test_create_pr_leaves_main_alone(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
-    assert cli(env, "push", make_release(tmp_path / "first", seed=3), "--repo", REPO).returncode == 0
+    release = make_verified_release(tmp_path / "release")
+    assert cli(env, "push", make_verified_release(tmp_path / "first", seed=3), "--repo", REPO).returncode == 0
     main = hub.repo(REPO).branches["main"]
     result = cli(env, "push", release, "--repo", REPO, "--create-pr", "--mirror")
     assert result.returncode == 0, result.stderr
@@ -274,7 +282,7 @@ def test_create_pr_leaves_main_alone(hub, env, tmp_path):
 
 
 def test_token_flag_is_used_and_never_printed(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     no_env_token = {k: v for k, v in env.items() if k != "HF_TOKEN"}
     wrong = "hf_wrong_flag_token_abcdefghijklmnop"
     refused = cli(no_env_token, "push", release, "--repo", REPO, "--token", wrong)
@@ -286,7 +294,7 @@ def test_token_flag_is_used_and_never_printed(hub, env, tmp_path):
 
 
 def test_releases_share_a_repo_under_path_in_repo(hub, env, tmp_path):
-    v1, v2 = make_release(tmp_path / "v1", seed=1), make_release(tmp_path / "v2", parts=2, seed=2)
+    v1, v2 = make_verified_release(tmp_path / "v1", seed=1), make_verified_release(tmp_path / "v2", parts=2, seed=2)
     corpus, _ = make_corpus(tmp_path / "corpus")
     assert cli(env, "push", corpus, "--repo", REPO).returncode == 0
     for name, folder in (("v1", v1), ("v2", v2)):
@@ -314,7 +322,7 @@ def test_a_bad_path_in_repo_is_refused():
 
 
 def test_the_servers_message_reaches_the_user_and_the_token_never_does(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     hub.faults.commit_refused = "Your push was rejected because the storage limit of this namespace is reached"
     hub.faults.echo_authorization = True
     result = cli(env, "push", release, "--repo", REPO, "--quiet")
@@ -345,11 +353,11 @@ def test_limit_check_counts_entries_per_folder():
 
 
 def test_a_release_too_big_for_one_folder_is_refused_before_any_upload(hub, env, tmp_path):
-    release = make_release(tmp_path / "release", parts=4)
-    setup = "import hf_tokbin.hub.files as f; f.HUB_MAX_ENTRIES_PER_FOLDER = 6"
+    release = make_verified_release(tmp_path / "release", parts=5)  # 10 files in shards/train/, 8 entries at the top
+    setup = "import hf_tokbin.hub.files as f; f.HUB_MAX_ENTRIES_PER_FOLDER = 9"
     result, _ = push_api(env, release, setup=setup)
     assert result.returncode == 1
-    assert "shards/train/ would hold 8 entries, the Hub allows at most 6 per folder" in result.stderr
+    assert "shards/train/ would hold 10 entries, the Hub allows at most 9 per folder" in result.stderr
     assert changing_requests(hub) == []
 
 
@@ -357,7 +365,7 @@ def test_a_release_too_big_for_one_folder_is_refused_before_any_upload(hub, env,
 
 
 def bad_card_release(root):
-    release = make_release(root)
+    release = make_verified_release(root)
     card = (release / "README.md").read_text()
     (release / "README.md").write_text(re.sub(r"(?m)^license: .*$", "license: not-a-license", card, count=1))
     write_complete(release)
@@ -374,7 +382,7 @@ def test_an_invalid_card_fails_before_any_lfs_upload(hub, env, tmp_path):
 
 
 def test_validate_yaml_answering_503_is_retried(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     hub.faults.validate_yaml_unavailable = 2  # our check first, then the client's own, inside create_commit
     result = cli(env, "push", release, "--repo", REPO)
     assert result.returncode == 0, result.stderr
@@ -387,7 +395,7 @@ def test_validate_yaml_answering_503_is_retried(hub, env, tmp_path):
 
 
 def test_a_429_with_ratelimit_headers_waits_as_told(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     hub.faults.commit_quota = {"remaining": 0, "reset": 42, "limit": 100, "window": 3600}
     result, slept = push_api(env, release)
     assert result.returncode == 0, result.stderr
@@ -396,7 +404,7 @@ def test_a_429_with_ratelimit_headers_waits_as_told(hub, env, tmp_path):
 
 
 def test_a_long_rate_limit_wait_stops_with_the_time_to_rerun(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     hub.faults.commit_quota = {"remaining": 0, "reset": 3000, "limit": 100, "window": 3600}
     result, slept = push_api(env, release)
     assert result.returncode == 1 and slept == []
@@ -408,7 +416,7 @@ def test_a_long_rate_limit_wait_stops_with_the_time_to_rerun(hub, env, tmp_path)
 
 
 def test_a_commit_that_lands_after_its_504_is_accepted_on_the_retrys_412(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     hub.faults.commit_lands_late = 1
     result = cli(env, "push", release, "--repo", REPO)
     assert result.returncode == 0, result.stderr
@@ -421,7 +429,7 @@ def test_a_commit_that_lands_after_its_504_is_accepted_on_the_retrys_412(hub, en
 
 
 def test_a_late_deletion_commit_is_accepted_on_the_retrys_404(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     assert cli(env, "push", release, "--repo", REPO).returncode == 0
     add_by_hand(hub, {"old.txt": b"old\n"})
     hub.faults.commit_lands_late = 1
@@ -434,7 +442,7 @@ def test_a_late_deletion_commit_is_accepted_on_the_retrys_404(hub, env, tmp_path
 
 
 def test_a_small_file_changed_during_its_commit_is_not_published_with_new_bytes(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     vouched = next(f for f in json.loads((release / "COMPLETE.json").read_text())["files"] if f["path"] == "stats.json")
     result, _ = push_api(env, release, setup=_CHANGE_DURING_COMMIT)
     assert hashlib.sha256((release / "stats.json").read_bytes()).hexdigest() != vouched["sha256"]
@@ -444,7 +452,7 @@ def test_a_small_file_changed_during_its_commit_is_not_published_with_new_bytes(
 
 
 def test_each_big_file_is_hashed_once_by_the_client_and_sent_by_path(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     result, _ = push_api(env, release, setup=_BIG_FILES_COUNTED)
     assert result.returncode == 0, result.stderr
     hashed = json.loads(result.stderr.split("HASHED ")[-1])
@@ -456,7 +464,7 @@ def test_each_big_file_is_hashed_once_by_the_client_and_sent_by_path(hub, env, t
 
 
 def test_a_big_file_rewritten_after_its_check_stops_the_push(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     result, _ = push_api(env, release, setup=_BIG_FILES_COUNTED + _REWRITE_BIG_AFTER_CHECK)
     assert result.returncode == 1
     assert "part-000001.bin" in result.stderr and "file changed after it was checked" in result.stderr
@@ -464,7 +472,7 @@ def test_a_big_file_rewritten_after_its_check_stops_the_push(hub, env, tmp_path)
 
 
 def test_the_commit_cap_counts_the_repos_recent_commits(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     initial = hub.create_repo(REPO).history()[0]  # its initial commit, a moment ago, counts
     setup = (
         "import functools, atexit\n"
@@ -483,7 +491,7 @@ def test_the_commit_cap_counts_the_repos_recent_commits(hub, env, tmp_path):
 
 
 def test_a_history_page_linking_its_next_page_on_another_host_gets_neither_request_nor_token(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     hub.create_repo(REPO)
     hub.land_foreign_commit(REPO, "main")  # two recent commits: the history spans pages
     hub.page_size = 1
@@ -499,8 +507,8 @@ def test_a_history_page_linking_its_next_page_on_another_host_gets_neither_reque
 
 
 def test_the_next_batch_uploads_while_a_commit_is_made(hub, env, tmp_path):
-    release = make_release(tmp_path / "release", parts=4)
-    first_batch_lfs = 4  # part 0: a train and a validation pair (its receipt is a plain file)
+    release = make_verified_release(tmp_path / "release", parts=4)
+    first_batch_lfs = 2  # part 0: a train pair (its receipt is a plain file)
     hub.faults.gate_after_lfs_objects = first_batch_lfs + 1  # the first commit is answered only once a later file arrived
     result, _ = push_api(env, release, limits={"files_per_commit": 5})
     assert result.returncode == 0, result.stderr
@@ -511,26 +519,26 @@ def test_the_next_batch_uploads_while_a_commit_is_made(hub, env, tmp_path):
 
 
 def test_a_symlink_in_the_release_is_refused_not_followed(hub, env, tmp_path):
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     outside = tmp_path / "secret.json"
     outside.write_bytes((release / "stats.json").read_bytes())  # same bytes: size and SHA-256 match the record
     (release / "stats.json").unlink()
     (release / "stats.json").symlink_to(outside)
     result = cli(env, "push", release, "--repo", REPO, "--quiet")
     assert result.returncode == 1
-    assert "stats.json" in result.stderr and "not a regular file" in result.stderr
+    assert "stats.json" in result.stderr and "symlink" in result.stderr
     assert hub.requests == []
 
 
 def test_a_symlinked_folder_in_the_release_is_refused(hub, env, tmp_path):
     import shutil
 
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     shutil.move(release / "receipts", tmp_path / "elsewhere")
     (release / "receipts").symlink_to(tmp_path / "elsewhere")
     result = cli(env, "push", release, "--repo", REPO, "--quiet")
     assert result.returncode == 1
-    assert "receipts/part-000000.json" in result.stderr and "file is outside the folder" in result.stderr
+    assert "receipts" in result.stderr and "symlink" in result.stderr
     assert hub.requests == []
 
 
@@ -554,7 +562,7 @@ def test_hf_xet_not_found_is_not_transient():
 
 
 def test_the_server_answers_as_the_hub(hub, tmp_path):
-    make_release(tmp_path / "release")
+    make_verified_release(tmp_path / "release")
     hub.seed_repo(REPO, tmp_path / "release")
     hub.repo(REPO).private = True
     base = f"{hub.url}/api/datasets/{REPO}"
@@ -576,7 +584,7 @@ def test_the_server_answers_as_the_hub(hub, tmp_path):
 
 def test_push_pages_through_a_long_tree(hub, env, tmp_path):
     hub.page_size = 3
-    release = make_release(tmp_path / "release")
+    release = make_verified_release(tmp_path / "release")
     assert cli(env, "push", release, "--repo", REPO).returncode == 0
     heads = [c.oid for c in hub.repo(REPO).history()]
     again = cli(env, "push", release, "--repo", REPO)

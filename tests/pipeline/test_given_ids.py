@@ -140,3 +140,60 @@ def test_check_ids_must_be_all_or_a_sample(text):
 def test_check_ids_needs_an_input_ids_column(raw, tok, tmp_path):
     with pytest.raises(BuildError, match="check_ids applies to a dataset with an input_ids column"):
         hf_tokbin.build_release(raw, tok, tmp_path / "x", progress=False, check_ids="sample:3")
+
+
+GIVEN_KINDS = [
+    "Dataset",
+    "DatasetDict",
+    "IterableDataset",
+    "IterableDatasetDict",
+    "IterableDataset without features",
+    "saved Dataset",
+    "saved DatasetDict",
+]
+
+
+def given_as(kind: str, dataset: datasets.Dataset, folder: Path):
+    """``dataset`` (a mapped one) in the form ``kind`` names: each of the ways a dataset with input_ids comes in."""
+    if kind.startswith("saved "):
+        given_as(kind.removeprefix("saved "), dataset, folder).save_to_disk(str(folder))
+        return folder
+    if kind == "IterableDataset without features":  # as a generator gives it: its columns are known only by reading it
+        rows = list(dataset)
+        return datasets.IterableDataset.from_generator(lambda: iter(rows))
+    return {
+        "Dataset": lambda: dataset,
+        "DatasetDict": lambda: datasets.DatasetDict({"only": dataset}),
+        "IterableDataset": lambda: dataset.to_iterable_dataset(num_shards=1),
+        "IterableDatasetDict": lambda: datasets.IterableDatasetDict(
+            {"only": dataset.to_iterable_dataset(num_shards=1)}
+        ),
+    }[kind]()
+
+
+@pytest.mark.parametrize("kind", GIVEN_KINDS)
+def test_given_ids_are_checked_whatever_holds_them(mapped, tok, tmp_path, kind):
+    wrong = mapped.map(lambda example: {"input_ids": [(i + 1) % 50000 for i in example["input_ids"]]})
+    with pytest.raises(BuildError, match=r"row 0: input_ids differ from the tokenizer's ids"):
+        hf_tokbin.build_release(
+            given_as(kind, wrong, tmp_path / "saved"), tok, tmp_path / "stories", progress=False, shard_rows=25
+        )
+    assert not (tmp_path / "stories" / "COMPLETE.json").exists()
+
+
+@pytest.mark.parametrize("kind", GIVEN_KINDS)
+def test_a_sample_check_applies_whatever_holds_the_ids(mapped, tok, tmp_path, kind):
+    out = tmp_path / "stories"
+    hf_tokbin.build_release(
+        given_as(kind, mapped, tmp_path / "saved"), tok, out, progress=False, shard_rows=25, check_ids="sample:5"
+    )
+    assert json.loads((out / "run_config.json").read_text())["ids"]["checked"] == "sample:5"
+
+
+def test_an_id_past_int64_is_reported_as_it_is(tok, tmp_path):
+    import pyarrow as pa
+
+    ids = pa.array([[64, 1621], [64, 2**63 + 7]], type=pa.list_(pa.uint64()))
+    bad = datasets.Dataset(pa.table({"text": ["a story", "a story"], "input_ids": ids}))
+    with pytest.raises(BuildError, match=rf"row 1: input_ids must be ids 0..2\*\*32-1: got {2**63 + 7}"):
+        hf_tokbin.build_release(bad, tok, tmp_path / "x", progress=False)

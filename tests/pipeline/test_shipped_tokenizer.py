@@ -131,3 +131,145 @@ def test_a_shipped_tokenizer_over_its_size_rule_is_refused_before_verify_loads_i
         verify_release(built[0])
     monkeypatch.setattr(release_checks, "TOKENIZER_MAX_BYTES", size)
     verify_release(built[0])
+
+
+def test_the_config_files_shipped_are_the_bytes_the_plan_read(tmp_path):
+    # A generation_config.json changed between the plan and the finish: the release ships what the plan read.
+    train, validation = stories(12, 3), stories(4, 4)
+    tokenizer = train_tokenizer(tmp_path / "tok", train + validation)
+    read = (tokenizer / "generation_config.json").read_bytes()
+    corpus = write_corpus(tmp_path / "corpus", [("train", train), ("validation", validation)])
+    plan = plan_build(corpus, resolve_tokenizer(str(tokenizer)), tmp_path / "release")
+    assert json.loads(read) == {"eos_token_id": 0}
+    (tokenizer / "generation_config.json").write_text(json.dumps({"eos_token_id": 5}))
+    build(plan, progress=False)
+    out = tmp_path / "release"
+    assert (out / "tokenizer" / "generation_config.json").read_bytes() == read
+    pinned = json.loads((out / "run_config.json").read_text())["tokenizer"]["config_files"]
+    assert pinned == {"generation_config.json": sha256_file(out / "tokenizer" / "generation_config.json")}
+    verify_release(out)
+
+
+def _edit_shipped(release, tmp_path, name, text, repin):
+    """A copy of ``release`` whose tokenizer/``name`` holds ``text``, COMPLETE.json (and, with ``repin``,
+    run_config.json's digest of it) vouching for the new bytes, so only the rule under test can object."""
+    import shutil
+
+    from release_edits import edit_json, reseal_complete
+
+    copy = shutil.copytree(release, tmp_path / "copy")
+    (copy / "tokenizer" / name).write_text(text)
+    if repin:
+        edit_json(
+            copy / "run_config.json",
+            lambda c: c["tokenizer"]["config_files"].update({name: sha256_file(copy / "tokenizer" / name)}),
+        )
+    reseal_complete(copy)
+    return copy
+
+
+def test_a_shipped_config_naming_another_separator_fails_verify(built, tmp_path):
+    copy = _edit_shipped(built[0], tmp_path, "generation_config.json", json.dumps({"eos_token_id": 5}), repin=True)
+    with pytest.raises(VerificationError, match=r"generation_config\.json.*separator") as error:
+        verify_release(copy)
+    assert "\n" not in str(error.value)
+
+
+def test_a_shipped_config_that_is_not_the_pinned_one_fails_verify(built, tmp_path):
+    # Same meaning, other bytes: the digest rule alone objects.
+    original = (built[0] / "tokenizer" / "generation_config.json").read_text()
+    copy = _edit_shipped(built[0], tmp_path, "generation_config.json", original + " ", repin=False)
+    with pytest.raises(VerificationError, match=r"generation_config\.json.*SHA-256.*config_files"):
+        verify_release(copy)
+
+
+# ---------------------------------------------------------------- the preview's text check always runs or says why not
+
+
+def _with_preview_text(release, tmp_path, text):
+    """A copy of ``release`` whose first train preview row (each format's) shows ``text``, COMPLETE.json resealed."""
+    import shutil
+
+    import pyarrow.parquet as pq
+    from release_edits import reseal_complete
+
+    copy = shutil.copytree(release, tmp_path / "copy")
+    path = copy / "preview" / "train.parquet"
+    table = pq.read_table(path)
+    texts = table.column("text").to_pylist()
+    texts = [text if row["document"] == 0 else t for t, row in zip(texts, table.select(["document"]).to_pylist())]
+    pq.write_table(table.set_column(table.schema.get_field_index("text"), "text", [texts]), path)
+    reseal_complete(copy)
+    return copy
+
+
+def _partial(release, keep):
+    """Turn ``release`` into a partial copy holding only the paths ``keep`` selects, as pull --include leaves one."""
+    from hf_tokbin._io import canonical_json
+
+    complete = Complete.read(release)
+    held = [f for f in complete.files if keep(f.path)]
+    for entry in complete.files:
+        if entry not in held:
+            (release / entry.path).unlink()
+    (release / "COMPLETE.json").unlink()
+    partial = {
+        "format": "hf_tokbin.partial/1",
+        "repo": "tester/x",
+        "commit": "0" * 40,
+        "path_in_repo": "",
+        "record": "COMPLETE.json",
+        "include": ["megatron"],
+        "files": [f.to_dict() for f in held],
+        "complete": [f.to_dict() for f in complete.files],
+    }
+    (release / "PARTIAL.json").write_text(canonical_json(partial))
+    return release
+
+
+def test_made_up_preview_text_fails_verify(built, tmp_path):
+    copy = _with_preview_text(built[0], tmp_path, "a made-up story")
+    with pytest.raises(VerificationError, match="row 0: text must be the document's text"):
+        verify_release(copy)
+
+
+def test_a_preview_without_the_tokenizer_that_checks_it_fails_verify(built, tmp_path):
+    import shutil
+
+    from release_edits import reseal_complete
+
+    copy = _with_preview_text(built[0], tmp_path, "a made-up story")
+    shutil.rmtree(copy / "tokenizer")
+    reseal_complete(copy)
+    with pytest.raises(VerificationError, match=r"preview.*tokenizer/tokenizer\.json"):
+        verify_release(copy)
+
+
+def test_a_preview_row_past_the_text_bound_is_a_stated_gap(built, tmp_path):
+    from hf_tokbin.verify.preview import TEXT_CHARS_CHECKED
+
+    copy = _with_preview_text(built[0], tmp_path, "a made-up story " + " " * TEXT_CHARS_CHECKED)
+    report = verify_release(copy)
+    assert any("row 0" in w and "not re-encoded" in w for w in report.warnings), report.warnings
+
+
+def test_a_partial_copy_checks_the_preview_text_it_holds(built, tmp_path):
+    copy = _partial(
+        _with_preview_text(built[0], tmp_path, "a made-up story"),
+        lambda p: not (p.startswith("tokens/") and p.endswith(".bin")),
+    )
+    with pytest.raises(VerificationError, match="row 0: text must be the document's text"):
+        verify_release(copy)
+
+
+def test_a_partial_copy_names_the_rules_it_could_not_run(built, tmp_path):
+    import shutil
+
+    copy = _partial(
+        shutil.copytree(built[0], tmp_path / "copy"), lambda p: not (p.startswith("tokens/") and p.endswith(".bin"))
+    )
+    report = verify_release(copy)
+    assert any("not checked" in w and "llm.c" in w and "Megatron" in w for w in report.warnings), report.warnings
+    assert any("not checked" in w and "preview/train.parquet" in w for w in report.warnings), report.warnings
+    whole = _partial(shutil.copytree(built[0], tmp_path / "whole"), lambda p: True)
+    assert not any("not checked" in w for w in verify_release(whole).warnings)

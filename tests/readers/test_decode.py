@@ -87,3 +87,60 @@ def test_a_byte_release_decodes_without_a_tokenizer(tmp_path):
 def test_bad_positions_are_one_clear_error(release, tok, options, message):
     with pytest.raises(FormatError, match=message):
         hf_tokbin.show(release, tokenizer=tok, **options)
+
+
+CONTROL_TEXT = "red \x1b[31malert\x07 and \x7f del \x9b c1 tab\there"
+
+
+def test_show_escapes_control_characters_and_raw_prints_them(tmp_path, capsys):
+    out = tmp_path / "controls"
+    hf_tokbin.build_release(
+        datasets.Dataset.from_dict({"text": [CONTROL_TEXT]}), "byte", out, progress=False, doc_sep=3
+    )
+    capsys.readouterr()
+    assert main(["show", str(out), "--doc", "0"]) == 0
+    shown = capsys.readouterr()
+    assert "red ^[[31malert^G and ^? del M-^[ c1 tab\there" in shown.out
+    assert not any(c in shown.out for c in "\x1b\x07\x7f\x9b")
+    assert "--raw" in shown.err
+    assert main(["show", str(out), "--doc", "0", "--raw"]) == 0
+    assert CONTROL_TEXT in capsys.readouterr().out
+
+
+def test_show_help_says_how_to_get_the_raw_text(capsys):
+    with pytest.raises(SystemExit):
+        main(["show", "--help"])
+    assert "--raw" in capsys.readouterr().out
+
+
+def test_one_document_numbering_under_a_shuffle_seed(tmp_path, capsys):
+    from hf_tokbin.formats.preview import read_preview
+
+    texts = [f"story number {i}" for i in range(40)]
+    out = tmp_path / "shuffled"
+    hf_tokbin.build_release(
+        datasets.Dataset.from_dict({"text": texts}),
+        "byte",
+        out,
+        progress=False,
+        doc_sep=0,
+        shard_rows=7,
+        shuffle_seed=5,
+    )
+    preview = read_preview(out / "preview" / "train.parquet")
+    previewed = {d: t for d, t in zip(preview["document"], preview["text"])}
+    seen = []
+    for n in range(len(texts)):
+        by_format = {format: hf_tokbin.show(out, doc=n, format=format).documents() for format in ("megatron", "llmc")}
+        assert by_format["megatron"] == by_format["llmc"] and list(by_format["llmc"]) == [n], (n, by_format)
+        seen.append(by_format["llmc"][n])
+        if n in previewed:
+            assert previewed[n] == seen[-1]
+    assert sorted(seen) == sorted(texts) and seen != texts  # every document once, in the shuffled order
+    assert "Documents are numbered from 0 in that interleaved order" in (out / "README.md").read_text(encoding="utf-8")
+    # A Megatron window names its documents by the same numbers.
+    window = hf_tokbin.show(out, window=0, length=60, format="megatron")
+    assert all(window.documents()[d] in seen[d] for d in window.documents())
+    with pytest.raises(SystemExit):
+        main(["show", "--help"])
+    assert "numbered" in capsys.readouterr().out

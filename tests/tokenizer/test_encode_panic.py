@@ -73,3 +73,79 @@ def test_a_panicking_document_is_one_line_naming_shard_and_row(tmp_path, tokeniz
     assert lines[0].startswith(f"hf-tokbin build: error: {shard}: row {row}: ")
     assert "retry-limit-in-match" in lines[0]
     assert not (tmp_path / "out" / "COMPLETE.json").exists()
+
+
+# ---------------------------------------------------------------- a shipped tokenizer that panics on the preview's text
+
+
+@pytest.fixture(scope="module")
+def panicking_preview(tmp_path_factory, tokenizer) -> Path:
+    """A release of the backtracking tokenizer whose first preview row's text panics it (COMPLETE.json resealed)."""
+    import pyarrow.parquet as pq
+    from release_edits import reseal_complete
+
+    from hf_tokbin.cli import main
+
+    root = tmp_path_factory.mktemp("panicking_preview")
+    corpus = write_corpus(root / "corpus", [("train", story_texts(20, seed=3)), ("validation", story_texts(3, seed=4))])
+    out = root / "release"
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(tokenizer),
+                "--doc-sep",
+                "0",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    path = out / "preview" / "train.parquet"
+    table = pq.read_table(path)
+    texts = [
+        PANICKING_TEXT if document == 0 else text
+        for text, document in zip(table.column("text").to_pylist(), table.column("document").to_pylist())
+    ]
+    pq.write_table(table.set_column(table.schema.get_field_index("text"), "text", [texts]), path)
+    reseal_complete(out)
+    return out
+
+
+def test_verify_of_a_preview_text_the_shipped_tokenizer_panics_on_is_one_line(panicking_preview):
+    command = [sys.executable, "-m", "hf_tokbin", "verify", str(panicking_preview)]
+    result = subprocess.run(
+        command, capture_output=True, text=True, timeout=600, env={**os.environ, "RUST_BACKTRACE": "1"}
+    )
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr[-3000:]
+    assert (
+        "preview/train.parquet: row 0: " in lines[0] and "panicked" in lines[0] and "retry-limit-in-match" in lines[0]
+    )
+
+
+def test_pull_of_a_release_whose_shipped_tokenizer_panics_is_one_error(panicking_preview, tmp_path):
+    from hostile_hub import HostileHub
+
+    from hf_tokbin.errors import TokbinError
+    from hf_tokbin.hub import RetryPolicy, pull_release
+
+    token = "hf_panicking_preview_test_0123456789"
+    with HostileHub(token=token) as hub:
+        hub.seed_repo("tester/panics", panicking_preview)
+        with pytest.raises(TokbinError, match=r"preview/train\.parquet: row 0: .*panicked"):
+            pull_release(
+                "tester/panics",
+                tmp_path / "pulled",
+                endpoint=hub.url,
+                token=token,
+                retry=RetryPolicy(attempts=2, base_delay=0.01),
+                progress=False,
+            )
+    assert not (tmp_path / "pulled").exists()

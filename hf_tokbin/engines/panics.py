@@ -13,6 +13,10 @@ retry limit on a pattern that backtracks too much on some text
 an engine runs: after a panic the hook's report is dropped (the error line
 carries the panic's message), otherwise whatever was written is passed on
 unchanged. :func:`is_engine_panic` tells such an exception apart.
+:func:`engine_panic_as` is the guard of every place that encodes and only
+has to stop (verify's preview check, a tokenizer's loading): the panic
+becomes one located error. The build's encoder uses the two parts on their
+own, to find the document a batch panicked on.
 """
 
 from __future__ import annotations
@@ -58,3 +62,15 @@ def engine_output_held():
                 data = memoryview(held.read())
                 while data:
                     data = data[os.write(2, data) :]
+
+
+@contextlib.contextmanager
+def engine_panic_as(error_type, where, rule: str):
+    """Run the block with the engine's output held; a panic in it is raised as ``error_type(where, rule, got=...)``."""
+    try:
+        with engine_output_held():
+            yield
+    except BaseException as error:
+        if not is_engine_panic(error):
+            raise
+        raise error_type(where, rule, got=panic_message(error)) from None
