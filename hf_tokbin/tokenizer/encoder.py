@@ -661,6 +661,9 @@ class _Router:
         if (states == _UNPROVEN).any():
             return None
         touched = places[states == _NORMALIZE]
+        # Added tokens are matched on the text as given (before NFC): NFC can break one apart ("<think>" + U+0338).
+        if touched.size and not self._no_added_text(utf8):
+            return None
         if touched.size:  # documents NFC may change: through tokenizers' own normalizer, their new code points proven
             changed = {}
             for i in np.unique(np.searchsorted(offsets, touched, side="right") - 1).tolist():

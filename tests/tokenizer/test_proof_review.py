@@ -1,0 +1,72 @@
+"""A hostile review of the fast path's proof and routing: documents on which the build's ids must equal ``tokenizers``'.
+
+Each test is a document (and a tokenizer) found to break the promise, kept so it stays fixed.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+from tokenizer_files import gpt2_tokenizer_json, model_tokenizer_json
+from tokenizers import AddedToken, Tokenizer
+
+from hf_tokbin.tokenizer.encoder import DocumentEncoder
+
+pytestmark = pytest.mark.slow  # real tokenizers on both engines
+
+
+def _utf8(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    encoded = [t.encode("utf-8") for t in texts]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    return offsets, np.frombuffer(b"".join(encoded), dtype=np.uint8)
+
+
+def _want(tokenizer: Tokenizer, texts: list[str]) -> tuple[list[int], list[int]]:
+    tokenizer.encode_special_tokens = True
+    per_text = [e.ids for e in tokenizer.encode_batch(texts, add_special_tokens=False)]
+    return [i for ids in per_text for i in ids], [len(ids) for ids in per_text]
+
+
+def _assert_both_ways(encoder: DocumentEncoder, tokenizer: Tokenizer, texts: list[str]) -> None:
+    want_ids, want_lengths = _want(tokenizer, texts)
+    ids, lengths = encoder.encode_batch(texts)
+    assert (ids.tolist(), lengths.tolist()) == (want_ids, want_lengths)
+    fast = encoder.encode_utf8(*_utf8(texts))
+    if fast is not None:
+        assert (fast[0].tolist(), fast[1].tolist()) == (want_ids, want_lengths)
+
+
+@functools.cache
+def _qwen3() -> tuple[DocumentEncoder, Tokenizer]:
+    path = model_tokenizer_json("qwen3") / "tokenizer.json"
+    encoder = DocumentEncoder.from_tokenizer_json(path)
+    assert encoder.check_fast_path().used
+    return encoder, Tokenizer.from_file(str(path))
+
+
+@pytest.mark.parametrize("text", ["a<think>\u0338 b", "x</think>\u0338", "<tool_call>\u0338", "<|fim_prefix|>\u0338"])
+def test_nfc_that_breaks_an_added_token_apart_keeps_the_token_in_the_utf8_way(text):
+    """Qwen3's added tokens are matched on the text as given, before NFC; ">" + U+0338 composes to "≯".
+
+    The UTF-8 way searched for added-token text only in the NFC'd batch, where
+    "<think>" + U+0338 reads "<think≯": gigatoken got the document without the token.
+    """
+    encoder, tokenizer = _qwen3()
+    _assert_both_ways(encoder, tokenizer, [text, "hello"])
+
+
+def test_a_special_token_skipped_as_text_still_hides_a_parsed_token_inside_it():
+    """With special tokens encoded as text, ``tokenizers`` still matches them (leftmost-longest), then skips them.
+
+    A non-special token starting inside a special token's text ("|>qqz" in
+    "<|endoftext|>qqz") is then never matched there; cutting documents at
+    non-special tokens alone cut it there. The check's probes never hold such a text.
+    """
+    tokenizer = Tokenizer.from_file(str(gpt2_tokenizer_json() / "tokenizer.json"))
+    tokenizer.add_tokens([AddedToken("|>qqz", normalized=False)])
+    encoder = DocumentEncoder(Tokenizer.from_str(tokenizer.to_str()))
+    assert encoder.check_fast_path().used
+    _assert_both_ways(encoder, tokenizer, ["<|endoftext|>qqz", "x|>qqz", "a<|endoftext|>b"])
