@@ -6,13 +6,15 @@ Each test is a document (and a tokenizer) found to break the promise, kept so it
 from __future__ import annotations
 
 import functools
+import json
 
 import numpy as np
 import pytest
 from tokenizer_files import gpt2_tokenizer_json, model_tokenizer_json
 from tokenizers import AddedToken, Tokenizer
 
-from hf_tokbin.tokenizer.encoder import DocumentEncoder
+from hf_tokbin.tokenizer import proof
+from hf_tokbin.tokenizer.encoder import DocumentEncoder, _encode_tokenizers, _load_tokenizers
 
 pytestmark = pytest.mark.slow  # real tokenizers on both engines
 
@@ -70,3 +72,38 @@ def test_a_special_token_skipped_as_text_still_hides_a_parsed_token_inside_it():
     encoder = DocumentEncoder(Tokenizer.from_str(tokenizer.to_str()))
     assert encoder.check_fast_path().used
     _assert_both_ways(encoder, tokenizer, ["<|endoftext|>qqz", "x|>qqz", "a<|endoftext|>b"])
+
+
+def _o200k_reading(extra_marks: str) -> dict:
+    """GPT-4o's pre-tokenizer as an engine would run it whose tables put ``extra_marks`` in \\p{M} rather than \\p{L}."""
+    config = json.loads((model_tokenizer_json("gpt4o") / "tokenizer.json").read_text(encoding="utf-8"))["pre_tokenizer"]
+    split = config["pretokenizers"][0]["pattern"]
+    not_letter = "[\\p{L}&&[^" + extra_marks + "]]"  # Oniguruma: the letters but these
+    split["Regex"] = (
+        split["Regex"]
+        .replace("[^\\r\\n\\p{L}\\p{N}]", "[^\\r\\n\\p{N}" + not_letter + "]")
+        .replace("[^\\s\\p{L}\\p{N}]", "[^\\s\\p{N}" + not_letter + "]")
+    )
+    return config
+
+
+def test_a_letter_read_as_a_mark_is_caught_by_the_boundary_probes():
+    """o200k splits a letter and a mark alike after one character, but not after two ("!!ʰ" vs "!!\u0300").
+
+    select_probes found no probe telling U+02B0 (Lm) from U+0300 (Mn) and took
+    them as split alike, reading contexts of one character each side. An
+    engine whose tables call U+02B0 a mark then makes other pieces of
+    "!!ʰ" and passed every chosen probe.
+    """
+    real = json.loads((model_tokenizer_json("gpt4o") / "tokenizer.json").read_text(encoding="utf-8"))["pre_tokenizer"]
+    engine = _o200k_reading("\\u02b0")
+    pieces = [Tokenizer.from_str(proof.boundary_tokenizer_json(pre, "left", "a")).pre_tokenizer.pre_tokenize_str("!!\u02b0") for pre in (real, engine)]
+    assert pieces[0] != pieces[1]  # the engine does read U+02B0 otherwise
+    classes, why = proof.pattern_classes(real["pretokenizers"][0]["pattern"]["Regex"])
+    assert why is None
+    reference = proof.BoundaryEngines(real, _load_tokenizers)
+    probes, why = proof.select_probes(real, classes, reference)
+    assert why is None  # the fast path stays proven for o200k
+    ids = functools.partial(_encode_tokenizers, Tokenizer.from_file(str(model_tokenizer_json("gpt4o") / "tokenizer.json")))
+    check = proof.CodePointProof(ids, ids, probes, reference, proof.BoundaryEngines(engine, _load_tokenizers))
+    assert check.unproven(np.array([0x2B0, 0x61])).tolist() == [True, False]
