@@ -217,9 +217,10 @@ def boundary_tokenizer_json(pre_tokenizer: dict, side: str, context: str) -> str
     """The real pre-tokenizer over a byte-level BPE whose only merges put ``context`` beside a byte.
 
     First ``context``'s own bytes merge into one token (a character is never
-    split between pieces), then ``side="left"``: that token + any byte;
-    ``"right"``: any byte + that token. Those last 256 merges are the ids
-    from :func:`boundary_merge_start` on.
+    split between pieces), then ``side="left"``: that token + any byte, and
+    that token + each of its own partial tokens (a ``c`` starting with the
+    context's first bytes has them merged so); ``"right"``: any byte + that
+    token. Those last merges are the ids from :func:`boundary_merge_start` on.
     """
     alphabet = _byte_alphabet()
     vocab = {alphabet[b]: b for b in range(256)}
@@ -229,6 +230,8 @@ def boundary_tokenizer_json(pre_tokenizer: dict, side: str, context: str) -> str
         pairs.append(("".join(symbols[: len(pairs) + 1]), symbol))
     k = "".join(symbols)
     pairs += [(k, alphabet[b]) if side == "left" else (alphabet[b], k) for b in range(256)]
+    if side == "left":  # c may start with the context's first bytes, merged as the context's are: "あ" + "い" is k, k12 84
+        pairs += [(k, "".join(symbols[:n])) for n in range(2, len(symbols))]
     for left, right in pairs:
         vocab[left + right] = len(vocab)
     model = {

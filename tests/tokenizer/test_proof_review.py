@@ -107,3 +107,20 @@ def test_a_letter_read_as_a_mark_is_caught_by_the_boundary_probes():
     ids = functools.partial(_encode_tokenizers, Tokenizer.from_file(str(model_tokenizer_json("gpt4o") / "tokenizer.json")))
     check = proof.CodePointProof(ids, ids, probes, reference, proof.BoundaryEngines(engine, _load_tokenizers))
     assert check.unproven(np.array([0x2B0, 0x61])).tolist() == [True, False]
+
+
+@pytest.mark.parametrize("context, c", [("あ", "い"), ("日", "旦"), ("。", "〃")])
+def test_a_character_sharing_the_context_s_first_bytes_shows_it_is_joined(context, c):
+    """DeepSeek V3 keeps "あい" in one piece; the left boundary tokenizer showed no merge there.
+
+    "あ" is E3 81 82, "い" E3 81 84: the context's first merge (E3 81) also
+    joins the first bytes of "い", and the context then has no byte after
+    it to merge with. Both engines gave the same ids whether or not they cut
+    between the two, so the probe read nothing for ~200 code points (U+3000
+    to U+307F, U+65C0 to U+65FF), and select_probes read a boundary that was not there.
+    """
+    pre_tokenizer = json.loads((model_tokenizer_json("deepseek_v3") / "tokenizer.json").read_text(encoding="utf-8"))["pre_tokenizer"]
+    splitter = Tokenizer.from_str(proof.boundary_tokenizer_json(pre_tokenizer, "left", context)).pre_tokenizer
+    assert len(splitter.pre_tokenize_str(context + c)) == 1  # one piece (the CJK bracket)
+    probe = proof.BoundaryProbe("left", context, context + "{c}")
+    assert proof.BoundaryEngines(pre_tokenizer, _load_tokenizers).joined(probe, np.array([ord(c)])).tolist() == [True]
