@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import functools
 import json
+import random
 
 import numpy as np
 import pytest
-from tokenizer_files import gpt2_tokenizer_json, model_tokenizer_json
+from tokenizer_files import MODEL_TOKENIZERS, gpt2_tokenizer_json, llama3_tokenizer_json, model_tokenizer_json
 from tokenizers import AddedToken, Tokenizer
 
 from hf_tokbin.tokenizer import proof
@@ -124,3 +125,40 @@ def test_a_character_sharing_the_context_s_first_bytes_shows_it_is_joined(contex
     assert len(splitter.pre_tokenize_str(context + c)) == 1  # one piece (the CJK bracket)
     probe = proof.BoundaryProbe("left", context, context + "{c}")
     assert proof.BoundaryEngines(pre_tokenizer, _load_tokenizers).joined(probe, np.array([ord(c)])).tolist() == [True]
+
+
+# ---------------------------------------------------------------- brute force
+
+_ALL_TOKENIZERS = ("gpt2", "llama3", *MODEL_TOKENIZERS)
+# Scripts, numbers, white space, marks that compose (U+0338 with "<" ">" "="), NFC singletons and
+# compatibility ideographs, Hangul jamo, Indic vowel signs, SentencePiece's "▁", emoji, contractions.
+_PIECES = [
+    *"aZé ß Ωжא日한ـ0189٣३१²½Ⅻ \t\n\r\u00a0\u3000\u0085\u2028\x0b\x0c",
+    *"\u0301\u0308\u0338\u030a\u3099\u200d\ufe0f'’\"!?.,-_/\\<|>=ſ\u212a\u212b\u2126\uf900\uf9d1",
+    *"\u1100\u1161\u11a8\uac00\u0915\u093c\u0958\u0bc6\u0bbe\u0bca\u0cbf\u0cd5\u0d46\u0d3e\u0dd9\u0dcf\u0b47\u0b3eあい。ゞ▁",
+    "'s", "'LL", " world", "123456", "  ", "\n\n", "\n\n\n", "\r\n", "😀", "👨‍👩‍👧", "A\u030a", "e\u0301", "\u1112\u1161\u11ab",
+    "\u0338", "\u0338", "\u0301", "\u0301",  # often: right after added-token text too
+]
+
+
+def _random_batches(rng: random.Random, added: list[str], count: int) -> list[list[str]]:
+    pieces = _PIECES + [chr(rng.randrange(0x20, 0x3100)) for _ in range(60)] + [chr(rng.randrange(0x3100, 0x30000)) for _ in range(30)]
+    pieces = [p for p in pieces if not 0xD800 <= ord(p[0]) < 0xE000]
+
+    def document() -> str:
+        return "".join(rng.choice(added) if added and rng.random() < 0.15 else rng.choice(pieces) for _ in range(rng.randrange(14)))
+
+    return [[document() for _ in range(rng.randrange(1, 8))] for _ in range(count)]
+
+
+@pytest.mark.parametrize("name", _ALL_TOKENIZERS)
+def test_random_texts_with_added_token_text_give_tokenizers_ids_both_ways(name):
+    """Random batches of many scripts, composing marks and added-token text, both ways a build encodes."""
+    folder = {"gpt2": gpt2_tokenizer_json, "llama3": llama3_tokenizer_json}.get(name, lambda: model_tokenizer_json(name))()
+    path = folder / "tokenizer.json"
+    encoder = DocumentEncoder.from_tokenizer_json(path)
+    assert encoder.check_fast_path().used
+    tokenizer = Tokenizer.from_file(str(path))
+    added = sorted(t.content for t in tokenizer.get_added_tokens_decoder().values())
+    for texts in _random_batches(random.Random(name), added, 1500):
+        _assert_both_ways(encoder, tokenizer, texts)
