@@ -162,3 +162,19 @@ def test_random_texts_with_added_token_text_give_tokenizers_ids_both_ways(name):
     added = sorted(t.content for t in tokenizer.get_added_tokens_decoder().values())
     for texts in _random_batches(random.Random(name), added, 1500):
         _assert_both_ways(encoder, tokenizer, texts)
+
+
+def test_a_long_document_encoded_in_pieces_counts_once():
+    """The build's "documents encoded by gigatoken N, tokenizers M" counted each piece of a long document.
+
+    Three documents, two of them long (cut into pieces of ~50 characters), one
+    holding a private-use character: one document each way, not 21 and 1.
+    """
+    from hf_tokbin.tokenizer.long_documents import encode_in_bounded_pieces
+
+    encoder = DocumentEncoder.from_tokenizer_json(gpt2_tokenizer_json())
+    assert encoder.check_fast_path().used
+    encoder.documents_by_engine = [0, 0]
+    texts = ["word " * 100, "short", "x" * 10 + " \U000f0000 " + "word " * 100]
+    encode_in_bounded_pieces(encoder, texts, piece_chars=50)
+    assert encoder.documents_by_engine == [2, 1]
