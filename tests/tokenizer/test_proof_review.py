@@ -178,3 +178,27 @@ def test_a_long_document_encoded_in_pieces_counts_once():
     texts = ["word " * 100, "short", "x" * 10 + " \U000f0000 " + "word " * 100]
     encode_in_bounded_pieces(encoder, texts, piece_chars=50)
     assert encoder.documents_by_engine == [2, 1]
+
+
+def _shape(name: str) -> tuple[str, list[AddedToken]]:
+    """A model's tokenizer.json with non-special tokens added where the cutting rules meet the normalizer."""
+    config = json.loads((model_tokenizer_json(name) / "tokenizer.json").read_text(encoding="utf-8"))
+    if name == "llama2":  # Prepend "▁" on every piece between tokens
+        return json.dumps(config), [AddedToken(t, normalized=False) for t in ("<x>", "\n\n", "▁▁", " y")]
+    if name == "deepseek_v3":  # normalized tokens, an empty normalizer
+        return json.dumps(config), [AddedToken(t, normalized=True) for t in ("\n\n", "日本", "'s")]
+    # qwen3: tokens matched before NFC, whose text NFC makes (A + U+030A is Å) or breaks
+    return json.dumps(config), [AddedToken(t, normalized=False) for t in ("\u00c5", "e\u0301", "'s", "a>")]
+
+
+@pytest.mark.parametrize("name", ["llama2", "deepseek_v3", "qwen3"])
+def test_documents_cut_at_added_tokens_meet_the_normalizer_as_tokenizers_does(name):
+    """Added tokens next to the normalizer's work: Prepend per piece, normalized tokens, NFC that makes or breaks a token."""
+    config, added = _shape(name)
+    tokenizer = Tokenizer.from_str(config)
+    tokenizer.add_tokens(added)
+    encoder = DocumentEncoder(Tokenizer.from_str(tokenizer.to_str()))
+    assert encoder.check_fast_path().used
+    contents = sorted(t.content for t in added)
+    for texts in _random_batches(random.Random(name), contents + ["A\u030a", ">\u0338", "\u212b"], 500):
+        _assert_both_ways(encoder, tokenizer, texts)
