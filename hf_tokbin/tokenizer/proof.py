@@ -306,8 +306,9 @@ def select_probes(pre_tokenizer: dict, classes: list[str], reference: BoundaryEn
     Groups: general category (Python's tables) and ``tokenizers``' membership in
     each class. Two groups no probe tells apart must be split alike by
     ``tokenizers``' own pre-tokenizer in every context of one character each
-    side drawn from the groups and :data:`CONTEXT_CHARACTERS`; then the
-    pattern does not tell them apart either. Chosen greedily, in a fixed
+    side drawn from the groups and :data:`CONTEXT_CHARACTERS`, and of two
+    context characters on one side (:func:`_split_alike`); then the pattern
+    is taken not to tell them apart either. Chosen greedily, in a fixed
     order: the same for the same pattern and tables, in every process.
     """
     universe = code_point_universe()
