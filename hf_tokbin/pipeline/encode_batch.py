@@ -53,7 +53,7 @@ class EncodeBatch:
                 raise
             raise self._panic_error(texts if isinstance(texts, list) else texts.to_pylist(), error) from None
         after = getattr(self.encoder, "documents_by_engine", (0, 0))
-        self.by_engine = (after[0] - before[0], after[1] - before[1])  # a long document counts once per piece
+        self.by_engine = (after[0] - before[0], after[1] - before[1])  # a long document counts once, not per piece
         # Before the narrowing cast: an id the width cannot hold would wrap silently.
         try:
             flat = checked_ids(flat, self.vocab_size, self.source)

@@ -381,7 +381,10 @@ class DocumentEncoder:
         added = [t for t in self.tokenizer.get_added_tokens_decoder().values() if t.content in parsed]
         first_only = any(s.get("type") == "Metaspace" and s.get("prepend_scheme") == "first" for s in _steps(config.get("pre_tokenizer"), "pretokenizers"))
         plain = all(not (t.lstrip or t.rstrip or t.single_word) for t in added) and len({t.normalized for t in added}) == 1
-        self._cut_added = bool(added) and plain and not first_only and not (added[0].normalized and steps)
+        # A special token encoded as text is still matched, then skipped: a parsed token overlapping it is not cut there.
+        skipped = [t.content for t in self.tokenizer.get_added_tokens_decoder().values() if t.content not in parsed]
+        hidden = any(_overlaps(s, t.content) for s in skipped for t in added)
+        self._cut_added = bool(added) and plain and not first_only and not (added[0].normalized and steps) and not hidden
         return None
 
     def _select_probes(self, config: dict) -> str | None:
@@ -664,6 +667,9 @@ class _Router:
         if (states == _UNPROVEN).any():
             return None
         touched = places[states == _NORMALIZE]
+        # Added tokens are matched on the text as given (before NFC): NFC can break one apart ("<think>" + U+0338).
+        if touched.size and not self._no_added_text(utf8):
+            return None
         if touched.size:  # documents NFC may change: through tokenizers' own normalizer, their new code points proven
             changed = {}
             for i in np.unique(np.searchsorted(offsets, touched, side="right") - 1).tolist():
@@ -741,6 +747,11 @@ def _trie_pattern(words: list[str]) -> str:
         return f"(?:{body})?" if "" in node else body  # greedy: the longer word first, the shorter if it fails
 
     return pattern(trie)
+
+
+def _overlaps(skipped: str, parsed: str) -> bool:
+    """Whether a match of ``skipped`` can hide ``parsed`` from leftmost-longest matching: ``parsed`` starts inside it."""
+    return parsed in skipped or any(skipped.endswith(parsed[:k]) for k in range(1, min(len(skipped), len(parsed))))
 
 
 def _replaced(offsets: np.ndarray, utf8: np.ndarray, documents: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

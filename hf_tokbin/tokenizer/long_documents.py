@@ -159,7 +159,12 @@ def encode_in_bounded_pieces(encoder, texts: list[str], piece_chars: int | None 
             break
         text = texts[i]
         parts = [text] if any(token in text for token in added) else pieces(text, piece_chars)
+        counts = getattr(encoder, "documents_by_engine", None)
+        before = list(counts) if counts is not None else None
         document = [encoder.encode_batch([part])[0] for part in parts]
+        if before is not None:  # one document, however many pieces: tokenizers' if it encoded any piece
+            slow = counts[1] > before[1]
+            counts[0], counts[1] = before[0] + (not slow), before[1] + slow
         ids.extend(document)
         lengths.append(np.array([sum(part.size for part in document)], dtype=np.int64))
         start = i + 1

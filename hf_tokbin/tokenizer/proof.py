@@ -83,6 +83,8 @@ _MARK = "\U0010ffff"  # a noncharacter, never in the universe: marks a class mem
 CONTEXT_CHARACTERS = "aAbB12!? \n'日あ。"
 _AFTER = ("", "a", "A", "Aa", "1", "!", " ", "'s")
 _BEFORE = ("", "a", "A", "1", "!", " ")
+# What may stand before a left context: o200k splits "!!ʰ" and "!!\u0300" differently, "!ʰ" and "!\u0300" alike.
+_LEAD = ("?", "!", "a", " ", "1")
 # The general categories \p{...} may name, and the one-letter groups of them.
 GENERAL_CATEGORIES = frozenset(
     "L Lu Ll Lt Lm Lo M Mn Mc Me N Nd Nl No P Pc Pd Ps Pe Pi Pf Po S Sm Sc Sk So Z Zs Zl Zp C Cc Cf Co".split()
@@ -215,9 +217,10 @@ def boundary_tokenizer_json(pre_tokenizer: dict, side: str, context: str) -> str
     """The real pre-tokenizer over a byte-level BPE whose only merges put ``context`` beside a byte.
 
     First ``context``'s own bytes merge into one token (a character is never
-    split between pieces), then ``side="left"``: that token + any byte;
-    ``"right"``: any byte + that token. Those last 256 merges are the ids
-    from :func:`boundary_merge_start` on.
+    split between pieces), then ``side="left"``: that token + any byte, and
+    that token + each of its own partial tokens (a ``c`` starting with the
+    context's first bytes has them merged so); ``"right"``: any byte + that
+    token. Those last merges are the ids from :func:`boundary_merge_start` on.
     """
     alphabet = _byte_alphabet()
     vocab = {alphabet[b]: b for b in range(256)}
@@ -227,6 +230,8 @@ def boundary_tokenizer_json(pre_tokenizer: dict, side: str, context: str) -> str
         pairs.append(("".join(symbols[: len(pairs) + 1]), symbol))
     k = "".join(symbols)
     pairs += [(k, alphabet[b]) if side == "left" else (alphabet[b], k) for b in range(256)]
+    if side == "left":  # c may start with the context's first bytes, merged as the context's are: "あ" + "い" is k, k12 84
+        pairs += [(k, "".join(symbols[:n])) for n in range(2, len(symbols))]
     for left, right in pairs:
         vocab[left + right] = len(vocab)
     model = {
@@ -263,6 +268,9 @@ def candidate_probes() -> list[BoundaryProbe]:
         for after in _AFTER:
             if context not in after[:-1]:  # the context's only merge partner is c
                 probes.append(BoundaryProbe("left", context, context + "{c}" + after))
+        for lead in _LEAD:
+            if lead != context:
+                probes.append(BoundaryProbe("left", context, lead + context + "{c}"))
         for before, after in itertools.product(_BEFORE, ("", "a")):
             if context not in before and context not in after:
                 probes.append(BoundaryProbe("right", context, before + "{c}" + context + after))
@@ -298,8 +306,9 @@ def select_probes(pre_tokenizer: dict, classes: list[str], reference: BoundaryEn
     Groups: general category (Python's tables) and ``tokenizers``' membership in
     each class. Two groups no probe tells apart must be split alike by
     ``tokenizers``' own pre-tokenizer in every context of one character each
-    side drawn from the groups and :data:`CONTEXT_CHARACTERS`; then the
-    pattern does not tell them apart either. Chosen greedily, in a fixed
+    side drawn from the groups and :data:`CONTEXT_CHARACTERS`, and of two
+    context characters on one side (:func:`_split_alike`); then the pattern
+    is taken not to tell them apart either. Chosen greedily, in a fixed
     order: the same for the same pattern and tables, in every process.
     """
     universe = code_point_universe()
@@ -336,12 +345,17 @@ def select_probes(pre_tokenizer: dict, classes: list[str], reference: BoundaryEn
 
 
 def _split_alike(pre_tokenizer: dict, a: int, b: int, reps: np.ndarray) -> bool:
-    """Whether ``tokenizers``' pre-tokenizer splits ``u a v`` as ``u b v`` for every context of one character each side."""
+    """Whether ``tokenizers``' pre-tokenizer splits ``u a v`` as ``u b v`` for every context of one character each
+    side, and of two context characters on one side (one character is not enough: o200k splits "!!ʰ" and
+    "!!\u0300" differently, "!ʰ" and "!\u0300" alike)."""
     from tokenizers import Tokenizer
 
     splitter = Tokenizer.from_str(boundary_tokenizer_json(pre_tokenizer, "left", "a")).pre_tokenizer
     around = ["", *CONTEXT_CHARACTERS, *map(chr, reps.tolist())]
-    for before, after in itertools.product(around, around):
+    two = ["".join(pair) for pair in itertools.product(CONTEXT_CHARACTERS, repeat=2)]
+    one = ["", *CONTEXT_CHARACTERS]
+    contexts = itertools.chain(itertools.product(around, around), itertools.product(two, one), itertools.product(one, two))
+    for before, after in contexts:
         pieces = [[offsets for _, offsets in splitter.pre_tokenize_str(before + chr(c) + after)] for c in (a, b)]
         if pieces[0] != pieces[1]:
             return False
