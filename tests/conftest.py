@@ -58,3 +58,18 @@ def copy(both, tmp_path) -> Path:
 @pytest.fixture
 def llmc_copy(llmc_bos, tmp_path) -> Path:
     return Path(shutil.copytree(llmc_bos, tmp_path / "release"))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A real release (verify accepts it), built once per module; tests take copies (``release``)."""
+    from release_fixtures import build_release
+
+    return build_release(tmp_path_factory.mktemp("built"))
+
+
+@pytest.fixture
+def release(built, tmp_path):
+    import shutil
+
+    return shutil.copytree(built, tmp_path / "release")

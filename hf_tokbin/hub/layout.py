@@ -138,17 +138,6 @@ class Include:
         paths = list(paths)
         return [g for g in (*self.globs, *self.excludes) if not any(fnmatch.fnmatchcase(p, g) for p in paths)]
 
-    def check_globs_match(self, paths: list[str], where: str) -> None:
-        """Each glob of ``--include`` matches at least one of ``paths`` (the record's): a glob that matches nothing
-        would leave a copy of the records alone, which verifies OK."""
-        for glob in self.globs:
-            if not any(fnmatch.fnmatchcase(path, glob) for path in paths):
-                raise HubError(
-                    "--include",
-                    f"{shown(glob)!r} matches no file of {where}",
-                    hint="a glob matches paths such as shards/train/part-000000.bin or tokens/*/*/train-*.bin",
-                )
-
     def _globbed(self, *paths: str) -> bool:
         """Whether a path or glob of ``--include`` matches one of ``paths`` (``*`` crosses folders)."""
         return any(fnmatch.fnmatchcase(path, glob) for glob in self.globs for path in paths if path)

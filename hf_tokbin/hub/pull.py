@@ -283,7 +283,6 @@ def _wanted_from_record(kind: str, record: Path, tree: dict, include: Include, s
     if problems:
         raise disagreement_error(source.uri(record.name), "the record disagrees with the Hub's own tree at this commit", problems)
     record_name = COMPLETE_NAME if kind == "release" else CORPUS_MANIFEST_NAME
-    include.check_globs_match([e.path for e in entries], f"the {kind} ({record_name})")
     wanted = [Wanted(e.path, Expected(e.size, sha256=e.sha256, listed_in=record_name)) for e in selected]
     if kind == "corpus" and CARD_NAME in tree:  # the card's configs make load_dataset work; the tree vouches for it
         wanted.append(Wanted(CARD_NAME, tree_expected(tree, CARD_NAME, source)))

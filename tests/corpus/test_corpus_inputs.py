@@ -192,30 +192,17 @@ def _damaged_saved_folder(root: Path, damage: str, with_ids: bool) -> tuple[Path
     return folder, ""
 
 
+def _build_with_bytes(folder, out):
+    """``hf-tokbin build`` of a saved folder with the byte tokenizer, in a child process."""
+    command = [sys.executable, "-m", "hf_tokbin", "build", "--corpus", str(folder), "--tokenizer", "byte", "--doc-sep", "0"]
+    return subprocess.run([*command, "--out", str(out), "--quiet"], capture_output=True, text=True, timeout=600)
+
+
 @pytest.mark.parametrize("with_ids", [False, True], ids=["text", "text and input_ids"])
 @pytest.mark.parametrize("damage", ["truncated .arrow", "features disagree"])
 def test_a_damaged_save_to_disk_folder_is_one_line_naming_the_file(tmp_path, damage, with_ids):
     folder, named = _damaged_saved_folder(tmp_path, damage, with_ids)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "hf_tokbin",
-            "build",
-            "--corpus",
-            str(folder),
-            "--tokenizer",
-            "byte",
-            "--doc-sep",
-            "0",
-            "--out",
-            str(tmp_path / "out"),
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    result = _build_with_bytes(folder, tmp_path / "out")
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
@@ -226,25 +213,6 @@ def test_a_damaged_save_to_disk_folder_is_one_line_naming_the_file(tmp_path, dam
 @pytest.mark.parametrize("damage", ["_format_type: torch", "_format_type: jax", "_format_type: nonsense"])
 def test_a_saved_folder_is_read_as_its_arrow_files_whatever_format_it_was_saved_with(tmp_path, damage, with_ids):
     folder, _ = _damaged_saved_folder(tmp_path, damage, with_ids)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "hf_tokbin",
-            "build",
-            "--corpus",
-            str(folder),
-            "--tokenizer",
-            "byte",
-            "--doc-sep",
-            "0",
-            "--out",
-            str(tmp_path / "out"),
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    result = _build_with_bytes(folder, tmp_path / "out")
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "out" / "COMPLETE.json").is_file()

@@ -4,22 +4,9 @@ override ``hub`` and ``env`` with their own server), and a real release built on
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 from hub_server import TOKEN, HubServer, client_env
-from release_fixtures import build_release
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """A real release (verify accepts it), built once per module; tests take copies."""
-    return build_release(tmp_path_factory.mktemp("built"))
-
-
-@pytest.fixture
-def release(built, tmp_path):
-    return shutil.copytree(built, tmp_path / "release")
 
 
 @pytest.fixture

@@ -89,23 +89,7 @@ def panicking_preview(tmp_path_factory, tokenizer) -> Path:
     root = tmp_path_factory.mktemp("panicking_preview")
     corpus = write_corpus(root / "corpus", [("train", story_texts(20, seed=3)), ("validation", story_texts(3, seed=4))])
     out = root / "release"
-    assert (
-        main(
-            [
-                "build",
-                "--corpus",
-                str(corpus),
-                "--tokenizer",
-                str(tokenizer),
-                "--doc-sep",
-                "0",
-                "--out",
-                str(out),
-                "--quiet",
-            ]
-        )
-        == 0
-    )
+    assert main(["build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--doc-sep", "0", "--out", str(out), "--quiet"]) == 0
     path = out / "preview" / "train.parquet"
     table = pq.read_table(path)
     texts = [

@@ -2,21 +2,7 @@
 
 from __future__ import annotations
 
-import shutil
-
-import pytest
 from hub_server import cli
-from release_fixtures import build_release
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    return build_release(tmp_path_factory.mktemp("built"))
-
-
-@pytest.fixture
-def release(built, tmp_path):
-    return shutil.copytree(built, tmp_path / "release")
 
 
 def flip_a_byte(path) -> None:
