@@ -307,7 +307,7 @@ def select_probes(pre_tokenizer: dict, classes: list[str], reference: BoundaryEn
     each class. Two groups no probe tells apart must be split alike by
     ``tokenizers``' own pre-tokenizer in every context of one character each
     side drawn from the groups and :data:`CONTEXT_CHARACTERS`, and of two
-    context characters on one side (:func:`_split_alike`); then the pattern
+    context characters on one side (:func:`_split_signatures`); then the pattern
     is taken not to tell them apart either. Chosen greedily, in a fixed
     order: the same for the same pattern and tables, in every process.
     """
@@ -328,9 +328,10 @@ def select_probes(pre_tokenizer: dict, classes: list[str], reference: BoundaryEn
         return [], None
     first, second = np.array(pairs).T
     separates = (seen[first] & seen[second] & (joined[first] != joined[second])).T
+    signature = _split_signatures(pre_tokenizer, reps)
     for pair in np.flatnonzero(~separates.any(axis=0)).tolist():
         i, j = pairs[pair]
-        if not _split_alike(pre_tokenizer, int(reps[i]), int(reps[j]), reps):
+        if signature(int(reps[i])) != signature(int(reps[j])):
             return [], (
                 f"no probe tells U+{reps[i]:04X} ({keys[i][0]}) from U+{reps[j]:04X} ({keys[j][0]}), "
                 "which the pattern splits differently"
@@ -344,22 +345,24 @@ def select_probes(pre_tokenizer: dict, classes: list[str], reference: BoundaryEn
     return [probes[p] for p in sorted(chosen)], None
 
 
-def _split_alike(pre_tokenizer: dict, a: int, b: int, reps: np.ndarray) -> bool:
-    """Whether ``tokenizers``' pre-tokenizer splits ``u a v`` as ``u b v`` for every context of one character each
-    side, and of two context characters on one side (one character is not enough: o200k splits "!!ʰ" and
-    "!!\u0300" differently, "!ʰ" and "!\u0300" alike)."""
+def _split_signatures(pre_tokenizer: dict, reps: np.ndarray):
+    """``signature(c)``: the pieces ``tokenizers``' pre-tokenizer cuts ``u c v`` into, for every context of one character
+    each side, and of two context characters on one side (one character is not enough: o200k splits "!!ʰ" and
+    "!!\u0300" differently, "!ʰ" and "!\u0300" alike). Two code points split alike when their signatures are equal;
+    each is computed once."""
     from tokenizers import Tokenizer
 
     splitter = Tokenizer.from_str(boundary_tokenizer_json(pre_tokenizer, "left", "a")).pre_tokenizer
     around = ["", *CONTEXT_CHARACTERS, *map(chr, reps.tolist())]
     two = ["".join(pair) for pair in itertools.product(CONTEXT_CHARACTERS, repeat=2)]
     one = ["", *CONTEXT_CHARACTERS]
-    contexts = itertools.chain(itertools.product(around, around), itertools.product(two, one), itertools.product(one, two))
-    for before, after in contexts:
-        pieces = [[offsets for _, offsets in splitter.pre_tokenize_str(before + chr(c) + after)] for c in (a, b)]
-        if pieces[0] != pieces[1]:
-            return False
-    return True
+    contexts = [*itertools.product(around, around), *itertools.product(two, one), *itertools.product(one, two)]
+
+    @functools.cache
+    def signature(c: int) -> tuple:
+        return tuple(tuple(offsets for _, offsets in splitter.pre_tokenize_str(u + chr(c) + v)) for u, v in contexts)
+
+    return signature
 
 
 # ---------------------------------------------------------------- the proof of a code point
