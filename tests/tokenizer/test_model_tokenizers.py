@@ -2,7 +2,7 @@
 
 Qwen3 (NFC), DeepSeek V3 (literal CJK ranges, ``\\p{P}``, ``\\p{S}``, ``\\p{M}``),
 GPT-4o and gpt-oss (o200k: ``\\p{Lu}``, ``\\p{Ll}``, ``\\p{Lt}``, ``\\p{Lm}``,
-``\\p{Lo}``, ``\\p{M}``), Gemma 3 (262,144 ids, newline runs as added tokens) and
+``\\p{Lo}``, ``\\p{M}``), Gemma 3 (262,145 ids, newline runs as added tokens) and
 Llama 2 (byte fallback) take the fast path under the same proof as GPT-2 and
 Llama 3; a differential over every document of a corpus in 42 languages, code,
 emoji and NFD text, through both ways a build encodes (the per-document way and
