@@ -16,8 +16,12 @@ ROOT = Path(__file__).resolve().parents[2]
 # then comes while the workers wait for their next batch (where a worker's Ctrl-C showed its traceback), whatever
 # the machine's speed.
 SLOW_BUILD = """
-import os, sys, time
+import os, signal, sys, time
 from hf_tokbin.engines.local import WorkerPool
+
+# As in a terminal: a process started with SIGINT ignored (a background job, some CI runners) keeps it ignored,
+# and Ctrl-C would then never reach the build.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ordered = WorkerPool.map_ordered
 

@@ -297,7 +297,7 @@ def test_torch_missing_gives_an_install_hint(monkeypatch):
     module._dataset_class.cache_clear()
     monkeypatch.setitem(sys.modules, "torch", None)  # makes `import torch` raise ImportError
     try:
-        with pytest.raises(MissingDependencyError, match=r"pip install 'hf_tokbin\[torch\]'"):
+        with pytest.raises(MissingDependencyError, match=r"pip install torch, or pip install -e '\.\[torch\]' in the hf_tokbin checkout"):
             module.torch_dataset(None)
     finally:
         module._dataset_class.cache_clear()
