@@ -33,10 +33,13 @@ letter to gigatoken and not to ``tokenizers``). So a sample of documents
 proves nothing about the next one. What can differ, and how each is closed:
 
 1. Added tokens. ``tokenizers`` cuts them out of the text before anything
-   else. gigatoken is given the tokenizer *without* added tokens, and every
-   document that contains the text of an added token that would be parsed
-   (none of the special ones by default) is encoded by ``tokenizers``.
-   Without such text, added tokens have no effect in ``tokenizers`` either.
+   else and encodes each piece between them on its own. gigatoken is given
+   the tokenizer *without* added tokens. Where every parsed token (none of
+   the special ones by default) matches as plain text, the router cuts a
+   document the same way (:meth:`_Router.pieces`) and routes each piece;
+   otherwise a document holding parsed added-token text is encoded by
+   ``tokenizers``. Without such text, added tokens have no effect in
+   ``tokenizers`` either.
 2. The normalizer. None, ``Prepend`` and one-character ``Replace``
    (SentencePiece's space to "▁") map a code point on its own, so the
    per-code-point proof covers them. ``NFC`` alone (Qwen's) composes across
@@ -65,9 +68,9 @@ proves nothing about the next one. What can differ, and how each is closed:
    thing trusted, and it is checked on the corpus sample, :data:`PROBE_TEXTS`
    and every added token inside text.
 
-Then every document is routed on its own (within the batch, order kept):
-gigatoken if all its code points are proven and it holds no parsed
-added-token text, ``tokenizers`` otherwise. A code point outside the universe
+Then every document (or piece between added tokens) is routed on its own
+(within the batch, order kept): gigatoken if all its code points are proven
+and it holds no parsed added-token text, ``tokenizers`` otherwise. A code point outside the universe
 (unassigned in Python's tables, a surrogate, private use of planes 15-16) is
 unproven, so a character newer than every table tested goes to ``tokenizers``.
 The check runs once per build, in the parent process; its outcome (the
