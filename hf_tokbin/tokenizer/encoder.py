@@ -531,12 +531,7 @@ class DocumentEncoder:
         return _assemble(lengths, ((fast_index, fast_ids, fast_lengths), (slow_index, slow_ids, slow_lengths))), lengths, slow
 
     def _encode_with_tokenizers(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        # encode_batch_fast skips offset tracking, which we do not use; same ids.
-        encodings = self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
-        per_text = [e.ids for e in encodings]
-        lengths = np.fromiter(map(len, per_text), dtype=np.int64, count=len(per_text))
-        ids = np.fromiter(_chain(per_text), dtype=np.uint32, count=int(lengths.sum()))
-        return ids, lengths
+        return _encode_tokenizers(self.tokenizer, texts)
 
 
 # A code point's state in a process's router; _NORMALIZE: proven, but NFC may change a document holding it.
