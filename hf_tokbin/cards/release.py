@@ -73,6 +73,7 @@ from ..formats.run_config import RunConfig
 from ..formats.sniff import file_magic
 from .lengths import NOT_RECORDED, length_section
 from .metadata import HUB_LICENSES, code_span, dump_yaml, is_hub_language, load_template, markdown_text, size_category
+from .pictures import picture_link, picture_rows, sources_picture
 from .preview import preview_metadata, preview_rows
 
 COUNT_FIELDS = ("documents", "text_tokens", "bos_tokens", "eod_tokens", "total_tokens")
@@ -160,7 +161,9 @@ def _sections(release: _Release) -> dict[str, str]:
     layout = release.layout()
     version = _text(_dict(config.versions).get("hf_tokbin")) if config else None
     sources = {name: {s: c.stats_dict() for s, c in by_split.items()} for name, by_split in release.stats.sources.items()} if release.stats else {}
-    counts = _counts_section(release.split_counts, sources, bool(release.stats and release.stats.splits), eod_id, separator, formats, layout)
+    from_stats = bool(release.stats and release.stats.splits)
+    counts = _counts_section(release.split_counts, sources, from_stats, eod_id, separator, formats, layout)
+    counts += _source_pictures(root)
     return dict(
         title=release.title(markdown_text),
         hf_tokbin=f"hf_tokbin {version}" if version else "hf_tokbin",
@@ -337,7 +340,7 @@ def _files_section(root: Path, receipts: list[Receipt], manifests: list[tuple[st
             files = manifest.files
             size = sum(_llmc_file_size(root / folder, f, manifest, llmc_layout) for f in files)
             rows.append([code_span(f"{folder}/{{train,val}}-NNNNN.bin"), "llm.c token files, with their `_MANIFEST.json`", f"{len(files):,}", f"{size:,}"])
-    rows += preview_rows(root)
+    rows += preview_rows(root) + picture_rows(root)
     rows += [
         ["`run_config.json`", "pinned inputs, tokenizer and split rule", "1", ""],
         ["`stats.json`", "exact document and token counts, by split and source", "1", ""],
@@ -406,6 +409,12 @@ def _counts_section(split_counts: dict[str, dict[str, int]], sources: dict[str, 
     if source_rows:
         text += "\n\nBy source:\n\n" + _table(["source", "split"] + header[1:], source_rows)
     return text
+
+
+def _source_pictures(root: Path) -> str:
+    """The sources pictures the release holds (a build with a source column), one image link per split."""
+    links = [picture_link(root, sources_picture(split), f"Text tokens of {split} by source") for split in SPLITS]
+    return "".join(f"\n\n{link}" for link in links if link)
 
 
 def _source_rows(sources: dict[str, dict[str, dict[str, int]]], columns: list[str]) -> list[list[str]]:

@@ -1,22 +1,38 @@
-"""The finish writes the release's preview (:mod:`hf_tokbin.formats.preview`): the first documents of each split and format.
+"""The finish writes the release's preview (:mod:`hf_tokbin.formats.preview`) and the card's pictures.
 
-The documents are the split's first in the llm.c order (:mod:`hf_tokbin.formats.llmc_order`:
-parts in part order, or with ``--shuffle-seed`` their blocks interleaved),
-the same in every format. The text and source of each document come from its
-corpus shard (through the part's shuffle when ``--shuffle-seed`` was given);
-its ids from ranged reads of the part's own files: the llm.c staging pair or the Megatron pair,
-laid out as each format's files hold the document. ``verify`` checks every
-row against the token files themselves.
+The preview holds the first documents of each split, one row each, with the
+ids of every format the release holds as columns of that row. The documents
+are the split's first in the llm.c order (:mod:`hf_tokbin.formats.llmc_order`:
+parts in part order, or with ``--shuffle-seed`` their blocks interleaved). The
+text and source of each document come from its corpus shard (through the
+part's shuffle when ``--shuffle-seed`` was given); its ids from ranged reads
+of the part's own files: the llm.c staging pair or the Megatron pair, laid out
+as each format's files hold the document. ``verify`` checks every row against
+the token files themselves.
+
+The pictures (:mod:`hf_tokbin.cards.pictures`: the document lengths and the
+sources as SVG bar charts) are written from the records the finish already has
+here: the ``.idx`` lengths and ``stats.json``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..cards.pictures import write_pictures
 from ..formats import megatron
 from ..formats.llmc_order import llmc_order
 from ..formats.llmc_segments import ENDS_DTYPE, ENDS_SUFFIX, TOKENS_SUFFIX
-from ..formats.preview import PREVIEW_DOCUMENTS, PREVIEW_TEXT_BYTES, preview_path, row_ids, write_preview
+from ..formats.preview import (
+    PREVIEW_DOCUMENTS,
+    PREVIEW_TEXT_BYTES,
+    columns,
+    ids_column,
+    preview_path,
+    row_ids,
+    tokens_column,
+    write_preview,
+)
 from ..formats.release import SPLITS, Receipt, pair_path, part_name
 from .part import staging_rel
 from .plan import BuildPlan
@@ -24,22 +40,25 @@ from .shuffle import permutation
 
 
 def write_previews(plan: BuildPlan, receipts: list[Receipt]) -> list[str]:
-    """Write ``preview/<split>.parquet`` for every split with documents into the work folder; their paths."""
+    """Write ``preview/<split>.parquet`` for every split with documents, and the card's pictures, into the work
+    folder; their paths."""
     written = []
     for split in SPLITS:
         parts = [i for i, s in enumerate(plan.corpus.shards) if s.split == split and s.rows]
         documents = _first_documents(plan, receipts, parts)
         if not documents:
             continue
-        rows = {name: [] for name in ("format", "document", "part", "source", "text", "tokens", "input_ids")}
-        for format in plan.options.formats:
-            for number, (part, source, text, ids) in enumerate(documents):
+        rows = {name: [] for name in columns(plan.options.formats)}
+        for number, (part, source, text, ids) in enumerate(documents):
+            for name, value in zip(("document", "part", "source", "text"), (number, part, source, text)):
+                rows[name].append(value)
+            for format in plan.options.formats:
                 laid_out = layout(plan, format, ids)
-                for name, value in zip(rows, (format, number, part, source, text, int(laid_out.size), laid_out)):
-                    rows[name].append(value)
+                rows[tokens_column(format)].append(int(laid_out.size))
+                rows[ids_column(format)].append(laid_out)
         write_preview(plan.output.work / preview_path(split), rows)
         written.append(preview_path(split))
-    return written
+    return written + write_pictures(plan.output.work, receipts)
 
 
 def layout(plan: BuildPlan, format: str, ids: np.ndarray) -> np.ndarray:

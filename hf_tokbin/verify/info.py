@@ -9,13 +9,16 @@ from pathlib import Path
 from ..errors import FormatError
 from ..formats import llmc, megatron
 from ..formats.corpus_manifest import CorpusManifest
+from ..formats.lengths import LengthSummary, length_summaries
 from ..formats.merged import MERGED_NAME, read_merged
-from ..formats.release import COMPLETE_NAME, RUN_CONFIG_NAME, STATS_NAME, Stats, counts_table
+from ..formats.release import COMPLETE_NAME, RECEIPTS_DIR, RUN_CONFIG_NAME, STATS_NAME, Receipt, Stats, counts_table
 from ..formats.run_config import RunConfig
 from ..formats.sniff import sniff
 
 _PREVIEW = 8
 MAX_SOURCES_SHOWN = 20  # info is a glance: the largest sources; stats.json and info --json hold every one
+HISTOGRAM_WIDTH = 40  # characters of the longest bar of info's length histogram
+HISTOGRAM_BAR = "#"
 _LLMC_LAYOUTS = {"gpt2": "llm.c token file", "llama3": "upstream llm.c Llama 3 token file"}
 
 
@@ -46,7 +49,7 @@ def describe(path: str | os.PathLike) -> str:
 
 
 def describe_llmc_file(path: Path) -> str:
-    """A seed 000 or upstream Llama 3 llm.c file; the reader picks the layout by its magic."""
+    """An llm.c token file, in the llm.c layout or upstream llm.c's Llama 3 one; the reader picks the layout by its magic."""
     header = llmc.read_header(path)
     tokens = llmc.open_tokens(path)  # every check verify makes, ids < vocab_size included where the header has it
     return "\n".join(
@@ -163,4 +166,32 @@ class ReleaseInfo:
         formats = ", ".join(self.config.formats) if self.config else "unknown"
         vocab = self.config.vocab_size if self.config else None
         head = f"{self.path}: release {self.dataset}, {complete}; tokenizer {self.tokenizer_id} (vocab {vocab}); formats {formats}"
-        return "\n".join([head, *counts_table(self.stats.splits), *self.source_lines()])
+        lines = [head, *counts_table(self.stats.splits), *self.source_lines()]
+        return "\n".join(lines + length_histogram(self.path))
+
+
+def length_histogram(path: Path) -> list[str]:
+    """Each split's document lengths as a text histogram: the buckets of the card's table and picture
+    (:mod:`hf_tokbin.formats.lengths`, from the Megatron ``.idx`` files), one bar of ``#`` each; none without them."""
+    receipts = [Receipt.read(p) for p in sorted((path / RECEIPTS_DIR).glob("part-*.json"))]
+    summaries = length_summaries(path, receipts)
+    if not summaries:
+        return []
+    lines = ["document lengths in tokens (Megatron .idx: EOD and BOS included), documents per bucket:"]
+    for split, summary in summaries.items():
+        lines += _histogram(split, summary)
+    return lines
+
+
+def _histogram(split: str, summary: LengthSummary) -> list[str]:
+    largest = max(n for _, _, n in summary.buckets)
+    labels = [f"{low:,}-{high:,}" for low, high, _ in summary.buckets]
+    width = max(map(len, labels))
+    lines = [
+        f"  {split}: {summary.documents:,} documents, shortest {summary.shortest:,}, median {summary.median:,}, "
+        f"longest {summary.longest:,}"
+    ]
+    for label, (_, _, n) in zip(labels, summary.buckets):
+        bar = HISTOGRAM_BAR * (max(1, (HISTOGRAM_WIDTH * n + largest // 2) // largest) if n else 0)
+        lines.append(f"    {label:>{width}} {bar:<{HISTOGRAM_WIDTH}} {n:>12,} {100 * n / summary.documents:5.1f}%")
+    return lines

@@ -181,7 +181,11 @@ def test_hostile_names_render_as_text_in_the_release_card(tmp_path, name):
     out = tmp_path / "release"
     build(plan_build(corpus, resolve_tokenizer("byte", tokenizer_id=name, doc_sep_id=0), out), progress=False)
     rendered = _rendered((out / "README.md").read_text(encoding="utf-8"))
-    assert "<img" not in rendered and "<a href" not in rendered
+    # The only images: the card's own pictures, whose paths and alt texts hold no name.
+    images = re.findall(r"<img[^>]*>", rendered)
+    own = re.compile(r'<img src="pictures/lengths-(train|validation)\.svg" alt="Document lengths of \1, in tokens" />')
+    assert len(images) == 2 and all(own.fullmatch(image) for image in images), images
+    assert "<a href" not in rendered
     title = rendered.split("</h1>")[0]
     assert html.unescape(title) == f"<h1>{name} tokenized with {name} for Megatron and llm.c"
     # Every code span holding the name shows it whole: no backtick cut it.
