@@ -19,7 +19,9 @@ def preview_metadata(root: Path) -> dict:
     """``{"viewer": True, "configs": [...]}`` when the release holds preview files, else ``{}`` (the card keeps
     ``viewer: false``)."""
     root = Path(root)
-    files = [{"split": split, "path": preview_path(split)} for split in SPLITS if (root / preview_path(split)).is_file()]
+    files = [
+        {"split": split, "path": preview_path(split)} for split in SPLITS if (root / preview_path(split)).is_file()
+    ]
     if not files:
         return {}
     return {"viewer": True, "configs": [{"config_name": PREVIEW_CONFIG, "data_files": files, "default": True}]}

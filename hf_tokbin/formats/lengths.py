@@ -58,7 +58,9 @@ def length_summaries(root: Path, receipts: list[Receipt]) -> dict[str, LengthSum
 
 
 _EXPONENTS = 64  # power-of-two buckets: any int64 length
-_EXACT_BINS = 1 << 20  # a bucket this narrow is counted value by value to find the median; a wider one holds few lengths
+_EXACT_BINS = (
+    1 << 20
+)  # a bucket this narrow is counted value by value to find the median; a wider one holds few lengths
 
 
 def _split_parts(root: Path, receipts: list[Receipt]) -> dict:
@@ -66,7 +68,9 @@ def _split_parts(root: Path, receipts: list[Receipt]) -> dict:
     by_split = {}
     for split in SPLITS:
         prefix = f"shards/{split}/"
-        indices = [root / f.path for r in receipts for f in r.files if f.path.startswith(prefix) and f.path.endswith(".idx")]
+        indices = [
+            root / f.path for r in receipts for f in r.files if f.path.startswith(prefix) and f.path.endswith(".idx")
+        ]
         if indices:  # the .idx alone: a URL build's .bin is not here
             by_split[split] = lambda indices=indices: (read_sequence_lengths(p) for p in indices)
     return by_split
@@ -97,7 +101,9 @@ def _kth(parts, per_exponent: np.ndarray, ranks: tuple[int, ...]) -> list[int]:
 
 
 def _bucket_lengths(parts, exponent: int):
-    """A function from a rank inside the bucket to its length: counted value by value, or the few wide lengths sorted."""
+    """A function from a rank inside the bucket to its length.
+
+    The lengths are counted value by value, or, for a wide bucket, its few lengths sorted."""
     low, high = (0, 1) if exponent == 0 else (2**exponent, 2 ** (exponent + 1) - 1)  # bucket 0 holds lengths 0 and 1
     if high - low < _EXACT_BINS:
         counts = np.zeros(high - low + 1, dtype=np.int64)
@@ -110,7 +116,9 @@ def _bucket_lengths(parts, exponent: int):
 
 
 def bucket_counts(lengths: np.ndarray) -> list[tuple[int, int, int]]:
-    """``(low, high, documents)`` per power-of-two bucket ``[low, high]``, from the shortest length's to the longest's."""
+    """``(low, high, documents)`` per power-of-two bucket ``[low, high]``.
+
+    The buckets run from the shortest length's to the longest's."""
     if lengths.size == 0:
         return []
     return _buckets(np.bincount(_exponents(lengths), minlength=_EXPONENTS))

@@ -66,7 +66,7 @@ def columns(formats) -> tuple[str, ...]:
 
 
 def row_ids(format: str, ids, bos_id: int | None, eod_id: int | None, llmc_sep_id: int | None, llmc_separator: str):
-    """A row's ids of ``format``: a document's bare ids as ``format``'s files hold it (the module docstring's table)."""
+    """A row's ids of ``format``: a document's bare ids as ``format``'s files hold it (the module docstring)."""
     import numpy as np
 
     bos = [bos_id] if bos_id is not None else []

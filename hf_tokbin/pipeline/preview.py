@@ -67,7 +67,9 @@ def layout(plan: BuildPlan, format: str, ids: np.ndarray) -> np.ndarray:
 
 
 def _first_documents(plan: BuildPlan, receipts: list[Receipt], parts: list[int]) -> list[tuple]:
-    """(part, source, text, bare ids) of a split's first documents in the llm.c order, at most PREVIEW_DOCUMENTS or PREVIEW_TEXT_BYTES of text.
+    """(part, source, text, bare ids) of a split's first documents in the llm.c order.
+
+    At most PREVIEW_DOCUMENTS documents, and PREVIEW_TEXT_BYTES of text.
 
     The llm.c order (formats/llmc_order.py: the parts in part order, or their blocks interleaved with a seed) for
     every format, so the rows are the same documents in each; a document's row in its shard is the part's
@@ -112,7 +114,11 @@ def _shard_rows(plan: BuildPlan, index: int, order: np.ndarray) -> tuple[list[st
     # Row by row, not Table.take: a compute call's first use imports pandas (a third of the finish).
     table = pa.Table.from_batches(batches)
     texts = [table.column("text")[int(i)].as_py() for i in order]
-    sources = [table.column("source")[int(i)].as_py() for i in order] if "source" in columns else [plan.corpus.name] * len(texts)
+    sources = (
+        [table.column("source")[int(i)].as_py() for i in order]
+        if "source" in columns
+        else [plan.corpus.name] * len(texts)
+    )
     return texts, sources
 
 
@@ -139,7 +145,9 @@ def _bare_ids_of_segment(plan: BuildPlan, receipt: Receipt, first: int, count: i
     ends = _read_ids(plan, staging_rel(receipt.part, ENDS_SUFFIX), before, first + count - before, ENDS_DTYPE)
     start = int(ends[0]) if first else 0
     ends = ends[1:] if first else ends
-    tokens = _read_ids(plan, staging_rel(receipt.part, TOKENS_SUFFIX), start, int(ends[-1]) - start if ends.size else 0, layout.dtype)
+    tokens = _read_ids(
+        plan, staging_rel(receipt.part, TOKENS_SUFFIX), start, int(ends[-1]) - start if ends.size else 0, layout.dtype
+    )
     head = int(plan.bos_id is not None) + int(plan.llmc_sep_id is not None and plan.options.llmc_separator == "before")
     tail = int(plan.llmc_sep_id is not None and plan.options.llmc_separator == "after")
     starts = np.concatenate(([start], ends[:-1])) - start

@@ -49,7 +49,9 @@ def describe(path: str | os.PathLike) -> str:
 
 
 def describe_llmc_file(path: Path) -> str:
-    """An llm.c token file, in the llm.c layout or upstream llm.c's Llama 3 one; the reader picks the layout by its magic."""
+    """An llm.c token file, in the llm.c layout or upstream llm.c's Llama 3 one.
+
+    The reader picks the layout by its magic."""
     header = llmc.read_header(path)
     tokens = llmc.open_tokens(path)  # every check verify makes, ids < vocab_size included where the header has it
     return "\n".join(
@@ -94,7 +96,9 @@ def describe_folder(path: Path, kind: str) -> str:
 
 
 def describe_record(path: str | os.PathLike) -> tuple[str, dict]:
-    """:func:`describe`'s text and the same as a record (``info --json``): a release's counts by split, else the text."""
+    """:func:`describe`'s text and the same as a record (``info --json``).
+
+    The record of a release holds its counts by split; of anything else, the text."""
     path = Path(path)
     if path.exists() and sniff(path) == "release" and (path / STATS_NAME).exists():
         release = ReleaseInfo.read(path)
@@ -139,16 +143,23 @@ class ReleaseInfo:
             "formats": list(config.formats) if config else None,
             "splits": {split: c.stats_dict() for split, c in self.stats.splits.items()},
             "source_column": self.source_column,
-            "sources": {name: {split: c.stats_dict() for split, c in by_split.items()} for name, by_split in self.stats.sources.items()},
+            "sources": {
+                name: {split: c.stats_dict() for split, c in by_split.items()}
+                for name, by_split in self.stats.sources.items()
+            },
         }
 
     @property
     def source_column(self) -> str | None:
-        """The column the build counted by source (run_config.json), None: not counted (stats.json's one source, the dataset)."""
+        """The column the build counted by source (run_config.json).
+
+        None: not counted (stats.json's one source is the dataset)."""
         return self.config.source_column if self.config else None
 
     def source_lines(self) -> list[str]:
-        """The per-source table, largest sources (total tokens over the splits) first, at most :data:`MAX_SOURCES_SHOWN`."""
+        """The per-source table, largest sources first, at most :data:`MAX_SOURCES_SHOWN`.
+
+        The largest source has the most tokens, summed over the splits."""
         sources = self.stats.sources
         if self.source_column is None and (self.config is not None or set(sources) <= {self.dataset}):
             return []
@@ -157,15 +168,24 @@ class ReleaseInfo:
         width = max(len("source"), *map(len, shown))
         rows = {f"{name:<{width}}  {split}": c for name in shown for split, c in sources[name].items()}
         column = f" (column {self.source_column!r})" if self.source_column else ""
-        more = [f"... {len(order) - len(shown):,} more sources (stats.json and info --json list every one)"] if len(order) > len(shown) else []
-        return [f"by source{column}: {len(order):,} sources, largest first", *counts_table(rows, f"{'source':<{width}}  split"), *more]
+        more = (
+            [f"... {len(order) - len(shown):,} more sources (stats.json and info --json list every one)"]
+            if len(order) > len(shown)
+            else []
+        )
+        return [
+            f"by source{column}: {len(order):,} sources, largest first",
+            *counts_table(rows, f"{'source':<{width}}  split"),
+            *more,
+        ]
 
     def text(self) -> str:
         """A summary (identity, then the build's split table), not the raw ``stats.json``."""
         complete = "complete" if self.complete else "INCOMPLETE (no COMPLETE.json)"
         formats = ", ".join(self.config.formats) if self.config else "unknown"
         vocab = self.config.vocab_size if self.config else None
-        head = f"{self.path}: release {self.dataset}, {complete}; tokenizer {self.tokenizer_id} (vocab {vocab}); formats {formats}"
+        tokenizer = f"tokenizer {self.tokenizer_id} (vocab {vocab})"
+        head = f"{self.path}: release {self.dataset}, {complete}; {tokenizer}; formats {formats}"
         lines = [head, *counts_table(self.stats.splits), *self.source_lines()]
         return "\n".join(lines + length_histogram(self.path))
 

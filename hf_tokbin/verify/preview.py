@@ -160,8 +160,12 @@ def _release_encoding(root: Path, config: RunConfig):
     return lambda text: np.asarray(tokenizer.encode(text, add_special_tokens=False).ids, dtype=np.uint32)
 
 
-def _documents_in_order(receipts: list[Receipt], split: str, count: int, seed: int | None) -> list[tuple[str, int, int]]:
-    """The split's first ``count`` documents in the llm.c order (formats/llmc_order.py): each one's part, index in the Megatron split and in its part."""
+def _documents_in_order(
+    receipts: list[Receipt], split: str, count: int, seed: int | None
+) -> list[tuple[str, int, int]]:
+    """The split's first ``count`` documents in the llm.c order (formats/llmc_order.py).
+
+    Each is (its part, its index in the Megatron split, its index in its part)."""
     parts = [r for r in receipts if split in r.splits and r.splits[split].documents]
     documents = [r.splits[split].documents for r in parts]
     before = np.concatenate(([0], np.cumsum(documents, dtype=np.int64))).tolist()
@@ -186,8 +190,18 @@ def _check_row(path: Path, rows: dict, i: int, parts: list[str], formats: list[s
             raise VerificationError(path, rule, expected=len(ids), got=tokens)
 
 
-def _check_ids(path: Path, root: Path, config: RunConfig, split: str, format: str, ids: list[np.ndarray], in_order: list[tuple[str, int, int]]) -> None:
-    """Megatron: each row is that document's sequence. llm.c: the rows, one after the other, are the split's first ids, each a document."""
+def _check_ids(
+    path: Path,
+    root: Path,
+    config: RunConfig,
+    split: str,
+    format: str,
+    ids: list[np.ndarray],
+    in_order: list[tuple[str, int, int]],
+) -> None:
+    """Megatron: each row is that document's sequence.
+
+    llm.c: the rows, one after the other, are the split's first ids, each a document."""
     if format == "megatron":
         by_part: dict[str, list[int]] = {}
         for k, (part, _, _) in enumerate(in_order):
@@ -196,16 +210,31 @@ def _check_ids(path: Path, root: Path, config: RunConfig, split: str, format: st
             pair = megatron.MegatronPair(root / pair_path(split, part, "bin"))
             for k in rows:
                 if not np.array_equal(ids[k], np.asarray(pair[in_order[k][2]], dtype=np.int64)):
-                    raise VerificationError(path, f"megatron document {in_order[k][1]} (row {k}): megatron_input_ids must be the Megatron sequence", got=f"{ids[k][:8].tolist()}...")
+                    raise VerificationError(
+                        path,
+                        f"megatron document {in_order[k][1]} (row {k}): "
+                        "megatron_input_ids must be the Megatron sequence",
+                        got=f"{ids[k][:8].tolist()}...",
+                    )
         return
     stream = LlmcSplit.open(root, split, check_ids=False)
     joined = np.concatenate(ids)
-    if joined.size > stream.n_tokens or not np.array_equal(np.asarray(stream.read(0, joined.size), dtype=np.int64), joined):
+    if joined.size > stream.n_tokens or not np.array_equal(
+        np.asarray(stream.read(0, joined.size), dtype=np.int64), joined
+    ):
         raise VerificationError(path, "llmc_input_ids, one row after the other, must be the split's first llm.c ids")
     # Each row is one document as the layout puts it: [sep, bos, text] or [bos, text, sep]. A scan for the separator
     # cannot cut the stream (text may give the separator's id), so the rows' own ends are checked against the layout.
     bos = config.bos_id
-    head, tail = (list(ids) for ids in llmc.document_boundaries(config.llmc_sep_id, bos, config.llmc_separator or "before"))
+    head, tail = (
+        list(ids) for ids in llmc.document_boundaries(config.llmc_sep_id, bos, config.llmc_separator or "before")
+    )
     for k, row in enumerate(ids):
         if row.size < len(head) + len(tail) or row[: len(head)].tolist() != head or (tail and row[-1] != tail[0]):
-            raise VerificationError(path, f"llmc row {k} must be one document in the llm.c layout (separator {config.llmc_separator}, bos {bos})", expected=[*head, "...", *tail], got=row[:4].tolist())
+            raise VerificationError(
+                path,
+                f"llmc row {k} must be one document in the llm.c layout "
+                f"(separator {config.llmc_separator}, bos {bos})",
+                expected=[*head, "...", *tail],
+                got=row[:4].tolist(),
+            )

@@ -53,7 +53,9 @@ def test_a_lengths_picture_is_svg_with_one_bar_per_bucket_of_the_card_s_table(tw
         # The longest bar is the largest bucket's; every bucket with documents has a visible bar.
         widths = [int(bar.get("width")) for bar in bars]
         largest = max(n for _, _, n in summary.buckets)
-        assert all((w == 320) == (n == largest) and (w > 0) == (n > 0) for w, (_, _, n) in zip(widths, summary.buckets))
+        assert all(
+            (w == 320) == (n == largest) and (w > 0) == (n > 0) for w, (_, _, n) in zip(widths, summary.buckets)
+        )
 
 
 def test_the_card_links_every_picture_with_a_relative_image_link(twice):
@@ -92,7 +94,9 @@ def test_a_build_with_a_source_column_draws_the_sources_beside_their_table(with_
     stats = json.loads((with_sources / "stats.json").read_text())
     svg = ET.fromstring((with_sources / "pictures/sources-train.svg").read_bytes())
     texts = [t.text for t in svg.findall(f"{SVG}text")]
-    train = {name: by_split["train"]["text_tokens"] for name, by_split in stats["sources"].items() if "train" in by_split}
+    train = {
+        name: by_split["train"]["text_tokens"] for name, by_split in stats["sources"].items() if "train" in by_split
+    }
     assert [t for t in texts if t in train] == sorted(train, key=lambda name: (-train[name], name))
     card = (with_sources / "README.md").read_text(encoding="utf-8")
     by_source, lengths = card.index("By source:"), card.index("## Document lengths")

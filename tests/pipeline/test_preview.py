@@ -39,6 +39,8 @@ def test_a_row_holds_each_format_s_ids_of_the_same_document(release):
     for i in range(3):
         megatron, llmc = rows["megatron_input_ids"][i], rows["llmc_input_ids"][i]
         assert megatron == pair[i].tolist() and rows["megatron_tokens"][i] == len(megatron)
-        assert llmc == np.asarray(stream.read(start, start + len(llmc))).tolist() and rows["llmc_tokens"][i] == len(llmc)
+        assert llmc == np.asarray(stream.read(start, start + len(llmc))).tolist() and rows["llmc_tokens"][i] == len(
+            llmc
+        )
         assert llmc == [0, *megatron[:-1]]  # the separator (EOD 0) before the document in llm.c, after it in Megatron
         start += len(llmc)
