@@ -24,8 +24,7 @@ from xml.sax.saxutils import escape
 
 from .._io import atomic_open
 from ..formats.lengths import LengthSummary, length_summaries
-from ..formats.release import PICTURES_DIR, RUN_CONFIG_NAME, SPLITS, STATS_NAME, Receipt, SplitCounts, Stats
-from ..formats.run_config import RunConfig
+from ..formats.release import PICTURES_DIR, SPLITS, STATS_NAME, Receipt, SplitCounts, Stats
 
 MAX_SOURCE_BARS = 20  # the largest sources drawn one by one; the rest are one bar
 MAX_LABEL_CHARS = 32  # a longer source name is cut, ending in "..."
@@ -104,16 +103,15 @@ def _label(name: str) -> str:
     return name if len(name) <= MAX_LABEL_CHARS else name[: MAX_LABEL_CHARS - 3] + "..."
 
 
-def write_pictures(root: Path, receipts: list[Receipt]) -> list[str]:
-    """Write the release's pictures into ``root`` (which holds the ``.idx`` files, ``run_config.json`` and
-    ``stats.json``); their paths, relative to ``root``."""
+def write_pictures(root: Path, receipts: list[Receipt], by_source: bool) -> list[str]:
+    """Write the release's pictures into ``root`` (which holds the ``.idx`` files and ``stats.json``); their paths,
+    relative to ``root``. ``by_source``: the build counted by source (a source column)."""
     root = Path(root)
     pictures = {
         lengths_picture(split): bar_chart_svg(f"{split}: documents by length in tokens", length_bars(summary))
         for split, summary in length_summaries(root, receipts).items()
     }
-    config = RunConfig.read(root / RUN_CONFIG_NAME)
-    if config.source_column is not None:
+    if by_source:
         sources = Stats.read(root / STATS_NAME).sources
         for split in SPLITS:
             bars = source_bars(sources, split)

@@ -41,6 +41,8 @@ documents), ``task_categories: [text-generation]``, ``source_datasets`` (a
 Hub corpus only), ``tokenizer``, ``tags`` (one per format), and ``viewer``:
 true with the preview's ``configs:`` entry when the release holds preview files
 (:mod:`hf_tokbin.cards.preview`; token files are not viewable tables), else false.
+The pictures the release holds (:mod:`hf_tokbin.cards.pictures`) are linked
+beside their tables with relative Markdown image links.
 
 The card says what is true when the build writes it: the files and their
 digests in ``COMPLETE.json``; publishing is what ``hf-tokbin push`` adds. It
