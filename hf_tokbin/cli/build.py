@@ -16,6 +16,7 @@ from ..formats.build_options import (
 )
 from ..formats.llmc import DEFAULT_MAX_TOKENS
 from ..formats.run_config import LLMC_VARIANTS
+from .corpus import positive_int
 from .output import add_json_flag, emit, say
 from .progress import show_progress
 
@@ -35,13 +36,20 @@ def add_arguments(parser) -> None:
     # -- corpus choice and planning (docs/corpus.md)
     parser.add_argument("--corpus-config", default=None, help="config of a plain Hub dataset repo (default: its default config)")
     parser.add_argument("--corpus-split", action="append", default=None, metavar="SPLIT", help="split of a plain Hub dataset repo to build (repeatable; default: train and validation)")
-    parser.add_argument("--limit", type=int, default=None, metavar="N", help="build only the first N documents in corpus order (train first, then validation)")
+    parser.add_argument(
+        "--limit",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="build only the first N documents in corpus order (train first, then validation)",
+    )
     parser.add_argument("--source-column", default=None, metavar="COL", help="the input's column of source names: documents and tokens counted per source and split in the receipts and stats.json")
     parser.add_argument("--dry-run", action="store_true", help="print the plan (shards, documents, estimated tokens and bytes, encoder, paths) and write nothing")
     parser.add_argument("--tokenizer", required=True, help="byte, a tokenizer.json, a folder holding one, or a Hub repo NS/NAME")
     parser.add_argument("--tokenizer-revision", default=None, help="pinned revision of a Hub tokenizer")
     parser.add_argument("--tokenizer-subfolder", default=None, help="subfolder of a Hub tokenizer repo")
-    parser.add_argument("--tokenizer-id", default=None, help="name used in paths and records (default: the folder's name)")
+    parser.add_argument("--tokenizer-id", default=None, help="name used in paths and records (default: the model name the folder's config.json or "
+        "tokenizer_config.json gives, else the folder's name)")
     parser.add_argument(
         "--doc-sep",
         default=None,
@@ -134,11 +142,14 @@ def _report_and_build(args, plan) -> int:
     for line in plan.warnings():
         print(line, file=sys.stderr)
     if args.dry_run:
-        from ..pipeline.dry_run import describe_plan
+        from ..pipeline.dry_run import describe_plan_record
 
-        text = describe_plan(plan)
-        emit(args, text, {"dry_run": True, "out": plan.out, "boundary_tokens": plan.boundary_line(), "plan": text})
+        text, record = describe_plan_record(plan)
+        emit(args, text, {"dry_run": True, "out": plan.out, "boundary_tokens": plan.boundary_line(), **record})
         return 0
+    if args.tokenizer_id is None and plan.tokenizer.source != "byte":  # a default id: say where it shows, and its flag
+        tokenizer_id = plan.tokenizer.tokenizer_id
+        say(args, f"tokenizer id {tokenizer_id} (run_config.json, the card, tokens/{tokenizer_id}/; --tokenizer-id sets it)")
     from ..pipeline import build
 
     summary = build(plan, engine=args.engine, ray_address=args.ray_address, progress=show_progress(args.quiet))

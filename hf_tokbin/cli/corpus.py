@@ -19,6 +19,7 @@ import time
 from ..errors import CorpusInputError
 from ..formats.corpus_manifest import SPLIT_RULE_TEXT, SPLITS
 from ..formats.release import megabytes
+from .output import add_json_flag, emit_record
 from .progress import show_progress
 
 
@@ -40,11 +41,11 @@ def add_arguments(parser) -> None:
     imports.add_argument("--text-join", default="\n\n", help="separator between several --text-column values of a row (default: a blank line)")
     split = imports.add_mutually_exclusive_group()
     split.add_argument("--split-column", help="column giving each row's split (default: a 'split' column is used when present)")
-    split.add_argument("--split-rule", choices=["sha256"], help="validation by SHA-256 of the text (seed 004; rate --val-per-mille)")
+    split.add_argument("--split-rule", choices=["sha256"], help="validation by SHA-256 of the text, as the Megatron release layout (rate --val-per-mille)")
     split.add_argument("--all-train", action="store_true", help="every row is train, whatever a split column says")
     imports.add_argument("--split-map", action="append", default=[], metavar="NAME=SPLIT", help="read split NAME as train or validation (e.g. test=validation); repeatable")
-    imports.add_argument("--val-per-mille", type=_positive_int, default=1, help="--split-rule sha256: documents in 1000 that go to validation (default 1, seed 004)")
-    imports.add_argument("--limit", type=_positive_int, help="keep only the first N documents, in input order")
+    imports.add_argument("--val-per-mille", type=positive_int, default=1, help="--split-rule sha256: documents in 1000 that go to validation (default 1, as the Megatron release layout)")
+    imports.add_argument("--limit", type=positive_int, help="keep only the first N documents, in input order")
     imports.add_argument("--keep-columns", default="", metavar="A,B", help="comma-separated columns copied into the shards beside text and split")
     imports.add_argument("--source-column", metavar="COL", help="a column of source names copied as 'source'; documents counted per source and split in the manifest, and by the build in stats.json")
     _add_card_arguments(imports, "unknown", "")
@@ -75,13 +76,14 @@ def _languages(text: str) -> tuple[str, ...]:
 def _add_output_arguments(parser) -> None:
     parser.add_argument("--out", required=True, help="corpus folder to write (must be missing or empty)")
     limit = parser.add_mutually_exclusive_group()
-    limit.add_argument("--shard-bytes", type=_positive_int, help="UTF-8 text bytes per shard (default: 268435456, 256 MiB)")
-    limit.add_argument("--shard-rows", type=_positive_int, help="documents per shard, instead of --shard-bytes")
+    limit.add_argument("--shard-bytes", type=positive_int, help="UTF-8 text bytes per shard (default: 268435456, 256 MiB)")
+    limit.add_argument("--shard-rows", type=positive_int, help="documents per shard, instead of --shard-bytes")
     parser.add_argument("--overwrite", action="store_true", help="replace --out if it is an existing corpus folder")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_json_flag(parser)
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -99,7 +101,7 @@ def run_tinystories(args) -> int:
         args.train, args.valid, args.out, name=args.name, license=args.license, language=_languages(args.language), shard_rows=args.shard_rows, shard_bytes=args.shard_bytes, overwrite=args.overwrite, progress=show_progress(args.quiet),
         any_license=args.any_license,
     )
-    _print_summary(manifest, args.out, time.perf_counter() - started, "stories")
+    _print_summary(args, manifest, time.perf_counter() - started, "stories")
     return 0
 
 
@@ -128,20 +130,43 @@ def run_import(args) -> int:
         progress=show_progress(args.quiet),
         any_license=args.any_license,
     )
-    _print_summary(manifest, args.out, time.perf_counter() - started, "documents")
+    _print_summary(args, manifest, time.perf_counter() - started, "documents")
     return 0
 
 
-def _print_summary(manifest, out, seconds: float, unit: str) -> None:
+def _print_summary(args, manifest, seconds: float, unit: str) -> None:
+    """The summary on stderr (the corpus is the output); under ``--json`` also as one JSON line on stdout."""
     for split in SPLITS:
         shards = [s for s in manifest.shards if s.split == split]
         written = sum(s.size for s in shards)
-        print(f"{split}: {manifest.rows(split):,} {unit} in {len(shards)} shard{'' if len(shards) == 1 else 's'} ({megabytes(written)})", file=sys.stderr)
+        shards_text = f"{len(shards)} shard{'' if len(shards) == 1 else 's'}"
+        print(f"{split}: {manifest.rows(split):,} {unit} in {shards_text} ({megabytes(written)})", file=sys.stderr)
     print(f"split rule: {manifest.split_rule}: {SPLIT_RULE_TEXT[manifest.split_rule]}", file=sys.stderr)
     print(f"empty documents dropped: {manifest.empty_documents_dropped:,}", file=sys.stderr)
-    if manifest.empty_validation_warning():
-        print(manifest.empty_validation_warning(), file=sys.stderr)
-    print(f"{read_summary(sum(s.size for s in manifest.sources), seconds)} -> {out}", file=sys.stderr)
+    warning = manifest.empty_validation_warning()
+    if warning:
+        print(warning, file=sys.stderr)
+    read = sum(s.size for s in manifest.sources)
+    print(f"{read_summary(read, seconds)} -> {args.out}", file=sys.stderr)
+    emit_record(args, _summary_record(manifest, args.out, read, seconds, warning))
+
+
+def _summary_record(manifest, out, read: int, seconds: float, warning: str | None) -> dict:
+    """``corpus --json``: the corpus written, its documents, shards and bytes by split, and what was read."""
+    splits = {}
+    for split in SPLITS:
+        shards = [s for s in manifest.shards if s.split == split]
+        splits[split] = {"documents": manifest.rows(split), "shards": len(shards), "bytes": sum(s.size for s in shards)}
+    return {
+        "out": out,
+        "name": manifest.name,
+        "split_rule": manifest.split_rule,
+        "splits": splits,
+        "empty_documents_dropped": manifest.empty_documents_dropped,
+        "read_bytes": read,
+        "seconds": round(seconds, 3),
+        "warnings": [warning] if warning else [],
+    }
 
 
 def read_summary(size: int, seconds: float) -> str:

@@ -16,8 +16,11 @@ import sys
 from pathlib import PurePath
 
 
+JSON_HELP = "print the summary as one JSON object on stdout, on one line (messages and progress on stderr)"
+
+
 def add_json_flag(parser) -> None:
-    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object on stdout (messages and progress on stderr)")
+    parser.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
 def say(args, text: str) -> None:
@@ -28,9 +31,20 @@ def say(args, text: str) -> None:
 def emit(args, human: str, record) -> None:
     """The command's summary: ``human`` on stdout, or under ``--json`` ``record`` (a dict or dataclass) as one JSON line."""
     if getattr(args, "json", False):
-        print(json.dumps(as_json(record), ensure_ascii=False, sort_keys=False))
+        print(json_line(record))
     else:
         print(human)
+
+
+def emit_record(args, record) -> None:
+    """Under ``--json``, ``record`` as stdout's one JSON line; nothing otherwise (the command printed its summary)."""
+    if getattr(args, "json", False):
+        print(json_line(record))
+
+
+def json_line(record) -> str:
+    """``record`` (:func:`as_json` makes it plain) as one line of JSON: never indented, whatever it holds."""
+    return json.dumps(as_json(record), ensure_ascii=False, sort_keys=False)
 
 
 def emit_error(args, error: BaseException, message: str) -> None:

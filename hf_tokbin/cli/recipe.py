@@ -56,7 +56,7 @@ def run(args) -> int:
     settings = LoaderSettings(args.batch_size, args.seq_len, args.world_size, args.eod_id, args.epochs, args.eod_loss, args.init_from)
     result = recipe(args.path, args.target, settings, args.index_dir)
     if args.json:
-        print(json.dumps(result.to_record(), indent=2))
+        print(json.dumps(result.to_record()))  # one line, as every command's --json
     else:
         print(result.text(), end="")
     return 1 if result.has_errors() else 0
