@@ -60,7 +60,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--doc-sep-id", dest="doc_sep", default=None, metavar="ID", help=argparse.SUPPRESS)  # the older name of --doc-sep
     parser.add_argument("--bos", default=None, metavar="TOKEN_OR_ID", help="a token put before every document, in both formats (default none)")
     parser.add_argument("--llmc-sep", dest="llmc_separator", choices=SEPARATOR_POSITIONS, default=None,
-        help="llm.c: the separator before each document (seed 000, the default) or after it (seed 002); "
+        help="llm.c: the separator before each document (the llm.c layout, the default) or after it "
+        "(the TinyStories rules); "
         "without it, --llmc-layout llama3 writes llm.c's own Llama 3 layout, <|begin_of_text|> before each document")
     parser.add_argument(
         "--parse-special-tokens",
@@ -74,7 +75,8 @@ def add_arguments(parser) -> None:
         "(default 1: this process, the engine's own threads on every core); the summary says which it was")
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help=f"documents per encoded batch, at most 16 MiB of text (default {DEFAULT_BATCH_SIZE:,}); no byte depends on it")
     parser.add_argument("--max-tokens-per-file", type=int, default=DEFAULT_MAX_TOKENS, help="llm.c roll-over limit")
-    parser.add_argument("--llmc-layout", choices=LLMC_LAYOUTS, default=None, help="llm.c header: gpt2 (magic 20240520, seed 000, default) or llama3 (upstream's magic 20240801, version 7, uint32)")
+    parser.add_argument("--llmc-layout", choices=LLMC_LAYOUTS, default=None, help="llm.c header: gpt2 (magic 20240520, the llm.c layout, default) "
+        "or llama3 (upstream's magic 20240801, version 7, uint32)")
     parser.add_argument("--llmc-variant", choices=tuple(LLMC_VARIANTS), default=None, help=argparse.SUPPRESS)  # deprecated: seed000 = gpt2
     parser.add_argument("--fast", choices=FAST_MODES, default="auto", help="use gigatoken for the documents it is proven to encode exactly as tokenizers (per code point, see docs/speed.md; default auto)")
     parser.add_argument("--shuffle-seed", type=int, default=None, help="write each part's documents in a seeded order and interleave blocks of every part in the llm.c files (default: corpus order)")

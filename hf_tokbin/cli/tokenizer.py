@@ -21,7 +21,9 @@ def add_arguments(parser) -> None:
     train = sub.add_parser("train", help="train a byte-level BPE on the first characters of a corpus's train split")
     train.add_argument("--corpus", required=True, help=CORPUS_HELP)
     train.add_argument("--corpus-revision", default=None, help="pinned revision of a Hub corpus")
-    train.add_argument("--corpus-config", default=None, help="config of a plain Hub dataset repo (default: its default)")
+    train.add_argument(
+        "--corpus-config", default=None, help="config of a plain Hub dataset repo (default: its default)"
+    )
     train.add_argument(
         "--vocab-size",
         type=int,

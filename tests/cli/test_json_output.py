@@ -1,4 +1,7 @@
-"""--json: the summary as one JSON object on stdout, messages and progress on stderr; the same facts as the human summary."""
+"""--json: the summary as one JSON line on stdout, messages and progress on stderr.
+
+The record holds the same facts as the human summary, as fields.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +22,9 @@ ROW = re.compile(r"^(train|validation)\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)\s+([\d,]
 
 def cli(*args, env=None) -> subprocess.CompletedProcess:
     code = "import sys; from hf_tokbin.cli import main; sys.exit(main(sys.argv[1:]))"
-    return subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)], env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def one_object(result: subprocess.CompletedProcess) -> dict:
@@ -36,7 +41,12 @@ def table_counts(text: str) -> dict[str, dict]:
         found = ROW.match(line.strip())
         if found:
             documents, text_tokens, eod, total = (int(v.replace(",", "")) for v in found.groups()[1:5])
-            counts[found.group(1)] = {"documents": documents, "text_tokens": text_tokens, "eod_tokens": eod, "total_tokens": total}
+            counts[found.group(1)] = {
+                "documents": documents,
+                "text_tokens": text_tokens,
+                "eod_tokens": eod,
+                "total_tokens": total,
+            }
     return counts
 
 
@@ -46,7 +56,10 @@ def without(record: dict, *keys) -> dict:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
-    return write_corpus(tmp_path_factory.mktemp("c") / "corpus", [("train", stories(20, 1)), ("train", stories(15, 2)), ("validation", stories(6, 3))])
+    return write_corpus(
+        tmp_path_factory.mktemp("c") / "corpus",
+        [("train", stories(20, 1)), ("train", stories(15, 2)), ("validation", stories(6, 3))],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -73,14 +86,21 @@ def test_verify_json_matches_the_verify_summary(built):
     human, record = cli("verify", out), one_object(cli("verify", out, "--json"))
     assert record["ok"] and record["kind"] == "release"
     for split, c in record["splits"].items():
-        assert re.search(rf"{split}\s+{c['documents']:,} documents\s+{c['text_tokens']:,} text tokens\s+{c['eod_tokens']:,} EOD", human.stdout)
+        assert re.search(
+            rf"{split}\s+{c['documents']:,} documents\s+{c['text_tokens']:,} text tokens\s+{c['eod_tokens']:,} EOD",
+            human.stdout,
+        )
     assert f"{record['files']} files" in human.stdout and ", ".join(record["formats"]) in human.stdout
 
 
 def test_info_json_matches_the_info_summary_and_the_build(built):
     out, build_human, _ = built
     human, record = cli("info", out), one_object(cli("info", out, "--json"))
-    assert {split: without(c, "text_bytes") for split, c in record["splits"].items()} == table_counts(human.stdout) == table_counts(build_human.stdout)
+    assert (
+        {split: without(c, "text_bytes") for split, c in record["splits"].items()}
+        == table_counts(human.stdout)
+        == table_counts(build_human.stdout)
+    )
     assert record["complete"] and f"release {record['dataset']}, complete" in human.stdout
     assert "{" not in human.stdout  # a summary, not stats.json
 
@@ -161,7 +181,10 @@ def test_build_dry_run_json_has_the_plan_as_fields(corpus, tmp_path):
     assert record["splits"]["validation"]["parts"] == ["part-000002"]
     assert record["tokenizer_id"] == "byte" and record["vocab_size"] == 256 and record["eod_id"] == 0
     train = record["splits"]["train"]
-    assert f"train: 2 shards (part-000000..part-000001), 35 documents, ~{train['estimated_tokens']:,} tokens" in human.stdout
+    assert (
+        f"train: 2 shards (part-000000..part-000001), 35 documents, ~{train['estimated_tokens']:,} tokens"
+        in human.stdout
+    )
 
 
 def test_corpus_json_counts_what_it_wrote(tmp_path):
@@ -177,8 +200,10 @@ def test_corpus_json_counts_what_it_wrote(tmp_path):
     rows = tmp_path / "rows.jsonl"
     rows.write_text("".join(json.dumps({"text": f"row {i}"}) + "\n" for i in range(5)))
     imported = one_object(cli("corpus", "import", rows, "--out", tmp_path / "i", "--json"))
-    assert imported["splits"] == {"train": {"documents": 5, "shards": 1, "bytes": imported["splits"]["train"]["bytes"]},
-                                  "validation": {"documents": 0, "shards": 0, "bytes": 0}}
+    assert imported["splits"] == {
+        "train": {"documents": 5, "shards": 1, "bytes": imported["splits"]["train"]["bytes"]},
+        "validation": {"documents": 0, "shards": 0, "bytes": 0},
+    }
     assert imported["warnings"] and "no validation documents" in imported["warnings"][0]
 
 

@@ -86,7 +86,19 @@ def test_tokenizer_train_prints_no_blank_lines_on_stdout(tmp_path):
 
 def test_a_count_of_one_is_singular_and_the_hubs_reason_is_said_once(built, tmp_path):
     one_part = write_corpus(tmp_path / "corpus", [("train", stories(1, 1))])
-    plan = cli(None, "build", "--corpus", one_part, "--tokenizer", "byte", "--doc-sep", "0", "--out", tmp_path / "o", "--dry-run")
+    plan = cli(
+        None,
+        "build",
+        "--corpus",
+        one_part,
+        "--tokenizer",
+        "byte",
+        "--doc-sep",
+        "0",
+        "--out",
+        tmp_path / "o",
+        "--dry-run",
+    )
     assert plan.returncode == 0 and "1 documents" not in plan.stdout and "1 document" in plan.stdout, plan.stdout
     with HubServer(token=TOKEN) as hub:
         home = tmp_path / "hf-home"
