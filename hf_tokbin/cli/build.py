@@ -20,6 +20,11 @@ from .corpus import positive_int
 from .output import add_json_flag, emit, say
 from .progress import show_progress
 
+LIMIT_HELP = "build only the first N documents in corpus order (train first, then validation)"
+TOKENIZER_ID_HELP = (
+    "name used in paths and records (default: the model name the folder's config.json or tokenizer_config.json "
+    "gives, else the folder's name)"
+)
 ENGINE_HELP = (
     "where the parts are encoded: local (this machine, --num-proc workers) or ray (a Ray cluster, --ray-address; "
     "every node must see --out). Same bytes either way (default: %(default)s)"
@@ -36,20 +41,13 @@ def add_arguments(parser) -> None:
     # -- corpus choice and planning (docs/corpus.md)
     parser.add_argument("--corpus-config", default=None, help="config of a plain Hub dataset repo (default: its default config)")
     parser.add_argument("--corpus-split", action="append", default=None, metavar="SPLIT", help="split of a plain Hub dataset repo to build (repeatable; default: train and validation)")
-    parser.add_argument(
-        "--limit",
-        type=positive_int,
-        default=None,
-        metavar="N",
-        help="build only the first N documents in corpus order (train first, then validation)",
-    )
+    parser.add_argument("--limit", type=positive_int, default=None, metavar="N", help=LIMIT_HELP)
     parser.add_argument("--source-column", default=None, metavar="COL", help="the input's column of source names: documents and tokens counted per source and split in the receipts and stats.json")
     parser.add_argument("--dry-run", action="store_true", help="print the plan (shards, documents, estimated tokens and bytes, encoder, paths) and write nothing")
     parser.add_argument("--tokenizer", required=True, help="byte, a tokenizer.json, a folder holding one, or a Hub repo NS/NAME")
     parser.add_argument("--tokenizer-revision", default=None, help="pinned revision of a Hub tokenizer")
     parser.add_argument("--tokenizer-subfolder", default=None, help="subfolder of a Hub tokenizer repo")
-    parser.add_argument("--tokenizer-id", default=None, help="name used in paths and records (default: the model name the folder's config.json or "
-        "tokenizer_config.json gives, else the folder's name)")
+    parser.add_argument("--tokenizer-id", default=None, help=TOKENIZER_ID_HELP)
     parser.add_argument(
         "--doc-sep",
         default=None,

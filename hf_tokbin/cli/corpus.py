@@ -23,13 +23,22 @@ from ..formats.release import megabytes
 from .output import add_json_flag, emit_record
 from .progress import show_progress
 
+IMPORT_HELP = (
+    "JSONL, JSON, Parquet, Arrow or text files (optionally .gz/.zst/.bz2/.xz), folders, globs, hf:// paths, "
+    "save_to_disk folders"
+)
+PATHS_HELP = "input files, folders (searched recursively, sorted by name), globs or hf:// paths; see docs/corpus.md"
+SOURCE_COLUMN_HELP = (
+    "a column of source names copied as 'source'; documents counted per source and split in the manifest, "
+    "and by the build in stats.json"
+)
+
 
 def add_arguments(parser) -> None:
     sub = parser.add_subparsers(dest="corpus_command", required=True, metavar="SOURCE")
 
-    tinystories = sub.add_parser(
-        "tinystories", help="TinyStories text files (stories separated by <|endoftext|> lines)"
-    )
+    tinystories_help = "TinyStories text files (stories separated by <|endoftext|> lines)"
+    tinystories = sub.add_parser("tinystories", help=tinystories_help)
     tinystories.add_argument("train", help="training text file")
     tinystories.add_argument("valid", nargs="?", help="validation text file (optional)")
     tinystories.add_argument("--name", default="tinystories", help="corpus name (default: tinystories)")
@@ -37,17 +46,8 @@ def add_arguments(parser) -> None:
     _add_output_arguments(tinystories)
     tinystories.set_defaults(run=run_tinystories)
 
-    imports = sub.add_parser(
-        "import",
-        help="JSONL, JSON, Parquet, Arrow or text files (optionally .gz/.zst/.bz2/.xz), folders, globs, hf:// paths, "
-        "save_to_disk folders",
-    )
-    imports.add_argument(
-        "paths",
-        nargs="+",
-        metavar="INPUT",
-        help="input files, folders (searched recursively, sorted by name), globs or hf:// paths; see docs/corpus.md",
-    )
+    imports = sub.add_parser("import", help=IMPORT_HELP)
+    imports.add_argument("paths", nargs="+", metavar="INPUT", help=PATHS_HELP)
     imports.add_argument("--name", help="corpus name (default: the name of --out)")
     imports.add_argument(
         "--text-column",
@@ -59,6 +59,22 @@ def add_arguments(parser) -> None:
         default="\n\n",
         help="separator between several --text-column values of a row (default: a blank line)",
     )
+    _add_split_arguments(imports)
+    imports.add_argument("--limit", type=positive_int, help="keep only the first N documents, in input order")
+    imports.add_argument(
+        "--keep-columns",
+        default="",
+        metavar="A,B",
+        help="comma-separated columns copied into the shards beside text and split",
+    )
+    imports.add_argument("--source-column", metavar="COL", help=SOURCE_COLUMN_HELP)
+    _add_card_arguments(imports, "unknown", "")
+    _add_output_arguments(imports)
+    imports.set_defaults(run=run_import)
+
+
+def _add_split_arguments(imports) -> None:
+    """How ``corpus import`` gives each row its split."""
     split = imports.add_mutually_exclusive_group()
     split.add_argument(
         "--split-column", help="column giving each row's split (default: a 'split' column is used when present)"
@@ -83,22 +99,6 @@ def add_arguments(parser) -> None:
         help="--split-rule sha256: documents in 1000 that go to validation "
         "(default 1, as the Megatron release layout)",
     )
-    imports.add_argument("--limit", type=positive_int, help="keep only the first N documents, in input order")
-    imports.add_argument(
-        "--keep-columns",
-        default="",
-        metavar="A,B",
-        help="comma-separated columns copied into the shards beside text and split",
-    )
-    imports.add_argument(
-        "--source-column",
-        metavar="COL",
-        help="a column of source names copied as 'source'; documents counted per source and split in the manifest, "
-        "and by the build in stats.json",
-    )
-    _add_card_arguments(imports, "unknown", "")
-    _add_output_arguments(imports)
-    imports.set_defaults(run=run_import)
 
 
 def _split_map(pairs: list[str]) -> dict[str, str]:

@@ -28,6 +28,32 @@ def add_arguments(parser) -> None:
         help="publish into this folder of the repo "
         "(several releases can share one repo; pull with the same --path-in-repo)",
     )
+    _add_change_arguments(parser)
+    parser.add_argument(
+        "--commit-message",
+        default=None,
+        metavar="TEXT",
+        help="the commits' title (numbered when the push takes several commits)",
+    )
+    parser.add_argument(
+        "--create-pr", action="store_true", help="open a pull request against main instead of committing to it"
+    )
+    parser.add_argument(
+        "--token",
+        default=None,
+        metavar="TOKEN",
+        help="Hub token (default: HF_TOKEN or the saved login); never printed",
+    )
+    parser.add_argument(
+        "--endpoint", default=None, metavar="URL", help="Hub endpoint (default: HF_ENDPOINT or https://huggingface.co)"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_json_flag(parser)
+    parser.set_defaults(run=run)
+
+
+def _add_change_arguments(parser) -> None:
+    """What the push may delete, whether it only says what it would do, and a new repo's visibility."""
     parser.add_argument(
         "--delete",
         action="append",
@@ -61,27 +87,6 @@ def add_arguments(parser) -> None:
         help="create the repo public (an existing repo must already be public). "
         "Without either flag the Hub's default applies",
     )
-    parser.add_argument(
-        "--commit-message",
-        default=None,
-        metavar="TEXT",
-        help="the commits' title (numbered when the push takes several commits)",
-    )
-    parser.add_argument(
-        "--create-pr", action="store_true", help="open a pull request against main instead of committing to it"
-    )
-    parser.add_argument(
-        "--token",
-        default=None,
-        metavar="TOKEN",
-        help="Hub token (default: HF_TOKEN or the saved login); never printed",
-    )
-    parser.add_argument(
-        "--endpoint", default=None, metavar="URL", help="Hub endpoint (default: HF_ENDPOINT or https://huggingface.co)"
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    add_json_flag(parser)
-    parser.set_defaults(run=run)
 
 
 def run(args) -> int:

@@ -98,7 +98,13 @@ def describe_record(path: str | os.PathLike) -> tuple[str, dict]:
         return release.text(), release.record()
     text = describe(path)  # first: its checks name what is wrong with ``path``
     kind = sniff(path)
-    return text, {"path": str(path), "kind": kind, **_FIELDS[kind](path)}
+    return text, {"path": str(path), "kind": kind, **fields_of(path, kind)}
+
+
+def fields_of(path: Path, kind: str) -> dict:
+    """What a token file, pair, corpus, merge or llm.c folder holds (``kind``, as :func:`sniff` names it), as fields:
+    the facts :func:`describe` prints, for ``info --json`` and ``verify --json``."""
+    return _FIELDS[kind](Path(path))
 
 
 def _megatron_pair_fields(path: Path) -> dict:

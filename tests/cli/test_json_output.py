@@ -243,3 +243,13 @@ def test_recipe_json_is_one_line_with_commands_as_argv_lists(built):
     record = one_object(done)
     assert record["target"] == "llmc" and record["release"] == str(out)
     assert record["commands"][0][0] == "./train_gpt2cu" and f"{out}/tokens/byte/toy/val-*.bin" in record["commands"][0]
+
+
+def test_verify_json_of_a_token_file_and_a_pair_has_their_fields(built):
+    out = built[0]
+    token_file = next((out / "tokens").rglob("val-*.bin"))
+    record = one_object(cli("verify", token_file, "--json"))
+    assert record["ok"] and record["kind"] == "llmc-file" and "summary" not in record
+    assert record["tokens"] == int.from_bytes(token_file.read_bytes()[8:12], "little") and record["version"] == 1
+    pair = one_object(cli("verify", out / "shards" / "validation" / "part-000002.bin", "--json"))
+    assert pair["ok"] and pair["kind"] == "megatron-pair" and pair["documents"] == 6
