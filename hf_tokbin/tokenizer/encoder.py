@@ -683,9 +683,6 @@ class _Router:
 
     def _no_added_text(self, utf8: np.ndarray) -> bool:
         return self.added_search_utf8 is None or self.added_search_utf8(memoryview(utf8)) is None
-        if self.added_search is not None:
-            return self.added_search_utf8(memoryview(utf8)) is None
-        return True
 
     def _states(self, text: str) -> np.ndarray:
         """Each code point's state, the undecided ones decided first."""
