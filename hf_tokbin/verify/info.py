@@ -143,7 +143,8 @@ def _llmc_file_fields(path: Path) -> dict:
 
 
 def _merged_fields(path: Path) -> dict:
-    return {"splits": {split.name: {"documents": split.documents, "tokens": split.tokens} for split in read_merged(path)}}
+    splits = read_merged(path)
+    return {"splits": {split.name: {"documents": split.documents, "tokens": split.tokens} for split in splits}}
 
 
 def _corpus_fields(path: Path) -> dict:
