@@ -48,7 +48,8 @@ def preview_path(split: str) -> str:
 
 
 def row_ids(format: str, ids, bos_id: int | None, eod_id: int | None, llmc_sep_id: int | None, llmc_separator: str):
-    """A row's ``input_ids``: a document's bare ids as ``format``'s files hold it (the table in the module docstring)."""
+    """A row's ``input_ids``: a document's bare ids as ``format``'s files hold it (the table in the module docstring).
+    """
     import numpy as np
 
     bos = [bos_id] if bos_id is not None else []
@@ -93,7 +94,9 @@ def write_preview(path: str | os.PathLike, rows: dict[str, list]) -> None:
 
 
 def read_preview(path: str | os.PathLike) -> dict[str, list]:
-    """The rows of a preview file as columns; a file that is not Parquet of :func:`schema` is a :class:`VerificationError`."""
+    """The rows of a preview file as columns; a file that is not
+    Parquet of :func:`schema` is a :class:`VerificationError`.
+    """
     import pyarrow.parquet as pq
 
     try:
@@ -103,5 +106,7 @@ def read_preview(path: str | os.PathLike) -> dict[str, list]:
     except (OSError, ValueError) as e:  # pyarrow's errors derive from these
         raise VerificationError(path, "preview is not readable Parquet", got=str(e).splitlines()[0][:200]) from None
     if not table.schema.equals(schema()):
-        raise VerificationError(path, "preview columns must be " + ", ".join(COLUMNS), got=str(table.schema).replace("\n", "; ")[:300])
+        raise VerificationError(
+            path, "preview columns must be " + ", ".join(COLUMNS), got=str(table.schema).replace("\n", "; ")[:300]
+        )
     return table.to_pydict()
