@@ -84,12 +84,18 @@ class TokenStream:
 
     def document_starts(self, part: int) -> np.ndarray:
         """Sorted positions, inside ``parts[part]``, where a document starts."""
-        raise FormatError(self.names[part] if self.names else None, "document-aligned windows need document boundaries", hint="give the document separator id")
+        raise FormatError(
+            self.names[part] if self.names else None,
+            "document-aligned windows need document boundaries",
+            hint="give the document separator id",
+        )
 
     def windows(self, seq_len: int, seed: int = 0, aligned: bool = False) -> "RandomWindows":
         return RandomWindows(self, seq_len, seed, aligned)
 
-    def batches(self, batch_size: int, seq_len: int, seed: int = 0, aligned: bool = False) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    def batches(
+        self, batch_size: int, seq_len: int, seed: int = 0, aligned: bool = False
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """``(inputs, targets)`` int64 arrays of shape ``(batch_size, seq_len)``, ``targets`` shifted by one.
 
         Windows ``0..len-1`` of :meth:`windows` in order, ``batch_size`` at a
@@ -118,7 +124,9 @@ class RandomWindows:
         sizes = [p.size for p in stream.parts]
         if aligned:
             # A start is allowed only where the whole window fits in its file.
-            self._starts = [s[s + seq_len + 1 <= n] for s, n in ((stream.document_starts(i), n) for i, n in enumerate(sizes))]
+            self._starts = [
+                s[s + seq_len + 1 <= n] for s, n in ((stream.document_starts(i), n) for i, n in enumerate(sizes))
+            ]
             counts = [s.size for s in self._starts]
         else:
             self._starts = None
@@ -172,9 +180,15 @@ def find_llmc_folder(path: str | os.PathLike) -> Path:
         return path
     manifests = sorted((path / TOKENS_DIR).glob(f"*/*/{llmc.MANIFEST_NAME}"))
     if not manifests:
-        raise FormatError(path, "no llm.c token folder", expected=f"{llmc.MANIFEST_NAME} here or {TOKENS_DIR}/<tokenizer_id>/<dataset>/{llmc.MANIFEST_NAME}")
+        raise FormatError(
+            path,
+            "no llm.c token folder",
+            expected=f"{llmc.MANIFEST_NAME} here or {TOKENS_DIR}/<tokenizer_id>/<dataset>/{llmc.MANIFEST_NAME}",
+        )
     if len(manifests) > 1:
-        raise FormatError(path, "several llm.c token folders; pass one of them", got=[str(m.parent) for m in manifests])
+        raise FormatError(
+            path, "several llm.c token folders; pass one of them", got=[str(m.parent) for m in manifests]
+        )
     return manifests[0].parent
 
 
@@ -244,10 +258,18 @@ class LlmcSplit(TokenStream):
         entries = [f for f in manifest.files if f.split == name]
         if not entries:
             raise FormatError(folder / llmc.MANIFEST_NAME, f"no {name} files in the manifest")
-        stream = cls([folder / f.name for f in entries], manifest.doc_sep_id, manifest.vocab_size, check_ids, _recorded_separator(path, folder))
+        stream = cls(
+            [folder / f.name for f in entries],
+            manifest.doc_sep_id,
+            manifest.vocab_size,
+            check_ids,
+            _recorded_separator(path, folder),
+        )
         for entry, tokens, file_path in zip(entries, stream.parts, stream.paths):
             if tokens.size != entry.n_tokens:
-                raise FormatError(file_path, "n_tokens disagrees with the manifest", expected=entry.n_tokens, got=int(tokens.size))
+                raise FormatError(
+                    file_path, "n_tokens disagrees with the manifest", expected=entry.n_tokens, got=int(tokens.size)
+                )
         return stream
 
     def document_starts(self, part: int) -> np.ndarray:
@@ -263,21 +285,35 @@ class LlmcSplit(TokenStream):
             if separator == "after":
                 # Each document follows the previous one's separator; the first starts the file.
                 after = separators + 1
-                separators = np.concatenate(([0], after[after < tokens.size])).astype(np.int64) if tokens.size else separators
+                separators = (
+                    np.concatenate(([0], after[after < tokens.size])).astype(np.int64) if tokens.size else separators
+                )
             self._doc_starts[part] = separators
         return self._doc_starts[part]
 
     def __getstate__(self):
         # Reopen the memory maps in the receiving process instead of pickling their bytes.
-        return {"paths": self.paths, "doc_sep_id": self.doc_sep_id, "vocab_size": self.vocab_size, "separator": self.separator}
+        return {
+            "paths": self.paths,
+            "doc_sep_id": self.doc_sep_id,
+            "vocab_size": self.vocab_size,
+            "separator": self.separator,
+        }
 
     def __setstate__(self, state):
         # Ids were checked where the split was first opened.
-        self.__init__(state["paths"], state["doc_sep_id"], state["vocab_size"], check_ids=False, separator=state.get("separator", "before"))
+        self.__init__(
+            state["paths"],
+            state["doc_sep_id"],
+            state["vocab_size"],
+            check_ids=False,
+            separator=state.get("separator", "before"),
+        )
 
 
 def _recorded_separator(path: Path, folder: Path) -> str | None:
-    """``llmc.separator`` of the release holding the token ``folder`` (opened as ``path``), or None if it is in none."""
+    """``llmc.separator`` of the release holding the token ``folder`` (opened as ``path``), or None if it is in none.
+    """
     for root in (path, folder.parent.parent.parent):
         if (root / RUN_CONFIG_NAME).is_file() and folder.parent.parent == root / TOKENS_DIR:
             return RunConfig.read(root / RUN_CONFIG_NAME).llmc_separator
