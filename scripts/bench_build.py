@@ -119,8 +119,12 @@ def seed002_job(variant: str, tokenizer_json: str, out: str, num_proc: int, text
 PSS_SAMPLE_SECONDS = 0.1
 
 
-def run_tree(commands: list[list[str]], env: dict | None = None) -> tuple[list[tuple[float, float]], list[tuple[float, int]]]:
-    """Run commands one after the other: each one's (start, end) time, and (time, PSS bytes) samples of the process tree."""
+def run_tree(
+    commands: list[list[str]], env: dict | None = None
+) -> tuple[list[tuple[float, float]], list[tuple[float, int]]]:
+    """Run commands one after the other: each one's (start, end)
+    time, and (time, PSS bytes) samples of the process tree.
+    """
     import psutil
 
     spans, samples = [], []
@@ -224,8 +228,24 @@ def prepare(work: Path, mb: float, vocab_size: int) -> tuple[Path, Path, Path]:
         corpus = work / "tokenizer-corpus"
         shutil.rmtree(corpus, ignore_errors=True)
         hf_tokbin = [sys.executable, "-m", "hf_tokbin"]
-        subprocess.run([*hf_tokbin, "corpus", "tinystories", str(train), "--out", str(corpus)], check=True, capture_output=True)
-        subprocess.run([*hf_tokbin, "tokenizer", "train", "--corpus", str(corpus), "--vocab-size", str(vocab_size), "--out", str(tokenizer)], check=True, capture_output=True)
+        subprocess.run(
+            [*hf_tokbin, "corpus", "tinystories", str(train), "--out", str(corpus)], check=True, capture_output=True
+        )
+        subprocess.run(
+            [
+                *hf_tokbin,
+                "tokenizer",
+                "train",
+                "--corpus",
+                str(corpus),
+                "--vocab-size",
+                str(vocab_size),
+                "--out",
+                str(tokenizer),
+            ],
+            check=True,
+            capture_output=True,
+        )
     return train, valid, tokenizer
 
 
@@ -236,13 +256,32 @@ def load() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=float, default=200.0, help="MB of training text (validation: 1%% more)")
-    parser.add_argument("--num-proc", type=int, default=2, help="processes of seed 002's pool and of the second hf_tokbin build")
+    parser.add_argument(
+        "--num-proc", type=int, default=2, help="processes of seed 002's pool and of the second hf_tokbin build"
+    )
     parser.add_argument("--vocab-size", type=int, default=8192)
-    parser.add_argument("--shard-mb", type=float, default=None, help="corpus shard size in MB of text (default: hf-tokbin's)")
-    parser.add_argument("--skip-seed002-per-char", action="store_true", help="leave out the slowest baseline (minutes at 2.2 GB)")
-    parser.add_argument("--rounds", type=int, default=3, help="runs of the encoder limit and of each hf_tokbin job; the best of each is printed (a shared machine's speed drifts)")
+    parser.add_argument(
+        "--shard-mb", type=float, default=None, help="corpus shard size in MB of text (default: hf-tokbin's)"
+    )
+    parser.add_argument(
+        "--skip-seed002-per-char", action="store_true", help="leave out the slowest baseline (minutes at 2.2 GB)"
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help=(
+            "runs of the encoder limit and of each hf_tokbin job; the "
+            "best of each is printed (a shared machine's speed drifts)"
+        ),
+    )
     parser.add_argument("--work", type=Path, default=Path("bench-build"), help="folder for inputs and outputs")
-    parser.add_argument("--writes-against", type=Path, metavar="TREE", help="also compare bytes written per token and the finish's share with the hf_tokbin code of TREE")
+    parser.add_argument(
+        "--writes-against",
+        type=Path,
+        metavar="TREE",
+        help="also compare bytes written per token and the finish's share with the hf_tokbin code of TREE",
+    )
     parser.add_argument("--seed002-job", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
     parser.add_argument("--limit-job", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -265,16 +304,39 @@ def main(argv: list[str] | None = None) -> int:
     print(f"encoder limit (gigatoken alone, batches of {LIMIT_BATCH:,}): {limit:.2f} s ({load()})", flush=True)
     plain, plain_ids = encoder_limit(tokenizer_json, limit_out, inputs, tuned=False)
     _same_ids(plain_ids, reference, "the plain encoder limit")
-    print(f"the same without hf-tokbin's process settings (glibc's and mimalloc's defaults): {plain:.2f} s ({load()})", flush=True)
+    print(
+        f"the same without hf-tokbin's process settings (glibc's and mimalloc's defaults): {plain:.2f} s ({load()})",
+        flush=True,
+    )
 
     results: dict[str, tuple[float, int]] = {}
     baselines = ["regex"] if args.skip_seed002_per_char else ["per-char", "regex"]
     for variant in baselines:
         out = args.work / f"seed002-{variant}"
-        spans, samples = run_tree([[sys.executable, __file__, "--num-proc", str(args.num_proc), "--seed002-job", variant, tokenizer_json, str(out), *inputs]])
-        results[f"seed 002, {variant}, {args.num_proc} proc"] = (spans[-1][1] - spans[0][0], peak_between(samples, spans[0][0], spans[-1][1]))
+        spans, samples = run_tree(
+            [
+                [
+                    sys.executable,
+                    __file__,
+                    "--num-proc",
+                    str(args.num_proc),
+                    "--seed002-job",
+                    variant,
+                    tokenizer_json,
+                    str(out),
+                    *inputs,
+                ]
+            ]
+        )
+        results[f"seed 002, {variant}, {args.num_proc} proc"] = (
+            spans[-1][1] - spans[0][0],
+            peak_between(samples, spans[0][0], spans[-1][1]),
+        )
         _same_ids(digest_flat(out), reference, f"seed 002 ({variant})")
-        print(f"seed 002 ({variant}): {results[f'seed 002, {variant}, {args.num_proc} proc'][0]:.2f} s ({load()})", flush=True)
+        print(
+            f"seed 002 ({variant}): {results[f'seed 002, {variant}, {args.num_proc} proc'][0]:.2f} s ({load()})",
+            flush=True,
+        )
     stages = {}
     ratios: dict[str, list[float]] = {}
     for round_ in range(1, args.rounds + 1):
@@ -286,12 +348,19 @@ def main(argv: list[str] | None = None) -> int:
             seconds, peak, stage_times, release = run_hf_tokbin(args, train, valid, tokenizer, num_proc)
             _same_ids(digest_release(release), reference, name)
             ratios.setdefault(name, []).append(seconds / round_limit)
-            print(f"round {round_} of {args.rounds}: encoder limit {round_limit:.2f} s, {name} {seconds:.2f} s ({seconds / round_limit:.2f}x; {load()})", flush=True)
+            print(
+                f"round {round_} of {args.rounds}: encoder limit {round_limit:.2f} "
+                f"s, {name} {seconds:.2f} s ({seconds / round_limit:.2f}x; {load()})",
+                flush=True,
+            )
             if name not in results or seconds < results[name][0]:
                 results[name], stages[num_proc] = (seconds, peak), stage_times
     print_results(text_mb, n_tokens, limit, results, stages, args.rounds)
     for name, values in ratios.items():
-        print(f"{name}: x limit within each round (the limit run just before it): {', '.join(f'{r:.2f}' for r in values)}; median {statistics.median(values):.2f}")
+        print(
+            f"{name}: x limit within each round (the limit run just before it): "
+            f"{', '.join(f'{r:.2f}' for r in values)}; median {statistics.median(values):.2f}"
+        )
     release_mb = sum(p.stat().st_size for p in release.rglob("*") if p.is_file()) / 1e6
     runs = []  # (seconds, peak) of each verify, the first right after the build (its writeback may still run)
     for _ in range(args.rounds):
@@ -299,22 +368,37 @@ def main(argv: list[str] | None = None) -> int:
         runs.append((spans[0][1] - spans[0][0], peak_between(samples, *spans[0])))
     seconds, peak = min(runs)
     each = ", ".join(f"{s:.2f}" for s, _ in runs)
-    print(f"then hf-tokbin verify: {seconds:.2f} s for {release_mb:,.0f} MB ({release_mb / seconds:,.0f} MB/s; best of {len(runs)}: {each} s), peak {peak / 2**20:.0f} MiB ({load()})")
+    print(
+        f"then hf-tokbin verify: {seconds:.2f} s for {release_mb:,.0f} MB ({release_mb / seconds:,.0f} "
+        f"MB/s; best of {len(runs)}: {each} s), peak {peak / 2**20:.0f} MiB ({load()})"
+    )
     if args.writes_against:
         trees = {"this tree": HERE.parent, str(args.writes_against): args.writes_against}
         print_writes_per_token(args.work / "corpus", tokenizer, 1, args.work / "writes", trees, dict(os.environ))
     return 0
 
 
-def encoder_limit(tokenizer_json: str, out: Path, inputs: list[str], tuned: bool = True) -> tuple[float, tuple[str, int]]:
+def encoder_limit(
+    tokenizer_json: str, out: Path, inputs: list[str], tuned: bool = True
+) -> tuple[float, tuple[str, int]]:
     """One run of the encoder alone in a fresh process: its seconds, and the digest of its ids.
 
     ``tuned``: with the process settings hf-tokbin's own commands run with (hf_tokbin.cli.reuse_freed_memory), so the
     limit is the encoder at its best here; else as a plain ``python`` process runs it (printed once, for reference).
     """
     # The variables are read as numpy and pyarrow load, before the job could set them; the job itself calls mallopt.
-    settings = {"ARROW_DEFAULT_MEMORY_POOL": "system", "OPENBLAS_NUM_THREADS": "1"} if tuned else {"HF_TOKBIN_BENCH_PLAIN_LIMIT": "1"}
-    process = subprocess.run([sys.executable, __file__, "--limit-job", tokenizer_json, str(out), *inputs], capture_output=True, text=True, check=True, env={**settings, **os.environ})
+    settings = (
+        {"ARROW_DEFAULT_MEMORY_POOL": "system", "OPENBLAS_NUM_THREADS": "1"}
+        if tuned
+        else {"HF_TOKBIN_BENCH_PLAIN_LIMIT": "1"}
+    )
+    process = subprocess.run(
+        [sys.executable, __file__, "--limit-job", tokenizer_json, str(out), *inputs],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**settings, **os.environ},
+    )
     return float(process.stdout.split()[-1]), digest_flat(out)
 
 
@@ -330,10 +414,26 @@ def run_hf_tokbin(args, train: Path, valid: Path, tokenizer: Path, num_proc: int
     shutil.rmtree(corpus, ignore_errors=True)
     shutil.rmtree(release, ignore_errors=True)
     shard_option = ["--shard-bytes", str(int(args.shard_mb * 1e6))] if args.shard_mb else []
-    spans, samples = run_tree([
-        [*hf_tokbin, "corpus", "tinystories", str(train), str(valid), "--out", str(corpus), *shard_option],
-        [*hf_tokbin, "build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--format", "llmc,megatron", "--num-proc", str(num_proc), "--out", str(release), "--quiet"],
-    ])
+    spans, samples = run_tree(
+        [
+            [*hf_tokbin, "corpus", "tinystories", str(train), str(valid), "--out", str(corpus), *shard_option],
+            [
+                *hf_tokbin,
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(tokenizer),
+                "--format",
+                "llmc,megatron",
+                "--num-proc",
+                str(num_proc),
+                "--out",
+                str(release),
+                "--quiet",
+            ],
+        ]
+    )
     rows = [("corpus tinystories", *spans[0]), *build_stages(release, *spans[1])]
     stages = [(label, end - start, peak_between(samples, start, end)) for label, start, end in rows]
     return spans[-1][1] - spans[0][0], peak_between(samples, spans[0][0], spans[-1][1]), stages, release
@@ -348,7 +448,9 @@ def print_results(text_mb: float, n_tokens: int, limit: float, results: dict, st
     print(f"{'encoder limit (gigatoken)':<30}{limit:>9.2f}{text_mb / limit:>9.1f}{1:>9.2f}{'':>10}{'':>10}")
     for name, (seconds, peak) in results.items():
         faster = f"{seconds / ours:>10.2f}" if name.startswith("seed") else f"{'':>10}"
-        print(f"{name:<30}{seconds:>9.2f}{text_mb / seconds:>9.1f}{seconds / limit:>9.2f}{faster}{peak / 2**20:>10.0f}")
+        print(
+            f"{name:<30}{seconds:>9.2f}{text_mb / seconds:>9.1f}{seconds / limit:>9.2f}{faster}{peak / 2**20:>10.0f}"
+        )
     print("(x limit: the job's time over the encoder limit's; x faster: seed 002's time over hf_tokbin's best)")
     columns = sorted(stages)
     print(f"\nhf_tokbin stages{''.join(f'   --num-proc {n}: s, share, peak MiB' for n in columns)}")
@@ -365,7 +467,8 @@ def print_results(text_mb: float, n_tokens: int, limit: float, results: dict, st
 
 
 
-# ---------------------------------------------------------------- bytes written per token, the finish's share (issue 24)
+# ----------------------------------------------------------------
+# bytes written per token, the finish's share (issue 24)
 
 # Runs `hf-tokbin build` in this process, then records /proc/self/io (the build's own reads and writes; its encoding
 # workers write nothing) as JSON in argv[1].
@@ -395,23 +498,53 @@ def token_data_bytes(release: Path) -> int:
     return sum(p.stat().st_size for p in release.rglob("*.bin"))
 
 
-def print_writes_per_token(corpus: Path, tokenizer: Path, num_proc: int, work: Path, trees: dict[str, Path], env: dict) -> None:
-    """One build per code tree of the same corpus: wall time, the finish's share, bytes written per byte of token data."""
+def print_writes_per_token(
+    corpus: Path, tokenizer: Path, num_proc: int, work: Path, trees: dict[str, Path], env: dict
+) -> None:
+    """One build per code tree of the same corpus: wall time, the finish's share, bytes written per byte of token data.
+    """
     import json
 
-    print(f"\nbytes written per byte of token data (llm.c + Megatron .bin), the finish's share; --num-proc {num_proc}; {load()}")
+    print(
+        "\nbytes written per byte of token data (llm.c + Megatron "
+        f".bin), the finish's share; --num-proc {num_proc}; {load()}"
+    )
     print(f"{'code':<28}{'seconds':>9}{'finish':>9}{'share':>7}{'wchar/B':>9}{'disk/B':>8}")
     for name, tree in trees.items():
         release, record = work / "release", work / "io.json"
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
-        command = io_recording_command(record, ["build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--format", "llmc,megatron", "--num-proc", str(num_proc), "--out", str(release), "--quiet"])
+        command = io_recording_command(
+            record,
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(tokenizer),
+                "--format",
+                "llmc,megatron",
+                "--num-proc",
+                str(num_proc),
+                "--out",
+                str(release),
+                "--quiet",
+            ],
+        )
         tree_env = {**env, "PYTHONPATH": os.pathsep.join([str(Path(tree).resolve()), env.get("PYTHONPATH", "")])}
         (span,), _ = run_tree([command], tree_env)
-        finish = next(seconds for label, start, end in build_stages(release, *span) for seconds in [end - start] if label.startswith("build: finish"))
+        finish = next(
+            seconds
+            for label, start, end in build_stages(release, *span)
+            for seconds in [end - start]
+            if label.startswith("build: finish")
+        )
         io, data = json.loads(record.read_text()), token_data_bytes(release)
         wall = span[1] - span[0]
-        print(f"{name[-28:]:<28}{wall:>9.2f}{finish:>9.2f}{100 * finish / wall:>6.1f}%{io['wchar'] / data:>9.2f}{io['write_bytes'] / data:>8.2f}")
+        print(
+            f"{name[-28:]:<28}{wall:>9.2f}{finish:>9.2f}{100 * finish / wall:>6.1f}%"
+            f"{io['wchar'] / data:>9.2f}{io['write_bytes'] / data:>8.2f}"
+        )
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -52,7 +52,11 @@ def time_reader(reader, path: Path, repeat: int) -> tuple[float, int, int]:
 def run_cli(path: Path, out: Path) -> tuple[float, float, int, str]:
     """(wall seconds, in-command MB/s, peak RSS bytes, summary) of one ``corpus tinystories`` run."""
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-c", CLI, "corpus", "tinystories", str(path), "--out", str(out)], stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", CLI, "corpus", "tinystories", str(path), "--out", str(out)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     stderr = process.stderr.read()
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
@@ -60,7 +64,12 @@ def run_cli(path: Path, out: Path) -> tuple[float, float, int, str]:
     if process.returncode != 0:
         raise SystemExit(f"corpus tinystories failed ({process.returncode}):\n{stderr}")
     rate = re.search(r"\(([\d,.]+) MB/s\)", stderr)
-    return wall, float(rate.group(1).replace(",", "")) if rate else float("nan"), usage.ru_maxrss * 1024, stderr.strip()
+    return (
+        wall,
+        float(rate.group(1).replace(",", "")) if rate else float("nan"),
+        usage.ru_maxrss * 1024,
+        stderr.strip(),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,7 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     peaks = {}
     try:
-        print(f"{'size':>6} {'stories':>10} {'seed reader':>12} {'block reader':>13} {'ratio':>6} {'corpus (cmd)':>13} {'corpus (wall)':>14} {'peak RSS':>9}")
+        print(
+            f"{'size':>6} {'stories':>10} {'seed reader':>12} {'block reader':>13} "
+            f"{'ratio':>6} {'corpus (cmd)':>13} {'corpus (wall)':>14} {'peak RSS':>9}"
+        )
         for megabytes in [float(s) for s in args.sizes.split(",")]:
             path = work / f"tinystories-like-{megabytes:g}MB.txt"
             if not path.exists():
@@ -88,13 +100,18 @@ def main(argv: list[str] | None = None) -> int:
             wall, command_rate, peak, summary = run_cli(path, out)
             peaks[megabytes] = peak
             print(
-                f"{size_mb:5.0f}M {ours_count:>10,} {size_mb / seed_seconds:>8.1f} MB/s {size_mb / ours_seconds:>9.1f} MB/s "
-                f"{seed_seconds / ours_seconds:>5.1f}x {command_rate:>8.1f} MB/s {size_mb / wall:>9.1f} MB/s {peak / 2**20:>6.0f} MB"
+                f"{size_mb:5.0f}M {ours_count:>10,} {size_mb / seed_seconds:>8.1f} "
+                f"MB/s {size_mb / ours_seconds:>9.1f} MB/s "
+                f"{seed_seconds / ours_seconds:>5.1f}x {command_rate:>8.1f} "
+                f"MB/s {size_mb / wall:>9.1f} MB/s {peak / 2**20:>6.0f} MB"
             )
             shutil.rmtree(out, ignore_errors=True)
         if len(peaks) > 1:
             small, large = min(peaks), max(peaks)
-            print(f"peak RSS {large:g} MB / {small:g} MB input: {peaks[large] / peaks[small]:.2f}x (flat memory: close to 1)")
+            print(
+                f"peak RSS {large:g} MB / {small:g} MB input: "
+                f"{peaks[large] / peaks[small]:.2f}x (flat memory: close to 1)"
+            )
     finally:
         if args.dir is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -69,7 +69,8 @@ def make_stories(megabytes: float, seed: int) -> list[str]:
 
 
 def read_paragraphs(path: Path) -> list[str]:
-    """Documents from real text: the paragraphs (blank-line separated) of a file or of every ``*.txt`` under a folder."""
+    """Documents from real text: the paragraphs (blank-line separated) of a file or of every ``*.txt`` under a folder.
+    """
     files = sorted(path.rglob("*.txt")) if path.is_dir() else [path]
     documents = []
     for file in files:
@@ -107,7 +108,9 @@ def run_in_process(encoder, batches: Batches, label: str) -> list[Encoded]:
 
 def run_in_pool(encoder, batches: Batches, label: str, processes: int = 2) -> list[Encoded]:
     with multiprocessing.Pool(processes, initializer=_init_worker, initargs=(pickle.dumps(encoder),)) as pool:
-        return list(tqdm(pool.imap(_worker_encode, batches), total=len(batches), desc=label, unit="batch", leave=False))
+        return list(
+            tqdm(pool.imap(_worker_encode, batches), total=len(batches), desc=label, unit="batch", leave=False)
+        )
 
 
 def timed(run: Callable[[], list[Encoded]], rounds: int) -> tuple[float, Encoded]:
@@ -127,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-chars", type=int, default=10_000_000, help="characters the BPE trains on")
     parser.add_argument("--vocab-size", type=int, default=8192)
     parser.add_argument("--tokenizer", type=Path, help="an existing tokenizer.json instead of training one")
-    parser.add_argument("--text", type=Path, help="real text (a file or a folder of .txt files) instead of generated stories")
+    parser.add_argument(
+        "--text", type=Path, help="real text (a file or a folder of .txt files) instead of generated stories"
+    )
     parser.add_argument("--batch-size", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
@@ -152,8 +157,12 @@ def main(argv: list[str] | None = None) -> int:
               f"fast path: {check.engine} ({check.reason}); the check took {check.seconds:.2f} s")
 
         contestants = {
-            "seed002 1 proc": lambda: run_in_process(Seed002Encoder.from_tokenizer_json(tokenizer_json), batches, "seed002 1 proc"),
-            "seed002 2 procs": lambda: run_in_pool(Seed002Encoder.from_tokenizer_json(tokenizer_json), batches, "seed002 2 procs"),
+            "seed002 1 proc": lambda: run_in_process(
+                Seed002Encoder.from_tokenizer_json(tokenizer_json), batches, "seed002 1 proc"
+            ),
+            "seed002 2 procs": lambda: run_in_pool(
+                Seed002Encoder.from_tokenizer_json(tokenizer_json), batches, "seed002 2 procs"
+            ),
             "tokenizers": lambda: run_in_process(reference, batches, "tokenizers"),
             "tokenizers 2 procs": lambda: run_in_pool(reference, batches, "tokenizers 2 procs"),
             "fast path": lambda: run_in_process(fast, batches, "fast path"),
@@ -167,7 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, (seconds, (ids, lengths)) in results.items():
         same = np.array_equal(ids, expected_ids) and np.array_equal(lengths, expected_lengths)
         rate = text_mb / seconds
-        print(f"{name:<34} {seconds:>8.2f} {rate:>8.1f} {rate / seed_1:>13.2f} {rate / seed_2:>13.2f}  {'identical' if same else 'DIFFERENT'}")
+        print(
+            f"{name:<34} {seconds:>8.2f} {rate:>8.1f} {rate / seed_1:>13.2f} "
+            f"{rate / seed_2:>13.2f}  {'identical' if same else 'DIFFERENT'}"
+        )
     print(f"\n{int(expected_lengths.sum()):,} tokens, {text_mb * 1e6 / expected_lengths.sum():.3f} bytes per token")
     return 0 if all(np.array_equal(r[1][0], expected_ids) for r in results.values()) else 1
 

@@ -117,7 +117,8 @@ def gpt2_pretokenizer() -> re.Pattern:
     classes = _char_classes()
     letter, number, space = classes["L"], classes["N"], classes["S"]
     return re.compile(
-        rf"'s|'t|'re|'ve|'m|'ll|'d| ?[{letter}]+| ?[{number}]+| ?[^{space}{letter}{number}]+|[{space}]+(?![^{space}])|[{space}]+"
+        rf"'s|'t|'re|'ve|'m|'ll|'d| ?[{letter}]+| ?[{number}]+| "
+        rf"?[^{space}{letter}{number}]+|[{space}]+(?![^{space}])|[{space}]+"
     )
 
 
@@ -182,7 +183,9 @@ class Seed002Encoder:
         vocab = model.get("vocab") or {}
         missing = [s for s in bytes_to_unicode().values() if s not in vocab]
         if missing:
-            raise TokenizerError(path, "a byte-level BPE has all 256 byte symbols", expected="256", got=256 - len(missing))
+            raise TokenizerError(
+                path, "a byte-level BPE has all 256 byte symbols", expected="256", got=256 - len(missing)
+            )
         # tokenizers writes merges as "a b" strings (old files) or [a, b] pairs.
         merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m) for m in model.get("merges") or []]
         added = {}
@@ -190,7 +193,9 @@ class Seed002Encoder:
             for option in ("single_word", "lstrip", "rstrip"):
                 _require(path, f"added token {token['content']!r} {option}", token.get(option, False), False)
             added[token["content"]] = token["id"]
-        return cls(vocab, merges, added, pre_tokenizer.get("add_prefix_space", False), model.get("ignore_merges", False))
+        return cls(
+            vocab, merges, added, pre_tokenizer.get("add_prefix_space", False), model.get("ignore_merges", False)
+        )
 
     def encode_chunk(self, chunk: str) -> list[int]:
         """The merge loop: merge the best-ranked adjacent pair everywhere, until no pair has a rank."""
@@ -253,7 +258,9 @@ class Seed002Encoder:
 
 def _require(path, field: str, got, expected) -> None:
     if got != expected:
-        raise TokenizerError(path, f"{field} is not supported by seed 002's encoder", expected=repr(expected), got=repr(got))
+        raise TokenizerError(
+            path, f"{field} is not supported by seed 002's encoder", expected=repr(expected), got=repr(got)
+        )
 
 
 # GPT-2's pattern as tokenizers writes it, for the `regex` module (which has \p{..} classes).
@@ -281,7 +288,12 @@ class Seed002RegexEncoder(Seed002Encoder):
     def encode_batch(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         flat: list[int] = []
         lengths = np.empty(len(texts), dtype=np.int64)
-        cache, encode_chunk, pretokenize, added = self.chunk_cache, self.encode_chunk, self.pretokenize, self.added_search
+        cache, encode_chunk, pretokenize, added = (
+            self.chunk_cache,
+            self.encode_chunk,
+            self.pretokenize,
+            self.added_search,
+        )
         for i, text in enumerate(texts):
             start = len(flat)
             if self.add_prefix_space or (added is not None and added(text) is not None):
