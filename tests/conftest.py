@@ -30,7 +30,11 @@ settings.register_profile("deterministic", derandomize=True, database=None, prin
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 TESTS = Path(__file__).resolve().parent
-for folder in [TESTS.parent / "scripts", TESTS, *sorted(p for p in TESTS.iterdir() if p.is_dir() and p.name not in ("data", "golden", "__pycache__"))]:
+for folder in [
+    TESTS.parent / "scripts",
+    TESTS,
+    *sorted(p for p in TESTS.iterdir() if p.is_dir() and p.name not in ("data", "golden", "__pycache__")),
+]:
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 

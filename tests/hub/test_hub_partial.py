@@ -30,7 +30,15 @@ def partial(release, tmp_path):
     with HostileHub(token=TOKEN) as hub:
         hub.seed_repo(REPO, release)
         out = tmp_path / "partial"
-        pull_release(REPO, out, endpoint=hub.url, token=TOKEN, include=["llmc:train", "megatron:train"], retry=RetryPolicy(attempts=2, base_delay=0.01), progress=False)
+        pull_release(
+            REPO,
+            out,
+            endpoint=hub.url,
+            token=TOKEN,
+            include=["llmc:train", "megatron:train"],
+            retry=RetryPolicy(attempts=2, base_delay=0.01),
+            progress=False,
+        )
     return out
 
 

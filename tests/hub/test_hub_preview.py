@@ -14,12 +14,23 @@ from hf_tokbin.verify import verify_release
 
 
 def test_load_dataset_of_a_pushed_release_reads_the_preview(release, hub, env, tmp_path):
-    assert subprocess.run([sys.executable, "-m", "hf_tokbin", "push", str(release), "--repo", "tester/preview", "--quiet"], env=env, capture_output=True, text=True, timeout=300).returncode == 0
+    assert (
+        subprocess.run(
+            [sys.executable, "-m", "hf_tokbin", "push", str(release), "--repo", "tester/preview", "--quiet"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        ).returncode
+        == 0
+    )
     code = (
         "import datasets, json, sys; d = datasets.load_dataset('tester/preview', 'preview', cache_dir=sys.argv[1]);"
         "print(json.dumps({s: d[s].to_dict() for s in d}))"
     )
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "cache")], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "cache")], env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     loaded = json.loads(done.stdout.splitlines()[-1])
     for split in ("train", "validation"):
