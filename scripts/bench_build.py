@@ -1,4 +1,4 @@
-"""Raw text to a verified release: hf_tokbin against the encoder alone and seed 002's method (issues 8, 15, 23).
+"""Raw text to a verified release: hf_tokbin against the encoder alone and the TinyStories rules' method.
 
 Every job starts from the same TinyStories-like text files and the same
 8,192-entry byte-level BPE and runs as fresh processes (start-up and imports
@@ -8,18 +8,18 @@ count):
   clock starts), one process, all threads, batches of 20,000, with the
   process settings of hf-tokbin's commands (``hf_tokbin.cli.reuse_freed_memory``):
   the floor;
-- **seed 002, per character**: its story reader and pure-Python chunk-cache
-  encoder (``scripts/seed002.py``, ``re`` with spelled-out character classes)
+- **chunk cache, per character**: the TinyStories rules' story reader and pure-Python chunk-cache
+  encoder (``scripts/tinystories_reference.py``, ``re`` with spelled-out character classes)
   in a ``multiprocessing.Pool`` of ``--num-proc`` processes;
-- **seed 002, C regex**: the same method as fast as pure Python makes it
-  (``Seed002RegexEncoder``: the ``regex`` package's ``\\p{L}``, chunks looked up);
+- **chunk cache, C regex**: the same method as fast as pure Python makes it
+  (``ChunkCacheRegexEncoder``: the ``regex`` package's ``\\p{L}``, chunks looked up);
 - **hf_tokbin, --num-proc 1 and N**: ``hf-tokbin corpus tinystories`` then
   ``hf-tokbin build --format llmc,megatron`` (then ``hf-tokbin verify`` of the
   last release, ``--rounds`` times, timed on its own line: the best, and each run).
 
 It checks that every job produced the same ids for every story (the Megatron
 pairs, EOD stripped), then prints seconds, MB/s, each job's ratio to the
-encoder limit and seed 002's ratios to hf_tokbin, the peak memory of each
+encoder limit and the chunk-cache baselines' ratios to hf_tokbin, the peak memory of each
 job's process tree (PSS, sampled every 100 ms: reading PSS walks the
 process's page tables, and sampling every 20 ms slowed a 2.2 GB build by
 5-15%), the load average, and
@@ -28,16 +28,16 @@ the build's start-up (imports and planning, up to ``run_config.json``), its
 parts (fast-path proof, encoding, writing, up to the last receipt), its finish
 (up to ``COMPLETE.json``) and its exit, each with its share and its peak.
 
-    python scripts/bench_build.py --mb 200             # the issue's figure
+    python scripts/bench_build.py --mb 200             # the reference figure
     python scripts/bench_build.py --mb 20 --rounds 1   # a quick look
-    python scripts/bench_build.py --mb 2200 --skip-seed002-per-char   # TinyStories V2's size, default shards
+    python scripts/bench_build.py --mb 2200 --skip-per-char-baseline   # TinyStories V2's size, default shards
 
 The encoder limit and each hf_tokbin job run ``--rounds`` times (default 3),
 interleaved (the limit right before each round), and the best of each is
 printed: on a shared machine the speed drifts by tens of percent within
 minutes, and the best run is the one least disturbed (as ``timeit`` reports).
 Each round's own ratio to the limit run just before it is printed too, with
-their median. Seed 002's baselines run once.
+their median. The chunk-cache baselines run once.
 
 Needs ``pip install 'hf_tokbin[bench]'`` (psutil, regex).
 
@@ -68,14 +68,14 @@ import time
 from pathlib import Path
 
 import numpy as np
-from seed002 import stories
+from tinystories_reference import stories
 
 HERE = Path(__file__).resolve().parent
 BATCH = 512
 LIMIT_BATCH = 20_000
 
 
-# ---------------------------------------------------------------- seed 002's job (run in its own process)
+# ---------------------------------------------------------------- the chunk-cache baseline (its own process)
 
 
 def batched(iterable, size: int):
@@ -94,16 +94,17 @@ _encoder = None
 
 def _init(tokenizer_json: str, variant: str) -> None:
     global _encoder
-    from seed002 import Seed002Encoder, Seed002RegexEncoder
+    from tinystories_reference import ChunkCacheEncoder, ChunkCacheRegexEncoder
 
-    _encoder = {"per-char": Seed002Encoder, "regex": Seed002RegexEncoder}[variant].from_tokenizer_json(tokenizer_json)
+    encoder_class = {"per-char": ChunkCacheEncoder, "regex": ChunkCacheRegexEncoder}[variant]
+    _encoder = encoder_class.from_tokenizer_json(tokenizer_json)
 
 
 def _encode(batch: list[str]):
     return _encoder.encode_batch(batch)
 
 
-def seed002_job(variant: str, tokenizer_json: str, out: str, num_proc: int, texts: list[str]) -> None:
+def baseline_job(variant: str, tokenizer_json: str, out: str, num_proc: int, texts: list[str]) -> None:
     """Encode every story of ``texts`` files; write ids (uint16) and lengths (int64) side by side."""
     with open(out + ".ids", "wb") as ids_file, open(out + ".lengths", "wb") as lengths_file:
         with multiprocessing.Pool(num_proc, initializer=_init, initargs=(tokenizer_json, variant)) as pool:
@@ -257,14 +258,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=float, default=200.0, help="MB of training text (validation: 1%% more)")
     parser.add_argument(
-        "--num-proc", type=int, default=2, help="processes of seed 002's pool and of the second hf_tokbin build"
+        "--num-proc",
+        type=int,
+        default=2,
+        help="processes of the chunk-cache baseline's pool and of the second hf_tokbin build",
     )
     parser.add_argument("--vocab-size", type=int, default=8192)
     parser.add_argument(
         "--shard-mb", type=float, default=None, help="corpus shard size in MB of text (default: hf-tokbin's)"
     )
     parser.add_argument(
-        "--skip-seed002-per-char", action="store_true", help="leave out the slowest baseline (minutes at 2.2 GB)"
+        "--skip-per-char-baseline", action="store_true", help="leave out the slowest baseline (minutes at 2.2 GB)"
     )
     parser.add_argument(
         "--rounds",
@@ -282,12 +286,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="TREE",
         help="also compare bytes written per token and the finish's share with the hf_tokbin code of TREE",
     )
-    parser.add_argument("--seed002-job", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
+    parser.add_argument("--baseline-job", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
     parser.add_argument("--limit-job", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.seed002_job:
-        variant, tokenizer_json, out, *texts = args.seed002_job
-        seed002_job(variant, tokenizer_json, out, args.num_proc, texts)
+    if args.baseline_job:
+        variant, tokenizer_json, out, *texts = args.baseline_job
+        baseline_job(variant, tokenizer_json, out, args.num_proc, texts)
         return 0
     if args.limit_job:
         tokenizer_json, out, *texts = args.limit_job
@@ -310,9 +314,9 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     results: dict[str, tuple[float, int]] = {}
-    baselines = ["regex"] if args.skip_seed002_per_char else ["per-char", "regex"]
+    baselines = ["regex"] if args.skip_per_char_baseline else ["per-char", "regex"]
     for variant in baselines:
-        out = args.work / f"seed002-{variant}"
+        out = args.work / f"chunk-cache-{variant}"
         spans, samples = run_tree(
             [
                 [
@@ -320,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
                     __file__,
                     "--num-proc",
                     str(args.num_proc),
-                    "--seed002-job",
+                    "--baseline-job",
                     variant,
                     tokenizer_json,
                     str(out),
@@ -328,13 +332,13 @@ def main(argv: list[str] | None = None) -> int:
                 ]
             ]
         )
-        results[f"seed 002, {variant}, {args.num_proc} proc"] = (
+        results[f"chunk cache, {variant}, {args.num_proc} proc"] = (
             spans[-1][1] - spans[0][0],
             peak_between(samples, spans[0][0], spans[-1][1]),
         )
-        _same_ids(digest_flat(out), reference, f"seed 002 ({variant})")
+        _same_ids(digest_flat(out), reference, f"chunk cache ({variant})")
         print(
-            f"seed 002 ({variant}): {results[f'seed 002, {variant}, {args.num_proc} proc'][0]:.2f} s ({load()})",
+            f"chunk cache ({variant}): {results[f'chunk cache, {variant}, {args.num_proc} proc'][0]:.2f} s ({load()})",
             flush=True,
         )
     stages = {}
@@ -443,15 +447,18 @@ def print_results(text_mb: float, n_tokens: int, limit: float, results: dict, st
     ours = min(seconds for name, (seconds, _) in results.items() if name.startswith("hf_tokbin"))
     print(f"\n{text_mb:,.1f} MB of text, {n_tokens:,} tokens, ids identical in every job; {load()}")
     if rounds > 1:
-        print(f"(the encoder limit and hf_tokbin: the best of {rounds} rounds, each round both; seed 002: one run)")
+        print(
+            f"(the encoder limit and hf_tokbin: the best of {rounds} rounds, each round both; "
+            "the chunk cache: one run)"
+        )
     print(f"{'job':<30}{'seconds':>9}{'MB/s':>9}{'x limit':>9}{'x faster':>10}{'peak MiB':>10}")
     print(f"{'encoder limit (gigatoken)':<30}{limit:>9.2f}{text_mb / limit:>9.1f}{1:>9.2f}{'':>10}{'':>10}")
     for name, (seconds, peak) in results.items():
-        faster = f"{seconds / ours:>10.2f}" if name.startswith("seed") else f"{'':>10}"
+        faster = f"{seconds / ours:>10.2f}" if name.startswith("chunk cache") else f"{'':>10}"
         print(
             f"{name:<30}{seconds:>9.2f}{text_mb / seconds:>9.1f}{seconds / limit:>9.2f}{faster}{peak / 2**20:>10.0f}"
         )
-    print("(x limit: the job's time over the encoder limit's; x faster: seed 002's time over hf_tokbin's best)")
+    print("(x limit: the job's time over the encoder limit's; x faster: the chunk cache's time over hf_tokbin's best)")
     columns = sorted(stages)
     print(f"\nhf_tokbin stages{''.join(f'   --num-proc {n}: s, share, peak MiB' for n in columns)}")
     for i, (label, *_rest) in enumerate(stages[columns[0]]):

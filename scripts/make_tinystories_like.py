@@ -1,6 +1,6 @@
 """Write a TinyStories-like text file of a requested size, deterministically.
 
-The output follows the layout of the TinyStories V2 files (seed 002): stories
+The output follows the layout of the TinyStories V2 files (the TinyStories rules): stories
 of simple children's English with named characters, paragraphs separated by a
 blank line, and after each story a line holding only ``<|endoftext|>``,
 sometimes followed by one or two blank lines. ``--truncate-first`` starts the
@@ -250,7 +250,7 @@ class StoryMaker:
         return "\n\n".join(paragraphs)
 
     def delimiter(self) -> str:
-        """The delimiter line; blank lines sometimes follow it (seed 002)."""
+        """The delimiter line; blank lines sometimes follow it (the TinyStories rules)."""
         return "\n" + DELIMITER + "\n" + "\n" * self.rng.choice((0, 0, 0, 1, 2))
 
 

@@ -4,7 +4,8 @@ The tests mirror the package: ``tests/formats/`` tests ``hf_tokbin/formats/``,
 and so on; the helpers they share (test servers, tokenizer files, fixtures)
 live here at the top. Import paths: this folder and each test folder (tests
 share a few fixtures across folders by module name; every test file's name is
-unique), and ``scripts/``, for seed 002's reference encoder (``scripts/seed002.py``).
+unique), and ``scripts/``, for the TinyStories rules' reader and encoder
+(``scripts/tinystories_reference.py``).
 """
 
 import atexit

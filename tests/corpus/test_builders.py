@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from seed002 import DELIMITER
-from seed002 import stories as seed_stories
 from story_edges import EDGE_STORIES, EDGE_TEXT
+from tinystories_reference import DELIMITER
+from tinystories_reference import stories as reference_stories
 
 from hf_tokbin.corpus import tinystories_text
 from hf_tokbin.corpus.builders import CorpusShards, TinyStories, read_stories, sha256_split
@@ -32,9 +32,9 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
-def test_edge_cases_match_hand_written_stories_and_the_seed_reader(tmp_path):
+def test_edge_cases_match_hand_written_stories_and_the_reference_reader(tmp_path):
     path = write(tmp_path, "edge.txt", EDGE_TEXT)
-    assert list(seed_stories(path)) == EDGE_STORIES  # the hand-written list is the seed's reading
+    assert list(reference_stories(path)) == EDGE_STORIES  # the hand-written list is the TinyStories rules' reading
     assert list(read_stories(path)) == EDGE_STORIES
 
 
@@ -49,13 +49,13 @@ def test_crlf_file_gives_the_stories_of_the_lf_file(tmp_path):
     stories = list(read_stories(crlf, block_size=5))
     assert stories == EDGE_STORIES
     assert not any("\r" in story for story in stories)
-    # What the seed's code does with the same file: stray "\r" kept (the reason for the choice).
-    assert list(seed_stories(crlf))[0] == "and so the cat went home.\r"
+    # What the TinyStories rules' code does with the same file: stray "\r" kept (the reason for the choice).
+    assert list(reference_stories(crlf))[0] == "and so the cat went home.\r"
 
 
 def test_lone_cr_is_a_line_end_around_the_delimiter_and_text_elsewhere(tmp_path):
     path = write(tmp_path, "cr.txt", "one\r<|endoftext|>\rtwo\rstill two\n")
-    assert list(seed_stories(path)) == ["one\r", "two\rstill two"]
+    assert list(reference_stories(path)) == ["one\r", "two\rstill two"]
     assert list(read_stories(path, block_size=3)) == ["one\r", "two\rstill two"]
 
 
@@ -64,13 +64,13 @@ FRAGMENTS = st.sampled_from([DELIMITER, "\n", "\r\n", "\r", " ", "Tom", "é", "<
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(FRAGMENTS, max_size=40), st.integers(1, 40))
-def test_reader_is_the_seed_reader_after_crlf_becomes_lf(tmp_path_factory, fragments, block_size):
+def test_reader_is_the_reference_reader_after_crlf_becomes_lf(tmp_path_factory, fragments, block_size):
     text = "".join(fragments)
     tmp = tmp_path_factory.mktemp("prop")
-    expected = list(seed_stories(write(tmp, "lf.txt", text.replace("\r\n", "\n"))))
+    expected = list(reference_stories(write(tmp, "lf.txt", text.replace("\r\n", "\n"))))
     assert list(read_stories(write(tmp, "in.txt", text), block_size)) == expected
     if "\r" not in text:
-        assert list(seed_stories(tmp / "in.txt")) == expected
+        assert list(reference_stories(tmp / "in.txt")) == expected
 
 
 @settings(max_examples=300, deadline=None)
@@ -111,7 +111,7 @@ def test_blank_lines_at_delimiters_are_trimmed_into_the_readers_stories(
         s for batch in read_story_batches(path, block_size, keep_empty=keep_empty) for s in batch
     ]
     if not keep_empty:
-        assert [s for texts in tables for s in texts] == list(seed_stories(path))
+        assert [s for texts in tables for s in texts] == list(reference_stories(path))
 
 
 @settings(max_examples=200, deadline=None)
@@ -139,7 +139,7 @@ def test_arrows_take_and_joined_memoryviews_gather_the_same_stories(tmp_path_fac
 
 def test_real_text_shakespeare_scenes(tmp_path):
     fixture = DATA / "shakespeare_scenes.txt"
-    expected = list(seed_stories(fixture))
+    expected = list(reference_stories(fixture))
     assert len(expected) == 46 and expected[1].startswith("SCENE I.")
     assert list(read_stories(fixture, block_size=4096)) == expected
     crlf = write(tmp_path, "crlf.txt", fixture.read_text(encoding="utf-8").replace("\n", "\r\n"))

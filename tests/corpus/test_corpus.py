@@ -16,8 +16,8 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from seed002 import stories as seed_stories
 from story_edges import EDGE_STORIES, EDGE_TEXT
+from tinystories_reference import stories as reference_stories
 
 from hf_tokbin.cli import main
 from hf_tokbin.corpus import write as write_module
@@ -54,8 +54,8 @@ def test_tinystories_corpus_loads_back_every_story_in_order(tmp_path):
     valid = DATA / "shakespeare_scenes.txt"
     manifest = write_tinystories_corpus(train, valid, tmp_path / "corpus", shard_rows=10)
     corpus = load(tmp_path / "corpus", tmp_path)
-    assert corpus["train"]["text"][:] == EDGE_STORIES == list(seed_stories(train))
-    assert corpus["validation"]["text"][:] == list(seed_stories(valid))
+    assert corpus["train"]["text"][:] == EDGE_STORIES == list(reference_stories(train))
+    assert corpus["validation"]["text"][:] == list(reference_stories(valid))
     assert set(corpus["train"]["split"]) == {"train"} and set(corpus["validation"]["split"]) == {"validation"}
     assert manifest == CorpusManifest.read(tmp_path / "corpus")
     assert manifest.split_rule == "files" and manifest.name == "tinystories"

@@ -1,10 +1,10 @@
-"""Seed 002's code: its story reader and its chunk-cache BPE encoder (the baselines).
+"""The TinyStories rules' code: their story reader and their chunk-cache BPE encoder (the baselines).
 
-:func:`stories` is seed 002's TinyStories reader, verbatim: the reference the
+:func:`stories` is the TinyStories rules' reader, verbatim: the reference the
 fast reader in :mod:`hf_tokbin.corpus.builders.tinystories` must match, and the
 baseline of ``scripts/bench_corpus.py`` and ``scripts/bench_build.py``.
 
-This is the encoder seed 002 measured (2.56 MB/s on TinyStories): split a
+This is the encoder the TinyStories rules measured (2.56 MB/s): split a
 text into chunks with GPT-2's pre-tokenizer, run the BPE merge loop on each
 chunk, and remember each chunk's ids in a dictionary, because merges never
 cross a chunk boundary so a chunk always encodes the same way. It exists so
@@ -52,7 +52,7 @@ DELIMITER = "<|endoftext|>"
 
 
 def stories(path: str | os.PathLike):
-    """Seed 002's reader, verbatim: stories split on lines holding only the delimiter."""
+    """The TinyStories rules' reader, verbatim: stories split on lines holding only the delimiter."""
     lines: list[str] = []
     with open(path, encoding="utf-8", newline="") as file:
         for line in file:
@@ -122,7 +122,7 @@ def gpt2_pretokenizer() -> re.Pattern:
     )
 
 
-class Seed002Encoder:
+class ChunkCacheEncoder:
     """Pre-tokenize, merge each chunk, cache each chunk's ids.
 
     ``vocab`` maps byte-level symbols to ids, ``merges`` lists symbol pairs in
@@ -163,7 +163,7 @@ class Seed002Encoder:
         self._setup()
 
     @classmethod
-    def from_tokenizer_json(cls, path: str | os.PathLike) -> "Seed002Encoder":
+    def from_tokenizer_json(cls, path: str | os.PathLike) -> "ChunkCacheEncoder":
         """Read the vocabulary, merges and added tokens of a byte-level BPE ``tokenizer.json``."""
         try:
             with open(path, encoding="utf-8") as file:
@@ -221,7 +221,7 @@ class Seed002Encoder:
         return [self.vocab[symbol] for symbol in word]
 
     def _encode_segment(self, text: str, output: list[int]) -> None:
-        """Seed 002's ``encode``: every chunk through the cache."""
+        """The TinyStories rules' ``encode``: every chunk through the cache."""
         if self.add_prefix_space and not text.startswith(" "):
             text = " " + text
         cache = self.chunk_cache
@@ -259,7 +259,7 @@ class Seed002Encoder:
 def _require(path, field: str, got, expected) -> None:
     if got != expected:
         raise TokenizerError(
-            path, f"{field} is not supported by seed 002's encoder", expected=repr(expected), got=repr(got)
+            path, f"{field} is not supported by the chunk-cache encoder", expected=repr(expected), got=repr(got)
         )
 
 
@@ -267,8 +267,8 @@ def _require(path, field: str, got, expected) -> None:
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
 
-class Seed002RegexEncoder(Seed002Encoder):
-    r"""Seed 002's method as fast as pure Python makes it: the same chunk cache and merge loop, a C pre-tokenizer.
+class ChunkCacheRegexEncoder(ChunkCacheEncoder):
+    r"""The chunk-cache method as fast as pure Python makes it: the same chunk cache and merge loop, a C pre-tokenizer.
 
     The ``regex`` package matches ``\p{L}``/``\p{N}`` with its own tables
     instead of ``re``'s spelled-out classes (thousands of ranges searched per
