@@ -26,7 +26,7 @@ from .rules import SOURCE_NAME_RULE, is_source_name
 
 Format = Literal["llmc", "megatron"]
 LlmcLayout = Literal["gpt2", "llama3"]
-# llm.c: the separator before each document (seed 000) or after it (seed 002)
+# llm.c: the separator before each document (the llm.c layout) or after it (the TinyStories rules)
 SeparatorPosition = Literal["before", "after"]
 FastMode = Literal["auto", "never", "require"]
 SpecialTokenPolicy = Literal["ordinary", "parsed"]
@@ -51,8 +51,10 @@ class BuildOptions:
         num_proc: worker processes encoding batches (1: in this process). No byte depends on it.
         batch_size: documents per encoded batch. No byte depends on it.
         max_tokens_per_file: llm.c's roll-over limit, 1..2**31-1 tokens per file.
-        llmc_layout: llm.c header: ``gpt2`` (magic 20240520, seed 000) or ``llama3`` (upstream's 20240801, uint32).
-        llmc_separator: llm.c: the separator ``before`` each document (seed 000) or ``after`` it (seed 002);
+        llmc_layout: llm.c header: ``gpt2`` (magic 20240520, the llm.c layout) or ``llama3`` (upstream's 20240801,
+            uint32).
+        llmc_separator: llm.c: the separator ``before`` each document (the llm.c layout) or ``after`` it (the
+            TinyStories rules);
             None: the layout's own (the plan's choice: ``before``, and with ``llama3`` llm.c's own Llama 3
             data's ``<|begin_of_text|>`` as the separator, unless ``--doc-sep`` or ``--bos`` was given).
         parse_special: special-token text inside documents becomes the token (default: ordinary text).

@@ -21,7 +21,7 @@ input shards of a build: shard i becomes ``part-{i:06d}`` of the release.
                  "size": N, "sha256": "<hex>"}]}
 
 ``empty_documents_dropped`` (present only when not 0): how many empty input
-documents were left out (both importers drop them, as seed 002 does).
+documents were left out (both importers drop them, as the TinyStories rules do).
 ``documents_by_source`` (present only with ``--source-column``):
 ``{split: {source: documents}}``, adding up to each split's rows; each
 source a source name (:func:`hf_tokbin.formats.rules.is_source_name`), at
@@ -59,7 +59,9 @@ _PER_MILLE_RULE = re.compile(r"sha256-per-mille-([1-9][0-9]{0,2})")
 
 
 def sha256_rule_name(val_per_mille: int) -> str:
-    """The split rule's name at a rate: ``sha256`` at seed 004's 1 in 1000, else ``sha256-per-mille-N``."""
+    """The split rule's name at a rate: ``sha256`` at the Megatron release layout's 1 in 1000, else
+    ``sha256-per-mille-N``.
+    """
     return "sha256" if val_per_mille == 1 else f"sha256-per-mille-{val_per_mille}"
 
 

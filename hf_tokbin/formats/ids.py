@@ -74,7 +74,7 @@ def with_boundaries(
     as ``[*before] + ids + [*after]``, in ``flat_ids``' dtype.
 
     One function for every layout: Megatron's ``[bos] + ids + [eod]``, llm.c's
-    ``[sep] + [bos] + ids`` (seed 000) and ``[bos] + ids + [sep]`` (seed 002).
+    ``[sep] + [bos] + ids`` (the llm.c layout) and ``[bos] + ids + [sep]`` (the TinyStories rules).
     The tokens must be valid ids of that dtype (the writers check them).
     """
     lengths = np.asarray(lengths, dtype=np.int64)

@@ -1,4 +1,4 @@
-"""llm.c ``.bin`` token files and their ``_MANIFEST.json`` (seed 000).
+"""llm.c ``.bin`` token files and their ``_MANIFEST.json`` (the llm.c layout).
 
 A token file is a flat stream of token ids that llm.c's loaders memory-map.
 All integers are little-endian::
@@ -19,7 +19,7 @@ n_tokens, and an id >= vocab_size when header[3] is non-zero.
 
 Files hold whole documents in corpus order; when the tokenizer defines a
 document separator, every document is preceded by it (as llm.c does; the
-writer's ``separator="before"``), or followed by it (``"after"``: seed 002's
+writer's ``separator="before"``), or followed by it (``"after"``: the TinyStories rules'
 ``<|bos|> story <|eos|>`` stream). A BOS, when given, begins every document::
 
     before: [sep] + [bos] + ids        after: [bos] + ids + [sep]
@@ -88,7 +88,7 @@ from .ids import check_ids_below, checked_documents, checked_ids, with_boundarie
 from .records import is_sha256, require
 from .rules import UINT16_VOCAB_LIMIT
 
-MAGIC = 20240520  # the GPT-2 family (seed 000)
+MAGIC = 20240520  # the GPT-2 family (the llm.c layout)
 LLAMA3_MAGIC = 20240801  # upstream llm.c's Llama 3 files
 HEADER_INTS = 256
 HEADER_BYTES = HEADER_INTS * 4
@@ -108,7 +108,7 @@ class Layout:
     magic: int
     version: int
     dtype: np.dtype
-    vocab_in_header: bool  # header[3] holds vocab_size (seed 000); upstream's Llama 3 files keep it 0
+    vocab_in_header: bool  # header[3] holds vocab_size (the llm.c layout); upstream's Llama 3 files keep it 0
     max_vocab: int  # the largest vocabulary whose ids fit ``dtype``
 
 
@@ -148,7 +148,7 @@ def document_boundaries(
     doc_sep_id: int | None, bos_id: int | None, separator: str
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The tokens before and after each document's ids: ``([sep, bos],
-    [])`` for "before" (seed 000), ``([bos], [sep])`` for "after".
+    [])`` for "before" (the llm.c layout), ``([bos], [sep])`` for "after".
     """
     sep = () if doc_sep_id is None else (doc_sep_id,)
     bos = () if bos_id is None else (bos_id,)
@@ -457,7 +457,7 @@ class LlmcWriter:
 
 @dataclass(frozen=True)
 class TokensManifest:
-    """``tokens/<tokenizer_id>/<dataset>/_MANIFEST.json`` (seed 000), keys in the seed's order."""
+    """``tokens/<tokenizer_id>/<dataset>/_MANIFEST.json`` (the llm.c layout), keys in its order."""
 
     tokenizer_id: str
     tokenizer_sha256: str

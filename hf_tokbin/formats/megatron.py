@@ -1,4 +1,4 @@
-"""Megatron IndexedDataset v1 ``.bin``/``.idx`` pairs (seed 004).
+"""Megatron IndexedDataset v1 ``.bin``/``.idx`` pairs (the Megatron release layout).
 
 ``.bin`` is a contiguous little-endian stream of token ids (uint16 or int32).
 ``.idx`` describes its sequences; all integers little-endian::
@@ -13,7 +13,7 @@
     34 + 4S       8 * S       sequence pointers, int64 (byte offsets into .bin)
     34 + 12S      8 * D       document indices, int64: [0, ..., S]
 
-Here one document is one sequence that ends with one EOD token (seed 004) and,
+Here one document is one sequence that ends with one EOD token (the Megatron release layout) and,
 when a BOS is given, begins with it: ``[bos] + ids + [eod]``, both counted in
 its length, so the document indices are ``[0, 1, ..., S]``. Pointers start at 0
 and are contiguous: ``pointer[i+1] = pointer[i] + length[i] * itemsize``, and

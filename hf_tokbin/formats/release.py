@@ -1,4 +1,4 @@
-"""A tokenized release folder: layout, receipts and ``COMPLETE.json`` (seed 004).
+"""A tokenized release folder: layout, receipts and ``COMPLETE.json`` (the Megatron release layout).
 
 ::
 
@@ -68,7 +68,7 @@ SPLITS = ("train", "validation")
 FORMATS = ("llmc", "megatron")  # the output formats, in their canonical order
 STATS_FORMAT = "hf_tokbin.stats/1"
 PREVIEW_DIR = "preview"  # the Parquet preview (formats/preview.py)
-LLMC_SPLIT = {"train": "train", "validation": "val"}  # seed 000 names the validation split "val"
+LLMC_SPLIT = {"train": "train", "validation": "val"}  # the llm.c layout names the validation split "val"
 
 
 def part_name(index: int) -> str:
@@ -107,7 +107,7 @@ class SplitCounts:
             "eod_tokens": self.eod_tokens,
             "text_bytes": self.text_bytes,
         }
-        if self.bos_tokens:  # a release without BOS keeps seed 004's keys exactly
+        if self.bos_tokens:  # a release without BOS keeps the Megatron release layout's keys exactly
             counts = {
                 "documents": self.documents,
                 "text_tokens": self.text_tokens,

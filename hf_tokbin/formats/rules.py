@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-# A split as given (a split column, a Hub repo's split, a file's name) -> seed 004's name; seed 000's llm.c says "val".
+# A split as given (a split column, a Hub repo's split, a file's name) -> the Megatron release layout's name;
+# the llm.c layout says "val".
 SPLIT_NAMES = {"train": "train", "validation": "validation", "val": "validation"}
 FOLDER_NAME_RULE = (
     "one folder name: not empty, printable, no '/' or '\\', not starting with '.', no white space at either end"
@@ -21,7 +22,7 @@ UINT16_VOCAB_LIMIT = 65_536  # ids 0..65,535 fit 16 bits; a larger vocabulary ne
 
 
 def split_name(value) -> str | None:
-    """Seed 004's name (``train`` or ``validation``) of a split
+    """The Megatron release layout's name (``train`` or ``validation``) of a split
     given as ``train``, ``validation`` or ``val``; else None.
     """
     return SPLIT_NAMES.get(value) if isinstance(value, str) else None

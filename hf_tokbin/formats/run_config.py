@@ -35,8 +35,8 @@ The document layouts it pins (``[x]`` one token, ``ids`` a document's text):
 
 - Megatron: every document is one sequence ``[bos] + ids + [eod]`` (``bos`` only
   when given), ``eod`` = ``doc_sep.id``; the lengths count both.
-- llm.c, ``separator: "before"`` (seed 000): ``[sep] + [bos] + ids`` per document;
-  ``"after"`` (seed 002): ``[bos] + ids + [sep]``; ``null`` (no separator):
+- llm.c, ``separator: "before"`` (the llm.c layout): ``[sep] + [bos] + ids`` per document;
+  ``"after"`` (the TinyStories rules): ``[bos] + ids + [sep]``; ``null`` (no separator):
   ``[bos] + ids``.
 
 ``special_tokens: "ordinary"``: a special token's text inside a document was
@@ -52,8 +52,8 @@ build's options in it are written and read by
 :class:`hf_tokbin.formats.build_options.BuildOptions` alone. It reads
 this format and of ``hf_tokbin.run_config/1`` (older releases: their
 separator and EOD were ``tokenizer.doc_sep_id``, their llm.c layout
-``llmc.variant`` "seed000" = "gpt2", separator before, special-token text
-parsed, no BOS). Input shard i of ``corpus.shards`` is ``part-{i:06d}`` of
+``llmc.variant`` "seed000" = "gpt2" (the llm.c layout), separator before,
+special-token text parsed, no BOS). Input shard i of ``corpus.shards`` is ``part-{i:06d}`` of
 the release.
 """
 
