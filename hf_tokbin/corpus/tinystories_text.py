@@ -1,13 +1,13 @@
 r"""TinyStories text files: their stories, read in large blocks (no ``datasets``, no per-line Python).
 
-The format (seed 002, the TinyStories V2 files)::
+The format (the TinyStories rules, the TinyStories V2 files)::
 
     ...end of a story.\n
     <|endoftext|>\n          <- a delimiter line: exactly these 13 characters, then a line end
     \n                       <- blank lines sometimes follow a delimiter
     Once upon a time...\n
 
-Rules, exactly seed 002's ``stories()``:
+Rules, exactly the TinyStories rules' ``stories()``:
 
 - A line holding only ``<|endoftext|>`` separates stories. A line with
   anything more (even a trailing space) is story text. Lines end as in
@@ -21,9 +21,9 @@ Rules, exactly seed 002's ``stories()``:
 Choice for ``\r\n`` files: every ``\r\n`` is read as ``\n`` before the
 rules apply (the reader yields ``stories(text.replace("\r\n", "\n"))``), so
 a ``\r\n`` file gives exactly the stories of the same file saved with
-``\n``. Applied literally to a ``\r\n`` file, the seed's code would keep
+``\n``. Applied literally to a ``\r\n`` file, the rules' code would keep
 ``\r\n`` inside stories and a stray ``\r`` at the end of each (``strip("\n")``
-cannot remove it). A lone ``\r`` stays as it is, as in the seed.
+cannot remove it). A lone ``\r`` stays as it is, as in the rules.
 
 Reading is streamed in binary blocks (``block_size``) cut after their last
 ``\n``, so every block starts at a line start, a UTF-8 character never
@@ -32,7 +32,7 @@ decoded once (invalid UTF-8 stops with the file and byte offset) and split
 with ``str.split`` (C speed) on ``"\n<|endoftext|>\n"``; only a block where
 that does not account for every ``<|endoftext|>`` (or that holds ``\r``) has
 each occurrence checked against the line rules in Python, once per marker,
-never once per line. This reads about 1.2-1.6x faster than the seed's line
+never once per line. This reads about 1.2-1.6x faster than the rules' line
 loop (scripts/bench_corpus.py).
 
 ``story_tables`` (``corpus tinystories``, the datasets builder) cuts the

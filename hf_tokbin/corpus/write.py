@@ -140,7 +140,7 @@ def write_tinystories_corpus(
     progress: bool = False,
     any_license: bool = False,
 ) -> CorpusManifest:
-    """Write the stories of TinyStories text files (seed 002's rules) as a corpus folder.
+    """Write the stories of TinyStories text files (the TinyStories rules) as a corpus folder.
 
     ``train`` gives the train split, ``valid`` (optional) the validation
     split. An input without a single story is an error. ``license`` and
@@ -217,9 +217,9 @@ def import_corpus(
     (JSON Lines, JSON arrays, Parquet, Arrow, text; compressed or not;
     ``save_to_disk`` folders). The split of each row: ``split="auto"`` uses a
     ``split`` column (or ``split_column``) when the files have one, else all
-    train; ``"sha256"`` is seed 004's rule at ``val_per_mille``; ``"all-train"``
+    train; ``"sha256"`` is the Megatron release layout's rule at ``val_per_mille``; ``"all-train"``
     ignores any column. ``split_map`` maps other split names. Empty documents
-    are dropped and counted (as ``corpus tinystories`` does, seed 002).
+    are dropped and counted (as ``corpus tinystories`` does, by the TinyStories rules).
     ``limit`` keeps the first N documents in input order. ``keep_columns``
     are copied into the shards beside ``text`` and ``split``;
     ``source_column`` is copied as a ``source`` column and its documents
@@ -713,7 +713,7 @@ class _CorpusShards:
         self._splits = {split: _ShardSequence(root, split, limit, self.schema, slots) for split in SPLITS}
         self.by_source: dict[str, dict[str, int]] = {}  # split -> source -> documents, when a source column is kept
 
-    empty_dropped = 0  # empty documents seen and dropped (both importers: seed 002 drops empty stories)
+    empty_dropped = 0  # empty documents seen and dropped (both importers: the TinyStories rules drop empty stories)
 
     def write_split(self, split: str, texts: pa.Array | pa.ChunkedArray) -> None:
         self._write(split, pa.table({"text": texts}))

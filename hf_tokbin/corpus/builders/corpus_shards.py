@@ -13,9 +13,9 @@ The split (``split`` option), in this order of choice:
   has one, else the split the file's container names (a ``DatasetDict``
   folder's split), else ``train``;
 - ``"column"``: ``split_column`` must be present in every file;
-- ``"sha256"`` (seed 004): ``validation`` when the first eight bytes of
+- ``"sha256"`` (the Megatron release layout): ``validation`` when the first eight bytes of
   SHA-256 of the exact UTF-8 text, read big-endian, are below
-  ``val_per_mille`` modulo 1000 (default 1: ``== 0``, the seed's rate), else
+  ``val_per_mille`` modulo 1000 (default 1: ``== 0``, the layout's rate), else
   ``train``. Identical texts share a split; repeats are all kept;
 - ``"all-train"``: every row is ``train``, whatever its columns say.
 
@@ -57,7 +57,10 @@ SPLIT_POLICIES = ("auto", "column", "sha256", "all-train")
 
 
 def sha256_split(text: str, val_per_mille: int = 1) -> str:
-    """Seed 004's split of one document: ``validation`` or ``train`` (``val_per_mille`` in 1000; the seed's is 1)."""
+    """The Megatron release layout's split of one document: ``validation`` or ``train``.
+
+    ``val_per_mille`` in 1000 go to validation; the layout's rate is 1.
+    """
     digest = hashlib.sha256(text.encode("utf-8")).digest()
     return "validation" if int.from_bytes(digest[:8], "big") % VALIDATION_MODULUS < val_per_mille else "train"
 

@@ -1,6 +1,6 @@
 """TinyStories text files as a ``datasets`` builder: one row per story.
 
-The reading rules (seed 002's) and the reader are :mod:`hf_tokbin.corpus.tinystories_text`;
+The reading rules (the TinyStories rules) and the reader are :mod:`hf_tokbin.corpus.tinystories_text`;
 this wraps them for ``datasets`` users. ``hf-tokbin corpus tinystories`` reads with them
 directly, without importing ``datasets``.
 """
