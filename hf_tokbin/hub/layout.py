@@ -1,7 +1,7 @@
 """Which repo paths a pull may write, and which of them ``--include`` selects.
 
 A path from a server's record is written only when it is one of the layout's
-own paths (seed 004's release, or a corpus folder), as plain text:
+own paths (a release in the Megatron release layout, or a corpus folder), as plain text:
 
 - relative, no empty, ``.`` or ``..`` component, no component starting with ``.``
   (``.git/config`` would run the server's commands on the next ``git status``);

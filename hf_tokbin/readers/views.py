@@ -3,7 +3,7 @@
 Two views, both over memory maps that every file's reader has checked first
 (:func:`hf_tokbin.formats.llmc.open_tokens`, :class:`hf_tokbin.formats.megatron.MegatronPair`):
 
-- :class:`LlmcSplit` -- a split's llm.c ``.bin`` files (seed 000, or upstream's
+- :class:`LlmcSplit` -- a split's llm.c ``.bin`` files (the llm.c layout, or upstream's
   Llama 3 layout) as one token stream.
 - :class:`MegatronSplit` -- a split's Megatron pairs (one per part file) as one
   sequence of documents: ``len``, ``split[i]`` (document i), ``split.stream``.
@@ -13,7 +13,7 @@ Two views, both over memory maps that every file's reader has checked first
 Windows and batches (:meth:`TokenStream.windows`, :meth:`TokenStream.batches`):
 
 - A window holds ``seq_len + 1`` tokens; its inputs are ``window[:-1]`` and its
-  targets ``window[1:]`` (seed 002 trains on 513-token windows: ``seq_len=512``).
+  targets ``window[1:]`` (the TinyStories rules train on 513-token windows: ``seq_len=512``).
 - **Windows never cross from one file (or pair) into the next**, as in llm.c's
   DataLoader, which reads every batch from inside one shard
   (``llmc/dataloader.h``, ``dataloader_load_batch``). A window is then one slice
@@ -169,7 +169,7 @@ def scan_positions(tokens: np.ndarray, token_id: int) -> np.ndarray:
 
 
 def open_llmc_file(path: str | os.PathLike, vocab_size: int | None = None, check_ids: bool = True) -> np.ndarray:
-    """The validated memory map of one llm.c file, seed 000 or upstream's Llama 3 layout (by magic)."""
+    """The validated memory map of one llm.c file, the llm.c layout or upstream's Llama 3 layout (by magic)."""
     return llmc.open_tokens(path, check_ids=check_ids, vocab_size=vocab_size)
 
 
@@ -193,7 +193,7 @@ def find_llmc_folder(path: str | os.PathLike) -> Path:
 
 
 def llmc_split_name(split: str) -> str:
-    """``train`` or ``val`` (seed 000's name), accepting ``validation`` for ``val``."""
+    """``train`` or ``val`` (the llm.c layout's name), accepting ``validation`` for ``val``."""
     name = LLMC_SPLIT.get(split, split)
     if name not in llmc.SPLITS:
         raise FormatError(None, "unknown split", expected="train, val or validation", got=split)
@@ -201,7 +201,7 @@ def llmc_split_name(split: str) -> str:
 
 
 def megatron_split_name(split: str) -> str:
-    """``train`` or ``validation`` (seed 004's name), accepting ``val`` for ``validation``."""
+    """``train`` or ``validation`` (the Megatron release layout's name), accepting ``val`` for ``validation``."""
     name = split_name(split)
     if name is None:
         raise FormatError(None, "unknown split", expected="train, validation or val", got=split)
@@ -213,7 +213,7 @@ class LlmcSplit(TokenStream):
 
     ``doc_sep_id`` (from the manifest) gives the document boundaries for
     ``aligned=True``, with ``separator`` saying where it stands: ``"before"``
-    each document (seed 000), ``"after"`` it (seed 002, ``--llmc-sep after``),
+    each document (the llm.c layout), ``"after"`` it (the TinyStories rules, ``--llmc-sep after``),
     or None to read that from each file as ``verify`` does (it ends with the
     separator and does not start with it: after); ``vocab_size`` checks every
     id (with ``check_ids``).
