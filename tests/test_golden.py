@@ -18,18 +18,18 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow  # four real builds, about 30 s
 
 
-# run_config.json format 2 (issue 12) changed these files on purpose, and nothing else: the token
+# run_config.json format 2 changed these files on purpose, and nothing else: the token
 # files, .idx, receipts, manifests and stats.json of every golden release keep their bytes. The
 # card and COMPLETE.json (which lists run_config.json) follow run_config.json; ``tokenizer train``
 # now also writes tokenizer_config.json and generation_config.json's bos_token_id.
 CHANGED_BY_RUN_CONFIG_2 = {"run_config.json", "README.md", "COMPLETE.json"}
 CHANGED_BY_TOKENIZER_FILES = {"sample": {"tokenizer/generation_config.json", "tokenizer/tokenizer_config.json"}}
-# A release ships its tokenizer (issue 22): tokenizer/ is new in every release, and COMPLETE.json lists it.
+# A release ships its tokenizer: tokenizer/ is new in every release, and COMPLETE.json lists it.
 SHIPPED_TOKENIZER_DIR = "tokenizer/"
-# A release holds a Parquet preview for the Hub's viewer (issue 25):
+# A release holds a Parquet preview for the Hub's viewer:
 # preview/ is new, COMPLETE.json lists it, the card declares it.
 PREVIEW_DIR = "preview/"
-# --llmc-layout llama3 writes llm.c's own Llama 3 data by default (issue 22): <|begin_of_text|> (128000) before each
+# --llmc-layout llama3 writes llm.c's own Llama 3 data by default: <|begin_of_text|> (128000) before each
 # document and no 128001 in its llm.c files and manifest (doc_sep_id
 # 128000); its Megatron pairs and receipts keep their bytes.
 CHANGED_BY_LLAMA3_BEGIN_OF_TEXT = {

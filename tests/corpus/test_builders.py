@@ -76,7 +76,7 @@ def test_reader_is_the_reference_reader_after_crlf_becomes_lf(tmp_path_factory, 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(FRAGMENTS, max_size=40), st.integers(1, 40), st.booleans())
 def test_the_corpus_tables_cut_bytes_into_the_readers_stories(tmp_path_factory, fragments, block_size, keep_empty):
-    # story_tables cuts the stories as UTF-8 bytes (issue 23):
+    # story_tables cuts the stories as UTF-8 bytes:
     # the same stories as the text reader, empty ones included.
     path = write(tmp_path_factory.mktemp("bytes"), "in.txt", "".join(fragments))
     tables = [
@@ -259,7 +259,7 @@ def write_jsonl(path: Path, rows) -> Path:
 
 
 def reference_split(text: str) -> str:
-    """Seed 004's rule, written out independently of the code under test."""
+    """The Megatron release layout's split rule, written out independently of the code under test."""
     value = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], byteorder="big")
     return "validation" if value % 1000 == 0 else "train"
 

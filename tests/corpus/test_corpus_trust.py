@@ -1,4 +1,4 @@
-"""Issue 16's corpus findings: overwrite deletes only our corpus
+"""Corpus folders are handled safely: overwrite deletes only our corpus
 folders, killed runs are cleaned up, names and cards are safe.
 """
 

@@ -1,4 +1,4 @@
-"""An empty validation split is said at import and at build, with the rule that gave it (issue 22)."""
+"""An empty validation split is said at import and at build, with the rule that gave it."""
 
 from __future__ import annotations
 

@@ -211,7 +211,8 @@ def test_run_config_reads_back_the_options_it_was_written_with(corpus, tmp_path)
         hf_tokbin.plan_build(corpus, hf_tokbin.resolve_tokenizer("byte", doc_sep=0), out, options), progress=False
     )
     read = RunConfig.read(out / "run_config.json")
-    # The separator's place as the plan chose it (the byte tokenizer has no <|begin_of_text|>: the seed-000 place).
+    # The separator's place as the plan chose it (the byte tokenizer has no <|begin_of_text|>: the llm.c
+    # layout's place).
     assert read.options == BuildOptions(
         formats=("llmc",),
         llmc_layout="llama3",

@@ -1,4 +1,4 @@
-"""llm.c .bin token files (seed 000): writer, reader, manifest.
+"""llm.c .bin token files (the llm.c layout): writer, reader, manifest.
 
 Expected bytes are built here with ``struct``, independently of the encoder.
 """

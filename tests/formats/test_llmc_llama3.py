@@ -48,7 +48,7 @@ def test_writer_mirrors_llmc_writer_with_uint32_ids(tmp_path):
     w = llmc.LlmcWriter(tmp_path / "l3", "train", LLAMA3_VOCAB, doc_sep_id=128000, max_tokens=7, family="llama3")
     w.add_documents(*flat(docs))
     entries = w.close()
-    # The same documents through the seed-000 writer give the same files, entries and ids.
+    # The same documents through the llm.c layout's writer give the same files, entries and ids.
     ref = llmc.LlmcWriter(tmp_path / "ref", "train", LLAMA3_VOCAB, doc_sep_id=128000, max_tokens=7)
     ref.add_documents(*flat(docs))
     ref_entries = ref.close()

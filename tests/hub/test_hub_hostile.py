@@ -633,7 +633,7 @@ def test_a_full_disk_is_one_clear_error_and_the_re_run_ends_byte_identical(hub, 
     }
 
 
-# -- records of a Hub corpus, bounded before they are written (issue 21.4) ------------------------------
+# -- records of a Hub corpus, bounded before they are written ----------------------------------------
 
 
 @pytest.mark.parametrize("record", ["_MANIFEST.json", "README.md", "data/train-00000.parquet"])

@@ -1,4 +1,4 @@
-"""A partial copy (``pull --include``) verifies, merges and gets recipes (issue 22).
+"""A partial copy (``pull --include``) verifies, merges and gets recipes.
 
 ``PARTIAL.json`` keeps ``COMPLETE.json``'s whole listing: ``verify`` checks every
 file the copy holds against its entry, says what is absent, and applies the

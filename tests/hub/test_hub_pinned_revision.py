@@ -1,5 +1,5 @@
 """A revision recorded as pinned is a commit id: a server answering a branch name (or anything else) for the commit
-of a Hub tokenizer or corpus stops the build before anything is written (issue 21.5)."""
+of a Hub tokenizer or corpus stops the build before anything is written."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Push never deletes or publishes unasked, says the Hub's reason, respects its limits (issue 14, push side; issue 16).
+"""Push never deletes or publishes unasked, says the Hub's reason, respects its limits, and publishes only
+what COMPLETE.json vouches for.
 
 Against the Hub-protocol test server with the real huggingface_hub client, in a child
 process (the client reads HF_HUB_DISABLE_XET / HF_ENDPOINT when imported).
@@ -459,7 +460,7 @@ def test_a_late_deletion_commit_is_accepted_on_the_retrys_404(hub, env, tmp_path
     assert "landed late" in result.stderr and "old.txt" not in hub.head_files(REPO)
 
 
-# -- 9. issue 16: what is published is what COMPLETE.json vouches for ----------------
+# -- 9. what is published is what COMPLETE.json vouches for ----------------
 
 
 def test_a_small_file_changed_during_its_commit_is_not_published_with_new_bytes(hub, env, tmp_path):

@@ -1,7 +1,7 @@
 """The build lock and every file a build creates under --out:
 never through a symlink; a killed build never blocks a re-run.
 
-Each test reproduces an attack or accident of issue 21 (items 2 and 14): a
+Each test reproduces an attack or accident: a
 pre-made ``.work/lock`` symlink, a symlinked ``.work``, a symlink at a
 temporary name, a ``kill -9`` of a ``--num-proc 2`` build whose workers lived
 on holding the lock, a lock left in the name of a process that is gone.

@@ -197,8 +197,8 @@ def test_batches_are_shifted_windows(release):
         next(split.batches(0, 12))
 
 
-def test_seed_002_window_length(tmp_path):
-    # seed 002 trains on random 513-token windows: seq_len 512.
+def test_513_token_windows_are_seq_len_512(tmp_path):
+    # The TinyStories rules train on random 513-token windows: seq_len 512.
     llmc.write_tokens(tmp_path / "x.bin", np.arange(3000) % 256, 256)
     inputs, targets = next(LlmcSplit.open(tmp_path / "x.bin").batches(2, 512))
     assert inputs.shape == (2, 512) and np.array_equal(inputs[:, 1:], targets[:, :-1])

@@ -1,6 +1,6 @@
 """Review: document-aligned windows start at a document start with the separator after each document too.
 
-With ``--llmc-sep after`` (seed 002's ``[bos] + story + [eos]``) the separator
+With ``--llmc-sep after`` (the TinyStories rules' ``[bos] + story + [eos]``) the separator
 ends each document, so a window starting at a separator starts on the last
 token of the previous document, one off.
 """
