@@ -361,6 +361,24 @@ def _hub_glob(path: str, files_under) -> dict:
     }
 
 
+def _hub_found(path: str, files_under) -> dict:
+    """The listed files of ``path`` in its repo (a glob, a file, a folder or the repo), by path."""
+    from huggingface_hub.hf_api import RepoFile
+
+    if any(c in path for c in _GLOB_CHARS):
+        return _hub_glob(path, files_under)
+    entry = next((e for e in files_under(path.rpartition("/")[0], False) if e.path == path), None) if path else None
+    if path and entry is None:
+        raise FileNotFoundError(path)
+    if isinstance(entry, RepoFile):
+        return {path: entry}
+    return {  # a folder (or the repo): its files, but hidden ones
+        e.path: e
+        for e in files_under(path, True)
+        if isinstance(e, RepoFile) and not is_hidden(e.path[len(path) :].split("/"))
+    }
+
+
 def _hub_inputs(url: str) -> list[InputFile]:
     """Files under an ``hf://`` URL (a file, a folder or a glob), sorted by path, at the commit its revision names.
 
@@ -375,7 +393,6 @@ def _hub_inputs(url: str) -> list[InputFile]:
     from huggingface_hub import HfApi
     from huggingface_hub.constants import REPO_TYPES_URL_PREFIXES
     from huggingface_hub.errors import EntryNotFoundError
-    from huggingface_hub.hf_api import RepoFile
 
     from ..errors import TokbinError, shown
     from ..hub.retry import RetryPolicy, call_with_retry
@@ -391,35 +408,13 @@ def _hub_inputs(url: str) -> list[InputFile]:
         def files_under(folder: str, recursive: bool) -> list:
             def listing():
                 return bounded_listing(
-                    api,
-                    resolved.id,
-                    url,
-                    repo_type=resolved.type,
-                    revision=commit,
-                    recursive=recursive,
+                    api, resolved.id, url, repo_type=resolved.type, revision=commit, recursive=recursive,
                     path_in_repo=folder or None,
                 )
 
             return call_with_retry(RetryPolicy.from_env(), "list the Hub path", listing)
 
-        if any(c in path for c in _GLOB_CHARS):
-            found = _hub_glob(path, files_under)
-        else:
-            entry = (
-                next((e for e in files_under(path.rpartition("/")[0], False) if e.path == path), None)
-                if path
-                else None
-            )
-            if path and entry is None:
-                raise FileNotFoundError(path)
-            if isinstance(entry, RepoFile):
-                found = {path: entry}
-            else:  # a folder (or the repo): its files, but hidden ones
-                found = {
-                    e.path: e
-                    for e in files_under(path, True)
-                    if isinstance(e, RepoFile) and not is_hidden(e.path[len(path) :].split("/"))
-                }
+        found = _hub_found(path, files_under)
         names = sorted(found)
     except TokbinError:
         raise
@@ -427,8 +422,7 @@ def _hub_inputs(url: str) -> list[InputFile]:
         raise CorpusInputError(url, "input file is missing on the Hub") from None
     except Exception as e:  # the Hub client's errors: no such repo, no access, unreachable
         raise CorpusInputError(
-            url,
-            "cannot list the Hub path",
+            url, "cannot list the Hub path",
             got=shown(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"),
         ) from None
     files = [n for n in names if reader_of(n)[0]]

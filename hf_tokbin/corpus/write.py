@@ -237,16 +237,8 @@ def import_corpus(
     _check_distinct_inputs(inputs)
     with CorpusWriter(out, name, ShardLimit.of(shard_rows, shard_bytes), overwrite) as corpus:
         builder = _corpus_shards_builder(
-            corpus.cache,
-            inputs,
-            text_column=text_column,
-            text_join=text_join,
-            split=split,
-            split_column=split_column,
-            split_map=split_map,
-            val_per_mille=val_per_mille,
-            keep_columns=keep_columns,
-            source_column=source_column,
+            corpus.cache, inputs, text_column=text_column, text_join=text_join, split=split, split_column=split_column,
+            split_map=split_map, val_per_mille=val_per_mille, keep_columns=keep_columns, source_column=source_column,
             progress=progress,
         )
         corpus.write_tables(limited(stream_builder_tables(builder, "input"), limit))

@@ -303,8 +303,7 @@ class RunConfig:
             return checked_field(path, obj, name, ok, rule)
 
         fmt = get(
-            "format",
-            lambda v: v in (RUN_CONFIG_FORMAT, RUN_CONFIG_FORMAT_V1),
+            "format", lambda v: v in (RUN_CONFIG_FORMAT, RUN_CONFIG_FORMAT_V1),
             f"{RUN_CONFIG_FORMAT} (or {RUN_CONFIG_FORMAT_V1})",
         )
         formats = read_formats(path, obj)
@@ -325,11 +324,8 @@ class RunConfig:
             bos, llmc_doc_sep, options = None, None, _read_version_1_options(path, obj, formats, vocab_size)
         else:
             bos = _read_boundary(path, obj, "bos", is_id, vocab_size)
-            llmc_doc_sep = (
-                _read_boundary(path, obj, "llmc.doc_sep", is_id, vocab_size)
-                if isinstance(obj.get("llmc"), dict) and "doc_sep" in obj["llmc"]
-                else None
-            )
+            has_llmc_doc_sep = isinstance(obj.get("llmc"), dict) and "doc_sep" in obj["llmc"]
+            llmc_doc_sep = _read_boundary(path, obj, "llmc.doc_sep", is_id, vocab_size) if has_llmc_doc_sep else None
             options = BuildOptions.from_record(path, obj, vocab_size, (llmc_doc_sep or doc_sep) is not None)
         _read_origins(path, obj)
         return cls(
@@ -345,8 +341,7 @@ class RunConfig:
             bos=bos,
             format=fmt,
             llmc_doc_sep=llmc_doc_sep,
-            # Both objects: their fields above were read.
-            tokenizer=dict(obj["tokenizer"]),
+            tokenizer=dict(obj["tokenizer"]),  # both objects: their fields above were read
             corpus={k: v for k, v in obj["corpus"].items() if k != "shards"},
             corpus_subset=CorpusSubset.from_record(obj["corpus"]["subset"], path)
             if "subset" in obj["corpus"]

@@ -119,8 +119,7 @@ class Source:
 
         def too_slow() -> HubError:
             return HubError(
-                self.uri(path),
-                f"download too slow: {received:,} of {expected.size:,} bytes after {seconds:.0f}s",
+                self.uri(path), f"download too slow: {received:,} of {expected.size:,} bytes after {seconds:.0f}s",
                 hint="re-run: it resumes (HF_TOKBIN_PULL_MIN_RATE / HF_TOKBIN_PULL_GRACE set the limits)",
             )
 
@@ -138,8 +137,7 @@ class Source:
                     raise HubError(
                         self.uri(path),
                         f"the server offers more bytes than {expected.listed_in} lists; refused before reading",
-                        expected=expected.size,
-                        got=int(announced),
+                        expected=expected.size, got=int(announced),
                     )
                 fd = os.open(tmp, _OPEN_FLAGS, 0o644)
                 with os.fdopen(fd, "wb") as file:
@@ -149,40 +147,36 @@ class Source:
                             raise HubError(
                                 self.uri(path),
                                 f"the server sent more bytes than {expected.listed_in} lists; stopped reading",
-                                expected=expected.size,
-                                got=f"over {expected.size}",
+                                expected=expected.size, got=f"over {expected.size}",
                             )
                         file.write(chunk)
                         sha256.update(chunk)
                     file.flush()
                     os.fsync(file.fileno())
-            if received != expected.size:
-                raise VerificationError(
-                    self.uri(path),
-                    f"size differs from {expected.listed_in} (the server sent fewer bytes)",
-                    expected=expected.size,
-                    got=received,
-                )
-            if expected.sha256 is not None and sha256.hexdigest() != expected.sha256:
-                raise VerificationError(
-                    self.uri(path),
-                    f"SHA-256 differs from {expected.listed_in}",
-                    expected=expected.sha256,
-                    got=sha256.hexdigest(),
-                )
-            if expected.git_blob_id is not None and git_blob_id(tmp) != expected.git_blob_id:
-                raise VerificationError(
-                    self.uri(path),
-                    f"git blob id differs from {expected.listed_in}",
-                    expected=expected.git_blob_id,
-                    got=git_blob_id(tmp),
-                )
+            self._check_download(path, tmp, expected, received, sha256.hexdigest())
             os.replace(tmp, dest)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
         return dest
+
+    def _check_download(self, path: str, tmp: Path, expected: Expected, received: int, sha256: str) -> None:
+        """The downloaded ``tmp`` of ``path`` against what was listed: its size, SHA-256 and git blob id."""
+        if received != expected.size:
+            raise VerificationError(
+                self.uri(path), f"size differs from {expected.listed_in} (the server sent fewer bytes)",
+                expected=expected.size, got=received,
+            )
+        if expected.sha256 is not None and sha256 != expected.sha256:
+            raise VerificationError(
+                self.uri(path), f"SHA-256 differs from {expected.listed_in}", expected=expected.sha256, got=sha256,
+            )
+        if expected.git_blob_id is not None and git_blob_id(tmp) != expected.git_blob_id:
+            raise VerificationError(
+                self.uri(path), f"git blob id differs from {expected.listed_in}", expected=expected.git_blob_id,
+                got=git_blob_id(tmp),
+            )
 
     def _url(self, path: str) -> str:
         from huggingface_hub import hf_hub_url

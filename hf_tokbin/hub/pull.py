@@ -137,38 +137,23 @@ class Wanted:
 
 
 def pull_release(
-    repo_id: str,
-    out: str | os.PathLike,
-    *,
-    revision: str | None = None,
-    endpoint: str | None = None,
-    token: str | None = None,
-    allow_incomplete: bool = False,
-    include: Include | list[str] | None = None,
-    path_in_repo: str | None = None,
-    retry: RetryPolicy | None = None,
-    limits: DownloadLimits | None = None,
-    max_workers: int = 8,
-    progress: bool = True,
+    repo_id: str, out: str | os.PathLike, *, revision: str | None = None, endpoint: str | None = None,
+    token: str | None = None, allow_incomplete: bool = False, include: Include | list[str] | None = None,
+    path_in_repo: str | None = None, retry: RetryPolicy | None = None, limits: DownloadLimits | None = None,
+    max_workers: int = 8, progress: bool = True,
 ) -> PullSummary:
     """Download the release or corpus in ``repo_id`` at ``revision`` to ``out``, verified; see the module docstring."""
 
     out = _checked_new_folder(Path(out))
     include = include if isinstance(include, Include) else Include.parse(include)
     snapshot = open_snapshot(repo_id, revision, endpoint, token, path_in_repo, retry, limits)
-    call, commit, folder, tree, source = (
-        snapshot.call,
-        snapshot.commit,
-        snapshot.folder,
-        snapshot.tree,
-        snapshot.source,
-    )
+    call, commit, folder, tree = snapshot.call, snapshot.commit, snapshot.folder, snapshot.tree
+    source = snapshot.source
     where = f"{repo_id}@{commit}" + (f"/{folder}" if folder else "")
     kind = "release" if COMPLETE_NAME in tree else "corpus" if CORPUS_MANIFEST_NAME in tree else None
     if kind is None and not allow_incomplete:
         raise HubError(
-            where,
-            f"release is incomplete: {COMPLETE_NAME} is missing",
+            where, f"release is incomplete: {COMPLETE_NAME} is missing",
             hint="a push may still be running; --allow-incomplete downloads what is there",
         )
 
@@ -176,13 +161,9 @@ def pull_release(
     records = safe_folder(staging, RECORDS_DIR)
     with named_on_the_hub(staging, records, source):
         if kind is None:
-            # No record: the tree's layout files, each as large as
-            # the tree says (there is nothing else to bound it by).
-            layout = [
-                p
-                for p in sorted(tree)
-                if (folder or p not in GIT_FILES) and _in_layout("release", p) and include.selects(p)
-            ]
+            # No record: the tree's layout files, each as large as the tree says (nothing else bounds it).
+            layout = [p for p in sorted(tree) if (folder or p not in GIT_FILES) and _in_layout("release", p)]
+            layout = [p for p in layout if include.selects(p)]
             wanted = [Wanted(p, tree_expected(tree, p, source, record=False)) for p in layout]
             record = None
         else:
@@ -194,11 +175,8 @@ def pull_release(
             wanted = _wanted_from_record(kind, record, tree, include, source)
         _remove_strays(staging, {w.path for w in wanted})
         fetched = fetch_all(
-            wanted,
-            staging,
-            lambda w: call(f"download {w.path}", lambda: source.fetch(w.path, staging, w.expected)),
-            max_workers,
-            progress,
+            wanted, staging, lambda w: call(f"download {w.path}", lambda: source.fetch(w.path, staging, w.expected)),
+            max_workers, progress,
         )
 
         receipts = _check_what_came(staging, kind, record, wanted, include, source, progress)
@@ -213,17 +191,8 @@ def pull_release(
     total = sum(os.lstat(out / n).st_size for n in names)
     kept = len(wanted) - fetched  # the record is fetched (or PARTIAL.json written) by every run
     return PullSummary(
-        repo_id,
-        commit,
-        out,
-        len(names),
-        total,
-        receipts,
-        kind == "release" and include.everything,
-        kind or "release",
-        include.specs,
-        fetched,
-        kept,
+        repo_id, commit, out, len(names), total, receipts, kind == "release" and include.everything, kind or "release",
+        include.specs, fetched, kept,
     )
 
 

@@ -542,13 +542,8 @@ class _Publisher:
             )
 
     def commit(
-        self,
-        uploads: Sequence[Upload],
-        deletions: Sequence[str],
-        message: str,
-        description: str = "",
-        create_pr: bool = False,
-        prepared: _Prepared | None = None,
+        self, uploads: Sequence[Upload], deletions: Sequence[str], message: str, description: str = "",
+        create_pr: bool = False, prepared: _Prepared | None = None,
     ) -> str:
         """Create one commit on top of ``head``; return its id (after recovering a commit that landed).
 
@@ -574,13 +569,8 @@ class _Publisher:
                     self.preupload(prepared, create_pr)
                 step = "commit"
                 info = self.api.create_commit(
-                    self.repo_id,
-                    operations,
-                    commit_message=message,
-                    commit_description=description or None,
-                    repo_type=REPO_TYPE,
-                    revision=self.revision,
-                    parent_commit=None if create_pr else self.head,
+                    self.repo_id, operations, commit_message=message, commit_description=description or None,
+                    repo_type=REPO_TYPE, revision=self.revision, parent_commit=None if create_pr else self.head,
                     create_pr=create_pr or None,
                 )
                 if create_pr:
@@ -589,45 +579,53 @@ class _Publisher:
             except HubError:
                 raise
             except Exception as error:
-                status = status_of(error)
-                if failed_before is not None and status in (412, 404) and not create_pr:
-                    # A retry refused because the branch moved or a file to
-                    # delete is gone: our earlier commit may have landed late.
-                    landed = self._landed(sent, deletions, message)
-                    if landed is not None:
-                        notify(
-                            f"commit: {short_reason(failed_before)}, then "
-                            f"{short_reason(error)}: the first commit landed late, as {landed}"
-                        )
-                        return landed
-                if status == 412:
-                    raise HubError(
-                        self.where,
-                        "the branch moved: someone else pushed to it during this push",
-                        expected=f"head {self.head}",
-                        got=f"head {self.read_head()}",
-                        hint="check the other commit, then re-run push: it resumes from the new head",
-                    ) from error
-                if not is_transient(error) or attempt == self.retry.attempts:
-                    raise as_hub_error(self.where, step, error) from error
+                landed = self._recover(error, failed_before, step, attempt, sent, deletions, message, create_pr)
+                if landed is not None:
+                    return landed
                 failed_before = error
-                if not create_pr:  # the commit may have landed although its answer was lost: look before retrying
-                    head = self.read_head()
-                    if head != self.head:
-                        landed = self._landed(sent, deletions, message)
-                        if landed is not None:
-                            notify(f"commit: {short_reason(error)}, but the commit landed as {landed}")
-                            return landed
-                        raise HubError(
-                            self.where,
-                            "the branch moved during a failed commit and "
-                            "does not hold this batch: someone else pushed",
-                            expected=f"head {self.head}",
-                            got=f"head {head}",
-                            hint="check the other commit, then re-run push",
-                        ) from error
                 self.retry.pause(step, attempt, error, note="; the head did not move" if not create_pr else "")
         raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _recover(
+        self, error: Exception, failed_before: Exception | None, step: str, attempt: int, sent: Sequence[Upload],
+        deletions: Sequence[str], message: str, create_pr: bool,
+    ) -> str | None:
+        """After a failed commit attempt: the id of a commit that landed after all, else None to retry; or raise."""
+        status = status_of(error)
+        if failed_before is not None and status in (412, 404) and not create_pr:
+            # A retry refused because the branch moved or a file to
+            # delete is gone: our earlier commit may have landed late.
+            landed = self._landed(sent, deletions, message)
+            if landed is not None:
+                notify(
+                    f"commit: {short_reason(failed_before)}, then "
+                    f"{short_reason(error)}: the first commit landed late, as {landed}"
+                )
+                return landed
+        if status == 412:
+            raise HubError(
+                self.where, "the branch moved: someone else pushed to it during this push",
+                expected=f"head {self.head}", got=f"head {self.read_head()}",
+                hint="check the other commit, then re-run push: it resumes from the new head",
+            ) from error
+        if not is_transient(error) or attempt == self.retry.attempts:
+            raise as_hub_error(self.where, step, error) from error
+        if not create_pr:  # the commit may have landed although its answer was lost: look before retrying
+            head = self.read_head()
+            if head != self.head:
+                landed = self._landed(sent, deletions, message)
+                if landed is not None:
+                    notify(f"commit: {short_reason(error)}, but the commit landed as {landed}")
+                    return landed
+                raise HubError(
+                    self.where,
+                    "the branch moved during a failed commit and "
+                    "does not hold this batch: someone else pushed",
+                    expected=f"head {self.head}",
+                    got=f"head {head}",
+                    hint="check the other commit, then re-run push",
+                ) from error
+        return None
 
     def _landed(self, uploads: Sequence[Upload], deletions: Sequence[str], message: str) -> str | None:
         """The branch head, if it is our commit: right on ``self.head``, with our message, holding our files."""
@@ -780,23 +778,11 @@ def _send_commits(
 
 
 def push_folder(
-    folder: str | os.PathLike,
-    repo_id: str,
-    *,
-    revision: str = "main",
-    private: bool | None = None,
-    endpoint: str | None = None,
-    token: str | None = None,
-    limits: HubLimits = HubLimits(),
-    retry: RetryPolicy | None = None,
-    rate_limiter: CommitRateLimiter | None = None,
-    progress: bool = True,
-    path_in_repo: str | None = None,
-    delete: Sequence[str] = (),
-    mirror: bool = False,
-    dry_run: bool = False,
-    commit_message: str | None = None,
-    create_pr: bool = False,
+    folder: str | os.PathLike, repo_id: str, *, revision: str = "main", private: bool | None = None,
+    endpoint: str | None = None, token: str | None = None, limits: HubLimits = HubLimits(),
+    retry: RetryPolicy | None = None, rate_limiter: CommitRateLimiter | None = None, progress: bool = True,
+    path_in_repo: str | None = None, delete: Sequence[str] = (), mirror: bool = False, dry_run: bool = False,
+    commit_message: str | None = None, create_pr: bool = False,
 ) -> PushSummary | PushPreview:
     """Publish ``folder`` (a release or a raw corpus) to the dataset repo ``repo_id`` on branch ``revision``.
 
@@ -816,9 +802,7 @@ def push_folder(
     delete = _check_patterns(delete)
     if create_pr and revision != "main":
         raise HubError(
-            None,
-            "--create-pr opens a pull request against main: it takes no --revision",
-            got=revision,
+            None, "--create-pr opens a pull request against main: it takes no --revision", got=revision,
             hint="to continue a pull request, push with --revision refs/pr/N",
         )
     plan = _checked_plan(folder, progress)
@@ -826,13 +810,8 @@ def push_folder(
     omitted = left_out(plan)  # after the check above: it names a symlink among the files it hashes
     rate_limiter = rate_limiter or CommitRateLimiter(limits.commits_per_hour)
     publisher = _Publisher(
-        HfApi(endpoint=endpoint, token=token),
-        repo_id,
-        revision,
-        limits,
-        retry or RetryPolicy.from_env(),
-        prefix=prefix,
-        local=local,
+        HfApi(endpoint=endpoint, token=token), repo_id, revision, limits, retry or RetryPolicy.from_env(),
+        prefix=prefix, local=local,
     )
 
     is_private, head = publisher.repo_state()

@@ -103,18 +103,9 @@ class RemoteReport:
 
 
 def verify_remote(
-    repo_id: str,
-    *,
-    revision: str | None = None,
-    endpoint: str | None = None,
-    token: str | None = None,
-    download_sample: int = 0,
-    path_in_repo: str | None = None,
-    retry: RetryPolicy | None = None,
-    limits: DownloadLimits | None = None,
-    max_workers: int = 8,
-    progress: bool = True,
-    strict: bool = False,
+    repo_id: str, *, revision: str | None = None, endpoint: str | None = None, token: str | None = None,
+    download_sample: int = 0, path_in_repo: str | None = None, retry: RetryPolicy | None = None,
+    limits: DownloadLimits | None = None, max_workers: int = 8, progress: bool = True, strict: bool = False,
 ) -> "RemoteReport | RemoteCorpusReport":
     """Check the release in ``repo_id`` at ``revision`` against the Hub's own metadata; see the module docstring.
 
@@ -128,18 +119,13 @@ def verify_remote(
         raise HubError("--download-sample", "must be a non-negative integer", got=download_sample)
     snapshot = open_snapshot(repo_id, revision, endpoint, token, path_in_repo, retry, limits)
     call, commit, folder, tree, source = (
-        snapshot.call,
-        snapshot.commit,
-        snapshot.folder,
-        snapshot.tree,
-        snapshot.source,
+        snapshot.call, snapshot.commit, snapshot.folder, snapshot.tree, snapshot.source,
     )
     if COMPLETE_NAME not in tree and CORPUS_MANIFEST_NAME in tree:
         return _verify_remote_corpus(snapshot, repo_id, max_workers, progress)
     if COMPLETE_NAME not in tree:
         raise VerificationError(
-            source.uri(""),
-            "release is incomplete: no COMPLETE.json at this commit",
+            source.uri(""), "release is incomplete: no COMPLETE.json at this commit",
             hint="a push may still be running; --path-in-repo names a release in a folder of the repo",
         )
 
@@ -171,15 +157,8 @@ def verify_remote(
     downloaded = sum(e.size for e in small) + sum(by_path[p].size for p in sample) + tree[COMPLETE_NAME].size
     sampled = tuple(Path(p).stem for p in parts)
     return RemoteReport(
-        repo_id,
-        commit,
-        len(complete.files) + 1,
-        sum(e.size for e in complete.files),
-        downloaded,
-        sampled,
-        report,
-        folder,
-        others,
+        repo_id, commit, len(complete.files) + 1, sum(e.size for e in complete.files), downloaded, sampled, report,
+        folder, others,
     )
 
 

@@ -149,8 +149,7 @@ def show(
         )
     if (doc is None) == (window is None) or (window is not None and length is None):
         raise FormatError(
-            None,
-            "show needs --doc N, or --window OFFSET with --len T",
+            None, "show needs --doc N, or --window OFFSET with --len T",
             got=f"doc={doc}, window={window}, len={length}",
         )
     stream = MegatronSplit.open(root, split).stream if format == "megatron" else LlmcSplit.open(root, split)
@@ -173,10 +172,8 @@ def show(
     else:
         if window < 0 or length < 1 or window + length > stream.n_tokens:
             raise FormatError(
-                root,
-                f"window outside the {split} tokens",
-                expected=f"0 <= OFFSET, 1 <= LEN, OFFSET + LEN <= {stream.n_tokens:,}",
-                got=f"{window}+{length}",
+                root, f"window outside the {split} tokens",
+                expected=f"0 <= OFFSET, 1 <= LEN, OFFSET + LEN <= {stream.n_tokens:,}", got=f"{window}+{length}",
             )
         start, stop = window, window + length
     roles = boundary_roles(config, format, starts, ends, np.arange(start, stop))
