@@ -18,8 +18,8 @@ The ``datasets`` way in: map with the release's own encoder, then build from the
 
 Step by step (the CLI ``hf-tokbin`` is a thin layer over these)::
 
-    hf_tokbin.write_tinystories_corpus("train.txt", "valid.txt", "corpus/")   # or import_corpus([...], "corpus/")
-    tokenizer = hf_tokbin.resolve_tokenizer("tok/")                          # "byte", a tokenizer.json, a folder, NS/NAME
+    hf_tokbin.write_tinystories_corpus("train.txt", "valid.txt", "corpus/")  # or import_corpus([...], "corpus/")
+    tokenizer = hf_tokbin.resolve_tokenizer("tok/")  # "byte", a tokenizer.json, a folder, NS/NAME
     plan = hf_tokbin.plan_build("corpus/", tokenizer, "release/", formats=("llmc", "megatron"), num_proc=2)
     print(hf_tokbin.pipeline.build(plan).table())
 

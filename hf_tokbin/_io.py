@@ -64,7 +64,9 @@ class _HiddenBar:
 
 
 def progress_bar(iterable=None, *, disable: bool, **options):
-    """``tqdm.auto.tqdm(iterable, **options)``, or when ``disable`` a stand-in: a quiet build never imports tqdm (0.04 s)."""
+    """``tqdm.auto.tqdm(iterable, **options)``, or when ``disable``
+    a stand-in: a quiet build never imports tqdm (0.04 s).
+    """
     if disable:
         return _HiddenBar(iterable)
     from tqdm.auto import tqdm
@@ -132,12 +134,31 @@ def refuse_link(path: str | os.PathLike, info: os.stat_result | None = None) -> 
         except FileNotFoundError:
             return
     if not stat.S_ISREG(info.st_mode):
-        kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "a folder" if stat.S_ISDIR(info.st_mode) else "another kind of file"
-        raise BuildError(path, "hf_tokbin writes only regular files it creates, never through a symlink", got=kind, hint="remove it, or use another --out")
+        kind = (
+            "a symlink"
+            if stat.S_ISLNK(info.st_mode)
+            else "a folder"
+            if stat.S_ISDIR(info.st_mode)
+            else "another kind of file"
+        )
+        raise BuildError(
+            path,
+            "hf_tokbin writes only regular files it creates, never through a symlink",
+            got=kind,
+            hint="remove it, or use another --out",
+        )
 
 
-# O_NOFOLLOW: the last component is never a symlink; O_EXCL: the file is new, so no hard link to another file is truncated.
-_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+# O_NOFOLLOW: the last component is never a symlink; O_EXCL: the
+# file is new, so no hard link to another file is truncated.
+_CREATE_FLAGS = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | os.O_EXCL
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_BINARY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
 
 
 def create_file(path: str | os.PathLike, mode: str = "wb") -> IO:
@@ -186,7 +207,9 @@ def atomic_open(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
 
 
 def disk_full_cause(error: BaseException) -> OSError | None:
-    """The "no space left" OSError behind ``error``: itself, or one it was raised from or during (datasets wraps a writer's)."""
+    """The "no space left" OSError behind ``error``: itself, or
+    one it was raised from or during (datasets wraps a writer's).
+    """
     seen = set()
     while error is not None and id(error) not in seen:
         seen.add(id(error))
@@ -212,7 +235,10 @@ def disk_full_error(error: BaseException, where: str | os.PathLike | None = None
         place,
         "writing needs free space on the disk" if full.errno == errno.ENOSPC else "writing needs free disk quota",
         got=f"[Errno {full.errno}] {full.strerror}",
-        hint="free space on that disk, then run the same command again: finished parts are kept, partial files are not",
+        hint=(
+            "free space on that disk, then run the same command again: "
+            "finished parts are kept, partial files are not"
+        ),
     )
 
 
@@ -320,7 +346,9 @@ def control_character_field(obj, where: str = "") -> tuple[str, str] | None:
     for key, value in items:
         if isinstance(key, str) and any(map(is_control_character, key)):
             return (f"{where}.{key}" if where else key, key)
-        found = control_character_field(value, f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}" if where else key)
+        found = control_character_field(
+            value, f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}" if where else key
+        )
         if found is not None:
             return found
     return None
@@ -376,5 +404,9 @@ def parse_json(data: bytes, path: str | os.PathLike, error_type, free_text: bool
     if found is not None:
         from .errors import shown
 
-        raise error_type(path, f"{found[0]}: a record's strings hold no control characters (newline, escape, bidi control)", got=shown(found[1]))
+        raise error_type(
+            path,
+            f"{found[0]}: a record's strings hold no control characters (newline, escape, bidi control)",
+            got=shown(found[1]),
+        )
     return obj

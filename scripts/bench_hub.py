@@ -45,7 +45,8 @@ with HubServer(token={TOKEN!r}) as hub:
 
 
 def make_release(root: Path, parts: int, total_mb: float, seed: int = 0) -> Path:
-    """A Megatron release of ``parts`` parts, ``total_mb`` MB of uint16 tokens in all, with receipts and COMPLETE.json."""
+    """A Megatron release of ``parts`` parts, ``total_mb`` MB of uint16 tokens in all, with receipts and COMPLETE.json.
+    """
     import numpy as np
 
     sys.path.insert(0, str(ROOT / "tests"))
@@ -65,16 +66,25 @@ def make_release(root: Path, parts: int, total_mb: float, seed: int = 0) -> Path
         writer = MegatronWriter(root / pair_path("train", part, "bin"), 50_000, 0)
         docs = 0
         for start in range(0, tokens_per_part, 1000):
-            writer.add_document(rng.integers(1, 50_000, size=min(999, tokens_per_part - start), dtype=np.int64).tolist())
+            writer.add_document(
+                rng.integers(1, 50_000, size=min(999, tokens_per_part - start), dtype=np.int64).tolist()
+            )
             docs += 1
         pair = writer.close()
         counts = SplitCounts(docs, tokens_per_part - docs, docs)
         for key, value in counts.to_dict().items():
             totals[key] = totals.get(key, 0) + value
-        files = (FileEntry(pair_path("train", part, "bin"), pair.bin_size, pair.bin_sha256), FileEntry(pair_path("train", part, "idx"), pair.idx_size, pair.idx_sha256))
-        Receipt(part, FileEntry(f"data/train-{index:05d}.parquet", 1000 + index, f"{index:064x}"), {"train": counts}, files).write(root)
+        files = (
+            FileEntry(pair_path("train", part, "bin"), pair.bin_size, pair.bin_sha256),
+            FileEntry(pair_path("train", part, "idx"), pair.idx_size, pair.idx_sha256),
+        )
+        Receipt(
+            part, FileEntry(f"data/train-{index:05d}.parquet", 1000 + index, f"{index:064x}"), {"train": counts}, files
+        ).write(root)
     totals["total_tokens"] = totals["text_tokens"] + totals["eod_tokens"]
-    write_json_atomic(root / "stats.json", {"splits": {"train": totals}, "sources": {"tinystories": {"train": totals}}})
+    write_json_atomic(
+        root / "stats.json", {"splits": {"train": totals}, "sources": {"tinystories": {"train": totals}}}
+    )
     write_json_atomic(root / "run_config.json", _release_run_config(root, parts, 50_000, 0, "local"))
     (root / "README.md").write_text(render_release_card(root), encoding="utf-8")
     write_complete(root)
@@ -91,7 +101,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=32.0, help="release size in MB (default 32)")
     parser.add_argument("--parts", type=int, default=8, help="parts in the release (default 8)")
-    parser.add_argument("--release", type=Path, default=None, help="an existing release folder instead of a synthetic one")
+    parser.add_argument(
+        "--release", type=Path, default=None, help="an existing release folder instead of a synthetic one"
+    )
     parser.add_argument("--endpoint", default=None, help="a real Hub endpoint (default: start the local test server)")
     parser.add_argument("--namespace", default="bench", help="namespace of the bench repos")
     parser.add_argument("--rounds", type=int, default=3, help="rounds, alternately; the best counts (default 3)")
@@ -101,7 +113,9 @@ def main() -> None:
     server = None
     try:
         if args.endpoint is None:
-            server = subprocess.Popen([sys.executable, "-c", _SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            server = subprocess.Popen(
+                [sys.executable, "-c", _SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            )
             endpoint = server.stdout.readline().strip()
             token = TOKEN
         else:
@@ -116,18 +130,37 @@ def main() -> None:
         files = sum(1 for p in release.rglob("*") if p.is_file())
         api = HfApi(endpoint=endpoint, token=token)
         best: dict[str, list[float]] = {"push": [float("inf")] * 2, "pull": [float("inf")] * 2}
-        for round_ in range(args.rounds):  # alternately, fresh repos each round; the best round counts (the first is cold)
-            ours, theirs = f"{args.namespace}/hf-tokbin-bench-ours-{round_}", f"{args.namespace}/hf-tokbin-bench-theirs-{round_}"
+        # alternately, fresh repos each round; the best round counts (the first is cold)
+        for round_ in range(args.rounds):
+            ours, theirs = (
+                f"{args.namespace}/hf-tokbin-bench-ours-{round_}",
+                f"{args.namespace}/hf-tokbin-bench-theirs-{round_}",
+            )
 
             def upload_folder():
                 api.create_repo(theirs, repo_type="dataset", exist_ok=True)
                 api.upload_folder(folder_path=release, repo_id=theirs, repo_type="dataset")
 
             times = {
-                "push": (timed(lambda: push_folder(release, ours, endpoint=endpoint, token=token, progress=False)), timed(upload_folder)),
+                "push": (
+                    timed(lambda: push_folder(release, ours, endpoint=endpoint, token=token, progress=False)),
+                    timed(upload_folder),
+                ),
                 "pull": (
-                    timed(lambda: pull_release(ours, work / f"pulled-{round_}", endpoint=endpoint, token=token, progress=False)),
-                    timed(lambda: snapshot_download(theirs, repo_type="dataset", local_dir=work / f"snapshot-{round_}", endpoint=endpoint, token=token)),
+                    timed(
+                        lambda: pull_release(
+                            ours, work / f"pulled-{round_}", endpoint=endpoint, token=token, progress=False
+                        )
+                    ),
+                    timed(
+                        lambda: snapshot_download(
+                            theirs,
+                            repo_type="dataset",
+                            local_dir=work / f"snapshot-{round_}",
+                            endpoint=endpoint,
+                            token=token,
+                        )
+                    ),
                 ),
             }
             for what, pair in times.items():
@@ -136,7 +169,9 @@ def main() -> None:
         print(f"release: {files} files, {size / 1e6:.1f} MB; endpoint {endpoint}; best of {args.rounds} rounds")
         print(f"{'':6} {'hf_tokbin':>12} {'huggingface_hub':>16} {'ratio':>7}")
         for what, (mine, reference) in results.items():
-            print(f"{what:6} {size / 1e6 / mine:9.1f} MB/s {size / 1e6 / reference:12.1f} MB/s {reference / mine:6.2f}x")
+            print(
+                f"{what:6} {size / 1e6 / mine:9.1f} MB/s {size / 1e6 / reference:12.1f} MB/s {reference / mine:6.2f}x"
+            )
         print("(ratio > 1: hf_tokbin is faster; it also checks every byte, huggingface_hub does not)")
     finally:
         if server is not None:

@@ -28,7 +28,10 @@ sys.path.insert(0, str(REPO / "tests"))
 from hub_server import HubServer, client_env  # noqa: E402
 
 TOKEN = "hf_bench_token_0123456789"
-_UPLOAD = "import sys; from huggingface_hub import HfApi; api = HfApi(); api.create_repo(sys.argv[1], repo_type='dataset', exist_ok=True); api.upload_folder(repo_id=sys.argv[1], folder_path=sys.argv[2], repo_type='dataset')"
+_UPLOAD = (
+    "import sys; from huggingface_hub import HfApi; api = HfApi(); api.create_repo(sys.argv[1], repo_type='dataset', "
+    "exist_ok=True); api.upload_folder(repo_id=sys.argv[1], folder_path=sys.argv[2], repo_type='dataset')"
+)
 
 
 def write_shards(folder: Path, shards: int, shard_mb: float) -> None:
@@ -46,7 +49,9 @@ def write_shards(folder: Path, shards: int, shard_mb: float) -> None:
             doc = " ".join(rng.choice(words) for _ in range(rng.randrange(50, 400)))
             docs.append(doc)
             size += len(doc)
-        pq.write_table(pa.table({"text": docs}), folder / "data" / f"train-{k:05d}-of-{shards:05d}.parquet", compression="none")
+        pq.write_table(
+            pa.table({"text": docs}), folder / "data" / f"train-{k:05d}-of-{shards:05d}.parquet", compression="none"
+        )
 
 
 def sample(pid: int, peaks: dict, scratch: Path, stop: threading.Event) -> None:
@@ -74,7 +79,23 @@ def sample(pid: int, peaks: dict, scratch: Path, stop: threading.Event) -> None:
 
 
 def measure(env: dict, repo: str, out: Path) -> dict:
-    command = [sys.executable, "-m", "hf_tokbin", "build", "--corpus", repo, "--tokenizer", "byte", "--doc-sep-id", "0", "--format", "megatron", "--out", str(out), "--quiet"]
+    command = [
+        sys.executable,
+        "-m",
+        "hf_tokbin",
+        "build",
+        "--corpus",
+        repo,
+        "--tokenizer",
+        "byte",
+        "--doc-sep-id",
+        "0",
+        "--format",
+        "megatron",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     started = time.perf_counter()
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     peaks: dict = {}
@@ -97,18 +118,33 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, HubServer(token=TOKEN) as hub:
         tmp = Path(tmp)
-        env = {**os.environ, **client_env(hub, tmp / "hf-home", TOKEN), "PYTHONPATH": os.pathsep.join([str(REPO), *sys.path])}
+        env = {
+            **os.environ,
+            **client_env(hub, tmp / "hf-home", TOKEN),
+            "PYTHONPATH": os.pathsep.join([str(REPO), *sys.path]),
+        }
         results = {}
         for shards in (4, 16):
             repo = f"bench/plain-{shards}"
             write_shards(tmp / f"in{shards}", shards, args.shard_mb)
-            subprocess.run([sys.executable, "-c", _UPLOAD, repo, str(tmp / f"in{shards}")], env=env, check=True, timeout=600)
+            subprocess.run(
+                [sys.executable, "-c", _UPLOAD, repo, str(tmp / f"in{shards}")], env=env, check=True, timeout=600
+            )
             results[shards] = measure(env, repo, tmp / f"out{shards}")
         a, b = results[4], results[16]
         print(f"{'':<22}{'4 shards':>12}{'16 shards':>12}{'ratio':>8}")
-        for key, unit, scale in (("rss", "MB", 1e6), ("pss", "MB", 1e6), ("scratch", "MB", 1e6), ("bytes_out", "MB", 1e6), ("seconds", "s", 1)):
+        for key, unit, scale in (
+            ("rss", "MB", 1e6),
+            ("pss", "MB", 1e6),
+            ("scratch", "MB", 1e6),
+            ("bytes_out", "MB", 1e6),
+            ("seconds", "s", 1),
+        ):
             ratio = b[key] / a[key] if a[key] else float("nan")
-            print(f"{'peak ' + key if key in ('rss', 'pss', 'scratch') else key:<22}{a[key] / scale:>11.1f}{unit[0]}{b[key] / scale:>11.1f}{unit[0]}{ratio:>8.2f}")
+            print(
+                f"{'peak ' + key if key in ('rss', 'pss', 'scratch') else key:<22}"
+                f"{a[key] / scale:>11.1f}{unit[0]}{b[key] / scale:>11.1f}{unit[0]}{ratio:>8.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -45,7 +45,21 @@ def long_document(size: int) -> str:
 
 def peak_rss_of_build(corpus: Path, tokenizer: Path, out: Path, fast: str) -> tuple[int, float]:
     """(peak RSS in bytes, seconds) of one ``hf-tokbin build`` process."""
-    command = [sys.executable, "-m", "hf_tokbin", "build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--out", str(out), "--fast", fast, "--quiet"]
+    command = [
+        sys.executable,
+        "-m",
+        "hf_tokbin",
+        "build",
+        "--corpus",
+        str(corpus),
+        "--tokenizer",
+        str(tokenizer),
+        "--out",
+        str(out),
+        "--fast",
+        fast,
+        "--quiet",
+    ]
     started = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
@@ -60,23 +74,41 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mib", type=int, nargs="+", default=[1, 4, 16], help="long-document sizes in MiB")
     parser.add_argument("--fast", nargs="+", default=["never", "auto"], choices=["never", "auto"])
-    parser.add_argument("--at", nargs="+", default=["sample", "later"], choices=["sample", "later"], help="the long document first (in the check's sample) or 101st")
+    parser.add_argument(
+        "--at",
+        nargs="+",
+        default=["sample", "later"],
+        choices=["sample", "later"],
+        help="the long document first (in the check's sample) or 101st",
+    )
     args = parser.parse_args()
     tokenizer = gpt2_tokenizer_json()
     short = stories(200, seed=3)
     with tempfile.TemporaryDirectory(prefix="bench_long_document-") as folder:
         root = Path(folder)
         write_corpus(root / "base", [("train", short), ("validation", short[:20])])
-        print(f"{'document':>9} {'at':>7} {'fast':>6} {'peak RSS':>10} {'without it':>11} {'growth':>9} {'growth/size':>12} {'seconds':>8}")
+        print(
+            f"{'document':>9} {'at':>7} {'fast':>6} {'peak RSS':>10} "
+            f"{'without it':>11} {'growth':>9} {'growth/size':>12} {'seconds':>8}"
+        )
         for fast in args.fast:
             base, _ = peak_rss_of_build(root / "base", tokenizer, root / f"out-base-{fast}", fast)
             for at in args.at:
                 for mib in args.mib:
                     place = 0 if at == "sample" else 100
-                    corpus = write_corpus(root / f"corpus-{mib}-{at}", [("train", [*short[:place], long_document(mib * MIB), *short[place:]]), ("validation", short[:20])])
+                    corpus = write_corpus(
+                        root / f"corpus-{mib}-{at}",
+                        [
+                            ("train", [*short[:place], long_document(mib * MIB), *short[place:]]),
+                            ("validation", short[:20]),
+                        ],
+                    )
                     peak, seconds = peak_rss_of_build(corpus, tokenizer, root / f"out-{mib}-{at}-{fast}", fast)
                     growth = peak - base
-                    print(f"{mib:>6} MiB {at:>7} {fast:>6} {peak / MIB:>6.0f} MiB {base / MIB:>7.0f} MiB {growth / MIB:>5.0f} MiB {growth / (mib * MIB):>11.1f}x {seconds:>8.1f}")
+                    print(
+                        f"{mib:>6} MiB {at:>7} {fast:>6} {peak / MIB:>6.0f} MiB {base / MIB:>7.0f} "
+                        f"MiB {growth / MIB:>5.0f} MiB {growth / (mib * MIB):>11.1f}x {seconds:>8.1f}"
+                    )
 
 
 if __name__ == "__main__":

@@ -97,7 +97,9 @@ def engine_job(engine: str, tokenizer_json: str, jsonl: str, out: str) -> None:
         def encode(batch):
             per_text = [e.ids for e in tokenizer.encode_batch_fast(batch, add_special_tokens=False)]
             lengths = np.fromiter(map(len, per_text), dtype=np.int64, count=len(per_text))
-            return np.fromiter((i for ids in per_text for i in ids), dtype=np.uint32, count=int(lengths.sum())), lengths
+            return np.fromiter(
+                (i for ids in per_text for i in ids), dtype=np.uint32, count=int(lengths.sum())
+            ), lengths
     else:
         config["added_tokens"] = []  # as the build gives a fast engine: added-token text is never sent to it
         if engine == "gigatoken":
@@ -108,7 +110,9 @@ def engine_job(engine: str, tokenizer_json: str, jsonl: str, out: str) -> None:
 
             def encode(batch):
                 rows = tokenizer.encode_batch(batch)
-                return ak.to_numpy(ak.flatten(rows, axis=1)).astype(np.uint32), ak.to_numpy(ak.num(rows, axis=1)).astype(np.int64)
+                return ak.to_numpy(ak.flatten(rows, axis=1)).astype(np.uint32), ak.to_numpy(
+                    ak.num(rows, axis=1)
+                ).astype(np.int64)
         else:
             import fastokens
 
@@ -191,12 +195,18 @@ def run_build(corpus: Path, tokenizer: Path, release: Path, num_proc: int, fast:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jsonl", type=Path, help="folder of *.jsonl (scripts/make_multilingual_corpus.py)")
-    parser.add_argument("--tokenizers", nargs="+", default=["gpt2", "llama2", "llama3", "qwen3", "deepseek_v3", "gemma3", "gpt4o", "gptoss"])
+    parser.add_argument(
+        "--tokenizers",
+        nargs="+",
+        default=["gpt2", "llama2", "llama3", "qwen3", "deepseek_v3", "gemma3", "gpt4o", "gptoss"],
+    )
     parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
     parser.add_argument("--num-proc", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--work", type=Path, default=Path("bench-tokenizers"))
-    parser.add_argument("--tokenizers-path", action="store_true", help="also build with --fast never, beside tokenizers alone")
+    parser.add_argument(
+        "--tokenizers-path", action="store_true", help="also build with --fast never, beside tokenizers alone"
+    )
     parser.add_argument("--engine-job", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.engine_job:
@@ -207,9 +217,15 @@ def main(argv: list[str] | None = None) -> int:
     args.work.mkdir(parents=True, exist_ok=True)
     corpus = args.work / "corpus"
     if not (corpus / "_MANIFEST.json").is_file():
-        subprocess.run([sys.executable, "-m", "hf_tokbin", "corpus", "import", str(args.jsonl), "--out", str(corpus), "--quiet"], check=True)
+        subprocess.run(
+            [sys.executable, "-m", "hf_tokbin", "corpus", "import", str(args.jsonl), "--out", str(corpus), "--quiet"],
+            check=True,
+        )
     text_mb = sum(len(t.encode("utf-8")) for t in read_texts(args.jsonl)) / 1e6
-    print(f"{text_mb:.1f} MB of text in {len(list(args.jsonl.glob('*.jsonl')))} JSONL files; build --num-proc {args.num_proc}; best of {args.rounds}")
+    print(
+        f"{text_mb:.1f} MB of text in {len(list(args.jsonl.glob('*.jsonl')))} "
+        f"JSONL files; build --num-proc {args.num_proc}; best of {args.rounds}"
+    )
     rows = []
     for name in args.tokenizers:
         tokenizer = fetch_tokenizer(name, args.work)
@@ -236,23 +252,40 @@ def main(argv: list[str] | None = None) -> int:
         if build_wrong:
             sys.exit(f"{name}: the build's ids differ from tokenizers' on {build_wrong} documents")
         for engine, seconds in best.items():
-            print(f"  {engine:<11} alone {seconds:7.2f} s {text_mb / seconds:7.1f} MB/s   documents differing from tokenizers: {wrong[engine]}")
+            print(
+                f"  {engine:<11} alone {seconds:7.2f} s {text_mb / seconds:7.1f} "
+                f"MB/s   documents differing from tokenizers: {wrong[engine]}"
+            )
         exact = {e: s for e, s in best.items() if wrong[e] == 0}
         fastest = min(exact, key=exact.get)
-        print(f"  build       {build_seconds:7.2f} s {text_mb / build_seconds:7.1f} MB/s   ids exact on every document; documents: {engine_line}")
+        print(
+            f"  build       {build_seconds:7.2f} s {text_mb / build_seconds:7.1f} "
+            f"MB/s   ids exact on every document; documents: {engine_line}"
+        )
         if args.tokenizers_path:
-            print(f"  build --fast never {never_seconds:7.2f} s; tokenizers alone ÷ it: {best.get('tokenizers', float('nan')) / never_seconds:.2f}x")
+            print(
+                f"  build --fast never {never_seconds:7.2f} s; tokenizers alone ÷ "
+                f"it: {best.get('tokenizers', float('nan')) / never_seconds:.2f}x"
+            )
         ratio, versus = build_seconds / exact[fastest], best.get("tokenizers", float("nan")) / build_seconds
         print(f"  build ÷ {fastest} alone: {ratio:.2f}x; tokenizers alone ÷ build: {versus:.2f}x")
         never = best.get("tokenizers", float("nan")) / never_seconds if args.tokenizers_path else float("nan")
-        rows.append((name, fastest, exact[fastest], build_seconds, ratio, versus, engine_line, best.get("tokenizers"), never))
-    print("\n| tokenizer | fastest exact engine alone | tokenizers alone | build | build ÷ fastest | tokenizers alone ÷ build "
-          "| documents by engine | tokenizers alone ÷ build --fast never |")
+        rows.append(
+            (name, fastest, exact[fastest], build_seconds, ratio, versus, engine_line, best.get("tokenizers"), never)
+        )
+    print(
+        "\n| tokenizer | fastest exact engine alone | tokenizers "
+        "alone | build | build ÷ fastest | tokenizers alone ÷ build "
+        "| documents by engine | tokenizers alone ÷ build --fast never |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for name, fastest, seconds, build, ratio, versus, line, alone, never in rows:
         shares = re.sub(r"\s+", " ", line)
-        print(f"| {name} | {fastest} {seconds:.2f} s | {alone or float('nan'):.2f} s | {build:.2f} s | {ratio:.1f}x | {versus:.1f}x "
-              f"| {shares} | {never:.2f}x |")
+        print(
+            f"| {name} | {fastest} {seconds:.2f} s | {alone or float('nan'):.2f} "
+            f"s | {build:.2f} s | {ratio:.1f}x | {versus:.1f}x "
+            f"| {shares} | {never:.2f}x |"
+        )
     return 0
 
 

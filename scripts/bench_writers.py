@@ -112,7 +112,9 @@ def run_megatron(work: Workload, out: Path) -> tuple[float, float, list[Path]]:
     return end - start, end - before_close, [pair.bin_path, pair.idx_path]
 
 
-def run_tofile(prepared: list[np.ndarray], n_batches: int, out: Path, hash_it: bool) -> tuple[float, float, list[Path]]:
+def run_tofile(
+    prepared: list[np.ndarray], n_batches: int, out: Path, hash_it: bool
+) -> tuple[float, float, list[Path]]:
     path = out / "baseline.bin"
     start = time.perf_counter()
     with open(path, "wb") as file:
@@ -165,7 +167,8 @@ def bench(work: Workload, rounds: int, tmp: Path) -> None:
     print(f"  {'':16}{'seconds':>9}{'MB/s':>9}{'vs tofile':>11}{'vs +sha256':>12}{'close()':>9}{'sha256 pass':>13}")
     for name, (seconds, close_seconds, size, hash_seconds) in best.items():
         print(
-            f"  {name:16}{seconds:9.2f}{size / seconds / 1e6:9.0f}{floor / seconds:11.2f}{floor_hashed / seconds:12.2f}"
+            "  "
+            f"{name:16}{seconds:9.2f}{size / seconds / 1e6:9.0f}{floor / seconds:11.2f}{floor_hashed / seconds:12.2f}"
             f"{close_seconds:9.2f}{hash_seconds:13.2f}"
         )
 
@@ -185,8 +188,12 @@ def traced_peak(run, tmp: Path) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--uint16-tokens", type=float, default=200e6, help="document tokens for the GPT-2 (uint16) run")
-    parser.add_argument("--uint32-tokens", type=float, default=50e6, help="document tokens for the Llama 3 (uint32/int32) run")
+    parser.add_argument(
+        "--uint16-tokens", type=float, default=200e6, help="document tokens for the GPT-2 (uint16) run"
+    )
+    parser.add_argument(
+        "--uint32-tokens", type=float, default=50e6, help="document tokens for the Llama 3 (uint32/int32) run"
+    )
     parser.add_argument("--scale", type=float, default=1.0, help="multiply both token counts (0.05 for a quick run)")
     parser.add_argument("--doc-len", type=float, default=200, help="mean document length in tokens")
     parser.add_argument("--batch-docs", type=int, default=4000, help="documents per add_documents call")
@@ -196,8 +203,26 @@ def main() -> None:
     args = parser.parse_args()
 
     workloads = [
-        make_workload("uint16 (vocab 50257)", GPT2_VOCAB, GPT2_EOT, np.uint16, args.uint16_tokens * args.scale, args.doc_len, args.batch_docs, args.pool),
-        make_workload("uint32/int32 (vocab 128256)", LLAMA3_VOCAB, LLAMA3_EOT, np.uint32, args.uint32_tokens * args.scale, args.doc_len, args.batch_docs, args.pool),
+        make_workload(
+            "uint16 (vocab 50257)",
+            GPT2_VOCAB,
+            GPT2_EOT,
+            np.uint16,
+            args.uint16_tokens * args.scale,
+            args.doc_len,
+            args.batch_docs,
+            args.pool,
+        ),
+        make_workload(
+            "uint32/int32 (vocab 128256)",
+            LLAMA3_VOCAB,
+            LLAMA3_EOT,
+            np.uint32,
+            args.uint32_tokens * args.scale,
+            args.doc_len,
+            args.batch_docs,
+            args.pool,
+        ),
     ]
     with tempfile.TemporaryDirectory(dir=args.dir, prefix="bench_writers_") as tmp:
         tmp = Path(tmp)

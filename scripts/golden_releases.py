@@ -65,8 +65,24 @@ def build_golden_trees(work: Path) -> dict[str, dict[str, str]]:
     }
     for name, (tokenizer, extra) in jobs.items():
         out = work / name
-        _run(hf_tokbin, "build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--tokenizer-id", name.split("-")[0],
-             "--format", "llmc,megatron", "--num-proc", "2", "--quiet", "--out", str(out), *extra)
+        _run(
+            hf_tokbin,
+            "build",
+            "--corpus",
+            str(corpus),
+            "--tokenizer",
+            str(tokenizer),
+            "--tokenizer-id",
+            name.split("-")[0],
+            "--format",
+            "llmc,megatron",
+            "--num-proc",
+            "2",
+            "--quiet",
+            "--out",
+            str(out),
+            *extra,
+        )
         _run(hf_tokbin, "verify", str(out))
         trees[name] = out
     return {name: tree_digests(root) for name, root in trees.items()}
@@ -90,10 +106,16 @@ def main() -> int:
         want, got = recorded.get(name, {}), trees.get(name, {})
         for path in sorted(set(want) | set(got)):
             if want.get(path) != got.get(path):
-                differences.append(f"{name}/{path}: recorded {want.get(path, 'absent')[:12]}, now {got.get(path, 'absent')[:12]}")
+                differences.append(
+                    f"{name}/{path}: recorded {want.get(path, 'absent')[:12]}, now {got.get(path, 'absent')[:12]}"
+                )
     for line in differences:
         print(line)
-    print(f"{len(differences)} files differ" if differences else f"identical: {sum(map(len, trees.values()))} files of {len(trees)} trees")
+    print(
+        f"{len(differences)} files differ"
+        if differences
+        else f"identical: {sum(map(len, trees.values()))} files of {len(trees)} trees"
+    )
     return 1 if differences else 0
 
 

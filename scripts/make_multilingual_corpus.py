@@ -67,7 +67,9 @@ def document(rng: random.Random, lists: dict, langs: list[str]) -> str:
     if kind < 0.06:
         word = rng.choice(lists["en"][0])
         names = {k: rng.choice(lists["en"][0][:400]).lower() + "_" + str(rng.randint(0, 9)) for k in "fab"}
-        return "".join(rng.choice(CODE).format(n=rng.randint(1, 64), w=word, **names) for _ in range(rng.randint(2, 8)))
+        return "".join(
+            rng.choice(CODE).format(n=rng.randint(1, 64), w=word, **names) for _ in range(rng.randint(2, 8))
+        )
     lang = rng.choice(langs)
     words, cumulative = lists[lang]
     parts = []
@@ -110,7 +112,10 @@ def main(argv: list[str] | None = None) -> None:
                 f.write(json.dumps({"text": text}, ensure_ascii=False) + "\n")
                 in_shard, written, documents = in_shard + size, written + size, documents + 1
         index += 1
-    print(f"{documents:,} documents, {written / 1e6:.1f} MB of text in {index} shards under {args.out} ({len(langs)} languages)")
+    print(
+        f"{documents:,} documents, {written / 1e6:.1f} MB of text in "
+        f"{index} shards under {args.out} ({len(langs)} languages)"
+    )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Write a TinyStories-like text file of a requested size, deterministically.
 
-The output follows the layout of the TinyStories V2 files (seed 002): stories
+The output follows the layout of the TinyStories V2 files (the TinyStories rules): stories
 of simple children's English with named characters, paragraphs separated by a
 blank line, and after each story a line holding only ``<|endoftext|>``,
 sometimes followed by one or two blank lines. ``--truncate-first`` starts the
@@ -25,22 +25,140 @@ DELIMITER = "<|endoftext|>"
 
 GIRLS = ("Lily", "Mia", "Sue", "Anna", "Lucy", "Zoe", "Emma", "Sara", "Amy", "Jill", "Kate", "Ella", "Rosie", "Daisy")
 BOYS = ("Tom", "Ben", "Max", "Sam", "Timmy", "Jack", "Leo", "Tim", "Bob", "Joe", "Finn", "Billy", "Jake", "Ollie")
-ANIMALS = ("dog", "cat", "bird", "bunny", "bear", "frog", "duck", "fish", "puppy", "kitten", "mouse", "owl", "fox", "lion")
-THINGS = ("ball", "toy", "kite", "box", "hat", "car", "boat", "cake", "flower", "book", "rock", "apple", "truck", "doll", "shell", "drum")
+ANIMALS = (
+    "dog",
+    "cat",
+    "bird",
+    "bunny",
+    "bear",
+    "frog",
+    "duck",
+    "fish",
+    "puppy",
+    "kitten",
+    "mouse",
+    "owl",
+    "fox",
+    "lion",
+)
+THINGS = (
+    "ball",
+    "toy",
+    "kite",
+    "box",
+    "hat",
+    "car",
+    "boat",
+    "cake",
+    "flower",
+    "book",
+    "rock",
+    "apple",
+    "truck",
+    "doll",
+    "shell",
+    "drum",
+)
 PLACES = ("park", "garden", "forest", "house", "beach", "school", "pond", "farm", "yard", "store", "town", "hill")
-ADJECTIVES = ("big", "little", "red", "blue", "happy", "shiny", "soft", "brave", "kind", "funny", "tall", "old", "pretty", "small")
+ADJECTIVES = (
+    "big",
+    "little",
+    "red",
+    "blue",
+    "happy",
+    "shiny",
+    "soft",
+    "brave",
+    "kind",
+    "funny",
+    "tall",
+    "old",
+    "pretty",
+    "small",
+)
 FEELINGS = ("happy", "sad", "scared", "proud", "excited", "sorry", "angry", "surprised", "tired", "curious")
 PLAYS = ("play", "run", "jump", "sing", "dance", "draw", "swim", "read", "build", "hide")
 DID = ("played", "ran", "jumped", "sang", "danced", "laughed", "looked", "walked", "shared", "helped")
-LESSONS = ("sharing is good", "it is important to be kind", "friends help each other", "it is good to say sorry", "being brave is not easy")
+LESSONS = (
+    "sharing is good",
+    "it is important to be kind",
+    "friends help each other",
+    "it is good to say sorry",
+    "being brave is not easy",
+)
 
 # A long tail of invented words, so that a BPE trained on the text learns
 # thousands of merges as it does on TinyStories (whose vocabulary is small but
 # not tiny): without it an 8,192-entry training stops near 730 entries. Made
 # from syllables by their own fixed seed, so every --seed shares one lexicon.
-_ONSETS = ("b", "bl", "br", "c", "ch", "cl", "cr", "d", "dr", "f", "fl", "fr", "g", "gl", "gr", "h", "j", "k", "l", "m", "n", "p", "pl", "pr", "qu", "r", "s", "sh", "sl", "sn", "sp", "st", "sw", "t", "th", "tr", "v", "w", "wh", "y", "z")
+_ONSETS = (
+    "b",
+    "bl",
+    "br",
+    "c",
+    "ch",
+    "cl",
+    "cr",
+    "d",
+    "dr",
+    "f",
+    "fl",
+    "fr",
+    "g",
+    "gl",
+    "gr",
+    "h",
+    "j",
+    "k",
+    "l",
+    "m",
+    "n",
+    "p",
+    "pl",
+    "pr",
+    "qu",
+    "r",
+    "s",
+    "sh",
+    "sl",
+    "sn",
+    "sp",
+    "st",
+    "sw",
+    "t",
+    "th",
+    "tr",
+    "v",
+    "w",
+    "wh",
+    "y",
+    "z",
+)
 _NUCLEI = ("a", "e", "i", "o", "u", "ee", "oo", "ai", "ea", "ou", "ow", "ie", "oa", "ar", "er", "or", "ay", "y")
-_CODAS = ("", "", "", "b", "ck", "d", "g", "ll", "m", "n", "nd", "ng", "nk", "p", "r", "sh", "ss", "st", "t", "th", "x", "zz")
+_CODAS = (
+    "",
+    "",
+    "",
+    "b",
+    "ck",
+    "d",
+    "g",
+    "ll",
+    "m",
+    "n",
+    "nd",
+    "ng",
+    "nk",
+    "p",
+    "r",
+    "sh",
+    "ss",
+    "st",
+    "t",
+    "th",
+    "x",
+    "zz",
+)
 
 
 def _invent(count: int, seed: int) -> tuple[str, ...]:
@@ -83,22 +201,30 @@ class StoryMaker:
         friend = self.word(GIRLS + BOYS, RARE_NAMES)
         while friend == name:
             friend = self.word(GIRLS + BOYS, RARE_NAMES)
-        thing, place, animal = self.word(THINGS, RARE_THINGS), self.word(PLACES, RARE_PLACES), self.word(ANIMALS, RARE_ANIMALS)
+        thing, place, animal = (
+            self.word(THINGS, RARE_THINGS),
+            self.word(PLACES, RARE_PLACES),
+            self.word(ANIMALS, RARE_ANIMALS),
+        )
         opening = c(
             (
-                f"Once upon a time, there was a {self.word(ADJECTIVES, RARE_ADJECTIVES)} {c((kind, animal))} named {name}.",
+                f"Once upon a time, there was a {self.word(ADJECTIVES, RARE_ADJECTIVES)} "
+                f"{c((kind, animal))} named {name}.",
                 f"One day, {name} went to the {place} with {his} mom.",
                 f"{name} was a {self.word(ADJECTIVES, RARE_ADJECTIVES)} {animal} who lived near the {place}.",
-                f"Once upon a time, in a {self.word(ADJECTIVES, RARE_ADJECTIVES)} {place}, there lived a child named {name}.",
+                f"Once upon a time, in a {self.word(ADJECTIVES, RARE_ADJECTIVES)} "
+                f"{place}, there lived a child named {name}.",
             )
         )
         middle = [
             f"{he.capitalize()} liked to {c(PLAYS)} with {his} {self.word(ADJECTIVES, RARE_ADJECTIVES)} {thing}.",
-            f"One day, {name} saw a {self.word(ADJECTIVES, RARE_ADJECTIVES)} {self.word(THINGS, RARE_THINGS)} in the {place}.",
+            f"One day, {name} saw a {self.word(ADJECTIVES, RARE_ADJECTIVES)} "
+            f"{self.word(THINGS, RARE_THINGS)} in the {place}.",
             f'"Can I {c(PLAYS)} with your {thing}?" asked {friend}.',
             f'"Yes, you can!" said {name}. {he.capitalize()} felt {c(FEELINGS)}.',
             f"{name} and {friend} {c(DID)} together all day.",
-            f"Then a {self.word(ADJECTIVES, RARE_ADJECTIVES)} {self.word(ANIMALS, RARE_ANIMALS)} came and took the {thing}.",
+            f"Then a {self.word(ADJECTIVES, RARE_ADJECTIVES)} "
+            f"{self.word(ANIMALS, RARE_ANIMALS)} came and took the {thing}.",
             f"{name} felt {c(FEELINGS)}. {he.capitalize()} did not know what to do.",
             f'"Do not be {c(FEELINGS)}," said {friend}. "We can find it."',
             f"They looked under the tree and behind the {self.word(THINGS, RARE_THINGS)}.",
@@ -124,7 +250,7 @@ class StoryMaker:
         return "\n\n".join(paragraphs)
 
     def delimiter(self) -> str:
-        """The delimiter line; blank lines sometimes follow it (seed 002)."""
+        """The delimiter line; blank lines sometimes follow it (the TinyStories rules)."""
         return "\n" + DELIMITER + "\n" + "\n" * self.rng.choice((0, 0, 0, 1, 2))
 
 

@@ -4,7 +4,8 @@ The tests mirror the package: ``tests/formats/`` tests ``hf_tokbin/formats/``,
 and so on; the helpers they share (test servers, tokenizer files, fixtures)
 live here at the top. Import paths: this folder and each test folder (tests
 share a few fixtures across folders by module name; every test file's name is
-unique), and ``scripts/``, for seed 002's reference encoder (``scripts/seed002.py``).
+unique), and ``scripts/``, for the TinyStories rules' reader and encoder
+(``scripts/tinystories_reference.py``).
 """
 
 import atexit
@@ -30,7 +31,11 @@ settings.register_profile("deterministic", derandomize=True, database=None, prin
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 TESTS = Path(__file__).resolve().parent
-for folder in [TESTS.parent / "scripts", TESTS, *sorted(p for p in TESTS.iterdir() if p.is_dir() and p.name not in ("data", "golden", "__pycache__"))]:
+for folder in [
+    TESTS.parent / "scripts",
+    TESTS,
+    *sorted(p for p in TESTS.iterdir() if p.is_dir() and p.name not in ("data", "golden", "__pycache__")),
+]:
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 

@@ -93,7 +93,9 @@ def release_run_config(vocab_size: int, sep: int | None) -> dict:
     )
 
 
-def docs_of(rng: np.random.Generator, n: int, vocab_size: int, low: int = 1, high: int = 20, avoid: int | None = None) -> list[list[int]]:
+def docs_of(
+    rng: np.random.Generator, n: int, vocab_size: int, low: int = 1, high: int = 20, avoid: int | None = None
+) -> list[list[int]]:
     """``n`` random documents of ``low..high-1`` ids, none equal to ``avoid`` (the separator)."""
     docs = []
     for _ in range(n):

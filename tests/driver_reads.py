@@ -3,7 +3,8 @@
 A local engine runs its tasks on threads named ``hf_tokbin-task...`` (:func:`hf_tokbin.engines.local.run_in_threads`);
 whatever opens or maps a token file (a Megatron or llm.c ``.bin``, an llm.c segment's ``.tokens``) on any other
 thread is the driver reading tokens. Every opening of an ``.idx`` or a segment's ``.ends`` is recorded too (records:
-the driver may binary-search them), so a test can see that a task read them. ``open`` (Python's, which ``np.memmap`` and ``sha256_file`` use) and
+the driver may binary-search them), so a test can see that a task read
+them. ``open`` (Python's, which ``np.memmap`` and ``sha256_file`` use) and
 ``np.memmap`` are wrapped for the length of a ``with`` block.
 """
 
@@ -63,4 +64,6 @@ def ranged_read():
 
 def on_the_driver(seen: list[tuple[str, str]]) -> list[str]:
     """The token files opened by a thread other than the engine's tasks."""
-    return sorted({path for thread, path in seen if not thread.startswith(TASK_THREAD) and path.endswith(TOKEN_SUFFIXES)})
+    return sorted(
+        {path for thread, path in seen if not thread.startswith(TASK_THREAD) and path.endswith(TOKEN_SUFFIXES)}
+    )

@@ -1,4 +1,6 @@
-"""Texts and tokenizer shapes the encoder tests share: the definition of the ids, and shapes a fast path could get wrong."""
+"""Texts and tokenizer shapes the encoder tests share: the
+definition of the ids, and shapes a fast path could get wrong.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +25,9 @@ TRICKY_TEXTS = [
 
 
 def definition_ids(tokenizer: Tokenizer, texts: list[str], parse_special: bool = False) -> tuple[list[int], list[int]]:
-    """The definition: one Tokenizer.encode per text, flattened; special-token text is ordinary text unless parse_special."""
+    """The definition: one Tokenizer.encode per text, flattened;
+    special-token text is ordinary text unless parse_special.
+    """
     tokenizer.encode_special_tokens = not parse_special
     per_text = [tokenizer.encode(text, add_special_tokens=False).ids for text in texts]
     return [i for ids in per_text for i in ids], [len(ids) for ids in per_text]
@@ -42,7 +46,10 @@ def train_shape(folder, vocab_size=600, normalizer=None, pre_tokenizer=None, add
         tokenizer.pre_tokenizer = pre_tokenizer or pre_tokenizers.ByteLevel(add_prefix_space=False)
         tokenizer.decoder = decoders.ByteLevel()
         trainer = trainers.BpeTrainer(
-            vocab_size=vocab_size, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+            vocab_size=vocab_size,
+            special_tokens=["<|endoftext|>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
         )
     if normalizer is not None:
         tokenizer.normalizer = normalizer

@@ -6,14 +6,16 @@ its request handler subclassed; switches set by a test make it lie:
 - ``reported_sha``: the commit id repo info and downloads report (``/../victim``, terminal escapes);
   requests at that "revision" are answered from the head of main, as an attacker's server would;
 - ``oversize[path] = n``: serve ``n`` bytes of zeros for ``path``, without a length, until the client hangs up;
-- ``ranges_ignored[path] = n``: answer a range request for ``path`` with 200 and ``n`` bytes of zeros, without a length;
+- ``ranges_ignored[path] = n``: answer a range request for
+  ``path`` with 200 and ``n`` bytes of zeros, without a length;
 - ``trickle[path] = s``: serve ``path`` one byte every ``s`` seconds;
 - ``later_answers[path] = data``: serve ``path`` as stored to the first GET, ``data`` to every later one
   (a server that answers a second read of a file differently from the first);
 - ``trickle_headers[path] = s``: send the status line and headers of ``path``'s answer one byte every ``s`` seconds;
 - ``fail[path] = n``: answer the next ``n`` downloads of ``path`` with HTTP 500; ``fail_tree = n``: the next ``n``
   tree listings with HTTP 503;
-- ``trickle_error[path] = s``: answer downloads of ``path`` with HTTP 500 whose error body comes one byte every ``s`` seconds;
+- ``trickle_error[path] = s``: answer downloads of ``path`` with
+  HTTP 500 whose error body comes one byte every ``s`` seconds;
 - ``deny = (status, error_code, message)``: answer every repo-info call with that error;
   ``trickle_repo_info = s``: send its answer one byte every ``s`` seconds;
 - ``endless_tree``: every tree page links a next one, forever; ``tree_delay = s``: each tree page waits ``s``
@@ -120,7 +122,11 @@ class _HostileHandler(_Handler):
             info["sha"] = hub.reported_sha
             body = json.dumps(info).encode()
         if hub.trickle_repo_info is not None:
-            return status, _Stream("repo-info", len(body), body, hub.trickle_repo_info), {**headers, "Content-Type": "application/json", "Content-Length": str(len(body))}
+            return (
+                status,
+                _Stream("repo-info", len(body), body, hub.trickle_repo_info),
+                {**headers, "Content-Type": "application/json", "Content-Length": str(len(body))},
+            )
         return status, body, headers
 
     def route_tree(self, repo, rev, path="", repo_type="dataset"):
@@ -130,9 +136,16 @@ class _HostileHandler(_Handler):
             raise _Reply(503, "injected: tree listing unavailable")
         if hub.endless_tree:
             cursor = int(self.query.get("cursor", ["0"])[0])
-            entries = [{"type": "file", "path": f"junk/{cursor:09d}/{i:04d}.bin", "size": 1, "oid": "0" * 40} for i in range(1000)]
+            entries = [
+                {"type": "file", "path": f"junk/{cursor:09d}/{i:04d}.bin", "size": 1, "oid": "0" * 40}
+                for i in range(1000)
+            ]
             query = {**{k: v[0] for k, v in self.query.items()}, "cursor": str(cursor + 1)}
-            status, body, headers = 200, json.dumps(entries).encode(), {"Link": f'<{hub.url}{urlsplit(self.path).path}?{urlencode(query)}>; rel="next"'}
+            status, body, headers = (
+                200,
+                json.dumps(entries).encode(),
+                {"Link": f'<{hub.url}{urlsplit(self.path).path}?{urlencode(query)}>; rel="next"'},
+            )
         else:
             status, body, headers = super().route_tree(repo, rev, path, repo_type)
         if hub.planted_tree_entries:
@@ -140,7 +153,11 @@ class _HostileHandler(_Handler):
         if hub.tree_link is not None:
             headers = {**headers, "Link": hub.tree_link}
         if hub.trickle_tree is not None:
-            return status, _Stream("tree", len(body), body, hub.trickle_tree), {**headers, "Content-Type": "application/json", "Content-Length": str(len(body))}
+            return (
+                status,
+                _Stream("tree", len(body), body, hub.trickle_tree),
+                {**headers, "Content-Type": "application/json", "Content-Length": str(len(body))},
+            )
         return status, body, headers
 
     def _commit(self, repo, rev):
@@ -155,7 +172,11 @@ class _HostileHandler(_Handler):
             raise _Reply(500, "injected: storage unavailable")
         if path in hub.trickle_error:
             error = json.dumps({"error": "injected: storage unavailable " + "." * 200}).encode()
-            return 500, _Stream(path, len(error), error, hub.trickle_error[path]), {"Content-Type": "application/json", "Content-Length": str(len(error))}
+            return (
+                500,
+                _Stream(path, len(error), error, hub.trickle_error[path]),
+                {"Content-Type": "application/json", "Content-Length": str(len(error))},
+            )
         status, body, headers = super().route_resolve(repo, rev, path, repo_type)
         if hub.reported_sha is not None:
             headers["X-Repo-Commit"] = hub.reported_sha
@@ -171,14 +192,27 @@ class _HostileHandler(_Handler):
                 headers = {**headers, "Content-Length": str(len(body))}
             hub.answered.add(path)
         if path in hub.trickle:
-            return status, _Stream(path, len(body), body, hub.trickle[path]), {**headers, "Content-Length": str(len(body))}
+            return (
+                status,
+                _Stream(path, len(body), body, hub.trickle[path]),
+                {**headers, "Content-Length": str(len(body))},
+            )
         if path in hub.trickle_headers:
-            return status, _Stream(path, len(body), body, head_delay=hub.trickle_headers[path]), {**headers, "Content-Length": str(len(body))}
+            return (
+                status,
+                _Stream(path, len(body), body, head_delay=hub.trickle_headers[path]),
+                {**headers, "Content-Length": str(len(body))},
+            )
         return status, body, headers
 
     def _dispatch(self, method):
         hub = self.server_hub
-        if hub._gate is not None and method == "GET" and "/resolve/" in self.path and not self.path.endswith("/COMPLETE.json"):
+        if (
+            hub._gate is not None
+            and method == "GET"
+            and "/resolve/" in self.path
+            and not self.path.endswith("/COMPLETE.json")
+        ):
             hub._wait_at_gate()
         if hub.tree_delay is not None and method == "GET" and "/tree/" in self.path:
             time.sleep(hub.tree_delay)  # outside the server lock: other requests go on
@@ -194,7 +228,10 @@ class _HostileHandler(_Handler):
         sent = 0
         try:
             if body.head_delay:
-                lines = [f"{self.protocol_version} {status} {self.responses[status][0]}", *(f"{k}: {v}" for k, v in headers.items())]
+                lines = [
+                    f"{self.protocol_version} {status} {self.responses[status][0]}",
+                    *(f"{k}: {v}" for k, v in headers.items()),
+                ]
                 for byte in ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"):
                     time.sleep(body.head_delay)
                     self.wfile.write(bytes([byte]))

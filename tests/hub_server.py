@@ -65,7 +65,8 @@ KNOWN_LICENSES = frozenset(
     cc-by-nc-nd-4.0 cc-by-nc-sa-2.0 cc-by-nc-sa-3.0 cc-by-nc-sa-4.0 cdla-sharing-1.0 cdla-permissive-1.0
     cdla-permissive-2.0 wtfpl ecl-2.0 epl-1.0 epl-2.0 etalab-2.0 eupl-1.1 eupl-1.2 agpl-3.0 gfdl gpl gpl-2.0 gpl-3.0
     lgpl lgpl-2.1 lgpl-3.0 isc h-research intel-research lppl-1.3c ms-pl apple-ascl apple-amlr mpl-2.0 odc-by odbl
-    openmdw-1.0 openrail++ osl-3.0 postgresql ofl-1.1 ncsa unlicense zlib pddl lgpl-lr deepfloyd-if-license fair-noncommercial-research-license
+    openmdw-1.0 openrail++ osl-3.0 postgresql ofl-1.1 ncsa unlicense zlib pddl lgpl-lr deepfloyd-if-license
+    fair-noncommercial-research-license
     llama2 llama3 llama3.1 llama3.2 llama3.3 llama4 gemma unknown other""".split()
 )
 GITATTRIBUTES = "".join(f"*{s} filter=lfs diff=lfs merge=lfs -text\n" for s in LFS_SUFFIXES).encode()
@@ -78,7 +79,9 @@ REPO = "tester/release"
 def cli(env, *args) -> subprocess.CompletedProcess:
     """``hf-tokbin ARGS`` in a child process with ``env`` (the client environment of a test server)."""
     code = "import sys; from hf_tokbin.cli import main; sys.exit(main(sys.argv[1:]))"
-    return subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)], env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def git_blob_oid(data: bytes) -> str:
@@ -108,7 +111,11 @@ class Blob:
     def info(self, path: str, expand: bool, last_commit: dict | None) -> dict:
         entry = {"type": "file", "path": path, "size": self.size, "oid": self.oid}
         if self.lfs:
-            entry["lfs"] = {"oid": self.sha256, "size": self.size, "pointerSize": len(lfs_pointer(self.sha256, self.size))}
+            entry["lfs"] = {
+                "oid": self.sha256,
+                "size": self.size,
+                "pointerSize": len(lfs_pointer(self.sha256, self.size)),
+            }
         if expand and last_commit is not None:
             entry["lastCommit"] = last_commit
         return entry
@@ -169,12 +176,14 @@ class Faults:
     # path -> seconds each resolve of it waits, or an event it waits for (at most 60 s), outside the lock
     slow_downloads: dict[str, float | threading.Event] = field(default_factory=dict)
     commit_lands_late: int = 0  # answer 504 without applying; apply it when the next commit request arrives
-    commit_quota: dict | None = None  # {"remaining": r, "reset": t, "limit": q, "window": w}: a 429 with RateLimit headers
+    # {"remaining": r, "reset": t, "limit": q, "window": w}: a 429 with RateLimit headers
+    commit_quota: dict | None = None
     validate_yaml_unavailable: int = 0  # answer 503 with an HTML page
     commit_refused: str = ""  # answer 403 to every commit with this message (e.g. a storage limit)
     echo_authorization: bool = False  # put the request's Authorization header into error messages (a careless proxy)
     # Commits wait (outside the lock, at most gate_timeout s) until gate_after_lfs_objects LFS objects are stored:
-    # shows whether the next batch uploads while a commit is made. gate_timed_out says whether a commit gave up waiting.
+    # shows whether the next batch uploads while a commit is
+    # made. gate_timed_out says whether a commit gave up waiting.
     gate_after_lfs_objects: int = 0
     gate_timeout: float = 30.0
     gate_timed_out: bool = False
@@ -231,7 +240,9 @@ class HubServer:
 
     def create_repo(self, repo_id: str, private: bool = False, repo_type: str = "dataset") -> Repo:
         repo = Repo(repo_id, private)
-        repo.add_commit("main", "initial commit", {".gitattributes": Blob.store(GITATTRIBUTES, False)}, [".gitattributes"])
+        repo.add_commit(
+            "main", "initial commit", {".gitattributes": Blob.store(GITATTRIBUTES, False)}, [".gitattributes"]
+        )
         self.repos_of(repo_type)[repo_id] = repo
         return repo
 
@@ -264,7 +275,9 @@ class HubServer:
 
 class _QuietServer(ThreadingHTTPServer):
     """A client that hangs up mid-answer (what the hostile tests' clients do, on purpose) is no error to print: the
-    default printed its traceback to stderr from a handler thread, at whatever time, into whichever test captured it."""
+    default printed its traceback to stderr from a handler thread, at whatever time, into whichever test captured
+    it.
+    """
 
     def handle_error(self, request, client_address) -> None:
         import sys
@@ -277,7 +290,14 @@ class _QuietServer(ThreadingHTTPServer):
 class _Reply(Exception):
     """Raised by route handlers to answer with an error."""
 
-    def __init__(self, status: int, message: str, headers: dict | None = None, extra: dict | None = None, body: bytes | None = None):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        headers: dict | None = None,
+        extra: dict | None = None,
+        body: bytes | None = None,
+    ):
         self.status, self.message, self.headers, self.extra = status, message, headers or {}, extra or {}
         self.body = body  # a raw body instead of the JSON error (e.g. a proxy's HTML page)
 
@@ -343,10 +363,15 @@ class _Handler(BaseHTTPRequestHandler):
             match = pattern.match(split.path)
             if route_method == method and match:
                 params = {k: unquote(v) for k, v in match.groupdict().items() if v is not None}
-                if name == "resolve" and params["path"] in hub.faults.slow_downloads:  # a slow file; other requests go on
+                # a slow file; other requests go on
+                if name == "resolve" and params["path"] in hub.faults.slow_downloads:
                     hold = hub.faults.slow_downloads[params["path"]]
                     hold.wait(60) if isinstance(hold, threading.Event) else time.sleep(hold)
-                if name == "commit" and hub.faults.gate_after_lfs_objects and not hub.faults.gate.wait(hub.faults.gate_timeout):
+                if (
+                    name == "commit"
+                    and hub.faults.gate_after_lfs_objects
+                    and not hub.faults.gate.wait(hub.faults.gate_timeout)
+                ):
                     hub.faults.gate_timed_out = True
                 try:
                     with hub.lock:
@@ -355,7 +380,11 @@ class _Handler(BaseHTTPRequestHandler):
                     status, headers, message = reply.status, reply.headers, reply.message
                     if hub.faults.echo_authorization:
                         message += f" (request had Authorization: {self.headers.get('Authorization')})"
-                    body = reply.body if reply.body is not None else json.dumps({"error": message, **reply.extra}).encode()
+                    body = (
+                        reply.body
+                        if reply.body is not None
+                        else json.dumps({"error": message, **reply.extra}).encode()
+                    )
                     if reply.body is None:
                         headers.setdefault("X-Error-Message", message)
                 except _Drop:
@@ -419,7 +448,11 @@ class _Handler(BaseHTTPRequestHandler):
         if start + size < len(entries):
             query = {k: v[0] for k, v in self.query.items()}
             query["cursor"] = str(start + size)
-            headers["Link"] = f'<{self.server_hub.page_origins.get(kind, self.server_hub.url)}{urlsplit(self.path).path}?{urlencode(query)}>; rel="next"'
+            headers["Link"] = (
+                f"<{self.server_hub.page_origins.get(kind, self.server_hub.url)}"
+                f"{urlsplit(self.path).path}?{urlencode(query)}>; "
+                'rel="next"'
+            )
         return 200, json.dumps(entries[start : start + size]).encode(), headers
 
     def _commit(self, repo: Repo, rev: str) -> Commit:
@@ -444,7 +477,11 @@ class _Handler(BaseHTTPRequestHandler):
         if payload.get("type") != "dataset":
             raise _Reply(400, "this test server holds dataset repos only")
         if repo_id in self.server_hub.repos:
-            raise _Reply(409, "You already created this dataset repo", extra={"url": f"{self.server_hub.url}/datasets/{repo_id}"})
+            raise _Reply(
+                409,
+                "You already created this dataset repo",
+                extra={"url": f"{self.server_hub.url}/datasets/{repo_id}"},
+            )
         private = payload.get("visibility") == "private" or bool(payload.get("private"))
         self.server_hub.create_repo(repo_id, private)
         return self._ok({"url": f"{self.server_hub.url}/datasets/{repo_id}", "name": repo_id})
@@ -453,7 +490,12 @@ class _Handler(BaseHTTPRequestHandler):
         faults = self.server_hub.faults
         if faults.validate_yaml_unavailable > 0:
             faults.validate_yaml_unavailable -= 1
-            raise _Reply(503, "unavailable", {"Content-Type": "text/html"}, body=b"<html><body>503 Service Temporarily Unavailable</body></html>")
+            raise _Reply(
+                503,
+                "unavailable",
+                {"Content-Type": "text/html"},
+                body=b"<html><body>503 Service Temporarily Unavailable</body></html>",
+            )
         content = self._json().get("content", "")
         license_id = _card_license(content)
         if license_id is not None and license_id not in KNOWN_LICENSES:
@@ -468,7 +510,16 @@ class _Handler(BaseHTTPRequestHandler):
         r = self._repo(repo, repo_type)
         commit = self._commit(r, rev)
         siblings = [{"rfilename": p} for p in sorted(commit.tree)]
-        return self._ok({"id": repo, "sha": commit.oid, "private": r.private, "siblings": siblings, "tags": [], "lastModified": _DATE})
+        return self._ok(
+            {
+                "id": repo,
+                "sha": commit.oid,
+                "private": r.private,
+                "siblings": siblings,
+                "tags": [],
+                "lastModified": _DATE,
+            }
+        )
 
     def route_create_branch(self, repo, branch):
         self._require_write()
@@ -503,7 +554,10 @@ class _Handler(BaseHTTPRequestHandler):
             entry = {"oid": obj["oid"], "size": obj["size"], "authenticated": True}
             if obj["oid"] not in self.server_hub.lfs_objects:
                 href = f"{self.server_hub.url}/_lfs/{obj['oid']}"
-                entry["actions"] = {"upload": {"href": href, "header": {}}, "verify": {"href": f"{href}/verify", "header": {}}}
+                entry["actions"] = {
+                    "upload": {"href": href, "header": {}},
+                    "verify": {"href": f"{href}/verify", "header": {}},
+                }
             objects.append(entry)
         return self._ok({"transfer": "basic", "objects": objects})
 
@@ -539,7 +593,10 @@ class _Handler(BaseHTTPRequestHandler):
         if faults.commit_quota is not None:
             q = faults.commit_quota
             faults.commit_quota = None
-            headers = {"RateLimit": f'"commits";r={q["remaining"]};t={q["reset"]}', "RateLimit-Policy": f'"fixed window";"commits";q={q["limit"]};w={q["window"]}'}
+            headers = {
+                "RateLimit": f'"commits";r={q["remaining"]};t={q["reset"]}',
+                "RateLimit-Policy": f'"fixed window";"commits";q={q["limit"]};w={q["window"]}',
+            }
             raise _Reply(429, "You have exceeded the rate limit for repository commits", headers)
         if hub._late_commit is not None:
             late, hub._late_commit = hub._late_commit, None
@@ -551,7 +608,11 @@ class _Handler(BaseHTTPRequestHandler):
             hub.land_foreign_commit(repo, rev)
         head = r.branches[rev]
         if header.get("parentCommit") not in (None, head):
-            raise _Reply(412, f"A commit has happened since. Please refresh and try again. (expected parent {header['parentCommit']}, head is {head})")
+            raise _Reply(
+                412,
+                "A commit has happened since. Please refresh and try again. "
+                f"(expected parent {header['parentCommit']}, head is {head})",
+            )
         tree, changed = dict(r.commits[head].tree), []
         for line in lines:
             key, value = line["key"], line["value"]
@@ -565,7 +626,9 @@ class _Handler(BaseHTTPRequestHandler):
                 tree[value["path"]] = Blob.store(self._maybe_flip(value["path"], data), True)
             elif key == "deletedFile":
                 if value["path"] not in tree:
-                    raise _Reply(404, f"A file with this name doesn't exist: {value['path']}", {"X-Error-Code": "EntryNotFound"})
+                    raise _Reply(
+                        404, f"A file with this name doesn't exist: {value['path']}", {"X-Error-Code": "EntryNotFound"}
+                    )
                 del tree[value["path"]]
             elif key == "deletedFolder":
                 prefix = value["path"].rstrip("/") + "/"
@@ -646,7 +709,15 @@ class _Handler(BaseHTTPRequestHandler):
         while oid is not None:
             c = r.commits[oid]
             date = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(c.created)) + f".{int(c.created % 1 * 1000):03d}Z"
-            history.append({"id": c.oid, "authors": [{"user": "tester"}], "date": date, "title": c.message, "message": c.description})
+            history.append(
+                {
+                    "id": c.oid,
+                    "authors": [{"user": "tester"}],
+                    "date": date,
+                    "title": c.message,
+                    "message": c.description,
+                }
+            )
             oid = c.parent
         return self._page(history, "commits")
 
@@ -661,14 +732,20 @@ class _Handler(BaseHTTPRequestHandler):
 
     def route_resolve(self, repo, rev, path, repo_type="dataset"):
         if repo in self.server_hub.gated:
-            raise _Reply(403, "Access to this repo is restricted: ask for access on its page", {"X-Error-Code": "GatedRepo"})
+            raise _Reply(
+                403, "Access to this repo is restricted: ask for access on its page", {"X-Error-Code": "GatedRepo"}
+            )
         commit = self._commit(self._repo(repo, repo_type), rev)
         blob = commit.tree.get(path)
         if blob is None:
-            raise _Reply(404, f"Entry not found: {path}", {"X-Error-Code": "EntryNotFound", "X-Repo-Commit": commit.oid})
+            raise _Reply(
+                404, f"Entry not found: {path}", {"X-Error-Code": "EntryNotFound", "X-Repo-Commit": commit.oid}
+            )
         headers = {"X-Repo-Commit": commit.oid, "Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"}
         if blob.lfs:
-            headers.update({"ETag": f'"{blob.sha256}"', "X-Linked-Etag": f'"{blob.sha256}"', "X-Linked-Size": str(blob.size)})
+            headers.update(
+                {"ETag": f'"{blob.sha256}"', "X-Linked-Etag": f'"{blob.sha256}"', "X-Linked-Size": str(blob.size)}
+            )
         else:
             headers["ETag"] = f'"{blob.oid}"'
         data, status = blob.data, 200
@@ -762,7 +839,15 @@ def make_verified_release(root, parts: int = 3, card: bool = True, seed: int = 0
     return root
 
 
-def make_release(root, parts: int = 3, vocab_size: int = 300, eod_id: int = 0, card: bool = True, seed: int = 0, corpus_source: str = "local"):
+def make_release(
+    root,
+    parts: int = 3,
+    vocab_size: int = 300,
+    eod_id: int = 0,
+    card: bool = True,
+    seed: int = 0,
+    corpus_source: str = "local",
+):
     """A small Megatron release: ``parts`` parts (part 1 has no validation pair), receipts, stats,
     run_config.json (written by the build's own BuildPlan.run_config; the corpus came from
     ``corpus_source``), the dataset card (when ``card``) and COMPLETE.json listing every other file."""
@@ -784,12 +869,17 @@ def make_release(root, parts: int = 3, vocab_size: int = 300, eod_id: int = 0, c
         for split in ("train", "validation"):
             if split == "validation" and index == 1:
                 continue  # a part with no validation document has no validation pair
-            docs = [[rng.randrange(1, vocab_size) for _ in range(rng.randrange(1, 40))] for _ in range(rng.randrange(2, 6))]
+            docs = [
+                [rng.randrange(1, vocab_size) for _ in range(rng.randrange(1, 40))] for _ in range(rng.randrange(2, 6))
+            ]
             writer = MegatronWriter(root / pair_path(split, part, "bin"), vocab_size, eod_id)
             for doc in docs:
                 writer.add_document(doc)
             pair = writer.close()
-            files += [FileEntry(pair_path(split, part, "bin"), pair.bin_size, pair.bin_sha256), FileEntry(pair_path(split, part, "idx"), pair.idx_size, pair.idx_sha256)]
+            files += [
+                FileEntry(pair_path(split, part, "bin"), pair.bin_size, pair.bin_sha256),
+                FileEntry(pair_path(split, part, "idx"), pair.idx_size, pair.idx_sha256),
+            ]
             counts = SplitCounts(len(docs), sum(map(len, docs)), len(docs))
             splits[split] = counts
             row = totals.setdefault(split, {})
@@ -864,4 +954,13 @@ def make_corpus(root, name: str = "mini"):
     return root, rows
 
 
-__all__ = ["HubServer", "Faults", "Blob", "client_env", "git_blob_oid", "make_release", "make_corpus", "write_complete"]
+__all__ = [
+    "HubServer",
+    "Faults",
+    "Blob",
+    "client_env",
+    "git_blob_oid",
+    "make_release",
+    "make_corpus",
+    "write_complete",
+]

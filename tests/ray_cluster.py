@@ -115,9 +115,16 @@ def _ray_command() -> Path:
 
 
 def _environment(ray_tmpdir: str) -> dict[str, str]:
-    """The environment of the nodes and drivers: Ray's quiet settings, its private temporary folder, this interpreter's bin first."""
+    """The environment of the nodes and drivers: Ray's quiet settings,
+    its private temporary folder, this interpreter's bin first.
+    """
     bin_dir = Path(sys.executable).parent
-    env = {**os.environ, **RAY_ENV, "RAY_TMPDIR": ray_tmpdir, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = {
+        **os.environ,
+        **RAY_ENV,
+        "RAY_TMPDIR": ray_tmpdir,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
     env.pop("RAY_ADDRESS", None)
     return env
 
@@ -126,7 +133,9 @@ def _start_nodes_script(ray: Path, log: Path, workers: int = WORKER_NODES) -> st
     """Bash lines that bring up loopback and start the head and ``workers`` worker nodes, exiting 97/98 on failure."""
     q = shlex.quote
     node = f"--node-ip-address=127.0.0.1 --num-cpus=1 --object-store-memory={OBJECT_STORE_BYTES}"
-    start_workers = " \\\n   || ".join(f'! {q(str(ray))} start --address={ADDRESS} {node} >>"$log" 2>&1' for _ in range(workers))
+    start_workers = " \\\n   || ".join(
+        f'! {q(str(ray))} start --address={ADDRESS} {node} >>"$log" 2>&1' for _ in range(workers)
+    )
     return f"""
 set -u
 ip link set lo up || exit 97
@@ -136,7 +145,8 @@ stop() {{ {q(str(ray))} stop --force >>"$log" 2>&1; }}
 # Ray workers run in their node's directory, so a relative path that only
 # the driver's directory resolves must fail here too.
 cd "$RAY_TMPDIR" || exit 97
-if ! {q(str(ray))} start --head --port={HEAD_PORT} {node} --include-dashboard=false --disable-usage-stats >>"$log" 2>&1 \\
+if ! {q(str(ray))} start --head --port={HEAD_PORT} {node} --include-dashboard=false --disable-usage-stats \\
+       >>"$log" 2>&1 \\
    || {start_workers}; then
     echo "ray_cluster: ray start failed; see $log" >&2
     stop
@@ -148,11 +158,15 @@ fi
 def _driver_command(python: str, driver: Path, *args: str) -> str:
     """The bash line that runs a driver script in its own directory."""
     q = shlex.quote
-    return f"cd {q(str(driver.parent))} || exit 97\nRAY_ADDRESS={ADDRESS} {q(python)} {q(str(driver))} {' '.join(q(a) for a in args)}\n"
+    return (
+        f"cd {q(str(driver.parent))} || exit 97\nRAY_ADDRESS={ADDRESS} "
+        f"{q(python)} {q(str(driver))} {' '.join(q(a) for a in args)}\n"
+    )
 
 
 class RayCluster:
-    """A cluster of :data:`NODES` nodes running in namespaces of its own until :meth:`stop`; drivers join it with :meth:`run`.
+    """A cluster of :data:`NODES` nodes running in namespaces of
+    its own until :meth:`stop`; drivers join it with :meth:`run`.
 
     The namespaces' first process is a bash script that starts the nodes,
     then waits for its stdin to close (the session's end, or the test
@@ -168,9 +182,18 @@ class RayCluster:
         self.ray_tmpdir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
         self.env = _environment(self.ray_tmpdir)
         started = self.folder / "started"
-        script = _start_nodes_script(_ray_command(), self.log) + f"touch {shlex.quote(str(started))}\nread -r _\nstop\n"
+        script = (
+            _start_nodes_script(_ray_command(), self.log) + f"touch {shlex.quote(str(started))}\nread -r _\nstop\n"
+        )
         with open(self.log, "ab") as log:
-            self._holder = subprocess.Popen([*NAMESPACE_COMMAND, "bash", "-c", script], stdin=subprocess.PIPE, stdout=log, stderr=log, cwd=self.folder, env=self.env)
+            self._holder = subprocess.Popen(
+                [*NAMESPACE_COMMAND, "bash", "-c", script],
+                stdin=subprocess.PIPE,
+                stdout=log,
+                stderr=log,
+                cwd=self.folder,
+                env=self.env,
+            )
         self._init_pid = None
         try:
             self._wait_until_ready(started, time.monotonic() + READY_DEADLINE_S)
@@ -183,19 +206,35 @@ class RayCluster:
 
         while not started.exists():  # the nodes are starting
             if self._holder.poll() is not None:
-                raise RuntimeError(f"ray_cluster: the cluster did not start ({self._holder.returncode}); see {self.log}")
+                raise RuntimeError(
+                    f"ray_cluster: the cluster did not start ({self._holder.returncode}); see {self.log}"
+                )
             if time.monotonic() > deadline:
                 raise RuntimeError(f"ray_cluster: ray start still running after {READY_DEADLINE_S} s; see {self.log}")
             time.sleep(0.1)
         # The namespaces' first process is unshare's only child (unshare itself stays outside the PID namespace).
         (child,) = psutil.Process(self._holder.pid).children()
         self._init_pid = child.pid
-        ping = self.run(PING_DRIVER, self.folder / "ping", timeout=max(1.0, deadline - time.monotonic()), args=(str(max(1.0, deadline - time.monotonic())), str(NODES)))
+        ping = self.run(
+            PING_DRIVER,
+            self.folder / "ping",
+            timeout=max(1.0, deadline - time.monotonic()),
+            args=(str(max(1.0, deadline - time.monotonic())), str(NODES)),
+        )
         if ping.returncode != 0:
-            raise RuntimeError(f"ray_cluster: the cluster is not ready ({ping.returncode}); see {self.log}:\n{ping.stderr[-4000:]}")
+            raise RuntimeError(
+                f"ray_cluster: the cluster is not ready ({ping.returncode}); see {self.log}:\n{ping.stderr[-4000:]}"
+            )
 
-    def run(self, driver_code: str, work_dir: str | os.PathLike, timeout: float = DRIVER_TIMEOUT_S, args: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
-        """Run ``driver_code`` as ``work_dir/driver.py`` in the cluster's namespaces, in ``work_dir``; the completed process.
+    def run(
+        self,
+        driver_code: str,
+        work_dir: str | os.PathLike,
+        timeout: float = DRIVER_TIMEOUT_S,
+        args: tuple[str, ...] = (),
+    ) -> subprocess.CompletedProcess:
+        """Run ``driver_code`` as ``work_dir/driver.py`` in the
+        cluster's namespaces, in ``work_dir``; the completed process.
 
         Returns the driver's return code and captured text output. After
         ``timeout`` seconds the driver (and everything in its process
@@ -206,9 +245,27 @@ class RayCluster:
         work_dir.mkdir(parents=True, exist_ok=True)
         driver = work_dir / "driver.py"
         driver.write_text(driver_code, encoding="utf-8")
-        command = ["nsenter", f"--target={self._init_pid}", "--net", "--pid", "--mount", "--", "bash", "-c", _driver_command(sys.executable, driver, *args)]
+        command = [
+            "nsenter",
+            f"--target={self._init_pid}",
+            "--net",
+            "--pid",
+            "--mount",
+            "--",
+            "bash",
+            "-c",
+            _driver_command(sys.executable, driver, *args),
+        ]
         # A session of its own: on timeout the whole group goes (nsenter forks the driver into the namespace).
-        process = subprocess.Popen(command, cwd=work_dir, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        process = subprocess.Popen(
+            command,
+            cwd=work_dir,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         try:
             stdout, stderr = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -237,8 +294,14 @@ def ray_cluster(tmp_path_factory) -> RayCluster:
     cluster.stop()
 
 
-def run_in_ray_namespace(driver_code: str, tmp_path: str | os.PathLike, timeout: float = READY_DEADLINE_S + DRIVER_TIMEOUT_S, cluster: bool = True) -> subprocess.CompletedProcess:
-    """Run ``driver_code`` as a Python script beside a fresh two-node Ray cluster (head and one worker) on loopback only.
+def run_in_ray_namespace(
+    driver_code: str,
+    tmp_path: str | os.PathLike,
+    timeout: float = READY_DEADLINE_S + DRIVER_TIMEOUT_S,
+    cluster: bool = True,
+) -> subprocess.CompletedProcess:
+    """Run ``driver_code`` as a Python script beside a fresh
+    two-node Ray cluster (head and one worker) on loopback only.
 
     The script is written to ``tmp_path/driver.py`` and run with the current
     interpreter, in ``tmp_path``, with ``RAY_ADDRESS`` set to the head node.
@@ -259,9 +322,16 @@ def run_in_ray_namespace(driver_code: str, tmp_path: str | os.PathLike, timeout:
     q = shlex.quote
     with tempfile.TemporaryDirectory(prefix="ray-", dir="/tmp") as ray_tmpdir:
         if cluster:
-            script = _start_nodes_script(_ray_command(), tmp_path / "ray_cluster.log", workers=1) + _driver_command(sys.executable, driver) + "status=$?\nstop\nexit $status\n"
+            script = (
+                _start_nodes_script(_ray_command(), tmp_path / "ray_cluster.log", workers=1)
+                + _driver_command(sys.executable, driver)
+                + "status=$?\nstop\nexit $status\n"
+            )
         else:
-            script = f"ip link set lo up || exit 97\ncd {q(str(tmp_path))} || exit 97\n{q(sys.executable)} {q(str(driver))}\n"
+            script = (
+                f"ip link set lo up || exit 97\ncd {q(str(tmp_path))} "
+                f"|| exit 97\n{q(sys.executable)} {q(str(driver))}\n"
+            )
         return subprocess.run(
             [*NAMESPACE_COMMAND, "bash", "-c", script],
             check=False,  # the caller reads the driver's return code

@@ -1,4 +1,5 @@
-"""Small releases to tamper with, and the edits the verify tests make to them (shared by tests/verify/ and tests/cards/).
+"""Small releases to tamper with, and the edits the verify
+tests make to them (shared by tests/verify/ and tests/cards/).
 
 The fixtures built from them (``both``, ``llmc_bos``, and per-test copies) are in tests/conftest.py.
 """
@@ -24,7 +25,24 @@ TEXTS = ["one line of text", "two lines\nof text", "three", "four and more words
 def build(root: Path, *flags: str) -> Path:
     corpus = write_corpus(root / "corpus", [("train", TEXTS), ("validation", TEXTS[:2])])
     out = root / "release"
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", "byte", "--doc-sep", "3", "--out", str(out), "--quiet", *flags]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                "byte",
+                "--doc-sep",
+                "3",
+                "--out",
+                str(out),
+                "--quiet",
+                *flags,
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -42,14 +60,20 @@ def reseal(root: Path) -> None:
     """Rewrite COMPLETE.json (and receipts) so only the deeper rule is broken."""
     for receipt_path in sorted((root / "receipts").glob("*.json")):
         receipt = Receipt.read(receipt_path)
-        files = tuple(FileEntry(f.path, (root / f.path).stat().st_size, sha256_file(root / f.path)) for f in receipt.files)
+        files = tuple(
+            FileEntry(f.path, (root / f.path).stat().st_size, sha256_file(root / f.path)) for f in receipt.files
+        )
         Receipt(receipt.part, receipt.input_shard, receipt.splits, files, receipt.sources).write(root)
     reseal_complete(root)
 
 
 def reseal_complete(root: Path) -> None:
     """Rewrite COMPLETE.json alone (the receipts as they are, even ones no Receipt would read)."""
-    entries = [FileEntry(p.relative_to(root).as_posix(), p.stat().st_size, sha256_file(p)) for p in sorted(root.rglob("*")) if p.is_file() and p.name != "COMPLETE.json"]
+    entries = [
+        FileEntry(p.relative_to(root).as_posix(), p.stat().st_size, sha256_file(p))
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != "COMPLETE.json"
+    ]
     Complete(tuple(sorted(entries, key=lambda e: e.path))).write(root)
 
 

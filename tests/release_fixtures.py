@@ -32,7 +32,9 @@ def stories(n: int, seed: int = 0, max_words: int = 80) -> list[str]:
     return [story(rng, max_words) for _ in range(n)]
 
 
-def write_corpus(root: Path, shards: list[tuple[str, list[str]]], name: str = "toy", split_rule: str = "files") -> Path:
+def write_corpus(
+    root: Path, shards: list[tuple[str, list[str]]], name: str = "toy", split_rule: str = "files"
+) -> Path:
     """A corpus folder whose shard i holds ``shards[i] = (split, texts)``."""
     root = Path(root)
     (root / "data").mkdir(parents=True, exist_ok=True)
@@ -53,7 +55,9 @@ SOURCES = ("web", "books", "wiki/fa")
 
 
 def source_rows(n: int, seed: int = 0) -> list[dict]:
-    """JSONL-ready rows with ``text``, ``src`` (a source name) and ``split``; ``books`` never in validation, one empty text."""
+    """JSONL-ready rows with ``text``, ``src`` (a source name)
+    and ``split``; ``books`` never in validation, one empty text.
+    """
     rng = random.Random(seed)
     rows = []
     for i in range(n):
@@ -64,7 +68,8 @@ def source_rows(n: int, seed: int = 0) -> list[dict]:
 
 
 def counts_by_source(rows: list[dict], tokenizer_json: Path | None, source_key: str = "src") -> dict:
-    """stats.json's ``sources`` computed from the input rows alone: ``tokenizers``' ids (or UTF-8 bytes with None), one EOD each.
+    """stats.json's ``sources`` computed from the input rows alone:
+    ``tokenizers``' ids (or UTF-8 bytes with None), one EOD each.
 
     Empty texts are no documents (both importers drop them).
     """
@@ -73,7 +78,9 @@ def counts_by_source(rows: list[dict], tokenizer_json: Path | None, source_key: 
     for row in rows:
         if not row["text"]:
             continue
-        counts = sources.setdefault(row[source_key], {}).setdefault(row["split"], dict.fromkeys(("documents", "text_tokens", "eod_tokens", "text_bytes", "total_tokens"), 0))
+        counts = sources.setdefault(row[source_key], {}).setdefault(
+            row["split"], dict.fromkeys(("documents", "text_tokens", "eod_tokens", "text_bytes", "total_tokens"), 0)
+        )
         tokens = encode(row["text"])
         counts["documents"] += 1
         counts["text_tokens"] += tokens
@@ -100,18 +107,60 @@ def build_with_sources(root: Path, rows: list[dict]) -> Path:
     jsonl = root / "rows.jsonl"
     jsonl.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     out = root / "release"
-    assert main(["build", "--corpus", str(jsonl), "--source-column", "src", "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(jsonl),
+                "--source-column",
+                "src",
+                "--tokenizer",
+                "byte",
+                "--doc-sep",
+                "0",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     return out
 
 
 def build_release(root: Path, name: str = "toy", tokenizer_id: str | None = None) -> Path:
-    """A small real release (llm.c + Megatron, 3 parts: two train, one validation) that ``hf-tokbin verify`` accepts."""
+    """A small real release (llm.c + Megatron, 3 parts: two train, one validation) that ``hf-tokbin verify`` accepts.
+    """
     from hf_tokbin.cli import main
 
     root = Path(root)
-    corpus = write_corpus(root / "corpus", [("train", stories(30, 1)), ("train", stories(30, 2)), ("validation", stories(10, 3))], name=name)
+    corpus = write_corpus(
+        root / "corpus",
+        [("train", stories(30, 1)), ("train", stories(30, 2)), ("validation", stories(10, 3))],
+        name=name,
+    )
     out = root / "release"
     ids = ["--tokenizer-id", tokenizer_id] if tokenizer_id else []
-    if main(["build", "--corpus", str(corpus), "--tokenizer", "byte", *ids, "--doc-sep-id", "0", "--out", str(out), "--num-proc", "1", "--quiet"]) != 0:
+    if (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                "byte",
+                *ids,
+                "--doc-sep-id",
+                "0",
+                "--out",
+                str(out),
+                "--num-proc",
+                "1",
+                "--quiet",
+            ]
+        )
+        != 0
+    ):
         raise RuntimeError("fixture build failed")
     return out

@@ -1,6 +1,6 @@
-"""Seed 002's edge cases for the TinyStories reader, shared by tests/corpus/."""
+"""The TinyStories rules' edge cases for the TinyStories reader, shared by tests/corpus/."""
 
-# Seed 002's edge cases, with the stories a reader must return written out by hand.
+# The TinyStories rules' edge cases, with the stories a reader must return written out by hand.
 EDGE_TEXT = (
     "and so the cat went home.\n"  # truncated first story, kept
     "<|endoftext|>\n"

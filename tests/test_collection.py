@@ -12,7 +12,9 @@ TESTS = Path(__file__).resolve().parent
 
 
 def test_every_test_file_on_disk_is_collected():
-    on_disk = {p.relative_to(TESTS.parent).as_posix() for p in TESTS.rglob("test_*.py") if "__pycache__" not in p.parts}
+    on_disk = {
+        p.relative_to(TESTS.parent).as_posix() for p in TESTS.rglob("test_*.py") if "__pycache__" not in p.parts
+    }
     # The README's test command from the repository root, collection only.
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],

@@ -18,22 +18,28 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow  # four real builds, about 30 s
 
 
-# run_config.json format 2 (issue 12) changed these files on purpose, and nothing else: the token
+# run_config.json format 2 changed these files on purpose, and nothing else: the token
 # files, .idx, receipts, manifests and stats.json of every golden release keep their bytes. The
 # card and COMPLETE.json (which lists run_config.json) follow run_config.json; ``tokenizer train``
 # now also writes tokenizer_config.json and generation_config.json's bos_token_id.
 CHANGED_BY_RUN_CONFIG_2 = {"run_config.json", "README.md", "COMPLETE.json"}
 CHANGED_BY_TOKENIZER_FILES = {"sample": {"tokenizer/generation_config.json", "tokenizer/tokenizer_config.json"}}
-# A release ships its tokenizer (issue 22): tokenizer/ is new in every release, and COMPLETE.json lists it.
+# A release ships its tokenizer: tokenizer/ is new in every release, and COMPLETE.json lists it.
 SHIPPED_TOKENIZER_DIR = "tokenizer/"
-# A release holds a Parquet preview for the Hub's viewer (issue 25): preview/ is new, COMPLETE.json lists it, the card declares it.
+# A release holds a Parquet preview for the Hub's viewer:
+# preview/ is new, COMPLETE.json lists it, the card declares it.
 PREVIEW_DIR = "preview/"
 # The card's charts (pictures/*.svg) are new in every release with Megatron pairs; the preview holds one row per
 # document, each format's ids as columns. COMPLETE.json lists both, the card links the charts.
 PICTURES_DIR = "pictures/"
-# --llmc-layout llama3 writes llm.c's own Llama 3 data by default (issue 22): <|begin_of_text|> (128000) before each
-# document and no 128001 in its llm.c files and manifest (doc_sep_id 128000); its Megatron pairs and receipts keep their bytes.
-CHANGED_BY_LLAMA3_BEGIN_OF_TEXT = {"llama3-upstream": {f"tokens/llama3/tinystories/{name}" for name in ("_MANIFEST.json", "train-00000.bin", "val-00000.bin")}}
+# --llmc-layout llama3 writes llm.c's own Llama 3 data by default: <|begin_of_text|> (128000) before each
+# document and no 128001 in its llm.c files and manifest (doc_sep_id
+# 128000); its Megatron pairs and receipts keep their bytes.
+CHANGED_BY_LLAMA3_BEGIN_OF_TEXT = {
+    "llama3-upstream": {
+        f"tokens/llama3/tinystories/{name}" for name in ("_MANIFEST.json", "train-00000.bin", "val-00000.bin")
+    }
+}
 # run-config-v2.json was re-recorded when the card's llm.c example lines came to quote their globs (shell-quoted,
 # the folder's glob characters escaped, as hf-tokbin recipe prints them): README.md and COMPLETE.json only.
 # It was re-recorded again for the preview's one row per document and the card's charts: README.md, COMPLETE.json,
@@ -42,7 +48,8 @@ CHANGED_BY_LLAMA3_BEGIN_OF_TEXT = {"llama3-upstream": {f"tokens/llama3/tinystori
 
 def _differences(recorded: dict, now: dict, allowed=lambda tree, path: False) -> list[str]:
     return [
-        f"{tree}/{path}: recorded {recorded.get(tree, {}).get(path, 'absent')[:12]}, now {now.get(tree, {}).get(path, 'absent')[:12]}"
+        f"{tree}/{path}: recorded {recorded.get(tree, {}).get(path, 'absent')[:12]}, "
+        f"now {now.get(tree, {}).get(path, 'absent')[:12]}"
         for tree in sorted(set(recorded) | set(now))
         for path in sorted(set(recorded.get(tree, {})) | set(now.get(tree, {})))
         if recorded.get(tree, {}).get(path) != now.get(tree, {}).get(path) and not allowed(tree, path)
@@ -50,10 +57,17 @@ def _differences(recorded: dict, now: dict, allowed=lambda tree, path: False) ->
 
 
 def test_golden_releases_are_byte_identical_to_the_recorded_digests(tmp_path):
-    """The token files, indices, receipts, manifests and stats are the bytes recorded before the redesign; all files are run-config-v2.json's."""
+    """The token files, indices, receipts, manifests and stats are the
+    bytes recorded before the redesign; all files are run-config-v2.json's.
+    """
     script = ROOT / "scripts" / "golden_releases.py"
     golden = ROOT / "tests" / "golden"
-    result = subprocess.run([sys.executable, str(script), "record", str(tmp_path / "now.json")], capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, str(script), "record", str(tmp_path / "now.json")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     now = json.loads((tmp_path / "now.json").read_text())
 

@@ -129,7 +129,9 @@ def _build_gpt2(folder: Path) -> None:
     tokenizer.decoder = decoders.ByteLevel()
     tokenizer.add_special_tokens([AddedToken("<|endoftext|>", special=True)])
     if tokenizer.token_to_id("<|endoftext|>") != GPT2_EOS_ID:
-        raise RuntimeError(f"GPT-2 <|endoftext|> id: expected {GPT2_EOS_ID}, got {tokenizer.token_to_id('<|endoftext|>')}")
+        raise RuntimeError(
+            f"GPT-2 <|endoftext|> id: expected {GPT2_EOS_ID}, got {tokenizer.token_to_id('<|endoftext|>')}"
+        )
     tokenizer.save(str(folder / "tokenizer.json"))
     _write_generation_config(folder, GPT2_EOS_ID)
     shutil.rmtree(folder / "npm")
@@ -174,7 +176,9 @@ def story_texts(count: int, seed: int = 0) -> list[str]:
 
 
 def byte_level_bpe_json(**model) -> dict:
-    """A minimal byte-level BPE ``tokenizer.json`` as a dict (no vocabulary unless given); ``model`` overrides model fields."""
+    """A minimal byte-level BPE ``tokenizer.json`` as a dict (no
+    vocabulary unless given); ``model`` overrides model fields.
+    """
     return {
         "version": "1.0",
         "truncation": None,
@@ -185,7 +189,16 @@ def byte_level_bpe_json(**model) -> dict:
         "post_processor": None,
         "decoder": None,
         "model": {
-            "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None, "end_of_word_suffix": None,
-            "fuse_unk": False, "byte_fallback": False, "ignore_merges": False, "vocab": {}, "merges": [], **model,
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": False,
+            "vocab": {},
+            "merges": [],
+            **model,
         },
     }

@@ -62,10 +62,19 @@ def check_repo_id(name: str) -> None:
 
 
 def _source(repo_id: str, commit: str, repo_type: str = "dataset", hub_endpoint: str | None = None):
-    """The checked download of ``repo_id`` at ``commit``; ``hub_endpoint`` the driver's (a Ray worker has no HF_ENDPOINT)."""
+    """The checked download of ``repo_id`` at ``commit``;
+    ``hub_endpoint`` the driver's (a Ray worker has no HF_ENDPOINT).
+    """
     from ..hub.download import DownloadLimits, Source
 
-    return Source(repo_id, commit, endpoint=hub_endpoint or endpoint(), token=None, repo_type=repo_type, limits=DownloadLimits.from_env())
+    return Source(
+        repo_id,
+        commit,
+        endpoint=hub_endpoint or endpoint(),
+        token=None,
+        repo_type=repo_type,
+        limits=DownloadLimits.from_env(),
+    )
 
 
 def _fetched(repo_id: str, commit: str, what: str, fetch):
@@ -108,7 +117,8 @@ HUB_URL_TYPES = ("dataset", "model", "space")
 
 
 def parse_hub_url(url: str):
-    """The parts of an ``hf://`` URL (``huggingface_hub.HfUri``: type, id, revision or None, path_in_repo), read without a request.
+    """The parts of an ``hf://`` URL (``huggingface_hub.HfUri``: type,
+    id, revision or None, path_in_repo), read without a request.
 
     ``HfFileSystem.resolve_path`` parses it the same way (``parse_hf_uri``), then asks for the repo's info to see it
     exists: a request bounded in neither bytes nor time (a server sending it a byte at a time held the command
@@ -119,7 +129,9 @@ def parse_hub_url(url: str):
 
     parsed = parse_hf_uri(url)
     if parsed.type not in HUB_URL_TYPES:
-        raise CorpusInputError(url, "an hf:// input is a file, folder or glob of a dataset, model or space repo", got=parsed.type)
+        raise CorpusInputError(
+            url, "an hf:// input is a file, folder or glob of a dataset, model or space repo", got=parsed.type
+        )
     return parsed
 
 
@@ -131,9 +143,16 @@ def fetch_hub_file(uri: str, size: int | None, sha256: str | None, git_blob_id: 
     if not isinstance(size, int) or (sha256 is None and git_blob_id is None):
         raise HubError(uri, "the Hub lists no size and digest for this file: it cannot be checked", got=f"size {size}")
     source = _source(resolved.id, resolved.revision, resolved.type)
-    expected = Expected(size, sha256=sha256, git_blob_id=None if sha256 else git_blob_id, listed_in="the Hub's listing")
+    expected = Expected(
+        size, sha256=sha256, git_blob_id=None if sha256 else git_blob_id, listed_in="the Hub's listing"
+    )
     folder.mkdir(parents=True, exist_ok=True)
-    return _fetched(resolved.id, resolved.revision, "download corpus input", lambda: source.fetch(resolved.path_in_repo, folder, expected))
+    return _fetched(
+        resolved.id,
+        resolved.revision,
+        "download corpus input",
+        lambda: source.fetch(resolved.path_in_repo, folder, expected),
+    )
 
 
 @dataclass(frozen=True)
@@ -149,7 +168,9 @@ class HubShards:
 
     @contextlib.contextmanager
     def local_path(self, shard: CorpusShard, scratch: Path) -> Iterator[Path]:
-        """The shard fetched into ``scratch`` by the checked download (size and SHA-256 of the manifest); deleted afterwards."""
+        """The shard fetched into ``scratch`` by the checked download
+        (size and SHA-256 of the manifest); deleted afterwards.
+        """
         from ..hub.download import Expected
 
         scratch.mkdir(parents=True, exist_ok=True)
@@ -157,7 +178,9 @@ class HubShards:
         try:
             source = _source(self.repo_id, self.commit, hub_endpoint=self.endpoint)
             expected = Expected(shard.size, sha256=shard.sha256, listed_in="the corpus manifest")
-            yield _fetched(self.repo_id, self.commit, "download corpus shard", lambda: source.fetch(shard.path, folder, expected))
+            yield _fetched(
+                self.repo_id, self.commit, "download corpus shard", lambda: source.fetch(shard.path, folder, expected)
+            )
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -166,11 +189,15 @@ class HubShards:
 
     def open_for_sample(self, shard: CorpusShard):
         """A seekable remote file of ``shard.size`` bytes: pyarrow reads the footer and the first row group with range
-        requests, each answer read no further than the range asked (:meth:`hf_tokbin.hub.download.Source.read_range`)."""
+        requests, each answer read no further than the range asked
+        (:meth:`hf_tokbin.hub.download.Source.read_range`).
+        """
         source = _source(self.repo_id, self.commit, hub_endpoint=self.endpoint)
 
         def read(start: int, length: int) -> bytes:
-            return _fetched(self.repo_id, self.commit, f"read {shard.path}", lambda: source.read_range(shard.path, start, length))
+            return _fetched(
+                self.repo_id, self.commit, f"read {shard.path}", lambda: source.read_range(shard.path, start, length)
+            )
 
         return io.BufferedReader(RangeFile(read, shard.size), buffer_size=1 << 20)
 
@@ -220,7 +247,11 @@ def hub_listing(repo_id: str, revision: str | None) -> tuple[str, dict]:
     try:
         commit = resolve_commit(api, repo_id, revision, "dataset")
         # Retried as a whole on a transient failure (list_repo_tree retried each page itself).
-        tree = call_with_retry(RetryPolicy.from_env(), "list the corpus files", lambda: bounded_listing(api, repo_id, where, repo_type="dataset", revision=commit, recursive=True))
+        tree = call_with_retry(
+            RetryPolicy.from_env(),
+            "list the corpus files",
+            lambda: bounded_listing(api, repo_id, where, repo_type="dataset", revision=commit, recursive=True),
+        )
     except TokbinError:
         raise
     except Exception as e:  # noqa: BLE001
@@ -247,9 +278,14 @@ def fetch_listed_corpus_folder(name: str, revision: str | None, commit: str, fil
     manifest must be the checked one, byte for byte."""
     where = f"{name}@{commit}"
     manifest = listed_corpus_manifest(name, commit, files, records)
-    folder = _fetch_listed_files(name, revision, commit, files, [MANIFEST_NAME, CARD_NAME, *(s.path for s in manifest.shards)])
+    folder = _fetch_listed_files(
+        name, revision, commit, files, [MANIFEST_NAME, CARD_NAME, *(s.path for s in manifest.shards)]
+    )
     if (folder / MANIFEST_NAME).read_bytes() != (records / MANIFEST_NAME).read_bytes():
-        raise HubError(f"{where}/{MANIFEST_NAME}", "the corpus folder fetched differs from the manifest checked against the Hub's listing")
+        raise HubError(
+            f"{where}/{MANIFEST_NAME}",
+            "the corpus folder fetched differs from the manifest checked against the Hub's listing",
+        )
     return folder
 
 
@@ -272,9 +308,15 @@ def _fetch_listed_files(name: str, revision: str | None, commit: str, files: dic
             continue  # a card the repo lacks (the manifest and every shard were found in the listing already)
         expected = tree_expected(files, path, source, record=path in (MANIFEST_NAME, CARD_NAME))
         if not matches(snapshot / path, expected):
-            _fetched(name, commit, f"download {path}", lambda path=path, expected=expected: source.fetch(path, snapshot, expected))
+            _fetched(
+                name,
+                commit,
+                f"download {path}",
+                lambda path=path, expected=expected: source.fetch(path, snapshot, expected),
+            )
     if not is_commit_id(revision):
-        record_cached_ref(snapshot, revision or "main", commit)  # so an offline build of the branch finds this snapshot
+        # so an offline build of the branch finds this snapshot
+        record_cached_ref(snapshot, revision or "main", commit)
     return snapshot
 
 
@@ -299,8 +341,11 @@ def fetch_cached_corpus_folder(name: str, revision: str | None) -> Path:
 
 
 def _listed(manifest: CorpusManifest) -> list[str]:
-    """``snapshot_download`` patterns naming exactly the manifest, the card and the shards (fnmatch's [*?[] escaped)."""
-    return [re.sub(r"([*?\[])", r"[\1]", path) for path in (MANIFEST_NAME, CARD_NAME, *(s.path for s in manifest.shards))]
+    """``snapshot_download`` patterns naming exactly the manifest, the card and the shards (fnmatch's [*?[] escaped).
+    """
+    return [
+        re.sub(r"([*?\[])", r"[\1]", path) for path in (MANIFEST_NAME, CARD_NAME, *(s.path for s in manifest.shards))
+    ]
 
 
 def _cached_snapshot(name: str, revision: str | None, allow_patterns: list[str]) -> Path:
@@ -326,7 +371,9 @@ def _cached_snapshot(name: str, revision: str | None, allow_patterns: list[str])
 # -- a plain repo of Parquet files -----------------------------------------------------------------
 
 
-def synthesize_hub_manifest(repo_id: str, commit: str, files: dict, config: str | None, splits: Sequence[str] | None, work: Path) -> CorpusManifest:
+def synthesize_hub_manifest(
+    repo_id: str, commit: str, files: dict, config: str | None, splits: Sequence[str] | None, work: Path
+) -> CorpusManifest:
     """The corpus manifest of a plain Hub dataset repo: its Parquet files per split, in ``datasets``' order."""
     where = f"{repo_id}@{commit}"
     license, language = _card_metadata(repo_id, commit, files, work)
@@ -334,29 +381,49 @@ def synthesize_hub_manifest(repo_id: str, commit: str, files: dict, config: str 
     wanted = list(splits) if splits else [s for s in by_split if split_name(s)]
     missing = [s for s in wanted if s not in by_split]
     if missing:
-        raise CorpusInputError(where, "--corpus-split names a split the dataset does not have", expected=", ".join(by_split) or "some split", got=", ".join(missing))
+        raise CorpusInputError(
+            where,
+            "--corpus-split names a split the dataset does not have",
+            expected=", ".join(by_split) or "some split",
+            got=", ".join(missing),
+        )
     if not wanted:
-        raise CorpusInputError(where, "the dataset has no train or validation split", expected="train or validation", got=", ".join(by_split) or "none", hint="choose splits with --corpus-split")
+        raise CorpusInputError(
+            where,
+            "the dataset has no train or validation split",
+            expected="train or validation",
+            got=", ".join(by_split) or "none",
+            hint="choose splits with --corpus-split",
+        )
     for split in wanted:
         if split_name(split) is None:
-            raise CorpusInputError(where, f"split {split!r} is neither train nor validation", expected="train, validation or val")
+            raise CorpusInputError(
+                where, f"split {split!r} is neither train nor validation", expected="train, validation or val"
+            )
     shards: list[CorpusShard] = []
     for ours in SPLITS:  # train shards first, then validation: the corpus order
         for split in (s for s in wanted if split_name(s) == ours):
             for path in by_split[split]:
                 shards.append(_hub_shard(repo_id, commit, files, path, ours))
     name = repo_id.split("/")[1]
-    return CorpusManifest(name, "files", tuple(FileEntry(s.path, s.size, s.sha256) for s in shards), tuple(shards), license, language)
+    return CorpusManifest(
+        name, "files", tuple(FileEntry(s.path, s.size, s.sha256) for s in shards), tuple(shards), license, language
+    )
 
 
-def data_files_by_split(repo_id: str, commit: str, files: dict, config: str | None, work: Path) -> dict[str, list[str]]:
+def data_files_by_split(
+    repo_id: str, commit: str, files: dict, config: str | None, work: Path
+) -> dict[str, list[str]]:
     """The repo's data files per split, as ``load_dataset`` resolves them (``configs:`` in its card, else file
     names): ``datasets``' rules run on the card (and ``.huggingface.yaml``) fetched checked into ``work`` and on
     the listing ``files``; nothing is listed or fetched again (:mod:`hf_tokbin.corpus.hub_splits`)."""
     from . import hub_splits
 
     where = f"{repo_id}@{commit}"
-    card, standalone = (fetch_record(repo_id, commit, files, name, work) if name in files else None for name in (CARD_NAME, hub_splits.STANDALONE_YAML_NAME))
+    card, standalone = (
+        fetch_record(repo_id, commit, files, name, work) if name in files else None
+        for name in (CARD_NAME, hub_splits.STANDALONE_YAML_NAME)
+    )
     sizes = {path: int(entry.size) for path, entry in files.items()}
     return hub_splits.data_files_by_split(where, sizes, hub_splits.card_yaml(where, card, standalone), config)
 
@@ -364,12 +431,22 @@ def data_files_by_split(repo_id: str, commit: str, files: dict, config: str | No
 def _hub_shard(repo_id: str, commit: str, files: dict, path: str, split: str) -> CorpusShard:
     where = f"{repo_id}@{commit}/{path}"
     if not path.lower().endswith(HUB_SHARD_SUFFIXES):
-        raise CorpusInputError(where, "a Hub corpus built directly must be Parquet files", expected=".parquet", got=os.path.splitext(path)[1] or "no suffix", hint="import it first: hf-tokbin corpus import hf://datasets/NS/NAME --out DIR")
+        raise CorpusInputError(
+            where,
+            "a Hub corpus built directly must be Parquet files",
+            expected=".parquet",
+            got=os.path.splitext(path)[1] or "no suffix",
+            hint="import it first: hf-tokbin corpus import hf://datasets/NS/NAME --out DIR",
+        )
     entry = files.get(path)
     if entry is None:
         raise HubError(where, "a data file is missing from the repo's listing")
     if entry.lfs is None:
-        raise CorpusInputError(where, "the Hub reports no SHA-256 for this file (not stored with LFS)", hint="import it first: hf-tokbin corpus import hf://datasets/NS/NAME --out DIR")
+        raise CorpusInputError(
+            where,
+            "the Hub reports no SHA-256 for this file (not stored with LFS)",
+            hint="import it first: hf-tokbin corpus import hf://datasets/NS/NAME --out DIR",
+        )
     sha256 = entry.lfs.sha256 if hasattr(entry.lfs, "sha256") else entry.lfs["sha256"]
     rows = _parquet_rows(repo_id, commit, path, int(entry.size))
     try:
@@ -390,8 +467,17 @@ def _parquet_rows(repo_id: str, commit: str, path: str, size: int) -> int:
             parquet = pq.ParquetFile(handle)
             schema, rows = parquet.schema_arrow, parquet.metadata.num_rows
     except (pa.ArrowException, OSError) as e:
-        raise CorpusInputError(where, "not a readable Parquet file", got=str(e).splitlines()[0][:200] if str(e) else type(e).__name__) from None
-    check_text_field(schema, where, hint="import it first with --text-column: hf-tokbin corpus import hf://datasets/NS/NAME --text-column COL --out DIR")
+        raise CorpusInputError(
+            where, "not a readable Parquet file", got=str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        ) from None
+    check_text_field(
+        schema,
+        where,
+        hint=(
+            "import it first with --text-column: hf-tokbin corpus "
+            "import hf://datasets/NS/NAME --text-column COL --out DIR"
+        ),
+    )
     return rows
 
 
@@ -413,5 +499,9 @@ def _card_metadata(repo_id: str, commit: str, files: dict, work: Path) -> tuple[
     license = license if isinstance(license, str) and LICENSE_ID.fullmatch(license) else "unknown"
     language = data.get("language") or []
     language = [language] if isinstance(language, str) else language
-    codes = tuple(c for c in language if isinstance(c, str) and LANGUAGE_CODE.fullmatch(c)) if isinstance(language, list) else ()
+    codes = (
+        tuple(c for c in language if isinstance(c, str) and LANGUAGE_CODE.fullmatch(c))
+        if isinstance(language, list)
+        else ()
+    )
     return license, codes

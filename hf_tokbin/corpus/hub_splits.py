@@ -86,7 +86,9 @@ def _register() -> None:
             fsspec.register_implementation(PROTOCOL, ListingFileSystem)
 
 
-def data_files_by_split(where: str, sizes: dict[str, int], card_yaml: dict, config: str | None) -> dict[str, list[str]]:
+def data_files_by_split(
+    where: str, sizes: dict[str, int], card_yaml: dict, config: str | None
+) -> dict[str, list[str]]:
     """The repo's data files per split (paths in the repo, in ``datasets``' order), as ``load_dataset(repo, config)``
     would find them, from the checked listing ``sizes`` (path -> size) and the checked card's YAML ``card_yaml``
     (with the repo's ``.huggingface.yaml`` merged over it, as ``datasets`` does)."""
@@ -108,21 +110,34 @@ def data_files_by_split(where: str, sizes: dict[str, int], card_yaml: dict, conf
             patterns = sanitize_patterns(params["data_files"])
         else:
             patterns = get_data_patterns(base, download_config=download_config)
-        found = {str(split): _resolved(where, split_patterns, base, download_config) for split, split_patterns in patterns.items()}
+        found = {
+            str(split): _resolved(where, split_patterns, base, download_config)
+            for split, split_patterns in patterns.items()
+        }
         if not configs:  # datasets keeps the files of the format most of them have (configs: name their own)
             found = _of_one_format(found)
     except CorpusInputError:
         raise
     except Exception as e:  # noqa: BLE001 - datasets' words for a card or layout it cannot use (any shape of YAML): one line
-        raise CorpusInputError(where, "cannot find the dataset's data files", got=str(e).splitlines()[0][:300] if str(e) else type(e).__name__) from None
+        raise CorpusInputError(
+            where,
+            "cannot find the dataset's data files",
+            got=str(e).splitlines()[0][:300] if str(e) else type(e).__name__,
+        ) from None
     prefix = f"{PROTOCOL}://"
     out = {split: [url.removeprefix(prefix) for url in urls] for split, urls in found.items()}
     for split, paths in out.items():
         if not paths:  # datasets stops here too (DataFilesNotFoundError): a split of no file is no split
-            raise CorpusInputError(where, f"split {split!r}: its data_files match no file of the repo", hint="check the card's configs: data_files")
+            raise CorpusInputError(
+                where,
+                f"split {split!r}: its data_files match no file of the repo",
+                hint="check the card's configs: data_files",
+            )
         outside = [p for p in paths if p not in sizes]
         if outside:  # cannot happen through the listing file system; said, never assumed
-            raise CorpusInputError(where, f"split {split!r}: a data file is not in the repo's listing", got=shown(outside[0][:200]))
+            raise CorpusInputError(
+                where, f"split {split!r}: a data file is not in the repo's listing", got=shown(outside[0][:200])
+            )
     return out
 
 
@@ -131,9 +146,16 @@ def _config_name(where: str, configs, config: str | None) -> str:
     names = list(configs) or ["default"]
     chosen = config if config is not None else (configs.get_default_config_name() if configs else "default")
     if chosen is None:
-        raise CorpusInputError(where, "the dataset has several configs and none is the default", expected=", ".join(names), hint="choose one with --corpus-config")
+        raise CorpusInputError(
+            where,
+            "the dataset has several configs and none is the default",
+            expected=", ".join(names),
+            hint="choose one with --corpus-config",
+        )
     if chosen not in names:
-        raise CorpusInputError(where, "--corpus-config names a config the dataset does not have", expected=", ".join(names), got=chosen)
+        raise CorpusInputError(
+            where, "--corpus-config names a config the dataset does not have", expected=", ".join(names), got=chosen
+        )
     return chosen
 
 
@@ -154,9 +176,15 @@ def _resolved(where: str, patterns: Iterable[str], base: str, download_config) -
     files: list[str] = []
     for pattern in patterns:
         if not isinstance(pattern, str) or not is_relative_path(pattern) or "::" in pattern or "://" in pattern:
-            raise CorpusInputError(where, "a data_files pattern of the card must be a path in the repo", got=shown(str(pattern)[:200]))
+            raise CorpusInputError(
+                where, "a data_files pattern of the card must be a path in the repo", got=shown(str(pattern)[:200])
+            )
         try:
-            files.extend(resolve_pattern(pattern, base, allowed_extensions=all_allowed_extensions(), download_config=download_config))
+            files.extend(
+                resolve_pattern(
+                    pattern, base, allowed_extensions=all_allowed_extensions(), download_config=download_config
+                )
+            )
         except FileNotFoundError:
             if not has_magic(pattern):
                 raise
@@ -186,7 +214,11 @@ def card_yaml(where: str, card: Path | None, standalone_yaml: Path | None) -> di
         data = DatasetCard.load(card).data.to_dict() if card is not None else {}
         extra = yaml.safe_load(standalone_yaml.read_text(encoding="utf-8")) if standalone_yaml is not None else None
     except Exception as e:  # noqa: BLE001 - load_dataset stops on it too (bad YAML, nesting past the recursion limit): one line
-        raise CorpusInputError(where, "the dataset card's YAML cannot be read", got=str(e).splitlines()[0][:300] if str(e) else type(e).__name__) from None
+        raise CorpusInputError(
+            where,
+            "the dataset card's YAML cannot be read",
+            got=str(e).splitlines()[0][:300] if str(e) else type(e).__name__,
+        ) from None
     if isinstance(extra, dict):
         data.update(extra)
     return data

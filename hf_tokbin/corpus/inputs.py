@@ -1,4 +1,5 @@
-"""Raw corpus inputs: which files a list of paths names, and their rows as Arrow tables through ``datasets``' own readers.
+"""Raw corpus inputs: which files a list of paths names, and
+their rows as Arrow tables through ``datasets``' own readers.
 
 Accepted (each optionally compressed ``.gz``, ``.zst``, ``.bz2`` or ``.xz``;
 fsspec decompresses on the fly, as ``datasets`` does):
@@ -113,7 +114,9 @@ def _accepted() -> str:
 def list_inputs(paths: Sequence[str | os.PathLike]) -> list[InputFile]:
     """Every input file the arguments name, in order: files as given, folders and globs sorted by path."""
     if not paths:
-        raise CorpusInputError(None, "no input given", expected="files, folders or globs of " + _accepted(), got="nothing")
+        raise CorpusInputError(
+            None, "no input given", expected="files, folders or globs of " + _accepted(), got="nothing"
+        )
     found: list[InputFile] = []
     for given in paths:
         if isinstance(given, InputFile):  # already resolved (a corpus's own shards, see corpus.subset)
@@ -133,7 +136,9 @@ def list_inputs(paths: Sequence[str | os.PathLike]) -> list[InputFile]:
             matches = sorted(glob.glob(text, recursive=True))
             files = [Path(m) for m in matches if Path(m).is_file() and reader_of(m)[0]]
             if not files:
-                raise CorpusInputError(text, "glob matches no input files", expected=_accepted(), got=f"{len(matches)} matches")
+                raise CorpusInputError(
+                    text, "glob matches no input files", expected=_accepted(), got=f"{len(matches)} matches"
+                )
             found.extend(InputFile(os.fspath(p), p.name, reader_of(p.name)[0]) for p in files)
         else:
             found.append(_single_file(Path(text)))
@@ -145,24 +150,33 @@ def _single_file(path: Path) -> InputFile:
         raise CorpusInputError(path, "input file is missing" if not path.exists() else "input is not a file")
     reader, _ = reader_of(path.name)
     if reader is None:
-        raise CorpusInputError(path, "unknown input file type", expected=_accepted(), got="".join(path.suffixes[-2:]) or "no suffix")
+        raise CorpusInputError(
+            path, "unknown input file type", expected=_accepted(), got="".join(path.suffixes[-2:]) or "no suffix"
+        )
     return InputFile(os.fspath(path), path.name, reader)
 
 
 def is_saved_dataset_folder(folder: Path) -> bool:
-    """Whether ``folder`` was written by ``Dataset.save_to_disk`` (``state.json``) or ``DatasetDict.save_to_disk`` (``dataset_dict.json``)."""
+    """Whether ``folder`` was written by ``Dataset.save_to_disk``
+    (``state.json``) or ``DatasetDict.save_to_disk`` (``dataset_dict.json``).
+    """
     return (folder / "dataset_dict.json").is_file() or (folder / "state.json").is_file()
 
 
 def is_hidden(parts) -> bool:
-    """Whether a path inside a folder input is left out: a part starting with ``.`` or ``_`` (a corpus folder's own records)."""
+    """Whether a path inside a folder input is left out: a part
+    starting with ``.`` or ``_`` (a corpus folder's own records).
+    """
     return any(part.startswith((".", "_")) for part in parts)
 
 
 def _folder_inputs(folder: Path) -> list[InputFile]:
     if is_saved_dataset_folder(folder):
         return _saved_dataset_inputs(folder)
-    inside = sorted((p for p in folder.rglob("*") if p.is_file() and reader_of(p.name)[0]), key=lambda p: p.relative_to(folder).as_posix())
+    inside = sorted(
+        (p for p in folder.rglob("*") if p.is_file() and reader_of(p.name)[0]),
+        key=lambda p: p.relative_to(folder).as_posix(),
+    )
     inside = [p for p in inside if not is_hidden(p.relative_to(folder).parts)]
     if not inside:
         raise CorpusInputError(folder, "folder holds no input files", expected=_accepted(), got="none")
@@ -179,16 +193,24 @@ def _saved_dataset_inputs(folder: Path) -> list[InputFile]:
         splits = read_json(folder / "dataset_dict.json", CorpusInputError, free_text=True).get("splits")
         if not isinstance(splits, list) or not all(map(is_folder_name, splits)):
             raise CorpusInputError(folder / "dataset_dict.json", "splits must be a list of split names", got=splits)
-        return [InputFile(f.uri, f.name, f.reader, split) for split in splits for f in _saved_dataset_inputs(folder / split)]
+        return [
+            InputFile(f.uri, f.name, f.reader, split)
+            for split in splits
+            for f in _saved_dataset_inputs(folder / split)
+        ]
     state = read_json(folder / "state.json", CorpusInputError, free_text=True)
     files = state.get("_data_files") if isinstance(state, dict) else None
     if not isinstance(files, list) or not files:
-        raise CorpusInputError(folder / "state.json", "a save_to_disk folder lists its Arrow files in _data_files", got=files)
+        raise CorpusInputError(
+            folder / "state.json", "a save_to_disk folder lists its Arrow files in _data_files", got=files
+        )
     found = []
     for entry in files:
         name = entry.get("filename") if isinstance(entry, dict) else None
         if not is_folder_name(name) or not name.endswith(".arrow"):
-            raise CorpusInputError(folder / "state.json", "_data_files: a file name inside the folder ending in .arrow", got=repr(name))
+            raise CorpusInputError(
+                folder / "state.json", "_data_files: a file name inside the folder ending in .arrow", got=repr(name)
+            )
         path = folder / name
         if not path.is_file():
             raise CorpusInputError(path, "Arrow file listed in state.json is missing")
@@ -260,7 +282,12 @@ def load_saved_dataset(folder: Path):
 
 
 def _looks_like_repo_id(text: str) -> bool:
-    return not Path(text).exists() and is_repo_id(text) and reader_of(text)[0] is None and not any(c in text for c in _GLOB_CHARS)
+    return (
+        not Path(text).exists()
+        and is_repo_id(text)
+        and reader_of(text)[0] is None
+        and not any(c in text for c in _GLOB_CHARS)
+    )
 
 
 def _hub_repo_inputs(repo_id: str) -> list[InputFile]:
@@ -286,7 +313,12 @@ def _hub_repo_inputs(repo_id: str) -> list[InputFile]:
         for path in paths:
             reader = reader_of(path)[0]
             if reader is None:
-                raise CorpusInputError(f"{repo_id}@{commit}/{path}", "unknown input file type", expected=_accepted(), got=os.path.splitext(path)[1] or "no suffix")
+                raise CorpusInputError(
+                    f"{repo_id}@{commit}/{path}",
+                    "unknown input file type",
+                    expected=_accepted(),
+                    got=os.path.splitext(path)[1] or "no suffix",
+                )
             digests = listed_digests(listing[path])  # hub_splits: every data file is one of the listing's
             found.append(InputFile(f"{HF_PREFIX}datasets/{repo_id}@{commit}/{path}", path, reader, split, *digests))
     if not found:
@@ -322,7 +354,29 @@ def _hub_glob(path: str, files_under) -> dict:
     folder = path[: min(path.find(c) for c in _GLOB_CHARS if c in path)].rpartition("/")[0]
     rest = path[len(folder) + 1 :] if folder else path
     matches = re.compile(glob_translate(path)).match
-    return {e.path: e for e in files_under(folder, "/" in rest or "**" in rest) if isinstance(e, RepoFile) and matches(e.path)}
+    return {
+        e.path: e
+        for e in files_under(folder, "/" in rest or "**" in rest)
+        if isinstance(e, RepoFile) and matches(e.path)
+    }
+
+
+def _hub_found(path: str, files_under) -> dict:
+    """The listed files of ``path`` in its repo (a glob, a file, a folder or the repo), by path."""
+    from huggingface_hub.hf_api import RepoFile
+
+    if any(c in path for c in _GLOB_CHARS):
+        return _hub_glob(path, files_under)
+    entry = next((e for e in files_under(path.rpartition("/")[0], False) if e.path == path), None) if path else None
+    if path and entry is None:
+        raise FileNotFoundError(path)
+    if isinstance(entry, RepoFile):
+        return {path: entry}
+    return {  # a folder (or the repo): its files, but hidden ones
+        e.path: e
+        for e in files_under(path, True)
+        if isinstance(e, RepoFile) and not is_hidden(e.path[len(path) :].split("/"))
+    }
 
 
 def _hub_inputs(url: str) -> list[InputFile]:
@@ -339,7 +393,6 @@ def _hub_inputs(url: str) -> list[InputFile]:
     from huggingface_hub import HfApi
     from huggingface_hub.constants import REPO_TYPES_URL_PREFIXES
     from huggingface_hub.errors import EntryNotFoundError
-    from huggingface_hub.hf_api import RepoFile
 
     from ..errors import TokbinError, shown
     from ..hub.retry import RetryPolicy, call_with_retry
@@ -354,32 +407,37 @@ def _hub_inputs(url: str) -> list[InputFile]:
 
         def files_under(folder: str, recursive: bool) -> list:
             def listing():
-                return bounded_listing(api, resolved.id, url, repo_type=resolved.type, revision=commit, recursive=recursive, path_in_repo=folder or None)
+                return bounded_listing(
+                    api, resolved.id, url, repo_type=resolved.type, revision=commit, recursive=recursive,
+                    path_in_repo=folder or None,
+                )
 
             return call_with_retry(RetryPolicy.from_env(), "list the Hub path", listing)
 
-        if any(c in path for c in _GLOB_CHARS):
-            found = _hub_glob(path, files_under)
-        else:
-            entry = next((e for e in files_under(path.rpartition("/")[0], False) if e.path == path), None) if path else None
-            if path and entry is None:
-                raise FileNotFoundError(path)
-            if isinstance(entry, RepoFile):
-                found = {path: entry}
-            else:  # a folder (or the repo): its files, but hidden ones
-                found = {e.path: e for e in files_under(path, True) if isinstance(e, RepoFile) and not is_hidden(e.path[len(path) :].split("/"))}
+        found = _hub_found(path, files_under)
         names = sorted(found)
     except TokbinError:
         raise
     except (FileNotFoundError, EntryNotFoundError):
         raise CorpusInputError(url, "input file is missing on the Hub") from None
     except Exception as e:  # the Hub client's errors: no such repo, no access, unreachable
-        raise CorpusInputError(url, "cannot list the Hub path", got=shown(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")) from None
+        raise CorpusInputError(
+            url, "cannot list the Hub path",
+            got=shown(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"),
+        ) from None
     files = [n for n in names if reader_of(n)[0]]
     if not files:
-        raise CorpusInputError(url, "no input files at this Hub path", expected=_accepted(), got=f"{len(names)} other files")
-    named = repo.startswith("datasets/")  # a dataset's files are named by their path in it (as before: a model's keep the repo)
-    return [InputFile(f"{HF_PREFIX}{repo}/{n}", n if named else f"{repo}/{n}", reader_of(n)[0], None, *listed_digests(found[n])) for n in files]
+        raise CorpusInputError(
+            url, "no input files at this Hub path", expected=_accepted(), got=f"{len(names)} other files"
+        )
+    # a dataset's files are named by their path in it (as before: a model's keep the repo)
+    named = repo.startswith("datasets/")
+    return [
+        InputFile(
+            f"{HF_PREFIX}{repo}/{n}", n if named else f"{repo}/{n}", reader_of(n)[0], None, *listed_digests(found[n])
+        )
+        for n in files
+    ]
 
 
 # Reading ---------------------------------------------------------------------------------------
@@ -458,7 +516,12 @@ def check_json_depth(file: InputFile) -> None:
                 if running[deepest] > MAX_JSON_DEPTH:
                     first = int(np.argmax(running > MAX_JSON_DEPTH))
                     at = line + int(np.count_nonzero(bare[: where[first]] == 0x0A))
-                    raise CorpusInputError(file.uri, f"line {at}: JSON nested too deeply", expected=f"at most {MAX_JSON_DEPTH} levels of arrays and objects", got="deeper nesting")
+                    raise CorpusInputError(
+                        file.uri,
+                        f"line {at}: JSON nested too deeply",
+                        expected=f"at most {MAX_JSON_DEPTH} levels of arrays and objects",
+                        got="deeper nesting",
+                    )
                 depth = int(running[-1])
             line += int(np.count_nonzero(bare == 0x0A))
 
@@ -472,10 +535,14 @@ def _check_parquet_schema(file: InputFile) -> None:
         with fsspec.open(file.readable, "rb") as handle:
             names = pq.ParquetFile(handle).schema_arrow.names
     except (pa.ArrowException, OSError) as e:
-        raise CorpusInputError(file.uri, "not a readable Parquet file", expected="a Parquet file", got=_first_line(e)) from None
+        raise CorpusInputError(
+            file.uri, "not a readable Parquet file", expected="a Parquet file", got=_first_line(e)
+        ) from None
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        raise CorpusInputError(file.uri, "two columns have the same name", expected="distinct column names", got=duplicates)
+        raise CorpusInputError(
+            file.uri, "two columns have the same name", expected="distinct column names", got=duplicates
+        )
 
 
 def _first_line(e: BaseException) -> str:
@@ -484,14 +551,22 @@ def _first_line(e: BaseException) -> str:
 
 
 def reader_error(file: InputFile, e: BaseException) -> CorpusInputError:
-    """A reader's failure as one line: for JSON, the first line that breaks a rule, found by scanning the file again."""
+    """A reader's failure as one line: for JSON, the first line that breaks a rule, found by scanning the file again.
+    """
     if file.reader == "json":
         located = locate_json_error(file)
         if located is not None:
             return located
     if file.reader == "text" and isinstance(e, UnicodeDecodeError):
-        return CorpusInputError(file.uri, "invalid UTF-8", expected="UTF-8 text", got=f"byte {e.object[e.start]:#04x} in a block of the file")
-    rule = {"parquet": "not a readable Parquet file", "arrow": "not a readable Arrow file"}.get(file.reader, f"cannot read this {file.reader} file")
+        return CorpusInputError(
+            file.uri,
+            "invalid UTF-8",
+            expected="UTF-8 text",
+            got=f"byte {e.object[e.start]:#04x} in a block of the file",
+        )
+    rule = {"parquet": "not a readable Parquet file", "arrow": "not a readable Arrow file"}.get(
+        file.reader, f"cannot read this {file.reader} file"
+    )
     return CorpusInputError(file.uri, rule, got=f"{type(e).__name__}: {_first_line(e)}")
 
 
@@ -530,7 +605,12 @@ def locate_json_error(file: InputFile, row_problem=None) -> CorpusInputError | N
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as e:
-            return CorpusInputError(file.uri, "invalid UTF-8", expected="UTF-8 text", got=f"byte {raw[e.start]:#04x} at byte offset {offset + e.start} ({where})")
+            return CorpusInputError(
+                file.uri,
+                "invalid UTF-8",
+                expected="UTF-8 text",
+                got=f"byte {raw[e.start]:#04x} at byte offset {offset + e.start} ({where})",
+            )
         offset += len(raw)
         if not line.strip():
             continue
@@ -548,7 +628,9 @@ def _json_document_error(file: InputFile, row_problem) -> CorpusInputError | Non
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        return CorpusInputError(file.uri, "invalid UTF-8", expected="UTF-8 text", got=f"byte {data[e.start]:#04x} at byte offset {e.start}")
+        return CorpusInputError(
+            file.uri, "invalid UTF-8", expected="UTF-8 text", got=f"byte {data[e.start]:#04x} at byte offset {e.start}"
+        )
     rows, problem = parse_json(text, array=True)
     if problem is not None:
         return CorpusInputError(file.uri, problem[0], expected=problem[1], got=problem[2])
@@ -560,14 +642,24 @@ def _json_document_error(file: InputFile, row_problem) -> CorpusInputError | Non
 
 
 def parse_json(text: str, array: bool = False) -> tuple[list[dict], tuple[str, str, str] | None]:
-    """``(objects, None)``, or ``([], (rule, expected, got))`` if ``text`` is not one JSON object (or an array of objects)."""
+    """``(objects, None)``, or ``([], (rule, expected, got))``
+    if ``text`` is not one JSON object (or an array of objects).
+    """
     expected = "a JSON array of objects" if array else "one JSON object per line"
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:
-        return [], ("not valid JSON", expected, f"{e.msg} at line {e.lineno} column {e.colno}" if array else f"{e.msg} at column {e.colno}")
+        return [], (
+            "not valid JSON",
+            expected,
+            f"{e.msg} at line {e.lineno} column {e.colno}" if array else f"{e.msg} at column {e.colno}",
+        )
     except RecursionError:
-        return [], ("JSON nested too deeply", "at most Python's recursion limit of nested arrays and objects", "deeper nesting")
+        return [], (
+            "JSON nested too deeply",
+            "at most Python's recursion limit of nested arrays and objects",
+            "deeper nesting",
+        )
     except ValueError as e:  # an integer past Python's int digit limit (sys.set_int_max_str_digits)
         return [], ("JSON number too long", "integers of at most 4300 digits", _first_line(e)[:120])
     rows = value if array and isinstance(value, list) else [value]

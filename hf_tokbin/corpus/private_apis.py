@@ -28,7 +28,11 @@ import pyarrow as pa
 PINNED = (
     ("datasets.builder", "DatasetBuilder._split_generators", ("self", "dl_manager")),
     ("datasets.builder", "ArrowBasedBuilder._generate_tables", ("self", "kwargs")),
-    ("huggingface_hub.file_download", "_cache_commit_hash_for_specific_revision", ("storage_folder", "revision", "commit_hash")),
+    (
+        "huggingface_hub.file_download",
+        "_cache_commit_hash_for_specific_revision",
+        ("storage_folder", "revision", "commit_hash"),
+    ),
 )
 # (module, name): private tables hf_tokbin reads, checked to exist by the same test.
 PINNED_TABLES = (
@@ -44,7 +48,11 @@ def split_generators(builder) -> list:
     from datasets import DownloadConfig
     from datasets.download.streaming_download_manager import StreamingDownloadManager
 
-    return list(builder._split_generators(StreamingDownloadManager(base_path=builder.base_path, download_config=DownloadConfig())))
+    return list(
+        builder._split_generators(
+            StreamingDownloadManager(base_path=builder.base_path, download_config=DownloadConfig())
+        )
+    )
 
 
 def generate_tables(builder, generator) -> Iterator[pa.Table]:

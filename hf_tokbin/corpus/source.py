@@ -60,7 +60,8 @@ class ShardSource(Protocol):
         """Refuse, before any part, a corpus whose shards cannot be read."""
 
     def local_path(self, shard: CorpusShard, scratch: Path) -> ContextManager[Path]:
-        """The shard's bytes as a local file while the context lasts (a Hub shard: fetched into ``scratch``, checked)."""
+        """The shard's bytes as a local file while the context lasts (a Hub shard: fetched into ``scratch``, checked).
+        """
 
     def open_for_sample(self, shard: CorpusShard) -> BinaryIO:
         """A seekable handle for reading a few documents (planning's sample)."""
@@ -96,7 +97,12 @@ def check_shard_file(shard: CorpusShard, path: Path) -> None:
     """The shard's file must be the bytes the corpus manifest (and so run_config.json) pins: size and SHA-256."""
     size = path.stat().st_size
     if size != shard.size or sha256_file(path) != shard.sha256:
-        raise BuildError(path, "corpus shard differs from its _MANIFEST.json entry (size or SHA-256)", expected=shard.sha256, got=f"{size} bytes")
+        raise BuildError(
+            path,
+            "corpus shard differs from its _MANIFEST.json entry (size or SHA-256)",
+            expected=shard.sha256,
+            got=f"{size} bytes",
+        )
 
 
 # -- resolving a --corpus argument ----------------------------------------------------------------
@@ -104,7 +110,9 @@ def check_shard_file(shard: CorpusShard, path: Path) -> None:
 
 @dataclass(frozen=True)
 class CorpusSource:
-    """A resolved ``--corpus``: the folder holding its manifest, where shards are read, and what run_config.json records."""
+    """A resolved ``--corpus``: the folder holding its manifest,
+    where shards are read, and what run_config.json records.
+    """
 
     root: Path  # holds _MANIFEST.json (for a plain Hub repo: the synthesized one)
     source: str  # "local" or the Hub repo id
@@ -126,12 +134,22 @@ def resolve_corpus(name: str, revision: str | None = None) -> tuple[Path, str, s
     check_repo_id(name)
     root = fetch_cached_corpus_folder(name, revision)
     if not (root / MANIFEST_NAME).is_file():
-        raise FormatError(name, f"Hub repo holds no corpus {MANIFEST_NAME}", hint="build it with hf-tokbin build --corpus NS/NAME, or publish a corpus folder with hf-tokbin push")
+        raise FormatError(
+            name,
+            f"Hub repo holds no corpus {MANIFEST_NAME}",
+            hint="build it with hf-tokbin build --corpus NS/NAME, or publish a corpus folder with hf-tokbin push",
+        )
     return root, name, root.name
 
 
 def resolve_corpus_source(
-    name: str, revision: str | None = None, config: str | None = None, splits: Sequence[str] | None = None, work_dir: str | os.PathLike | None = None, *, plan_only: bool = False
+    name: str,
+    revision: str | None = None,
+    config: str | None = None,
+    splits: Sequence[str] | None = None,
+    work_dir: str | os.PathLike | None = None,
+    *,
+    plan_only: bool = False,
 ) -> CorpusSource:
     """What ``--corpus NAME`` means: a local corpus folder, a Hub corpus folder, or a plain Hub dataset repo.
 
@@ -146,11 +164,19 @@ def resolve_corpus_source(
     path = Path(name)
     if path.exists():
         if config is not None or splits:
-            raise CorpusInputError(name, "--corpus-config and --corpus-split apply to a Hub dataset repo", got="a local folder")
+            raise CorpusInputError(
+                name, "--corpus-config and --corpus-split apply to a Hub dataset repo", got="a local folder"
+            )
         if revision is not None:  # it would be recorded without having applied
-            raise CorpusInputError(name, "--corpus-revision applies to a Hub corpus only, not to a local folder", got=revision)
+            raise CorpusInputError(
+                name, "--corpus-revision applies to a Hub corpus only, not to a local folder", got=revision
+            )
         if not (path / MANIFEST_NAME).is_file():
-            raise FormatError(path, "not a corpus folder: no " + MANIFEST_NAME, hint="write one with hf-tokbin corpus import or hf-tokbin corpus tinystories")
+            raise FormatError(
+                path,
+                "not a corpus folder: no " + MANIFEST_NAME,
+                hint="write one with hf-tokbin corpus import or hf-tokbin corpus tinystories",
+            )
         return CorpusSource(path, "local", None, LocalShards(os.fspath(path.resolve())))
     check_repo_id(name)
     from ..hub.retry import path_or_repo
@@ -173,7 +199,11 @@ def _hub_corpus_source(
     root.mkdir(parents=True, exist_ok=True)
     if is_corpus_manifest(name, commit, files, root / ".records"):
         if config is not None or splits:
-            raise CorpusInputError(name, "--corpus-config and --corpus-split apply to a plain dataset repo; this one holds an hf_tokbin corpus", got=f"{config} {list(splits or [])}")
+            raise CorpusInputError(
+                name,
+                "--corpus-config and --corpus-split apply to a plain dataset repo; this one holds an hf_tokbin corpus",
+                got=f"{config} {list(splits or [])}",
+            )
         if plan_only:
             listed_corpus_manifest(name, commit, files, root / ".records")
             return CorpusSource(root / ".records", name, commit, HubShards(name, commit, endpoint()))

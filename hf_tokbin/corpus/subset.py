@@ -34,8 +34,11 @@ from .write import CorpusWriter, ShardLimit, check_limit
 BATCH_ROWS = 10_000
 
 
-def first_documents(found: CorpusSource, limit: int, work_dir: str | os.PathLike | None = None, source_column: str | None = None) -> CorpusSource:
-    """The first ``limit`` documents of ``found`` as a corpus folder (see the module docstring); its ``subset`` says how.
+def first_documents(
+    found: CorpusSource, limit: int, work_dir: str | os.PathLike | None = None, source_column: str | None = None
+) -> CorpusSource:
+    """The first ``limit`` documents of ``found`` as a corpus
+    folder (see the module docstring); its ``subset`` says how.
 
     A corpus with a source column (its manifest counts sources, or ``source_column`` names a plain repo's) keeps
     it as the subset's ``source`` column, so the build counts the subset by source.
@@ -49,7 +52,12 @@ def first_documents(found: CorpusSource, limit: int, work_dir: str | os.PathLike
     read: list[FileEntry] = []
     with CorpusWriter(root, manifest.name, ShardLimit.of()) as corpus:
         # The corpus reader's table checks, on rows read here (the builder reads no file).
-        checker = CorpusShards(cache_dir=corpus.cache, data_files=DataFilesDict({"input": DataFilesList(["shard.parquet"], [()])}), split="all-train", source_column=column)
+        checker = CorpusShards(
+            cache_dir=corpus.cache,
+            data_files=DataFilesDict({"input": DataFilesList(["shard.parquet"], [()])}),
+            split="all-train",
+            source_column=column,
+        )
         for shard in manifest.shards:
             left = limit - sum(taken.values())
             if left <= 0:
@@ -60,22 +68,35 @@ def first_documents(found: CorpusSource, limit: int, work_dir: str | os.PathLike
                     if column is None:
                         corpus.write_split(shard.split, rows.column("text"))
                     else:  # the checker's split is its all-train: the shard's own split goes with the source column
-                        corpus.write_tables([rows.set_column(1, "split", pa.array([shard.split] * rows.num_rows, pa.string()))])
+                        corpus.write_tables(
+                            [rows.set_column(1, "split", pa.array([shard.split] * rows.num_rows, pa.string()))]
+                        )
                     taken[shard.split] += rows.num_rows
             read.append(FileEntry(shard.path, shard.size, shard.sha256))
-        corpus.finish(manifest.split_rule, read, manifest.license, manifest.language, [found.shards.location(s) for s in manifest.shards])
+        corpus.finish(
+            manifest.split_rule,
+            read,
+            manifest.license,
+            manifest.language,
+            [found.shards.location(s) for s in manifest.shards],
+        )
     available = {split: sum(s.rows for s in manifest.shards if s.split == split) for split in SPLITS}
     subset = CorpusSubset(limit, sha256_file(found.root / MANIFEST_NAME), taken, available)
     return CorpusSource(root, found.source, found.revision, LocalShards(os.fspath(root.resolve())), subset)
 
 
-def _rows(checker: CorpusShards, location: str, shard: CorpusShard, path: Path, left: int, column: str | None) -> Iterator[pa.Table]:
-    """The first ``left`` rows of a checked shard file (``text``, ``split``, ``source`` with a source column), in batches,
+def _rows(
+    checker: CorpusShards, location: str, shard: CorpusShard, path: Path, left: int, column: str | None
+) -> Iterator[pa.Table]:
+    """The first ``left`` rows of a checked shard file (``text``,
+    ``split``, ``source`` with a source column), in batches,
     by the corpus reader's rules (strings, UTF-8, source names)."""
     file = InputFile(location, shard.path, "parquet", shard.split)
     first_row = 0
     with pq.ParquetFile(path) as parquet:
-        for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=["text"] if column is None else ["text", column]):
+        for batch in parquet.iter_batches(
+            batch_size=BATCH_ROWS, columns=["text"] if column is None else ["text", column]
+        ):
             if left <= 0:
                 return
             table = pa.Table.from_batches([batch]).slice(0, left)

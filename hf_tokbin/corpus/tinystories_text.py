@@ -1,13 +1,13 @@
 r"""TinyStories text files: their stories, read in large blocks (no ``datasets``, no per-line Python).
 
-The format (seed 002, the TinyStories V2 files)::
+The format (the TinyStories rules, the TinyStories V2 files)::
 
     ...end of a story.\n
     <|endoftext|>\n          <- a delimiter line: exactly these 13 characters, then a line end
     \n                       <- blank lines sometimes follow a delimiter
     Once upon a time...\n
 
-Rules, exactly seed 002's ``stories()``:
+Rules, exactly the TinyStories rules' ``stories()``:
 
 - A line holding only ``<|endoftext|>`` separates stories. A line with
   anything more (even a trailing space) is story text. Lines end as in
@@ -21,9 +21,9 @@ Rules, exactly seed 002's ``stories()``:
 Choice for ``\r\n`` files: every ``\r\n`` is read as ``\n`` before the
 rules apply (the reader yields ``stories(text.replace("\r\n", "\n"))``), so
 a ``\r\n`` file gives exactly the stories of the same file saved with
-``\n``. Applied literally to a ``\r\n`` file, the seed's code would keep
+``\n``. Applied literally to a ``\r\n`` file, the rules' code would keep
 ``\r\n`` inside stories and a stray ``\r`` at the end of each (``strip("\n")``
-cannot remove it). A lone ``\r`` stays as it is, as in the seed.
+cannot remove it). A lone ``\r`` stays as it is, as in the rules.
 
 Reading is streamed in binary blocks (``block_size``) cut after their last
 ``\n``, so every block starts at a line start, a UTF-8 character never
@@ -32,7 +32,7 @@ decoded once (invalid UTF-8 stops with the file and byte offset) and split
 with ``str.split`` (C speed) on ``"\n<|endoftext|>\n"``; only a block where
 that does not account for every ``<|endoftext|>`` (or that holds ``\r``) has
 each occurrence checked against the line rules in Python, once per marker,
-never once per line. This reads about 1.2-1.6x faster than the seed's line
+never once per line. This reads about 1.2-1.6x faster than the rules' line
 loop (scripts/bench_corpus.py).
 
 ``story_tables`` (``corpus tinystories``, the datasets builder) cuts the
@@ -71,7 +71,14 @@ _DELIMITER_BYTES = DELIMITER.encode("ascii")
 _LINE_ENDS = ("\n", "\r")
 
 
-def story_tables(files, split: str, block_size: int = DEFAULT_BLOCK_SIZE, progress: bool = False, keep_empty: bool = False, chunks=None):
+def story_tables(
+    files,
+    split: str,
+    block_size: int = DEFAULT_BLOCK_SIZE,
+    progress: bool = False,
+    keep_empty: bool = False,
+    chunks=None,
+):
     """Yield ``((file_index, batch_index), table)`` for the files of one split: a ``text`` table per block's stories.
 
     ``progress``: a tqdm bar of bytes read (hidden when stderr is not a terminal).
@@ -83,10 +90,18 @@ def story_tables(files, split: str, block_size: int = DEFAULT_BLOCK_SIZE, progre
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=sum(os.path.getsize(path) for path in files), unit="B", unit_scale=True, desc=f"read {split}", disable=None)
+        bar = tqdm(
+            total=sum(os.path.getsize(path) for path in files),
+            unit="B",
+            unit_scale=True,
+            desc=f"read {split}",
+            disable=None,
+        )
     try:
         for file_index, path in enumerate(files):
-            for batch_index, texts in enumerate(_story_arrays(path, block_size, None if bar is None else bar.update, keep_empty, chunks)):
+            for batch_index, texts in enumerate(
+                _story_arrays(path, block_size, None if bar is None else bar.update, keep_empty, chunks)
+            ):
                 yield (file_index, batch_index), pa.table({"text": texts})
     finally:
         if bar is not None:
@@ -94,7 +109,8 @@ def story_tables(files, split: str, block_size: int = DEFAULT_BLOCK_SIZE, progre
 
 
 def _story_arrays(path, block_size: int, progress, keep_empty: bool, chunks):
-    r"""The stories of one file as ``pa.string()`` chunked arrays, a block at a time (never empty): ``_story_batches``'s stories.
+    r"""The stories of one file as ``pa.string()`` chunked arrays,
+    a block at a time (never empty): ``_story_batches``'s stories.
 
     A block whose every marker sits on a line of its own (nearly every block)
     is cut by offsets: its delimiter lines found with numpy, each story's
@@ -155,7 +171,8 @@ def _chunks(array) -> list:
 
 
 def _delimiter_line_cuts(data: bytes):
-    r"""``(starts, ends)``: the pieces of a block between its delimiter lines, if each marker sits on a line of its own.
+    r"""``(starts, ends)``: the pieces of a block between its
+    delimiter lines, if each marker sits on a line of its own.
 
     Every marker must have a ``\n`` (or the block's start) before it and a
     ``\n`` after it, no two delimiter lines sharing a ``\n``: the rules then
@@ -201,7 +218,10 @@ _STRIP_PASSES = 4  # vectorised passes of strip("\n") (blank lines at a delimite
 
 
 def _gathered_stories(data: bytes, starts, ends, keep_empty: bool, gather):
-    r"""The pieces ``data[starts[i]:ends[i]]`` stripped of ``\n`` as one ``pa.string()`` array (``None`` if none is kept)."""
+    r"""The pieces ``data[starts[i]:ends[i]]`` stripped of ``\n`` as one ``pa.string()`` array.
+
+    ``None`` if none is kept.
+    """
     import numpy as np
 
     block = np.frombuffer(data, dtype=np.uint8)
@@ -259,7 +279,9 @@ def _joined(data: bytes, starts, ends):
     return pa.StringArray.from_buffers(starts.size, pa.py_buffer(offsets), pa.py_buffer(values))
 
 
-def read_story_batches(path: str | os.PathLike, block_size: int = DEFAULT_BLOCK_SIZE, progress=None, keep_empty: bool = False) -> Iterator[list[str]]:
+def read_story_batches(
+    path: str | os.PathLike, block_size: int = DEFAULT_BLOCK_SIZE, progress=None, keep_empty: bool = False
+) -> Iterator[list[str]]:
     """Yield the stories of one file, a block's worth at a time (lists, never empty).
 
     ``progress(n)`` is called with the number of bytes read after each block.
@@ -288,7 +310,11 @@ def _story_batches(blocks, keep_empty: bool):
         if final and stories:
             edges.add(len(stories) - 1)
         first = first and not stories
-        batch = stories if all(stories) else [story for i, story in enumerate(stories) if story or (keep_empty and i not in edges)]
+        batch = (
+            stories
+            if all(stories)
+            else [story for i, story in enumerate(stories) if story or (keep_empty and i not in edges)]
+        )
         if batch:
             yield batch
 
@@ -388,7 +414,9 @@ def _is_utf8(data: bytes) -> bool:
     import pyarrow as pa
 
     try:
-        pa.StringArray.from_buffers(1, pa.py_buffer(np.array([0, len(data)], dtype=np.int32)), pa.py_buffer(data)).validate(full=True)
+        pa.StringArray.from_buffers(
+            1, pa.py_buffer(np.array([0, len(data)], dtype=np.int32)), pa.py_buffer(data)
+        ).validate(full=True)
     except pa.ArrowInvalid:
         return False
     return True
@@ -398,4 +426,9 @@ def _decode(data: bytes, path, offset: int) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise CorpusInputError(path, "invalid UTF-8", expected="UTF-8 text", got=f"byte {data[e.start]:#04x} at byte offset {offset + e.start}") from None
+        raise CorpusInputError(
+            path,
+            "invalid UTF-8",
+            expected="UTF-8 text",
+            got=f"byte {data[e.start]:#04x} at byte offset {offset + e.start}",
+        ) from None

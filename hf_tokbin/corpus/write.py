@@ -109,7 +109,11 @@ class ShardLimit:
 
     def __post_init__(self):
         if (self.rows is None) == (self.text_bytes is None):
-            raise CorpusInputError(None, "a shard limit is rows or bytes: give exactly one, not both", got=f"rows={self.rows}, bytes={self.text_bytes}")
+            raise CorpusInputError(
+                None,
+                "a shard limit is rows or bytes: give exactly one, not both",
+                got=f"rows={self.rows}, bytes={self.text_bytes}",
+            )
         value = self.rows if self.rows is not None else self.text_bytes
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise CorpusInputError(None, "a shard limit must be a positive integer", got=value)
@@ -136,7 +140,7 @@ def write_tinystories_corpus(
     progress: bool = False,
     any_license: bool = False,
 ) -> CorpusManifest:
-    """Write the stories of TinyStories text files (seed 002's rules) as a corpus folder.
+    """Write the stories of TinyStories text files (the TinyStories rules) as a corpus folder.
 
     ``train`` gives the train split, ``valid`` (optional) the validation
     split. An input without a single story is an error. ``license`` and
@@ -158,7 +162,16 @@ def write_tinystories_corpus(
             digest, size = BackgroundSha256(), [0]
             # The TinyStories builder's own reader, without datasets (its import alone cost more than reading 100 MB).
             # keep_empty: the writer drops and counts empty stories, one policy with import_corpus.
-            tables = (table for _, table in story_tables([os.fspath(path.resolve())], split, progress=progress, keep_empty=True, chunks=functools.partial(_hashed, digest, size)))
+            tables = (
+                table
+                for _, table in story_tables(
+                    [os.fspath(path.resolve())],
+                    split,
+                    progress=progress,
+                    keep_empty=True,
+                    chunks=functools.partial(_hashed, digest, size),
+                )
+            )
             # Reading and cutting the stories on one thread; row groups on this one; zstd on each shard's.
             try:
                 for table in prefetched(tables):
@@ -204,9 +217,9 @@ def import_corpus(
     (JSON Lines, JSON arrays, Parquet, Arrow, text; compressed or not;
     ``save_to_disk`` folders). The split of each row: ``split="auto"`` uses a
     ``split`` column (or ``split_column``) when the files have one, else all
-    train; ``"sha256"`` is seed 004's rule at ``val_per_mille``; ``"all-train"``
+    train; ``"sha256"`` is the Megatron release layout's rule at ``val_per_mille``; ``"all-train"``
     ignores any column. ``split_map`` maps other split names. Empty documents
-    are dropped and counted (as ``corpus tinystories`` does, seed 002).
+    are dropped and counted (as ``corpus tinystories`` does, by the TinyStories rules).
     ``limit`` keeps the first N documents in input order. ``keep_columns``
     are copied into the shards beside ``text`` and ``split``;
     ``source_column`` is copied as a ``source`` column and its documents
@@ -224,8 +237,9 @@ def import_corpus(
     _check_distinct_inputs(inputs)
     with CorpusWriter(out, name, ShardLimit.of(shard_rows, shard_bytes), overwrite) as corpus:
         builder = _corpus_shards_builder(
-            corpus.cache, inputs, text_column=text_column, text_join=text_join, split=split, split_column=split_column, split_map=split_map,
-            val_per_mille=val_per_mille, keep_columns=keep_columns, source_column=source_column, progress=progress,
+            corpus.cache, inputs, text_column=text_column, text_join=text_join, split=split, split_column=split_column,
+            split_map=split_map, val_per_mille=val_per_mille, keep_columns=keep_columns, source_column=source_column,
+            progress=progress,
         )
         corpus.write_tables(limited(stream_builder_tables(builder, "input"), limit))
         sources = tuple(_source_entry(f, builder.checked, corpus.cache) for f in inputs)
@@ -296,7 +310,8 @@ class CorpusWriter:
 
     def __exit__(self, *exc) -> None:
         if self._shards is not None:
-            self._shards.abort()  # after finish() a no-op; else no writer thread may still write into the folder removed next
+            # after finish() a no-op; else no writer thread may still write into the folder removed next
+            self._shards.abort()
         self._folder.__exit__(*exc)
 
     def _open(self, kept: Sequence[pa.Field] = ()) -> "_CorpusShards":
@@ -313,15 +328,35 @@ class CorpusWriter:
         """Documents of one split, in order."""
         self._open().write_split(split, texts)
 
-    def finish(self, split_rule: str, sources: Sequence[FileEntry], license: str, language: Sequence[str], inputs: Sequence[str | os.PathLike] = ()) -> CorpusManifest:
-        """Close the shards, write the manifest and card, move the folder to ``out``; ``inputs`` name the input in errors."""
+    def finish(
+        self,
+        split_rule: str,
+        sources: Sequence[FileEntry],
+        license: str,
+        language: Sequence[str],
+        inputs: Sequence[str | os.PathLike] = (),
+    ) -> CorpusManifest:
+        """Close the shards, write the manifest and card, move the
+        folder to ``out``; ``inputs`` name the input in errors.
+        """
         shards = self._open()
-        manifest = CorpusManifest(self.name, split_rule, tuple(sources), tuple(shards.close()), license, tuple(language), shards.empty_dropped, shards.by_source)
+        manifest = CorpusManifest(
+            self.name,
+            split_rule,
+            tuple(sources),
+            tuple(shards.close()),
+            license,
+            tuple(language),
+            shards.empty_dropped,
+            shards.by_source,
+        )
         return self._folder.finish(manifest, inputs, shards.schema)
 
 
 def split_rule_name(builder, inputs) -> str:
-    """The manifest's split rule for what the builder did: column, files (DatasetDict splits), sha256[-per-mille-N] or all-train."""
+    """The manifest's split rule for what the builder did: column,
+    files (DatasetDict splits), sha256[-per-mille-N] or all-train.
+    """
     config = builder.config
     if config.split == "sha256":
         return sha256_rule_name(config.val_per_mille)
@@ -363,7 +398,12 @@ def _check_distinct_inputs(inputs: list[InputFile]) -> None:
             key = (stat.st_dev, stat.st_ino)
         first = by_file.setdefault(key, file.uri)
         if first is not file.uri:
-            raise CorpusInputError(file.uri, "the same input file is given twice", expected="each input file once", got=f"{first} and {file.uri}")
+            raise CorpusInputError(
+                file.uri,
+                "the same input file is given twice",
+                expected="each input file once",
+                got=f"{first} and {file.uri}",
+            )
         first = by_name.setdefault(file.name, file.uri)
         if first is not file.uri:
             raise CorpusInputError(
@@ -400,7 +440,9 @@ def list_input_files(paths: Sequence[str | os.PathLike]) -> list[tuple[Path, str
 def check_corpus_name(name, flag: str = "--name") -> None:
     """A corpus name is one folder name: the flag that gave it is named, before anything is read or written."""
     if not is_folder_name(name):
-        raise CorpusInputError(None, f"{flag}: the corpus name must be one folder name", expected=FOLDER_NAME_RULE, got=repr(name))
+        raise CorpusInputError(
+            None, f"{flag}: the corpus name must be one folder name", expected=FOLDER_NAME_RULE, got=repr(name)
+        )
 
 
 def _check_input_file(path: Path) -> None:
@@ -412,7 +454,12 @@ def _data_files(files: dict[str, list[Path]]):
     """``data_files`` for a builder, taken as given (no glob expansion: a name may hold '[' or '*')."""
     from datasets.data_files import DataFilesDict, DataFilesList
 
-    return DataFilesDict({split: DataFilesList([os.fspath(p.resolve()) for p in paths], [()] * len(paths)) for split, paths in files.items()})
+    return DataFilesDict(
+        {
+            split: DataFilesList([os.fspath(p.resolve()) for p in paths], [()] * len(paths))
+            for split, paths in files.items()
+        }
+    )
 
 
 class _ShardSequence:
@@ -458,7 +505,8 @@ class _ShardSequence:
             shard.abort()
 
     def _rows_that_fit(self, texts) -> int:
-        """How many leading rows of ``texts`` the open shard takes (0: it is full); an empty shard takes at least one."""
+        """How many leading rows of ``texts`` the open shard takes (0: it is full); an empty shard takes at least one.
+        """
         if self.limit.rows is not None:
             fit = min(len(texts), self.limit.rows - self._rows)
         else:
@@ -486,7 +534,13 @@ class _ShardSequence:
     def _open_shard(self) -> None:
         index = len(self.shards)
         if index >= MAX_SHARDS_PER_SPLIT:
-            raise CorpusInputError(None, f"too many {self.split} shards", expected=f"at most {MAX_SHARDS_PER_SPLIT}", got=index + 1, hint="raise --shard-bytes or --shard-rows")
+            raise CorpusInputError(
+                None,
+                f"too many {self.split} shards",
+                expected=f"at most {MAX_SHARDS_PER_SPLIT}",
+                got=index + 1,
+                hint="raise --shard-bytes or --shard-rows",
+            )
         (self.root / DATA_DIR).mkdir(exist_ok=True)
         self._open = _ShardOnThread(self.root, f"{DATA_DIR}/{self.split}-{index:05d}.parquet", self.schema, self.slots)
         self.shards.append(self._open)
@@ -519,7 +573,8 @@ def queued_bytes_budget(limit: ShardLimit, cores: int | None = None) -> int:
 
 
 def shards_at_once(cores: int | None = None) -> int:
-    """The shards open at once (each a thread and an open file until sealed): one sealing per core, one filling per split.
+    """The shards open at once (each a thread and an open file
+    until sealed): one sealing per core, one filling per split.
 
     The byte budget alone does not bound them: tiny shards (``--shard-rows 10``)
     weigh nothing against it, and on a slow disk (a 0.2 s fsync) thousands were
@@ -645,11 +700,12 @@ class _CorpusShards:
 
     def __init__(self, root: Path, limit: ShardLimit, kept: Sequence[pa.Field] = ()):
         self.schema = pa.schema([*SCHEMA, *kept])
-        slots = _WriterSlots(queued_bytes_budget(limit), shards_at_once())  # row groups queued and shards open, over both splits
+        # row groups queued and shards open, over both splits
+        slots = _WriterSlots(queued_bytes_budget(limit), shards_at_once())
         self._splits = {split: _ShardSequence(root, split, limit, self.schema, slots) for split in SPLITS}
         self.by_source: dict[str, dict[str, int]] = {}  # split -> source -> documents, when a source column is kept
 
-    empty_dropped = 0  # empty documents seen and dropped (both importers: seed 002 drops empty stories)
+    empty_dropped = 0  # empty documents seen and dropped (both importers: the TinyStories rules drop empty stories)
 
     def write_split(self, split: str, texts: pa.Array | pa.ChunkedArray) -> None:
         self._write(split, pa.table({"text": texts}))
@@ -662,9 +718,15 @@ class _CorpusShards:
             counts = self.by_source.setdefault(split, {})
             for item in pc.value_counts(rows.column("source")).to_pylist():
                 counts[item["values"]] = counts.get(item["values"], 0) + item["counts"]
-            # The manifest, every receipt and stats.json hold one entry per source; stats.json's are both splits' together.
+            # The manifest, every receipt and stats.json hold one entry
+            # per source; stats.json's are both splits' together.
             if len(counts) > MAX_SOURCES or len(set().union(*self.by_source.values())) > MAX_SOURCES:
-                raise CorpusInputError(None, f"--source-column: at most {MAX_SOURCES:,} distinct sources (both splits together)", got=f"more than {MAX_SOURCES:,}", hint="a source names a part of the corpus (a dataset, a site), not a document")
+                raise CorpusInputError(
+                    None,
+                    f"--source-column: at most {MAX_SOURCES:,} distinct sources (both splits together)",
+                    got=f"more than {MAX_SOURCES:,}",
+                    hint="a source names a part of the corpus (a dataset, a site), not a document",
+                )
         self._splits[split].write(rows)
 
     def _without_empty(self, rows: pa.Table) -> pa.Table:
@@ -677,11 +739,18 @@ class _CorpusShards:
         return rows.filter(nonempty)
 
     def write_rows(self, rows: pa.Table) -> None:
-        """Rows (``text``, ``split``, kept columns) of mixed splits, in order; each split keeps the input order of its rows."""
+        """Rows (``text``, ``split``, kept columns) of mixed splits,
+        in order; each split keeps the input order of its rows.
+        """
         kept = self.schema.names[len(SCHEMA) :]
         for field in list(self.schema)[len(SCHEMA) :]:
             if rows.schema.field(field.name).type != field.type:
-                raise CorpusInputError(None, f"kept column {field.name!r} changes type between input files", expected=str(field.type), got=str(rows.schema.field(field.name).type))
+                raise CorpusInputError(
+                    None,
+                    f"kept column {field.name!r} changes type between input files",
+                    expected=str(field.type),
+                    got=str(rows.schema.field(field.name).type),
+                )
         import pyarrow.compute as pc
 
         data = rows.select(["text", *kept])
@@ -726,8 +795,16 @@ def _check_ours(out: Path) -> None:
     except (OSError, UnicodeDecodeError, ValueError):
         record = None
     if not isinstance(record, dict) or record.get("format") != CORPUS_FORMAT:
-        got = "no _MANIFEST.json" if not (out / MANIFEST_NAME).is_file() else f"a _MANIFEST.json of format {record.get('format')!r}" if isinstance(record, dict) else "an unreadable _MANIFEST.json"
-        raise CorpusInputError(out, f"--overwrite replaces only a corpus folder (a {MANIFEST_NAME} of format {CORPUS_FORMAT})", got=got)
+        got = (
+            "no _MANIFEST.json"
+            if not (out / MANIFEST_NAME).is_file()
+            else f"a _MANIFEST.json of format {record.get('format')!r}"
+            if isinstance(record, dict)
+            else "an unreadable _MANIFEST.json"
+        )
+        raise CorpusInputError(
+            out, f"--overwrite replaces only a corpus folder (a {MANIFEST_NAME} of format {CORPUS_FORMAT})", got=got
+        )
     try:
         manifest = CorpusManifest.read(out)
     except FormatError as e:
@@ -736,11 +813,17 @@ def _check_ours(out: Path) -> None:
     for path in sorted(out.rglob("*")):
         rel = path.relative_to(out).as_posix()
         if rel not in ours or path.is_symlink():
-            raise CorpusInputError(path, "--overwrite replaces only a corpus folder holding nothing but its own files", got="a file the corpus does not list", hint="move it away, or choose another --out")
+            raise CorpusInputError(
+                path,
+                "--overwrite replaces only a corpus folder holding nothing but its own files",
+                got="a file the corpus does not list",
+                hint="move it away, or choose another --out",
+            )
 
 
 def remove_stale_temporaries(out: Path) -> list[Path]:
-    """Delete the temporary folders of killed runs for ``out``: ``.NAME.tmp-XXXXXXXX`` and ``.NAME.old-XXXXXXXX``, ours only.
+    """Delete the temporary folders of killed runs for ``out``:
+    ``.NAME.tmp-XXXXXXXX`` and ``.NAME.old-XXXXXXXX``, ours only.
 
     A folder qualifies only by its exact name (mkdtemp's 8 characters) and, for
     ``.tmp-``, an owner record naming a process on this host that is gone; a
@@ -797,7 +880,9 @@ class CorpusFolder:
         if not any(out.iterdir()):
             return
         if not self.overwrite:
-            raise CorpusInputError(out, "output folder exists and is not empty", hint="pass --overwrite to replace a corpus folder")
+            raise CorpusInputError(
+                out, "output folder exists and is not empty", hint="pass --overwrite to replace a corpus folder"
+            )
         _check_ours(out)
 
     def __enter__(self) -> "CorpusFolder":
@@ -814,10 +899,17 @@ class CorpusFolder:
         if self.path.exists():
             shutil.rmtree(self.path, ignore_errors=True)
 
-    def finish(self, manifest: CorpusManifest, inputs: Sequence[str | os.PathLike], schema: pa.Schema = SCHEMA) -> CorpusManifest:
+    def finish(
+        self, manifest: CorpusManifest, inputs: Sequence[str | os.PathLike], schema: pa.Schema = SCHEMA
+    ) -> CorpusManifest:
         """Write the manifest and card, then move the folder to ``out``; ``inputs`` name the input in errors."""
         if not manifest.shards:
-            raise CorpusInputError(", ".join(os.fspath(path) for path in inputs) or None, "no documents in the input", expected="at least one document", got=0)
+            raise CorpusInputError(
+                ", ".join(os.fspath(path) for path in inputs) or None,
+                "no documents in the input",
+                expected="at least one document",
+                got=0,
+            )
         shutil.rmtree(self.cache, ignore_errors=True)
         (self.path / OWNER_NAME).unlink()
         manifest.write(self.path)

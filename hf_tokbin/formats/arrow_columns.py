@@ -16,7 +16,8 @@ def string_array(texts: list[str]):
 
 
 def utf8_string_array(encoded: list[bytes]):
-    """The ``pa.string()`` array of texts given as their UTF-8 bytes (valid UTF-8: decoded or checked by the caller)."""
+    """The ``pa.string()`` array of texts given as their UTF-8 bytes (valid UTF-8: decoded or checked by the caller).
+    """
     import numpy as np
     import pyarrow as pa
 
@@ -29,7 +30,9 @@ def utf8_string_array(encoded: list[bytes]):
 
 
 def repeated_string(value: str, count: int):
-    """``pa.array([value] * count, pa.string())`` (a corpus shard's ``split`` column), without ``count`` Python strings."""
+    """``pa.array([value] * count, pa.string())`` (a corpus
+    shard's ``split`` column), without ``count`` Python strings.
+    """
     import numpy as np
     import pyarrow as pa
 
@@ -50,7 +53,8 @@ def int64_array(values):
 
 
 def uint32_lists(rows):
-    """``pa.array(rows, pa.list_(pa.uint32()))`` of integer sequences (no null), from their concatenation and offsets."""
+    """``pa.array(rows, pa.list_(pa.uint32()))`` of integer sequences (no null), from their concatenation and offsets.
+    """
     import numpy as np
     import pyarrow as pa
 
@@ -59,7 +63,9 @@ def uint32_lists(rows):
     offsets = np.zeros(len(arrays) + 1, dtype=np.int32)
     np.cumsum([a.size for a in arrays], out=offsets[1:])
     children = pa.Array.from_buffers(pa.uint32(), len(values), [None, pa.py_buffer(values)])
-    return pa.Array.from_buffers(pa.list_(pa.uint32()), len(arrays), [None, pa.py_buffer(offsets)], children=[children])
+    return pa.Array.from_buffers(
+        pa.list_(pa.uint32()), len(arrays), [None, pa.py_buffer(offsets)], children=[children]
+    )
 
 
 def array_of(values, kind):

@@ -26,7 +26,8 @@ from .rules import SOURCE_NAME_RULE, is_source_name
 
 Format = Literal["llmc", "megatron"]
 LlmcLayout = Literal["gpt2", "llama3"]
-SeparatorPosition = Literal["before", "after"]  # llm.c: the separator before each document (seed 000) or after it (seed 002)
+# llm.c: the separator before each document (the llm.c layout) or after it (the TinyStories rules)
+SeparatorPosition = Literal["before", "after"]
 FastMode = Literal["auto", "never", "require"]
 SpecialTokenPolicy = Literal["ordinary", "parsed"]
 
@@ -35,7 +36,8 @@ SEPARATOR_POSITIONS: tuple[str, ...] = llmc.SEPARATOR_POSITIONS
 FAST_MODES: tuple[str, ...] = get_args(FastMode)
 SPECIAL_TOKEN_POLICIES: tuple[str, ...] = get_args(SpecialTokenPolicy)
 MAX_SEED = 2**63 - 1  # numpy's SeedSequence takes any non-negative int; 64 bits keep run_config.json portable
-DEFAULT_BATCH_SIZE = 10_000  # documents per encoded batch: larger batches amortize per-call costs (scripts/bench_build.py)
+# documents per encoded batch: larger batches amortize per-call costs (scripts/bench_build.py)
+DEFAULT_BATCH_SIZE = 10_000
 # The keys of run_config.json that to_record writes (the rest are the plan's: corpus, tokenizer, boundary tokens).
 RECORD_KEYS = ("special_tokens", "shuffle", "formats", "llmc", "megatron")
 
@@ -49,8 +51,10 @@ class BuildOptions:
         num_proc: worker processes encoding batches (1: in this process). No byte depends on it.
         batch_size: documents per encoded batch. No byte depends on it.
         max_tokens_per_file: llm.c's roll-over limit, 1..2**31-1 tokens per file.
-        llmc_layout: llm.c header: ``gpt2`` (magic 20240520, seed 000) or ``llama3`` (upstream's 20240801, uint32).
-        llmc_separator: llm.c: the separator ``before`` each document (seed 000) or ``after`` it (seed 002);
+        llmc_layout: llm.c header: ``gpt2`` (magic 20240520, the llm.c layout) or ``llama3`` (upstream's 20240801,
+            uint32).
+        llmc_separator: llm.c: the separator ``before`` each document (the llm.c layout) or ``after`` it (the
+            TinyStories rules);
             None: the layout's own (the plan's choice: ``before``, and with ``llama3`` llm.c's own Llama 3
             data's ``<|begin_of_text|>`` as the separator, unless ``--doc-sep`` or ``--bos`` was given).
         parse_special: special-token text inside documents becomes the token (default: ordinary text).
@@ -84,21 +88,44 @@ class BuildOptions:
         _check(_is_positive(self.num_proc), "--num-proc must be at least 1", self.num_proc)
         _check(_is_positive(self.batch_size), "--batch-size must be at least 1", self.batch_size)
         limit = llmc.MAX_TOKENS_PER_FILE
-        _check(_is_positive(self.max_tokens_per_file) and self.max_tokens_per_file <= limit, "--max-tokens-per-file out of range", self.max_tokens_per_file, f"1..{limit}")
+        _check(
+            _is_positive(self.max_tokens_per_file) and self.max_tokens_per_file <= limit,
+            "--max-tokens-per-file out of range",
+            self.max_tokens_per_file,
+            f"1..{limit}",
+        )
         _check(self.llmc_layout in LLMC_LAYOUTS, "llm.c layout must be gpt2 or llama3", self.llmc_layout)
-        _check(self.llmc_separator is None or self.llmc_separator in SEPARATOR_POSITIONS, "--llmc-sep must be before or after", self.llmc_separator)
+        _check(
+            self.llmc_separator is None or self.llmc_separator in SEPARATOR_POSITIONS,
+            "--llmc-sep must be before or after",
+            self.llmc_separator,
+        )
         _check(isinstance(self.parse_special, bool), "parse_special must be true or false", self.parse_special)
         _check(self.fast in FAST_MODES, "fast-path mode must be auto, never or require", self.fast)
-        _check(self.shuffle_seed is None or _is_seed(self.shuffle_seed), "--shuffle-seed must be an integer in 0..2**63-1", self.shuffle_seed)
-        _check(self.limit is None or _is_positive(self.limit), "--limit must be a positive number of documents", self.limit)
-        _check(self.source_column is None or is_source_name(self.source_column), f"--source-column must name a column: {SOURCE_NAME_RULE}", shown(self.source_column))
+        _check(
+            self.shuffle_seed is None or _is_seed(self.shuffle_seed),
+            "--shuffle-seed must be an integer in 0..2**63-1",
+            self.shuffle_seed,
+        )
+        _check(
+            self.limit is None or _is_positive(self.limit),
+            "--limit must be a positive number of documents",
+            self.limit,
+        )
+        _check(
+            self.source_column is None or is_source_name(self.source_column),
+            f"--source-column must name a column: {SOURCE_NAME_RULE}",
+            shown(self.source_column),
+        )
 
     @classmethod
     def of(cls, options: BuildOptions | None = None, **fields_given) -> BuildOptions:
         """``options`` (default: every default) with ``fields_given`` in place of its fields; each checked."""
         unknown = sorted(set(fields_given) - set(option_names()))
         if unknown:
-            raise BuildError(None, "unknown build option", expected=f"one of {', '.join(option_names())}", got=", ".join(unknown))
+            raise BuildError(
+                None, "unknown build option", expected=f"one of {', '.join(option_names())}", got=", ".join(unknown)
+            )
         return replace(options if options is not None else cls(), **fields_given)
 
     @property
@@ -107,16 +134,28 @@ class BuildOptions:
         return "parsed" if self.parse_special else "ordinary"
 
     def to_record(self, vocab_size: int, has_separator: bool) -> dict:
-        """The options' keys of ``run_config.json`` (:data:`RECORD_KEYS`, in that order); none depends on num_proc or batch size."""
+        """The options' keys of ``run_config.json`` (:data:`RECORD_KEYS`,
+        in that order); none depends on num_proc or batch size.
+        """
         # "shuffle" only when a seed is given, so a build in corpus order writes the same bytes as without the option.
-        shuffle = {"shuffle": {"seed": self.shuffle_seed, "scope": INTERLEAVED_SCOPE}} if self.shuffle_seed is not None else {}
-        llmc_record = {"layout": self.llmc_layout, "separator": (self.llmc_separator or "before") if has_separator else None, "max_tokens_per_file": self.max_tokens_per_file}
+        shuffle = (
+            {"shuffle": {"seed": self.shuffle_seed, "scope": INTERLEAVED_SCOPE}}
+            if self.shuffle_seed is not None
+            else {}
+        )
+        llmc_record = {
+            "layout": self.llmc_layout,
+            "separator": (self.llmc_separator or "before") if has_separator else None,
+            "max_tokens_per_file": self.max_tokens_per_file,
+        }
         return {
             "special_tokens": self.special_tokens,
             **shuffle,
             "formats": list(self.formats),
             "llmc": llmc_record if "llmc" in self.formats else None,
-            "megatron": {"dtype_code": megatron.dtype_code_for_vocab(vocab_size)} if "megatron" in self.formats else None,
+            "megatron": {"dtype_code": megatron.dtype_code_for_vocab(vocab_size)}
+            if "megatron" in self.formats
+            else None,
         }
 
     @classmethod
@@ -124,14 +163,24 @@ class BuildOptions:
         """The options ``run_config.json`` (format 2) at ``path`` records; each key checked, errors naming it."""
         formats = read_formats(path, obj)
         given = {"formats": formats, "max_tokens_per_file": read_format_records(path, obj, formats, vocab_size)}
-        special = checked_field(path, obj, "special_tokens", lambda v: v in SPECIAL_TOKEN_POLICIES, " or ".join(SPECIAL_TOKEN_POLICIES))
+        special = checked_field(
+            path, obj, "special_tokens", lambda v: v in SPECIAL_TOKEN_POLICIES, " or ".join(SPECIAL_TOKEN_POLICIES)
+        )
         given["parse_special"] = special == "parsed"
-        given["shuffle_seed"] = checked_field(path, obj, "shuffle.seed", _is_seed, "an integer in 0..2**63-1") if "shuffle" in obj else None
+        given["shuffle_seed"] = (
+            checked_field(path, obj, "shuffle.seed", _is_seed, "an integer in 0..2**63-1")
+            if "shuffle" in obj
+            else None
+        )
         if "llmc" in formats:
-            given["llmc_layout"] = checked_field(path, obj, "llmc.layout", lambda v: v in LLMC_LAYOUTS, " or ".join(LLMC_LAYOUTS))
+            given["llmc_layout"] = checked_field(
+                path, obj, "llmc.layout", lambda v: v in LLMC_LAYOUTS, " or ".join(LLMC_LAYOUTS)
+            )
             allowed = SEPARATOR_POSITIONS if has_separator else (None,)
             rule = " or ".join(SEPARATOR_POSITIONS) if has_separator else "null without doc_sep"
-            given["llmc_separator"] = checked_field(path, obj, "llmc.separator", lambda v: v in allowed, rule) or "before"
+            given["llmc_separator"] = (
+                checked_field(path, obj, "llmc.separator", lambda v: v in allowed, rule) or "before"
+            )
         return cls(**given)
 
 
@@ -142,7 +191,8 @@ def read_formats(path, obj: dict) -> tuple[str, ...]:
 
 
 def read_format_records(path, obj: dict, formats: tuple[str, ...], vocab_size: int) -> int:
-    """``llmc.max_tokens_per_file`` (the default without llm.c), after checking ``llmc`` and ``megatron``: each an object with its format, null without.
+    """``llmc.max_tokens_per_file`` (the default without llm.c), after checking
+    ``llmc`` and ``megatron``: each an object with its format, null without.
 
     A consumer learns the layout from these, so they are checked like the rest:
     the dtype code is the one ``vocab_size`` needs (and verify checks every
@@ -153,15 +203,25 @@ def read_format_records(path, obj: dict, formats: tuple[str, ...], vocab_size: i
             checked_field(path, obj, name, lambda v: v is None, f"null without the {name} format")
     if "megatron" in formats:
         code = megatron.dtype_code_for_vocab(vocab_size)
-        checked_field(path, obj, "megatron.dtype_code", lambda v: is_count(v) and v == code, f"{code}, the dtype code of vocab_size {vocab_size}")
+        checked_field(
+            path,
+            obj,
+            "megatron.dtype_code",
+            lambda v: is_count(v) and v == code,
+            f"{code}, the dtype code of vocab_size {vocab_size}",
+        )
     if "llmc" not in formats:
         return llmc.DEFAULT_MAX_TOKENS
     limit = llmc.MAX_TOKENS_PER_FILE
-    return checked_field(path, obj, "llmc.max_tokens_per_file", lambda v: _is_positive(v) and v <= limit, f"an integer in 1..{limit}")
+    return checked_field(
+        path, obj, "llmc.max_tokens_per_file", lambda v: _is_positive(v) and v <= limit, f"an integer in 1..{limit}"
+    )
 
 
 def option_names() -> tuple[str, ...]:
-    """The fields of :class:`BuildOptions`: the keywords ``plan_build`` and ``build_release`` pass on, the CLI's flag ``dest`` names."""
+    """The fields of :class:`BuildOptions`: the keywords ``plan_build``
+    and ``build_release`` pass on, the CLI's flag ``dest`` names.
+    """
     return tuple(f.name for f in fields(BuildOptions))
 
 

@@ -21,7 +21,7 @@ input shards of a build: shard i becomes ``part-{i:06d}`` of the release.
                  "size": N, "sha256": "<hex>"}]}
 
 ``empty_documents_dropped`` (present only when not 0): how many empty input
-documents were left out (both importers drop them, as seed 002 does).
+documents were left out (both importers drop them, as the TinyStories rules do).
 ``documents_by_source`` (present only with ``--source-column``):
 ``{split: {source: documents}}``, adding up to each split's rows; each
 source a source name (:func:`hf_tokbin.formats.rules.is_source_name`), at
@@ -59,7 +59,9 @@ _PER_MILLE_RULE = re.compile(r"sha256-per-mille-([1-9][0-9]{0,2})")
 
 
 def sha256_rule_name(val_per_mille: int) -> str:
-    """The split rule's name at a rate: ``sha256`` at seed 004's 1 in 1000, else ``sha256-per-mille-N``."""
+    """The split rule's name at a rate: ``sha256`` at the Megatron release layout's 1 in 1000, else
+    ``sha256-per-mille-N``.
+    """
     return "sha256" if val_per_mille == 1 else f"sha256-per-mille-{val_per_mille}"
 
 
@@ -79,7 +81,8 @@ class _SplitRuleText(dict):
             raise KeyError(name)
         return (
             "A document is validation when the first eight bytes of the SHA-256 of its exact UTF-8 text, "
-            f"read big-endian, are below {int(match.group(1))} modulo 1000; otherwise train. Identical texts share a split; repeats are all kept."
+            f"read big-endian, are below {int(match.group(1))} modulo 1000; "
+            "otherwise train. Identical texts share a split; repeats are all kept."
         )
 
 
@@ -124,20 +127,50 @@ class CorpusManifest:
     documents_by_source: dict = field(default_factory=dict)  # split -> source -> documents (a source column was kept)
 
     def __post_init__(self):
-        # The shapes of ids (what cards and YAML can carry safely); the Hub's own list is checked where a corpus is written.
-        require(isinstance(self.license, str) and bool(LICENSE_ID.fullmatch(self.license)), None, "license must be a Hub license id such as apache-2.0", self.license)
-        require(isinstance(self.language, tuple) and all(isinstance(x, str) and LANGUAGE_CODE.fullmatch(x) for x in self.language), None, "language must be a list of ISO codes such as en", self.language)
+        # The shapes of ids (what cards and YAML can carry safely);
+        # the Hub's own list is checked where a corpus is written.
+        require(
+            isinstance(self.license, str) and bool(LICENSE_ID.fullmatch(self.license)),
+            None,
+            "license must be a Hub license id such as apache-2.0",
+            self.license,
+        )
+        require(
+            isinstance(self.language, tuple)
+            and all(isinstance(x, str) and LANGUAGE_CODE.fullmatch(x) for x in self.language),
+            None,
+            "language must be a list of ISO codes such as en",
+            self.language,
+        )
         require(is_folder_name(self.name), None, f"corpus name must be {FOLDER_NAME_RULE}", self.name)
-        require(is_split_rule(self.split_rule), None, f"split_rule must be one of {SPLIT_RULES} or sha256-per-mille-N", self.split_rule)
-        require(is_count(self.empty_documents_dropped), None, "empty_documents_dropped must be a non-negative integer", self.empty_documents_dropped)
+        require(
+            is_split_rule(self.split_rule),
+            None,
+            f"split_rule must be one of {SPLIT_RULES} or sha256-per-mille-N",
+            self.split_rule,
+        )
+        require(
+            is_count(self.empty_documents_dropped),
+            None,
+            "empty_documents_dropped must be a non-negative integer",
+            self.empty_documents_dropped,
+        )
         by_source = self.documents_by_source
         require(
             isinstance(by_source, dict)
-            and all(split in SPLITS and isinstance(counts, dict) and len(counts) <= MAX_SOURCES and all(is_source_name(k) and is_count(v) for k, v in counts.items()) for split, counts in by_source.items())
+            and all(
+                split in SPLITS
+                and isinstance(counts, dict)
+                and len(counts) <= MAX_SOURCES
+                and all(is_source_name(k) and is_count(v) for k, v in counts.items())
+                for split, counts in by_source.items()
+            )
             and all(sum(counts.values()) == self.rows(split) for split, counts in by_source.items())
-            and len(set().union(*by_source.values())) <= MAX_SOURCES,  # stats.json counts both splits' sources together
+            # stats.json counts both splits' sources together
+            and len(set().union(*by_source.values())) <= MAX_SOURCES,
             None,
-            f"documents_by_source must map train/validation to {{source: documents}} (at most {MAX_SOURCES:,} source names in all: {SOURCE_NAME_RULE}) adding up to the split's rows",
+            f"documents_by_source must map train/validation to {{source: documents}} (at most "
+            f"{MAX_SOURCES:,} source names in all: {SOURCE_NAME_RULE}) adding up to the split's rows",
             by_source,
         )
         paths = [s.path for s in self.shards]
@@ -170,7 +203,8 @@ class CorpusManifest:
             "sources": [s.to_dict() for s in self.sources],
             "shards": [s.to_dict() for s in self.shards],
         }
-        if self.empty_documents_dropped:  # written only when some were: manifests of corpora without any keep their bytes
+        # written only when some were: manifests of corpora without any keep their bytes
+        if self.empty_documents_dropped:
             record["empty_documents_dropped"] = self.empty_documents_dropped
         if self.documents_by_source:
             record["documents_by_source"] = self.documents_by_source
@@ -191,7 +225,9 @@ class CorpusManifest:
             raise FormatError(path, f"not a corpus folder: a file, not a folder holding {MANIFEST_NAME}", hint=hint)
         obj = read_json(path, FormatError)
         keys = ["name", "format", "split_rule", "license", "language", "sources", "shards"]
-        optional = [k for k in ("empty_documents_dropped", "documents_by_source") if isinstance(obj, dict) and k in obj]
+        optional = [
+            k for k in ("empty_documents_dropped", "documents_by_source") if isinstance(obj, dict) and k in obj
+        ]
         check_keys(obj, keys + optional, path, "corpus manifest")
         if obj["format"] != FORMAT:
             raise FormatError(path, "unknown corpus manifest format", expected=FORMAT, got=obj["format"])
@@ -203,7 +239,16 @@ class CorpusManifest:
                     check_keys(s, ["path", "split", "rows", "size", "sha256"], path, f"shards[{i}]")
                     shards.append(CorpusShard(**s))
                 language = tuple(obj["language"]) if isinstance(obj["language"], list) else obj["language"]
-                return cls(obj["name"], obj["split_rule"], sources, tuple(shards), obj["license"], language, obj.get("empty_documents_dropped", 0), obj.get("documents_by_source", {}))
+                return cls(
+                    obj["name"],
+                    obj["split_rule"],
+                    sources,
+                    tuple(shards),
+                    obj["license"],
+                    language,
+                    obj.get("empty_documents_dropped", 0),
+                    obj.get("documents_by_source", {}),
+                )
         except TypeError as e:
             raise FormatError(path, "sources and shards must be lists of objects", got=str(e)) from None
 
@@ -233,14 +278,44 @@ class CorpusSubset:
     checked: bool = True
 
     def __post_init__(self):
-        require(is_count(self.limit) and self.limit > 0, None, "corpus.subset.limit must be a positive number of documents", self.limit)
-        require(is_sha256(self.cut_from_manifest_sha256), None, "corpus.subset.cut_from_manifest_sha256 must be 64 lowercase hex digits", self.cut_from_manifest_sha256)
-        require(self.checked is True, None, "corpus.subset.checked must be true: a subset is built only from checked bytes", self.checked)
+        require(
+            is_count(self.limit) and self.limit > 0,
+            None,
+            "corpus.subset.limit must be a positive number of documents",
+            self.limit,
+        )
+        require(
+            is_sha256(self.cut_from_manifest_sha256),
+            None,
+            "corpus.subset.cut_from_manifest_sha256 must be 64 lowercase hex digits",
+            self.cut_from_manifest_sha256,
+        )
+        require(
+            self.checked is True,
+            None,
+            "corpus.subset.checked must be true: a subset is built only from checked bytes",
+            self.checked,
+        )
         for name in ("documents", "available"):
             counts = getattr(self, name)
-            require(isinstance(counts, dict) and set(counts) == set(SPLITS) and all(is_count(v) for v in counts.values()), None, f"corpus.subset.{name} must count the documents of train and validation", counts)
-        require(sum(self.documents.values()) <= self.limit, None, "corpus.subset.documents add up to at most the limit", self.documents)
-        require(all(self.documents[s] <= self.available[s] for s in SPLITS), None, "corpus.subset.documents: a split got more documents than the corpus holds", self.documents)
+            require(
+                isinstance(counts, dict) and set(counts) == set(SPLITS) and all(is_count(v) for v in counts.values()),
+                None,
+                f"corpus.subset.{name} must count the documents of train and validation",
+                counts,
+            )
+        require(
+            sum(self.documents.values()) <= self.limit,
+            None,
+            "corpus.subset.documents add up to at most the limit",
+            self.documents,
+        )
+        require(
+            all(self.documents[s] <= self.available[s] for s in SPLITS),
+            None,
+            "corpus.subset.documents: a split got more documents than the corpus holds",
+            self.documents,
+        )
 
     def to_record(self) -> dict:
         return {
@@ -253,9 +328,13 @@ class CorpusSubset:
 
     @classmethod
     def from_record(cls, obj, path=None) -> "CorpusSubset":
-        check_keys(obj, ["limit", "cut_from_manifest_sha256", "checked", "documents", "available"], path, "corpus.subset")
+        check_keys(
+            obj, ["limit", "cut_from_manifest_sha256", "checked", "documents", "available"], path, "corpus.subset"
+        )
         try:
-            return cls(obj["limit"], obj["cut_from_manifest_sha256"], obj["documents"], obj["available"], obj["checked"])
+            return cls(
+                obj["limit"], obj["cut_from_manifest_sha256"], obj["documents"], obj["available"], obj["checked"]
+            )
         except FormatError as e:
             raise FormatError(path, e.rule, got=e.got) from None
 
@@ -275,6 +354,12 @@ class CorpusSubset:
         out = []
         for split in SPLITS:
             taken, held = self.documents[split], self.available[split]
-            note = "" if taken == held else " (none: the limit was reached before this split)" if taken == 0 else " (cut by the limit)"
+            note = (
+                ""
+                if taken == held
+                else " (none: the limit was reached before this split)"
+                if taken == 0
+                else " (cut by the limit)"
+            )
             out.append(f"--limit {self.limit:,}: {split} {taken:,} of {held:,} documents{note}")
         return out

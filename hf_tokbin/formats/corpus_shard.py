@@ -32,10 +32,14 @@ def _is_text_type(kind) -> bool:
 
 
 def check_text_field(schema, where, hint: str | None = None) -> None:
-    """The shard's Arrow ``schema`` has exactly one column ``text``, of strings; else a :class:`FormatError` naming ``where``."""
+    """The shard's Arrow ``schema`` has exactly one column ``text``,
+    of strings; else a :class:`FormatError` naming ``where``.
+    """
     names = list(schema.names)
     if names.count(TEXT_COLUMN) != 1:
-        raise FormatError(where, f"a corpus shard needs one string column named {TEXT_COLUMN}", got=names[:10], hint=hint)
+        raise FormatError(
+            where, f"a corpus shard needs one string column named {TEXT_COLUMN}", got=names[:10], hint=hint
+        )
     kind = schema.field(TEXT_COLUMN).type
     if not _is_text_type(kind):
         raise FormatError(where, f"column {TEXT_COLUMN!r} must hold strings", expected="string", got=str(kind))
@@ -63,11 +67,14 @@ def _offsets(chunk):
     if not len(chunk):  # Arrow allows a length-0 array with empty offsets: no offsets[0] to read
         return np.zeros(1, dtype=np.int64)
     width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
-    return np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset : chunk.offset + len(chunk) + 1].astype(np.int64)
+    return np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset : chunk.offset + len(chunk) + 1].astype(
+        np.int64
+    )
 
 
 def utf8_buffer(texts):
-    """A pyarrow string array's texts as ``(offsets, data)``: ``int64`` offsets from 0 into one ``uint8`` view of their UTF-8 bytes (no copy of the text).
+    """A pyarrow string array's texts as ``(offsets, data)``: ``int64`` offsets
+    from 0 into one ``uint8`` view of their UTF-8 bytes (no copy of the text).
 
     None for what has no such single buffer: a chunked array of several
     chunks, a type other than string or large_string, or nulls.
@@ -83,7 +90,9 @@ def utf8_buffer(texts):
         return None
     offsets = _offsets(texts)
     first, last = int(offsets[0]), int(offsets[-1])
-    data = np.frombuffer(texts.buffers()[2], dtype=np.uint8)[first:last] if last > first else np.zeros(0, dtype=np.uint8)
+    data = (
+        np.frombuffer(texts.buffers()[2], dtype=np.uint8)[first:last] if last > first else np.zeros(0, dtype=np.uint8)
+    )
     return offsets - first, data
 
 
@@ -96,12 +105,21 @@ def check_texts(texts, where, first_row: int = 0) -> None:
         raise FormatError(where, f"column {TEXT_COLUMN!r} must hold strings", expected="string", got=str(texts.type))
     if texts.null_count:
         row = first_row + int(np.argmax(texts.is_null().to_numpy(zero_copy_only=False)))
-        raise FormatError(where, f"row {row}: column {TEXT_COLUMN!r} has no text (null)", hint="a corpus made by hf-tokbin corpus never holds one")
+        raise FormatError(
+            where,
+            f"row {row}: column {TEXT_COLUMN!r} has no text (null)",
+            hint="a corpus made by hf-tokbin corpus never holds one",
+        )
     try:
         texts.validate(full=True)  # full: checks every value's UTF-8, not only the offsets
     except pa.ArrowInvalid:
         index, sample = _first_invalid_utf8(texts)
-        raise FormatError(where, f"row {first_row + index}: column {TEXT_COLUMN!r} is not valid UTF-8", expected="UTF-8 text", got=repr(sample)) from None
+        raise FormatError(
+            where,
+            f"row {first_row + index}: column {TEXT_COLUMN!r} is not valid UTF-8",
+            expected="UTF-8 text",
+            got=repr(sample),
+        ) from None
 
 
 def first_bad_source(values) -> int | None:
@@ -125,17 +143,29 @@ def first_bad_source(values) -> int | None:
 def check_source_field(schema, source_column: str, where) -> None:
     """A shard's schema must have the column of source names a build counts by (not the text column)."""
     if source_column not in schema.names or source_column == TEXT_COLUMN:
-        raise FormatError(where, f"missing source column {source_column!r}", got=schema.names[:10], hint="import the corpus with --source-column, or build without it")
+        raise FormatError(
+            where,
+            f"missing source column {source_column!r}",
+            got=schema.names[:10],
+            hint="import the corpus with --source-column, or build without it",
+        )
 
 
 def check_sources(values, where, column: str, first_row: int = 0) -> None:
     """One batch of a shard's source column (starting at row ``first_row``): strings, no null, each a source name."""
     if not _is_text_type(values.type):
-        raise FormatError(where, f"column {column!r} must hold strings (source names)", expected="string", got=str(values.type))
+        raise FormatError(
+            where, f"column {column!r} must hold strings (source names)", expected="string", got=str(values.type)
+        )
     row = first_bad_source(values)
     if row is not None:
         value = values[row].as_py()
-        raise FormatError(where, f"row {first_row + row}: column {column!r} must hold a source name", expected=SOURCE_NAME_RULE, got="null" if value is None else shown(value))
+        raise FormatError(
+            where,
+            f"row {first_row + row}: column {column!r} must hold a source name",
+            expected=SOURCE_NAME_RULE,
+            got="null" if value is None else shown(value),
+        )
 
 
 def _first_invalid_utf8(texts) -> tuple[int, bytes]:
@@ -171,7 +201,11 @@ def iter_shard_batches(source, where, batch_rows: int, source_column: str | None
     try:
         file = pq.ParquetFile(source, **parquet_options)
     except (OSError, ValueError) as e:  # pyarrow's errors derive from these
-        raise FormatError(where, "corpus shard is not readable Parquet with a text column", got=str(e).splitlines()[0][:200] if str(e) else type(e).__name__) from e
+        raise FormatError(
+            where,
+            "corpus shard is not readable Parquet with a text column",
+            got=str(e).splitlines()[0][:200] if str(e) else type(e).__name__,
+        ) from e
     with file:
         check_text_field(file.schema_arrow, where)
         columns = [TEXT_COLUMN]
@@ -189,4 +223,8 @@ def iter_shard_batches(source, where, batch_rows: int, source_column: str | None
                 yield row, texts, sources
                 row += len(texts)
         except (OSError, ValueError) as e:  # a damaged page or column chunk
-            raise FormatError(where, "corpus shard is not readable Parquet with a text column", got=str(e).splitlines()[0][:200] if str(e) else type(e).__name__) from e
+            raise FormatError(
+                where,
+                "corpus shard is not readable Parquet with a text column",
+                got=str(e).splitlines()[0][:200] if str(e) else type(e).__name__,
+            ) from e

@@ -25,7 +25,9 @@ def checked_ids(ids, vocab_size: int, path) -> np.ndarray:
         raise FormatError(path, "token ids must be integers", got=f"dtype {array.dtype}")
     low, high = int(array.min()), int(array.max())
     if low < 0 or high >= vocab_size:
-        raise FormatError(path, "token id out of range", expected=f"0 <= id < {vocab_size}", got=high if high >= vocab_size else low)
+        raise FormatError(
+            path, "token id out of range", expected=f"0 <= id < {vocab_size}", got=high if high >= vocab_size else low
+        )
     return array
 
 
@@ -45,25 +47,34 @@ def check_ids_below(path, ids: np.ndarray, vocab_size: int, offset: int = 0, whe
     """
     i = first_out_of_range(ids, vocab_size)
     if i is not None:
-        raise FormatError(path, f"{where} {offset + i}: id must be in 0..vocab_size-1", expected=f"< {vocab_size}", got=int(ids[i]))
+        raise FormatError(
+            path, f"{where} {offset + i}: id must be in 0..vocab_size-1", expected=f"< {vocab_size}", got=int(ids[i])
+        )
 
 
 def checked_documents(flat_ids, lengths, vocab_size: int, path) -> tuple[np.ndarray, np.ndarray]:
-    """Documents given as one flat id array and each one's length, checked: ids in range, lengths >= 0 adding up to the ids."""
+    """Documents given as one flat id array and each one's length,
+    checked: ids in range, lengths >= 0 adding up to the ids.
+    """
     lengths = np.asarray(lengths, dtype=np.int64)
     if lengths.size and int(lengths.min()) < 0:
         raise FormatError(path, "document lengths must not be negative", got=int(lengths.min()))
     flat_ids = checked_ids(flat_ids, vocab_size, path)
     if int(lengths.sum()) != flat_ids.size:
-        raise FormatError(path, "document lengths must add up to the ids given", expected=flat_ids.size, got=int(lengths.sum()))
+        raise FormatError(
+            path, "document lengths must add up to the ids given", expected=flat_ids.size, got=int(lengths.sum())
+        )
     return flat_ids, lengths
 
 
-def with_boundaries(flat_ids: np.ndarray, lengths: np.ndarray, before: tuple[int, ...] = (), after: tuple[int, ...] = ()) -> np.ndarray:
-    """The documents of ``flat_ids`` (each ``lengths[i]`` ids) each as ``[*before] + ids + [*after]``, in ``flat_ids``' dtype.
+def with_boundaries(
+    flat_ids: np.ndarray, lengths: np.ndarray, before: tuple[int, ...] = (), after: tuple[int, ...] = ()
+) -> np.ndarray:
+    """The documents of ``flat_ids`` (each ``lengths[i]`` ids) each
+    as ``[*before] + ids + [*after]``, in ``flat_ids``' dtype.
 
     One function for every layout: Megatron's ``[bos] + ids + [eod]``, llm.c's
-    ``[sep] + [bos] + ids`` (seed 000) and ``[bos] + ids + [sep]`` (seed 002).
+    ``[sep] + [bos] + ids`` (the llm.c layout) and ``[bos] + ids + [sep]`` (the TinyStories rules).
     The tokens must be valid ids of that dtype (the writers check them).
     """
     lengths = np.asarray(lengths, dtype=np.int64)
@@ -71,7 +82,8 @@ def with_boundaries(flat_ids: np.ndarray, lengths: np.ndarray, before: tuple[int
     if not added:
         return flat_ids
     n = lengths.size
-    starts = np.cumsum(lengths) - lengths + np.arange(n, dtype=np.int64) * added  # where each document begins in the output
+    # where each document begins in the output
+    starts = np.cumsum(lengths) - lengths + np.arange(n, dtype=np.int64) * added
     out = np.empty(flat_ids.size + n * added, dtype=flat_ids.dtype)
     text = np.ones(out.size, dtype=bool)
     for j, token in enumerate(before):

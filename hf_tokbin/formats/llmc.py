@@ -1,4 +1,4 @@
-"""llm.c ``.bin`` token files and their ``_MANIFEST.json`` (seed 000).
+"""llm.c ``.bin`` token files and their ``_MANIFEST.json`` (the llm.c layout).
 
 A token file is a flat stream of token ids that llm.c's loaders memory-map.
 All integers are little-endian::
@@ -19,7 +19,7 @@ n_tokens, and an id >= vocab_size when header[3] is non-zero.
 
 Files hold whole documents in corpus order; when the tokenizer defines a
 document separator, every document is preceded by it (as llm.c does; the
-writer's ``separator="before"``), or followed by it (``"after"``: seed 002's
+writer's ``separator="before"``), or followed by it (``"after"``: the TinyStories rules'
 ``<|bos|> story <|eos|>`` stream). A BOS, when given, begins every document::
 
     before: [sep] + [bos] + ids        after: [bos] + ids + [sep]
@@ -88,7 +88,7 @@ from .ids import check_ids_below, checked_documents, checked_ids, with_boundarie
 from .records import is_sha256, require
 from .rules import UINT16_VOCAB_LIMIT
 
-MAGIC = 20240520  # the GPT-2 family (seed 000)
+MAGIC = 20240520  # the GPT-2 family (the llm.c layout)
 LLAMA3_MAGIC = 20240801  # upstream llm.c's Llama 3 files
 HEADER_INTS = 256
 HEADER_BYTES = HEADER_INTS * 4
@@ -108,7 +108,7 @@ class Layout:
     magic: int
     version: int
     dtype: np.dtype
-    vocab_in_header: bool  # header[3] holds vocab_size (seed 000); upstream's Llama 3 files keep it 0
+    vocab_in_header: bool  # header[3] holds vocab_size (the llm.c layout); upstream's Llama 3 files keep it 0
     max_vocab: int  # the largest vocabulary whose ids fit ``dtype``
 
 
@@ -144,8 +144,12 @@ def version_for_vocab(vocab_size: int) -> int:
     return layout_for(vocab_size).version
 
 
-def document_boundaries(doc_sep_id: int | None, bos_id: int | None, separator: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The tokens before and after each document's ids: ``([sep, bos], [])`` for "before" (seed 000), ``([bos], [sep])`` for "after"."""
+def document_boundaries(
+    doc_sep_id: int | None, bos_id: int | None, separator: str
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The tokens before and after each document's ids: ``([sep, bos],
+    [])`` for "before" (the llm.c layout), ``([bos], [sep])`` for "after".
+    """
     sep = () if doc_sep_id is None else (doc_sep_id,)
     bos = () if bos_id is None else (bos_id,)
     return (sep + bos, ()) if separator == "before" else (bos, sep)
@@ -212,7 +216,9 @@ def read_header(path: str | os.PathLike) -> LlmcHeader:
     layout = layout_of(magic, version)
     if layout is None:
         known = [str(x.version) for x in LAYOUTS if x.magic == magic]
-        raise FormatError(path, "unknown version in header[1]", expected=f"{' or '.join(known)} for magic {magic}", got=version)
+        raise FormatError(
+            path, "unknown version in header[1]", expected=f"{' or '.join(known)} for magic {magic}", got=version
+        )
     n_tokens, vocab_size = int(header[2]), int(header[3])
     if n_tokens < 0:
         raise FormatError(path, "negative n_tokens in header[2]", got=n_tokens)
@@ -221,7 +227,12 @@ def read_header(path: str | os.PathLike) -> LlmcHeader:
         if vocab_size < 0:
             raise FormatError(path, "negative vocab_size in header[3]", got=vocab_size)
         if vocab_size > layout.max_vocab:
-            raise FormatError(path, f"version {version} ({layout.dtype.name}) cannot hold vocab_size in header[3]", expected=f"<= {layout.max_vocab}", got=vocab_size)
+            raise FormatError(
+                path,
+                f"version {version} ({layout.dtype.name}) cannot hold vocab_size in header[3]",
+                expected=f"<= {layout.max_vocab}",
+                got=vocab_size,
+            )
     else:
         vocab_size = 0
     nonzero = np.flatnonzero(header[reserved_from:])
@@ -232,7 +243,10 @@ def read_header(path: str | os.PathLike) -> LlmcHeader:
     if size != parsed.file_size:
         rule = "truncated file" if size < parsed.file_size else "trailing bytes after the tokens"
         raise FormatError(
-            path, f"{rule}: size must be 1024 + n_tokens * {parsed.dtype.itemsize}", expected=f"{parsed.file_size} bytes", got=f"{size} bytes"
+            path,
+            f"{rule}: size must be 1024 + n_tokens * {parsed.dtype.itemsize}",
+            expected=f"{parsed.file_size} bytes",
+            got=f"{size} bytes",
         )
     return parsed
 
@@ -252,7 +266,9 @@ def open_tokens(path: str | os.PathLike, check_ids: bool = True, vocab_size: int
     return tokens
 
 
-def write_tokens(path: str | os.PathLike, ids: Sequence[int] | np.ndarray, vocab_size: int, family: str = "gpt2") -> None:
+def write_tokens(
+    path: str | os.PathLike, ids: Sequence[int] | np.ndarray, vocab_size: int, family: str = "gpt2"
+) -> None:
     """Write one token file holding ``ids`` exactly (no separators added), atomically."""
     layout = layout_for(vocab_size, family)
     array = _as_ids(ids, layout.dtype, vocab_size, path)
@@ -301,10 +317,14 @@ class LlmcWriter:
         if split not in SPLITS:
             raise FormatError(directory, "llm.c split must be train or val", got=split)
         if not 0 < max_tokens <= MAX_TOKENS_PER_FILE:
-            raise FormatError(directory, "max_tokens per file out of range", expected=f"1..{MAX_TOKENS_PER_FILE}", got=max_tokens)
+            raise FormatError(
+                directory, "max_tokens per file out of range", expected=f"1..{MAX_TOKENS_PER_FILE}", got=max_tokens
+            )
         for name, value in (("doc_sep_id", doc_sep_id), ("bos_id", bos_id)):
             if value is not None and not 0 <= value < vocab_size:
-                raise FormatError(directory, f"{name} must be a valid id", expected=f"0 <= id < {vocab_size}", got=value)
+                raise FormatError(
+                    directory, f"{name} must be a valid id", expected=f"0 <= id < {vocab_size}", got=value
+                )
         if separator not in SEPARATOR_POSITIONS:
             raise FormatError(directory, "separator must be before or after each document", got=separator)
         self.directory = Path(directory)
@@ -336,7 +356,9 @@ class LlmcWriter:
             self._add_documents(flat_ids, lengths)
 
     def _add_documents(self, flat_ids: np.ndarray, lengths: np.ndarray) -> None:
-        flat_ids, lengths = checked_documents(flat_ids, lengths, self.vocab_size, self.directory / file_name(self.split, self._file_index()))
+        flat_ids, lengths = checked_documents(
+            flat_ids, lengths, self.vocab_size, self.directory / file_name(self.split, self._file_index())
+        )
         flat_ids = flat_ids.astype(self.dtype, copy=False)
         sizes = lengths + len(self._before) + len(self._after)
         if sizes.size and int(sizes.max()) > self.max_tokens:
@@ -360,7 +382,9 @@ class LlmcWriter:
                 self._close_current()
                 continue
             last = first + fit
-            ids = with_boundaries(flat_ids[doc_starts[first] : doc_starts[last]], lengths[first:last], self._before, self._after)
+            ids = with_boundaries(
+                flat_ids[doc_starts[first] : doc_starts[last]], lengths[first:last], self._before, self._after
+            )
             self._file.write(np.ascontiguousarray(ids))  # the buffer itself, no bytes copy
             self._n_tokens += int(sizes[first:last].sum())
             self._n_docs += fit
@@ -433,7 +457,7 @@ class LlmcWriter:
 
 @dataclass(frozen=True)
 class TokensManifest:
-    """``tokens/<tokenizer_id>/<dataset>/_MANIFEST.json`` (seed 000), keys in the seed's order."""
+    """``tokens/<tokenizer_id>/<dataset>/_MANIFEST.json`` (the llm.c layout), keys in its order."""
 
     tokenizer_id: str
     tokenizer_sha256: str
@@ -480,26 +504,50 @@ class TokensManifest:
 
 def _check_manifest_fields(m: TokensManifest, path) -> None:
     for name in ("tokenizer_id", "tokenizer_sha256", "dataset", "version", "corpus_manifest_sha256"):
-        require(isinstance(getattr(m, name), str) and getattr(m, name), path, f"{name} must be a non-empty string", getattr(m, name))
+        require(
+            isinstance(getattr(m, name), str) and getattr(m, name),
+            path,
+            f"{name} must be a non-empty string",
+            getattr(m, name),
+        )
     for name in ("tokenizer_sha256", "corpus_manifest_sha256"):
         require(is_sha256(getattr(m, name)), path, f"{name} must be 64 lowercase hex digits", getattr(m, name))
-    require(isinstance(m.vocab_size, int) and m.vocab_size > 0, path, "vocab_size must be a positive integer", m.vocab_size)
     require(
-        m.doc_sep_id is None or (isinstance(m.doc_sep_id, int) and 0 <= m.doc_sep_id < m.vocab_size), path, "doc_sep_id must be null or an id < vocab_size", m.doc_sep_id
+        isinstance(m.vocab_size, int) and m.vocab_size > 0, path, "vocab_size must be a positive integer", m.vocab_size
+    )
+    require(
+        m.doc_sep_id is None or (isinstance(m.doc_sep_id, int) and 0 <= m.doc_sep_id < m.vocab_size),
+        path,
+        "doc_sep_id must be null or an id < vocab_size",
+        m.doc_sep_id,
     )
     seen = set()
     for f in m.files:
         require(f.split in SPLITS, path, "file split must be train or val", f.split)
-        require(isinstance(f.name, str) and f.name.startswith(f.split + "-") and f.name.endswith(".bin"), path, "file name must be <split>-NNNNN.bin", f.name)
+        require(
+            isinstance(f.name, str) and f.name.startswith(f.split + "-") and f.name.endswith(".bin"),
+            path,
+            "file name must be <split>-NNNNN.bin",
+            f.name,
+        )
         require(f.name not in seen, path, "file listed twice", f.name)
         seen.add(f.name)
-        require(isinstance(f.n_tokens, int) and 0 <= f.n_tokens <= MAX_TOKENS_PER_FILE, path, "n_tokens out of range", f.n_tokens)
+        require(
+            isinstance(f.n_tokens, int) and 0 <= f.n_tokens <= MAX_TOKENS_PER_FILE,
+            path,
+            "n_tokens out of range",
+            f.n_tokens,
+        )
         require(isinstance(f.n_docs, int) and 0 <= f.n_docs, path, "n_docs must be a non-negative integer", f.n_docs)
         require(is_sha256(f.sha256), path, "sha256 must be 64 lowercase hex digits", f.sha256)
 
 
 def verify_token_file(
-    path: str | os.PathLike, entry: LlmcFileEntry | None = None, vocab_size: int | None = None, doc_sep_id: int | None = None, separator: str | None = "before"
+    path: str | os.PathLike,
+    entry: LlmcFileEntry | None = None,
+    vocab_size: int | None = None,
+    doc_sep_id: int | None = None,
+    separator: str | None = "before",
 ) -> LlmcHeader:
     """Check one token file completely; against its manifest entry when given.
 
@@ -511,7 +559,9 @@ def verify_token_file(
     header = read_header(path)
     tokens = open_tokens(path, check_ids=True, vocab_size=vocab_size)
     if vocab_size is not None and header.vocab_size not in (0, vocab_size):
-        raise FormatError(path, "header[3] vocab_size disagrees with the manifest", expected=vocab_size, got=header.vocab_size)
+        raise FormatError(
+            path, "header[3] vocab_size disagrees with the manifest", expected=vocab_size, got=header.vocab_size
+        )
     if vocab_size is not None and header.layout != layout_for(vocab_size, header.layout.family):
         expected = layout_for(vocab_size, header.layout.family)
         raise FormatError(path, "version does not match vocab_size", expected=expected.version, got=header.version)
@@ -520,8 +570,12 @@ def verify_token_file(
     return header
 
 
-def check_against_entry(path, tokens: np.ndarray, entry: LlmcFileEntry, doc_sep_id: int | None = None, separator: str | None = "before") -> None:
-    """Check a file's ids against its manifest entry: n_tokens, SHA-256 and, with ``doc_sep_id``, the separators (see :func:`verify_token_file`)."""
+def check_against_entry(
+    path, tokens: np.ndarray, entry: LlmcFileEntry, doc_sep_id: int | None = None, separator: str | None = "before"
+) -> None:
+    """Check a file's ids against its manifest entry: n_tokens, SHA-256 and,
+    with ``doc_sep_id``, the separators (see :func:`verify_token_file`).
+    """
     if tokens.size != entry.n_tokens:
         raise FormatError(path, "n_tokens disagrees with the manifest", expected=entry.n_tokens, got=int(tokens.size))
     digest = sha256_file(path)
@@ -534,13 +588,25 @@ def check_against_entry(path, tokens: np.ndarray, entry: LlmcFileEntry, doc_sep_
         if entry.n_docs and separator == "before" and first != doc_sep_id:
             raise FormatError(path, "a file must start with the document separator", expected=doc_sep_id, got=first)
         if entry.n_docs and separator == "after" and last != doc_sep_id:
-            raise FormatError(path, "a file must end with the document separator (it follows every document)", expected=doc_sep_id, got=last)
+            raise FormatError(
+                path,
+                "a file must end with the document separator (it follows every document)",
+                expected=doc_sep_id,
+                got=last,
+            )
         n_seps = count_id(tokens, doc_sep_id)
         # Text may itself encode to the separator id, so this is a lower bound.
         if n_seps < entry.n_docs:
-            raise FormatError(path, f"every document must be {'preceded' if separator == 'before' else 'followed'} by the separator", expected=f">= {entry.n_docs} separators", got=n_seps)
+            raise FormatError(
+                path,
+                f"every document must be {'preceded' if separator == 'before' else 'followed'} by the separator",
+                expected=f">= {entry.n_docs} separators",
+                got=n_seps,
+            )
 
 
 def count_id(tokens: np.ndarray, token_id: int) -> int:
     """How many times ``token_id`` occurs in ``tokens``, in chunks (memory stays flat)."""
-    return sum(int(np.count_nonzero(tokens[s : s + _CHECK_CHUNK] == token_id)) for s in range(0, tokens.size, _CHECK_CHUNK))
+    return sum(
+        int(np.count_nonzero(tokens[s : s + _CHECK_CHUNK] == token_id)) for s in range(0, tokens.size, _CHECK_CHUNK)
+    )

@@ -1,4 +1,5 @@
-"""The order of a split's documents in its llm.c files: the parts in part order, or, with a shuffle seed, their blocks interleaved.
+"""The order of a split's documents in its llm.c files: the parts
+in part order, or, with a shuffle seed, their blocks interleaved.
 
 Readers of llm.c files (``train_gpt2.py``, ``train_llama3.py``,
 modded-nanogpt) read the files in order, so the order of the parts matters
@@ -43,9 +44,11 @@ SHUFFLE_SCOPES = (PARTS_SCOPE, INTERLEAVED_SCOPE)
 
 @dataclass(frozen=True)
 class Blocks:
-    """A split's llm.c stream as blocks, in stream order: block k is documents ``first[k] .. first[k] + count[k] - 1`` of part ``part[k]``.
+    """A split's llm.c stream as blocks, in stream order: block k is
+    documents ``first[k] .. first[k] + count[k] - 1`` of part ``part[k]``.
 
-    ``part`` is a position in the list of document counts the order was made from; ``block`` the block's number in its part.
+    ``part`` is a position in the list of document counts the
+    order was made from; ``block`` the block's number in its part.
     """
 
     part: np.ndarray
@@ -57,7 +60,9 @@ class Blocks:
         return int(self.part.size)
 
     def first_documents(self, n: int) -> list[tuple[int, int, int]]:
-        """``(part, first document, documents)`` runs holding the stream's first ``n`` documents (fewer if it has fewer)."""
+        """``(part, first document, documents)`` runs holding the
+        stream's first ``n`` documents (fewer if it has fewer).
+        """
         runs, left = [], n
         for k in range(len(self)):
             if left <= 0:
@@ -77,7 +82,8 @@ def block_starts(documents: int, interleaved: bool = True) -> np.ndarray:
 
 
 def llmc_order(seed: int | None, split: str, documents: Sequence[int]) -> Blocks:
-    """The blocks of a split's llm.c stream; ``documents`` = each part's document count, in part order (empty parts count 0).
+    """The blocks of a split's llm.c stream; ``documents`` = each
+    part's document count, in part order (empty parts count 0).
 
     ``seed`` None: one block per non-empty part, in part order (the stream of a build without ``--shuffle-seed``).
     """

@@ -60,13 +60,22 @@ class SegmentFiles:
 
 
 class SegmentWriter:
-    """Streams one part's documents into ``<stem>.tokens`` and ``<stem>.ends`` (temporary names, renamed at :meth:`close`).
+    """Streams one part's documents into ``<stem>.tokens`` and
+    ``<stem>.ends`` (temporary names, renamed at :meth:`close`).
 
     Ids must already be checked (``formats.ids.checked_documents``): a part checks them once for every format.
     ``write_tokens=False``: only ``.ends`` (the ids are written once, elsewhere, in the same layout's bytes).
     """
 
-    def __init__(self, stem: str | os.PathLike, layout: Layout, doc_sep_id: int | None, bos_id: int | None, separator: str, write_tokens: bool = True):
+    def __init__(
+        self,
+        stem: str | os.PathLike,
+        layout: Layout,
+        doc_sep_id: int | None,
+        bos_id: int | None,
+        separator: str,
+        write_tokens: bool = True,
+    ):
         stem = Path(stem)
         self.tokens_path = stem.with_name(f"{stem.name}.{TOKENS_SUFFIX}") if write_tokens else None
         self.ends_path = stem.with_name(f"{stem.name}.{ENDS_SUFFIX}")
@@ -85,12 +94,18 @@ class SegmentWriter:
         return len(self._before) + len(self._after)
 
     def add_checked_documents(self, flat_ids: np.ndarray, lengths: np.ndarray) -> None:
-        """Append documents ``formats.ids.checked_documents`` has checked: one flat id array and each document's length."""
+        """Append documents ``formats.ids.checked_documents`` has
+        checked: one flat id array and each document's length.
+        """
         with naming_the_file(self.tokens_path or self.ends_path):
-            ends = np.ascontiguousarray(self.n_tokens + np.cumsum(np.asarray(lengths, dtype=np.int64) + self.boundary_tokens), dtype=ENDS_DTYPE)
+            ends = np.ascontiguousarray(
+                self.n_tokens + np.cumsum(np.asarray(lengths, dtype=np.int64) + self.boundary_tokens), dtype=ENDS_DTYPE
+            )
             written = [(self._ends, self._ends_sha256, ends)]
             if self._tokens is not None:
-                ids = np.ascontiguousarray(with_boundaries(np.array(flat_ids, dtype=self.dtype), lengths, self._before, self._after))
+                ids = np.ascontiguousarray(
+                    with_boundaries(np.array(flat_ids, dtype=self.dtype), lengths, self._before, self._after)
+                )
                 written.append((self._tokens, self._tokens_sha256, ids))
             for file, sha, buffer in written:
                 file.write(buffer)
@@ -110,7 +125,16 @@ class SegmentWriter:
                 if path is not None:
                     commit_file(tmp_path_for(path), path)
         tokens_size = self.tokens_path.stat().st_size if self.tokens_path is not None else 0
-        return SegmentFiles(self.tokens_path, self.ends_path, self.n_documents, self.n_tokens, tokens_size, digests[0], self.ends_path.stat().st_size, digests[1])
+        return SegmentFiles(
+            self.tokens_path,
+            self.ends_path,
+            self.n_documents,
+            self.n_tokens,
+            tokens_size,
+            digests[0],
+            self.ends_path.stat().st_size,
+            digests[1],
+        )
 
     def _files(self) -> list:
         return [file for file in (self._tokens, self._ends) if file is not None]
@@ -126,7 +150,8 @@ class SegmentWriter:
 
 @dataclass(frozen=True)
 class DocumentRange:
-    """Documents ``first_document .. first_document + n_documents - 1`` of segment ``segment``: its ids ``first_token`` on, ``n_tokens`` of them.
+    """Documents ``first_document .. first_document + n_documents - 1`` of
+    segment ``segment``: its ids ``first_token`` on, ``n_tokens`` of them.
 
     A whole segment is one range from 0; with a shuffle seed, each block of a segment is one
     (:mod:`hf_tokbin.formats.llmc_order`).
@@ -162,7 +187,8 @@ ReadEnds = Callable[[str, int, int], np.ndarray]  # (segment, first document, co
 
 
 def plan_files(split: str, ranges: Iterable[DocumentRange], max_tokens: int, read_ends: ReadEnds) -> list[FilePlan]:
-    """The token files of ``split``: the ranges' documents in order, a new file before a document that would pass ``max_tokens``.
+    """The token files of ``split``: the ranges' documents in order,
+    a new file before a document that would pass ``max_tokens``.
 
     Every document must fit one file (the parts check it). ``read_ends`` is
     called only for a range in which a file ends, a few times per cut.
@@ -188,7 +214,11 @@ def plan_files(split: str, ranges: Iterable[DocumentRange], max_tokens: int, rea
             fit = count_fitting(lambda i, n: read_ends(r.segment, i, n), first, stop, start + max_tokens - fill)
             if fit == 0:
                 if not docs:
-                    raise FormatError(r.segment, f"document {first} is longer than one llm.c file may hold", expected=f"<= {max_tokens} tokens")
+                    raise FormatError(
+                        r.segment,
+                        f"document {first} is longer than one llm.c file may hold",
+                        expected=f"<= {max_tokens} tokens",
+                    )
                 close_file()
                 continue
             end = int(read_ends(r.segment, first + fit - 1, 1)[0])
@@ -200,28 +230,47 @@ def plan_files(split: str, ranges: Iterable[DocumentRange], max_tokens: int, rea
     return files
 
 
-def ranges_in_order(blocks: Blocks, segments: Sequence[str], block_ends: Sequence[Sequence[int]]) -> Iterator[DocumentRange]:
-    """The document ranges of a split's stream, block after block (``blocks``: :func:`hf_tokbin.formats.llmc_order.llmc_order`).
+def ranges_in_order(
+    blocks: Blocks, segments: Sequence[str], block_ends: Sequence[Sequence[int]]
+) -> Iterator[DocumentRange]:
+    """The document ranges of a split's stream, block after block
+    (``blocks``: :func:`hf_tokbin.formats.llmc_order.llmc_order`).
 
     ``segments[p]`` names part p's segment, ``block_ends[p][j]`` is where its block j ends in the segment's stream
     (the last is the segment's token count): the parts recorded them, so no ``.ends`` is read here.
     """
-    for p, j, first, count in zip(blocks.part.tolist(), blocks.block.tolist(), blocks.first.tolist(), blocks.count.tolist()):
+    for p, j, first, count in zip(
+        blocks.part.tolist(), blocks.block.tolist(), blocks.first.tolist(), blocks.count.tolist()
+    ):
         start = int(block_ends[p][j - 1]) if j else 0
         yield DocumentRange(segments[p], first, count, start, int(block_ends[p][j]) - start)
 
 
 def check_block_ends(where, block_ends: Sequence[int] | None, n_documents: int, n_tokens: int) -> list[int]:
-    """A part's recorded block ends (:func:`block_token_ends`): one per block, never decreasing, the last at the segment's end."""
+    """A part's recorded block ends (:func:`block_token_ends`): one
+    per block, never decreasing, the last at the segment's end.
+    """
     blocks = block_starts(n_documents).size - 1
     ends = list(block_ends) if block_ends is not None else []
-    if block_ends is None or len(ends) != blocks or any(a > b for a, b in zip(ends, ends[1:])) or (blocks and ends[-1] != n_tokens):
-        raise FormatError(where, "a shuffled part's record must give where each of its blocks ends", expected=f"{blocks} non-decreasing ends, the last {n_tokens}", got=None if block_ends is None else f"{len(ends)} ends")
+    if (
+        block_ends is None
+        or len(ends) != blocks
+        or any(a > b for a, b in zip(ends, ends[1:]))
+        or (blocks and ends[-1] != n_tokens)
+    ):
+        raise FormatError(
+            where,
+            "a shuffled part's record must give where each of its blocks ends",
+            expected=f"{blocks} non-decreasing ends, the last {n_tokens}",
+            got=None if block_ends is None else f"{len(ends)} ends",
+        )
     return ends
 
 
 def block_token_ends(ends_path: str | os.PathLike, n_documents: int, interleaved: bool) -> list[int]:
-    """Where each block of a finished segment ends in its stream (read from its ``.ends`` at the blocks' last documents)."""
+    """Where each block of a finished segment ends in its stream
+    (read from its ``.ends`` at the blocks' last documents).
+    """
     last = block_starts(n_documents, interleaved)[1:] - 1
     if not last.size:
         return []
@@ -248,8 +297,11 @@ def count_fitting(read: Callable[[int, int], np.ndarray], first: int, n: int, li
 CopyRange = Callable[[TokenRange, int], None]  # (range, destination fd): append the range's bytes to the open file
 
 
-def write_packed_file(path: str | os.PathLike, plan: FilePlan, layout: Layout, vocab_size: int, copy_range: CopyRange) -> int:
-    """Write token file ``path``: the header of ``plan.n_tokens`` ids, then every range; atomically. Returns its size."""
+def write_packed_file(
+    path: str | os.PathLike, plan: FilePlan, layout: Layout, vocab_size: int, copy_range: CopyRange
+) -> int:
+    """Write token file ``path``: the header of ``plan.n_tokens`` ids, then every range; atomically. Returns its size.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = tmp_path_for(path)
@@ -269,17 +321,29 @@ def write_packed_file(path: str | os.PathLike, plan: FilePlan, layout: Layout, v
     os.close(fd)
     if size != expected:
         tmp.unlink(missing_ok=True)
-        raise FormatError(path, "a packed token file must hold the ids its plan counts (token conservation)", expected=f"{expected} bytes", got=f"{size} bytes")
+        raise FormatError(
+            path,
+            "a packed token file must hold the ids its plan counts (token conservation)",
+            expected=f"{expected} bytes",
+            got=f"{size} bytes",
+        )
     commit_file(tmp, path)
     return size
 
 
 def copy_file_range_into(source: str | os.PathLike, offset: int, length: int, fd: int) -> None:
-    """Append ``length`` bytes of ``source`` from ``offset`` to the open file ``fd``: in the kernel where it can (``os.copy_file_range``)."""
+    """Append ``length`` bytes of ``source`` from ``offset`` to the open
+    file ``fd``: in the kernel where it can (``os.copy_file_range``).
+    """
     with open(source, "rb") as file:
         src = file.fileno()
         if os.fstat(src).st_size < offset + length:
-            raise FormatError(source, "segment is shorter than the range a token file needs", expected=f">= {offset + length} bytes", got=f"{os.fstat(src).st_size} bytes")
+            raise FormatError(
+                source,
+                "segment is shorter than the range a token file needs",
+                expected=f">= {offset + length} bytes",
+                got=f"{os.fstat(src).st_size} bytes",
+            )
         while length:
             try:
                 done = os.copy_file_range(src, fd, length, offset)
@@ -290,11 +354,17 @@ def copy_file_range_into(source: str | os.PathLike, offset: int, length: int, fd
                     raise
                 done = _copy_through_memory(src, fd, offset, length)
             if done <= 0:
-                raise FormatError(source, "segment ended before the range a token file needs", expected=f"{length} more bytes", got="end of file")
+                raise FormatError(
+                    source,
+                    "segment ended before the range a token file needs",
+                    expected=f"{length} more bytes",
+                    got="end of file",
+                )
             offset, length = offset + done, length - done
 
 
-# copy_file_range refused for these files (another filesystem on old kernels, a filesystem without it): copy through memory.
+# copy_file_range refused for these files (another filesystem on
+# old kernels, a filesystem without it): copy through memory.
 _NO_KERNEL_COPY = frozenset({errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP})
 
 

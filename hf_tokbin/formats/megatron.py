@@ -1,4 +1,4 @@
-"""Megatron IndexedDataset v1 ``.bin``/``.idx`` pairs (seed 004).
+"""Megatron IndexedDataset v1 ``.bin``/``.idx`` pairs (the Megatron release layout).
 
 ``.bin`` is a contiguous little-endian stream of token ids (uint16 or int32).
 ``.idx`` describes its sequences; all integers little-endian::
@@ -13,7 +13,7 @@
     34 + 4S       8 * S       sequence pointers, int64 (byte offsets into .bin)
     34 + 12S      8 * D       document indices, int64: [0, ..., S]
 
-Here one document is one sequence that ends with one EOD token (seed 004) and,
+Here one document is one sequence that ends with one EOD token (the Megatron release layout) and,
 when a BOS is given, begins with it: ``[bos] + ids + [eod]``, both counted in
 its length, so the document indices are ``[0, 1, ..., S]``. Pointers start at 0
 and are contiguous: ``pointer[i+1] = pointer[i] + length[i] * itemsize``, and
@@ -110,7 +110,9 @@ class MegatronWriter:
         # (both None: the documents as they are, the build's llm.c staging pairs).
         for name, value in (("eod_id", eod_id), ("bos_id", bos_id)):
             if value is not None and not 0 <= value < vocab_size:
-                raise FormatError(bin_path, f"{name} must be a valid id", expected=f"0 <= id < {vocab_size}", got=value)
+                raise FormatError(
+                    bin_path, f"{name} must be a valid id", expected=f"0 <= id < {vocab_size}", got=value
+                )
         self.bin_path = Path(bin_path)
         self.idx_path = idx_path_for(self.bin_path)
         self.vocab_size = vocab_size
@@ -140,12 +142,16 @@ class MegatronWriter:
         self.add_checked_documents(*checked_documents(flat_ids, lengths, self.vocab_size, self.bin_path))
 
     def add_checked_documents(self, flat_ids: np.ndarray, lengths: np.ndarray) -> None:
-        """:meth:`add_documents` for documents ``formats.ids.checked_documents`` has already checked (a build checks once for every format)."""
+        """:meth:`add_documents` for documents ``formats.ids.checked_documents``
+        has already checked (a build checks once for every format).
+        """
         seq_lengths = lengths + self.boundary_tokens  # BOS and EOD count in each sequence's length
         if seq_lengths.size and int(seq_lengths.max()) > np.iinfo(np.int32).max:
             raise FormatError(self.bin_path, "a sequence length must fit int32", got=int(seq_lengths.max()))
         if self.boundary_tokens:
-            ids = with_boundaries(flat_ids.astype(self.dtype, copy=False), lengths, _present(self.bos_id), _present(self.eod_id))
+            ids = with_boundaries(
+                flat_ids.astype(self.dtype, copy=False), lengths, _present(self.bos_id), _present(self.eod_id)
+            )
         else:
             # A copy: the caller may reuse its array while the hash is still pending.
             ids = np.array(flat_ids, dtype=self.dtype)
@@ -162,7 +168,8 @@ class MegatronWriter:
         return (self.bos_id is not None) + (self.eod_id is not None)
 
     def close(self) -> PairFiles:
-        """Finish ``.bin`` then ``.idx`` (each fsynced, renamed) and describe the pair; a second call returns the same."""
+        """Finish ``.bin`` then ``.idx`` (each fsynced, renamed) and describe the pair; a second call returns the same.
+        """
         with naming_the_file(self.idx_path):
             return self._close()
 
@@ -182,7 +189,9 @@ class MegatronWriter:
         bin_size, idx_size = bin_tmp.stat().st_size, idx_tmp.stat().st_size
         os.replace(bin_tmp, self.bin_path)
         commit_file(idx_tmp, self.idx_path)
-        self._closed = PairFiles(self.bin_path, self.idx_path, self.n_documents, self.n_tokens, bin_size, bin_sha, idx_size, idx_sha)
+        self._closed = PairFiles(
+            self.bin_path, self.idx_path, self.n_documents, self.n_tokens, bin_size, bin_sha, idx_size, idx_sha
+        )
         return self._closed
 
     def abort(self) -> None:
@@ -270,12 +279,19 @@ def read_index_header(idx_path: str | os.PathLike) -> IndexHeader:
         raise FormatError(idx_path, "document count must be at least 1 (indices start at 0)", got=document_count)
     if size != header.idx_size:
         rule = "truncated index" if size < header.idx_size else "trailing bytes after the document indices"
-        raise FormatError(idx_path, f"{rule}: size must be 34 + 12 * sequences + 8 * documents", expected=f"{header.idx_size} bytes", got=f"{size} bytes")
+        raise FormatError(
+            idx_path,
+            f"{rule}: size must be 34 + 12 * sequences + 8 * documents",
+            expected=f"{header.idx_size} bytes",
+            got=f"{size} bytes",
+        )
     return header
 
 
 def read_sequence_lengths(idx_path: str | os.PathLike, count: int | None = None) -> np.ndarray:
-    """The first ``count`` (default: every) sequence lengths of an ``.idx``, read from it alone: the ``.bin`` need not be here."""
+    """The first ``count`` (default: every) sequence lengths of an
+    ``.idx``, read from it alone: the ``.bin`` need not be here.
+    """
     header = read_index_header(idx_path)
     n = header.sequence_count if count is None else min(count, header.sequence_count)
     return np.fromfile(idx_path, dtype="<i4", count=n, offset=HEADER_BYTES).astype(np.int64)
@@ -297,7 +313,11 @@ class MegatronPair:
         self.bin_path = bin_path_for(self.idx_path)
         for p in (self.idx_path, self.bin_path):
             if not p.exists():
-                raise FormatError(p, "the other half of the pair is missing", hint="a Megatron dataset is a .bin and an .idx with the same prefix")
+                raise FormatError(
+                    p,
+                    "the other half of the pair is missing",
+                    hint="a Megatron dataset is a .bin and an .idx with the same prefix",
+                )
         self.header = read_index_header(self.idx_path)
         s, d = self.header.sequence_count, self.header.document_count
         self.dtype = self.header.dtype
@@ -313,7 +333,9 @@ class MegatronPair:
     def _check_index(self) -> None:
         idx, itemsize = self.idx_path, self.dtype.itemsize
         if self.bin_size % itemsize:
-            raise FormatError(self.bin_path, f"size must be a multiple of the dtype size {itemsize}", got=f"{self.bin_size} bytes")
+            raise FormatError(
+                self.bin_path, f"size must be a multiple of the dtype size {itemsize}", got=f"{self.bin_size} bytes"
+            )
         expected_next = 0
         for start in range(0, len(self.lengths), _CHUNK):
             lengths = self.lengths[start : start + _CHUNK].astype(np.int64)
@@ -325,22 +347,38 @@ class MegatronPair:
             bad = np.flatnonzero(pointers != expected)
             if bad.size:
                 i = start + int(bad[0])
-                raise FormatError(idx, f"sequence {i}: pointer must follow the previous sequence", expected=int(expected[bad[0]]), got=int(self.pointers[i]))
+                raise FormatError(
+                    idx,
+                    f"sequence {i}: pointer must follow the previous sequence",
+                    expected=int(expected[bad[0]]),
+                    got=int(self.pointers[i]),
+                )
             expected_next = int(expected[-1] + lengths[-1] * itemsize) if lengths.size else expected_next
         if expected_next != self.bin_size:
-            rule = "sequences end past the end of .bin" if expected_next > self.bin_size else "bytes in .bin after the last sequence"
+            rule = (
+                "sequences end past the end of .bin"
+                if expected_next > self.bin_size
+                else "bytes in .bin after the last sequence"
+            )
             raise FormatError(self.bin_path, rule, expected=f"{expected_next} bytes", got=f"{self.bin_size} bytes")
         docs = self.document_indices
         if int(docs[0]) != 0:
             raise FormatError(idx, "document index 0 must be 0", got=int(docs[0]))
         if int(docs[-1]) != self.header.sequence_count:
-            raise FormatError(idx, "the last document index must be the sequence count", expected=self.header.sequence_count, got=int(docs[-1]))
+            raise FormatError(
+                idx,
+                "the last document index must be the sequence count",
+                expected=self.header.sequence_count,
+                got=int(docs[-1]),
+            )
         for start in range(0, len(docs) - 1, _CHUNK):
             chunk = docs[start : start + _CHUNK + 1]
             bad = np.flatnonzero(np.diff(chunk) < 0)
             if bad.size:
                 i = start + int(bad[0]) + 1
-                raise FormatError(idx, f"document index {i} must not decrease", expected=f">= {int(docs[i - 1])}", got=int(docs[i]))
+                raise FormatError(
+                    idx, f"document index {i} must not decrease", expected=f">= {int(docs[i - 1])}", got=int(docs[i])
+                )
 
     def check_ids(self, vocab_size: int | None = None) -> None:
         """Raise if an id is >= ``vocab_size`` or negative (int32 files can hold negatives; no tokenizer has one).
@@ -352,16 +390,24 @@ class MegatronPair:
         check_ids_below(self.bin_path, self.tokens, vocab_size)
 
     def check_one_document_per_sequence(self, eod_id: int | None = None, bos_id: int | None = None) -> None:
-        """The release rule: document indices are [0..S]; with ``eod_id`` every sequence ends with it, with ``bos_id`` begins with it."""
+        """The release rule: document indices are [0..S]; with ``eod_id``
+        every sequence ends with it, with ``bos_id`` begins with it.
+        """
         s = self.header.sequence_count
         if self.header.document_count != s + 1:
-            raise FormatError(self.idx_path, "document count must be sequences + 1", expected=s + 1, got=self.header.document_count)
+            raise FormatError(
+                self.idx_path, "document count must be sequences + 1", expected=s + 1, got=self.header.document_count
+            )
         for start in range(0, s + 1, _CHUNK):
             chunk = self.document_indices[start : start + _CHUNK]
             bad = np.flatnonzero(chunk != np.arange(start, start + chunk.size))
             if bad.size:
                 i = start + int(bad[0])
-                raise FormatError(self.idx_path, f"document index {i} must be {i} (one document per sequence)", got=int(chunk[bad[0]]))
+                raise FormatError(
+                    self.idx_path,
+                    f"document index {i} must be {i} (one document per sequence)",
+                    got=int(chunk[bad[0]]),
+                )
         minimum = (eod_id is not None) + (bos_id is not None)
         if not minimum:
             return
@@ -370,15 +416,28 @@ class MegatronPair:
             lengths = self.lengths[start : start + _CHUNK].astype(np.int64)
             if lengths.size and int(lengths.min()) < minimum:
                 i = start + int(np.argmax(lengths < minimum))
-                raise FormatError(self.idx_path, f"sequence {i} must hold at least its {'BOS and EOD tokens' if minimum == 2 else 'boundary token'}", got=int(lengths[i - start]))
+                raise FormatError(
+                    self.idx_path,
+                    f"sequence {i} must hold at least its "
+                    f"{'BOS and EOD tokens' if minimum == 2 else 'boundary token'}",
+                    got=int(lengths[i - start]),
+                )
             first = self.pointers[start : start + _CHUNK] // item
-            for token, positions, rule in ((eod_id, first + lengths - 1, "end with EOD"), (bos_id, first, "begin with BOS")):
+            for token, positions, rule in (
+                (eod_id, first + lengths - 1, "end with EOD"),
+                (bos_id, first, "begin with BOS"),
+            ):
                 if token is None:
                     continue
                 bad = np.flatnonzero(self.tokens[positions] != token)
                 if bad.size:
                     i = start + int(bad[0])
-                    raise FormatError(self.bin_path, f"sequence {i} must {rule}", expected=token, got=int(self.tokens[positions[bad[0]]]))
+                    raise FormatError(
+                        self.bin_path,
+                        f"sequence {i} must {rule}",
+                        expected=token,
+                        got=int(self.tokens[positions[bad[0]]]),
+                    )
 
     def __len__(self) -> int:
         return self.header.sequence_count
@@ -397,13 +456,17 @@ class MegatronPair:
 
 
 def token_range(bin_path: str | os.PathLike, dtype, start: int, count: int) -> np.ndarray:
-    """Ids ``start .. start + count - 1`` of a ``.bin`` (a memory map of that range alone, no index read): a checked pair's span."""
+    """Ids ``start .. start + count - 1`` of a ``.bin`` (a memory
+    map of that range alone, no index read): a checked pair's span.
+    """
     dtype = np.dtype(dtype)
     return _memmap(Path(bin_path), dtype, start * dtype.itemsize, count)
 
 
 def sequence_pointers(idx_path: str | os.PathLike, first: int, count: int) -> np.ndarray:
-    """Pointers (byte offsets in the ``.bin``) of sequences ``first .. first + count - 1`` of an ``.idx``: a memory map of them alone."""
+    """Pointers (byte offsets in the ``.bin``) of sequences ``first ..
+    first + count - 1`` of an ``.idx``: a memory map of them alone.
+    """
     header = read_index_header(idx_path)
     return _memmap(Path(idx_path), "<i8", HEADER_BYTES + 4 * header.sequence_count + 8 * first, count)
 

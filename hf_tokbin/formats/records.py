@@ -27,7 +27,9 @@ def require(condition: bool, path, rule: str, got=None) -> None:
 
 @contextmanager
 def naming(path, where: str = ""):
-    """A record's own check, raised on construction without a path, re-raised naming the file it was read from (and ``where``)."""
+    """A record's own check, raised on construction without a path,
+    re-raised naming the file it was read from (and ``where``).
+    """
     try:
         yield
     except FormatError as e:
@@ -37,7 +39,8 @@ def naming(path, where: str = ""):
 
 
 def is_sha256(value) -> bool:
-    return isinstance(value, str) and bool(_SHA256.fullmatch(value))  # fullmatch: "$" would let a final newline through
+    # fullmatch: "$" would let a final newline through
+    return isinstance(value, str) and bool(_SHA256.fullmatch(value))
 
 
 def is_count(value) -> bool:
@@ -45,7 +48,9 @@ def is_count(value) -> bool:
 
 
 def checked_field(path, obj, name: str, ok: Callable, rule: str, prefix: str = ""):
-    """The field ``name`` of ``obj`` ("a.b" is ``obj["a"]["b"]``), which must satisfy ``ok``; errors say ``prefix + name``."""
+    """The field ``name`` of ``obj`` ("a.b" is ``obj["a"]["b"]``),
+    which must satisfy ``ok``; errors say ``prefix + name``.
+    """
     value = obj
     for key in name.split("."):
         if not isinstance(value, dict) or key not in value:
@@ -72,7 +77,15 @@ class FileEntry:
     sha256: str
 
     def __post_init__(self):
-        require(isinstance(self.path, str) and self.path and not os.path.isabs(self.path) and ".." not in self.path.split("/"), None, "file path must be relative, inside the folder", self.path)
+        require(
+            isinstance(self.path, str)
+            and self.path
+            and not os.path.isabs(self.path)
+            and ".." not in self.path.split("/"),
+            None,
+            "file path must be relative, inside the folder",
+            self.path,
+        )
         require(is_count(self.size), None, "file size must be a non-negative integer", self.size)
         require(is_sha256(self.sha256), None, "sha256 must be 64 lowercase hex digits", self.sha256)
 

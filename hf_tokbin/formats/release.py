@@ -1,4 +1,4 @@
-"""A tokenized release folder: layout, receipts and ``COMPLETE.json`` (seed 004).
+"""A tokenized release folder: layout, receipts and ``COMPLETE.json`` (the Megatron release layout).
 
 ::
 
@@ -103,9 +103,20 @@ class SplitCounts:
         return self.text_tokens + self.eod_tokens + self.bos_tokens
 
     def to_dict(self) -> dict:
-        counts = {"documents": self.documents, "text_tokens": self.text_tokens, "eod_tokens": self.eod_tokens, "text_bytes": self.text_bytes}
-        if self.bos_tokens:  # a release without BOS keeps seed 004's keys exactly
-            counts = {"documents": self.documents, "text_tokens": self.text_tokens, "bos_tokens": self.bos_tokens, "eod_tokens": self.eod_tokens, "text_bytes": self.text_bytes}
+        counts = {
+            "documents": self.documents,
+            "text_tokens": self.text_tokens,
+            "eod_tokens": self.eod_tokens,
+            "text_bytes": self.text_bytes,
+        }
+        if self.bos_tokens:  # a release without BOS keeps the Megatron release layout's keys exactly
+            counts = {
+                "documents": self.documents,
+                "text_tokens": self.text_tokens,
+                "bos_tokens": self.bos_tokens,
+                "eod_tokens": self.eod_tokens,
+                "text_bytes": self.text_bytes,
+            }
         return counts
 
     def stats_dict(self) -> dict:
@@ -122,11 +133,19 @@ def counts_table(counts: dict[str, SplitCounts], label: str = "split") -> list[s
     """
     bos = any(c.bos_tokens for c in counts.values())
     width = max([11, len(label) + 1, *(len(key) + 1 for key in counts)])
-    head = f"{label:<{width}}{'documents':>12}{'text tokens':>15}{'EOD':>12}" + (f"{'BOS':>12}" if bos else "") + f"{'total tokens':>15}{'bytes/token':>13}"
+    head = (
+        f"{label:<{width}}{'documents':>12}{'text tokens':>15}{'EOD':>12}"
+        + (f"{'BOS':>12}" if bos else "")
+        + f"{'total tokens':>15}{'bytes/token':>13}"
+    )
     lines = [head]
     for key, c in counts.items():
         per_token = c.text_bytes / c.text_tokens if c.text_tokens else 0.0
-        lines.append(f"{key:<{width}}{c.documents:>12,}{c.text_tokens:>15,}{c.eod_tokens:>12,}" + (f"{c.bos_tokens:>12,}" if bos else "") + f"{c.total_tokens:>15,}{per_token:>13.3f}")
+        lines.append(
+            f"{key:<{width}}{c.documents:>12,}{c.text_tokens:>15,}{c.eod_tokens:>12,}"
+            + (f"{c.bos_tokens:>12,}" if bos else "")
+            + f"{c.total_tokens:>15,}{per_token:>13.3f}"
+        )
     return lines
 
 
@@ -142,7 +161,8 @@ def summed(counts: Iterable[SplitCounts]) -> SplitCounts:
 
 
 def split_totals(receipts: Iterable[Receipt]) -> dict[str, SplitCounts]:
-    """Every :class:`SplitCounts` field summed over the receipts, per split (in ``SPLITS`` order, only splits present)."""
+    """Every :class:`SplitCounts` field summed over the receipts, per split (in ``SPLITS`` order, only splits present).
+    """
     receipts = list(receipts)
     totals = {}
     for split in SPLITS:
@@ -153,35 +173,65 @@ def split_totals(receipts: Iterable[Receipt]) -> dict[str, SplitCounts]:
 
 
 def check_sources_add_up(splits: dict[str, SplitCounts], sources, where) -> None:
-    """Counts per source (``{SOURCE: {SPLIT: SplitCounts}}``) must name valid sources and add up to ``splits``, count by count (nothing lost)."""
-    require(isinstance(sources, dict) and len(sources) <= MAX_SOURCES, where, f"sources must map at most {MAX_SOURCES:,} source names to counts by split", type(sources).__name__ if not isinstance(sources, dict) else f"{len(sources):,} sources")
+    """Counts per source (``{SOURCE: {SPLIT: SplitCounts}}``) must name
+    valid sources and add up to ``splits``, count by count (nothing lost).
+    """
+    require(
+        isinstance(sources, dict) and len(sources) <= MAX_SOURCES,
+        where,
+        f"sources must map at most {MAX_SOURCES:,} source names to counts by split",
+        type(sources).__name__ if not isinstance(sources, dict) else f"{len(sources):,} sources",
+    )
     for name, by_split in sources.items():
         require(is_source_name(name), where, f"a source name must be {SOURCE_NAME_RULE}", name)
-        require(isinstance(by_split, dict) and bool(by_split) and all(s in splits and isinstance(c, SplitCounts) for s, c in by_split.items()), where, f"sources.{name} must count documents of the splits present", list(by_split) if isinstance(by_split, dict) else by_split)
-        empty = [s for s, c in by_split.items() if not c.documents]  # a source is counted where it has documents, never as zeros
+        require(
+            isinstance(by_split, dict)
+            and bool(by_split)
+            and all(s in splits and isinstance(c, SplitCounts) for s, c in by_split.items()),
+            where,
+            f"sources.{name} must count documents of the splits present",
+            list(by_split) if isinstance(by_split, dict) else by_split,
+        )
+        # a source is counted where it has documents, never as zeros
+        empty = [s for s, c in by_split.items() if not c.documents]
         require(not empty, where, f"sources.{name} must count at least one document in each split it names", empty)
     for split, total in splits.items():
         added = summed(by_split[split] for by_split in sources.values() if split in by_split)
         if added != total:
             field = next(f.name for f in fields(SplitCounts) if getattr(added, f.name) != getattr(total, f.name))
-            raise FormatError(where, f"the sources' {split} {field} must add up to the split's (nothing lost)", expected=getattr(total, field), got=getattr(added, field))
+            raise FormatError(
+                where,
+                f"the sources' {split} {field} must add up to the split's (nothing lost)",
+                expected=getattr(total, field),
+                got=getattr(added, field),
+            )
 
 
 def source_totals(receipts: Sequence[Receipt], where=None) -> dict[str, dict[str, SplitCounts]] | None:
-    """The receipts' counts per source, summed: ``{SOURCE: {SPLIT: SplitCounts}}`` sorted by name; None if no receipt counts sources.
+    """The receipts' counts per source, summed: ``{SOURCE: {SPLIT:
+    SplitCounts}}`` sorted by name; None if no receipt counts sources.
 
     Every receipt must count its sources once one does, and the sums must add up to :func:`split_totals`.
     """
     if all(r.sources is None for r in receipts):
         return None
     missing = [r.part for r in receipts if r.sources is None]
-    require(not missing, where, "every receipt counts its documents by source, or none does", f"no sources in {', '.join(missing[:3])}")
-    gathered: dict[str, dict[str, list[SplitCounts]]] = {}  # one pass over the receipts: O(their entries), not sources x parts
+    require(
+        not missing,
+        where,
+        "every receipt counts its documents by source, or none does",
+        f"no sources in {', '.join(missing[:3])}",
+    )
+    # one pass over the receipts: O(their entries), not sources x parts
+    gathered: dict[str, dict[str, list[SplitCounts]]] = {}
     for r in receipts:
         for name, by_split in r.sources.items():
             for split, counts in by_split.items():
                 gathered.setdefault(name, {}).setdefault(split, []).append(counts)
-    totals = {name: {split: summed(gathered[name][split]) for split in SPLITS if split in gathered[name]} for name in sorted(gathered)}
+    totals = {
+        name: {split: summed(gathered[name][split]) for split in SPLITS if split in gathered[name]}
+        for name in sorted(gathered)
+    }
     check_sources_add_up(split_totals(receipts), totals, where)
     return totals
 
@@ -205,7 +255,11 @@ def stats_record(dataset: str, tokenizer_id: str, receipts: Sequence[Receipt], w
     """
     splits = {split: c.stats_dict() for split, c in split_totals(receipts).items()}
     by_source = source_totals(receipts, where)
-    sources = {dataset: splits} if by_source is None else {name: {s: c.stats_dict() for s, c in by_split.items()} for name, by_split in by_source.items()}
+    sources = (
+        {dataset: splits}
+        if by_source is None
+        else {name: {s: c.stats_dict() for s, c in by_split.items()} for name, by_split in by_source.items()}
+    )
     return {
         "format": STATS_FORMAT,
         "dataset": dataset,
@@ -218,7 +272,8 @@ def stats_record(dataset: str, tokenizer_id: str, receipts: Sequence[Receipt], w
 
 @dataclass(frozen=True)
 class Stats:
-    """What ``stats.json`` (:func:`stats_record`) says: the counts per split and per source, read back as :class:`SplitCounts`.
+    """What ``stats.json`` (:func:`stats_record`) says: the counts
+    per split and per source, read back as :class:`SplitCounts`.
 
     ``dataset`` and ``tokenizer_id`` are None in a record that has only counts (hand-made ones; the build writes both).
     """
@@ -236,11 +291,24 @@ class Stats:
     @classmethod
     def read(cls, path: str | os.PathLike) -> Stats:
         obj = read_json(path, FormatError)
-        require(isinstance(obj, dict) and isinstance(obj.get("splits"), dict), path, "splits must be an object of counts by split")
+        require(
+            isinstance(obj, dict) and isinstance(obj.get("splits"), dict),
+            path,
+            "splits must be an object of counts by split",
+        )
         sources = obj.get("sources", {})
-        require(isinstance(sources, dict) and all(isinstance(v, dict) for v in sources.values()), path, "sources must be an object of counts by split, per source")
+        require(
+            isinstance(sources, dict) and all(isinstance(v, dict) for v in sources.values()),
+            path,
+            "sources must be an object of counts by split, per source",
+        )
         with naming(path):
-            return cls(_stats_counts(path, obj["splits"], "splits"), {name: _stats_counts(path, v, f"sources.{name}") for name, v in sources.items()}, obj.get("dataset"), obj.get("tokenizer_id"))
+            return cls(
+                _stats_counts(path, obj["splits"], "splits"),
+                {name: _stats_counts(path, v, f"sources.{name}") for name, v in sources.items()},
+                obj.get("dataset"),
+                obj.get("tokenizer_id"),
+            )
 
 
 def _stats_counts(path, obj: dict, where: str) -> dict[str, SplitCounts]:
@@ -248,10 +316,17 @@ def _stats_counts(path, obj: dict, where: str) -> dict[str, SplitCounts]:
     counts = {}
     for split, c in obj.items():
         keys = ["documents", "text_tokens", "eod_tokens", "text_bytes", "total_tokens"]
-        check_keys(c, keys + ["bos_tokens"] if isinstance(c, dict) and "bos_tokens" in c else keys, path, f"{where}.{split}")
+        check_keys(
+            c, keys + ["bos_tokens"] if isinstance(c, dict) and "bos_tokens" in c else keys, path, f"{where}.{split}"
+        )
         with naming(path, f"{where}.{split}: "):
             counts[split] = SplitCounts(**{k: v for k, v in c.items() if k != "total_tokens"})
-        require(counts[split].total_tokens == c["total_tokens"], path, f"{where}.{split}.total_tokens must be the sum of the tokens", c["total_tokens"])
+        require(
+            counts[split].total_tokens == c["total_tokens"],
+            path,
+            f"{where}.{split}.total_tokens must be the sum of the tokens",
+            c["total_tokens"],
+        )
     return counts
 
 
@@ -261,19 +336,37 @@ class Receipt:
     input_shard: FileEntry
     splits: dict[str, SplitCounts]
     files: tuple[FileEntry, ...]
-    sources: dict[str, dict[str, SplitCounts]] | None = None  # per source name and split: a corpus with a source column
+    # per source name and split: a corpus with a source column
+    sources: dict[str, dict[str, SplitCounts]] | None = None
 
     def __post_init__(self):
-        require(isinstance(self.part, str) and re.fullmatch(r"part-[0-9]{6}", self.part) is not None, None, "part must be part-NNNNNN", self.part)
-        require(isinstance(self.splits, dict) and len(self.splits) > 0, None, "splits must name the split of the input shard", self.splits)
+        require(
+            isinstance(self.part, str) and re.fullmatch(r"part-[0-9]{6}", self.part) is not None,
+            None,
+            "part must be part-NNNNNN",
+            self.part,
+        )
+        require(
+            isinstance(self.splits, dict) and len(self.splits) > 0,
+            None,
+            "splits must name the split of the input shard",
+            self.splits,
+        )
         require(all(s in SPLITS for s in self.splits), None, f"splits must be among {SPLITS}", list(self.splits))
         if self.sources is not None:
             check_sources_add_up(self.splits, self.sources, None)
 
     def to_json(self) -> str:
-        record = {"part": self.part, "input_shard": self.input_shard.to_dict(), "splits": {s: self.splits[s].to_dict() for s in SPLITS if s in self.splits}}
+        record = {
+            "part": self.part,
+            "input_shard": self.input_shard.to_dict(),
+            "splits": {s: self.splits[s].to_dict() for s in SPLITS if s in self.splits},
+        }
         if self.sources is not None:  # only with a source column: receipts of other builds keep their bytes
-            record["sources"] = {name: {s: by_split[s].to_dict() for s in SPLITS if s in by_split} for name, by_split in sorted(self.sources.items())}
+            record["sources"] = {
+                name: {s: by_split[s].to_dict() for s in SPLITS if s in by_split}
+                for name, by_split in sorted(self.sources.items())
+            }
         return canonical_json({**record, "files": [f.to_dict() for f in self.files]})
 
     def write(self, root: str | os.PathLike) -> Path:
@@ -285,20 +378,47 @@ class Receipt:
     @classmethod
     def read(cls, path: str | os.PathLike) -> Receipt:
         obj = read_json(path, FormatError)
-        check_keys(obj, ["part", "input_shard", "splits", *(["sources"] if isinstance(obj, dict) and "sources" in obj else []), "files"], path, "receipt")
-        for key, kind in (("splits", dict), ("sources", dict), ("files", list)):  # an empty {} must not pass for an empty list
+        check_keys(
+            obj,
+            [
+                "part",
+                "input_shard",
+                "splits",
+                *(["sources"] if isinstance(obj, dict) and "sources" in obj else []),
+                "files",
+            ],
+            path,
+            "receipt",
+        )
+        # an empty {} must not pass for an empty list
+        for key, kind in (("splits", dict), ("sources", dict), ("files", list)):
             if key in obj and not isinstance(obj[key], kind):
-                raise FormatError(path, f"receipt {key} must be a {'JSON object' if kind is dict else 'list'}", got=type(obj[key]).__name__)
+                raise FormatError(
+                    path,
+                    f"receipt {key} must be a {'JSON object' if kind is dict else 'list'}",
+                    got=type(obj[key]).__name__,
+                )
         try:
             with naming(path):
                 splits = _receipt_counts(obj["splits"], path, "splits")
-                sources = {name: _receipt_counts(by_split, path, f"sources.{name}") for name, by_split in obj["sources"].items()} if "sources" in obj else None
+                sources = (
+                    {
+                        name: _receipt_counts(by_split, path, f"sources.{name}")
+                        for name, by_split in obj["sources"].items()
+                    }
+                    if "sources" in obj
+                    else None
+                )
                 files = tuple(FileEntry.from_dict(f, path, f"files[{i}]") for i, f in enumerate(obj["files"]))
-                receipt = cls(obj["part"], FileEntry.from_dict(obj["input_shard"], path, "input_shard"), splits, files, sources)
+                receipt = cls(
+                    obj["part"], FileEntry.from_dict(obj["input_shard"], path, "input_shard"), splits, files, sources
+                )
         except (AttributeError, TypeError) as e:
             raise FormatError(path, "receipt fields have the wrong types", got=str(e)) from None
         if Path(path).name != f"{receipt.part}.json":
-            raise FormatError(path, "receipt file name must match its part", expected=f"{receipt.part}.json", got=Path(path).name)
+            raise FormatError(
+                path, "receipt file name must match its part", expected=f"{receipt.part}.json", got=Path(path).name
+            )
         return receipt
 
 
@@ -309,7 +429,9 @@ def _receipt_counts(obj, path, where: str) -> dict[str, SplitCounts]:
     counts = {}
     for name, c in obj.items():
         keys = ["documents", "text_tokens", "eod_tokens", "text_bytes"]
-        check_keys(c, keys + ["bos_tokens"] if isinstance(c, dict) and "bos_tokens" in c else keys, path, f"{where}.{name}")
+        check_keys(
+            c, keys + ["bos_tokens"] if isinstance(c, dict) and "bos_tokens" in c else keys, path, f"{where}.{name}"
+        )
         counts[name] = SplitCounts(**c)
     return counts
 
@@ -366,7 +488,12 @@ def read_partial(root: str | os.PathLike) -> tuple[Complete, tuple[FileEntry, ..
     """
     path = Path(root) / PARTIAL_NAME
     obj = read_json(path, FormatError)
-    check_keys(obj, ["format", "repo", "commit", "path_in_repo", "record", "include", "files", "complete"], path, "PARTIAL.json")
+    check_keys(
+        obj,
+        ["format", "repo", "commit", "path_in_repo", "record", "include", "files", "complete"],
+        path,
+        "PARTIAL.json",
+    )
     if obj["format"] != PARTIAL_FORMAT:
         raise FormatError(path, "format must be " + PARTIAL_FORMAT, got=obj["format"])
     for key in ("files", "complete"):
@@ -377,7 +504,9 @@ def read_partial(root: str | os.PathLike) -> tuple[Complete, tuple[FileEntry, ..
     held = tuple(FileEntry.from_dict(f, path, f"files[{i}]") for i, f in enumerate(obj["files"]))
     for entry in held:
         if listed.get(entry.path) != entry:
-            raise FormatError(path, "a held file must be listed, with the same size and SHA-256, in complete", got=entry.path)
+            raise FormatError(
+                path, "a held file must be listed, with the same size and SHA-256, in complete", got=entry.path
+            )
     return complete, held
 
 
@@ -385,7 +514,8 @@ def read_partial(root: str | os.PathLike) -> tuple[Complete, tuple[FileEntry, ..
 _LAYOUT_PATH = re.compile(
     rf"{SHARDS_DIR}/(?:{'|'.join(SPLITS)})/part-[0-9]{{6,}}\.(?:bin|idx)"
     rf"|{RECEIPTS_DIR}/part-[0-9]{{6,}}\.json"
-    rf"|{TOKENS_DIR}/[^/]+/[^/]+/[^/]+"  # tokens/<tokenizer_id>/<dataset>/<file>: verify checks the folder's exact files
+    # tokens/<tokenizer_id>/<dataset>/<file>: verify checks the folder's exact files
+    rf"|{TOKENS_DIR}/[^/]+/[^/]+/[^/]+"
     rf"|{TOKENIZER_DIR}/(?:{'|'.join(map(re.escape, TOKENIZER_FILES))})"
     rf"|{PREVIEW_DIR}/(?:{'|'.join(SPLITS)})\.parquet"
     rf"|{PICTURES_DIR}/(?:lengths|sources)-(?:{'|'.join(SPLITS)})\.svg"
@@ -406,7 +536,9 @@ def is_layout_path(rel) -> bool:
     listing anything else (``~/t.txt``, a name holding a newline, ``notes.txt``),
     and a pull writes nothing else.
     """
-    return isinstance(rel, str) and _LAYOUT_PATH.fullmatch(rel) is not None and all(map(is_folder_name, rel.split("/")))
+    return (
+        isinstance(rel, str) and _LAYOUT_PATH.fullmatch(rel) is not None and all(map(is_folder_name, rel.split("/")))
+    )
 
 
 def is_release_path(rel: str) -> bool:
@@ -438,7 +570,11 @@ def list_release_paths(root: str | os.PathLike) -> list[str]:
                 continue
             path = root / rel
             if path.is_symlink() or not (path.is_dir() if name in dirs else path.is_file()):
-                raise VerificationError(path, "a release holds only regular files and folders", got="a symlink" if path.is_symlink() else "another kind of file")
+                raise VerificationError(
+                    path,
+                    "a release holds only regular files and folders",
+                    got="a symlink" if path.is_symlink() else "another kind of file",
+                )
             if name in files:
                 paths.append(rel)
     return sorted(paths)

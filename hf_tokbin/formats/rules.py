@@ -12,14 +12,19 @@ from __future__ import annotations
 import re
 import unicodedata
 
-# A split as given (a split column, a Hub repo's split, a file's name) -> seed 004's name; seed 000's llm.c says "val".
+# A split as given (a split column, a Hub repo's split, a file's name) -> the Megatron release layout's name;
+# the llm.c layout says "val".
 SPLIT_NAMES = {"train": "train", "validation": "validation", "val": "validation"}
-FOLDER_NAME_RULE = "one folder name: not empty, printable, no '/' or '\\', not starting with '.', no white space at either end"
+FOLDER_NAME_RULE = (
+    "one folder name: not empty, printable, no '/' or '\\', not starting with '.', no white space at either end"
+)
 UINT16_VOCAB_LIMIT = 65_536  # ids 0..65,535 fit 16 bits; a larger vocabulary needs 32-bit ids
 
 
 def split_name(value) -> str | None:
-    """Seed 004's name (``train`` or ``validation``) of a split given as ``train``, ``validation`` or ``val``; else None."""
+    """The Megatron release layout's name (``train`` or ``validation``) of a split
+    given as ``train``, ``validation`` or ``val``; else None.
+    """
     return SPLIT_NAMES.get(value) if isinstance(value, str) else None
 
 
@@ -31,7 +36,8 @@ def is_repo_id(value) -> bool:
     return len(parts) == 2 and all(part and not part.startswith(".") for part in parts)
 
 
-# The Hub's characters for a repo id (huggingface_hub's validate_repo_id: word characters, "-" and ".", at most 96 a part),
+# The Hub's characters for a repo id (huggingface_hub's
+# validate_repo_id: word characters, "-" and ".", at most 96 a part),
 # ASCII only: a repo id is printed in cards, commands and recipe lines.
 _REPO_ID_CHARACTERS = re.compile(r"[A-Za-z0-9_.-]{1,96}/[A-Za-z0-9_.-]{1,96}")
 
@@ -56,7 +62,9 @@ def fits_uint16(vocab_size: int) -> bool:
 
 
 def id_dtype(vocab_size: int) -> str:
-    """The narrowest unsigned width (a numpy dtype name) holding every id of ``vocab_size``: uint16, or uint32 above 65,536."""
+    """The narrowest unsigned width (a numpy dtype name) holding
+    every id of ``vocab_size``: uint16, or uint32 above 65,536.
+    """
     return "uint16" if fits_uint16(vocab_size) else "uint32"
 
 
@@ -64,11 +72,15 @@ def id_dtype(vocab_size: int) -> str:
 MAX_SOURCE_NAME_CHARS = 200
 MAX_SOURCES = 10_000  # distinct sources a build counts: its counters, receipts and stats.json grow with them
 _SOURCE_NAME_EXCLUDED = "`|\\<>"  # they would break the card's code spans, table cells or HTML
-SOURCE_NAME_RULE = f"a printable name of 1 to {MAX_SOURCE_NAME_CHARS} characters in Unicode NFC (é one code point, not e + U+0301), no white space at either end, none of ` | \\ < >"
+SOURCE_NAME_RULE = (
+    f"a printable name of 1 to {MAX_SOURCE_NAME_CHARS} characters in Unicode NFC (é "
+    "one code point, not e + U+0301), no white space at either end, none of ` | \\ < >"
+)
 
 
 def is_source_name(value) -> bool:
-    """A source name: printable (no newline, NUL, escape or bidi control), 1..200 characters, trimmed, no markup characters.
+    """A source name: printable (no newline, NUL, escape or bidi
+    control), 1..200 characters, trimmed, no markup characters.
 
     In NFC: names counted apart must not read the same (an NFD ``café`` from a file name beside a typed one).
     """

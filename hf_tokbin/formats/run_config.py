@@ -8,7 +8,8 @@
                 "revision": null | "<commit>", "manifest_sha256": "<hex>",
                 "shards": [{"path", "split", "rows", "size", "sha256"}, ...],
                 "subset": {...},                 only with build --limit: formats.corpus_manifest.CorpusSubset
-                "source_column": "source"},      only when the build counted by source (receipts' and stats.json's sources)
+                "source_column": "source"},      only when the build counted by source
+                                                 (receipts' and stats.json's sources)
      "tokenizer": {"tokenizer_id", "sha256", "vocab_size", "source", "revision", "subfolder",
                    "config_files": {NAME: "<hex>"}},   the config files read beside tokenizer.json (not byte)
      "special_tokens": "ordinary" | "parsed",  special-token text inside documents
@@ -34,8 +35,8 @@ The document layouts it pins (``[x]`` one token, ``ids`` a document's text):
 
 - Megatron: every document is one sequence ``[bos] + ids + [eod]`` (``bos`` only
   when given), ``eod`` = ``doc_sep.id``; the lengths count both.
-- llm.c, ``separator: "before"`` (seed 000): ``[sep] + [bos] + ids`` per document;
-  ``"after"`` (seed 002): ``[bos] + ids + [sep]``; ``null`` (no separator):
+- llm.c, ``separator: "before"`` (the llm.c layout): ``[sep] + [bos] + ids`` per document;
+  ``"after"`` (the TinyStories rules): ``[bos] + ids + [sep]``; ``null`` (no separator):
   ``[bos] + ids``.
 
 ``special_tokens: "ordinary"``: a special token's text inside a document was
@@ -51,8 +52,8 @@ build's options in it are written and read by
 :class:`hf_tokbin.formats.build_options.BuildOptions` alone. It reads
 this format and of ``hf_tokbin.run_config/1`` (older releases: their
 separator and EOD were ``tokenizer.doc_sep_id``, their llm.c layout
-``llmc.variant`` "seed000" = "gpt2", separator before, special-token text
-parsed, no BOS). Input shard i of ``corpus.shards`` is ``part-{i:06d}`` of
+``llmc.variant`` "seed000" = "gpt2" (the llm.c layout), separator before,
+special-token text parsed, no BOS). Input shard i of ``corpus.shards`` is ``part-{i:06d}`` of
 the release.
 """
 
@@ -118,7 +119,8 @@ def run_config_record(
     ids: dict | None = None,
     llmc_doc_sep: BoundaryToken | None = None,
 ) -> dict:
-    """The ``run_config.json`` object, keys in their fixed order (the options' keys are :meth:`BuildOptions.to_record`'s).
+    """The ``run_config.json`` object, keys in their fixed order
+    (the options' keys are :meth:`BuildOptions.to_record`'s).
 
     ``llmc_doc_sep``: llm.c's separator when it is not ``doc_sep`` (``llmc.doc_sep``;
     absent otherwise, so every other build keeps its bytes).
@@ -137,7 +139,8 @@ def run_config_record(
         "bos": bos.to_record() if bos is not None else None,
         "split_rule": split_rule,
         **chosen,  # "shuffle" (only with a seed), "formats", "llmc", "megatron"
-        # "ids" only when given ids were checked on a sample: checked in full, they are the tokenizer's (the same bytes).
+        # "ids" only when given ids were checked on a sample: checked
+        # in full, they are the tokenizer's (the same bytes).
         **({"ids": ids} if ids is not None else {}),
         "versions": versions,
     }
@@ -176,11 +179,13 @@ def as_id_definition(tokenizer, parse_special: bool):
 
 @dataclass(frozen=True)
 class RunConfig:
-    """The fields of ``run_config.json`` a release is checked against (and its card shows), each validated on reading."""
+    """The fields of ``run_config.json`` a release is checked against (and its card shows), each validated on reading.
+    """
 
     dataset: str
     version: str
-    options: BuildOptions  # as recorded (format 1: as its builds were); num_proc, batch size and limit at their defaults
+    # as recorded (format 1: as its builds were); num_proc, batch size and limit at their defaults
+    options: BuildOptions
     corpus_manifest_sha256: str
     shards: tuple[ShardPin, ...]
     tokenizer_id: str
@@ -189,7 +194,8 @@ class RunConfig:
     doc_sep: BoundaryToken | None  # the Megatron EOD, and the llm.c separator unless llmc_doc_sep
     bos: BoundaryToken | None
     format: str = RUN_CONFIG_FORMAT
-    llmc_doc_sep: BoundaryToken | None = None  # llmc.doc_sep: llm.c's own separator (--llmc-layout llama3's <|begin_of_text|>)
+    # llmc.doc_sep: llm.c's own separator (--llmc-layout llama3's <|begin_of_text|>)
+    llmc_doc_sep: BoundaryToken | None = None
     # What the card shows, as recorded (not checked against the files).
     tokenizer: dict | None = None  # the tokenizer record, as written
     corpus: dict | None = None  # the corpus record but its shards
@@ -250,7 +256,9 @@ class RunConfig:
 
     @property
     def megatron_dtype_code(self) -> int | None:
-        """The dtype code of every ``.idx`` with the megatron format (checked on reading: the one vocab_size needs), else None."""
+        """The dtype code of every ``.idx`` with the megatron format
+        (checked on reading: the one vocab_size needs), else None.
+        """
         return megatron.dtype_code_for_vocab(self.vocab_size) if "megatron" in self.formats else None
 
     @property
@@ -294,20 +302,30 @@ class RunConfig:
         def get(name: str, ok: Callable, rule: str):
             return checked_field(path, obj, name, ok, rule)
 
-        fmt = get("format", lambda v: v in (RUN_CONFIG_FORMAT, RUN_CONFIG_FORMAT_V1), f"{RUN_CONFIG_FORMAT} (or {RUN_CONFIG_FORMAT_V1})")
+        fmt = get(
+            "format", lambda v: v in (RUN_CONFIG_FORMAT, RUN_CONFIG_FORMAT_V1),
+            f"{RUN_CONFIG_FORMAT} (or {RUN_CONFIG_FORMAT_V1})",
+        )
         formats = read_formats(path, obj)
         vocab_size = get("tokenizer.vocab_size", lambda v: is_count(v) and v > 0, "a positive integer")
         _check_vocab_fits(path, formats, vocab_size)
         is_id = lambda v: is_count(v) and v < vocab_size  # noqa: E731
         version_1 = fmt == RUN_CONFIG_FORMAT_V1
-        doc_sep = _read_version_1_doc_sep(path, obj, formats, is_id, vocab_size) if version_1 else _read_boundary(path, obj, "doc_sep", is_id, vocab_size)
+        doc_sep = (
+            _read_version_1_doc_sep(path, obj, formats, is_id, vocab_size)
+            if version_1
+            else _read_boundary(path, obj, "doc_sep", is_id, vocab_size)
+        )
         if "megatron" in formats and doc_sep is None:
-            raise VerificationError(path, "doc_sep must be an id: the megatron format ends every document with it", got=None)
+            raise VerificationError(
+                path, "doc_sep must be an id: the megatron format ends every document with it", got=None
+            )
         if version_1:  # format 1 had no BOS
             bos, llmc_doc_sep, options = None, None, _read_version_1_options(path, obj, formats, vocab_size)
         else:
             bos = _read_boundary(path, obj, "bos", is_id, vocab_size)
-            llmc_doc_sep = _read_boundary(path, obj, "llmc.doc_sep", is_id, vocab_size) if isinstance(obj.get("llmc"), dict) and "doc_sep" in obj["llmc"] else None
+            has_llmc_doc_sep = isinstance(obj.get("llmc"), dict) and "doc_sep" in obj["llmc"]
+            llmc_doc_sep = _read_boundary(path, obj, "llmc.doc_sep", is_id, vocab_size) if has_llmc_doc_sep else None
             options = BuildOptions.from_record(path, obj, vocab_size, (llmc_doc_sep or doc_sep) is not None)
         _read_origins(path, obj)
         return cls(
@@ -323,13 +341,16 @@ class RunConfig:
             bos=bos,
             format=fmt,
             llmc_doc_sep=llmc_doc_sep,
-            # Both objects: their fields above were read.
-            tokenizer=dict(obj["tokenizer"]),
+            tokenizer=dict(obj["tokenizer"]),  # both objects: their fields above were read
             corpus={k: v for k, v in obj["corpus"].items() if k != "shards"},
-            corpus_subset=CorpusSubset.from_record(obj["corpus"]["subset"], path) if "subset" in obj["corpus"] else None,
+            corpus_subset=CorpusSubset.from_record(obj["corpus"]["subset"], path)
+            if "subset" in obj["corpus"]
+            else None,
             split_rule=obj.get("split_rule") if isinstance(obj.get("split_rule"), dict) else None,
             versions=obj.get("versions") if isinstance(obj.get("versions"), dict) else None,
-            shuffle_scope=get("shuffle.scope", lambda v: v in SHUFFLE_SCOPES, " or ".join(map(repr, SHUFFLE_SCOPES))) if options.shuffle_seed is not None else None,
+            shuffle_scope=get("shuffle.scope", lambda v: v in SHUFFLE_SCOPES, " or ".join(map(repr, SHUFFLE_SCOPES)))
+            if options.shuffle_seed is not None
+            else None,
             tokenizer_config_files=_read_config_files(path, obj),
         )
 
@@ -350,17 +371,49 @@ def _read_origins(path: Path, obj: dict) -> None:
         record = obj.get(name) if isinstance(obj.get(name), dict) else {}
         if "source" not in record:  # a hand-made record of ids alone: nothing to print
             continue
-        source = checked_field(path, obj, f"{name}.source", lambda v: v in local or is_repo_id(v), f"{' or '.join(local)}, or a Hub repo id NS/NAME")
+        source = checked_field(
+            path,
+            obj,
+            f"{name}.source",
+            lambda v: v in local or is_repo_id(v),
+            f"{' or '.join(local)}, or a Hub repo id NS/NAME",
+        )
         if "revision" in record:
             pinned = source not in local
-            rule = "a commit id (40 lowercase hex digits): a pinned revision never names a branch" if pinned else f"null for a {source} {name}"
+            rule = (
+                "a commit id (40 lowercase hex digits): a pinned revision never names a branch"
+                if pinned
+                else f"null for a {source} {name}"
+            )
             checked_field(path, obj, f"{name}.revision", is_commit_id if pinned else (lambda v: v is None), rule)
     if isinstance(obj.get("corpus"), dict) and "source_column" in obj["corpus"]:
         checked_field(path, obj, "corpus.source_column", is_source_name, SOURCE_NAME_RULE)
     if isinstance(obj.get("tokenizer"), dict) and "subfolder" in obj["tokenizer"]:
-        checked_field(path, obj, "tokenizer.subfolder", lambda v: v is None or (isinstance(v, str) and _SUBFOLDER.fullmatch(v) is not None and ".." not in v.split("/")), "null or a relative folder of plain names")
+        checked_field(
+            path,
+            obj,
+            "tokenizer.subfolder",
+            lambda v: (
+                v is None or (isinstance(v, str) and _SUBFOLDER.fullmatch(v) is not None and ".." not in v.split("/"))
+            ),
+            "null or a relative folder of plain names",
+        )
     if "versions" in obj:
-        checked_field(path, obj, "versions", lambda v: isinstance(v, dict) and all(isinstance(k, str) and _VERSION.fullmatch(k) and (x is None or isinstance(x, str) and _VERSION.fullmatch(x)) for k, x in v.items()), "an object of package names and versions")
+        checked_field(
+            path,
+            obj,
+            "versions",
+            lambda v: (
+                isinstance(v, dict)
+                and all(
+                    isinstance(k, str)
+                    and _VERSION.fullmatch(k)
+                    and (x is None or isinstance(x, str) and _VERSION.fullmatch(x))
+                    for k, x in v.items()
+                )
+            ),
+            "an object of package names and versions",
+        )
 
 
 def _read_config_files(path: Path, obj: dict) -> dict[str, str] | None:
@@ -382,7 +435,9 @@ def _check_vocab_fits(path: Path, formats: tuple[str, ...], vocab_size: int) -> 
             try:
                 limit(vocab_size)
             except FormatError as e:
-                raise VerificationError(path, f"tokenizer.vocab_size: {e.rule} ({name} format)", expected=e.expected, got=e.got) from None
+                raise VerificationError(
+                    path, f"tokenizer.vocab_size: {e.rule} ({name} format)", expected=e.expected, got=e.got
+                ) from None
 
 
 def _read_boundary(path: Path, obj: dict, name: str, is_id: Callable, vocab_size: int) -> BoundaryToken | None:
@@ -392,17 +447,39 @@ def _read_boundary(path: Path, obj: dict, name: str, is_id: Callable, vocab_size
         return None
     return BoundaryToken(
         id=checked_field(path, value, "id", is_id, f"an id < vocab_size ({vocab_size})", f"{name}."),
-        token=checked_field(path, value, "token", lambda v: v is None or isinstance(v, str), "null or a string", f"{name}."),
-        source=checked_field(path, value, "source", lambda v: isinstance(v, str) and v != "", "a non-empty string", f"{name}."),
-        ordinary_text_can_encode=checked_field(path, value, "ordinary_text_can_encode", lambda v: isinstance(v, bool), "true or false", f"{name}."),
+        token=checked_field(
+            path, value, "token", lambda v: v is None or isinstance(v, str), "null or a string", f"{name}."
+        ),
+        source=checked_field(
+            path, value, "source", lambda v: isinstance(v, str) and v != "", "a non-empty string", f"{name}."
+        ),
+        ordinary_text_can_encode=checked_field(
+            path, value, "ordinary_text_can_encode", lambda v: isinstance(v, bool), "true or false", f"{name}."
+        ),
     )
 
 
-def _read_version_1_doc_sep(path: Path, obj: dict, formats: tuple[str, ...], is_id: Callable, vocab_size: int) -> BoundaryToken | None:
-    """The separator of a format-1 run_config.json: ``tokenizer.doc_sep_id``, which ``eod_id`` repeats with the megatron format."""
-    doc_sep_id = checked_field(path, obj, "tokenizer.doc_sep_id", lambda v: v is None or is_id(v), f"null or an id < vocab_size ({vocab_size})")
+def _read_version_1_doc_sep(
+    path: Path, obj: dict, formats: tuple[str, ...], is_id: Callable, vocab_size: int
+) -> BoundaryToken | None:
+    """The separator of a format-1 run_config.json: ``tokenizer.doc_sep_id``,
+    which ``eod_id`` repeats with the megatron format.
+    """
+    doc_sep_id = checked_field(
+        path,
+        obj,
+        "tokenizer.doc_sep_id",
+        lambda v: v is None or is_id(v),
+        f"null or an id < vocab_size ({vocab_size})",
+    )
     if "megatron" in formats:
-        checked_field(path, obj, "eod_id", lambda v: is_count(v) and v == doc_sep_id, f"the tokenizer's doc_sep_id {doc_sep_id} (Megatron pairs end every document with it)")
+        checked_field(
+            path,
+            obj,
+            "eod_id",
+            lambda v: is_count(v) and v == doc_sep_id,
+            f"the tokenizer's doc_sep_id {doc_sep_id} (Megatron pairs end every document with it)",
+        )
     else:
         checked_field(path, obj, "eod_id", lambda v: v is None, "null without the megatron format")
     # Format 1 knew nothing of where its separator came from.
@@ -410,10 +487,23 @@ def _read_version_1_doc_sep(path: Path, obj: dict, formats: tuple[str, ...], is_
 
 
 def _read_version_1_options(path: Path, obj: dict, formats: tuple[str, ...], vocab_size: int) -> BuildOptions:
-    """The options of a format-1 run_config.json: its builds parsed special-token text and put the separator before each document."""
-    given = {"formats": formats, "parse_special": True, "max_tokens_per_file": read_format_records(path, obj, formats, vocab_size), "llmc_separator": "before"}
+    """The options of a format-1 run_config.json: its builds parsed
+    special-token text and put the separator before each document.
+    """
+    given = {
+        "formats": formats,
+        "parse_special": True,
+        "max_tokens_per_file": read_format_records(path, obj, formats, vocab_size),
+        "llmc_separator": "before",
+    }
     if "llmc" in formats:
-        variant = checked_field(path, obj, "llmc.variant", lambda v: isinstance(v, str) and v in LLMC_VARIANTS, f"one of {', '.join(LLMC_VARIANTS)}")
+        variant = checked_field(
+            path,
+            obj,
+            "llmc.variant",
+            lambda v: isinstance(v, str) and v in LLMC_VARIANTS,
+            f"one of {', '.join(LLMC_VARIANTS)}",
+        )
         given["llmc_layout"] = LLMC_VARIANTS[variant]
     return BuildOptions(**given)
 
@@ -423,8 +513,12 @@ def _read_shards(path: Path, shards: list) -> tuple[ShardPin, ...]:
     seen = set()
     for i, shard in enumerate(shards):
         where = f"corpus.shards[{i}]."
-        file_path = checked_field(path, shard, "path", lambda v: isinstance(v, str) and v != "", "a non-empty string", where)
-        split = checked_field(path, shard, "split", lambda v: isinstance(v, str) and v in SPLITS, f"one of {', '.join(SPLITS)}", where)
+        file_path = checked_field(
+            path, shard, "path", lambda v: isinstance(v, str) and v != "", "a non-empty string", where
+        )
+        split = checked_field(
+            path, shard, "split", lambda v: isinstance(v, str) and v in SPLITS, f"one of {', '.join(SPLITS)}", where
+        )
         rows = checked_field(path, shard, "rows", is_count, "a non-negative integer", where)
         size = checked_field(path, shard, "size", is_count, "a non-negative integer", where)
         sha256 = checked_field(path, shard, "sha256", is_sha256, "64 lowercase hex digits", where)
@@ -433,7 +527,9 @@ def _read_shards(path: Path, shards: list) -> tuple[ShardPin, ...]:
         except FormatError as e:
             raise VerificationError(path, f"{where}path: {e.rule}", got=e.got) from None
         if rows and sha256 in seen:
-            raise VerificationError(path, f"{where}sha256: the same input shard appears twice (splits must be disjoint)", got=file_path)
+            raise VerificationError(
+                path, f"{where}sha256: the same input shard appears twice (splits must be disjoint)", got=file_path
+            )
         seen.add(sha256)
         pins.append(ShardPin(entry, split, rows))
     return tuple(pins)

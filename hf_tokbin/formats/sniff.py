@@ -66,13 +66,24 @@ def sniff(path: str | os.PathLike) -> str:
         manifest = path / llmc.MANIFEST_NAME
         if manifest.is_file():
             return "corpus" if json_format(manifest) == corpus_manifest.FORMAT else "llmc-folder"
-        raise FormatError(path, "not a release, corpus or token folder", expected=f"{RUN_CONFIG_NAME}, {COMPLETE_NAME}, {STATS_NAME} or {llmc.MANIFEST_NAME} inside")
+        raise FormatError(
+            path,
+            "not a release, corpus or token folder",
+            expected=f"{RUN_CONFIG_NAME}, {COMPLETE_NAME}, {STATS_NAME} or {llmc.MANIFEST_NAME} inside",
+        )
     if path.suffix not in (".idx", ".bin"):
-        raise FormatError(path, "not a token file", expected="an llm.c .bin, a Megatron .idx/.bin, or a folder", got=path.suffix or "no suffix")
+        raise FormatError(
+            path,
+            "not a token file",
+            expected="an llm.c .bin, a Megatron .idx/.bin, or a folder",
+            got=path.suffix or "no suffix",
+        )
     # Opening a named pipe or a device would block or read forever: a token file is a regular file.
     for half in (path, megatron.idx_path_for(path), megatron.bin_path_for(path)):
         if half.exists() and not half.is_file():
-            raise FormatError(half, "not a regular file", expected="a token file (a named pipe, device or folder is not read)")
+            raise FormatError(
+                half, "not a regular file", expected="a token file (a named pipe, device or folder is not read)"
+            )
     if path.suffix == ".idx":
         return "megatron-pair"
     if file_magic(path) in llmc.MAGICS:

@@ -35,13 +35,20 @@ _client_lock = threading.Lock()
 
 
 def bounded_client():
-    """The one ``httpx2.Client`` of hf_tokbin's bounded requests: no keep-alive, so each request opens its own connection."""
+    """The one ``httpx2.Client`` of hf_tokbin's bounded requests:
+    no keep-alive, so each request opens its own connection.
+    """
     global _client
     with _client_lock:
         if _client is None:
             import httpx2
 
-            _client = httpx2.Client(follow_redirects=True, timeout=None, limits=httpx2.Limits(max_keepalive_connections=0), event_hooks={"request": [_refuse_offline]})
+            _client = httpx2.Client(
+                follow_redirects=True,
+                timeout=None,
+                limits=httpx2.Limits(max_keepalive_connections=0),
+                event_hooks={"request": [_refuse_offline]},
+            )
         return _client
 
 
@@ -64,7 +71,8 @@ if hasattr(os, "register_at_fork"):
 
 
 class Deadline:
-    """At most ``seconds`` for the requests made with :meth:`stream` inside ``with``; past it, ``too_slow()`` is raised.
+    """At most ``seconds`` for the requests made with :meth:`stream`
+    inside ``with``; past it, ``too_slow()`` is raised.
 
     The block ends with ``too_slow()`` whenever the deadline passed in it, whatever else it raised (a read cut
     by the shutdown shows as a dropped connection, or as the end of an answer without a length). The timer is
@@ -102,7 +110,8 @@ class Deadline:
         if sock is None:
             return
         with self._lock:
-            self._sockets = [s for s in self._sockets if s.fileno() != -1]  # the closed ones (earlier pages, redirects)
+            # the closed ones (earlier pages, redirects)
+            self._sockets = [s for s in self._sockets if s.fileno() != -1]
             self._sockets.append(sock)
             if self.expired:
                 _shut(sock)
@@ -136,8 +145,16 @@ def raise_for_status(response) -> None:
         body += chunk
         if len(body) >= _ERROR_BODY_MAX:
             break
-    headers = [(k, v) for k, v in response.headers.items() if k.lower() not in ("content-length", "transfer-encoding", "content-encoding")]
-    hf_raise_for_status(httpx2.Response(response.status_code, headers=headers, content=body[:_ERROR_BODY_MAX], request=response.request))
+    headers = [
+        (k, v)
+        for k, v in response.headers.items()
+        if k.lower() not in ("content-length", "transfer-encoding", "content-encoding")
+    ]
+    hf_raise_for_status(
+        httpx2.Response(
+            response.status_code, headers=headers, content=body[:_ERROR_BODY_MAX], request=response.request
+        )
+    )
 
 
 def read_body(response, limit: int, where: str, what: str) -> bytes:

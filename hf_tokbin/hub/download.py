@@ -73,9 +73,27 @@ class Expected:
 class Source:
     """One repo at one checked commit, read by requests bounded in size and time (:mod:`hf_tokbin.hub.bounded`)."""
 
-    def __init__(self, repo_id: str, commit: str, *, endpoint: str | None, token: str | None, repo_type: str, limits: DownloadLimits, folder: str = ""):
-        self.repo_id, self.commit, self.endpoint, self.token, self.repo_type, self.limits = repo_id, commit, endpoint, token, repo_type, limits
-        self.folder = folder  # the repo folder holding the release ("" for the top), checked by layout.check_path_in_repo
+    def __init__(
+        self,
+        repo_id: str,
+        commit: str,
+        *,
+        endpoint: str | None,
+        token: str | None,
+        repo_type: str,
+        limits: DownloadLimits,
+        folder: str = "",
+    ):
+        self.repo_id, self.commit, self.endpoint, self.token, self.repo_type, self.limits = (
+            repo_id,
+            commit,
+            endpoint,
+            token,
+            repo_type,
+            limits,
+        )
+        # the repo folder holding the release ("" for the top), checked by layout.check_path_in_repo
+        self.folder = folder
 
     def repo_path(self, path: str) -> str:
         """The path in the repo of the release file ``path``."""
@@ -101,8 +119,7 @@ class Source:
 
         def too_slow() -> HubError:
             return HubError(
-                self.uri(path),
-                f"download too slow: {received:,} of {expected.size:,} bytes after {seconds:.0f}s",
+                self.uri(path), f"download too slow: {received:,} of {expected.size:,} bytes after {seconds:.0f}s",
                 hint="re-run: it resumes (HF_TOKBIN_PULL_MIN_RATE / HF_TOKBIN_PULL_GRACE set the limits)",
             )
 
@@ -110,27 +127,33 @@ class Source:
             # The bytes as stored: no content coding, so what is counted and hashed is what is written (and no
             # small compressed answer can expand in memory).
             headers = {**build_hf_headers(token=self.token), "Accept-Encoding": "identity"}
-            with Deadline(seconds, too_slow) as deadline, deadline.stream("GET", url, headers=headers, timeout=timeout, follow_redirects=True) as response:
+            with (
+                Deadline(seconds, too_slow) as deadline,
+                deadline.stream("GET", url, headers=headers, timeout=timeout, follow_redirects=True) as response,
+            ):
                 raise_for_status(response)
                 announced = response.headers.get("Content-Length", "")
                 if announced.isdigit() and int(announced) > expected.size:
-                    raise HubError(self.uri(path), f"the server offers more bytes than {expected.listed_in} lists; refused before reading", expected=expected.size, got=int(announced))
+                    raise HubError(
+                        self.uri(path),
+                        f"the server offers more bytes than {expected.listed_in} lists; refused before reading",
+                        expected=expected.size, got=int(announced),
+                    )
                 fd = os.open(tmp, _OPEN_FLAGS, 0o644)
                 with os.fdopen(fd, "wb") as file:
                     for chunk in response.iter_raw():
                         received += len(chunk)
                         if received > expected.size:
-                            raise HubError(self.uri(path), f"the server sent more bytes than {expected.listed_in} lists; stopped reading", expected=expected.size, got=f"over {expected.size}")
+                            raise HubError(
+                                self.uri(path),
+                                f"the server sent more bytes than {expected.listed_in} lists; stopped reading",
+                                expected=expected.size, got=f"over {expected.size}",
+                            )
                         file.write(chunk)
                         sha256.update(chunk)
                     file.flush()
                     os.fsync(file.fileno())
-            if received != expected.size:
-                raise VerificationError(self.uri(path), f"size differs from {expected.listed_in} (the server sent fewer bytes)", expected=expected.size, got=received)
-            if expected.sha256 is not None and sha256.hexdigest() != expected.sha256:
-                raise VerificationError(self.uri(path), f"SHA-256 differs from {expected.listed_in}", expected=expected.sha256, got=sha256.hexdigest())
-            if expected.git_blob_id is not None and git_blob_id(tmp) != expected.git_blob_id:
-                raise VerificationError(self.uri(path), f"git blob id differs from {expected.listed_in}", expected=expected.git_blob_id, got=git_blob_id(tmp))
+            self._check_download(path, tmp, expected, received, sha256.hexdigest())
             os.replace(tmp, dest)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
@@ -138,10 +161,29 @@ class Source:
             raise
         return dest
 
+    def _check_download(self, path: str, tmp: Path, expected: Expected, received: int, sha256: str) -> None:
+        """The downloaded ``tmp`` of ``path`` against what was listed: its size, SHA-256 and git blob id."""
+        if received != expected.size:
+            raise VerificationError(
+                self.uri(path), f"size differs from {expected.listed_in} (the server sent fewer bytes)",
+                expected=expected.size, got=received,
+            )
+        if expected.sha256 is not None and sha256 != expected.sha256:
+            raise VerificationError(
+                self.uri(path), f"SHA-256 differs from {expected.listed_in}", expected=expected.sha256, got=sha256,
+            )
+        if expected.git_blob_id is not None and git_blob_id(tmp) != expected.git_blob_id:
+            raise VerificationError(
+                self.uri(path), f"git blob id differs from {expected.listed_in}", expected=expected.git_blob_id,
+                got=git_blob_id(tmp),
+            )
+
     def _url(self, path: str) -> str:
         from huggingface_hub import hf_hub_url
 
-        return hf_hub_url(self.repo_id, self.repo_path(path), repo_type=self.repo_type, revision=self.commit, endpoint=self.endpoint)
+        return hf_hub_url(
+            self.repo_id, self.repo_path(path), repo_type=self.repo_type, revision=self.commit, endpoint=self.endpoint
+        )
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
         """Bytes ``[start, start + length)`` of ``path`` by one range request, never more read than asked.
@@ -154,7 +196,11 @@ class Source:
         from huggingface_hub.utils import build_hf_headers
 
         asked = f"bytes {start}-{start + length - 1}/"
-        headers = {**build_hf_headers(token=self.token), "Accept-Encoding": "identity", "Range": f"bytes={start}-{start + length - 1}"}
+        headers = {
+            **build_hf_headers(token=self.token),
+            "Accept-Encoding": "identity",
+            "Range": f"bytes={start}-{start + length - 1}",
+        }
         seconds = self.limits.seconds_for(length)
         data = bytearray()
 
@@ -166,18 +212,35 @@ class Source:
             )
 
         timeout = httpx2.Timeout(self.limits.read_timeout)
-        with Deadline(seconds, too_slow) as deadline, deadline.stream("GET", self._url(path), headers=headers, timeout=timeout, follow_redirects=True) as response:
+        with (
+            Deadline(seconds, too_slow) as deadline,
+            deadline.stream(
+                "GET", self._url(path), headers=headers, timeout=timeout, follow_redirects=True
+            ) as response,
+        ):
             raise_for_status(response)
             answered = response.headers.get("Content-Range", "")
             if response.status_code != 206 or not answered.startswith(asked):
                 got = f"HTTP {response.status_code}, Content-Range {shown(answered[:100]) or 'none'}"
-                raise HubError(self.uri(path), "a range request must be answered with 206 and the range asked; refused before reading the body", expected=f"206, Content-Range {asked}...", got=got)
+                raise HubError(
+                    self.uri(path),
+                    "a range request must be answered with 206 and the range asked; refused before reading the body",
+                    expected=f"206, Content-Range {asked}...",
+                    got=got,
+                )
             for chunk in response.iter_raw():
                 data += chunk
                 if len(data) > length:
-                    raise HubError(self.uri(path), "the server sent more bytes than the range asked; stopped reading", expected=length, got=f"over {length}")
+                    raise HubError(
+                        self.uri(path),
+                        "the server sent more bytes than the range asked; stopped reading",
+                        expected=length,
+                        got=f"over {length}",
+                    )
         if len(data) != length:
-            raise VerificationError(self.uri(path), "the server sent fewer bytes than the range asked", expected=length, got=len(data))
+            raise VerificationError(
+                self.uri(path), "the server sent fewer bytes than the range asked", expected=length, got=len(data)
+            )
         return bytes(data)
 
 
@@ -210,12 +273,16 @@ def safe_folder(root: Path, rel: str) -> Path:
         with contextlib.suppress(FileExistsError):  # made now, or by another download thread
             os.mkdir(folder)
         if not stat.S_ISDIR(os.lstat(folder).st_mode):
-            raise HubError(folder, "expected a folder the pull made, found a symlink or a file", hint=f"remove {root} and re-run")
+            raise HubError(
+                folder, "expected a folder the pull made, found a symlink or a file", hint=f"remove {root} and re-run"
+            )
     return folder
 
 
 def safe_destination(root: Path, path: str) -> Path:
-    """Where the repo file ``path`` goes under ``root``: its folders real folders (see :func:`safe_folder`), itself no folder."""
+    """Where the repo file ``path`` goes under ``root``: its folders
+    real folders (see :func:`safe_folder`), itself no folder.
+    """
     folder, _, name = path.rpartition("/")
     dest = safe_folder(root, folder) / name
     with contextlib.suppress(FileNotFoundError):
@@ -244,7 +311,9 @@ def git_blob_id(path: Path) -> str:
     return git_hash(Path(path).read_bytes())
 
 
-def tree_expected(tree: dict, path: str, source: Source, record: bool = True, max_bytes: int | None = None) -> Expected:
+def tree_expected(
+    tree: dict, path: str, source: Source, record: bool = True, max_bytes: int | None = None
+) -> Expected:
     """What a file no record lists must be, by the Hub's tree: its size and LFS SHA-256 or git blob id.
 
     A ``record`` (COMPLETE.json, a manifest, a card) is at most ``max_record_bytes``, any file at most ``max_bytes``
@@ -254,13 +323,20 @@ def tree_expected(tree: dict, path: str, source: Source, record: bool = True, ma
     limit = max_bytes if max_bytes is not None else source.limits.max_record_bytes if record else None
     if not (isinstance(entry.size, int) and 0 <= entry.size and (limit is None or entry.size <= limit)):
         what = "a record" if max_bytes is None else "this file"
-        raise HubError(source.uri(path), f"the Hub's tree gives a size out of bounds for {what}", expected=f"at most {limit:,} bytes" if limit else "a size", got=shown(entry.size))
+        raise HubError(
+            source.uri(path),
+            f"the Hub's tree gives a size out of bounds for {what}",
+            expected=f"at most {limit:,} bytes" if limit else "a size",
+            got=shown(entry.size),
+        )
     if entry.lfs is not None:
         return Expected(entry.size, sha256=entry.lfs.sha256 if hasattr(entry.lfs, "sha256") else entry.lfs["sha256"])
     return Expected(entry.size, git_blob_id=entry.blob_id)
 
 
-def read_error(where: str, what: str, error: BaseException, endpoint: str | None, repo_id: str, repo_type: str = "dataset") -> HubError:
+def read_error(
+    where: str, what: str, error: BaseException, endpoint: str | None, repo_id: str, repo_type: str = "dataset"
+) -> HubError:
     """A :class:`HubError` for a failed read: the server's message (escaped), and a hint for reading (not writing)."""
     from huggingface_hub import constants
     from huggingface_hub.errors import GatedRepoError
@@ -269,10 +345,28 @@ def read_error(where: str, what: str, error: BaseException, endpoint: str | None
     got = shown(short_reason(error))  # the status and the server's own reason, once
     page = f"{(endpoint or constants.ENDPOINT).rstrip('/')}/{'datasets/' if repo_type == 'dataset' else ''}{repo_id}"
     if isinstance(error, GatedRepoError):
-        return HubError(where, f"{what} failed: the repo is gated", got=got, hint=f"request access on {page}, then use a token of the account that has it")
+        return HubError(
+            where,
+            f"{what} failed: the repo is gated",
+            got=got,
+            hint=f"request access on {page}, then use a token of the account that has it",
+        )
     if status in (401, 403):
-        return HubError(where, f"{what} failed: no read access", got=got, hint="check the token (HF_TOKEN, or `hf auth login`) and that it can read this repo (a fine-grained token needs read access to it)")
+        return HubError(
+            where,
+            f"{what} failed: no read access",
+            got=got,
+            hint=(
+                "check the token (HF_TOKEN, or `hf auth login`) and that it can "
+                "read this repo (a fine-grained token needs read access to it)"
+            ),
+        )
     if isinstance(error, OSError) and error.errno == errno.ENOSPC:
-        return HubError(where, f"{what} failed: the disk is full", got=got, hint="free space and re-run the same command: it resumes")
+        return HubError(
+            where,
+            f"{what} failed: the disk is full",
+            got=got,
+            hint="free space and re-run the same command: it resumes",
+        )
     generic = as_hub_error(where, what, error)
     return HubError(where, generic.rule, got=got, hint=generic.hint)

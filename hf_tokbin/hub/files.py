@@ -74,7 +74,9 @@ def folder_entries(paths: Iterable[str]) -> dict[str, int]:
     return {folder: len(names) for folder, names in children.items()}
 
 
-def check_hub_limits(paths: Iterable[str], sizes: Mapping[str, int] | None = None, where=None, hint: str | None = None) -> None:
+def check_hub_limits(
+    paths: Iterable[str], sizes: Mapping[str, int] | None = None, where=None, hint: str | None = None
+) -> None:
     """Raise :class:`HubError` when a repo holding ``paths`` would break one of the Hub's limits.
 
     ``sizes`` (path -> bytes) is optional: build planning knows the paths before any file exists.
@@ -83,12 +85,25 @@ def check_hub_limits(paths: Iterable[str], sizes: Mapping[str, int] | None = Non
     for folder, count in sorted(folder_entries(paths).items()):
         if count > HUB_MAX_ENTRIES_PER_FOLDER:
             name = f"{folder}/" if folder else "the repo's top folder"
-            raise HubError(where, f"{name} would hold {count:,} entries, the Hub allows at most {HUB_MAX_ENTRIES_PER_FOLDER:,} per folder", hint=hint or "fewer, bigger parts (a larger shard size)")
+            raise HubError(
+                where,
+                f"{name} would hold {count:,} entries, the Hub allows "
+                f"at most {HUB_MAX_ENTRIES_PER_FOLDER:,} per folder",
+                hint=hint or "fewer, bigger parts (a larger shard size)",
+            )
     if len(paths) > HUB_MAX_FILES_PER_REPO:
-        raise HubError(where, f"the repo would hold {len(paths):,} files, the Hub recommends at most {HUB_MAX_FILES_PER_REPO:,}", hint=hint or "fewer, bigger parts, or one repo per release")
+        raise HubError(
+            where,
+            f"the repo would hold {len(paths):,} files, the Hub recommends at most {HUB_MAX_FILES_PER_REPO:,}",
+            hint=hint or "fewer, bigger parts, or one repo per release",
+        )
     for path, size in sorted((sizes or {}).items()):
         if size > HUB_MAX_FILE_SIZE:
-            raise HubError(where, f"{path} is {size:,} bytes, the Hub's largest file is {HUB_MAX_FILE_SIZE:,} bytes", hint=hint or "smaller shards")
+            raise HubError(
+                where,
+                f"{path} is {size:,} bytes, the Hub's largest file is {HUB_MAX_FILE_SIZE:,} bytes",
+                hint=hint or "smaller shards",
+            )
 
 
 def normalize_path_in_repo(prefix: str | None) -> str:
@@ -100,7 +115,11 @@ def normalize_path_in_repo(prefix: str | None) -> str:
     parts = prefix.strip("/").split("/")
     for part in parts:
         if not is_folder_name(part):
-            raise HubError(None, "path in repo must be a relative folder such as releases/v1 (no empty, '.', '..' or hidden parts)", got=repr(prefix))
+            raise HubError(
+                None,
+                "path in repo must be a relative folder such as releases/v1 (no empty, '.', '..' or hidden parts)",
+                got=repr(prefix),
+            )
     return posixpath.join(*parts) + "/"
 
 
@@ -141,7 +160,9 @@ class Upload:
                 while chunk := file.read(_BLOB_CHUNK):
                     digest.update(chunk)
                     sha.update(chunk)
-        self.check_digest(sha.hexdigest(), self.size if isinstance(self.source, bytes) else os.path.getsize(self.source))
+        self.check_digest(
+            sha.hexdigest(), self.size if isinstance(self.source, bytes) else os.path.getsize(self.source)
+        )
         return digest.hexdigest()
 
     @property
@@ -200,7 +221,12 @@ def publish_plan(folder: str | os.PathLike, progress: bool = True, check: bool =
         return release_plan(root, progress, check)
     if (root / MANIFEST_NAME).is_file():
         return corpus_plan(root, progress, check)
-    raise VerificationError(root, "not a release or corpus folder", expected=f"{COMPLETE_NAME} (release) or {MANIFEST_NAME} (corpus)", got="neither")
+    raise VerificationError(
+        root,
+        "not a release or corpus folder",
+        expected=f"{COMPLETE_NAME} (release) or {MANIFEST_NAME} (corpus)",
+        got="neither",
+    )
 
 
 def release_plan(root: Path, progress: bool = True, check: bool = True) -> PublishPlan:
@@ -242,10 +268,16 @@ def corpus_plan(root: Path, progress: bool = True, check: bool = True) -> Publis
     if check:
         check_files(root, shards, MANIFEST_NAME, progress)
     if not (root / CARD_NAME).is_file():
-        raise VerificationError(root / CARD_NAME, "a corpus folder needs its dataset card (its configs make load_dataset work)", hint="re-run hf-tokbin corpus")
+        raise VerificationError(
+            root / CARD_NAME,
+            "a corpus folder needs its dataset card (its configs make load_dataset work)",
+            hint="re-run hf-tokbin corpus",
+        )
     groups = [(Upload.from_file(root, s),) for s in shards]
     groups.append((Upload.from_file(root, _entry_of(root, CARD_NAME)),))
-    return PublishPlan(root, "corpus", tuple(groups), Upload.from_file(root, _entry_of(root, MANIFEST_NAME)), MANIFEST_NAME)
+    return PublishPlan(
+        root, "corpus", tuple(groups), Upload.from_file(root, _entry_of(root, MANIFEST_NAME)), MANIFEST_NAME
+    )
 
 
 def check_local_file(root: Path, upload: Upload, record: str, digest: Callable[[Path], str]) -> tuple[int, int]:
@@ -253,13 +285,20 @@ def check_local_file(root: Path, upload: Upload, record: str, digest: Callable[[
     size and ``digest(path)`` (its SHA-256); return its (size, mtime_ns) stamp, to notice a later change."""
     path = Path(upload.source)
     if not path.parent.resolve().is_relative_to(Path(root).resolve()):
-        raise VerificationError(path, "file is outside the folder (through a symlinked folder): push publishes only the files the build wrote")
+        raise VerificationError(
+            path,
+            "file is outside the folder (through a symlinked folder): push publishes only the files the build wrote",
+        )
     try:
         stat = os.lstat(path)
     except FileNotFoundError:
         raise VerificationError(path, f"file listed in {record} is missing") from None
     if not S_ISREG(stat.st_mode):
-        raise VerificationError(path, "not a regular file (a symlink or special file): push publishes only the files the build wrote", hint="replace it with the file itself, or rebuild")
+        raise VerificationError(
+            path,
+            "not a regular file (a symlink or special file): push publishes only the files the build wrote",
+            hint="replace it with the file itself, or rebuild",
+        )
     if stat.st_size != upload.size:
         raise VerificationError(path, f"size differs from {record}", expected=upload.size, got=stat.st_size)
     got = digest(path)

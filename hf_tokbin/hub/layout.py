@@ -1,13 +1,14 @@
 """Which repo paths a pull may write, and which of them ``--include`` selects.
 
 A path from a server's record is written only when it is one of the layout's
-own paths (seed 004's release, or a corpus folder), as plain text:
+own paths (a release in the Megatron release layout, or a corpus folder), as plain text:
 
 - relative, no empty, ``.`` or ``..`` component, no component starting with ``.``
   (``.git/config`` would run the server's commands on the next ``git status``);
 - printable characters only, no backslash (no NUL, newline, terminal escape or bidi control);
 - release: ``shards/{train,validation}/part-N.{bin,idx}``, ``receipts/part-N.json``,
-  ``tokens/<tokenizer_id>/<dataset>/<file>``, ``preview/{train,validation}.parquet``, ``run_config.json``, ``stats.json``, ``README.md``;
+  ``tokens/<tokenizer_id>/<dataset>/<file>``, ``preview/{train,validation}.parquet``, ``run_config.json``,
+  ``stats.json``, ``README.md``;
 - corpus: ``data/...<name>.parquet`` (the shards ``_MANIFEST.json`` lists; ``README.md`` is fetched by name).
 
 ``--include`` names parts of a release by format and split: ``FORMAT:SPLIT``,
@@ -33,7 +34,8 @@ from ..formats.release import FORMATS, SPLITS, is_layout_path
 from ..formats.rules import is_folder_name, split_name
 from .revision import shown
 
-_CORPUS_PATH = re.compile(r"data/(?:[^/]+/)*[^/]+\.parquet")  # the shards a corpus manifest lists (the card is fetched by name)
+# the shards a corpus manifest lists (the card is fetched by name)
+_CORPUS_PATH = re.compile(r"data/(?:[^/]+/)*[^/]+\.parquet")
 _LLMC_FILE = re.compile(r"tokens/[^/]+/[^/]+/(train|val)-[0-9]+\.bin")
 _PAIR_FILE = re.compile(r"shards/(train|validation)/part-[0-9]+\.(?:bin|idx)")
 
@@ -43,7 +45,11 @@ def check_path(kind: str, path: str, listed_in: str) -> str:
     if kind == "release":
         ok = is_layout_path(path)  # formats.release: the rule verify applies too
     else:
-        ok = isinstance(path, str) and _CORPUS_PATH.fullmatch(path) is not None and all(map(is_folder_name, path.split("/")))
+        ok = (
+            isinstance(path, str)
+            and _CORPUS_PATH.fullmatch(path) is not None
+            and all(map(is_folder_name, path.split("/")))
+        )
     if not ok:
         raise HubError(
             listed_in,
@@ -64,7 +70,9 @@ def check_path_in_repo(value: str | None) -> str:
     a plain, non-hidden name."""
     folder = (value or "").strip("/")
     if folder and not all(map(is_folder_name, folder.split("/"))):
-        raise HubError("--path-in-repo", "must be a folder of plain, non-hidden names such as releases/v1", got=shown(value))
+        raise HubError(
+            "--path-in-repo", "must be a folder of plain, non-hidden names such as releases/v1", got=shown(value)
+        )
     return folder
 
 
@@ -99,7 +107,10 @@ class Include:
                 bad = not fmt and split_name(split) is None
             if bad:
                 raise HubError(
-                    "--include", "each item is FORMAT:SPLIT, FORMAT or SPLIT", expected=f"FORMAT among {', '.join(FORMATS)}, SPLIT among {', '.join(SPLITS)}", got=shown(item)
+                    "--include",
+                    "each item is FORMAT:SPLIT, FORMAT or SPLIT",
+                    expected=f"FORMAT among {', '.join(FORMATS)}, SPLIT among {', '.join(SPLITS)}",
+                    got=shown(item),
                 )
             names_a_format |= bool(fmt)
             for f in [fmt] if fmt else FORMATS:
@@ -128,7 +139,9 @@ class Include:
     def selects_split(self, split: str, path: str = "") -> bool:
         """Whether the corpus shard ``path`` of ``split`` is fetched (a corpus has no formats)."""
         if self.names_a_format:
-            raise HubError("--include", "a corpus repo has no formats: name splits only", got=shown(", ".join(self.specs)))
+            raise HubError(
+                "--include", "a corpus repo has no formats: name splits only", got=shown(", ".join(self.specs))
+            )
         if self.pairs is None:
             return True
         return (any(s == split for _, s in self.pairs) or self._globbed(path)) and not self._excluded(path)

@@ -95,12 +95,37 @@ class PullSummary:
         tail = f" ({self.fetched} downloaded now{kept}) -> {self.out}"
         if self.partial:
             record = COMPLETE_NAME if self.kind == "release" else CORPUS_MANIFEST_NAME
-            return head + f"PARTIAL copy ({', '.join(self.partial)}) of the {self.kind}: {self.files} files ({self.bytes:,} bytes) checked against its {record}, listed in {PARTIAL_NAME}" + tail
+            return (
+                head
+                + (
+                    f"PARTIAL copy ({', '.join(self.partial)}) of the {self.kind}: {self.files} files "
+                    f"({self.bytes:,} bytes) checked against its {record}, listed in {PARTIAL_NAME}"
+                )
+                + tail
+            )
         if self.kind == "corpus":
-            return head + f"corpus: {self.files} files ({self.bytes:,} bytes) checked against {CORPUS_MANIFEST_NAME}" + tail
+            return (
+                head
+                + f"corpus: {self.files} files ({self.bytes:,} bytes) checked against {CORPUS_MANIFEST_NAME}"
+                + tail
+            )
         if self.complete:
-            return head + f"{self.files} files ({self.bytes:,} bytes) checked against {COMPLETE_NAME} and {self.receipts} receipts, and verified" + tail
-        return head + f"INCOMPLETE release (no {COMPLETE_NAME}); {self.files} files ({self.bytes:,} bytes) downloaded, those named by {self.receipts} receipts checked" + tail
+            return (
+                head
+                + (
+                    f"{self.files} files ({self.bytes:,} bytes) checked against "
+                    f"{COMPLETE_NAME} and {self.receipts} receipts, and verified"
+                )
+                + tail
+            )
+        return (
+            head
+            + (
+                f"INCOMPLETE release (no {COMPLETE_NAME}); {self.files} files ({self.bytes:,} "
+                f"bytes) downloaded, those named by {self.receipts} receipts checked"
+            )
+            + tail
+        )
 
 
 @dataclass(frozen=True)
@@ -112,45 +137,47 @@ class Wanted:
 
 
 def pull_release(
-    repo_id: str,
-    out: str | os.PathLike,
-    *,
-    revision: str | None = None,
-    endpoint: str | None = None,
-    token: str | None = None,
-    allow_incomplete: bool = False,
-    include: Include | list[str] | None = None,
-    path_in_repo: str | None = None,
-    retry: RetryPolicy | None = None,
-    limits: DownloadLimits | None = None,
-    max_workers: int = 8,
-    progress: bool = True,
+    repo_id: str, out: str | os.PathLike, *, revision: str | None = None, endpoint: str | None = None,
+    token: str | None = None, allow_incomplete: bool = False, include: Include | list[str] | None = None,
+    path_in_repo: str | None = None, retry: RetryPolicy | None = None, limits: DownloadLimits | None = None,
+    max_workers: int = 8, progress: bool = True,
 ) -> PullSummary:
     """Download the release or corpus in ``repo_id`` at ``revision`` to ``out``, verified; see the module docstring."""
 
     out = _checked_new_folder(Path(out))
     include = include if isinstance(include, Include) else Include.parse(include)
     snapshot = open_snapshot(repo_id, revision, endpoint, token, path_in_repo, retry, limits)
-    call, commit, folder, tree, source = snapshot.call, snapshot.commit, snapshot.folder, snapshot.tree, snapshot.source
+    call, commit, folder, tree = snapshot.call, snapshot.commit, snapshot.folder, snapshot.tree
+    source = snapshot.source
     where = f"{repo_id}@{commit}" + (f"/{folder}" if folder else "")
     kind = "release" if COMPLETE_NAME in tree else "corpus" if CORPUS_MANIFEST_NAME in tree else None
     if kind is None and not allow_incomplete:
-        raise HubError(where, f"release is incomplete: {COMPLETE_NAME} is missing", hint="a push may still be running; --allow-incomplete downloads what is there")
+        raise HubError(
+            where, f"release is incomplete: {COMPLETE_NAME} is missing",
+            hint="a push may still be running; --allow-incomplete downloads what is there",
+        )
 
     staging = _open_staging(out, commit)
     records = safe_folder(staging, RECORDS_DIR)
     with named_on_the_hub(staging, records, source):
         if kind is None:
-            # No record: the tree's layout files, each as large as the tree says (there is nothing else to bound it by).
-            layout = [p for p in sorted(tree) if (folder or p not in GIT_FILES) and _in_layout("release", p) and include.selects(p)]
+            # No record: the tree's layout files, each as large as the tree says (nothing else bounds it).
+            layout = [p for p in sorted(tree) if (folder or p not in GIT_FILES) and _in_layout("release", p)]
+            layout = [p for p in layout if include.selects(p)]
             wanted = [Wanted(p, tree_expected(tree, p, source, record=False)) for p in layout]
             record = None
         else:
             record_name = COMPLETE_NAME if kind == "release" else CORPUS_MANIFEST_NAME
-            record = call(f"download {record_name}", lambda: source.fetch(record_name, records, tree_expected(tree, record_name, source)))
+            record = call(
+                f"download {record_name}",
+                lambda: source.fetch(record_name, records, tree_expected(tree, record_name, source)),
+            )
             wanted = _wanted_from_record(kind, record, tree, include, source)
         _remove_strays(staging, {w.path for w in wanted})
-        fetched = fetch_all(wanted, staging, lambda w: call(f"download {w.path}", lambda: source.fetch(w.path, staging, w.expected)), max_workers, progress)
+        fetched = fetch_all(
+            wanted, staging, lambda w: call(f"download {w.path}", lambda: source.fetch(w.path, staging, w.expected)),
+            max_workers, progress,
+        )
 
         receipts = _check_what_came(staging, kind, record, wanted, include, source, progress)
     shutil.rmtree(records)  # our own hidden folder; rmtree unlinks symlinks, never follows them
@@ -158,10 +185,15 @@ def pull_release(
         out.rmdir()  # empty, checked above
     os.replace(staging, out)
     fsync_dir(out.parent)
-    names = [w.path for w in wanted] + ([] if record is None else [PARTIAL_NAME if not include.everything else record.name])
+    names = [w.path for w in wanted] + (
+        [] if record is None else [PARTIAL_NAME if not include.everything else record.name]
+    )
     total = sum(os.lstat(out / n).st_size for n in names)
     kept = len(wanted) - fetched  # the record is fetched (or PARTIAL.json written) by every run
-    return PullSummary(repo_id, commit, out, len(names), total, receipts, kind == "release" and include.everything, kind or "release", include.specs, fetched, kept)
+    return PullSummary(
+        repo_id, commit, out, len(names), total, receipts, kind == "release" and include.everything, kind or "release",
+        include.specs, fetched, kept,
+    )
 
 
 def _checked_new_folder(out: Path) -> Path:
@@ -173,7 +205,12 @@ def _checked_new_folder(out: Path) -> Path:
     """
     given, out = out, Path(os.path.abspath(out))
     if not out.name or out == Path.cwd():
-        raise HubError(given, "--out must name a new or empty folder other than the current one (the pull renames its staging folder to it)", hint="give a folder name, e.g. --out release")
+        raise HubError(
+            given,
+            "--out must name a new or empty folder other than the "
+            "current one (the pull renames its staging folder to it)",
+            hint="give a folder name, e.g. --out release",
+        )
     if out.parent.exists() and not out.parent.is_dir():
         raise HubError(out.parent, "--out: the folder it goes in is a file")
     if out.is_symlink() or (out.exists() and not out.is_dir()):
@@ -183,8 +220,11 @@ def _checked_new_folder(out: Path) -> Path:
     return out
 
 
-def _check_what_came(staging: Path, kind: str | None, record, wanted: list, include: Include, source, progress: bool) -> int:
-    """Every rule ``verify`` applies to what was fetched into ``staging``, before the rename; the number of receipts."""
+def _check_what_came(
+    staging: Path, kind: str | None, record, wanted: list, include: Include, source, progress: bool
+) -> int:
+    """Every rule ``verify`` applies to what was fetched into ``staging``, before the rename; the number of receipts.
+    """
     if kind is None:
         return len(_check_incomplete(staging, [w.path for w in wanted], progress))
     if not include.everything:
@@ -206,8 +246,18 @@ class Snapshot:
     call: object  # call(what, fn): fn() with retries; a failure is one HubError naming the repo and the operation
 
 
-def open_snapshot(repo_id: str, revision: str | None, endpoint: str | None, token: str | None, path_in_repo: str | None, retry: RetryPolicy | None, limits: DownloadLimits | None) -> Snapshot:
-    """Resolve ``revision`` to a checked commit id and list the files under ``path_in_repo`` there (pull and remote verify)."""
+def open_snapshot(
+    repo_id: str,
+    revision: str | None,
+    endpoint: str | None,
+    token: str | None,
+    path_in_repo: str | None,
+    retry: RetryPolicy | None,
+    limits: DownloadLimits | None,
+) -> Snapshot:
+    """Resolve ``revision`` to a checked commit id and list the
+    files under ``path_in_repo`` there (pull and remote verify).
+    """
     from huggingface_hub import HfApi
 
     folder = check_path_in_repo(path_in_repo)
@@ -226,7 +276,15 @@ def open_snapshot(repo_id: str, revision: str | None, endpoint: str | None, toke
     commit = call("resolve revision", lambda: resolve_commit(api, repo_id, revision, REPO_TYPE))
     where[0] = f"{repo_id}@{commit}"
     tree = call("list files", lambda: list_tree(api, repo_id, commit, folder))
-    source = Source(repo_id, commit, endpoint=endpoint, token=token, repo_type=REPO_TYPE, limits=limits or DownloadLimits.from_env(), folder=folder)
+    source = Source(
+        repo_id,
+        commit,
+        endpoint=endpoint,
+        token=token,
+        repo_type=REPO_TYPE,
+        limits=limits or DownloadLimits.from_env(),
+        folder=folder,
+    )
     return Snapshot(commit, folder, tree, source, call)
 
 
@@ -234,27 +292,44 @@ def list_tree(api, repo_id: str, commit: str, folder: str = "") -> dict:
     """The files of the repo at ``commit`` under ``folder`` (huggingface_hub ``RepoFile``s: size, blob id, LFS
     SHA-256), by their path relative to ``folder``."""
     prefix = f"{folder}/" if folder else ""
-    entries = bounded_listing(api, repo_id, f"{repo_id}@{commit}", repo_type=REPO_TYPE, revision=commit, path_in_repo=folder or None, recursive=True)
+    entries = bounded_listing(
+        api,
+        repo_id,
+        f"{repo_id}@{commit}",
+        repo_type=REPO_TYPE,
+        revision=commit,
+        path_in_repo=folder or None,
+        recursive=True,
+    )
     return {f.path[len(prefix) :]: f for f in entries if hasattr(f, "blob_id") and f.path.startswith(prefix)}
 
 
 def tree_disagreements(entries, tree: dict) -> list[str]:
-    """Each listed file the Hub's tree at the commit does not hold with the same size (and LFS SHA-256, when it has one)."""
+    """Each listed file the Hub's tree at the commit does not
+    hold with the same size (and LFS SHA-256, when it has one).
+    """
     problems = []
     for entry in entries:
         remote = tree.get(entry.path)
         if remote is None:
             problems.append(f"{shown(entry.path)} is not in the repo")
         elif remote.size != entry.size:
-            problems.append(f"{shown(entry.path)} has {shown(remote.size)} bytes on the Hub, {entry.size} in the record")
+            problems.append(
+                f"{shown(entry.path)} has {shown(remote.size)} bytes on the Hub, {entry.size} in the record"
+            )
         elif remote.lfs is not None and (remote.lfs.sha256 != entry.sha256 or remote.lfs.size != entry.size):
-            problems.append(f"{shown(entry.path)} has another LFS SHA-256 on the Hub ({shown(remote.lfs.sha256)}) than in the record")
+            problems.append(
+                f"{shown(entry.path)} has another LFS SHA-256 on the "
+                f"Hub ({shown(remote.lfs.sha256)}) than in the record"
+            )
     return problems
 
 
 def disagreement_error(where: str, rule: str, problems: list[str], error=HubError):
     """One error naming every file in ``problems`` (up to ``_NAMED_MAX``, then how many more)."""
-    named = "; ".join(problems[:_NAMED_MAX]) + (f"; and {len(problems) - _NAMED_MAX} more" if len(problems) > _NAMED_MAX else "")
+    named = "; ".join(problems[:_NAMED_MAX]) + (
+        f"; and {len(problems) - _NAMED_MAX} more" if len(problems) > _NAMED_MAX else ""
+    )
     return error(where, f"{rule} ({len(problems)} file{'s' if len(problems) != 1 else ''})", got=named)
 
 
@@ -264,7 +339,10 @@ def _wanted_from_record(kind: str, record: Path, tree: dict, include: Include, s
         complete = Complete.read(record)
         entries = list(complete.files)
         if not entries:
-            raise HubError(source.uri(COMPLETE_NAME), "lists no files: a release lists at least its run_config.json, stats.json and receipts")
+            raise HubError(
+                source.uri(COMPLETE_NAME),
+                "lists no files: a release lists at least its run_config.json, stats.json and receipts",
+            )
         for entry in entries:
             check_path(kind, entry.path, source.uri(COMPLETE_NAME))
         selected = [e for e in entries if include.selects(e.path)]
@@ -273,7 +351,9 @@ def _wanted_from_record(kind: str, record: Path, tree: dict, include: Include, s
         entries = [FileEntry(s.path, s.size, s.sha256) for s in manifest.shards]
         for entry in entries:
             check_path(kind, entry.path, source.uri(CORPUS_MANIFEST_NAME))
-        selected = [FileEntry(s.path, s.size, s.sha256) for s in manifest.shards if include.selects_split(s.split, s.path)]
+        selected = [
+            FileEntry(s.path, s.size, s.sha256) for s in manifest.shards if include.selects_split(s.split, s.path)
+        ]
     unmatched = include.unmatched(e.path for e in entries)
     if unmatched or not (include.everything or any(kind == "corpus" or is_token_file(e.path) for e in selected)):
         what = f"{', '.join(map(shown, unmatched))} matches no file" if unmatched else "the selection holds no file"
@@ -281,7 +361,9 @@ def _wanted_from_record(kind: str, record: Path, tree: dict, include: Include, s
         raise HubError(option, f"{what} of the {kind} at this commit", got=shown(", ".join(include.specs)))
     problems = tree_disagreements(entries, tree)
     if problems:
-        raise disagreement_error(source.uri(record.name), "the record disagrees with the Hub's own tree at this commit", problems)
+        raise disagreement_error(
+            source.uri(record.name), "the record disagrees with the Hub's own tree at this commit", problems
+        )
     record_name = COMPLETE_NAME if kind == "release" else CORPUS_MANIFEST_NAME
     wanted = [Wanted(e.path, Expected(e.size, sha256=e.sha256, listed_in=record_name)) for e in selected]
     if kind == "corpus" and CARD_NAME in tree:  # the card's configs make load_dataset work; the tree vouches for it
@@ -298,20 +380,26 @@ def _in_layout(kind: str, path: str) -> bool:
 
 
 def _open_staging(out: Path, commit: str) -> Path:
-    """The staging folder of a pull of ``commit`` to ``out``: made, or kept from an interrupted pull (never a symlink)."""
+    """The staging folder of a pull of ``commit`` to ``out``: made, or kept from an interrupted pull (never a symlink).
+    """
     staging = out.parent / f".{out.name}.pull-{commit}"
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
         os.mkdir(staging)
     except FileExistsError:
         if not stat.S_ISDIR(os.lstat(staging).st_mode):
-            raise HubError(staging, "the staging folder of this pull is not a folder", hint="remove it and re-run") from None
+            raise HubError(
+                staging, "the staging folder of this pull is not a folder", hint="remove it and re-run"
+            ) from None
     for name in (COMPLETE_NAME, CORPUS_MANIFEST_NAME, PARTIAL_NAME):  # a record goes in last, after every check
         with contextlib.suppress(FileNotFoundError):
             os.unlink(staging / name)
     for other in sorted(out.parent.glob(f".{glob.escape(out.name)}.pull-*")):
         if other != staging:
-            notify(f"note: {other} is left by an interrupted pull of another commit; remove it when it is no longer needed")
+            notify(
+                f"note: {other} is left by an interrupted pull of "
+                "another commit; remove it when it is no longer needed"
+            )
     return staging
 
 
@@ -356,7 +444,8 @@ def fetch_all(wanted: list[Wanted], staging: Path, fetch, max_workers: int, prog
 
 
 def _already_there(staging: Path, w: Wanted) -> bool:
-    """Whether an interrupted pull left this file, a regular file of the right size and digest; a wrong one is removed."""
+    """Whether an interrupted pull left this file, a regular file of the right size and digest; a wrong one is removed.
+    """
     path = safe_destination(staging, w.path)  # every folder on the way is a real folder in staging
     if matches(path, w.expected):
         return True
@@ -366,7 +455,9 @@ def _already_there(staging: Path, w: Wanted) -> bool:
 
 
 def _finish_release(staging: Path, record: Path) -> int:
-    """Every rule of ``hf-tokbin verify`` on the staging folder, with COMPLETE.json put in last; taken out again on failure."""
+    """Every rule of ``hf-tokbin verify`` on the staging folder,
+    with COMPLETE.json put in last; taken out again on failure.
+    """
     from ..verify.release import verify_release
 
     final = staging / COMPLETE_NAME
@@ -381,11 +472,15 @@ def _finish_release(staging: Path, record: Path) -> int:
 
 def _finish_corpus(staging: Path, record: Path) -> None:
     manifest = CorpusManifest.read(record)
-    check_files(staging, [FileEntry(s.path, s.size, s.sha256) for s in manifest.shards], CORPUS_MANIFEST_NAME, progress=False)
+    check_files(
+        staging, [FileEntry(s.path, s.size, s.sha256) for s in manifest.shards], CORPUS_MANIFEST_NAME, progress=False
+    )
     shutil.copyfile(record, staging / CORPUS_MANIFEST_NAME)
 
 
-def _finish_partial(staging: Path, kind: str, record: Path, wanted: list[Wanted], include: Include, source: Source) -> int:
+def _finish_partial(
+    staging: Path, kind: str, record: Path, wanted: list[Wanted], include: Include, source: Source
+) -> int:
     """Verify what a partial copy holds, then write ``PARTIAL.json`` (never the record: the copy is not the whole)."""
     held = [w.path for w in wanted]
     receipts = 0
@@ -426,7 +521,8 @@ def _check_incomplete(staging: Path, names: list[str], progress: bool) -> list[R
 
 @contextlib.contextmanager
 def named_on_the_hub(staging: Path, records: Path, source: Source):
-    """Re-raise an error about a file of the staging folder as one about the file on the Hub, server strings escaped."""
+    """Re-raise an error about a file of the staging folder as one about the file on the Hub, server strings escaped.
+    """
     try:
         yield
     except TokbinError as error:

@@ -124,7 +124,10 @@ class PushSummary:
         if self.commits == 0:
             what = f"already published: all {self.files_already_there} files present and verified, no commit made"
         else:
-            what = f"{self.files_uploaded} files ({self.bytes_uploaded:,} bytes) in {self.commits} verified commits, {self.files_already_there} already there"
+            what = (
+                f"{self.files_uploaded} files ({self.bytes_uploaded:,} bytes) in "
+                f"{self.commits} verified commits, {self.files_already_there} already there"
+            )
             if self.files_deleted:
                 what += f", {self.files_deleted} remote files the folder does not hold deleted"
         if self.files_left_alone:
@@ -152,10 +155,12 @@ class PushPreview:
     def __str__(self) -> str:
         where = f"{self.repo_id}@{self.revision}" + (f" in {self.path_in_repo}" if self.path_in_repo else "")
         head = (
-            f"dry run, nothing changed: {where}{'' if self.repo_exists else ' (no such repo, or the token cannot see it: it would be created)'}: "
+            f"dry run, nothing changed: {where}"
+            f"{'' if self.repo_exists else ' (no such repo, or the token cannot see it: it would be created)'}: "
             f"would add {counted(len(self.add), 'file')} ({sum(u.size for u in self.add):,} bytes) "
             f"in {counted(self.commits, 'commit')}, "
-            f"keep {len(self.keep)} present and verified, delete {len(self.delete)}, leave {len(self.leave)} other remote files alone"
+            f"keep {len(self.keep)} present and verified, delete {len(self.delete)}, "
+            f"leave {len(self.leave)} other remote files alone"
         )
         lines = [head]
         lines += [f"  add     {self.path_in_repo}{u.path} ({u.size:,} bytes)" for u in self.add]
@@ -215,7 +220,10 @@ def pack_batches(groups: Iterable[tuple[Upload, ...]], limits: HubLimits) -> lis
     current_bytes = 0
     for group in groups:
         group_bytes = sum(u.size for u in group)
-        if current and (len(current) + len(group) > limits.files_per_commit or current_bytes + group_bytes > limits.bytes_per_commit):
+        if current and (
+            len(current) + len(group) > limits.files_per_commit
+            or current_bytes + group_bytes > limits.bytes_per_commit
+        ):
             batches.append(current)
             current, current_bytes = [], 0
         current.extend(group)
@@ -264,7 +272,14 @@ class _LocalFiles:
 
             return hash_it
 
-        with tqdm(total=sum(u.size for u in files), unit="B", unit_scale=True, desc=f"checking {plan.record}", disable=not progress, leave=False) as bar:
+        with tqdm(
+            total=sum(u.size for u in files),
+            unit="B",
+            unit_scale=True,
+            desc=f"checking {plan.record}",
+            disable=not progress,
+            leave=False,
+        ) as bar:
             for upload in files:
                 local.stamps[upload.path] = check_local_file(plan.root, upload, plan.record, digest(upload))
                 bar.update(upload.size)
@@ -274,7 +289,11 @@ class _LocalFiles:
         """A big file, hashed at the check, must not have been rewritten since (same size and mtime)."""
         stat = os.stat(upload.source)
         if (stat.st_size, stat.st_mtime_ns) != self.stamps.get(upload.path):
-            raise VerificationError(upload.source, "file changed after it was checked, before it went up", hint="something is still writing to the folder; wait for it, then re-run push")
+            raise VerificationError(
+                upload.source,
+                "file changed after it was checked, before it went up",
+                hint="something is still writing to the folder; wait for it, then re-run push",
+            )
 
 
 @dataclass
@@ -336,9 +355,15 @@ class _Publisher:
 
     def ensure_repo(self, private: bool | None) -> None:
         # private=None sends no visibility: the Hub (or the organization's default) decides.
-        self.call("create repo", lambda: self.api.create_repo(self.repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True))
+        self.call(
+            "create repo",
+            lambda: self.api.create_repo(self.repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True),
+        )
         if self.revision != "main" and not self.revision.startswith("refs/pr/"):
-            self.call("create branch", lambda: self.api.create_branch(self.repo_id, branch=self.revision, repo_type=REPO_TYPE, exist_ok=True))
+            self.call(
+                "create branch",
+                lambda: self.api.create_branch(self.repo_id, branch=self.revision, repo_type=REPO_TYPE, exist_ok=True),
+            )
 
     def history(self, revision: str, max_pages: int = 5) -> Iterator[dict]:
         """The commits of ``revision``, newest first (``id``, ``title``, ``date``), page by page as read.
@@ -351,11 +376,17 @@ class _Publisher:
         seconds = listing_timeout_from_env()
 
         def too_slow() -> HubError:
-            return HubError(self.where, f"reading a page of the branch's history took more than {seconds:g}s", hint="re-run; HF_TOKBIN_LISTING_TIMEOUT=SECONDS raises the bound")
+            return HubError(
+                self.where,
+                f"reading a page of the branch's history took more than {seconds:g}s",
+                hint="re-run; HF_TOKBIN_LISTING_TIMEOUT=SECONDS raises the bound",
+            )
 
         for _ in range(max_pages):
             with Deadline(seconds, too_slow) as deadline:
-                page, url = get_json(self.api, deadline, url, None, MAX_PAGE_BYTES, self.where, "a page of the branch's history")
+                page, url = get_json(
+                    self.api, deadline, url, None, MAX_PAGE_BYTES, self.where, "a page of the branch's history"
+                )
             yield from json_objects(page, self.where, "a page of the branch's history", "commits")
             if not url:
                 return
@@ -387,12 +418,24 @@ class _Publisher:
             from huggingface_hub.errors import EntryNotFoundError
 
             try:
-                return bounded_listing(self.api, self.repo_id, self.where, repo_type=REPO_TYPE, revision=commit, path_in_repo=folder, recursive=True)
+                return bounded_listing(
+                    self.api,
+                    self.repo_id,
+                    self.where,
+                    repo_type=REPO_TYPE,
+                    revision=commit,
+                    path_in_repo=folder,
+                    recursive=True,
+                )
             except EntryNotFoundError:  # the target folder does not exist yet
                 return []
 
         entries = self.call("list files", listing)
-        return {e.path[len(self.prefix) :]: RemoteFile.from_repo_file(e) for e in entries if hasattr(e, "blob_id") and e.path.startswith(self.prefix)}
+        return {
+            e.path[len(self.prefix) :]: RemoteFile.from_repo_file(e)
+            for e in entries
+            if hasattr(e, "blob_id") and e.path.startswith(self.prefix)
+        }
 
     def remote_files(self, paths: list[str], commit: str) -> dict[str, RemoteFile]:
         """Size and digests of ``paths`` (relative to the target folder) at ``commit``; absent paths are left out."""
@@ -400,7 +443,10 @@ class _Publisher:
         step = self.limits.paths_per_request
         for start in range(0, len(paths), step):
             chunk = [self.prefix + p for p in paths[start : start + step]]
-            infos = self.call("read file info", lambda: self.api.get_paths_info(self.repo_id, chunk, repo_type=REPO_TYPE, revision=commit))
+            infos = self.call(
+                "read file info",
+                lambda: self.api.get_paths_info(self.repo_id, chunk, repo_type=REPO_TYPE, revision=commit),
+            )
             for info in infos:
                 if hasattr(info, "blob_id") and info.path.startswith(self.prefix):  # a file, not a folder
                     found[info.path[len(self.prefix) :]] = RemoteFile.from_repo_file(info)
@@ -420,14 +466,26 @@ class _Publisher:
 
         def post() -> None:
             headers = build_hf_headers(token=self.api.token, library_name="hf_tokbin")
-            response = get_session().post(f"{self.api.endpoint}/api/validate-yaml", json={"content": content, "repoType": REPO_TYPE}, headers=headers)
+            response = get_session().post(
+                f"{self.api.endpoint}/api/validate-yaml",
+                json={"content": content, "repoType": REPO_TYPE},
+                headers=headers,
+            )
             if response.status_code == 400:
                 try:
                     errors = [str(e.get("message")) for e in response.json().get("errors", []) if isinstance(e, dict)]
                 except (ValueError, AttributeError):
                     errors = []
                 if errors:
-                    raise HubError(where, "the Hub refuses the dataset card's metadata", got=scrub("; ".join(errors)), hint="fix the card's YAML (license and language must be ids the Hub knows); nothing was uploaded")
+                    raise HubError(
+                        where,
+                        "the Hub refuses the dataset card's metadata",
+                        got=scrub("; ".join(errors)),
+                        hint=(
+                            "fix the card's YAML (license and language must "
+                            "be ids the Hub knows); nothing was uploaded"
+                        ),
+                    )
             hf_raise_for_status(response)
 
         self.call("validate the dataset card", post)
@@ -440,7 +498,13 @@ class _Publisher:
             problem = compare(upload, remote.get(upload.path))
             if problem is not None:
                 rule, expected, got = problem
-                raise HubError(self.file_uri(commit, upload.path), rule, expected=expected, got=got, hint="the Hub did not store what was sent; the push stopped before COMPLETE.json")
+                raise HubError(
+                    self.file_uri(commit, upload.path),
+                    rule,
+                    expected=expected,
+                    got=got,
+                    hint="the Hub did not store what was sent; the push stopped before COMPLETE.json",
+                )
             self.on_verified(upload)
         for path in deleted:
             if path in remote:
@@ -462,14 +526,25 @@ class _Publisher:
                 _check_unchanged(upload, operation.upload_info)
             sent.append(upload)
             additions.append(operation)
-        return _Prepared(sent, additions, additions + [CommitOperationDelete(path_in_repo=self.prefix + p) for p in deletions])
+        return _Prepared(
+            sent, additions, additions + [CommitOperationDelete(path_in_repo=self.prefix + p) for p in deletions]
+        )
 
     def preupload(self, prepared: _Prepared, create_pr: bool = False) -> None:
         """Upload the LFS files of a commit (called bare: the caller's loop is the retry)."""
         if prepared.additions:
-            self.api.preupload_lfs_files(self.repo_id, additions=prepared.additions, repo_type=REPO_TYPE, revision=self.revision, create_pr=create_pr or None)
+            self.api.preupload_lfs_files(
+                self.repo_id,
+                additions=prepared.additions,
+                repo_type=REPO_TYPE,
+                revision=self.revision,
+                create_pr=create_pr or None,
+            )
 
-    def commit(self, uploads: Sequence[Upload], deletions: Sequence[str], message: str, description: str = "", create_pr: bool = False, prepared: _Prepared | None = None) -> str:
+    def commit(
+        self, uploads: Sequence[Upload], deletions: Sequence[str], message: str, description: str = "",
+        create_pr: bool = False, prepared: _Prepared | None = None,
+    ) -> str:
         """Create one commit on top of ``head``; return its id (after recovering a commit that landed).
 
         With ``create_pr`` the commit opens a pull request, and this publisher moves to its branch.
@@ -494,8 +569,9 @@ class _Publisher:
                     self.preupload(prepared, create_pr)
                 step = "commit"
                 info = self.api.create_commit(
-                    self.repo_id, operations, commit_message=message, commit_description=description or None, repo_type=REPO_TYPE,
-                    revision=self.revision, parent_commit=None if create_pr else self.head, create_pr=create_pr or None,
+                    self.repo_id, operations, commit_message=message, commit_description=description or None,
+                    repo_type=REPO_TYPE, revision=self.revision, parent_commit=None if create_pr else self.head,
+                    create_pr=create_pr or None,
                 )
                 if create_pr:
                     self.revision, self.pr_url = info.pr_revision, info.pr_url
@@ -503,28 +579,53 @@ class _Publisher:
             except HubError:
                 raise
             except Exception as error:
-                status = status_of(error)
-                if failed_before is not None and status in (412, 404) and not create_pr:
-                    # A retry refused because the branch moved or a file to delete is gone: our earlier commit may have landed late.
-                    landed = self._landed(sent, deletions, message)
-                    if landed is not None:
-                        notify(f"commit: {short_reason(failed_before)}, then {short_reason(error)}: the first commit landed late, as {landed}")
-                        return landed
-                if status == 412:
-                    raise HubError(self.where, "the branch moved: someone else pushed to it during this push", expected=f"head {self.head}", got=f"head {self.read_head()}", hint="check the other commit, then re-run push: it resumes from the new head") from error
-                if not is_transient(error) or attempt == self.retry.attempts:
-                    raise as_hub_error(self.where, step, error) from error
+                landed = self._recover(error, failed_before, step, attempt, sent, deletions, message, create_pr)
+                if landed is not None:
+                    return landed
                 failed_before = error
-                if not create_pr:  # the commit may have landed although its answer was lost: look before retrying
-                    head = self.read_head()
-                    if head != self.head:
-                        landed = self._landed(sent, deletions, message)
-                        if landed is not None:
-                            notify(f"commit: {short_reason(error)}, but the commit landed as {landed}")
-                            return landed
-                        raise HubError(self.where, "the branch moved during a failed commit and does not hold this batch: someone else pushed", expected=f"head {self.head}", got=f"head {head}", hint="check the other commit, then re-run push") from error
                 self.retry.pause(step, attempt, error, note="; the head did not move" if not create_pr else "")
         raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _recover(
+        self, error: Exception, failed_before: Exception | None, step: str, attempt: int, sent: Sequence[Upload],
+        deletions: Sequence[str], message: str, create_pr: bool,
+    ) -> str | None:
+        """After a failed commit attempt: the id of a commit that landed after all, else None to retry; or raise."""
+        status = status_of(error)
+        if failed_before is not None and status in (412, 404) and not create_pr:
+            # A retry refused because the branch moved or a file to
+            # delete is gone: our earlier commit may have landed late.
+            landed = self._landed(sent, deletions, message)
+            if landed is not None:
+                notify(
+                    f"commit: {short_reason(failed_before)}, then "
+                    f"{short_reason(error)}: the first commit landed late, as {landed}"
+                )
+                return landed
+        if status == 412:
+            raise HubError(
+                self.where, "the branch moved: someone else pushed to it during this push",
+                expected=f"head {self.head}", got=f"head {self.read_head()}",
+                hint="check the other commit, then re-run push: it resumes from the new head",
+            ) from error
+        if not is_transient(error) or attempt == self.retry.attempts:
+            raise as_hub_error(self.where, step, error) from error
+        if not create_pr:  # the commit may have landed although its answer was lost: look before retrying
+            head = self.read_head()
+            if head != self.head:
+                landed = self._landed(sent, deletions, message)
+                if landed is not None:
+                    notify(f"commit: {short_reason(error)}, but the commit landed as {landed}")
+                    return landed
+                raise HubError(
+                    self.where,
+                    "the branch moved during a failed commit and "
+                    "does not hold this batch: someone else pushed",
+                    expected=f"head {self.head}",
+                    got=f"head {head}",
+                    hint="check the other commit, then re-run push",
+                ) from error
+        return None
 
     def _landed(self, uploads: Sequence[Upload], deletions: Sequence[str], message: str) -> str | None:
         """The branch head, if it is our commit: right on ``self.head``, with our message, holding our files."""
@@ -532,7 +633,12 @@ class _Publisher:
         if head == self.head:
             return None
         newest = self.call("read history", lambda: list(itertools.islice(self.history(head, max_pages=1), 2)))
-        if len(newest) < 2 or newest[0].get("id") != head or newest[1].get("id") != self.head or newest[0].get("title") != message:
+        if (
+            len(newest) < 2
+            or newest[0].get("id") != head
+            or newest[1].get("id") != self.head
+            or newest[0].get("title") != message
+        ):
             return None
         return head if self._holds(head, uploads, deletions) else None
 
@@ -569,7 +675,14 @@ class _Survey:
     final_pending: bool
 
 
-def _survey(plan: PublishPlan, remote: dict[str, RemoteFile], delete_patterns: Sequence[str], mirror: bool, prefix: str, where: str) -> _Survey:
+def _survey(
+    plan: PublishPlan,
+    remote: dict[str, RemoteFile],
+    delete_patterns: Sequence[str],
+    mirror: bool,
+    prefix: str,
+    where: str,
+) -> _Survey:
     planned = {u.path for u in plan.uploads}
     present = frozenset(u.path for u in plan.uploads if compare(u, remote.get(u.path)) is None)
     pending_groups = tuple(g for g in (tuple(u for u in group if u.path not in present) for group in plan.groups) if g)
@@ -582,7 +695,8 @@ def _survey(plan: PublishPlan, remote: dict[str, RemoteFile], delete_patterns: S
         flags = " ".join(f"--delete '{folder}/*'" for folder in folders)
         raise HubError(
             f"{where}/{prefix}{mixed[0]}",
-            f"the repo holds {len(mixed)} files under {', '.join(f + '/' for f in folders)} that this {plan.kind} does not list: they would be mixed with it",
+            f"the repo holds {len(mixed)} files under {', '.join(f + '/' for f in folders)} "
+            f"that this {plan.kind} does not list: they would be mixed with it",
             hint=f"delete them with {flags} or --mirror, or push to another --path-in-repo, --revision or repo",
         )
     final_pending = plan.final.path not in present or bool(pending_groups)
@@ -590,7 +704,9 @@ def _survey(plan: PublishPlan, remote: dict[str, RemoteFile], delete_patterns: S
     return _Survey(present, pending_groups, delete, leave, stale_final, final_pending)
 
 
-def _plan_commits(plan: PublishPlan, survey: _Survey, limits: HubLimits, prefix: str, message: str | None) -> list[_Commit]:
+def _plan_commits(
+    plan: PublishPlan, survey: _Survey, limits: HubLimits, prefix: str, message: str | None
+) -> list[_Commit]:
     """Deletions first (the stale record file in the very first), then the batches, then the record file alone."""
     step = limits.files_per_commit
     deletions = ([plan.final.path] if survey.stale_final else []) + list(survey.delete)
@@ -605,18 +721,28 @@ def _plan_commits(plan: PublishPlan, survey: _Survey, limits: HubLimits, prefix:
     for number, (detail, uploads, removed) in enumerate(details, 1):
         counter = f", commit {number}/{total}" if total > 1 else ""
         if message:
-            commits.append(_Commit(uploads, removed, f"{message} ({number}/{total})" if total > 1 else message, detail))
+            commits.append(
+                _Commit(uploads, removed, f"{message} ({number}/{total})" if total > 1 else message, detail)
+            )
         else:
             commits.append(_Commit(uploads, removed, detail + counter))
     return commits
 
 
-def _send_commits(publisher: "_Publisher", commits: list, rate_limiter: CommitRateLimiter, create_pr: bool, progress: bool) -> list[Upload]:
+def _send_commits(
+    publisher: "_Publisher", commits: list, rate_limiter: CommitRateLimiter, create_pr: bool, progress: bool
+) -> list[Upload]:
     """Make the planned commits in order, each read back at its commit id; the next batch uploads while one commits."""
     if commits:
         _seed_rate_limiter(publisher, rate_limiter)
     to_send = [u for c in commits for u in c.uploads]
-    bar = tqdm(total=sum(u.size for u in to_send), unit="B", unit_scale=True, desc=f"push {publisher.repo_id}", disable=not progress)
+    bar = tqdm(
+        total=sum(u.size for u in to_send),
+        unit="B",
+        unit_scale=True,
+        desc=f"push {publisher.repo_id}",
+        disable=not progress,
+    )
     verified = {"files": 0}
 
     def on_verified(upload: Upload) -> None:
@@ -636,7 +762,14 @@ def _send_commits(publisher: "_Publisher", commits: list, rate_limiter: CommitRa
                 prepared[following] = publisher.prepare(commits[following].uploads, commits[following].deletions)
                 prepared[following].preupload = ahead.submit(publisher.preupload, prepared[following])
             rate_limiter.wait_turn()
-            commit = publisher.commit(planned.uploads, planned.deletions, planned.summary, planned.description, create_pr=opens_pr, prepared=prepared[number])
+            commit = publisher.commit(
+                planned.uploads,
+                planned.deletions,
+                planned.summary,
+                planned.description,
+                create_pr=opens_pr,
+                prepared=prepared[number],
+            )
             rate_limiter.record()
             publisher.verify(publisher.sent, commit, planned.deletions)
             publisher.head = commit
@@ -645,23 +778,11 @@ def _send_commits(publisher: "_Publisher", commits: list, rate_limiter: CommitRa
 
 
 def push_folder(
-    folder: str | os.PathLike,
-    repo_id: str,
-    *,
-    revision: str = "main",
-    private: bool | None = None,
-    endpoint: str | None = None,
-    token: str | None = None,
-    limits: HubLimits = HubLimits(),
-    retry: RetryPolicy | None = None,
-    rate_limiter: CommitRateLimiter | None = None,
-    progress: bool = True,
-    path_in_repo: str | None = None,
-    delete: Sequence[str] = (),
-    mirror: bool = False,
-    dry_run: bool = False,
-    commit_message: str | None = None,
-    create_pr: bool = False,
+    folder: str | os.PathLike, repo_id: str, *, revision: str = "main", private: bool | None = None,
+    endpoint: str | None = None, token: str | None = None, limits: HubLimits = HubLimits(),
+    retry: RetryPolicy | None = None, rate_limiter: CommitRateLimiter | None = None, progress: bool = True,
+    path_in_repo: str | None = None, delete: Sequence[str] = (), mirror: bool = False, dry_run: bool = False,
+    commit_message: str | None = None, create_pr: bool = False,
 ) -> PushSummary | PushPreview:
     """Publish ``folder`` (a release or a raw corpus) to the dataset repo ``repo_id`` on branch ``revision``.
 
@@ -680,12 +801,18 @@ def push_folder(
     prefix = normalize_path_in_repo(path_in_repo)
     delete = _check_patterns(delete)
     if create_pr and revision != "main":
-        raise HubError(None, "--create-pr opens a pull request against main: it takes no --revision", got=revision, hint="to continue a pull request, push with --revision refs/pr/N")
+        raise HubError(
+            None, "--create-pr opens a pull request against main: it takes no --revision", got=revision,
+            hint="to continue a pull request, push with --revision refs/pr/N",
+        )
     plan = _checked_plan(folder, progress)
     local = _LocalFiles.check(plan, prefix, progress)  # every file hashed once, before any request
     omitted = left_out(plan)  # after the check above: it names a symlink among the files it hashes
     rate_limiter = rate_limiter or CommitRateLimiter(limits.commits_per_hour)
-    publisher = _Publisher(HfApi(endpoint=endpoint, token=token), repo_id, revision, limits, retry or RetryPolicy.from_env(), prefix=prefix, local=local)
+    publisher = _Publisher(
+        HfApi(endpoint=endpoint, token=token), repo_id, revision, limits, retry or RetryPolicy.from_env(),
+        prefix=prefix, local=local,
+    )
 
     is_private, head = publisher.repo_state()
     _check_visibility(publisher, is_private, private)
@@ -720,11 +847,24 @@ def _check_visibility(publisher: _Publisher, is_private: bool | None, private: b
     """``--private``/``--public`` create a repo so; they refuse an existing repo of the other visibility."""
     if is_private is not None and private is not None and is_private != private:
         have, want = ("private", "public") if is_private else ("public", "private")
-        raise HubError(publisher.where, f"the repo exists and is {have}; --{want} does not change an existing repo", hint=f"change its visibility in the repo's settings on the Hub, or push without --{want}")
+        raise HubError(
+            publisher.where,
+            f"the repo exists and is {have}; --{want} does not change an existing repo",
+            hint=f"change its visibility in the repo's settings on the Hub, or push without --{want}",
+        )
 
 
-def _survey_and_plan(plan: PublishPlan, publisher: _Publisher, head: str | None, delete: Sequence[str], mirror: bool, message: str | None) -> tuple[_Survey, list[_Commit]]:
-    """The survey of the branch at ``head`` (None: no branch yet), checked against the Hub's limits, and the commits it needs."""
+def _survey_and_plan(
+    plan: PublishPlan,
+    publisher: _Publisher,
+    head: str | None,
+    delete: Sequence[str],
+    mirror: bool,
+    message: str | None,
+) -> tuple[_Survey, list[_Commit]]:
+    """The survey of the branch at ``head`` (None: no branch yet),
+    checked against the Hub's limits, and the commits it needs.
+    """
     prefix = publisher.prefix
     remote = publisher.remote_tree(head) if head is not None else {}
     survey = _survey(plan, remote, delete, mirror, prefix, publisher.where)
@@ -750,8 +890,19 @@ def _summary(
     """What a finished push did: ``sent`` are the files it uploaded."""
     already_there = len(survey.present - {plan.final.path}) if survey.final_pending else len(survey.present)
     return PushSummary(
-        publisher.repo_id, publisher.revision, publisher.head, commits, len(sent), sum(u.size for u in sent), already_there,
-        plan.kind, plan.final.path, len(survey.delete), publisher.prefix, len(survey.leave), publisher.pr_url,
+        publisher.repo_id,
+        publisher.revision,
+        publisher.head,
+        commits,
+        len(sent),
+        sum(u.size for u in sent),
+        already_there,
+        plan.kind,
+        plan.final.path,
+        len(survey.delete),
+        publisher.prefix,
+        len(survey.leave),
+        publisher.pr_url,
         omitted,
     )
 
@@ -774,11 +925,21 @@ def _check_limits(plan: PublishPlan, survey: _Survey, publisher: _Publisher, hea
         outside = [] if not prefix else [p for p in _all_paths(publisher, head) if not p.startswith(prefix)]
     final = outside + [prefix + p for p in survey.leave] + [prefix + u.path for u in plan.uploads]
     sizes = {prefix + u.path: u.size for u in plan.uploads}
-    check_hub_limits(final, sizes, where=f"{publisher.where}/{prefix}", hint="split the release into fewer, bigger parts (a larger shard size), or fewer files per folder")
+    check_hub_limits(
+        final,
+        sizes,
+        where=f"{publisher.where}/{prefix}",
+        hint="split the release into fewer, bigger parts (a larger shard size), or fewer files per folder",
+    )
 
 
 def _all_paths(publisher: _Publisher, head: str) -> list[str]:
-    entries = publisher.call("list files", lambda: bounded_listing(publisher.api, publisher.repo_id, publisher.where, repo_type=REPO_TYPE, revision=head, recursive=True))
+    entries = publisher.call(
+        "list files",
+        lambda: bounded_listing(
+            publisher.api, publisher.repo_id, publisher.where, repo_type=REPO_TYPE, revision=head, recursive=True
+        ),
+    )
     return [e.path for e in entries if hasattr(e, "blob_id")]
 
 
@@ -787,7 +948,11 @@ def _check_patterns(patterns: Sequence[str]) -> tuple[str, ...]:
         patterns = [patterns]
     for pattern in patterns:
         if not isinstance(pattern, str) or not pattern.strip() or pattern.startswith("/"):
-            raise HubError(None, "--delete takes a file pattern relative to the pushed folder, such as 'shards/*'", got=repr(pattern))
+            raise HubError(
+                None,
+                "--delete takes a file pattern relative to the pushed folder, such as 'shards/*'",
+                got=repr(pattern),
+            )
     return tuple(patterns)
 
 

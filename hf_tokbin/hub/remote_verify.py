@@ -69,10 +69,16 @@ class RemoteReport:
 
     def summary(self) -> str:
         lines = self.report.summary().splitlines()
-        sample = f"; token files of {len(self.sampled)} part(s) downloaded and verified ({', '.join(self.sampled)})" if self.sampled else ""
+        sample = (
+            f"; token files of {len(self.sampled)} part(s) downloaded and verified ({', '.join(self.sampled)})"
+            if self.sampled
+            else ""
+        )
         lines[0] = (
-            f"hf://datasets/{self.repo_id}@{self.commit}{'/' + self.folder if self.folder else ''}: OK: {self.files} files, {megabytes(self.bytes)} on the Hub match COMPLETE.json "
-            f"(sizes and LFS SHA-256 at this commit); records verified, {megabytes(self.downloaded)} downloaded{sample}"
+            f"hf://datasets/{self.repo_id}@{self.commit}{'/' + self.folder if self.folder else ''}: "
+            f"OK: {self.files} files, {megabytes(self.bytes)} on the Hub match COMPLETE.json "
+            "(sizes and LFS SHA-256 at this commit); records "
+            f"verified, {megabytes(self.downloaded)} downloaded{sample}"
         )
         if self.others:
             from ..verify.release import outside_the_layout
@@ -84,22 +90,22 @@ class RemoteReport:
         """The summary as a record (``verify NS/NAME --json``)."""
         records = self.report.record()
         where = {"repo": self.repo_id, "commit": self.commit, "path_in_repo": self.folder}
-        return {**where, "ok": True, "kind": "hub release", "files": self.files, "bytes": self.bytes, "downloaded_bytes": self.downloaded, "sampled_parts": list(self.sampled), **{k: records[k] for k in ("formats", "splits", "warnings")}}
+        return {
+            **where,
+            "ok": True,
+            "kind": "hub release",
+            "files": self.files,
+            "bytes": self.bytes,
+            "downloaded_bytes": self.downloaded,
+            "sampled_parts": list(self.sampled),
+            **{k: records[k] for k in ("formats", "splits", "warnings")},
+        }
 
 
 def verify_remote(
-    repo_id: str,
-    *,
-    revision: str | None = None,
-    endpoint: str | None = None,
-    token: str | None = None,
-    download_sample: int = 0,
-    path_in_repo: str | None = None,
-    retry: RetryPolicy | None = None,
-    limits: DownloadLimits | None = None,
-    max_workers: int = 8,
-    progress: bool = True,
-    strict: bool = False,
+    repo_id: str, *, revision: str | None = None, endpoint: str | None = None, token: str | None = None,
+    download_sample: int = 0, path_in_repo: str | None = None, retry: RetryPolicy | None = None,
+    limits: DownloadLimits | None = None, max_workers: int = 8, progress: bool = True, strict: bool = False,
 ) -> "RemoteReport | RemoteCorpusReport":
     """Check the release in ``repo_id`` at ``revision`` against the Hub's own metadata; see the module docstring.
 
@@ -112,17 +118,25 @@ def verify_remote(
     if not (isinstance(download_sample, int) and download_sample >= 0):
         raise HubError("--download-sample", "must be a non-negative integer", got=download_sample)
     snapshot = open_snapshot(repo_id, revision, endpoint, token, path_in_repo, retry, limits)
-    call, commit, folder, tree, source = snapshot.call, snapshot.commit, snapshot.folder, snapshot.tree, snapshot.source
+    call, commit, folder, tree, source = (
+        snapshot.call, snapshot.commit, snapshot.folder, snapshot.tree, snapshot.source,
+    )
     if COMPLETE_NAME not in tree and CORPUS_MANIFEST_NAME in tree:
         return _verify_remote_corpus(snapshot, repo_id, max_workers, progress)
     if COMPLETE_NAME not in tree:
-        raise VerificationError(source.uri(""), "release is incomplete: no COMPLETE.json at this commit", hint="a push may still be running; --path-in-repo names a release in a folder of the repo")
+        raise VerificationError(
+            source.uri(""), "release is incomplete: no COMPLETE.json at this commit",
+            hint="a push may still be running; --path-in-repo names a release in a folder of the repo",
+        )
 
     with tempfile.TemporaryDirectory(prefix="hf_tokbin-verify-") as tmp:
         root = Path(tmp)
         records = safe_folder(root, RECORDS_DIR)
         with named_on_the_hub(root, records, source):
-            record = call(f"download {COMPLETE_NAME}", lambda: source.fetch(COMPLETE_NAME, records, tree_expected(tree, COMPLETE_NAME, source)))
+            record = call(
+                f"download {COMPLETE_NAME}",
+                lambda: source.fetch(COMPLETE_NAME, records, tree_expected(tree, COMPLETE_NAME, source)),
+            )
             complete = Complete.read(record)
             others = _check_tree_against_complete(complete, tree, folder, source, strict)
             listed = {e.path for e in complete.files}
@@ -142,7 +156,10 @@ def verify_remote(
             report = verify_release_records(root, complete, held=[e.path for e in small] + sample)
     downloaded = sum(e.size for e in small) + sum(by_path[p].size for p in sample) + tree[COMPLETE_NAME].size
     sampled = tuple(Path(p).stem for p in parts)
-    return RemoteReport(repo_id, commit, len(complete.files) + 1, sum(e.size for e in complete.files), downloaded, sampled, report, folder, others)
+    return RemoteReport(
+        repo_id, commit, len(complete.files) + 1, sum(e.size for e in complete.files), downloaded, sampled, report,
+        folder, others,
+    )
 
 
 @dataclass(frozen=True)
@@ -211,7 +228,8 @@ def _verify_remote_corpus(snapshot, repo_id: str, max_workers: int, progress: bo
 def _check_tree_against_complete(complete: Complete, tree: dict, folder: str, source, strict: bool) -> tuple[str, ...]:
     """Check the Hub's tree against ``complete``; return the files beside the release, outside its layout.
 
-    Raises :class:`VerificationError` naming every file that disagrees (and, with ``strict``, every one outside the layout).
+    Raises :class:`VerificationError` naming every file that
+    disagrees (and, with ``strict``, every one outside the layout).
     """
     for entry in complete.files:
         check_path("release", entry.path, source.uri(COMPLETE_NAME))
@@ -221,14 +239,23 @@ def _check_tree_against_complete(complete: Complete, tree: dict, folder: str, so
     # A file outside the release layout (a LICENSE, NOTES.md, a card image) is no part of the release: push
     # keeps it, so verify reports it. One inside the layout that COMPLETE.json does not list is a broken release.
     others = tuple(p for p in unlisted if not is_layout_path(p))
-    problems += [f"{shown(p)} is on the Hub but not listed in COMPLETE.json" for p in unlisted if p not in others or strict]
+    problems += [
+        f"{shown(p)} is on the Hub but not listed in COMPLETE.json" for p in unlisted if p not in others or strict
+    ]
     if problems:
-        raise disagreement_error(source.uri(COMPLETE_NAME), "the Hub's files at this commit disagree with COMPLETE.json", problems, VerificationError)
+        raise disagreement_error(
+            source.uri(COMPLETE_NAME),
+            "the Hub's files at this commit disagree with COMPLETE.json",
+            problems,
+            VerificationError,
+        )
     return others
 
 
 def _sample(receipts: list[str], k: int) -> list[str]:
-    """``k`` of the receipts, spread evenly from the first to the last (all of them when ``k`` is at least their number)."""
+    """``k`` of the receipts, spread evenly from the first to
+    the last (all of them when ``k`` is at least their number).
+    """
     if k >= len(receipts):
         return receipts
     if k == 0:

@@ -58,7 +58,10 @@ class RetryPolicy:
 
     @classmethod
     def from_env(cls) -> "RetryPolicy":
-        return cls(attempts=_env_number("HF_TOKBIN_HUB_ATTEMPTS", 5, int), base_delay=_env_number("HF_TOKBIN_HUB_BACKOFF", 2.0, float))
+        return cls(
+            attempts=_env_number("HF_TOKBIN_HUB_ATTEMPTS", 5, int),
+            base_delay=_env_number("HF_TOKBIN_HUB_BACKOFF", 2.0, float),
+        )
 
     def delay(self, attempt: int, error: BaseException) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based).
@@ -71,7 +74,11 @@ class RetryPolicy:
         if asked > self.max_delay:
             resume = datetime.datetime.now() + datetime.timedelta(seconds=asked)
             when = f"{resume:%H:%M}" if asked < 20 * 3600 else f"{resume:%Y-%m-%d %H:%M}"
-            raise HubError(None, f"rate limited: {short_reason(error)}; the Hub asks to wait {asked:g}s", hint=f"re-run after {when} (local time): the same command resumes where it stopped")
+            raise HubError(
+                None,
+                f"rate limited: {short_reason(error)}; the Hub asks to wait {asked:g}s",
+                hint=f"re-run after {when} (local time): the same command resumes where it stopped",
+            )
         return asked
 
     def pause(self, what: str, attempt: int, error: BaseException, note: str = "") -> None:
@@ -89,11 +96,14 @@ def _env_number(name: str, default, kind: type[int] | type[float]):
         return kind(raw)
     except ValueError:
         what = "an integer" if kind is int else "a number"
-        raise HubError(name, f"environment variable must be {what}", expected=f"{what} such as {default}", got=repr(raw)) from None
+        raise HubError(
+            name, f"environment variable must be {what}", expected=f"{what} such as {default}", got=repr(raw)
+        ) from None
 
 
 def read_timeout_from_env() -> float:
-    """Seconds any single read from the Hub (or its connection) may take: ``HF_TOKBIN_PULL_READ_TIMEOUT``, default 60."""
+    """Seconds any single read from the Hub (or its connection) may take: ``HF_TOKBIN_PULL_READ_TIMEOUT``, default 60.
+    """
     return _env_number("HF_TOKBIN_PULL_READ_TIMEOUT", 60.0, float)
 
 
@@ -116,14 +126,19 @@ def bound_shared_client_reads() -> None:
 def _bound_request_timeouts(request) -> None:
     seconds = read_timeout_from_env()
     timeouts = request.extensions.get("timeout") or {}
-    request.extensions["timeout"] = {kind: seconds if timeouts.get(kind) is None else timeouts[kind] for kind in ("connect", "read", "write", "pool")}
+    request.extensions["timeout"] = {
+        kind: seconds if timeouts.get(kind) is None else timeouts[kind]
+        for kind in ("connect", "read", "write", "pool")
+    }
 
 
 def listing_timeout_from_env() -> float:
     """Seconds a repo's whole tree listing (every page) may take: ``HF_TOKBIN_LISTING_TIMEOUT``, default 600."""
     seconds = _env_number("HF_TOKBIN_LISTING_TIMEOUT", 600.0, float)
     if not seconds > 0:
-        raise HubError("HF_TOKBIN_LISTING_TIMEOUT", "environment variable must be a positive number of seconds", got=seconds)
+        raise HubError(
+            "HF_TOKBIN_LISTING_TIMEOUT", "environment variable must be a positive number of seconds", got=seconds
+        )
     return seconds
 
 
@@ -168,7 +183,8 @@ def is_transient(error: BaseException) -> bool:
         return True
     if isinstance(error, (ConnectionError, TimeoutError)):
         return True
-    if isinstance(error, _transport_errors("UnsupportedProtocol")):  # a wrong --endpoint (ftp://, no scheme): no retry fixes it
+    # a wrong --endpoint (ftp://, no scheme): no retry fixes it
+    if isinstance(error, _transport_errors("UnsupportedProtocol")):
         return False
     return isinstance(error, _transport_errors())
 
@@ -211,7 +227,9 @@ def never_reachable_hint(error: BaseException) -> str | None:
         return "HF_HUB_OFFLINE=1 is set and this needs the Hub: run it with HF_HUB_OFFLINE=0"
     if any(isinstance(cause, socket.gaierror) for cause in causes):
         host = next(filter(None, map(_request_host, causes)), "the Hub's host")
-        return f"the host name {host} cannot be resolved: check the network, and the endpoint (--endpoint, HF_ENDPOINT)"
+        return (
+            f"the host name {host} cannot be resolved: check the network, and the endpoint (--endpoint, HF_ENDPOINT)"
+        )
     return None
 
 
@@ -224,7 +242,9 @@ def _request_host(error: BaseException) -> str | None:
 
 
 def _transport_errors(name: str = "TransportError") -> tuple[type[BaseException], ...]:
-    """The HTTP library's connection/timeout/protocol errors (httpx2 for huggingface_hub 2.x, httpx for 1.x), or its class ``name``."""
+    """The HTTP library's connection/timeout/protocol errors (httpx2
+    for huggingface_hub 2.x, httpx for 1.x), or its class ``name``.
+    """
     errors = []
     for module in ("httpx2", "httpx"):
         try:
@@ -264,7 +284,9 @@ def scrub(text: str) -> str:
 
 
 def server_message(error: BaseException) -> str:
-    """The server's own reason for an HTTP error (huggingface_hub collects it from ``X-Error-Message`` and the JSON body)."""
+    """The server's own reason for an HTTP error (huggingface_hub
+    collects it from ``X-Error-Message`` and the JSON body).
+    """
     message = getattr(error, "server_message", None)
     return scrub(message) if isinstance(message, str) else ""
 
@@ -289,7 +311,10 @@ def as_hub_error(where: str, what: str, error: BaseException, access: str = "wri
     status = status_of(error)
     hint = None
     if isinstance(error, GatedRepoError):
-        hint = "the repo is gated: ask for access on its page on the Hub, then use a token (HF_TOKEN, `hf auth login` or --token) of the account that was granted it"
+        hint = (
+            "the repo is gated: ask for access on its page on the Hub, then use a token "
+            "(HF_TOKEN, `hf auth login` or --token) of the account that was granted it"
+        )
     elif status in (401, 403):
         hint = f"check the token (HF_TOKEN, `hf auth login` or --token) and its {access} access to this repo"
         if access == "read":
@@ -320,11 +345,21 @@ def fetch_error(where: str, what: str, error: BaseException) -> HubError:
     if isinstance(error, GatedRepoError):  # a RepositoryNotFoundError too: ask for access, not for the id
         return as_hub_error(where, f"fetch the {what}", error, access="read")
     if isinstance(error, RepositoryNotFoundError):
-        return HubError(where, f"cannot fetch the {what}: repo not found", hint="check the repo id NS/NAME, and the token (HF_TOKEN) if the repo is private")
+        return HubError(
+            where,
+            f"cannot fetch the {what}: repo not found",
+            hint="check the repo id NS/NAME, and the token (HF_TOKEN) if the repo is private",
+        )
     if isinstance(error, RevisionNotFoundError):
-        return HubError(where, f"cannot fetch the {what}: revision not found", hint="give a branch, tag or commit id of this repo")
+        return HubError(
+            where, f"cannot fetch the {what}: revision not found", hint="give a branch, tag or commit id of this repo"
+        )
     if isinstance(error, LocalEntryNotFoundError):  # offline or unreachable, and not in the local cache
-        return HubError(where, f"cannot fetch the {what}: the Hub cannot be reached and the local cache does not hold it", hint="run once online (without HF_HUB_OFFLINE=1) to fill the cache")
+        return HubError(
+            where,
+            f"cannot fetch the {what}: the Hub cannot be reached and the local cache does not hold it",
+            hint="run once online (without HF_HUB_OFFLINE=1) to fill the cache",
+        )
     if isinstance(error, EntryNotFoundError):
         return HubError(where, f"cannot fetch the {what}: no such file in the repo at this revision")
     return as_hub_error(where, f"fetch the {what}", error, access="read")
@@ -375,7 +410,13 @@ def path_or_repo(given: str):
 class CommitRateLimiter:
     """At most ``per_hour`` commits in any sliding hour: :meth:`wait_turn` sleeps until one is allowed."""
 
-    def __init__(self, per_hour: int, clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep, window: float = 3600.0):
+    def __init__(
+        self,
+        per_hour: int,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        window: float = 3600.0,
+    ):
         if not (isinstance(per_hour, int) and per_hour >= 1):
             raise HubError(None, "commits per hour must be a positive integer", got=per_hour)
         self.per_hour, self.clock, self.sleep, self.window = per_hour, clock, sleep, window

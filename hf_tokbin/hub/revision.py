@@ -26,11 +26,14 @@ def escaped(error):
     return type(error)(error.path, error.rule, show(error.expected), show(error.got), error.hint)
 
 
-MAX_LISTED_ENTRIES = 300_000  # files and folders one tree listing may hold (the Hub advises at most 100,000 files a repo)
+# files and folders one tree listing may hold (the Hub advises at most 100,000 files a repo)
+MAX_LISTED_ENTRIES = 300_000
 MAX_PAGE_BYTES = 64 * 1024 * 1024  # one page of a tree listing (the Hub's hold 1,000 entries: a few hundred KB)
 
 
-def bounded_listing(api, repo_id: str, where: str, *, repo_type: str, revision: str, recursive: bool, path_in_repo: str | None = None) -> list:
+def bounded_listing(
+    api, repo_id: str, where: str, *, repo_type: str, revision: str, recursive: bool, path_in_repo: str | None = None
+) -> list:
     """The repo's tree at ``revision`` (under ``path_in_repo``) as ``HfApi.list_repo_tree`` gives it, bounded.
 
     ``api`` is a :class:`huggingface_hub.HfApi` (its endpoint and token). The
@@ -55,7 +58,9 @@ def bounded_listing(api, repo_id: str, where: str, *, repo_type: str, revision: 
     from huggingface_hub.hf_api import RepoFile, RepoFolder
 
     seconds = listing_timeout_from_env()
-    url = f"{api.endpoint}/api/{repo_type}s/{repo_id}/tree/{quote(revision, safe='')}" + (f"/{quote(path_in_repo, safe='')}" if path_in_repo else "")
+    url = f"{api.endpoint}/api/{repo_type}s/{repo_id}/tree/{quote(revision, safe='')}" + (
+        f"/{quote(path_in_repo, safe='')}" if path_in_repo else ""
+    )
     params = {"recursive": recursive, "expand": False}
     listed: list = []
 
@@ -68,13 +73,20 @@ def bounded_listing(api, repo_id: str, where: str, *, repo_type: str, revision: 
 
     with Deadline(seconds, too_slow) as deadline:
         while url is not None:
-            page, url = get_json(api, deadline, url, params, MAX_PAGE_BYTES, where, "a page of the repo's file listing")
+            page, url = get_json(
+                api, deadline, url, params, MAX_PAGE_BYTES, where, "a page of the repo's file listing"
+            )
             params = None  # the next page's link holds the query
             for entry in json_objects(page, where, "a page of the repo's file listing", "entries"):
                 _check_listed_path(entry.get("path"), path_in_repo, where)
                 listed.append(RepoFile(**entry) if entry.get("type") == "file" else RepoFolder(**entry))
                 if len(listed) > MAX_LISTED_ENTRIES:
-                    raise HubError(where, f"a repo's file listing may hold at most {MAX_LISTED_ENTRIES:,} files and folders", got=f"more than {MAX_LISTED_ENTRIES:,}", hint="the Hub advises at most 100,000 files a repo")
+                    raise HubError(
+                        where,
+                        f"a repo's file listing may hold at most {MAX_LISTED_ENTRIES:,} files and folders",
+                        got=f"more than {MAX_LISTED_ENTRIES:,}",
+                        hint="the Hub advises at most 100,000 files a repo",
+                    )
     return listed
 
 
@@ -82,7 +94,11 @@ def _check_listed_path(path, folder: str | None, where: str) -> None:
     """A listed path: parts that are names (not empty, ``.`` or ``..``), under ``folder`` when one was listed."""
     inside = isinstance(path, str) and not any(part in ("", ".", "..") for part in path.split("/"))
     if not (inside and (not folder or path.startswith(folder.strip("/") + "/"))):
-        raise HubError(where, f"the repo's file listing lists a path outside the folder listed ({shown(folder or 'the repo')})", got=shown(path))
+        raise HubError(
+            where,
+            f"the repo's file listing lists a path outside the folder listed ({shown(folder or 'the repo')})",
+            got=shown(path),
+        )
 
 
 def json_objects(page, where: str, what: str, items: str) -> list[dict]:
@@ -107,7 +123,9 @@ def get_json(api, deadline: Deadline, url: str, params: dict | None, max_bytes: 
     from huggingface_hub.utils import build_hf_headers
 
     headers = {**build_hf_headers(token=api.token), "Accept-Encoding": "identity"}  # counted as sent: no expansion
-    with deadline.stream("GET", url, params=params, headers=headers, timeout=httpx2.Timeout(read_timeout_from_env())) as response:
+    with deadline.stream(
+        "GET", url, params=params, headers=headers, timeout=httpx2.Timeout(read_timeout_from_env())
+    ) as response:
         raise_for_status(response)
         body = read_body(response, max_bytes, where, what)
         link = response.links.get("next", {}).get("url")
@@ -120,7 +138,12 @@ def get_json(api, deadline: Deadline, url: str, params: dict | None, max_bytes: 
     with contextlib.suppress(ValueError):  # not a URL urllib can read: compared as it is, refused below
         link = urljoin(url, link)
     if _origin(link) != _origin(api.endpoint):
-        raise HubError(where, f"{what} links its next page on another host than the endpoint {shown(api.endpoint)}; the token is sent to the endpoint only", got=shown(link[:200]))
+        raise HubError(
+            where,
+            f"{what} links its next page on another host than the endpoint "
+            f"{shown(api.endpoint)}; the token is sent to the endpoint only",
+            got=shown(link[:200]),
+        )
     return answer, link
 
 
@@ -131,7 +154,8 @@ def _origin(url: str) -> tuple:
     try:
         parts = urlsplit(url)
         port = parts.port
-    except ValueError:  # no URL (a netloc that changes under NFKC, an unclosed IPv6 bracket), or a port that is no number
+    # no URL (a netloc that changes under NFKC, an unclosed IPv6 bracket), or a port that is no number
+    except ValueError:
         return (None,)
     return parts.scheme.lower(), parts.hostname, port or {"http": 80, "https": 443}.get(parts.scheme.lower())
 
@@ -146,7 +170,11 @@ def resolve_commit(api, repo_id: str, revision: str | None, repo_type: str = "da
     where = f"{repo_id}@{shown(revision or 'main')}"
     sha = _repo_sha(api, repo_id, revision, repo_type, where)
     if not is_commit_id(sha):
-        raise HubError(where, "the Hub answered a commit id that is not 40 lowercase hex digits; nothing was written", got=shown(sha))
+        raise HubError(
+            where,
+            "the Hub answered a commit id that is not 40 lowercase hex digits; nothing was written",
+            got=shown(sha),
+        )
     if is_commit_id(revision) and sha != revision:
         raise HubError(where, "the Hub answered another commit than the one asked for", expected=revision, got=sha)
     return sha
@@ -167,10 +195,16 @@ def _repo_sha(api, repo_id: str, revision: str | None, repo_type: str, where: st
     from urllib.parse import quote
 
     seconds = listing_timeout_from_env()
-    url = f"{api.endpoint}/api/{repo_type}s/{repo_id}" + ("" if revision is None else f"/revision/{quote(revision, safe='')}")
+    url = f"{api.endpoint}/api/{repo_type}s/{repo_id}" + (
+        "" if revision is None else f"/revision/{quote(revision, safe='')}"
+    )
 
     def too_slow() -> HubError:
-        return HubError(where, f"resolving the revision took more than {seconds:g}s", hint="re-run; HF_TOKBIN_LISTING_TIMEOUT=SECONDS raises the bound")
+        return HubError(
+            where,
+            f"resolving the revision took more than {seconds:g}s",
+            hint="re-run; HF_TOKBIN_LISTING_TIMEOUT=SECONDS raises the bound",
+        )
 
     with Deadline(seconds, too_slow) as deadline:
         info, _ = get_json(api, deadline, url, None, MAX_REPO_INFO_BYTES, where, "the repo's info")

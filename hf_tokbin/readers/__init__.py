@@ -1,4 +1,6 @@
-"""Readers for consumers: numpy views of a release's splits, random windows, a Grain source (:mod:`.views`); torch optional (:mod:`.torch`)."""
+"""Readers for consumers: numpy views of a release's splits, random
+windows, a Grain source (:mod:`.views`); torch optional (:mod:`.torch`).
+"""
 
 from .views import (
     LlmcSplit,

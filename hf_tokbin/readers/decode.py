@@ -47,7 +47,9 @@ from .views import LlmcSplit, MegatronSplit, TokenStream
 
 @dataclass(frozen=True)
 class Piece:
-    """A run of ids of one document: text ids (``role`` None) or one boundary token (``"separator"``, ``"EOD"``, ``"BOS"``)."""
+    """A run of ids of one document: text ids (``role`` None) or
+    one boundary token (``"separator"``, ``"EOD"``, ``"BOS"``).
+    """
 
     document: int  # the document's index in the split
     starts_document: bool  # this piece is the first of its document
@@ -76,10 +78,20 @@ class Shown:
         return texts
 
     def render(self, raw: bool = False) -> str:
-        """The header line, then the pieces; text control characters escaped as ``cat -v`` shows them unless ``raw``."""
+        """The header line, then the pieces; text control characters escaped as ``cat -v`` shows them unless ``raw``.
+        """
         touched = sorted({p.document for p in self.pieces})
-        span = f"document {touched[0]}" if len(touched) == 1 else f"documents {touched[0]} to {touched[-1]}" if touched else "no document"
-        lines = [f"{self.release}: {self.split}, {self.format} tokens {self.start:,}..{self.stop:,} ({self.stop - self.start:,} of {self.n_tokens:,}), {span}"]
+        span = (
+            f"document {touched[0]}"
+            if len(touched) == 1
+            else f"documents {touched[0]} to {touched[-1]}"
+            if touched
+            else "no document"
+        )
+        lines = [
+            f"{self.release}: {self.split}, {self.format} tokens {self.start:,}..{self.stop:,} "
+            f"({self.stop - self.start:,} of {self.n_tokens:,}), {span}"
+        ]
         out = []
         for piece in self.pieces:
             if piece.starts_document:
@@ -112,8 +124,18 @@ def _marker(piece: Piece) -> str:
     return f"⟦{piece.role} {piece.ids[0]}{token}⟧"
 
 
-def show(release, split: str = "train", *, doc: int | None = None, window: int | None = None, length: int | None = None, format: str | None = None, decode: Callable[[tuple[int, ...]], str]) -> Shown:
-    """Decode document ``doc``, or ``length`` tokens from ``window``, of a split of the release; see the module docstring.
+def show(
+    release,
+    split: str = "train",
+    *,
+    doc: int | None = None,
+    window: int | None = None,
+    length: int | None = None,
+    format: str | None = None,
+    decode: Callable[[tuple[int, ...]], str],
+) -> Shown:
+    """Decode document ``doc``, or ``length`` tokens from
+    ``window``, of a split of the release; see the module docstring.
 
     ``decode``: ids to text, the release's tokenizer's
     (:func:`hf_tokbin.tokenizer.decode.release_decoder`; ``hf_tokbin.show`` finds it).
@@ -122,9 +144,14 @@ def show(release, split: str = "train", *, doc: int | None = None, window: int |
     config = RunConfig.read(root / RUN_CONFIG_NAME)
     format = format or ("megatron" if "megatron" in config.formats else "llmc")
     if format not in config.formats:
-        raise FormatError(root, f"this release holds no {format} files", expected=" or ".join(config.formats), got=format)
+        raise FormatError(
+            root, f"this release holds no {format} files", expected=" or ".join(config.formats), got=format
+        )
     if (doc is None) == (window is None) or (window is not None and length is None):
-        raise FormatError(None, "show needs --doc N, or --window OFFSET with --len T", got=f"doc={doc}, window={window}, len={length}")
+        raise FormatError(
+            None, "show needs --doc N, or --window OFFSET with --len T",
+            got=f"doc={doc}, window={window}, len={length}",
+        )
     stream = MegatronSplit.open(root, split).stream if format == "megatron" else LlmcSplit.open(root, split)
     try:
         starts, ends = document_bounds(stream)
@@ -144,7 +171,10 @@ def show(release, split: str = "train", *, doc: int | None = None, window: int |
         start, stop = int(starts[index]), int(ends[index])
     else:
         if window < 0 or length < 1 or window + length > stream.n_tokens:
-            raise FormatError(root, f"window outside the {split} tokens", expected=f"0 <= OFFSET, 1 <= LEN, OFFSET + LEN <= {stream.n_tokens:,}", got=f"{window}+{length}")
+            raise FormatError(
+                root, f"window outside the {split} tokens",
+                expected=f"0 <= OFFSET, 1 <= LEN, OFFSET + LEN <= {stream.n_tokens:,}", got=f"{window}+{length}",
+            )
         start, stop = window, window + length
     roles = boundary_roles(config, format, starts, ends, np.arange(start, stop))
     pieces = _pieces(stream.read(start, stop), start, starts, roles, decode)
@@ -155,7 +185,8 @@ def show(release, split: str = "train", *, doc: int | None = None, window: int |
 
 @dataclass(frozen=True)
 class DocumentNumbers:
-    """A split's one document numbering, the llm.c order (the training order, the preview's) against the Megatron order.
+    """A split's one document numbering, the llm.c order (the
+    training order, the preview's) against the Megatron order.
 
     The two differ under ``--shuffle-seed``: the llm.c files interleave blocks of every part
     (:mod:`hf_tokbin.formats.llmc_order`), the Megatron pairs keep each part's documents together, in part order.
@@ -189,7 +220,9 @@ class DocumentNumbers:
         return int(self.numbered[k] + inside - self.first[k])
 
 
-def boundary_roles(config: RunConfig, format: str, starts: np.ndarray, ends: np.ndarray, positions: np.ndarray) -> np.ndarray:
+def boundary_roles(
+    config: RunConfig, format: str, starts: np.ndarray, ends: np.ndarray, positions: np.ndarray
+) -> np.ndarray:
     """Per stream position, the boundary token it holds by the layout (``"EOD"``, ``"separator"``, ``"BOS"``), or None.
 
     By position, not by id: a document's text may hold the BOS or separator id
@@ -214,7 +247,9 @@ def boundary_roles(config: RunConfig, format: str, starts: np.ndarray, ends: np.
 
 
 def document_bounds(stream: TokenStream) -> tuple[np.ndarray, np.ndarray]:
-    """(start, end) of every document in the stream, as stream positions: a document ends at the next start or its file's end."""
+    """(start, end) of every document in the stream, as stream
+    positions: a document ends at the next start or its file's end.
+    """
     starts, ends = [], []
     for part in range(len(stream.parts)):
         local = stream.document_starts(part)

@@ -3,7 +3,7 @@
 Two views, both over memory maps that every file's reader has checked first
 (:func:`hf_tokbin.formats.llmc.open_tokens`, :class:`hf_tokbin.formats.megatron.MegatronPair`):
 
-- :class:`LlmcSplit` -- a split's llm.c ``.bin`` files (seed 000, or upstream's
+- :class:`LlmcSplit` -- a split's llm.c ``.bin`` files (the llm.c layout, or upstream's
   Llama 3 layout) as one token stream.
 - :class:`MegatronSplit` -- a split's Megatron pairs (one per part file) as one
   sequence of documents: ``len``, ``split[i]`` (document i), ``split.stream``.
@@ -13,7 +13,7 @@ Two views, both over memory maps that every file's reader has checked first
 Windows and batches (:meth:`TokenStream.windows`, :meth:`TokenStream.batches`):
 
 - A window holds ``seq_len + 1`` tokens; its inputs are ``window[:-1]`` and its
-  targets ``window[1:]`` (seed 002 trains on 513-token windows: ``seq_len=512``).
+  targets ``window[1:]`` (the TinyStories rules train on 513-token windows: ``seq_len=512``).
 - **Windows never cross from one file (or pair) into the next**, as in llm.c's
   DataLoader, which reads every batch from inside one shard
   (``llmc/dataloader.h``, ``dataloader_load_batch``). A window is then one slice
@@ -84,12 +84,18 @@ class TokenStream:
 
     def document_starts(self, part: int) -> np.ndarray:
         """Sorted positions, inside ``parts[part]``, where a document starts."""
-        raise FormatError(self.names[part] if self.names else None, "document-aligned windows need document boundaries", hint="give the document separator id")
+        raise FormatError(
+            self.names[part] if self.names else None,
+            "document-aligned windows need document boundaries",
+            hint="give the document separator id",
+        )
 
     def windows(self, seq_len: int, seed: int = 0, aligned: bool = False) -> "RandomWindows":
         return RandomWindows(self, seq_len, seed, aligned)
 
-    def batches(self, batch_size: int, seq_len: int, seed: int = 0, aligned: bool = False) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    def batches(
+        self, batch_size: int, seq_len: int, seed: int = 0, aligned: bool = False
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """``(inputs, targets)`` int64 arrays of shape ``(batch_size, seq_len)``, ``targets`` shifted by one.
 
         Windows ``0..len-1`` of :meth:`windows` in order, ``batch_size`` at a
@@ -118,7 +124,9 @@ class RandomWindows:
         sizes = [p.size for p in stream.parts]
         if aligned:
             # A start is allowed only where the whole window fits in its file.
-            self._starts = [s[s + seq_len + 1 <= n] for s, n in ((stream.document_starts(i), n) for i, n in enumerate(sizes))]
+            self._starts = [
+                s[s + seq_len + 1 <= n] for s, n in ((stream.document_starts(i), n) for i, n in enumerate(sizes))
+            ]
             counts = [s.size for s in self._starts]
         else:
             self._starts = None
@@ -161,7 +169,7 @@ def scan_positions(tokens: np.ndarray, token_id: int) -> np.ndarray:
 
 
 def open_llmc_file(path: str | os.PathLike, vocab_size: int | None = None, check_ids: bool = True) -> np.ndarray:
-    """The validated memory map of one llm.c file, seed 000 or upstream's Llama 3 layout (by magic)."""
+    """The validated memory map of one llm.c file, the llm.c layout or upstream's Llama 3 layout (by magic)."""
     return llmc.open_tokens(path, check_ids=check_ids, vocab_size=vocab_size)
 
 
@@ -172,14 +180,20 @@ def find_llmc_folder(path: str | os.PathLike) -> Path:
         return path
     manifests = sorted((path / TOKENS_DIR).glob(f"*/*/{llmc.MANIFEST_NAME}"))
     if not manifests:
-        raise FormatError(path, "no llm.c token folder", expected=f"{llmc.MANIFEST_NAME} here or {TOKENS_DIR}/<tokenizer_id>/<dataset>/{llmc.MANIFEST_NAME}")
+        raise FormatError(
+            path,
+            "no llm.c token folder",
+            expected=f"{llmc.MANIFEST_NAME} here or {TOKENS_DIR}/<tokenizer_id>/<dataset>/{llmc.MANIFEST_NAME}",
+        )
     if len(manifests) > 1:
-        raise FormatError(path, "several llm.c token folders; pass one of them", got=[str(m.parent) for m in manifests])
+        raise FormatError(
+            path, "several llm.c token folders; pass one of them", got=[str(m.parent) for m in manifests]
+        )
     return manifests[0].parent
 
 
 def llmc_split_name(split: str) -> str:
-    """``train`` or ``val`` (seed 000's name), accepting ``validation`` for ``val``."""
+    """``train`` or ``val`` (the llm.c layout's name), accepting ``validation`` for ``val``."""
     name = LLMC_SPLIT.get(split, split)
     if name not in llmc.SPLITS:
         raise FormatError(None, "unknown split", expected="train, val or validation", got=split)
@@ -187,7 +201,7 @@ def llmc_split_name(split: str) -> str:
 
 
 def megatron_split_name(split: str) -> str:
-    """``train`` or ``validation`` (seed 004's name), accepting ``val`` for ``validation``."""
+    """``train`` or ``validation`` (the Megatron release layout's name), accepting ``val`` for ``validation``."""
     name = split_name(split)
     if name is None:
         raise FormatError(None, "unknown split", expected="train, validation or val", got=split)
@@ -199,7 +213,7 @@ class LlmcSplit(TokenStream):
 
     ``doc_sep_id`` (from the manifest) gives the document boundaries for
     ``aligned=True``, with ``separator`` saying where it stands: ``"before"``
-    each document (seed 000), ``"after"`` it (seed 002, ``--llmc-sep after``),
+    each document (the llm.c layout), ``"after"`` it (the TinyStories rules, ``--llmc-sep after``),
     or None to read that from each file as ``verify`` does (it ends with the
     separator and does not start with it: after); ``vocab_size`` checks every
     id (with ``check_ids``).
@@ -244,10 +258,18 @@ class LlmcSplit(TokenStream):
         entries = [f for f in manifest.files if f.split == name]
         if not entries:
             raise FormatError(folder / llmc.MANIFEST_NAME, f"no {name} files in the manifest")
-        stream = cls([folder / f.name for f in entries], manifest.doc_sep_id, manifest.vocab_size, check_ids, _recorded_separator(path, folder))
+        stream = cls(
+            [folder / f.name for f in entries],
+            manifest.doc_sep_id,
+            manifest.vocab_size,
+            check_ids,
+            _recorded_separator(path, folder),
+        )
         for entry, tokens, file_path in zip(entries, stream.parts, stream.paths):
             if tokens.size != entry.n_tokens:
-                raise FormatError(file_path, "n_tokens disagrees with the manifest", expected=entry.n_tokens, got=int(tokens.size))
+                raise FormatError(
+                    file_path, "n_tokens disagrees with the manifest", expected=entry.n_tokens, got=int(tokens.size)
+                )
         return stream
 
     def document_starts(self, part: int) -> np.ndarray:
@@ -263,21 +285,35 @@ class LlmcSplit(TokenStream):
             if separator == "after":
                 # Each document follows the previous one's separator; the first starts the file.
                 after = separators + 1
-                separators = np.concatenate(([0], after[after < tokens.size])).astype(np.int64) if tokens.size else separators
+                separators = (
+                    np.concatenate(([0], after[after < tokens.size])).astype(np.int64) if tokens.size else separators
+                )
             self._doc_starts[part] = separators
         return self._doc_starts[part]
 
     def __getstate__(self):
         # Reopen the memory maps in the receiving process instead of pickling their bytes.
-        return {"paths": self.paths, "doc_sep_id": self.doc_sep_id, "vocab_size": self.vocab_size, "separator": self.separator}
+        return {
+            "paths": self.paths,
+            "doc_sep_id": self.doc_sep_id,
+            "vocab_size": self.vocab_size,
+            "separator": self.separator,
+        }
 
     def __setstate__(self, state):
         # Ids were checked where the split was first opened.
-        self.__init__(state["paths"], state["doc_sep_id"], state["vocab_size"], check_ids=False, separator=state.get("separator", "before"))
+        self.__init__(
+            state["paths"],
+            state["doc_sep_id"],
+            state["vocab_size"],
+            check_ids=False,
+            separator=state.get("separator", "before"),
+        )
 
 
 def _recorded_separator(path: Path, folder: Path) -> str | None:
-    """``llmc.separator`` of the release holding the token ``folder`` (opened as ``path``), or None if it is in none."""
+    """``llmc.separator`` of the release holding the token ``folder`` (opened as ``path``), or None if it is in none.
+    """
     for root in (path, folder.parent.parent.parent):
         if (root / RUN_CONFIG_NAME).is_file() and folder.parent.parent == root / TOKENS_DIR:
             return RunConfig.read(root / RUN_CONFIG_NAME).llmc_separator

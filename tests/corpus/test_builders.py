@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from seed002 import DELIMITER
-from seed002 import stories as seed_stories
 from story_edges import EDGE_STORIES, EDGE_TEXT
+from tinystories_reference import DELIMITER
+from tinystories_reference import stories as reference_stories
 
 from hf_tokbin.corpus import tinystories_text
 from hf_tokbin.corpus.builders import CorpusShards, TinyStories, read_stories, sha256_split
@@ -32,9 +32,9 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
-def test_edge_cases_match_hand_written_stories_and_the_seed_reader(tmp_path):
+def test_edge_cases_match_hand_written_stories_and_the_reference_reader(tmp_path):
     path = write(tmp_path, "edge.txt", EDGE_TEXT)
-    assert list(seed_stories(path)) == EDGE_STORIES  # the hand-written list is the seed's reading
+    assert list(reference_stories(path)) == EDGE_STORIES  # the hand-written list is the TinyStories rules' reading
     assert list(read_stories(path)) == EDGE_STORIES
 
 
@@ -49,13 +49,13 @@ def test_crlf_file_gives_the_stories_of_the_lf_file(tmp_path):
     stories = list(read_stories(crlf, block_size=5))
     assert stories == EDGE_STORIES
     assert not any("\r" in story for story in stories)
-    # What the seed's code does with the same file: stray "\r" kept (the reason for the choice).
-    assert list(seed_stories(crlf))[0] == "and so the cat went home.\r"
+    # What the TinyStories rules' code does with the same file: stray "\r" kept (the reason for the choice).
+    assert list(reference_stories(crlf))[0] == "and so the cat went home.\r"
 
 
 def test_lone_cr_is_a_line_end_around_the_delimiter_and_text_elsewhere(tmp_path):
     path = write(tmp_path, "cr.txt", "one\r<|endoftext|>\rtwo\rstill two\n")
-    assert list(seed_stories(path)) == ["one\r", "two\rstill two"]
+    assert list(reference_stories(path)) == ["one\r", "two\rstill two"]
     assert list(read_stories(path, block_size=3)) == ["one\r", "two\rstill two"]
 
 
@@ -64,38 +64,54 @@ FRAGMENTS = st.sampled_from([DELIMITER, "\n", "\r\n", "\r", " ", "Tom", "é", "<
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(FRAGMENTS, max_size=40), st.integers(1, 40))
-def test_reader_is_the_seed_reader_after_crlf_becomes_lf(tmp_path_factory, fragments, block_size):
+def test_reader_is_the_reference_reader_after_crlf_becomes_lf(tmp_path_factory, fragments, block_size):
     text = "".join(fragments)
     tmp = tmp_path_factory.mktemp("prop")
-    expected = list(seed_stories(write(tmp, "lf.txt", text.replace("\r\n", "\n"))))
+    expected = list(reference_stories(write(tmp, "lf.txt", text.replace("\r\n", "\n"))))
     assert list(read_stories(write(tmp, "in.txt", text), block_size)) == expected
     if "\r" not in text:
-        assert list(seed_stories(tmp / "in.txt")) == expected
+        assert list(reference_stories(tmp / "in.txt")) == expected
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(FRAGMENTS, max_size=40), st.integers(1, 40), st.booleans())
 def test_the_corpus_tables_cut_bytes_into_the_readers_stories(tmp_path_factory, fragments, block_size, keep_empty):
-    # story_tables cuts the stories as UTF-8 bytes (issue 23): the same stories as the text reader, empty ones included.
+    # story_tables cuts the stories as UTF-8 bytes:
+    # the same stories as the text reader, empty ones included.
     path = write(tmp_path_factory.mktemp("bytes"), "in.txt", "".join(fragments))
-    tables = [table.column("text").to_pylist() for _, table in story_tables([path], "train", block_size, keep_empty=keep_empty)]
-    assert [s for texts in tables for s in texts] == [s for batch in read_story_batches(path, block_size, keep_empty=keep_empty) for s in batch]
+    tables = [
+        table.column("text").to_pylist()
+        for _, table in story_tables([path], "train", block_size, keep_empty=keep_empty)
+    ]
+    assert [s for texts in tables for s in texts] == [
+        s for batch in read_story_batches(path, block_size, keep_empty=keep_empty) for s in batch
+    ]
 
 
 # Every marker on a line of its own (the offsets fast path), with runs of blank lines around the delimiter
 # lines (stripped by moving offsets, _STRIP_PASSES runs at once, longer ones in Python) and empty stories.
-DELIMITED = st.lists(st.tuples(st.sampled_from(["", "Tom", "é x", "\n", "a\n\nb", " "]), st.integers(0, 7), st.integers(0, 7)), max_size=25)
+DELIMITED = st.lists(
+    st.tuples(st.sampled_from(["", "Tom", "é x", "\n", "a\n\nb", " "]), st.integers(0, 7), st.integers(0, 7)),
+    max_size=25,
+)
 
 
 @settings(max_examples=300, deadline=None)
 @given(DELIMITED, st.integers(1, 60), st.booleans())
-def test_blank_lines_at_delimiters_are_trimmed_into_the_readers_stories(tmp_path_factory, items, block_size, keep_empty):
+def test_blank_lines_at_delimiters_are_trimmed_into_the_readers_stories(
+    tmp_path_factory, items, block_size, keep_empty
+):
     text = "".join(story + "\n" * before + f"\n{DELIMITER}\n" + "\n" * after for story, before, after in items)
     path = write(tmp_path_factory.mktemp("trim"), "in.txt", text)
-    tables = [table.column("text").to_pylist() for _, table in story_tables([path], "train", block_size, keep_empty=keep_empty)]
-    assert [s for texts in tables for s in texts] == [s for batch in read_story_batches(path, block_size, keep_empty=keep_empty) for s in batch]
+    tables = [
+        table.column("text").to_pylist()
+        for _, table in story_tables([path], "train", block_size, keep_empty=keep_empty)
+    ]
+    assert [s for texts in tables for s in texts] == [
+        s for batch in read_story_batches(path, block_size, keep_empty=keep_empty) for s in batch
+    ]
     if not keep_empty:
-        assert [s for texts in tables for s in texts] == list(seed_stories(path))
+        assert [s for texts in tables for s in texts] == list(reference_stories(path))
 
 
 @settings(max_examples=200, deadline=None)
@@ -108,14 +124,22 @@ def test_arrows_take_and_joined_memoryviews_gather_the_same_stories(tmp_path_fac
 
     def stories(take_from: int) -> list[str]:
         with mock.patch.object(tinystories_text, "_TAKE_FROM_BYTES", take_from):
-            return [s for _, table in story_tables([path], "train", block_size, keep_empty=keep_empty) for s in table.column("text").to_pylist()]
+            return [
+                s
+                for _, table in story_tables([path], "train", block_size, keep_empty=keep_empty)
+                for s in table.column("text").to_pylist()
+            ]
 
-    assert stories(0) == stories(1 << 62) == [s for batch in read_story_batches(path, block_size, keep_empty=keep_empty) for s in batch]
+    assert (
+        stories(0)
+        == stories(1 << 62)
+        == [s for batch in read_story_batches(path, block_size, keep_empty=keep_empty) for s in batch]
+    )
 
 
 def test_real_text_shakespeare_scenes(tmp_path):
     fixture = DATA / "shakespeare_scenes.txt"
-    expected = list(seed_stories(fixture))
+    expected = list(reference_stories(fixture))
     assert len(expected) == 46 and expected[1].startswith("SCENE I.")
     assert list(read_stories(fixture, block_size=4096)) == expected
     crlf = write(tmp_path, "crlf.txt", fixture.read_text(encoding="utf-8").replace("\n", "\r\n"))
@@ -144,10 +168,38 @@ def test_invalid_utf8_names_file_and_absolute_byte_offset(tmp_path, read):
 def test_arrows_utf8_check_accepts_exactly_what_python_decodes():
     # story_tables checks a block that is not ASCII with Arrow's UTF-8 validation, and decodes it only to name the bad
     # byte: both must accept the same bytes. Every sequence of 1-3 bytes, and of 4 from a lead byte, over the bytes at
-    # the edges of UTF-8's byte classes (overlong, surrogate and past-U+10FFFF forms among them), alone and after ASCII.
-    edges = [0x00, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF]
+    # the edges of UTF-8's byte classes (overlong, surrogate and
+    # past-U+10FFFF forms among them), alone and after ASCII.
+    edges = [
+        0x00,
+        0x7F,
+        0x80,
+        0x8F,
+        0x90,
+        0x9F,
+        0xA0,
+        0xBF,
+        0xC0,
+        0xC1,
+        0xC2,
+        0xDF,
+        0xE0,
+        0xE1,
+        0xEC,
+        0xED,
+        0xEE,
+        0xEF,
+        0xF0,
+        0xF1,
+        0xF3,
+        0xF4,
+        0xF5,
+        0xFF,
+    ]
     sequences = [bytes(s) for n in (1, 2, 3) for s in itertools.product(edges, repeat=n)]
-    sequences += [bytes((lead, *s)) for lead in (0xE0, 0xED, 0xF0, 0xF1, 0xF4, 0xF5) for s in itertools.product(edges, repeat=3)]
+    sequences += [
+        bytes((lead, *s)) for lead in (0xE0, 0xED, 0xF0, 0xF1, 0xF4, 0xF5) for s in itertools.product(edges, repeat=3)
+    ]
 
     def decodes(data: bytes) -> bool:
         try:
@@ -176,7 +228,9 @@ def test_empty_and_delimiter_only_files_give_no_batches(tmp_path):
 def test_tinystories_builder_through_datasets_public_api(tmp_path):
     train = write(tmp_path, "train.txt", EDGE_TEXT)
     valid = write(tmp_path, "valid.txt", "Valid one.\n<|endoftext|>\nValid two.\n")
-    builder = TinyStories(cache_dir=str(tmp_path / "cache"), data_files={"train": str(train), "validation": str(valid)}, block_size=7)
+    builder = TinyStories(
+        cache_dir=str(tmp_path / "cache"), data_files={"train": str(train), "validation": str(valid)}, block_size=7
+    )
     streamed = builder.as_streaming_dataset()
     assert [row["text"] for row in streamed["train"]] == EDGE_STORIES
     assert [row["text"] for row in streamed["validation"]] == ["Valid one.", "Valid two."]
@@ -205,13 +259,18 @@ def write_jsonl(path: Path, rows) -> Path:
 
 
 def reference_split(text: str) -> str:
-    """Seed 004's rule, written out independently of the code under test."""
+    """The Megatron release layout's split rule, written out independently of the code under test."""
     value = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], byteorder="big")
     return "validation" if value % 1000 == 0 else "train"
 
 
 def test_split_column_from_jsonl_and_parquet_in_file_order(tmp_path):
-    rows = [{"text": "a", "split": "train"}, {"text": "b", "split": "val"}, {"text": "c", "split": "validation"}, {"text": "d", "split": "train"}]
+    rows = [
+        {"text": "a", "split": "train"},
+        {"text": "b", "split": "val"},
+        {"text": "c", "split": "validation"},
+        {"text": "d", "split": "train"},
+    ]
     jsonl = write_jsonl(tmp_path / "a.jsonl", rows)
     parquet = tmp_path / "b.parquet"
     pq.write_table(pa.Table.from_pylist(rows), parquet)
@@ -225,15 +284,24 @@ def test_all_train_makes_every_row_train_whatever_its_split_column(tmp_path):
 
 
 def test_a_split_column_is_used_by_default_and_no_column_means_train(tmp_path):
-    with_column = write_jsonl(tmp_path / "a.jsonl", [{"text": "x", "split": "validation"}, {"text": "y", "split": "train"}])
+    with_column = write_jsonl(
+        tmp_path / "a.jsonl", [{"text": "x", "split": "validation"}, {"text": "y", "split": "train"}]
+    )
     assert rows_of(tmp_path, [with_column]) == [("x", "validation"), ("y", "train")]
     without = write_jsonl(tmp_path / "b.jsonl", [{"text": "x"}, {"text": "y"}])
     assert rows_of(tmp_path, [without]) == [("x", "train"), ("y", "train")]
 
 
 def test_split_map_maps_other_names_and_unmapped_names_are_refused(tmp_path):
-    jsonl = write_jsonl(tmp_path / "a.jsonl", [{"text": "x", "split": "test"}, {"text": "y", "split": "dev"}, {"text": "z", "split": "train"}])
-    assert rows_of(tmp_path, [jsonl], split_map={"test": "validation", "dev": "train"}) == [("x", "validation"), ("y", "train"), ("z", "train")]
+    jsonl = write_jsonl(
+        tmp_path / "a.jsonl",
+        [{"text": "x", "split": "test"}, {"text": "y", "split": "dev"}, {"text": "z", "split": "train"}],
+    )
+    assert rows_of(tmp_path, [jsonl], split_map={"test": "validation", "dev": "train"}) == [
+        ("x", "validation"),
+        ("y", "train"),
+        ("z", "train"),
+    ]
     with pytest.raises(CorpusInputError, match=r"a\.jsonl: line 2: unknown split .*got 'dev'"):
         rows_of(tmp_path, [jsonl], split_map={"test": "validation"})
 
@@ -242,7 +310,10 @@ def test_val_per_mille_sets_the_sha256_rate(tmp_path):
     texts = [f"doc {i}" for i in range(2000)]
     jsonl = write_jsonl(tmp_path / "a.jsonl", [{"text": t} for t in texts])
     rows = rows_of(tmp_path, [jsonl], split="sha256", val_per_mille=100)
-    expected = ["validation" if int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "big") % 1000 < 100 else "train" for t in texts]
+    expected = [
+        "validation" if int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "big") % 1000 < 100 else "train"
+        for t in texts
+    ]
     assert [s for _, s in rows] == expected
     assert 100 < expected.count("validation") < 300
 
@@ -289,7 +360,10 @@ def test_bad_parquet_text_names_file_and_row(tmp_path):
         rows_of(tmp_path, [missing])
     numbers = tmp_path / "numbers.parquet"
     pq.write_table(pa.table({"text": [1, 2]}), numbers)
-    with pytest.raises(CorpusInputError, match=r"numbers\.parquet: row 0: text column 'text' must hold strings: expected string, got int64"):
+    with pytest.raises(
+        CorpusInputError,
+        match=r"numbers\.parquet: row 0: text column 'text' must hold strings: expected string, got int64",
+    ):
         rows_of(tmp_path, [numbers])
     nulls = tmp_path / "nulls.parquet"
     pq.write_table(pa.table({"text": ["a", "b", None]}), nulls)
@@ -314,7 +388,12 @@ def test_bad_jsonl_lines(tmp_path):
 
 def test_corpus_shards_config_rejects_column_and_rule_together(tmp_path):
     with pytest.raises(CorpusInputError, match="not both"):
-        CorpusShards(cache_dir=str(tmp_path), data_files={"input": str(write_jsonl(tmp_path / "a.jsonl", []))}, split_column="split", split_rule="sha256")
+        CorpusShards(
+            cache_dir=str(tmp_path),
+            data_files={"input": str(write_jsonl(tmp_path / "a.jsonl", []))},
+            split_column="split",
+            split_rule="sha256",
+        )
 
 
 def corrupt(path: Path, start: int, stop: int) -> Path:
@@ -359,10 +438,15 @@ def test_invalid_utf8_in_a_parquet_string_column_names_file_and_row(tmp_path):
     texts = pa.array(raw, pa.binary()).view(pa.string())
     path = tmp_path / "latin.parquet"
     pq.write_table(pa.table({"text": texts}), path)
-    with pytest.raises(CorpusInputError, match=r"latin\.parquet: row 3: text column 'text' is not valid UTF-8") as error:
+    with pytest.raises(
+        CorpusInputError, match=r"latin\.parquet: row 3: text column 'text' is not valid UTF-8"
+    ) as error:
         rows_of(tmp_path, [path], batch_rows=2)  # the bad row is in the second batch
     assert "\\xc3(" in error.value.got
     splits = tmp_path / "splits.parquet"
-    pq.write_table(pa.table({"text": ["a", "b"], "split": pa.array([b"train", b"va\xffl"], pa.binary()).view(pa.string())}), splits)
+    pq.write_table(
+        pa.table({"text": ["a", "b"], "split": pa.array([b"train", b"va\xffl"], pa.binary()).view(pa.string())}),
+        splits,
+    )
     with pytest.raises(CorpusInputError, match=r"splits\.parquet: row 1: split column 'split' is not valid UTF-8"):
         rows_of(tmp_path, [splits], split_column="split")

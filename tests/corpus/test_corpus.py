@@ -16,8 +16,8 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from seed002 import stories as seed_stories
 from story_edges import EDGE_STORIES, EDGE_TEXT
+from tinystories_reference import stories as reference_stories
 
 from hf_tokbin.cli import main
 from hf_tokbin.corpus import write as write_module
@@ -54,15 +54,17 @@ def test_tinystories_corpus_loads_back_every_story_in_order(tmp_path):
     valid = DATA / "shakespeare_scenes.txt"
     manifest = write_tinystories_corpus(train, valid, tmp_path / "corpus", shard_rows=10)
     corpus = load(tmp_path / "corpus", tmp_path)
-    assert corpus["train"]["text"][:] == EDGE_STORIES == list(seed_stories(train))
-    assert corpus["validation"]["text"][:] == list(seed_stories(valid))
+    assert corpus["train"]["text"][:] == EDGE_STORIES == list(reference_stories(train))
+    assert corpus["validation"]["text"][:] == list(reference_stories(valid))
     assert set(corpus["train"]["split"]) == {"train"} and set(corpus["validation"]["split"]) == {"validation"}
     assert manifest == CorpusManifest.read(tmp_path / "corpus")
     assert manifest.split_rule == "files" and manifest.name == "tinystories"
     assert [s.path for s in manifest.sources] == ["train.txt", "shakespeare_scenes.txt"]
     assert manifest.sources[0].sha256 == hashlib.sha256(train.read_bytes()).hexdigest()
     # Train shards first, then validation: the order of the build's input shards.
-    assert [s.path for s in manifest.shards] == ["data/train-00000.parquet"] + [f"data/validation-{i:05d}.parquet" for i in range(5)]
+    assert [s.path for s in manifest.shards] == ["data/train-00000.parquet"] + [
+        f"data/validation-{i:05d}.parquet" for i in range(5)
+    ]
     assert [s.rows for s in manifest.shards] == [4, 10, 10, 10, 10, 6]
     for shard in manifest.shards:
         data = (tmp_path / "corpus" / shard.path).read_bytes()
@@ -121,7 +123,8 @@ def test_row_groups_are_counted_from_each_shard_start(tmp_path):
 
 
 def test_a_write_failing_on_a_shards_thread_stops_the_run_and_leaves_nothing(tmp_path, monkeypatch):
-    # Each shard is compressed and written on a thread of its own: its error must end the run, as on the caller's thread.
+    # Each shard is compressed and written on a thread of its
+    # own: its error must end the run, as on the caller's thread.
     train = write(tmp_path / "train.txt", "".join(f"story {i}\n<|endoftext|>\n" for i in range(300_000)))
     written, write_group = [], write_module._ShardOnThread._write_group
     lock = threading.Lock()
@@ -138,7 +141,8 @@ def test_a_write_failing_on_a_shards_thread_stops_the_run_and_leaves_nothing(tmp
     with pytest.raises(OSError, match="No space left on device"):
         write_tinystories_corpus(train, None, tmp_path / "corpus", shard_rows=20_000)
     assert written.count("data/train-00001.parquet") == 2
-    # Stopped at a hand-over after the failure, not after the whole input (30 row groups): how soon depends on the threads' order.
+    # Stopped at a hand-over after the failure, not after the whole
+    # input (30 row groups): how soon depends on the threads' order.
     assert len(written) < 30
     assert not (tmp_path / "corpus").exists() and leftovers(tmp_path) == []
     assert not [t for t in threading.enumerate() if t.name.startswith("hf_tokbin-parquet")]  # no writer left behind
@@ -152,7 +156,8 @@ def test_the_row_groups_waiting_for_the_writers_are_bounded(tmp_path, monkeypatc
 
     def counted_submit(self, work, size=0):
         def counted_work():
-            filled.wait(60)  # writers hold until the reader has queued half the budget: then slower than it, every time
+            # writers hold until the reader has queued half the budget: then slower than it, every time
+            filled.wait(60)
             try:
                 return work()
             finally:
@@ -219,7 +224,8 @@ def test_the_queued_bytes_budget_is_a_shard_per_core_within_fixed_bounds():
     assert budget(limit, cores=1) == write_module.QUEUED_BYTES_MIN  # no second core to compress a second shard
     assert budget(limit, cores=3) == 200 << 20
     assert budget(limit, cores=64) == write_module.QUEUED_BYTES_MAX  # flat: never more, whatever the machine
-    assert budget(write_module.ShardLimit.of(shard_bytes=1 << 40), cores=2) == write_module.QUEUED_BYTES_MAX  # or the shard size
+    # or the shard size
+    assert budget(write_module.ShardLimit.of(shard_bytes=1 << 40), cores=2) == write_module.QUEUED_BYTES_MAX
     assert budget(write_module.ShardLimit.of(shard_rows=10), cores=2) == write_module.DEFAULT_SHARD_BYTES
 
 
@@ -242,7 +248,8 @@ def _finished():
 
 
 def test_each_input_is_read_once_and_its_digest_is_of_the_bytes_read(tmp_path, monkeypatch):
-    # The manifest's SHA-256 of an input is of the very bytes the stories were cut from: no second read that could see other bytes.
+    # The manifest's SHA-256 of an input is of the very bytes the
+    # stories were cut from: no second read that could see other bytes.
     train = write(tmp_path / "train.txt", "".join(f"story {i}\n<|endoftext|>\n" for i in range(5000)))
     valid = write(tmp_path / "valid.txt", "One.\n<|endoftext|>\nTwo.\n")
     opened, real_open = [], builtins.open
@@ -340,7 +347,10 @@ def write_inputs(tmp_path: Path, rows: list[dict]) -> Path:
 
 
 def test_import_with_split_column_loads_back_by_split(tmp_path):
-    rows = [{"text": f"doc {i} " + "é" * (i % 3), "split": ["train", "val", "validation", "train"][i % 4]} for i in range(40)]
+    rows = [
+        {"text": f"doc {i} " + "é" * (i % 3), "split": ["train", "val", "validation", "train"][i % 4]}
+        for i in range(40)
+    ]
     manifest = import_corpus([write_inputs(tmp_path, rows)], tmp_path / "corpus", split_column="split", shard_rows=7)
     corpus = load(tmp_path / "corpus", tmp_path)
     assert corpus["train"]["text"][:] == [r["text"] for r in rows if r["split"] == "train"]
@@ -361,7 +371,9 @@ def test_import_with_sha256_rule_loads_back_by_split(tmp_path):
     texts = [f"A story about Lily, number {i}." for i in range(2500)]
     assert any(reference_split(t) == "validation" for t in texts)
     texts.append(next(t for t in texts if reference_split(t) == "validation"))  # a repeat: kept, same split
-    manifest = import_corpus([write_inputs(tmp_path, [{"text": t} for t in texts])], tmp_path / "corpus", split_rule="sha256", name="lily")
+    manifest = import_corpus(
+        [write_inputs(tmp_path, [{"text": t} for t in texts])], tmp_path / "corpus", split_rule="sha256", name="lily"
+    )
     corpus = load(tmp_path / "corpus", tmp_path)
     assert corpus["train"]["text"][:] == [t for t in texts if reference_split(t) == "train"]
     assert corpus["validation"]["text"][:] == [t for t in texts if reference_split(t) == "validation"]
@@ -405,12 +417,48 @@ def test_import_errors_leave_nothing(tmp_path):
 
 def test_cli_tinystories_and_import(tmp_path, capsys):
     out = tmp_path / "corpus"
-    assert main(["corpus", "tinystories", str(SAMPLE / "train.txt"), str(SAMPLE / "valid.txt"), "--out", str(out), "--shard-rows", "100"]) == 0
+    assert (
+        main(
+            [
+                "corpus",
+                "tinystories",
+                str(SAMPLE / "train.txt"),
+                str(SAMPLE / "valid.txt"),
+                "--out",
+                str(out),
+                "--shard-rows",
+                "100",
+            ]
+        )
+        == 0
+    )
     summary = capsys.readouterr().err
     manifest = CorpusManifest.read(out)
-    assert f"train: {manifest.rows('train'):,} stories in {len([s for s in manifest.shards if s.split == 'train'])} shards" in summary
-    assert re.search(r"^read .* \([\d.]+[kMG]?B/s\) -> ", summary, re.M)  # the rate in the units that fit (tests/cli/test_corpus_summary.py)
-    assert main(["corpus", "import", str(out), "--out", str(tmp_path / "again"), "--split-column", "split", "--shard-rows", "100", "--name", "tinystories"]) == 0
+    assert (
+        f"train: {manifest.rows('train'):,} stories in "
+        f"{len([s for s in manifest.shards if s.split == 'train'])} shards"
+        in summary
+    )
+    # the rate in the units that fit (tests/cli/test_corpus_summary.py)
+    assert re.search(r"^read .* \([\d.]+[kMG]?B/s\) -> ", summary, re.M)
+    assert (
+        main(
+            [
+                "corpus",
+                "import",
+                str(out),
+                "--out",
+                str(tmp_path / "again"),
+                "--split-column",
+                "split",
+                "--shard-rows",
+                "100",
+                "--name",
+                "tinystories",
+            ]
+        )
+        == 0
+    )
     assert CorpusManifest.read(tmp_path / "again").shards == manifest.shards
 
 
@@ -425,7 +473,19 @@ def test_cli_error_is_one_line_exit_1(tmp_path, capsys):
 
 def test_cli_rejects_column_and_rule_together(tmp_path):
     with pytest.raises(SystemExit) as exit_info:
-        main(["corpus", "import", "x.jsonl", "--out", str(tmp_path / "c"), "--split-column", "split", "--split-rule", "sha256"])
+        main(
+            [
+                "corpus",
+                "import",
+                "x.jsonl",
+                "--out",
+                str(tmp_path / "c"),
+                "--split-column",
+                "split",
+                "--split-rule",
+                "sha256",
+            ]
+        )
     assert exit_info.value.code == 2
 
 
@@ -433,7 +493,9 @@ def test_cli_rejects_column_and_rule_together(tmp_path):
 
 
 def test_sample_files_are_the_generators_output(tmp_path):
-    spec = importlib.util.spec_from_file_location("make_tinystories_like", ROOT / "scripts" / "make_tinystories_like.py")
+    spec = importlib.util.spec_from_file_location(
+        "make_tinystories_like", ROOT / "scripts" / "make_tinystories_like.py"
+    )
     generator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generator)
     generator.write_file(tmp_path / "train.txt", 0.2, seed=0)
@@ -443,7 +505,8 @@ def test_sample_files_are_the_generators_output(tmp_path):
     size = sum((SAMPLE / name).stat().st_size for name in ("train.txt", "valid.txt"))
     assert 150_000 <= size <= 300_000
     valid = (SAMPLE / "valid.txt").read_text(encoding="utf-8")
-    assert not valid.startswith(("Once", "One day")) and "\n<|endoftext|>\n\n" in valid  # truncated first story, blank lines
+    # truncated first story, blank lines
+    assert not valid.startswith(("Once", "One day")) and "\n<|endoftext|>\n\n" in valid
 
 
 # --- the same input twice ------------------------------------------------------------------------
@@ -474,7 +537,10 @@ def test_import_refuses_two_files_with_the_same_source_name_and_takes_their_fold
     for name in ("a", "b"):
         (tmp_path / "in" / name).mkdir(parents=True)
         (tmp_path / "in" / name / "x.jsonl").write_text(json.dumps({"text": f"from {name}"}) + "\n", encoding="utf-8")
-    with pytest.raises(CorpusInputError, match=r"b/x\.jsonl: two input files would have the same source name.*'x\.jsonl'.*common parent folder"):
+    with pytest.raises(
+        CorpusInputError,
+        match=r"b/x\.jsonl: two input files would have the same source name.*'x\.jsonl'.*common parent folder",
+    ):
         import_corpus([tmp_path / "in" / "a" / "x.jsonl", tmp_path / "in" / "b" / "x.jsonl"], tmp_path / "corpus")
     manifest = import_corpus([tmp_path / "in"], tmp_path / "corpus")
     assert [s.path for s in manifest.sources] == ["in/a/x.jsonl", "in/b/x.jsonl"]

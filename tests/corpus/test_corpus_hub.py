@@ -26,11 +26,21 @@ pytestmark = pytest.mark.slow  # builds from the Hub test server in child proces
 TOKEN = "hf_corpus_hub_test_token_0123456789"
 REPO = "tester/plain-parquet"
 _CLI = "import sys; from hf_tokbin.cli import main; sys.exit(main(sys.argv[1:]))"
-_UPLOAD = "import sys; from huggingface_hub import HfApi; api = HfApi(); api.create_repo(sys.argv[1], repo_type='dataset', exist_ok=True); print(api.upload_folder(repo_id=sys.argv[1], folder_path=sys.argv[2], repo_type='dataset').oid)"
+_UPLOAD = (
+    "import sys; from huggingface_hub import HfApi; api = HfApi(); api.create_repo(sys.argv[1], repo_type='dataset', "
+    "exist_ok=True); print(api.upload_folder(repo_id=sys.argv[1], folder_path=sys.argv[2], repo_type='dataset').oid)"
+)
 
 
 def run(env: dict, *args, code: str = _CLI) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env, capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def files_under(root: Path) -> dict[str, bytes]:
@@ -46,22 +56,37 @@ def hub():
 @pytest.fixture(scope="module")
 def env(hub, tmp_path_factory) -> dict:
     home = tmp_path_factory.mktemp("hf-home")
-    return {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_BACKOFF": "0.05", "PYTHONPATH": os.pathsep.join(sys.path)}
+    return {
+        **os.environ,
+        **client_env(hub, home, TOKEN),
+        "HF_TOKBIN_HUB_BACKOFF": "0.05",
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
 
 
 def documents(split: str, shard: int) -> list[str]:
-    return [f"{split} shard {shard} document {i}: the cat sat on the mat, caf\u00e9 {'and so on ' * (i % 5)}" for i in range(40 + shard)]
+    return [
+        f"{split} shard {shard} document {i}: the cat sat on the mat, caf\u00e9 {'and so on ' * (i % 5)}"
+        for i in range(40 + shard)
+    ]
 
 
 @pytest.fixture(scope="module")
 def plain_repo(hub, env, tmp_path_factory) -> dict[str, list[list[str]]]:
-    """Four train shards and one validation shard, named as datasets' default patterns expect, extra columns included."""
+    """Four train shards and one validation shard, named as datasets' default patterns expect, extra columns included.
+    """
     folder = tmp_path_factory.mktemp("plain")
     (folder / "data").mkdir()
     texts = {"train": [documents("train", k) for k in range(4)], "validation": [documents("validation", 0)]}
     for split, shards in texts.items():
         for k, docs in enumerate(shards):
-            table = pa.table({"id": list(range(len(docs))), "text": docs, "url": [f"https://example.com/{i}" for i in range(len(docs))]})
+            table = pa.table(
+                {
+                    "id": list(range(len(docs))),
+                    "text": docs,
+                    "url": [f"https://example.com/{i}" for i in range(len(docs))],
+                }
+            )
             pq.write_table(table, folder / "data" / f"{split}-{k:05d}-of-{len(shards):05d}.parquet", row_group_size=16)
     uploaded = run(env, REPO, folder, code=_UPLOAD)
     assert uploaded.returncode == 0, uploaded.stderr[-3000:]
@@ -72,7 +97,9 @@ def plain_repo(hub, env, tmp_path_factory) -> dict[str, list[list[str]]]:
 def tokenizer_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("tok") / "bpe"
     corpus = tmp_path_factory.mktemp("tokcorpus")
-    (corpus / "a.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in documents("train", 0) * 3), encoding="utf-8")
+    (corpus / "a.jsonl").write_text(
+        "".join(json.dumps({"text": t}) + "\n" for t in documents("train", 0) * 3), encoding="utf-8"
+    )
     assert main(["corpus", "import", str(corpus / "a.jsonl"), "--out", str(corpus / "c")]) == 0
     assert main(["tokenizer", "train", "--corpus", str(corpus / "c"), "--vocab-size", "300", "--out", str(out)]) == 0
     return out
@@ -82,14 +109,35 @@ def whole_downloads(hub, pattern: str) -> int:
     """Complete downloads (status 200, not 206 ranges) of the files matching ``pattern`` at a commit."""
     import re
 
-    return sum(1 for _, method, path, status in hub.requests if method == "GET" and status == 200 and re.search(r"/resolve/[0-9a-f]{40}" + pattern, path))
+    return sum(
+        1
+        for _, method, path, status in hub.requests
+        if method == "GET" and status == 200 and re.search(r"/resolve/[0-9a-f]{40}" + pattern, path)
+    )
 
 
 def build(env, tokenizer_dir, out, *extra) -> subprocess.CompletedProcess:
-    return run(env, "build", "--corpus", REPO, "--tokenizer", tokenizer_dir, "--tokenizer-id", "tiny", "--format", "megatron", "--out", out, "--quiet", *extra)
+    return run(
+        env,
+        "build",
+        "--corpus",
+        REPO,
+        "--tokenizer",
+        tokenizer_dir,
+        "--tokenizer-id",
+        "tiny",
+        "--format",
+        "megatron",
+        "--out",
+        out,
+        "--quiet",
+        *extra,
+    )
 
 
-def test_a_plain_parquet_repo_builds_every_document_as_tokenizer_ids_plus_eod_in_file_order(hub, env, plain_repo, tokenizer_dir, tmp_path):
+def test_a_plain_parquet_repo_builds_every_document_as_tokenizer_ids_plus_eod_in_file_order(
+    hub, env, plain_repo, tokenizer_dir, tmp_path
+):
     out = tmp_path / "release"
     built = build(env, tokenizer_dir, out)
     assert built.returncode == 0, built.stderr[-3000:]
@@ -98,7 +146,9 @@ def test_a_plain_parquet_repo_builds_every_document_as_tokenizer_ids_plus_eod_in
     config = json.loads((out / "run_config.json").read_text())
     commit = hub.repo(REPO).branches["main"]
     assert (config["corpus"]["source"], config["corpus"]["revision"]) == (REPO, commit)
-    shard_files = [f"data/train-{k:05d}-of-00004.parquet" for k in range(4)] + ["data/validation-00000-of-00001.parquet"]
+    shard_files = [f"data/train-{k:05d}-of-00004.parquet" for k in range(4)] + [
+        "data/validation-00000-of-00001.parquet"
+    ]
     assert [s["path"] for s in config["corpus"]["shards"]] == shard_files
     head = hub.head_files(REPO)
     part = 0
@@ -131,11 +181,15 @@ def test_a_plain_parquet_repo_is_counted_by_the_source_column_named(hub, env, pl
                 counts[0] += 1
                 counts[1] += len(tokenizer.encode(text, add_special_tokens=False).ids)
     sources = json.loads((out / "stats.json").read_text())["sources"]
-    assert {name: {s: [c["documents"], c["text_tokens"]] for s, c in v.items()} for name, v in sources.items()} == expected
+    assert {
+        name: {s: [c["documents"], c["text_tokens"]] for s, c in v.items()} for name, v in sources.items()
+    } == expected
     assert main(["verify", str(out)]) == 0
 
 
-def test_a_build_stopped_mid_way_resumes_to_the_same_bytes_fetching_only_unfinished_shards(hub, env, plain_repo, tokenizer_dir, tmp_path):
+def test_a_build_stopped_mid_way_resumes_to_the_same_bytes_fetching_only_unfinished_shards(
+    hub, env, plain_repo, tokenizer_dir, tmp_path
+):
     whole = tmp_path / "whole"
     assert build(env, tokenizer_dir, whole).returncode == 0
     # Part 2's file is served corrupted: parts 0 and 1 finish, part 2 is refused by its SHA-256 check.
@@ -166,12 +220,19 @@ def test_a_split_the_repo_does_not_have_is_one_line(env, plain_repo, tokenizer_d
     result = build(env, tokenizer_dir, tmp_path / "r", "--corpus-split", "test")
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "--corpus-split names a split the dataset does not have" in lines[0], result.stderr[-2000:]
+    assert len(lines) == 1 and "--corpus-split names a split the dataset does not have" in lines[0], result.stderr[
+        -2000:
+    ]
 
 
 def corpus_texts(folder: Path, split: str) -> list[str]:
     manifest = json.loads((folder / "_MANIFEST.json").read_text())
-    return [t for s in manifest["shards"] if s["split"] == split for t in pq.read_table(folder / s["path"]).column("text").to_pylist()]
+    return [
+        t
+        for s in manifest["shards"]
+        if s["split"] == split
+        for t in pq.read_table(folder / s["path"]).column("text").to_pylist()
+    ]
 
 
 def test_corpus_import_of_a_hub_repo_id_and_of_hf_paths(hub, env, plain_repo, tmp_path):
@@ -190,7 +251,9 @@ def test_corpus_import_of_a_hub_repo_id_and_of_hf_paths(hub, env, plain_repo, tm
     assert missing.returncode == 1 and len(missing.stderr.strip().splitlines()) == 1, missing.stderr[-2000:]
 
 
-def test_build_limit_takes_the_first_documents_in_corpus_order_and_reads_no_further(hub, env, plain_repo, tokenizer_dir, tmp_path):
+def test_build_limit_takes_the_first_documents_in_corpus_order_and_reads_no_further(
+    hub, env, plain_repo, tokenizer_dir, tmp_path
+):
     before = whole_downloads(hub, r"/data/(train-00003|validation)")
     out = tmp_path / "first50"
     built = build(env, tokenizer_dir, out, "--limit", "50")
@@ -207,15 +270,22 @@ def test_build_limit_takes_the_first_documents_in_corpus_order_and_reads_no_furt
     # The release says what it was cut from and what each split got: validation got nothing, and the output says so.
     subset = config["corpus"]["subset"]
     assert (subset["limit"], subset["documents"], subset["checked"]) == (50, {"train": 50, "validation": 0}, True)
-    assert subset["available"] == {"train": sum(map(len, plain_repo["train"])), "validation": len(plain_repo["validation"][0])}
+    assert subset["available"] == {
+        "train": sum(map(len, plain_repo["train"])),
+        "validation": len(plain_repo["validation"][0]),
+    }
     assert subset["cut_from_manifest_sha256"] != config["corpus"]["manifest_sha256"]
     assert "validation 0 of 40 documents (none: the limit was reached before this split)" in built.stdout
     dry = build(env, tokenizer_dir, tmp_path / "dry", "--dry-run")
-    assert dry.returncode == 0 and "nothing was written" in dry.stdout and not (tmp_path / "dry").exists(), dry.stderr[-2000:]
+    assert dry.returncode == 0 and "nothing was written" in dry.stdout and not (tmp_path / "dry").exists(), dry.stderr[
+        -2000:
+    ]
     assert "train: 4 shards" in dry.stdout
 
 
-def test_build_limit_checks_the_bytes_it_reads_against_the_listed_digest(hub, env, plain_repo, tokenizer_dir, tmp_path):
+def test_build_limit_checks_the_bytes_it_reads_against_the_listed_digest(
+    hub, env, plain_repo, tokenizer_dir, tmp_path
+):
     """A substituted blob under the listed SHA-256: without --limit the build refuses it; with --limit too (it used to
     take the documents from unchecked range reads and record the listed digest)."""
     bad = "data/train-00000-of-00004.parquet"
@@ -237,17 +307,27 @@ def test_corpus_import_of_hub_files_reads_only_bytes_checked_against_the_listing
 
     folder = tmp_path / "jsonl"
     folder.mkdir()
-    (folder / "a.jsonl").write_text("".join(json.dumps({"text": f"line {i}"}) + "\n" for i in range(5)), encoding="utf-8")
+    (folder / "a.jsonl").write_text(
+        "".join(json.dumps({"text": f"line {i}"}) + "\n" for i in range(5)), encoding="utf-8"
+    )
     repo = "tester/jsonl-inputs"
     assert run(env, repo, folder, code=_UPLOAD).returncode == 0
     imported = run(env, "corpus", "import", f"hf://datasets/{repo}/a.jsonl", "--out", tmp_path / "c")
     assert imported.returncode == 0, imported.stderr[-3000:]
     manifest = json.loads((tmp_path / "c" / "_MANIFEST.json").read_text())
-    assert manifest["sources"] == [{"path": "a.jsonl", "size": (folder / "a.jsonl").stat().st_size, "sha256": hashlib.sha256((folder / "a.jsonl").read_bytes()).hexdigest()}]
+    assert manifest["sources"] == [
+        {
+            "path": "a.jsonl",
+            "size": (folder / "a.jsonl").stat().st_size,
+            "sha256": hashlib.sha256((folder / "a.jsonl").read_bytes()).hexdigest(),
+        }
+    ]
     for name, path in ((repo, "a.jsonl"), (REPO, "data/train-00000-of-00004.parquet")):
         hub.flip_stored_byte(name, path)
         try:
-            result = run(env, "corpus", "import", f"hf://datasets/{name}/{path}", "--out", tmp_path / f"bad-{path.count('/')}")
+            result = run(
+                env, "corpus", "import", f"hf://datasets/{name}/{path}", "--out", tmp_path / f"bad-{path.count('/')}"
+            )
         finally:
             hub.flip_stored_byte(name, path)
         lines = result.stderr.strip().splitlines()
@@ -272,10 +352,18 @@ for url in sys.argv[1:]:
         theirs = fs.glob(pinned, detail=True)
     elif fs.isdir(pinned):
         inside = pinned.removeprefix("hf://").rstrip("/")
-        theirs = {p: i for p, i in fs.find(pinned, detail=True).items() if not any(x.startswith((".", "_")) for x in p[len(inside):].split("/"))}
+        theirs = {
+            p: i
+            for p, i in fs.find(pinned, detail=True).items()
+            if not any(x.startswith((".", "_")) for x in p[len(inside):].split("/"))
+        }
     else:
         theirs = {pinned.removeprefix("hf://"): fs.info(pinned)}
-    theirs = [(p.split("/", 3)[-1], p.split("/", 3)[-1], i["size"]) for p, i in sorted(theirs.items()) if i["type"] == "file" and reader_of(p)[0]]
+    theirs = [
+        (p.split("/", 3)[-1], p.split("/", 3)[-1], i["size"])
+        for p, i in sorted(theirs.items())
+        if i["type"] == "file" and reader_of(p)[0]
+    ]
     print(json.dumps([url, ours, theirs]))
 """
 
@@ -283,12 +371,23 @@ for url in sys.argv[1:]:
 def test_hf_paths_list_the_files_hffilesystem_would_from_the_bounded_listing(hub, env, plain_repo, tmp_path):
     """hf:// files, folders and globs are listed by the bounded tree listing, and find what HfFileSystem finds."""
     folder = tmp_path / "nested"
-    for path in ("a/x.jsonl", "a/sub/y.jsonl", "a/sub/deeper/y2.jsonl", "a/.hidden/z.jsonl", "a/_skip/w.jsonl", "b.jsonl", "a/notes.txt"):
+    for path in (
+        "a/x.jsonl",
+        "a/sub/y.jsonl",
+        "a/sub/deeper/y2.jsonl",
+        "a/.hidden/z.jsonl",
+        "a/_skip/w.jsonl",
+        "b.jsonl",
+        "a/notes.txt",
+    ):
         (folder / path).parent.mkdir(parents=True, exist_ok=True)
         (folder / path).write_text(json.dumps({"text": path}) + "\n")
     repo = "tester/nested-inputs"
     assert run(env, repo, folder, code=_UPLOAD).returncode == 0
-    urls = [f"hf://datasets/{repo}@main/{p}" for p in ("a", "a/sub", "a/x.jsonl", "**/*.jsonl", "a/*/*.jsonl", "a/**", "a/s?b/*.jsonl", "[ab]*.jsonl", "")]
+    urls = [
+        f"hf://datasets/{repo}@main/{p}"
+        for p in ("a", "a/sub", "a/x.jsonl", "**/*.jsonl", "a/*/*.jsonl", "a/**", "a/s?b/*.jsonl", "[ab]*.jsonl", "")
+    ]
     urls.append(f"hf://datasets/{REPO}/data/train-*.parquet")
     listed = run(env, *urls, code=_LIST_BOTH)
     assert listed.returncode == 0, listed.stderr[-3000:]
@@ -296,7 +395,11 @@ def test_hf_paths_list_the_files_hffilesystem_would_from_the_bounded_listing(hub
         url, ours, theirs = json.loads(line)
         assert ours == theirs, url
     missing = run(env, "corpus", "import", f"hf://datasets/{repo}/a/nothing.jsonl", "--out", tmp_path / "m")
-    assert missing.returncode == 1 and "input file is missing on the Hub" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1, missing.stderr[-2000:]
+    assert (
+        missing.returncode == 1
+        and "input file is missing on the Hub" in missing.stderr
+        and len(missing.stderr.strip().splitlines()) == 1
+    ), missing.stderr[-2000:]
 
 
 def test_an_hf_glob_whose_listing_links_another_host_sends_it_no_request(hub, env, plain_repo, tmp_path):
@@ -341,9 +444,17 @@ def test_an_hf_glob_within_one_folder_lists_that_folder_alone(hub, env, tmp_path
             url, ours, theirs = json.loads(listed.stdout)
             assert len(ours) == found and ours == theirs, url
             before = hub.count("GET", tree)
-            imported = run(env, "corpus", "import", f"hf://datasets/{repo}/{glob}", "--out", tmp_path / f"c{found}-{glob.count('/')}")
+            imported = run(
+                env,
+                "corpus",
+                "import",
+                f"hf://datasets/{repo}/{glob}",
+                "--out",
+                tmp_path / f"c{found}-{glob.count('/')}",
+            )
             assert imported.returncode == 0, imported.stderr[-2000:]
             pages = hub.count("GET", tree) - before
-            assert pages <= 2 if found == 1 else pages > 10, (glob, pages)  # one folder's own entries: 2 pages, not 22 files' and folders'
+            # one folder's own entries: 2 pages, not 22 files' and folders'
+            assert pages <= 2 if found == 1 else pages > 10, (glob, pages)
     finally:
         hub.page_size = PAGE_SIZE

@@ -95,7 +95,12 @@ def test_text_files_are_one_document_per_line(tmp_path):
 
 
 def test_a_dataset_dict_folder_gives_each_split_its_rows(tmp_path):
-    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": ["a", "b"]}), "test": datasets.Dataset.from_dict({"text": ["c"]})}).save_to_disk(str(tmp_path / "dd"))
+    datasets.DatasetDict(
+        {
+            "train": datasets.Dataset.from_dict({"text": ["a", "b"]}),
+            "test": datasets.Dataset.from_dict({"text": ["c"]}),
+        }
+    ).save_to_disk(str(tmp_path / "dd"))
     with pytest.raises(CorpusInputError, match=r"unknown split name .*got 'test'"):
         import_corpus([tmp_path / "dd"], tmp_path / "refused", name="c")
     manifest = import_corpus([tmp_path / "dd"], tmp_path / "out", name="c", split_map={"test": "validation"})
@@ -157,9 +162,20 @@ def test_unknown_compressed_type_names_the_accepted_inputs(tmp_path, capsys):
 
 
 def test_kept_and_source_columns_go_into_the_shards_and_sources_are_counted(tmp_path):
-    rows = [{"text": f"t{i}", "url": f"u{i}", "n": i, "src": "web" if i % 3 else "books", "split": "validation" if i == 4 else "train"} for i in range(9)]
+    rows = [
+        {
+            "text": f"t{i}",
+            "url": f"u{i}",
+            "n": i,
+            "src": "web" if i % 3 else "books",
+            "split": "validation" if i == 4 else "train",
+        }
+        for i in range(9)
+    ]
     (tmp_path / "a.jsonl").write_bytes(jsonl_bytes(rows))
-    manifest = import_corpus([tmp_path / "a.jsonl"], tmp_path / "out", name="c", keep_columns=["url", "n"], source_column="src")
+    manifest = import_corpus(
+        [tmp_path / "a.jsonl"], tmp_path / "out", name="c", keep_columns=["url", "n"], source_column="src"
+    )
     table = pq.read_table(tmp_path / "out" / manifest.shards[0].path)
     assert table.column_names == ["text", "split", "url", "n", "source"]
     assert table.column("url").to_pylist() == [r["url"] for r in rows if r["split"] == "train"]
@@ -194,7 +210,18 @@ def _damaged_saved_folder(root: Path, damage: str, with_ids: bool) -> tuple[Path
 
 def _build_with_bytes(folder, out):
     """``hf-tokbin build`` of a saved folder with the byte tokenizer, in a child process."""
-    command = [sys.executable, "-m", "hf_tokbin", "build", "--corpus", str(folder), "--tokenizer", "byte", "--doc-sep", "0"]
+    command = [
+        sys.executable,
+        "-m",
+        "hf_tokbin",
+        "build",
+        "--corpus",
+        str(folder),
+        "--tokenizer",
+        "byte",
+        "--doc-sep",
+        "0",
+    ]
     return subprocess.run([*command, "--out", str(out), "--quiet"], capture_output=True, text=True, timeout=600)
 
 

@@ -1,4 +1,6 @@
-"""``corpus import --source-column``: a ``source`` column of checked source names, counted in the manifest, loadable by datasets."""
+"""``corpus import --source-column``: a ``source`` column of checked
+source names, counted in the manifest, loadable by datasets.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +16,10 @@ from hf_tokbin.corpus import write as corpus_write
 from hf_tokbin.errors import CorpusInputError, FormatError
 from hf_tokbin.formats.corpus_manifest import CorpusManifest
 
-ROWS = [{"text": f"document {i}", "src": ["web", "books"][i % 2], "split": "validation" if i == 4 else "train"} for i in range(6)]
+ROWS = [
+    {"text": f"document {i}", "src": ["web", "books"][i % 2], "split": "validation" if i == 4 else "train"}
+    for i in range(6)
+]
 
 
 def write_jsonl(path, rows):

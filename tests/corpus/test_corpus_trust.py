@@ -1,4 +1,6 @@
-"""Issue 16's corpus findings: overwrite deletes only our corpus folders, killed runs are cleaned up, names and cards are safe."""
+"""Corpus folders are handled safely: overwrite deletes only our corpus
+folders, killed runs are cleaned up, names and cards are safe.
+"""
 
 from __future__ import annotations
 
@@ -45,7 +47,10 @@ def test_overwrite_refuses_a_corpus_folder_holding_a_file_it_does_not_list(tmp_p
     source = jsonl(tmp_path / "a.jsonl", ["x", "y"])
     import_corpus([source], tmp_path / "c", overwrite=False)
     (tmp_path / "c" / "notes.txt").write_text("mine", encoding="utf-8")
-    with pytest.raises(CorpusInputError, match=r"notes\.txt: --overwrite replaces only a corpus folder holding nothing but its own files"):
+    with pytest.raises(
+        CorpusInputError,
+        match=r"notes\.txt: --overwrite replaces only a corpus folder holding nothing but its own files",
+    ):
         import_corpus([source], tmp_path / "c", overwrite=True)
     assert (tmp_path / "c" / "notes.txt").read_text(encoding="utf-8") == "mine"
     (tmp_path / "c" / "notes.txt").unlink()
@@ -78,7 +83,11 @@ def test_a_killed_corpus_run_leaves_a_folder_the_next_run_removes(tmp_path):
     """The real thing: a run killed by SIGKILL while writing, then a second run."""
     big = jsonl(tmp_path / "big.jsonl", [f"document {i} " * 50 for i in range(200_000)])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    process = subprocess.Popen([sys.executable, "-m", "hf_tokbin", "corpus", "import", str(big), "--out", str(tmp_path / "c")], env=env, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hf_tokbin", "corpus", "import", str(big), "--out", str(tmp_path / "c")],
+        env=env,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         for _ in range(600):  # wait (at most 60 s) for its temporary folder to appear
             # Its owner record, not just the folder: killed between the two, the folder names no owner to check.
@@ -99,7 +108,14 @@ def test_a_killed_corpus_run_leaves_a_folder_the_next_run_removes(tmp_path):
     assert [p for p in tmp_path.iterdir() if p.name.startswith(".c.")] == []
 
 
-@pytest.mark.parametrize("args, flag", [(["--out", "{tmp}/.."], "--out"), (["--out", "{tmp}/c", "--name", ".."], "--name"), (["--out", "{tmp}/c", "--name", "a/b"], "--name")])
+@pytest.mark.parametrize(
+    "args, flag",
+    [
+        (["--out", "{tmp}/.."], "--out"),
+        (["--out", "{tmp}/c", "--name", ".."], "--name"),
+        (["--out", "{tmp}/c", "--name", "a/b"], "--name"),
+    ],
+)
 def test_a_corpus_named_dot_dot_or_with_a_slash_fails_at_once_naming_the_flag(tmp_path, capsys, args, flag):
     source = jsonl(tmp_path / "a.jsonl", ["x"])
     line = one_line_error(capsys, "corpus", "import", str(source), *[a.format(tmp=tmp_path) for a in args])
@@ -121,14 +137,25 @@ def test_language_no_stays_a_string_in_the_corpus_card(tmp_path):
 
 def test_a_license_cannot_inject_yaml_and_ids_are_checked_against_the_hub_list(tmp_path, capsys):
     source = jsonl(tmp_path / "a.jsonl", ["x"])
-    line = one_line_error(capsys, "corpus", "import", str(source), "--out", str(tmp_path / "c"), "--license", "mit\nconfigs:\n-\n---")
+    line = one_line_error(
+        capsys, "corpus", "import", str(source), "--out", str(tmp_path / "c"), "--license", "mit\nconfigs:\n-\n---"
+    )
     assert "--license: not a license id" in line and not (tmp_path / "c").exists()
-    line = one_line_error(capsys, "corpus", "import", str(source), "--out", str(tmp_path / "c"), "--license", "my-license")
+    line = one_line_error(
+        capsys, "corpus", "import", str(source), "--out", str(tmp_path / "c"), "--license", "my-license"
+    )
     assert "not a Hub license id" in line and "--any-license" in line
-    assert main(["corpus", "import", str(source), "--out", str(tmp_path / "c"), "--license", "my-license", "--any-license"]) == 0
+    assert (
+        main(
+            ["corpus", "import", str(source), "--out", str(tmp_path / "c"), "--license", "my-license", "--any-license"]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert front_matter((tmp_path / "c" / "README.md").read_text(encoding="utf-8"))["license"] == "my-license"
-    line = one_line_error(capsys, "corpus", "import", str(source), "--out", str(tmp_path / "d"), "--language", "en,Not A Code")
+    line = one_line_error(
+        capsys, "corpus", "import", str(source), "--out", str(tmp_path / "d"), "--language", "en,Not A Code"
+    )
     assert "--language: not an ISO 639 language code" in line
 
 
@@ -153,9 +180,14 @@ def test_tinystories_reader_is_linear_in_a_lines_length(tmp_path):
         tracemalloc.stop()
     assert stories == [size, len("short story")]
     assert peak < 2.5 * size, f"peak {peak / size:.2f}x the line"
-    code = "import sys; from hf_tokbin.corpus.builders.tinystories import read_stories; print(sum(len(s) for s in read_stories(sys.argv[1], 4096)))"
+    code = (
+        "import sys; from hf_tokbin.corpus.builders.tinystories import "
+        "read_stories; print(sum(len(s) for s in read_stories(sys.argv[1], 4096)))"
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    result = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120, env=env)
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120, env=env
+    )
     assert result.stdout.strip() == str(size + len("short story"))
 
 

@@ -1,4 +1,4 @@
-"""An empty validation split is said at import and at build, with the rule that gave it (issue 22)."""
+"""An empty validation split is said at import and at build, with the rule that gave it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from hf_tokbin.cli import main
 
 
 def jsonl(path, texts, **columns):
-    path.write_text("".join(json.dumps({"text": t, **{k: v[i] for k, v in columns.items()}}) + "\n" for i, t in enumerate(texts)))
+    path.write_text(
+        "".join(json.dumps({"text": t, **{k: v[i] for k, v in columns.items()}}) + "\n" for i, t in enumerate(texts))
+    )
     return path
 
 
@@ -18,7 +20,23 @@ def test_import_without_a_split_column_warns_that_nothing_is_validation(tmp_path
     err = capsys.readouterr().err
     (line,) = [x for x in err.splitlines() if x.startswith("warning: no validation documents")]
     assert "split rule all-train" in line and "hf-tokbin recipe" in line
-    assert main(["build", "--corpus", str(tmp_path / "corpus"), "--tokenizer", "byte", "--doc-sep", "0", "--out", str(tmp_path / "rel"), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(tmp_path / "corpus"),
+                "--tokenizer",
+                "byte",
+                "--doc-sep",
+                "0",
+                "--out",
+                str(tmp_path / "rel"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert "warning: no validation documents (split rule all-train" in capsys.readouterr().err
 
 

@@ -46,8 +46,26 @@ def test_a_range_request_answered_with_200_and_a_huge_body_is_refused_without_re
         home.mkdir()
         env = {**os.environ, **client_env(hub, home)}
         result = subprocess.run(
-            [sys.executable, "-c", _CLI, "build", "--corpus", "tester/corpus", "--tokenizer", "byte", "--doc-sep", "0", "--out", str(tmp_path / "out"), "--dry-run"],
-            env=env, capture_output=True, text=True, timeout=300, check=False,
+            [
+                sys.executable,
+                "-c",
+                _CLI,
+                "build",
+                "--corpus",
+                "tester/corpus",
+                "--tokenizer",
+                "byte",
+                "--doc-sep",
+                "0",
+                "--out",
+                str(tmp_path / "out"),
+                "--dry-run",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
         )
         sent = streams_ended(hub, shards)
     assert result.returncode == 1, result.stdout + result.stderr

@@ -1,5 +1,7 @@
 """The private APIs of datasets and huggingface_hub that hf_tokbin uses (hf_tokbin/corpus/private_apis.py) are pinned:
-each still exists with the parameters we pass, and still does what we rely on. An upgrade that changes one fails here."""
+each still exists with the parameters we pass, and still does what we rely on. An upgrade that changes one fails
+here.
+"""
 
 from __future__ import annotations
 
@@ -47,7 +49,8 @@ def test_a_builder_s_split_streams_its_tables_through_its_own_generators(tmp_pat
     tables = list(stream_builder_tables(builder, "input"))
     assert all(isinstance(t, pa.Table) for t in tables)
     assert [t for table in tables for t in table.column("text").to_pylist()] == ["one", "two"]
-    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.arrow"))  # streamed: no Arrow cache copy
+    # streamed: no Arrow cache copy
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.arrow"))
 
 
 def test_a_recorded_ref_is_what_an_offline_lookup_of_the_branch_finds(tmp_path, monkeypatch):
@@ -61,5 +64,7 @@ def test_a_recorded_ref_is_what_an_offline_lookup_of_the_branch_finds(tmp_path, 
     record_cached_ref(snapshot, "main", commit)
     assert (storage / "refs" / "main").read_text() == commit
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    found = try_to_load_from_cache("ns/name", "_MANIFEST.json", cache_dir=tmp_path, revision="main", repo_type="dataset")
+    found = try_to_load_from_cache(
+        "ns/name", "_MANIFEST.json", cache_dir=tmp_path, revision="main", repo_type="dataset"
+    )
     assert found == str(snapshot / "_MANIFEST.json")

@@ -25,7 +25,24 @@ def corpus(tmp_path):
 
 
 def build(corpus, out, limit: int) -> int:
-    return main(["build", "--corpus", str(corpus), "--tokenizer", "byte", "--doc-sep", "0", "--format", "megatron", "--out", str(out), "--limit", str(limit), "--quiet"])
+    return main(
+        [
+            "build",
+            "--corpus",
+            str(corpus),
+            "--tokenizer",
+            "byte",
+            "--doc-sep",
+            "0",
+            "--format",
+            "megatron",
+            "--out",
+            str(out),
+            "--limit",
+            str(limit),
+            "--quiet",
+        ]
+    )
 
 
 def test_a_limit_into_the_validation_split_records_what_each_split_got(corpus, tmp_path, capsys):
@@ -39,8 +56,13 @@ def test_a_limit_into_the_validation_split_records_what_each_split_got(corpus, t
         "available": {"train": 30, "validation": 2},
     }
     out = capsys.readouterr().out
-    assert "--limit 31: train 30 of 30 documents\n" in out and "--limit 31: validation 1 of 2 documents (cut by the limit)" in out
-    assert RunConfig.read(tmp_path / "out" / "run_config.json").corpus_subset == CorpusSubset.from_record(config["corpus"]["subset"])
+    assert (
+        "--limit 31: train 30 of 30 documents\n" in out
+        and "--limit 31: validation 1 of 2 documents (cut by the limit)" in out
+    )
+    assert RunConfig.read(tmp_path / "out" / "run_config.json").corpus_subset == CorpusSubset.from_record(
+        config["corpus"]["subset"]
+    )
     assert main(["verify", str(tmp_path / "out")]) == 0
 
 
@@ -57,7 +79,10 @@ def test_a_substituted_shard_is_refused_before_any_of_its_documents_is_taken(cor
 def test_a_shard_past_the_limit_is_never_read(corpus, tmp_path):
     (corpus / "data" / "validation-00000.parquet").write_bytes(b"not parquet")  # only the train shards are reached
     assert build(corpus, tmp_path / "out", 12) == 0
-    assert json.loads((tmp_path / "out" / "run_config.json").read_text())["corpus"]["subset"]["documents"] == {"train": 12, "validation": 0}
+    assert json.loads((tmp_path / "out" / "run_config.json").read_text())["corpus"]["subset"]["documents"] == {
+        "train": 12,
+        "validation": 0,
+    }
 
 
 @pytest.mark.parametrize(
@@ -72,7 +97,13 @@ def test_a_shard_past_the_limit_is_never_read(corpus, tmp_path):
     ],
 )
 def test_a_hand_edited_subset_record_is_refused(edit, rule):
-    record = {"limit": 31, "cut_from_manifest_sha256": "ab" * 32, "checked": True, "documents": {"train": 30, "validation": 1}, "available": {"train": 30, "validation": 2}}
+    record = {
+        "limit": 31,
+        "cut_from_manifest_sha256": "ab" * 32,
+        "checked": True,
+        "documents": {"train": 30, "validation": 1},
+        "available": {"train": 30, "validation": 2},
+    }
     edit(record)
     with pytest.raises(FormatError, match=rule):
         CorpusSubset.from_record(record, "run_config.json")

@@ -39,7 +39,10 @@ def _not_utf8() -> pa.Array:
 
 COLUMNS = {
     "int64": (lambda: pa.array([1, 2, 3], pa.int64()), "column 'text' must hold strings: expected string, got int64"),
-    "list": (lambda: pa.array([["a"], ["b"], ["c"]]), "column 'text' must hold strings: expected string, got list<element: string>"),
+    "list": (
+        lambda: pa.array([["a"], ["b"], ["c"]]),
+        "column 'text' must hold strings: expected string, got list<element: string>",
+    ),
     "utf8": (_not_utf8, "row 1: column 'text' is not valid UTF-8: expected UTF-8 text, got b'\\xff\\xfe bad'"),
 }
 
@@ -50,13 +53,23 @@ def tampered_corpus(root: Path, kind: str) -> Path:
     path = corpus / SHARD
     pq.write_table(pa.table({"text": COLUMNS[kind][0](), "split": pa.array(["train"] * 3)}), path)
     manifest = CorpusManifest.read(corpus)
-    shards = tuple(CorpusShard(SHARD, "train", 3, path.stat().st_size, sha256_file(path)) if s.path == SHARD else s for s in manifest.shards)
+    shards = tuple(
+        CorpusShard(SHARD, "train", 3, path.stat().st_size, sha256_file(path)) if s.path == SHARD else s
+        for s in manifest.shards
+    )
     CorpusManifest(manifest.name, manifest.split_rule, manifest.sources, shards).write(corpus)
     return corpus
 
 
 def run(env: dict, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", _CLI, *map(str, args)], env=env, capture_output=True, text=True, timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", _CLI, *map(str, args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 def one_error_line(result: subprocess.CompletedProcess, command: str) -> str:
@@ -76,7 +89,13 @@ def hub():
 @pytest.fixture(scope="module")
 def env(hub, tmp_path_factory) -> dict:
     home = tmp_path_factory.mktemp("hf-home")
-    return {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_BACKOFF": "0.05", "TQDM_DISABLE": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
+    return {
+        **os.environ,
+        **client_env(hub, home, TOKEN),
+        "HF_TOKBIN_HUB_BACKOFF": "0.05",
+        "TQDM_DISABLE": "1",
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
 
 
 @pytest.mark.parametrize("kind", COLUMNS)
@@ -89,7 +108,10 @@ def test_verify_corpus_checks_the_text_column(tmp_path, kind):
 @pytest.mark.parametrize("kind", COLUMNS)
 def test_build_from_a_local_corpus_refuses_the_shard_in_one_line(tmp_path, kind):
     corpus = tampered_corpus(tmp_path / "corpus", kind)
-    line = one_error_line(run(os.environ, "build", "--corpus", corpus, "--tokenizer", gpt2_tokenizer_json(), "--out", tmp_path / "out"), "build")
+    line = one_error_line(
+        run(os.environ, "build", "--corpus", corpus, "--tokenizer", gpt2_tokenizer_json(), "--out", tmp_path / "out"),
+        "build",
+    )
     assert line.endswith(f"{SHARD}: {COLUMNS[kind][1]}")
     assert not (tmp_path / "out" / "COMPLETE.json").exists()
 
@@ -98,7 +120,9 @@ def test_build_from_a_local_corpus_refuses_the_shard_in_one_line(tmp_path, kind)
 def test_build_from_a_hub_corpus_repo_refuses_the_shard_in_one_line(hub, env, tmp_path, kind):
     repo = f"tester/tampered-corpus-{kind}"
     hub.seed_repo(repo, tampered_corpus(tmp_path / "corpus", kind))
-    line = one_error_line(run(env, "build", "--corpus", repo, "--tokenizer", gpt2_tokenizer_json(), "--out", tmp_path / "out"), "build")
+    line = one_error_line(
+        run(env, "build", "--corpus", repo, "--tokenizer", gpt2_tokenizer_json(), "--out", tmp_path / "out"), "build"
+    )
     assert line.endswith(f"{SHARD}: {COLUMNS[kind][1]}")
 
 
@@ -109,5 +133,7 @@ def test_build_from_a_plain_hub_parquet_repo_refuses_the_file_in_one_line(hub, e
     (folder / "data").mkdir(parents=True)
     pq.write_table(pa.table({"text": COLUMNS[kind][0]()}), folder / "data" / "train-00000-of-00001.parquet")
     commit = hub.seed_repo(repo, folder)
-    line = one_error_line(run(env, "build", "--corpus", repo, "--tokenizer", gpt2_tokenizer_json(), "--out", tmp_path / "out"), "build")
+    line = one_error_line(
+        run(env, "build", "--corpus", repo, "--tokenizer", gpt2_tokenizer_json(), "--out", tmp_path / "out"), "build"
+    )
     assert line.endswith(f"{repo}@{commit}/data/train-00000-of-00001.parquet: {COLUMNS[kind][1]}")

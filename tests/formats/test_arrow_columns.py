@@ -1,4 +1,4 @@
-"""Arrow columns from numpy buffers are the arrays pyarrow's own conversion gives (issue 23)."""
+"""Arrow columns from numpy buffers are the arrays pyarrow's own conversion gives."""
 
 from __future__ import annotations
 

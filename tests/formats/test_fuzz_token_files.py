@@ -113,9 +113,13 @@ def test_negative_ids_of_an_int32_pair_are_refused_by_verify_and_info(tmp_path):
     data[4:8] = (-3 % 2**32).to_bytes(4, "little")  # the second id of an int32 .bin becomes -3
     (tmp_path / "p.bin").write_bytes(bytes(data))
     for command in ("verify", "info"):
-        result = subprocess.run([str(CONSOLE_SCRIPT), command, str(tmp_path / "p.idx")], capture_output=True, text=True, timeout=60)
+        result = subprocess.run(
+            [str(CONSOLE_SCRIPT), command, str(tmp_path / "p.idx")], capture_output=True, text=True, timeout=60
+        )
         assert result.returncode == 1, (command, result.stdout)
-        assert len(result.stderr.strip().splitlines()) == 1 and "id must be in 0..vocab_size-1" in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1 and "id must be in 0..vocab_size-1" in result.stderr, (
+            result.stderr
+        )
 
 
 def test_cli_gives_one_line_for_mutated_files(tmp_path):

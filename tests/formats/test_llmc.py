@@ -1,4 +1,4 @@
-"""llm.c .bin token files (seed 000): writer, reader, manifest.
+"""llm.c .bin token files (the llm.c layout): writer, reader, manifest.
 
 Expected bytes are built here with ``struct``, independently of the encoder.
 """
@@ -155,7 +155,8 @@ def test_roll_over_at_exact_boundaries(tmp_path):
     # max 5 tokens per file; with the separator the documents take 3, 2, 5, 1, 4, 2 tokens.
     docs = [[1, 1], [2], [3, 3, 3, 3], [], [4, 4, 4], [5]]
     with llmc.LlmcWriter(tmp_path, "train", vocab_size=10, doc_sep_id=0, max_tokens=5) as writer:
-        writer.add_documents(np.array([1, 1, 2, 3, 3, 3, 3]), np.array([2, 1, 4]))  # fills file 0 exactly, then file 1 exactly
+        # fills file 0 exactly, then file 1 exactly
+        writer.add_documents(np.array([1, 1, 2, 3, 3, 3, 3]), np.array([2, 1, 4]))
         for doc in docs[3:]:
             writer.add_document(doc)
     files = [(e.name, e.n_tokens, e.n_docs) for e in writer.files]
@@ -180,7 +181,9 @@ def test_roll_over_one_token_past_the_limit(tmp_path):
 def test_document_longer_than_the_limit_is_an_error(tmp_path):
     writer = llmc.LlmcWriter(tmp_path, "train", vocab_size=10, doc_sep_id=0, max_tokens=4)
     writer.add_document([1, 2, 3])  # 4 with its separator: fits
-    with pytest.raises(FormatError, match=r"document 1 of split train is longer than one file may hold: expected <= 4 tokens, got 5"):
+    with pytest.raises(
+        FormatError, match=r"document 1 of split train is longer than one file may hold: expected <= 4 tokens, got 5"
+    ):
         writer.add_document([1, 2, 3, 4])
     entries = writer.close()
     assert [(e.n_tokens, e.n_docs) for e in entries] == [(4, 1)]  # nothing of the rejected document was written
@@ -206,7 +209,9 @@ def test_round_trip_never_splits_a_document(tmp_path_factory, docs, sep, max_tok
     with llmc.LlmcWriter(out, "train", vocab_size=1000, doc_sep_id=sep, max_tokens=max_tokens) as writer:
         for start in range(0, len(docs), batch):
             chunk = docs[start : start + batch]
-            writer.add_documents(np.array([i for d in chunk for i in d], dtype=np.int64), np.array([len(d) for d in chunk]))
+            writer.add_documents(
+                np.array([i for d in chunk for i in d], dtype=np.int64), np.array([len(d) for d in chunk])
+            )
     stored = [d if sep is None else [sep] + d for d in docs]
 
     remaining = list(stored)
@@ -273,11 +278,23 @@ def test_reader_reads_version_2(tmp_path):
 @pytest.mark.parametrize(
     "data, rule",
     [
-        (llmc_bytes([1, 2], 256, header_ints={0: 20240521}), "wrong magic in header[0]: expected 20240520 or 20240801, got 20240521"),
-        (llmc_bytes([1, 2], 256, header_ints={0: 20240801}), "unknown version in header[1]: expected 7 for magic 20240801, got 1"),
+        (
+            llmc_bytes([1, 2], 256, header_ints={0: 20240521}),
+            "wrong magic in header[0]: expected 20240520 or 20240801, got 20240521",
+        ),
+        (
+            llmc_bytes([1, 2], 256, header_ints={0: 20240801}),
+            "unknown version in header[1]: expected 7 for magic 20240801, got 1",
+        ),
         (llmc_bytes([1, 2], 256, header_ints={1: 3}), "unknown version in header[1]"),
-        (llmc_bytes([1, 2], 256, header_ints={2: 3}), "truncated file: size must be 1024 + n_tokens * 2: expected 1030 bytes, got 1028 bytes"),
-        (llmc_bytes([1, 2], 256)[:-1], "truncated file: size must be 1024 + n_tokens * 2: expected 1028 bytes, got 1027 bytes"),
+        (
+            llmc_bytes([1, 2], 256, header_ints={2: 3}),
+            "truncated file: size must be 1024 + n_tokens * 2: expected 1030 bytes, got 1028 bytes",
+        ),
+        (
+            llmc_bytes([1, 2], 256)[:-1],
+            "truncated file: size must be 1024 + n_tokens * 2: expected 1028 bytes, got 1027 bytes",
+        ),
         (llmc_bytes([1, 2], 256) + b"\0", "trailing bytes after the tokens"),
         (llmc_bytes([1, 2], 256)[:1023], "truncated header: expected at least 1024 bytes, got 1023 bytes"),
         (llmc_bytes([1, 2], 256, header_ints={255: 1}), "reserved header[255] must be 0: expected 0, got 1"),
@@ -317,7 +334,9 @@ def make_manifest(tmp_path, doc_sep_id=0) -> llmc.TokensManifest:
         train.add_documents(np.array([1, 2, 3, 4]), np.array([2, 2]))
     with llmc.LlmcWriter(tmp_path, "val", vocab_size=10, doc_sep_id=doc_sep_id) as val:
         val.add_document([5])
-    return llmc.TokensManifest("byte", "a" * 64, 10, doc_sep_id, "tiny", "v1", "b" * 64, tuple(train.files + val.files))
+    return llmc.TokensManifest(
+        "byte", "a" * 64, 10, doc_sep_id, "tiny", "v1", "b" * 64, tuple(train.files + val.files)
+    )
 
 
 def schema() -> dict:
@@ -330,7 +349,16 @@ def test_manifest_round_trip_matches_the_schema_and_is_deterministic(tmp_path):
     path = manifest.write(tmp_path / "one")
     obj = json.loads(path.read_text())
     jsonschema.validate(obj, schema())
-    assert list(obj) == ["tokenizer_id", "tokenizer_sha256", "vocab_size", "doc_sep_id", "dataset", "version", "corpus_manifest_sha256", "files"]
+    assert list(obj) == [
+        "tokenizer_id",
+        "tokenizer_sha256",
+        "vocab_size",
+        "doc_sep_id",
+        "dataset",
+        "version",
+        "corpus_manifest_sha256",
+        "files",
+    ]
     assert [(f["name"], f["split"], f["n_tokens"], f["n_docs"]) for f in obj["files"]] == [
         ("train-00000.bin", "train", 3, 1),
         ("train-00001.bin", "train", 3, 1),
@@ -384,10 +412,16 @@ def test_manifest_reader_rejects_a_missing_key(tmp_path):
     st.sampled_from(["before", "after"]),
     st.integers(8, 20),
 )
-def test_separator_before_or_after_and_bos_first_in_every_document(tmp_path_factory, documents, bos, separator, max_tokens):
+def test_separator_before_or_after_and_bos_first_in_every_document(
+    tmp_path_factory, documents, bos, separator, max_tokens
+):
     folder = tmp_path_factory.mktemp("layout")
-    with llmc.LlmcWriter(folder, "train", 100, doc_sep_id=99, max_tokens=max_tokens, bos_id=bos, separator=separator) as writer:
-        writer.add_documents(np.array([i for d in documents for i in d], dtype=np.int64), np.array([len(d) for d in documents]))
+    with llmc.LlmcWriter(
+        folder, "train", 100, doc_sep_id=99, max_tokens=max_tokens, bos_id=bos, separator=separator
+    ) as writer:
+        writer.add_documents(
+            np.array([i for d in documents for i in d], dtype=np.int64), np.array([len(d) for d in documents])
+        )
     files = writer.files
     head = [] if bos is None else [bos]
     expected = [[99, *head, *d] if separator == "before" else [*head, *d, 99] for d in documents]

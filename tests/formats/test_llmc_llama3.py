@@ -48,12 +48,16 @@ def test_writer_mirrors_llmc_writer_with_uint32_ids(tmp_path):
     w = llmc.LlmcWriter(tmp_path / "l3", "train", LLAMA3_VOCAB, doc_sep_id=128000, max_tokens=7, family="llama3")
     w.add_documents(*flat(docs))
     entries = w.close()
-    # The same documents through the seed-000 writer give the same files, entries and ids.
+    # The same documents through the llm.c layout's writer give the same files, entries and ids.
     ref = llmc.LlmcWriter(tmp_path / "ref", "train", LLAMA3_VOCAB, doc_sep_id=128000, max_tokens=7)
     ref.add_documents(*flat(docs))
     ref_entries = ref.close()
     assert [(e.name, e.n_tokens, e.n_docs) for e in entries] == [(e.name, e.n_tokens, e.n_docs) for e in ref_entries]
-    assert [(e.name, e.n_tokens, e.n_docs) for e in entries] == [("train-00000.bin", 6, 2), ("train-00001.bin", 5, 1), ("train-00002.bin", 3, 1)]
+    assert [(e.name, e.n_tokens, e.n_docs) for e in entries] == [
+        ("train-00000.bin", 6, 2),
+        ("train-00001.bin", 5, 1),
+        ("train-00002.bin", 3, 1),
+    ]
     for e in entries:
         path = tmp_path / "l3" / e.name
         assert e.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
@@ -71,7 +75,10 @@ def test_small_vocab_is_still_uint32(tmp_path):
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.lists(st.lists(st.integers(0, LLAMA3_VOCAB - 2), min_size=0, max_size=12), min_size=1, max_size=12), st.integers(14, 40))
+@given(
+    st.lists(st.lists(st.integers(0, LLAMA3_VOCAB - 2), min_size=0, max_size=12), min_size=1, max_size=12),
+    st.integers(14, 40),
+)
 def test_round_trip_property(tmp_path_factory, docs, max_tokens):
     folder = tmp_path_factory.mktemp("rt")
     sep = LLAMA3_VOCAB - 1

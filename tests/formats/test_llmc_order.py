@@ -1,4 +1,6 @@
-"""The llm.c order of a split: parts in part order, or with a seed their blocks interleaved (a function of counts alone)."""
+"""The llm.c order of a split: parts in part order, or with a
+seed their blocks interleaved (a function of counts alone).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +11,11 @@ from hf_tokbin.formats.llmc_order import BLOCKS_PER_PART, block_starts, llmc_ord
 
 
 def documents_in_order(blocks):
-    return [(p, d) for p, first, count in zip(blocks.part.tolist(), blocks.first.tolist(), blocks.count.tolist()) for d in range(first, first + count)]
+    return [
+        (p, d)
+        for p, first, count in zip(blocks.part.tolist(), blocks.first.tolist(), blocks.count.tolist())
+        for d in range(first, first + count)
+    ]
 
 
 @pytest.mark.parametrize("documents", [0, 1, 7, BLOCKS_PER_PART, BLOCKS_PER_PART + 1, 10_000])
@@ -33,7 +39,8 @@ def test_with_a_seed_every_document_once_blocks_of_every_part_mixed():
     assert sorted(order) == [(p, d) for p, n in enumerate(counts) for d in range(n)]
     assert len(blocks) == sum(min(BLOCKS_PER_PART, n) for n in counts)
     parts = blocks.part.tolist()
-    assert sum(a != b for a, b in zip(parts, parts[1:])) > len(parts) // 2  # the parts alternate, not one after another
+    # the parts alternate, not one after another
+    assert sum(a != b for a, b in zip(parts, parts[1:])) > len(parts) // 2
     assert set(parts[:20]) >= {0, 1, 2}
     within = [d for p, d in order if p == 2]
     assert within != sorted(within)  # the blocks of one part are not in their order either

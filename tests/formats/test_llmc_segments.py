@@ -1,4 +1,5 @@
-"""llm.c segments and packing: files cut from segments by byte ranges equal one sequential LlmcWriter's, byte for byte."""
+"""llm.c segments and packing: files cut from segments by byte ranges equal one sequential LlmcWriter's, byte for byte.
+"""
 
 from __future__ import annotations
 
@@ -48,7 +49,9 @@ def pack(folder, out, files, layout):
     width = layout.dtype.itemsize
 
     def copy(token_range: TokenRange, fd: int) -> None:
-        llmc_segments.copy_file_range_into(folder / f"{token_range.segment}.tokens", token_range.start * width, token_range.length * width, fd)
+        llmc_segments.copy_file_range_into(
+            folder / f"{token_range.segment}.tokens", token_range.start * width, token_range.length * width, fd
+        )
 
     for plan in files:
         write_packed_file(out / plan.name, plan, layout, VOCAB, copy)
@@ -65,7 +68,9 @@ documents = st.lists(st.integers(0, VOCAB - 1), min_size=0, max_size=12)
     bos=st.sampled_from([None, 7]),
     family=st.sampled_from(["gpt2", "llama3"]),
 )
-def test_packed_files_are_the_bytes_of_one_sequential_writer(tmp_path_factory, parts, max_tokens, separator, bos, family):
+def test_packed_files_are_the_bytes_of_one_sequential_writer(
+    tmp_path_factory, parts, max_tokens, separator, bos, family
+):
     folder = tmp_path_factory.mktemp("segments")
     layout = llmc.layout_for(VOCAB, family)
     sep = 3
@@ -76,7 +81,9 @@ def test_packed_files_are_the_bytes_of_one_sequential_writer(tmp_path_factory, p
     pack(folder, folder / "packed", files, layout)
 
     (folder / "sequential").mkdir()
-    with llmc.LlmcWriter(folder / "sequential", "train", VOCAB, sep, max_tokens, family=family, bos_id=bos, separator=separator) as writer:
+    with llmc.LlmcWriter(
+        folder / "sequential", "train", VOCAB, sep, max_tokens, family=family, bos_id=bos, separator=separator
+    ) as writer:
         for part in parts:
             for document in part:
                 writer.add_document(np.array(document, dtype=np.int64))
@@ -88,7 +95,9 @@ def test_packed_files_are_the_bytes_of_one_sequential_writer(tmp_path_factory, p
 
 
 def test_the_cuts_read_few_ends_of_a_long_segment(tmp_path, monkeypatch):
-    """A file that ends inside a segment of 100,000 documents costs a bisection (single reads, one block), not the whole .ends."""
+    """A file that ends inside a segment of 100,000 documents costs
+    a bisection (single reads, one block), not the whole .ends.
+    """
     layout = llmc.layout_for(VOCAB)
     rng = np.random.default_rng(0)
     part = [list(rng.integers(0, VOCAB, size=int(n))) for n in rng.integers(1, 9, size=100_000)]
@@ -137,14 +146,23 @@ def test_a_short_segment_fails_the_pack_and_leaves_no_file(tmp_path):
     seed=st.integers(0, 2**63 - 1),
 )
 def test_interleaved_blocks_pack_to_the_bytes_of_one_writer_in_that_order(tmp_path_factory, parts, max_tokens, seed):
-    """With a seed the ranges are blocks (their ends from the segments, as the parts record them); the files are still one writer's."""
+    """With a seed the ranges are blocks (their ends from the segments,
+    as the parts record them); the files are still one writer's.
+    """
     folder = tmp_path_factory.mktemp("blocks")
     layout = llmc.layout_for(VOCAB)
     segments = write_segments(folder, parts, layout, 3, None, "before")
-    block_ends = [llmc_segments.block_token_ends(folder / f"{s.segment}.ends", s.n_documents, interleaved=True) for s in segments]
+    block_ends = [
+        llmc_segments.block_token_ends(folder / f"{s.segment}.ends", s.n_documents, interleaved=True) for s in segments
+    ]
     blocks = llmc_order(seed, "train", [s.n_documents for s in segments])
     read_ends, _ = read_ends_from(folder)
-    files = plan_files("train", llmc_segments.ranges_in_order(blocks, [s.segment for s in segments], block_ends), max_tokens, read_ends)
+    files = plan_files(
+        "train",
+        llmc_segments.ranges_in_order(blocks, [s.segment for s in segments], block_ends),
+        max_tokens,
+        read_ends,
+    )
     (folder / "packed").mkdir()
     pack(folder, folder / "packed", files, layout)
     (folder / "sequential").mkdir()

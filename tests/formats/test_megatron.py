@@ -22,7 +22,9 @@ from hf_tokbin.formats import megatron
 MAGIC = b"MMIDIDX\x00\x00"
 
 
-def idx_bytes(lengths, itemsize=2, code=8, pointers=None, doc_indices=None, sequence_count=None, document_count=None, version=1) -> bytes:
+def idx_bytes(
+    lengths, itemsize=2, code=8, pointers=None, doc_indices=None, sequence_count=None, document_count=None, version=1
+) -> bytes:
     """An .idx built by hand from its fields (defaults: one document per sequence, contiguous pointers)."""
     if pointers is None:
         pointers, offset = [], 0
@@ -59,7 +61,9 @@ def test_writer_bytes_match_the_layout(tmp_path):
         writer.add_document([10, 11, 12])
         writer.add_documents(np.array([13, 14]), np.array([0, 2]))
         pair = writer.close()
-    assert (tmp_path / "p.bin").read_bytes() == struct.pack("<7H", 10, 11, 12, 50256, 50256, 13, 14) + struct.pack("<H", 50256)
+    assert (tmp_path / "p.bin").read_bytes() == struct.pack("<7H", 10, 11, 12, 50256, 50256, 13, 14) + struct.pack(
+        "<H", 50256
+    )
     expected_idx = (
         b"MMIDIDX\x00\x00"
         + struct.pack("<Q", 1)  # version
@@ -76,7 +80,9 @@ def test_writer_bytes_match_the_layout(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.bin", "p.idx"]  # no scratch files left
 
 
-@pytest.mark.parametrize("vocab_size, code, fmt", [(50257, 8, "H"), (65536, 8, "H"), (65537, 4, "i"), (128256, 4, "i")])
+@pytest.mark.parametrize(
+    "vocab_size, code, fmt", [(50257, 8, "H"), (65536, 8, "H"), (65537, 4, "i"), (128256, 4, "i")]
+)
 def test_dtype_code_follows_vocab_size(tmp_path, vocab_size, code, fmt):
     with megatron.MegatronWriter(tmp_path / "p.bin", vocab_size, eod_id=vocab_size - 1) as writer:
         writer.add_document([vocab_size - 2])
@@ -159,25 +165,85 @@ FORGERIES = [
     ("magic", b"MMIDIDX\x00\x01" + idx_bytes([2])[9:], [1, 2], "H", "wrong magic"),
     ("version", idx_bytes([2], version=2), [1, 2], "H", "unknown version: expected 1, got 2"),
     ("dtype code", idx_bytes([2], code=9), [1, 2], "H", "unknown dtype code"),
-    ("float dtype", idx_bytes([2], code=6, itemsize=8), [1, 2], "q", "token dtype code must be 8 (uint16) or 4 (int32)"),
+    (
+        "float dtype",
+        idx_bytes([2], code=6, itemsize=8),
+        [1, 2],
+        "q",
+        "token dtype code must be 8 (uint16) or 4 (int32)",
+    ),
     ("idx truncated by one byte", idx_bytes([2, 1])[:-1], [1, 2, 3], "H", "truncated index"),
     ("idx trailing byte", idx_bytes([2, 1]) + b"\0", [1, 2, 3], "H", "trailing bytes after the document indices"),
-    ("idx header truncated", idx_bytes([2])[:33], [1, 2], "H", "truncated header: expected at least 34 bytes, got 33 bytes"),
+    (
+        "idx header truncated",
+        idx_bytes([2])[:33],
+        [1, 2],
+        "H",
+        "truncated header: expected at least 34 bytes, got 33 bytes",
+    ),
     ("sequence count too large", idx_bytes([2], sequence_count=2**40), [1, 2], "H", "truncated index"),
     ("sequence count does not fit the lengths", idx_bytes([2, 1], sequence_count=1), [1, 2, 3], "H", "trailing bytes"),
     ("no document indices", idx_bytes([], doc_indices=[]), [], "H", "document count must be at least 1"),
-    ("bin truncated by one byte", idx_bytes([2, 1]), struct.pack("<3H", 1, 2, 3)[:-1], "H", "size must be a multiple of the dtype size 2"),
-    ("bin one token short", idx_bytes([2, 2]), [1, 2, 3], "H", "sequences end past the end of .bin: expected 8 bytes, got 6 bytes"),
+    (
+        "bin truncated by one byte",
+        idx_bytes([2, 1]),
+        struct.pack("<3H", 1, 2, 3)[:-1],
+        "H",
+        "size must be a multiple of the dtype size 2",
+    ),
+    (
+        "bin one token short",
+        idx_bytes([2, 2]),
+        [1, 2, 3],
+        "H",
+        "sequences end past the end of .bin: expected 8 bytes, got 6 bytes",
+    ),
     ("bin one token long", idx_bytes([2, 1]), [1, 2, 3, 4], "H", "bytes in .bin after the last sequence"),
-    ("pointer past the end", idx_bytes([2, 1], pointers=[0, 2**40]), [1, 2, 3], "H", "sequence 1: pointer must follow the previous sequence: expected 4, got 1099511627776"),
+    (
+        "pointer past the end",
+        idx_bytes([2, 1], pointers=[0, 2**40]),
+        [1, 2, 3],
+        "H",
+        "sequence 1: pointer must follow the previous sequence: expected 4, got 1099511627776",
+    ),
     ("negative pointer", idx_bytes([2, 1], pointers=[-4, 0]), [1, 2, 3], "H", "sequence 0: pointer must follow"),
-    ("overlapping pointers", idx_bytes([2, 1], pointers=[0, 2]), [1, 2, 3], "H", "sequence 1: pointer must follow the previous sequence: expected 4, got 2"),
+    (
+        "overlapping pointers",
+        idx_bytes([2, 1], pointers=[0, 2]),
+        [1, 2, 3],
+        "H",
+        "sequence 1: pointer must follow the previous sequence: expected 4, got 2",
+    ),
     ("negative length", idx_bytes([2, -1, 2]), [1, 2, 3], "H", "sequence 1: length must not be negative"),
     ("huge length", idx_bytes([2**31 - 1]), [1, 2], "H", "sequences end past the end of .bin"),
-    ("doc index not starting at 0", idx_bytes([1, 1], doc_indices=[1, 1, 2]), [1, 2], "H", "document index 0 must be 0"),
-    ("doc index not ending at S", idx_bytes([1, 1], doc_indices=[0, 1, 3]), [1, 2], "H", "the last document index must be the sequence count: expected 2, got 3"),
-    ("doc index out of order", idx_bytes([1, 1, 1], doc_indices=[0, 2, 1, 3]), [1, 2, 3], "H", "document index 2 must not decrease: expected >= 2, got 1"),
-    ("int32 pointer stride", idx_bytes([1, 1], code=4, itemsize=2), [1, 2], "i", "sequence 1: pointer must follow the previous sequence: expected 4, got 2"),
+    (
+        "doc index not starting at 0",
+        idx_bytes([1, 1], doc_indices=[1, 1, 2]),
+        [1, 2],
+        "H",
+        "document index 0 must be 0",
+    ),
+    (
+        "doc index not ending at S",
+        idx_bytes([1, 1], doc_indices=[0, 1, 3]),
+        [1, 2],
+        "H",
+        "the last document index must be the sequence count: expected 2, got 3",
+    ),
+    (
+        "doc index out of order",
+        idx_bytes([1, 1, 1], doc_indices=[0, 2, 1, 3]),
+        [1, 2, 3],
+        "H",
+        "document index 2 must not decrease: expected >= 2, got 1",
+    ),
+    (
+        "int32 pointer stride",
+        idx_bytes([1, 1], code=4, itemsize=2),
+        [1, 2],
+        "i",
+        "sequence 1: pointer must follow the previous sequence: expected 4, got 2",
+    ),
 ]
 
 
@@ -220,7 +286,9 @@ def test_round_trip(tmp_path_factory, docs, big_vocab, batch):
     with megatron.MegatronWriter(out / "p.bin", vocab, eod) as writer:
         for start in range(0, len(docs), batch):
             chunk = docs[start : start + batch]
-            writer.add_documents(np.array([i for d in chunk for i in d], dtype=np.int64), np.array([len(d) for d in chunk]))
+            writer.add_documents(
+                np.array([i for d in chunk for i in d], dtype=np.int64), np.array([len(d) for d in chunk])
+            )
         result = writer.close()
     pair = megatron.MegatronPair(out / "p.idx", vocab_size=vocab)
     pair.check_one_document_per_sequence(eod_id=eod)
@@ -252,14 +320,18 @@ def interop_documents(vocab_size: int, eod: int) -> list[list[int]]:
 
 
 @pytest.mark.parametrize("vocab_size, eod, numpy_dtype", [(50257, 50256, np.uint16), (128256, 128001, np.int32)])
-def test_megatron_core_reads_our_pairs_and_writes_the_same_bytes(tmp_path, megatron_core, vocab_size, eod, numpy_dtype):
+def test_megatron_core_reads_our_pairs_and_writes_the_same_bytes(
+    tmp_path, megatron_core, vocab_size, eod, numpy_dtype
+):
     torch, indexed_dataset = megatron_core
     docs = interop_documents(vocab_size, eod)
 
     with megatron.MegatronWriter(tmp_path / "ours.bin", vocab_size, eod) as writer:
         for start in range(0, len(docs), 7):
             chunk = docs[start : start + 7]
-            writer.add_documents(np.array([i for d in chunk for i in d], dtype=np.int64), np.array([len(d) for d in chunk]))
+            writer.add_documents(
+                np.array([i for d in chunk for i in d], dtype=np.int64), np.array([len(d) for d in chunk])
+            )
         writer.close()
 
     # megatron-core reads ours, document for document.
@@ -302,7 +374,9 @@ def test_without_eod_the_documents_are_written_as_given(tmp_path):
 def test_bos_and_eod_around_every_document_counted_in_its_length(tmp_path_factory, documents, bos):
     folder = tmp_path_factory.mktemp("bos")
     with megatron.MegatronWriter(folder / "p.bin", 100, 99, bos_id=bos) as writer:
-        writer.add_documents(np.array([i for d in documents for i in d], dtype=np.int64), np.array([len(d) for d in documents]))
+        writer.add_documents(
+            np.array([i for d in documents for i in d], dtype=np.int64), np.array([len(d) for d in documents])
+        )
     pair = megatron.MegatronPair(folder / "p.idx", vocab_size=100)
     head = [] if bos is None else [bos]
     assert [pair[i].tolist() for i in range(len(pair))] == [head + d + [99] for d in documents]

@@ -26,10 +26,17 @@ def receipts(draw):
     split = draw(st.sampled_from(["train", "validation"]))
     documents = draw(st.integers(0, 10**6))
     counts = SplitCounts(documents, draw(COUNT), draw(st.integers(0, documents)), draw(COUNT))
-    return Receipt(f"part-{draw(st.integers(0, 999_999)):06d}", draw(st.builds(FileEntry, PATH, COUNT, SHA)), {split: counts}, tuple(draw(ENTRIES)))
+    return Receipt(
+        f"part-{draw(st.integers(0, 999_999)):06d}",
+        draw(st.builds(FileEntry, PATH, COUNT, SHA)),
+        {split: counts},
+        tuple(draw(ENTRIES)),
+    )
 
 
-ONE_RECEIPT = Receipt("part-000000", FileEntry("data/train-00000.parquet", 1, "a" * 64), {"train": SplitCounts(1, 2, 1, 3)}, ())
+ONE_RECEIPT = Receipt(
+    "part-000000", FileEntry("data/train-00000.parquet", 1, "a" * 64), {"train": SplitCounts(1, 2, 1, 3)}, ()
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -53,7 +60,11 @@ def test_complete_round_trip(tmp_path_factory, entries):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["train", "val"]), COUNT.filter(lambda n: n < 2**31), COUNT, SHA), max_size=5), st.integers(1, 2**20), NAME)
+@given(
+    st.lists(st.tuples(st.sampled_from(["train", "val"]), COUNT.filter(lambda n: n < 2**31), COUNT, SHA), max_size=5),
+    st.integers(1, 2**20),
+    NAME,
+)
 def test_tokens_manifest_round_trip(tmp_path_factory, files, vocab_size, dataset):
     root = tmp_path_factory.mktemp("m")
     counters = {"train": 0, "val": 0}
@@ -70,14 +81,21 @@ def test_tokens_manifest_round_trip(tmp_path_factory, files, vocab_size, dataset
 @given(st.lists(st.tuples(st.sampled_from(["train", "validation"]), COUNT, COUNT, SHA), min_size=1, max_size=5), NAME)
 def test_corpus_manifest_round_trip(tmp_path_factory, shards, name):
     root = tmp_path_factory.mktemp("k")
-    listed = tuple(CorpusShard(f"data/{split}-{i:05d}.parquet", split, rows, size, sha) for i, (split, rows, size, sha) in enumerate(shards))
+    listed = tuple(
+        CorpusShard(f"data/{split}-{i:05d}.parquet", split, rows, size, sha)
+        for i, (split, rows, size, sha) in enumerate(shards)
+    )
     manifest = CorpusManifest(name, "files", (), listed, "mit", ("en",))
     manifest.write(root)
     assert CorpusManifest.read(root) == manifest
 
 
 @settings(max_examples=60, deadline=None)
-@given(receipts(), st.sampled_from(["part", "input_shard", "splits", "files"]), st.sampled_from([None, -1, "x", [], {}, 1.5, True]))
+@given(
+    receipts(),
+    st.sampled_from(["part", "input_shard", "splits", "files"]),
+    st.sampled_from([None, -1, "x", [], {}, 1.5, True]),
+)
 @example(receipt=ONE_RECEIPT, field="files", value={})  # a fresh clone's counterexample: an empty {} passed for a list
 @example(receipt=ONE_RECEIPT, field="splits", value=[])
 def test_a_hand_edited_receipt_field_is_refused(tmp_path_factory, receipt, field, value):

@@ -1,4 +1,6 @@
-"""Receipts' ``sources`` and stats.json's ``sources``: counts per source name that add up to the split's, or are refused."""
+"""Receipts' ``sources`` and stats.json's ``sources``: counts
+per source name that add up to the split's, or are refused.
+"""
 
 from __future__ import annotations
 
@@ -42,7 +44,8 @@ def test_a_receipt_with_sources_round_trips_and_one_without_has_no_sources_key(t
         (by_source(web=(3, 20, 3, 25), books=(2, 30, 2, 34)), "train text_bytes must add up"),
         (by_source(web=(5, 50, 5, 60), **{"a|b": (0, 0, 0, 0)}), "a source name must be"),
         (by_source(split="validation", web=(5, 50, 5, 60)), "must count documents of the splits present"),
-        # Adds up, but names a source the part holds no document of: the build never writes one, the card would show it.
+        # Adds up, but names a source the part holds no document
+        # of: the build never writes one, the card would show it.
         (by_source(web=(5, 50, 5, 60), ghost=(0, 0, 0, 0)), "sources.ghost must count at least one document"),
     ],
 )
@@ -72,13 +75,17 @@ def test_stats_sums_the_sources_over_receipts_and_refuses_receipts_that_count_th
             "validation": {"documents": 1, "text_tokens": 4, "eod_tokens": 1, "text_bytes": 5, "total_tokens": 5},
         },
     }
-    assert stats_record("corpus", "byte", [receipt()])["sources"] == {"corpus": stats_record("corpus", "byte", [receipt()])["splits"]}
+    assert stats_record("corpus", "byte", [receipt()])["sources"] == {
+        "corpus": stats_record("corpus", "byte", [receipt()])["splits"]
+    }
     with pytest.raises(FormatError, match="every receipt counts its documents by source, or none does") as info:
         stats_record("corpus", "byte", [first, receipt("part-000001")], where="release/receipts")
     assert "part-000001" in str(info.value) and str(info.value).startswith("release/receipts: ")
 
 
-@pytest.mark.parametrize("values, row", [(["web", None], 1), (["web", "web", "a\tb"], 2), (["ok", "x|y"], 1), (["  padded"], 0)])
+@pytest.mark.parametrize(
+    "values, row", [(["web", None], 1), (["web", "web", "a\tb"], 2), (["ok", "x|y"], 1), (["  padded"], 0)]
+)
 def test_a_shard_source_column_holds_source_names_else_one_line_naming_the_row(values, row):
     with pytest.raises(FormatError) as info:
         check_sources(pa.array(values, pa.string()), "data/train-00000.parquet", "source", first_row=100)

@@ -32,8 +32,14 @@ def test_stats_reads_back_what_stats_record_writes_identity_included(tmp_path):
 @pytest.mark.parametrize(
     "edit, rule",
     [
-        (lambda r: r["splits"]["train"].update(documents=-1), "splits.train: documents must be a non-negative integer"),
-        (lambda r: r["sources"]["toy"]["train"].update(text_tokens="50"), "sources.toy.train: text_tokens must be a non-negative integer"),
+        (
+            lambda r: r["splits"]["train"].update(documents=-1),
+            "splits.train: documents must be a non-negative integer",
+        ),
+        (
+            lambda r: r["sources"]["toy"]["train"].update(text_tokens="50"),
+            "sources.toy.train: text_tokens must be a non-negative integer",
+        ),
         (lambda r: r.update(dataset="../toy"), "dataset must be one folder name"),
         (lambda r: r.update(tokenizer_id=7), "tokenizer_id must be one folder name"),
     ],

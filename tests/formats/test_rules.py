@@ -1,4 +1,5 @@
-"""formats/rules.py: each shared value rule, and a scan of the package that fails when one is written again elsewhere."""
+"""formats/rules.py: each shared value rule, and a scan of the package that fails when one is written again elsewhere.
+"""
 
 from __future__ import annotations
 
@@ -25,20 +26,68 @@ PACKAGE = Path(hf_tokbin.__file__).parent
 HOMES = {PACKAGE / "formats" / "rules.py", PACKAGE / "formats" / "ids.py"}
 
 
-@pytest.mark.parametrize("value, ok", [("ns/name", True), ("a/b", True), ("name", False), ("a/b/c", False), ("/b", False), ("a/", False), ("./b", False), ("a/..", False), ("a/.b", False), (None, False)])
+@pytest.mark.parametrize(
+    "value, ok",
+    [
+        ("ns/name", True),
+        ("a/b", True),
+        ("name", False),
+        ("a/b/c", False),
+        ("/b", False),
+        ("a/", False),
+        ("./b", False),
+        ("a/..", False),
+        ("a/.b", False),
+        (None, False),
+    ],
+)
 def test_a_repo_id_is_two_parts_neither_empty_nor_hidden(value, ok):
     assert is_repo_id(value) is ok
 
 
-@pytest.mark.parametrize("value, ok", [("gpt2", True), ("tiny stories", True), ("", False), (".", False), ("..", False), (".hidden", False), ("a/b", False), ("a\\b", False), (" a", False), ("a ", False), ("a\nb", False), ("a\u202eb", False), (3, False)])
+@pytest.mark.parametrize(
+    "value, ok",
+    [
+        ("gpt2", True),
+        ("tiny stories", True),
+        ("", False),
+        (".", False),
+        ("..", False),
+        (".hidden", False),
+        ("a/b", False),
+        ("a\\b", False),
+        (" a", False),
+        ("a ", False),
+        ("a\nb", False),
+        ("a\u202eb", False),
+        (3, False),
+    ],
+)
 def test_a_folder_name_is_one_plain_printable_component(value, ok):
     assert is_folder_name(value) is ok
 
 
 @pytest.mark.parametrize(
     "value, ok",
-    [("web", True), ("wiki/fa", True), ("Persian Wikipedia", True), ("café.fr", True), ("x" * MAX_SOURCE_NAME_CHARS, True), ("x" * (MAX_SOURCE_NAME_CHARS + 1), False),
-     ("", False), (" web", False), ("web\n", False), ("a\x1b[31m", False), ("a\u202eb", False), ("a|b", False), ("`x`", False), ("<b>", False), ("a\\b", False), (None, False), (3, False)],
+    [
+        ("web", True),
+        ("wiki/fa", True),
+        ("Persian Wikipedia", True),
+        ("café.fr", True),
+        ("x" * MAX_SOURCE_NAME_CHARS, True),
+        ("x" * (MAX_SOURCE_NAME_CHARS + 1), False),
+        ("", False),
+        (" web", False),
+        ("web\n", False),
+        ("a\x1b[31m", False),
+        ("a\u202eb", False),
+        ("a|b", False),
+        ("`x`", False),
+        ("<b>", False),
+        ("a\\b", False),
+        (None, False),
+        (3, False),
+    ],
 )
 def test_a_source_name_is_a_short_printable_name_that_cannot_break_a_record_or_the_card(value, ok):
     assert is_source_name(value) is ok
@@ -51,7 +100,17 @@ def test_a_source_name_is_in_nfc_so_two_names_never_look_the_same_in_the_card():
     assert not is_source_name(decomposed)
 
 
-@pytest.mark.parametrize("value, name", [("train", "train"), ("validation", "validation"), ("val", "validation"), ("test", None), ("Train", None), (None, None)])
+@pytest.mark.parametrize(
+    "value, name",
+    [
+        ("train", "train"),
+        ("validation", "validation"),
+        ("val", "validation"),
+        ("test", None),
+        ("Train", None),
+        (None, None),
+    ],
+)
 def test_val_is_validation_and_nothing_else_is_a_split(value, name):
     assert split_name(value) == name
 
@@ -71,7 +130,13 @@ def _split_alias_tables(tree: ast.AST) -> list[int]:
         node.lineno
         for node in ast.walk(tree)
         if isinstance(node, ast.Dict)
-        and any(isinstance(k, ast.Constant) and k.value == "val" and isinstance(v, ast.Constant) and v.value == "validation" for k, v in zip(node.keys, node.values))
+        and any(
+            isinstance(k, ast.Constant)
+            and k.value == "val"
+            and isinstance(v, ast.Constant)
+            and v.value == "validation"
+            for k, v in zip(node.keys, node.values)
+        )
     ]
 
 
@@ -81,11 +146,20 @@ def _uint16_limits(tree: ast.AST) -> list[int]:
     Hex 0x10000 is the first 4-byte UTF-8 code point, another rule.
     """
     decimal = lambda node: node.end_col_offset - node.col_offset <= len("65_536")  # noqa: E731
-    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Constant) and type(node.value) is int and node.value == 2**16 and decimal(node)]
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and type(node.value) is int and node.value == 2**16 and decimal(node)
+    ]
 
 
 def _is_split_on_slash(node) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "split" and [ast.unparse(a) for a in node.args] == ["'/'"]
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "split"
+        and [ast.unparse(a) for a in node.args] == ["'/'"]
+    )
 
 
 def _split_on_slash_names(scope: ast.AST) -> set[str]:
@@ -105,7 +179,13 @@ def _repo_id_checks(tree: ast.AST) -> list[int]:
     for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
         split_names = _split_on_slash_names(scope)
         for node in ast.walk(scope):
-            if isinstance(node, ast.Compare) and isinstance(node.left, ast.Call) and ast.unparse(node.left.func) == "len" and [ast.unparse(c) for c in node.comparators] == ["2"] and node.left.args:
+            if (
+                isinstance(node, ast.Compare)
+                and isinstance(node.left, ast.Call)
+                and ast.unparse(node.left.func) == "len"
+                and [ast.unparse(c) for c in node.comparators] == ["2"]
+                and node.left.args
+            ):
                 arg = node.left.args[0]
                 if _is_split_on_slash(arg) or isinstance(arg, ast.Name) and arg.id in split_names:
                     found.append(node.lineno)
@@ -120,7 +200,10 @@ def _folder_name_checks(tree: ast.AST) -> list[int]:
             continue
         parts = [ast.unparse(n) for n in ast.walk(node)]
         hidden = any(p.endswith(".startswith('.')") for p in parts)
-        other = any(p.endswith(".isprintable()") for p in parts) or any(isinstance(n, ast.Compare) and isinstance(n.left, ast.Constant) and n.left.value in ("/", "\\") for n in ast.walk(node))
+        other = any(p.endswith(".isprintable()") for p in parts) or any(
+            isinstance(n, ast.Compare) and isinstance(n.left, ast.Constant) and n.left.value in ("/", "\\")
+            for n in ast.walk(node)
+        )
         if hidden and other:
             found.append(node.lineno)
     return sorted(set(found))
@@ -167,7 +250,10 @@ OLD_SPELLINGS = {
             if len(parts) != 2 or not all(parts):
                 raise HubError(None, "repo id must be NAMESPACE/NAME", got=repo_id)
         """,
-    _folder_name_checks: 'bad = not isinstance(name, str) or not name or "/" in name or "\\\\" in name or name.startswith(".") or name.strip() != name',
+    _folder_name_checks: (
+        'bad = not isinstance(name, str) or not name or "/" in name or '
+        '"\\\\" in name or name.startswith(".") or name.strip() != name'
+    ),
     _vocabulary_checks: "if flat.size and int(flat.max()) >= self.vocab_size: raise BuildError(None, 'out of range')",
 }
 

@@ -23,8 +23,12 @@ def test_a_named_pipe_is_refused_not_read(tmp_path, name):
         sniff(tmp_path / name)
     for command in ("info", "verify"):
         # A child process with a timeout: the old code blocks in open() and never returns (TimeoutExpired).
-        done = subprocess.run([sys.executable, "-c", _CLI, command, str(tmp_path / name)], capture_output=True, text=True, timeout=60)
-        assert done.returncode == 1 and "not a regular file" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+        done = subprocess.run(
+            [sys.executable, "-c", _CLI, command, str(tmp_path / name)], capture_output=True, text=True, timeout=60
+        )
+        assert (
+            done.returncode == 1 and "not a regular file" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+        )
 
 
 def test_a_pair_whose_other_half_is_a_pipe_is_refused(tmp_path):

@@ -19,4 +19,9 @@ def hub():
 def env(hub, tmp_path):
     home = tmp_path / "hf-home"
     home.mkdir()
-    return {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_BACKOFF": "0.05", "HF_TOKBIN_HUB_ATTEMPTS": "4"}
+    return {
+        **os.environ,
+        **client_env(hub, home, TOKEN),
+        "HF_TOKBIN_HUB_BACKOFF": "0.05",
+        "HF_TOKBIN_HUB_ATTEMPTS": "4",
+    }

@@ -20,7 +20,9 @@ def test_local_verify_reports_files_outside_the_layout_and_passes(release):
     with_notes(release)
     done = cli(None, "verify", release)
     assert done.returncode == 0, done.stderr
-    assert "NOTES.md" in done.stdout and "extra/plot.txt" in done.stdout and "outside the release layout" in done.stdout
+    assert (
+        "NOTES.md" in done.stdout and "extra/plot.txt" in done.stdout and "outside the release layout" in done.stdout
+    )
     record = json.loads(cli(None, "verify", release, "--json").stdout)
     assert any("NOTES.md" in w for w in record["warnings"]), record
 

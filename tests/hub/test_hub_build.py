@@ -44,7 +44,14 @@ _CLI = "import sys; from hf_tokbin.cli import main; sys.exit(main(sys.argv[1:]))
 
 
 def cli(env: dict, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", _CLI, *map(str, args)], env=env, capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", _CLI, *map(str, args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def files_under(root: Path) -> dict[str, bytes]:
@@ -69,7 +76,11 @@ def error_line(result: subprocess.CompletedProcess) -> str:
 
 
 def stories(corpus: Path, split: str) -> list[str]:
-    return [t for p in sorted((corpus / "data").glob(f"{split}-*.parquet")) for t in pq.read_table(p).column("text").to_pylist()]
+    return [
+        t
+        for p in sorted((corpus / "data").glob(f"{split}-*.parquet"))
+        for t in pq.read_table(p).column("text").to_pylist()
+    ]
 
 
 # -- the local journey's first steps, shared by every test ----------------------------------------
@@ -79,7 +90,21 @@ def stories(corpus: Path, split: str) -> list[str]:
 def corpus(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("corpus") / "tinystories"
     # 200 stories a shard: three train parts and one validation part.
-    assert main(["corpus", "tinystories", str(SAMPLE / "train.txt"), str(SAMPLE / "valid.txt"), "--out", str(out), "--shard-rows", "200"]) == 0
+    assert (
+        main(
+            [
+                "corpus",
+                "tinystories",
+                str(SAMPLE / "train.txt"),
+                str(SAMPLE / "valid.txt"),
+                "--out",
+                str(out),
+                "--shard-rows",
+                "200",
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -94,7 +119,23 @@ def tokenizer_dir(corpus, tmp_path_factory) -> Path:
 def reference(corpus, tokenizer_dir, tmp_path_factory) -> Path:
     """The release built from the local corpus folder with the local tokenizer."""
     out = tmp_path_factory.mktemp("reference") / "release"
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", str(tokenizer_dir), "--tokenizer-id", TOKENIZER_ID, "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(tokenizer_dir),
+                "--tokenizer-id",
+                TOKENIZER_ID,
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -126,28 +167,54 @@ def tokenizer_repo_folder(tokenizer_dir: Path, dest: Path, eos_token_id: int | N
 # -- --tokenizer NS/NAME ----------------------------------------------------------------------------
 
 
-def test_hub_tokenizer_at_a_pinned_revision_builds_the_reference_and_rebuilds_offline(corpus, tokenizer_dir, reference, tmp_path):
+def test_hub_tokenizer_at_a_pinned_revision_builds_the_reference_and_rebuilds_offline(
+    corpus, tokenizer_dir, reference, tmp_path
+):
     home = tmp_path / "hf-home"
     home.mkdir()
-    args = ["build", "--corpus", corpus, "--tokenizer", TOKENIZER_REPO, "--tokenizer-subfolder", "tokenizer", "--tokenizer-id", TOKENIZER_ID, "--quiet"]
+    args = [
+        "build",
+        "--corpus",
+        corpus,
+        "--tokenizer",
+        TOKENIZER_REPO,
+        "--tokenizer-subfolder",
+        "tokenizer",
+        "--tokenizer-id",
+        TOKENIZER_ID,
+        "--quiet",
+    ]
     with HubServer() as tokenizer_hub:
-        pinned = tokenizer_hub.seed_repo(TOKENIZER_REPO, tokenizer_repo_folder(tokenizer_dir, tmp_path / "model"), repo_type="model")
+        pinned = tokenizer_hub.seed_repo(
+            TOKENIZER_REPO, tokenizer_repo_folder(tokenizer_dir, tmp_path / "model"), repo_type="model"
+        )
         # A later commit on main changes the separator: only the pin keeps the reference's ids.
-        head = tokenizer_hub.seed_repo(TOKENIZER_REPO, tokenizer_repo_folder(tokenizer_dir, tmp_path / "model", eos_token_id=1), repo_type="model")
+        head = tokenizer_hub.seed_repo(
+            TOKENIZER_REPO, tokenizer_repo_folder(tokenizer_dir, tmp_path / "model", eos_token_id=1), repo_type="model"
+        )
         assert head != pinned
         env = {**os.environ, **client_env(tokenizer_hub, home)}
         online = cli(env, *args, "--tokenizer-revision", pinned, "--out", tmp_path / "online")
         assert online.returncode == 0, online.stderr
-        fetched = [path for _, method, path, status in tokenizer_hub.requests if method == "GET" and "/resolve/" in path]
-        assert fetched == [f"/{TOKENIZER_REPO}/resolve/{pinned}/tokenizer/{name}" for name in ("tokenizer.json", "generation_config.json")]
+        fetched = [
+            path for _, method, path, status in tokenizer_hub.requests if method == "GET" and "/resolve/" in path
+        ]
+        assert fetched == [
+            f"/{TOKENIZER_REPO}/resolve/{pinned}/tokenizer/{name}"
+            for name in ("tokenizer.json", "generation_config.json")
+        ]
 
     released = files_under(tmp_path / "online")
     # The release ships the config files the build read: the local tokenizer folder also holds tokenizer_config.json.
     local = files_under(reference)
     assert set(local) - set(released) == {"tokenizer/tokenizer_config.json"}
     del local["tokenizer/tokenizer_config.json"]
-    assert differing(released, local) == RECORD_FILES | {"tokenizer/generation_config.json"}  # the repo's copy, written anew
-    assert json.loads(released["tokenizer/generation_config.json"]) == json.loads(local["tokenizer/generation_config.json"])  # the pinned one
+    # the repo's copy, written anew
+    assert differing(released, local) == RECORD_FILES | {"tokenizer/generation_config.json"}
+    # the pinned one
+    assert json.loads(released["tokenizer/generation_config.json"]) == json.loads(
+        local["tokenizer/generation_config.json"]
+    )
     # config_files pins the config files this build read: the repo's generation_config.json alone.
     pinned_configs = {
         "generation_config.json": hashlib.sha256(released["tokenizer/generation_config.json"]).hexdigest()
@@ -160,7 +227,9 @@ def test_hub_tokenizer_at_a_pinned_revision_builds_the_reference_and_rebuilds_of
         "config_files": pinned_configs,
     }
     assert run_config(tmp_path / "online")["tokenizer"] == expected_tokenizer
-    assert {k: v for k, v in run_config(tmp_path / "online").items() if k != "tokenizer"} == {k: v for k, v in run_config(reference).items() if k != "tokenizer"}
+    assert {k: v for k, v in run_config(tmp_path / "online").items() if k != "tokenizer"} == {
+        k: v for k, v in run_config(reference).items() if k != "tokenizer"
+    }
 
     # The server is gone: the cache alone gives the same bytes.
     offline = cli({**env, "HF_HUB_OFFLINE": "1"}, *args, "--tokenizer-revision", pinned, "--out", tmp_path / "offline")
@@ -170,7 +239,16 @@ def test_hub_tokenizer_at_a_pinned_revision_builds_the_reference_and_rebuilds_of
     # Offline with an empty cache: one line saying what to do.
     empty = tmp_path / "empty-home"
     empty.mkdir()
-    line = error_line(cli({**env, "HF_HUB_OFFLINE": "1", "HF_HOME": str(empty)}, *args, "--tokenizer-revision", pinned, "--out", tmp_path / "nothing"))
+    line = error_line(
+        cli(
+            {**env, "HF_HUB_OFFLINE": "1", "HF_HOME": str(empty)},
+            *args,
+            "--tokenizer-revision",
+            pinned,
+            "--out",
+            tmp_path / "nothing",
+        )
+    )
     assert line.startswith(f"hf-tokbin build: error: {TOKENIZER_REPO}: no local file or folder of this name"), line
     assert "HF_HUB_OFFLINE=1 is set" in line, line
     assert "HF_HUB_OFFLINE=0" in line  # what to do: allow the Hub
@@ -179,21 +257,41 @@ def test_hub_tokenizer_at_a_pinned_revision_builds_the_reference_and_rebuilds_of
 
 @pytest.fixture(scope="module")
 def tokenizer_commit(hub, tokenizer_dir, tmp_path_factory) -> str:
-    return hub.seed_repo(TOKENIZER_REPO, tokenizer_repo_folder(tokenizer_dir, tmp_path_factory.mktemp("model")), repo_type="model")
+    return hub.seed_repo(
+        TOKENIZER_REPO, tokenizer_repo_folder(tokenizer_dir, tmp_path_factory.mktemp("model")), repo_type="model"
+    )
 
 
 @pytest.mark.parametrize(
     "tokenizer_args, where, rule",
     [
         # A name that is neither a local path nor a Hub repo: both readings are said.
-        (["--tokenizer", "tester/no-such-repo"], "tester/no-such-repo: no local file or folder of this name", "repo not found"),
-        (["--tokenizer", TOKENIZER_REPO, "--tokenizer-revision", "f" * 40], f"{TOKENIZER_REPO}@{'f' * 40}/tokenizer.json: cannot fetch the tokenizer: ", "revision not found"),
-        (["--tokenizer", TOKENIZER_REPO, "--tokenizer-revision", "v9"], f"{TOKENIZER_REPO}@v9/tokenizer.json: cannot fetch the tokenizer: ", "revision not found"),
-        (["--tokenizer", TOKENIZER_REPO, "--tokenizer-subfolder", "tokenizers"], f"{TOKENIZER_REPO}@main/tokenizers/tokenizer.json: cannot fetch the tokenizer: ", "no such file in the repo"),
+        (
+            ["--tokenizer", "tester/no-such-repo"],
+            "tester/no-such-repo: no local file or folder of this name",
+            "repo not found",
+        ),
+        (
+            ["--tokenizer", TOKENIZER_REPO, "--tokenizer-revision", "f" * 40],
+            f"{TOKENIZER_REPO}@{'f' * 40}/tokenizer.json: cannot fetch the tokenizer: ",
+            "revision not found",
+        ),
+        (
+            ["--tokenizer", TOKENIZER_REPO, "--tokenizer-revision", "v9"],
+            f"{TOKENIZER_REPO}@v9/tokenizer.json: cannot fetch the tokenizer: ",
+            "revision not found",
+        ),
+        (
+            ["--tokenizer", TOKENIZER_REPO, "--tokenizer-subfolder", "tokenizers"],
+            f"{TOKENIZER_REPO}@main/tokenizers/tokenizer.json: cannot fetch the tokenizer: ",
+            "no such file in the repo",
+        ),
     ],
     ids=["missing-repo", "missing-commit", "missing-branch", "wrong-subfolder"],
 )
-def test_a_tokenizer_the_hub_does_not_have_is_one_clear_line(hub, env, tokenizer_commit, corpus, tmp_path, tokenizer_args, where, rule):
+def test_a_tokenizer_the_hub_does_not_have_is_one_clear_line(
+    hub, env, tokenizer_commit, corpus, tmp_path, tokenizer_args, where, rule
+):
     line = error_line(cli(env, "build", "--corpus", corpus, *tokenizer_args, "--out", tmp_path / "release"))
     assert line.startswith(f"hf-tokbin build: error: {where}") and rule in line, line
     assert TOKEN not in line
@@ -212,7 +310,19 @@ def test_hub_corpus_builds_the_reference_and_loads_with_datasets(hub, env, corpu
     assert remote == files_under(corpus)
 
     out = tmp_path / "release"
-    built = cli(env, "build", "--corpus", CORPUS_REPO, "--tokenizer", tokenizer_dir, "--tokenizer-id", TOKENIZER_ID, "--out", out, "--quiet")
+    built = cli(
+        env,
+        "build",
+        "--corpus",
+        CORPUS_REPO,
+        "--tokenizer",
+        tokenizer_dir,
+        "--tokenizer-id",
+        TOKENIZER_ID,
+        "--out",
+        out,
+        "--quiet",
+    )
     assert built.returncode == 0, built.stderr
     released, local = files_under(out), files_under(reference)
     assert differing(released, local) == RECORD_FILES
@@ -226,19 +336,37 @@ def test_hub_corpus_builds_the_reference_and_loads_with_datasets(hub, env, corpu
     assert {path for path in listed if listed[path] != listed_locally[path]} == {"run_config.json", "README.md"}
 
     # The raw corpus on the Hub is a plain dataset: load_dataset reads the stories with no custom code.
-    code = f"import json, datasets; d = datasets.load_dataset({CORPUS_REPO!r}); print(json.dumps({{k: list(d[k]['text']) for k in d}}))"
-    loaded = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=False)
+    code = (
+        f"import json, datasets; d = datasets.load_dataset({CORPUS_REPO!r}); "
+        f"print(json.dumps({{k: list(d[k]['text']) for k in d}}))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert loaded.returncode == 0, loaded.stderr[-2000:]
     by_split = json.loads(loaded.stdout.strip().splitlines()[-1])
     assert by_split == {split: stories(corpus, split) for split in ("train", "validation")}
     # One story per <|endoftext|> line of the sample files.
     for split, name in (("train", "train.txt"), ("validation", "valid.txt")):
-        delimiters = sum(1 for line in (SAMPLE / name).read_text(encoding="utf-8").splitlines() if line.strip() == "<|endoftext|>")
+        delimiters = sum(
+            1 for line in (SAMPLE / name).read_text(encoding="utf-8").splitlines() if line.strip() == "<|endoftext|>"
+        )
         assert len(by_split[split]) == delimiters
 
 
 def test_a_corpus_the_hub_does_not_have_is_one_clear_line(env, tokenizer_dir, tmp_path):
-    line = error_line(cli(env, "build", "--corpus", "tester/no-such-corpus", "--tokenizer", tokenizer_dir, "--out", tmp_path / "release"))
+    line = error_line(
+        cli(
+            env,
+            "build",
+            "--corpus",
+            "tester/no-such-corpus",
+            "--tokenizer",
+            tokenizer_dir,
+            "--out",
+            tmp_path / "release",
+        )
+    )
     # Neither a local folder nor a Hub repo: both readings are said.
     assert line.startswith("hf-tokbin build: error: tester/no-such-corpus: no local file or folder of this name"), line
     assert "repo not found" in line, line
@@ -267,10 +395,16 @@ def test_push_pull_verify_gives_back_every_byte_of_the_release(hub, env, referen
 
 def _whole_downloads(hub, suffix: str) -> int:
     """Complete downloads (status 200, not 206 ranges) of files ending in ``suffix``."""
-    return sum(1 for _, method, path, status in hub.requests if method == "GET" and status == 200 and "/resolve/" in path and path.endswith(suffix))
+    return sum(
+        1
+        for _, method, path, status in hub.requests
+        if method == "GET" and status == 200 and "/resolve/" in path and path.endswith(suffix)
+    )
 
 
-def test_a_dry_run_of_a_hub_corpus_folder_downloads_no_shard_and_the_build_fetches_each_once(hub, env, corpus, tokenizer_dir, reference, tmp_path):
+def test_a_dry_run_of_a_hub_corpus_folder_downloads_no_shard_and_the_build_fetches_each_once(
+    hub, env, corpus, tokenizer_dir, reference, tmp_path
+):
     """``build --dry-run`` on a pushed corpus folder plans from its checked manifest and the listing: no shard is
     downloaded (its sample is the first rows of the shards, by range requests); the build fetches each shard once."""
     repo = "tester/corpus-planned"
@@ -278,7 +412,19 @@ def test_a_dry_run_of_a_hub_corpus_folder_downloads_no_shard_and_the_build_fetch
     assert pushed.returncode == 0, pushed.stderr
     shards = [p for p in hub.head_files(repo) if p.endswith(".parquet")]
     before = len(hub.requests)
-    planned = cli(env, "build", "--corpus", repo, "--tokenizer", tokenizer_dir, "--tokenizer-id", TOKENIZER_ID, "--out", tmp_path / "release", "--dry-run")
+    planned = cli(
+        env,
+        "build",
+        "--corpus",
+        repo,
+        "--tokenizer",
+        tokenizer_dir,
+        "--tokenizer-id",
+        TOKENIZER_ID,
+        "--out",
+        tmp_path / "release",
+        "--dry-run",
+    )
     assert planned.returncode == 0, planned.stderr
     assert f"{len(shards)} input shards" in planned.stdout and "documents" in planned.stdout
     during = hub.requests[before:]
@@ -287,7 +433,21 @@ def test_a_dry_run_of_a_hub_corpus_folder_downloads_no_shard_and_the_build_fetch
     assert shard_gets and all(status == 206 for _, status in shard_gets), shard_gets
     assert not (tmp_path / "release").exists()
     before = _whole_downloads(hub, ".parquet")
-    built = cli(env, "build", "--corpus", repo, "--tokenizer", tokenizer_dir, "--tokenizer-id", TOKENIZER_ID, "--out", tmp_path / "release", "--quiet")
+    built = cli(
+        env,
+        "build",
+        "--corpus",
+        repo,
+        "--tokenizer",
+        tokenizer_dir,
+        "--tokenizer-id",
+        TOKENIZER_ID,
+        "--out",
+        tmp_path / "release",
+        "--quiet",
+    )
     assert built.returncode == 0, built.stderr
     assert _whole_downloads(hub, ".parquet") == before + len(shards)
-    assert {p: b for p, b in files_under(tmp_path / "release").items() if p.startswith(("tokens/", "shards/"))} == {p: b for p, b in files_under(reference).items() if p.startswith(("tokens/", "shards/"))}
+    assert {p: b for p, b in files_under(tmp_path / "release").items() if p.startswith(("tokens/", "shards/"))} == {
+        p: b for p, b in files_under(reference).items() if p.startswith(("tokens/", "shards/"))
+    }

@@ -117,8 +117,26 @@ def test_build_from_a_hub_corpus_with_a_forged_commit_id_writes_nothing_outside_
     env = {**os.environ, **client_env(hub, home, TOKEN)}
     before = {p for p in tree(tmp_path) if not p.startswith("a/b/home")}
     result = subprocess.run(
-        [sys.executable, "-c", _CLI, "build", "--corpus", "tester/corpus", "--tokenizer", "byte", "--format", "llmc", "--out", str(tmp_path / "out"), "--quiet"],
-        env=env, capture_output=True, text=True, timeout=120, check=False,
+        [
+            sys.executable,
+            "-c",
+            _CLI,
+            "build",
+            "--corpus",
+            "tester/corpus",
+            "--tokenizer",
+            "byte",
+            "--format",
+            "llmc",
+            "--out",
+            str(tmp_path / "out"),
+            "--quiet",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
@@ -133,19 +151,57 @@ def test_build_from_a_hub_corpus_fetched_at_a_checked_commit_still_builds_offlin
     home = tmp_path / "home"
     home.mkdir()
     env = {**os.environ, **client_env(hub, home, TOKEN)}
-    build = [sys.executable, "-c", _CLI, "build", "--corpus", "tester/corpus", "--tokenizer", "byte", "--format", "llmc", "--quiet", "--out"]
-    online = subprocess.run([*build, str(tmp_path / "online")], env=env, capture_output=True, text=True, timeout=120, check=False)
+    build = [
+        sys.executable,
+        "-c",
+        _CLI,
+        "build",
+        "--corpus",
+        "tester/corpus",
+        "--tokenizer",
+        "byte",
+        "--format",
+        "llmc",
+        "--quiet",
+        "--out",
+    ]
+    online = subprocess.run(
+        [*build, str(tmp_path / "online")], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert online.returncode == 0, online.stderr
-    offline = subprocess.run([*build, str(tmp_path / "offline")], env={**env, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, timeout=120, check=False)
+    offline = subprocess.run(
+        [*build, str(tmp_path / "offline")],
+        env={**env, "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert offline.returncode == 0, offline.stderr  # the branch's ref was recorded for the checked snapshot
     assert tree(tmp_path / "online") == tree(tmp_path / "offline")
-    assert all((tmp_path / "online" / p).read_bytes() == (tmp_path / "offline" / p).read_bytes() for p in tree(tmp_path / "online") if (tmp_path / "online" / p).is_file())
+    assert all(
+        (tmp_path / "online" / p).read_bytes() == (tmp_path / "offline" / p).read_bytes()
+        for p in tree(tmp_path / "online")
+        if (tmp_path / "online" / p).is_file()
+    )
 
 
 # -- 2. planted files ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("planted", [".git/config", "../x", "/etc/x", "~/t.txt", "shards/.hidden", "README.md\n.git/config", "shards\\x.bin", "notes.txt"])
+@pytest.mark.parametrize(
+    "planted",
+    [
+        ".git/config",
+        "../x",
+        "/etc/x",
+        "~/t.txt",
+        "shards/.hidden",
+        "README.md\n.git/config",
+        "shards\\x.bin",
+        "notes.txt",
+    ],
+)
 def test_complete_json_listing_a_path_outside_the_layout_is_refused_before_any_write(hub, tmp_path, release, planted):
     entry = {"path": planted, "size": 5, "sha256": "ab" * 32}
     edit_complete(release, lambda files: (files.append(entry), files.sort(key=lambda f: f["path"])))
@@ -164,16 +220,20 @@ def test_complete_json_listing_a_path_outside_the_layout_is_refused_before_any_w
 @pytest.mark.parametrize(
     "given, planted",
     [
-        ("hf://datasets/tester/inputs/a/**", "a/" + "../" * 6 + "PWN/x.jsonl"),  # was fetched into tmp_path/PWN, past the scratch folder
+        # was fetched into tmp_path/PWN, past the scratch folder
+        ("hf://datasets/tester/inputs/a/**", "a/" + "../" * 6 + "PWN/x.jsonl"),
         ("hf://datasets/tester/inputs/a", "b/PWN.jsonl"),  # another folder than the one asked: was imported
-        ("tester/inputs", "data/" + "../" * 6 + "PWN/train.jsonl"),  # a plain repo's data files: datasets' patterns take it
+        # a plain repo's data files: datasets' patterns take it
+        ("tester/inputs", "data/" + "../" * 6 + "PWN/train.jsonl"),
         ("hf://datasets/tester/inputs/a", "a//PWN.jsonl"),
         ("hf://datasets/tester/inputs/a/*.jsonl", "/a/PWN.jsonl"),
     ],
 )
 def test_a_listing_entry_outside_the_folder_listed_is_refused_before_any_download(hub, tmp_path, given, planted):
     """A corpus input on the Hub (hf:// glob or folder, or a plain repo) is listed by the tree listing; a listed path
-    that climbs out (``..``), is absolute, or lies outside the folder listed is one error, before any file is fetched."""
+    that climbs out (``..``), is absolute, or lies outside the folder listed is one error, before any file is
+    fetched.
+    """
     folder = tmp_path / "inputs"
     for path in ("a/x.jsonl", "data/train.jsonl"):
         (folder / path).parent.mkdir(parents=True, exist_ok=True)
@@ -185,17 +245,57 @@ def test_a_listing_entry_outside_the_folder_listed_is_refused_before_any_downloa
     home.mkdir()
     env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1"}
     out = tmp_path / "deep" / "out"
-    result = subprocess.run([sys.executable, "-c", _CLI, "corpus", "import", given, "--out", str(out)], env=env, capture_output=True, text=True, timeout=120, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", _CLI, "corpus", "import", given, "--out", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 1, result.stdout + result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "lists a path outside the folder listed" in lines[0] and planted in lines[0], result.stderr[-2000:]
+    assert len(lines) == 1 and "lists a path outside the folder listed" in lines[0] and planted in lines[0], (
+        result.stderr[-2000:]
+    )
     assert hub.count("GET", r"/resolve/") == 0  # refused at the listing: nothing fetched
     assert not [p for p in tree(tmp_path) if "PWN" in p] and not out.exists()
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.lists(st.sampled_from(["shards", "train", "validation", "part-000001.bin", "receipts", "part-000002.json", "tokens", "a", "README.md",
-                                 "stats.json", ".", "..", "", ".git", "config", "~", "a\\b", "x\ny", "\x00", "\x1b[2J", " ", "data", "s.parquet"]), min_size=1, max_size=5))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "shards",
+                "train",
+                "validation",
+                "part-000001.bin",
+                "receipts",
+                "part-000002.json",
+                "tokens",
+                "a",
+                "README.md",
+                "stats.json",
+                ".",
+                "..",
+                "",
+                ".git",
+                "config",
+                "~",
+                "a\\b",
+                "x\ny",
+                "\x00",
+                "\x1b[2J",
+                " ",
+                "data",
+                "s.parquet",
+            ]
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
 @example(["shards", "train", "part-000001.bin"])
 @example(["tokens", "a", "a", "README.md"])
 @example(["data", "a", "s.parquet"])
@@ -212,7 +312,8 @@ def test_a_path_the_layout_accepts_stays_inside_and_is_never_hidden(parts):
         assert os.path.normpath(os.path.join(root, path)).startswith(root + "/")
         assert not any(part.startswith(".") or part == "" for part in path.split("/"))
         assert all(c.isprintable() and c != "\\" for c in path)
-        assert all(part.strip() == part for part in path.split("/"))  # a space inside a name is fine, a blank name is not
+        # a space inside a name is fine, a blank name is not
+        assert all(part.strip() == part for part in path.split("/"))
 
 
 def test_names_a_build_allows_are_pulled(hub, tmp_path):
@@ -266,7 +367,11 @@ def test_complete_json_listing_no_files_fails(hub, tmp_path, release):
 @pytest.mark.parametrize("omitted", ["tokens/byte/toy/val-00000.bin", "receipts/part-000002.json"])
 def test_complete_json_omitting_files_the_release_lists_fails_the_verify_rules(hub, tmp_path, release, omitted):
     # Omit the file (and, for a receipt, the pair it names) from COMPLETE.json and from the repo.
-    gone = {omitted} | ({"shards/validation/part-000002.bin", "shards/validation/part-000002.idx"} if omitted.startswith("receipts/") else set())
+    gone = {omitted} | (
+        {"shards/validation/part-000002.bin", "shards/validation/part-000002.idx"}
+        if omitted.startswith("receipts/")
+        else set()
+    )
     for path in gone:
         (release / path).unlink()
     write_complete(release)
@@ -276,7 +381,8 @@ def test_complete_json_omitting_files_the_release_lists_fails_the_verify_rules(h
         pull(hub, out)
     assert str(error.value).startswith(f"hf://datasets/{REPO}@{commit}/")
     assert not out.exists()
-    assert not (staging_of(out, commit) / "COMPLETE.json").exists()  # taken out again: the staging folder does not look complete either
+    # taken out again: the staging folder does not look complete either
+    assert not (staging_of(out, commit) / "COMPLETE.json").exists()
 
 
 def test_a_failed_verify_never_leaves_complete_json_under_out(hub, tmp_path, release):
@@ -302,7 +408,8 @@ def test_a_server_streaming_far_more_than_listed_is_cut_at_the_listed_size(hub, 
     out = tmp_path / "out"
     with pytest.raises(HubError, match=f"sent more bytes than COMPLETE.json lists; stopped reading: expected {size}"):
         pull(hub, out)
-    assert sent_after_hang_up(hub, path) < 64 * 1024 * 1024  # the client hung up long before 400 MB (socket buffers hold a few MB)
+    # the client hung up long before 400 MB (socket buffers hold a few MB)
+    assert sent_after_hang_up(hub, path) < 64 * 1024 * 1024
     staged = staging_of(out, commit)
     assert not (staged / path).exists() and not [p for p in tree(staged) if p.endswith(".download")]
 
@@ -310,7 +417,8 @@ def test_a_server_streaming_far_more_than_listed_is_cut_at_the_listed_size(hub, 
 def test_a_server_trickling_bytes_cannot_hold_a_pull(hub, tmp_path, release):
     path = "run_config.json"
     hub.seed_repo(REPO, release)
-    hub.trickle[path] = 0.2  # a byte every 0.2 s, each read far within the read timeout: its 1.8 KB would take 6 minutes
+    # a byte every 0.2 s, each read far within the read timeout: its 1.8 KB would take 6 minutes
+    hub.trickle[path] = 0.2
     # The grace is every file's: roomy for the others, however busy the machine; the trickled file's runs out first.
     with pytest.raises(HubError, match=r"/run_config\.json: download too slow.*re-run: it resumes"):
         pull(hub, tmp_path / "out", limits=DownloadLimits(read_timeout=30.0, min_rate=1e6, grace=ROOMY_S))
@@ -322,7 +430,12 @@ def test_a_server_that_stops_sending_times_out(hub, tmp_path, release):
     hub.trickle["stats.json"] = 120.0  # stalled: far longer than the read timeout
     # The read timeout is every file's: roomy for the others, however busy the machine (one attempt: it is waited out).
     with pytest.raises(HubError, match="download stats.json failed"):
-        pull(hub, tmp_path / "out", limits=DownloadLimits(read_timeout=ROOMY_S, min_rate=1e6, grace=60.0), retry=RetryPolicy(attempts=1))
+        pull(
+            hub,
+            tmp_path / "out",
+            limits=DownloadLimits(read_timeout=ROOMY_S, min_rate=1e6, grace=60.0),
+            retry=RetryPolicy(attempts=1),
+        )
 
 
 # -- 5, 6. resumable and parallel ----------------------------------------------------------------
@@ -370,7 +483,8 @@ def test_downloads_run_eight_at_a_time_without_a_head_request_per_file(hub, tmp_
     summary = pull(hub, tmp_path / "out")
     assert hub.gate_opened.is_set()
     assert summary.complete and hub.count("HEAD", "/resolve/") == 0
-    assert sorted(hub.downloads(commit)) == sorted(p for p in tree(release) if (release / p).is_file())  # each file once
+    # each file once
+    assert sorted(hub.downloads(commit)) == sorted(p for p in tree(release) if (release / p).is_file())
 
 
 # -- 7. --include and corpus repos ---------------------------------------------------------------
@@ -382,9 +496,19 @@ def test_include_fetches_only_the_named_parts_and_the_records(hub, tmp_path, rel
     summary = pull(hub, out, include=["megatron:train"])
     held = {p for p in tree(out) if (out / p).is_file()}
     assert {p for p in held if p.startswith(("shards/", "tokens/")) and not p.endswith("_MANIFEST.json")} == {
-        "shards/train/part-000000.bin", "shards/train/part-000000.idx", "shards/train/part-000001.bin", "shards/train/part-000001.idx",
+        "shards/train/part-000000.bin",
+        "shards/train/part-000000.idx",
+        "shards/train/part-000001.bin",
+        "shards/train/part-000001.idx",
     }
-    assert {"run_config.json", "stats.json", "README.md", "receipts/part-000002.json", "tokens/byte/toy/_MANIFEST.json", "PARTIAL.json"} <= held
+    assert {
+        "run_config.json",
+        "stats.json",
+        "README.md",
+        "receipts/part-000002.json",
+        "tokens/byte/toy/_MANIFEST.json",
+        "PARTIAL.json",
+    } <= held
     assert "COMPLETE.json" not in held  # not the whole release, and not presented as one
     partial = json.loads((out / "PARTIAL.json").read_text())
     assert partial["commit"] == commit and partial["include"] == ["megatron:train"]
@@ -426,7 +550,11 @@ def test_a_corpus_repo_can_be_pulled_one_split_at_a_time(hub, tmp_path):
     commit = hub.seed_repo(REPO, corpus)
     out = tmp_path / "out"
     summary = pull(hub, out, include=["validation"])
-    assert {p for p in tree(out) if (out / p).is_file()} == {"data/validation-00000.parquet", "README.md", "PARTIAL.json"}
+    assert {p for p in tree(out) if (out / p).is_file()} == {
+        "data/validation-00000.parquet",
+        "README.md",
+        "PARTIAL.json",
+    }
     assert "data/train-00000.parquet" not in hub.downloads(commit)
     assert summary.kind == "corpus" and summary.partial == ("validation",)
     with pytest.raises(HubError, match="a corpus repo has no formats"):
@@ -441,7 +569,13 @@ def test_a_corpus_repo_can_be_pulled_one_split_at_a_time(hub, tmp_path):
     [
         (401, None, "Invalid credentials in Authorization header", "no read access", "can read this repo"),
         (403, None, "Your token does not have read access to this repo", "no read access", "can read this repo"),
-        (403, "GatedRepo", "Access to dataset tester/release is restricted. You must have access to it", "the repo is gated", "request access on"),
+        (
+            403,
+            "GatedRepo",
+            "Access to dataset tester/release is restricted. You must have access to it",
+            "the repo is gated",
+            "request access on",
+        ),
     ],
 )
 def test_read_errors_show_the_server_message_and_a_hint_for_reading(hub, tmp_path, status, code, message, rule, hint):
@@ -483,15 +617,23 @@ def test_a_full_disk_is_one_clear_error_and_the_re_run_ends_byte_identical(hub, 
 
     monkeypatch.setattr(download.os, "fdopen", fdopen)
     out = tmp_path / "out"
-    with pytest.raises(HubError, match=r"download shards/train/part-000001.bin failed: the disk is full.*free space and re-run the same command: it resumes"):
+    with pytest.raises(
+        HubError,
+        match=(
+            r"download shards/train/part-000001.bin failed: the disk is "
+            r"full.*free space and re-run the same command: it resumes"
+        ),
+    ):
         pull(hub, out)
     assert not out.exists() and not (staging_of(out, commit) / "COMPLETE.json").exists()
     monkeypatch.undo()
     pull(hub, out)
-    assert {p: (out / p).read_bytes() for p in tree(out) if (out / p).is_file()} == {p: (release / p).read_bytes() for p in tree(release) if (release / p).is_file()}
+    assert {p: (out / p).read_bytes() for p in tree(out) if (out / p).is_file()} == {
+        p: (release / p).read_bytes() for p in tree(release) if (release / p).is_file()
+    }
 
 
-# -- records of a Hub corpus, bounded before they are written (issue 21.4) ------------------------------
+# -- records of a Hub corpus, bounded before they are written ----------------------------------------
 
 
 @pytest.mark.parametrize("record", ["_MANIFEST.json", "README.md", "data/train-00000.parquet"])
@@ -508,13 +650,32 @@ def test_a_corpus_record_served_as_an_endless_stream_is_cut_at_its_listed_size(h
     home.mkdir()
     env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1"}
     result = subprocess.run(
-        [sys.executable, "-c", _CLI, "build", "--corpus", "tester/corpus", "--tokenizer", "byte", "--format", "llmc", "--out", str(tmp_path / "out"), "--quiet"],
-        env=env, capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            "-c",
+            _CLI,
+            "build",
+            "--corpus",
+            "tester/corpus",
+            "--tokenizer",
+            "byte",
+            "--format",
+            "llmc",
+            "--out",
+            str(tmp_path / "out"),
+            "--quiet",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert result.returncode == 1, result.stdout + result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and record in lines[0] and "more bytes" in lines[0], result.stderr[-2000:]
-    assert sent_after_hang_up(hub, record) < 32 << 20  # stopped early (what the socket buffers took), not the whole stream
+    # stopped early (what the socket buffers took), not the whole stream
+    assert sent_after_hang_up(hub, record) < 32 << 20
     written = [p for p in [*home.rglob("*"), *tmp_path.glob("out/**/*")] if p.is_file() and p.stat().st_size > 1 << 20]
     assert written == []
     assert not (tmp_path / "out" / "COMPLETE.json").exists()
@@ -538,8 +699,26 @@ def build_with_hub_tokenizer(hub, tmp_path, home) -> subprocess.CompletedProcess
     home.mkdir()
     env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1"}
     return subprocess.run(
-        [sys.executable, "-c", _CLI, "build", "--corpus", str(corpus), "--tokenizer", "tester/tok", "--format", "llmc", "--out", str(tmp_path / "out"), "--quiet"],
-        env=env, capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            "-c",
+            _CLI,
+            "build",
+            "--corpus",
+            str(corpus),
+            "--tokenizer",
+            "tester/tok",
+            "--format",
+            "llmc",
+            "--out",
+            str(tmp_path / "out"),
+            "--quiet",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
 
 
@@ -554,7 +733,8 @@ def test_a_hub_tokenizer_file_served_as_an_endless_stream_is_cut_at_its_listed_s
     assert result.returncode == 1, result.stdout + result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and file in lines[0] and "more bytes" in lines[0], result.stderr[-2000:]
-    assert sent_after_hang_up(hub, file) < 32 << 20  # stopped early (what the socket buffers took), not the whole stream
+    # stopped early (what the socket buffers took), not the whole stream
+    assert sent_after_hang_up(hub, file) < 32 << 20
     written = [p for p in [*home.rglob("*"), *tmp_path.glob("out/**/*")] if p.is_file() and p.stat().st_size > 1 << 20]
     assert written == []
     assert not (tmp_path / "out" / "run_config.json").exists()
@@ -570,22 +750,50 @@ def test_a_pushed_corpus_fetches_only_what_its_checked_manifest_lists(hub, tmp_p
     home = tmp_path / "home"
     home.mkdir()
     env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1"}
-    build = [sys.executable, "-c", _CLI, "build", "--corpus", "tester/corpus", "--tokenizer", "byte", "--format", "llmc", "--quiet", "--out"]
-    result = subprocess.run([*build, str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=120, check=False)
+    build = [
+        sys.executable,
+        "-c",
+        _CLI,
+        "build",
+        "--corpus",
+        "tester/corpus",
+        "--tokenizer",
+        "byte",
+        "--format",
+        "llmc",
+        "--quiet",
+        "--out",
+    ]
+    result = subprocess.run(
+        [*build, str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert result.returncode == 0, result.stderr
-    assert sorted(set(hub.downloads(commit))) == ["README.md", "_MANIFEST.json", "data/train-00000.parquet", "data/validation-00000.parquet"]
+    assert sorted(set(hub.downloads(commit))) == [
+        "README.md",
+        "_MANIFEST.json",
+        "data/train-00000.parquet",
+        "data/validation-00000.parquet",
+    ]
     manifest = json.loads((corpus / "_MANIFEST.json").read_text())
     manifest["shards"][0]["size"] += 1  # the record says one size, the Hub's listing another
     (corpus / "_MANIFEST.json").write_text(json.dumps(manifest))
     commit = hub.seed_repo("tester/corpus", corpus)
-    result = subprocess.run([*build, str(tmp_path / "out2")], env=env, capture_output=True, text=True, timeout=120, check=False)
+    result = subprocess.run(
+        [*build, str(tmp_path / "out2")], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     lines = result.stderr.strip().splitlines()
-    assert result.returncode == 1 and len(lines) == 1 and "disagrees with the Hub's listing" in lines[0] and "data/train-00000.parquet" in lines[0], result.stderr
+    assert (
+        result.returncode == 1
+        and len(lines) == 1
+        and "disagrees with the Hub's listing" in lines[0]
+        and "data/train-00000.parquet" in lines[0]
+    ), result.stderr
     assert not [p for p in hub.downloads(commit) if p.startswith("data/")]
 
 
 def test_a_hub_tokenizer_config_the_tree_lists_over_its_size_rule_is_refused_before_it_is_read(hub, tmp_path):
-    """A generation_config.json the tree lists at more than a config file may be (a record, 16 MiB) is never fetched."""
+    """A generation_config.json the tree lists at more than a config file may be (a record, 16 MiB) is never fetched.
+    """
     from hf_tokbin.tokenizer.resolve import CONFIG_MAX_BYTES
 
     model = _tokenizer_repo(tmp_path / "model")
@@ -595,7 +803,12 @@ def test_a_hub_tokenizer_config_the_tree_lists_over_its_size_rule_is_refused_bef
     result = build_with_hub_tokenizer(hub, tmp_path, home)
     assert result.returncode == 1, result.stdout + result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "generation_config.json" in lines[0] and "out of bounds" in lines[0] and f"{CONFIG_MAX_BYTES:,}" in lines[0], result.stderr
+    assert (
+        len(lines) == 1
+        and "generation_config.json" in lines[0]
+        and "out of bounds" in lines[0]
+        and f"{CONFIG_MAX_BYTES:,}" in lines[0]
+    ), result.stderr
     assert hub.downloads(commit) == ["tokenizer.json"]  # the config was refused by its listing, not by reading it
     assert not (tmp_path / "out" / "run_config.json").exists()
 
@@ -608,15 +821,38 @@ def test_an_offline_build_refuses_a_hub_tokenizer_whose_config_the_cache_does_no
     home = tmp_path / "home"
     home.mkdir()
     env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1"}
-    args = [sys.executable, "-c", _CLI, "build", "--corpus", str(corpus), "--tokenizer", "tester/tok", "--format", "llmc", "--quiet"]
-    online = subprocess.run([*args, "--out", str(tmp_path / "online")], env=env, capture_output=True, text=True, timeout=300, check=False)
+    args = [
+        sys.executable,
+        "-c",
+        _CLI,
+        "build",
+        "--corpus",
+        str(corpus),
+        "--tokenizer",
+        "tester/tok",
+        "--format",
+        "llmc",
+        "--quiet",
+    ]
+    online = subprocess.run(
+        [*args, "--out", str(tmp_path / "online")], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
     assert online.returncode == 0, online.stderr[-2000:]
     [cached] = home.rglob("snapshots/*/generation_config.json")
     cached.unlink()
-    offline = subprocess.run([*args, "--out", str(tmp_path / "offline")], env={**env, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, timeout=300, check=False)
+    offline = subprocess.run(
+        [*args, "--out", str(tmp_path / "offline")],
+        env={**env, "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert offline.returncode == 1, offline.stdout + offline.stderr[-2000:]
     lines = offline.stderr.strip().splitlines()
-    assert len(lines) == 1 and "generation_config.json" in lines[0] and "local cache does not hold it" in lines[0], offline.stderr
+    assert len(lines) == 1 and "generation_config.json" in lines[0] and "local cache does not hold it" in lines[0], (
+        offline.stderr
+    )
     assert not (tmp_path / "offline" / "run_config.json").exists()
 
 
@@ -650,7 +886,9 @@ def test_a_tree_page_linking_its_next_page_on_another_host_gets_neither_request_
 @pytest.mark.parametrize("link", ["http://127.0.0.1\uff1a1\x1bc/x", "http://[::1\x1bc/x"])
 def test_a_tree_page_whose_next_link_is_no_url_is_one_error_that_shows_it_escaped(hub, tmp_path, release, link):
     """A next link urllib cannot parse (a netloc that changes under NFKC, an unclosed IPv6 bracket) is one error, the
-    link shown escaped: its ValueError went up raw (a terminal escape in it reached the terminal from corpus import)."""
+    link shown escaped: its ValueError went up raw (a terminal escape in it reached the terminal from corpus
+    import).
+    """
     hub.seed_repo(REPO, release)
     hub.tree_link = f'<{link}>; rel="next"'.encode().decode("latin-1")  # as a server sends it: UTF-8 bytes
     with pytest.raises(HubError, match="links its next page on another host") as error:
@@ -673,8 +911,11 @@ def test_a_repo_info_that_never_answers_times_out(hub, tmp_path, release, monkey
 
 
 @pytest.mark.parametrize("given", [".", "{cwd}", "{file}/sub"])
-def test_an_out_with_no_place_beside_it_is_refused_before_anything_is_fetched(hub, tmp_path, release, monkeypatch, given):
-    # An empty current folder passed the old check, was downloaded into a staging folder "..pull-<commit>", then failed.
+def test_an_out_with_no_place_beside_it_is_refused_before_anything_is_fetched(
+    hub, tmp_path, release, monkeypatch, given
+):
+    # An empty current folder passed the old check, was downloaded
+    # into a staging folder "..pull-<commit>", then failed.
     hub.seed_repo(REPO, release)
     work = tmp_path / "work"
     work.mkdir()
@@ -697,9 +938,22 @@ def pull_in_a_child(hub, tmp_path, **env) -> tuple[subprocess.CompletedProcess, 
     timeout is roomy (ROOMY_S): the requests before the one a test holds up must succeed, however busy the machine."""
     home = tmp_path / "home"
     home.mkdir()
-    env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1", "HF_TOKBIN_PULL_READ_TIMEOUT": f"{ROOMY_S:g}", **env}
+    env = {
+        **os.environ,
+        **client_env(hub, home, TOKEN),
+        "HF_TOKBIN_HUB_ATTEMPTS": "1",
+        "HF_TOKBIN_PULL_READ_TIMEOUT": f"{ROOMY_S:g}",
+        **env,
+    }
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-c", _CLI, "pull", REPO, "--out", str(tmp_path / "out"), "--quiet"], env=env, capture_output=True, text=True, timeout=2 * HUNG_S, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", _CLI, "pull", REPO, "--out", str(tmp_path / "out"), "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=2 * HUNG_S,
+        check=False,
+    )
     return result, time.monotonic() - started
 
 
@@ -713,8 +967,14 @@ def test_a_server_trickling_a_files_headers_cannot_hold_a_pull(hub, tmp_path, re
     result, seconds = pull_in_a_child(hub, tmp_path, HF_TOKBIN_PULL_GRACE="1")
     assert result.returncode == 1, result.stdout + result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "COMPLETE.json" in lines[0] and "download too slow: 0 of" in lines[0] and "HF_TOKBIN_PULL_GRACE" in lines[0], result.stderr[-2000:]
-    assert seconds < HUNG_S, seconds  # the deadline, the child's start-up and two small requests; not the headers' minutes
+    assert (
+        len(lines) == 1
+        and "COMPLETE.json" in lines[0]
+        and "download too slow: 0 of" in lines[0]
+        and "HF_TOKBIN_PULL_GRACE" in lines[0]
+    ), result.stderr[-2000:]
+    # the deadline, the child's start-up and two small requests; not the headers' minutes
+    assert seconds < HUNG_S, seconds
     assert not (tmp_path / "out").exists()
 
 
@@ -726,7 +986,14 @@ def test_a_range_read_whose_body_trickles_stops_at_its_deadline(hub, tmp_path):
     path = "data/train-00000.parquet"
     hub.trickle[path] = 1.0
     # The one request: a tight grace; its connection and headers get the roomy read timeout.
-    source = Source("tester/corpus", commit, endpoint=hub.url, token=TOKEN, repo_type="dataset", limits=DownloadLimits(read_timeout=ROOMY_S, min_rate=1e6, grace=1.0))
+    source = Source(
+        "tester/corpus",
+        commit,
+        endpoint=hub.url,
+        token=TOKEN,
+        repo_type="dataset",
+        limits=DownloadLimits(read_timeout=ROOMY_S, min_rate=1e6, grace=1.0),
+    )
     started = time.monotonic()
     with pytest.raises(HubError, match=r"range read too slow: \d+ of 100 bytes after 1s.*HF_TOKBIN_PULL_GRACE"):
         source.read_range(path, 0, 100)
@@ -741,7 +1008,14 @@ def test_an_error_answer_whose_body_trickles_stops_at_the_files_deadline(hub, tm
     hub.trickle_error["stats.json"] = 1.0
     size = (release / "stats.json").stat().st_size
     # The one request: a tight grace; its connection and headers get the roomy read timeout.
-    source = Source(REPO, commit, endpoint=hub.url, token=TOKEN, repo_type="dataset", limits=DownloadLimits(read_timeout=ROOMY_S, min_rate=1e6, grace=1.0))
+    source = Source(
+        REPO,
+        commit,
+        endpoint=hub.url,
+        token=TOKEN,
+        repo_type="dataset",
+        limits=DownloadLimits(read_timeout=ROOMY_S, min_rate=1e6, grace=1.0),
+    )
     staging = tmp_path / "staging"
     staging.mkdir()
     started = time.monotonic()
@@ -765,14 +1039,21 @@ def test_a_tree_listing_that_comes_slowly_is_one_error_at_the_listing_deadline(h
     result, seconds = pull_in_a_child(hub, tmp_path, HF_TOKBIN_LISTING_TIMEOUT=f"{ROOMY_S:g}")
     assert result.returncode == 1, result.stdout + result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and f"{REPO}@" in lines[0] and f"file listing took more than {ROOMY_S:g}s" in lines[0] and "HF_TOKBIN_LISTING_TIMEOUT" in lines[0], result.stderr[-2000:]
+    assert (
+        len(lines) == 1
+        and f"{REPO}@" in lines[0]
+        and f"file listing took more than {ROOMY_S:g}s" in lines[0]
+        and "HF_TOKBIN_LISTING_TIMEOUT" in lines[0]
+    ), result.stderr[-2000:]
     assert seconds < HUNG_S, seconds
     assert not (tmp_path / "out").exists()
 
 
 def test_a_fast_pull_leaves_no_deadline_behind(hub, tmp_path, release):
     """Every download and listing page ran under a deadline; each one's timer is gone once its request is done
-    (a cancelled timer's thread ends at once; one left running would live the grace, a minute, or the listing's 600 s)."""
+    (a cancelled timer's thread ends at once; one left running would live the grace, a minute, or the listing's
+    600 s).
+    """
     hub.seed_repo(REPO, release)
     assert pull(hub, tmp_path / "out").complete
     for timer in [t for t in threading.enumerate() if isinstance(t, threading.Timer)]:
@@ -788,7 +1069,11 @@ def test_a_repo_info_that_trickles_is_one_error_at_the_listing_deadline(hub, tmp
     result, seconds = pull_in_a_child(hub, tmp_path, HF_TOKBIN_LISTING_TIMEOUT=f"{ROOMY_S:g}")
     assert result.returncode == 1, result.stdout + result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and f"{REPO}@" in lines[0] and f"resolving the revision took more than {ROOMY_S:g}s" in lines[0], result.stderr[-2000:]
+    assert (
+        len(lines) == 1
+        and f"{REPO}@" in lines[0]
+        and f"resolving the revision took more than {ROOMY_S:g}s" in lines[0]
+    ), result.stderr[-2000:]
     assert seconds < HUNG_S, seconds
     assert not (tmp_path / "out").exists()
 
@@ -802,13 +1087,37 @@ def test_an_hf_input_whose_repo_info_trickles_is_one_error_at_the_listing_deadli
     hub.trickle_repo_info = 0.05
     home = tmp_path / "home"
     home.mkdir()
-    env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1", "HF_TOKBIN_PULL_READ_TIMEOUT": "2", "HF_TOKBIN_LISTING_TIMEOUT": "3"}
+    env = {
+        **os.environ,
+        **client_env(hub, home, TOKEN),
+        "HF_TOKBIN_HUB_ATTEMPTS": "1",
+        "HF_TOKBIN_PULL_READ_TIMEOUT": "2",
+        "HF_TOKBIN_LISTING_TIMEOUT": "3",
+    }
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-c", _CLI, "corpus", "import", "hf://datasets/tester/corpus/data/*.parquet", "--out", str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=120, check=False)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _CLI,
+            "corpus",
+            "import",
+            "hf://datasets/tester/corpus/data/*.parquet",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     seconds = time.monotonic() - started
     assert result.returncode == 1, result.stdout + result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "tester/corpus@main" in lines[0] and "resolving the revision took more than 3s" in lines[0], result.stderr[-2000:]
+    assert (
+        len(lines) == 1 and "tester/corpus@main" in lines[0] and "resolving the revision took more than 3s" in lines[0]
+    ), result.stderr[-2000:]
     assert seconds < 15, seconds
     assert hub.count("GET", r"^/api/datasets/tester/corpus(/revision/[^/]+)?$") == 1
     assert not (tmp_path / "out").exists()
@@ -821,9 +1130,21 @@ def test_a_push_to_a_server_that_stops_answering_times_out(hub, tmp_path, releas
     hub.stall_repo_info = 40.0  # far past the read timeout
     home = tmp_path / "home"
     home.mkdir()
-    env = {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_ATTEMPTS": "1", "HF_TOKBIN_PULL_READ_TIMEOUT": "1"}
+    env = {
+        **os.environ,
+        **client_env(hub, home, TOKEN),
+        "HF_TOKBIN_HUB_ATTEMPTS": "1",
+        "HF_TOKBIN_PULL_READ_TIMEOUT": "1",
+    }
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-c", _CLI, "push", str(release), "--repo", REPO, "--quiet"], env=env, capture_output=True, text=True, timeout=35, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", _CLI, "push", str(release), "--repo", REPO, "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=35,
+        check=False,
+    )
     assert result.returncode == 1, result.stdout + result.stderr[-2000:]
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr[-2000:]
     assert time.monotonic() - started < 25
@@ -842,6 +1163,8 @@ def test_a_client_hanging_up_mid_answer_leaves_no_traceback_on_stderr(tmp_path, 
         shutdown_request = server.httpd.shutdown_request
         server.httpd.shutdown_request = lambda request: (shutdown_request(request), handled.set())
         with socket.create_connection((host, port)) as client:  # gone before the answer comes
-            client.sendall(f"GET /api/datasets/{REPO}/tree/{commit}?recursive=true HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            client.sendall(
+                f"GET /api/datasets/{REPO}/tree/{commit}?recursive=true HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+            )
         assert handled.wait(60)  # the handler answered into the closed connection, and failed
     assert "Traceback" not in capfd.readouterr().err

@@ -1,4 +1,4 @@
-"""A partial copy (``pull --include``) verifies, merges and gets recipes (issue 22).
+"""A partial copy (``pull --include``) verifies, merges and gets recipes.
 
 ``PARTIAL.json`` keeps ``COMPLETE.json``'s whole listing: ``verify`` checks every
 file the copy holds against its entry, says what is absent, and applies the
@@ -29,7 +29,15 @@ def partial(release, tmp_path):
     with HostileHub(token=TOKEN) as hub:
         hub.seed_repo(REPO, release)
         out = tmp_path / "partial"
-        pull_release(REPO, out, endpoint=hub.url, token=TOKEN, include=["llmc:train", "megatron:train"], retry=RetryPolicy(attempts=2, base_delay=0.01), progress=False)
+        pull_release(
+            REPO,
+            out,
+            endpoint=hub.url,
+            token=TOKEN,
+            include=["llmc:train", "megatron:train"],
+            retry=RetryPolicy(attempts=2, base_delay=0.01),
+            progress=False,
+        )
     return out
 
 

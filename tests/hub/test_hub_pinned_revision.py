@@ -1,5 +1,5 @@
 """A revision recorded as pinned is a commit id: a server answering a branch name (or anything else) for the commit
-of a Hub tokenizer or corpus stops the build before anything is written (issue 21.5)."""
+of a Hub tokenizer or corpus stops the build before anything is written."""
 
 from __future__ import annotations
 
@@ -49,7 +49,13 @@ def local_corpus(root):
 
 
 def build(env, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", _CLI, "build", *map(str, args), "--quiet"], env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", _CLI, "build", *map(str, args), "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.mark.parametrize("answer", ["main", "v1.0", "0123456789abcdef"])
@@ -70,7 +76,9 @@ def test_a_hub_tokenizer_at_a_checked_commit_records_that_commit(hub, env, tmp_p
     result = build(env, "--corpus", local_corpus(tmp_path), "--tokenizer", "tester/tok", "--out", out)
     assert result.returncode == 0, result.stderr
     assert json.loads((out / "run_config.json").read_text())["tokenizer"]["revision"] == commit
-    assert f"pinned revision: `{commit}`" in (out / "README.md").read_text() or commit in (out / "README.md").read_text()
+    assert (
+        f"pinned revision: `{commit}`" in (out / "README.md").read_text() or commit in (out / "README.md").read_text()
+    )
 
 
 def test_a_hub_corpus_whose_commit_is_a_branch_name_is_refused(hub, env, tmp_path):

@@ -25,7 +25,9 @@ def test_load_dataset_of_a_pushed_release_reads_the_preview(release, hub, env, t
         "import datasets, json, sys; d = datasets.load_dataset('tester/preview', cache_dir=sys.argv[1]);"
         "print(json.dumps({s: d[s].to_dict() for s in d}))"
     )
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "cache")], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "cache")], env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     loaded = json.loads(done.stdout.splitlines()[-1])
     for split in ("train", "validation"):
@@ -60,7 +62,11 @@ def test_the_test_server_validates_a_card_s_configs_as_datasets_loads_them(hub, 
 
     card = (release / "README.md").read_text(encoding="utf-8")
     assert answer(card) == 200
-    broken = card.replace("- split: train\n    path: preview/train.parquet", "- split: train\n    where: preview/train.parquet")
+    broken = card.replace(
+        "- split: train\n    path: preview/train.parquet", "- split: train\n    where: preview/train.parquet"
+    )
     assert broken != card and answer(broken) == 400
-    twice = card.replace("  default: true\n", "  default: true\n- config_name: other\n  data_files: x\n  default: true\n")
+    twice = card.replace(
+        "  default: true\n", "  default: true\n- config_name: other\n  data_files: x\n  default: true\n"
+    )
     assert twice != card and answer(twice) == 400

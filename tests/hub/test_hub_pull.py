@@ -58,7 +58,12 @@ def test_pull_downloads_and_verifies_a_release(hub, tmp_path, verified_release):
     out = tmp_path / "out"
     summary = pull(hub, tmp_path, out)
     assert files_under(out) == files_under(release)  # no .gitattributes, no client state
-    assert summary.commit == commit and summary.complete and summary.receipts == 3 and summary.fetched == summary.files - 1
+    assert (
+        summary.commit == commit
+        and summary.complete
+        and summary.receipts == 3
+        and summary.fetched == summary.files - 1
+    )
     assert summary.files == len(files_under(release))
     assert leftovers(tmp_path, "out") == []
 
@@ -90,7 +95,9 @@ def test_allow_incomplete_still_checks_receipts(hub, tmp_path):
     receipt["files"][0]["sha256"] = "0" * 64  # the receipt vouches for other bytes than the repo holds
     receipt_path.write_text(json.dumps(receipt, indent=2) + "\n")
     hub.seed_repo(REPO, release, skip=("COMPLETE.json",))
-    with pytest.raises(VerificationError, match=receipt["files"][0]["path"] + ": SHA-256 differs from receipt part-000002"):
+    with pytest.raises(
+        VerificationError, match=receipt["files"][0]["path"] + ": SHA-256 differs from receipt part-000002"
+    ):
         pull(hub, tmp_path, tmp_path / "out", allow_incomplete=True)
     assert not (tmp_path / "out").exists()
 
@@ -107,7 +114,8 @@ def test_a_flipped_byte_is_an_error_naming_the_file_and_nothing_is_left(hub, tmp
     assert ".pull-" not in str(error.value)
     assert error.value.rule == "SHA-256 differs from COMPLETE.json"
     assert not out.exists() and leftovers(tmp_path, "out") == [f".out.pull-{commit}"]
-    assert not (tmp_path / f".out.pull-{commit}" / "shards/train/part-000001.idx").exists()  # never under its final name
+    # never under its final name
+    assert not (tmp_path / f".out.pull-{commit}" / "shards/train/part-000001.idx").exists()
 
 
 def test_a_receipt_that_disagrees_with_complete_json_is_an_error(hub, tmp_path):
@@ -118,7 +126,9 @@ def test_a_receipt_that_disagrees_with_complete_json_is_an_error(hub, tmp_path):
     receipt_path.write_text(json.dumps(receipt, indent=2) + "\n")
     write_complete(release)  # COMPLETE.json vouches for the edited receipt's bytes
     commit = hub.seed_repo(REPO, release)
-    with pytest.raises(VerificationError, match="receipt disagrees with COMPLETE.json about " + receipt["files"][0]["path"]) as error:
+    with pytest.raises(
+        VerificationError, match="receipt disagrees with COMPLETE.json about " + receipt["files"][0]["path"]
+    ) as error:
         pull(hub, tmp_path, tmp_path / "out")
     assert error.value.path == f"hf://datasets/{REPO}@{commit}/receipts/part-000000.json"
     assert not (tmp_path / "out").exists()
@@ -127,7 +137,10 @@ def test_a_receipt_that_disagrees_with_complete_json_is_an_error(hub, tmp_path):
 def test_a_file_listed_but_missing_from_the_repo_is_named_before_any_download(hub, tmp_path):
     release = make_release(tmp_path / "release")
     commit = hub.seed_repo(REPO, release, skip=("stats.json",))
-    with pytest.raises(HubError, match="record disagrees with the Hub's own tree at this commit .1 file.: got stats.json is not in the repo"):
+    with pytest.raises(
+        HubError,
+        match="record disagrees with the Hub's own tree at this commit .1 file.: got stats.json is not in the repo",
+    ):
         pull(hub, tmp_path, tmp_path / "out")
     assert not (tmp_path / "out").exists() and hub.downloads(commit) == ["COMPLETE.json"]
 
@@ -152,12 +165,15 @@ def test_a_failed_download_stops_the_pull_without_starting_the_queued_ones(hub, 
     for path in files_under(release):
         if path not in ("COMPLETE.json", "receipts/part-000000.json"):
             hub.faults.slow_downloads[path] = shut_down
-    with pytest.raises(HubError, match="download receipts/part-000000.json failed.*re-run the same command: it resumes"):
+    with pytest.raises(
+        HubError, match="download receipts/part-000000.json failed.*re-run the same command: it resumes"
+    ):
         pull(hub, tmp_path, tmp_path / "out", max_workers=2)
     fetched = set(hub.downloads(commit))
     started_after_the_failure = fetched - {"COMPLETE.json", "README.md", "receipts/part-000000.json"}
     assert len(started_after_the_failure) <= 1, sorted(started_after_the_failure)  # at most one raced the cancel
-    assert not (tmp_path / "out").exists() and leftovers(tmp_path, "out") == [f".out.pull-{commit}"]  # kept for the re-run
+    # kept for the re-run
+    assert not (tmp_path / "out").exists() and leftovers(tmp_path, "out") == [f".out.pull-{commit}"]
 
 
 def test_a_corpus_repo_is_pulled_and_checked_against_its_manifest(hub, tmp_path):
@@ -212,16 +228,31 @@ def test_cli_pull_reports_success_and_errors_in_one_line(hub, tmp_path, verified
     home.mkdir()
     env = {**os.environ, **client_env(hub, home, TOKEN)}
     code = "import sys; from hf_tokbin.cli import main; sys.exit(main(sys.argv[1:]))"
-    refused = subprocess.run([sys.executable, "-c", code, "pull", REPO, "--out", str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=60)
+    refused = subprocess.run(
+        [sys.executable, "-c", code, "pull", REPO, "--out", str(tmp_path / "out")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert refused.returncode == 1
     lines = refused.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("hf-tokbin pull: error: tester/release@"), refused.stderr
     assert "Traceback" not in refused.stderr and TOKEN not in refused.stderr
 
     hub.seed_repo(REPO, release)
-    done = subprocess.run([sys.executable, "-c", code, "pull", REPO, "--out", str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code, "pull", REPO, "--out", str(tmp_path / "out")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("pulled tester/release@") and "checked against COMPLETE.json and 3 receipts" in done.stdout
+    assert (
+        done.stdout.startswith("pulled tester/release@")
+        and "checked against COMPLETE.json and 3 receipts" in done.stdout
+    )
     assert files_under(tmp_path / "out") == files_under(release)
 
 
@@ -230,7 +261,24 @@ def test_cli_pull_include_and_workers(hub, tmp_path, verified_release, capsys):
 
     commit = hub.seed_repo(REPO, verified_release)
     out = tmp_path / "out"
-    assert main(["pull", REPO, "--out", str(out), "--endpoint", hub.url, "--include", "llmc:validation,megatron:validation", "--workers", "3", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "pull",
+                REPO,
+                "--out",
+                str(out),
+                "--endpoint",
+                hub.url,
+                "--include",
+                "llmc:validation,megatron:validation",
+                "--workers",
+                "3",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert printed.startswith(f"pulled {REPO}@{commit}: PARTIAL copy (llmc:validation, megatron:validation)")
     assert (out / "tokens/byte/toy/val-00000.bin").is_file() and not (out / "tokens/byte/toy/train-00000.bin").exists()
@@ -244,10 +292,30 @@ def test_cli_pull_include_takes_globs_and_max_workers_as_hf_download_does(hub, t
 
     hub.seed_repo(REPO, verified_release)
     out = tmp_path / "out"
-    assert main(["pull", REPO, "--out", str(out), "--endpoint", hub.url, "--include", "shards/validation/*.idx", "--include", "tokens/*val-*.bin", "--max-workers", "3", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "pull",
+                REPO,
+                "--out",
+                str(out),
+                "--endpoint",
+                hub.url,
+                "--include",
+                "shards/validation/*.idx",
+                "--include",
+                "tokens/*val-*.bin",
+                "--max-workers",
+                "3",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     pair = sorted(p.name for p in (out / "shards/validation").iterdir())
-    assert pair and {name.rsplit(".", 1)[1] for name in pair} == {"bin", "idx"}  # the glob named the .idx; the pair came whole
+    # the glob named the .idx; the pair came whole
+    assert pair and {name.rsplit(".", 1)[1] for name in pair} == {"bin", "idx"}
     assert not (out / "shards/train").exists() and not (out / "tokens/byte/toy/train-00000.bin").exists()
     assert (out / "tokens/byte/toy/val-00000.bin").is_file() and (out / "PARTIAL.json").is_file()
     assert main(["verify", str(out), "--quiet"]) == 0

@@ -33,7 +33,8 @@ from hf_tokbin.errors import TokbinError
 from hf_tokbin.hub import HubLimits, push_folder
 args = json.loads(sys.argv[1])
 try:
-    print(push_folder(args["folder"], args["repo"], revision=args["revision"], limits=HubLimits(**args["limits"]), progress=False))
+    limits = HubLimits(**args["limits"])
+    print(push_folder(args["folder"], args["repo"], revision=args["revision"], limits=limits, progress=False))
 except TokbinError as e:
     print(f"error: {e}", file=sys.stderr)
     sys.exit(1)
@@ -65,7 +66,9 @@ except TokbinError as e:
 
 def push_api(env, folder, repo=REPO, revision="main", **limits) -> subprocess.CompletedProcess:
     args = json.dumps({"folder": str(folder), "repo": repo, "revision": revision, "limits": limits})
-    return subprocess.run([sys.executable, "-c", _PUSH_API, args], env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", _PUSH_API, args], env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def local_files(root) -> dict[str, bytes]:
@@ -158,7 +161,10 @@ def test_corpus_folder_pushes_and_loads_with_datasets(hub, env, tmp_path):
     assert result.returncode == 0, result.stderr
     commits = pushed_commits(hub, "tester/corpus")
     assert commits[-1].changed == ("_MANIFEST.json",)
-    code = "import json, datasets; d = datasets.load_dataset('tester/corpus'); print(json.dumps({k: list(d[k]['text']) for k in d}))"
+    code = (
+        "import json, datasets; d = datasets.load_dataset('tester/corpus'); "
+        "print(json.dumps({k: list(d[k]['text']) for k in d}))"
+    )
     loaded = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert loaded.returncode == 0, loaded.stderr[-2000:]
     assert json.loads(loaded.stdout.strip().splitlines()[-1]) == rows
@@ -170,19 +176,34 @@ def stories_file(path, texts):
 
 
 def test_smaller_corpus_pushed_over_a_bigger_one_leaves_only_its_own_files(hub, env, tmp_path):
-    old = write_tinystories_corpus(stories_file(tmp_path / "old.txt", [f"old story {i}" for i in range(6)]), None, tmp_path / "old", shard_rows=2)
-    assert [s.path for s in old.shards] == ["data/train-00000.parquet", "data/train-00001.parquet", "data/train-00002.parquet"]
+    old = write_tinystories_corpus(
+        stories_file(tmp_path / "old.txt", [f"old story {i}" for i in range(6)]), None, tmp_path / "old", shard_rows=2
+    )
+    assert [s.path for s in old.shards] == [
+        "data/train-00000.parquet",
+        "data/train-00001.parquet",
+        "data/train-00002.parquet",
+    ]
     assert cli(env, "push", tmp_path / "old", "--repo", "tester/corpus").returncode == 0
-    write_tinystories_corpus(stories_file(tmp_path / "new.txt", ["new story a", "new story b"]), None, tmp_path / "new")
+    write_tinystories_corpus(
+        stories_file(tmp_path / "new.txt", ["new story a", "new story b"]), None, tmp_path / "new"
+    )
     refused = cli(env, "push", tmp_path / "new", "--repo", "tester/corpus")
-    assert refused.returncode == 1 and "would be mixed with it" in refused.stderr and "--delete 'data/*'" in refused.stderr
+    assert (
+        refused.returncode == 1
+        and "would be mixed with it" in refused.stderr
+        and "--delete 'data/*'" in refused.stderr
+    )
     result = cli(env, "push", tmp_path / "new", "--repo", "tester/corpus", "--delete", "data/*")
     assert result.returncode == 0, result.stderr
     remote = hub.head_files("tester/corpus")
     remote.pop(".gitattributes")
     assert remote == local_files(tmp_path / "new")  # train-00001/00002 of the old corpus are gone
     assert "2 remote files the folder does not hold deleted" in result.stdout
-    code = "import json, datasets; d = datasets.load_dataset('tester/corpus'); print(json.dumps({k: list(d[k]['text']) for k in d}))"
+    code = (
+        "import json, datasets; d = datasets.load_dataset('tester/corpus'); "
+        "print(json.dumps({k: list(d[k]['text']) for k in d}))"
+    )
     loaded = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert loaded.returncode == 0, loaded.stderr[-2000:]
     assert json.loads(loaded.stdout.strip().splitlines()[-1]) == {"train": ["new story a", "new story b"]}
@@ -203,7 +224,8 @@ def test_smaller_release_pushed_over_a_bigger_one_leaves_only_its_own_files(hub,
         gone
     ) == 6  # parts 1 and 2: a pair and a receipt each
     new_commits = pushed_commits(hub)[before:]
-    assert set(new_commits[0].changed) == gone | {"COMPLETE.json"} and "COMPLETE.json" not in new_commits[0].tree  # deleted with the stale record
+    # deleted with the stale record
+    assert set(new_commits[0].changed) == gone | {"COMPLETE.json"} and "COMPLETE.json" not in new_commits[0].tree
     assert new_commits[-1].changed == ("COMPLETE.json",)
     assert f"{len(gone)} remote files the folder does not hold deleted" in result.stdout
 
@@ -230,7 +252,13 @@ def test_a_foreign_file_on_a_published_branch_is_left_alone_and_deleted_by_mirro
 @pytest.mark.parametrize("victim", ["stats.json", "shards/train/part-000001.bin"])
 def test_a_file_changed_after_the_check_stops_the_push(hub, env, tmp_path, victim):
     release = make_verified_release(tmp_path / "release")
-    result = subprocess.run([sys.executable, "-c", _PUSH_WHILE_WRITING, str(release), REPO, victim], env=env, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", _PUSH_WHILE_WRITING, str(release), REPO, victim],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 1, result.stdout
     assert victim in result.stderr and "file changed after it was checked" in result.stderr
     assert pushed_commits(hub) == []  # nothing landed, COMPLETE.json least of all
@@ -282,7 +310,11 @@ def test_stale_parent_stops_with_a_one_line_message(hub, env, tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     foreign_head = hub.repo(REPO).branches["main"]
-    assert lines[0].startswith("hf-tokbin push: error: ") and "someone else pushed" in lines[0] and foreign_head in lines[0]
+    assert (
+        lines[0].startswith("hf-tokbin push: error: ")
+        and "someone else pushed" in lines[0]
+        and foreign_head in lines[0]
+    )
     files = hub.head_files(REPO)
     assert "NOTES.txt" in files and "COMPLETE.json" not in files
 
@@ -449,7 +481,14 @@ class DroppingUploads:
 def test_a_failing_upload_is_tried_attempts_times_not_attempts_squared():
     api = DroppingUploads()
     slept = []
-    publisher = _Publisher(api, "tester/release", "main", HubLimits(), RetryPolicy(attempts=3, base_delay=0.5, sleep=slept.append), head="a" * 40)
+    publisher = _Publisher(
+        api,
+        "tester/release",
+        "main",
+        HubLimits(),
+        RetryPolicy(attempts=3, base_delay=0.5, sleep=slept.append),
+        head="a" * 40,
+    )
     with pytest.raises(HubError, match=r"tester/release@main: upload files failed: .*ConnectionError"):
         publisher.commit([Upload.from_bytes("stats.json", b"{}\n")], [], "Add stats.json")
     assert api.preuploads == 3 and api.commits == 0
@@ -467,7 +506,13 @@ def test_bad_limits_and_repo_ids_are_refused():
 
 def test_retry_settings_from_the_environment_say_what_they_must_be(monkeypatch):
     monkeypatch.setenv("HF_TOKBIN_HUB_ATTEMPTS", "2.5")
-    with pytest.raises(HubError, match="HF_TOKBIN_HUB_ATTEMPTS: environment variable must be an integer: expected an integer such as 5, got '2.5'"):
+    with pytest.raises(
+        HubError,
+        match=(
+            "HF_TOKBIN_HUB_ATTEMPTS: environment variable must be "
+            "an integer: expected an integer such as 5, got '2.5'"
+        ),
+    ):
         RetryPolicy.from_env()
     monkeypatch.setenv("HF_TOKBIN_HUB_ATTEMPTS", "3")
     monkeypatch.setenv("HF_TOKBIN_HUB_BACKOFF", "soon")

@@ -1,4 +1,5 @@
-"""Push never deletes or publishes unasked, says the Hub's reason, respects its limits (issue 14, push side; issue 16).
+"""Push never deletes or publishes unasked, says the Hub's reason, respects its limits, and publishes only
+what COMPLETE.json vouches for.
 
 Against the Hub-protocol test server with the real huggingface_hub client, in a child
 process (the client reads HF_HUB_DISABLE_XET / HF_ENDPOINT when imported).
@@ -140,7 +141,11 @@ CHANGING = ("POST /api/repos/create", "/commit/", "/preupload/", "/branch/", "/i
 
 
 def changing_requests(hub):
-    return [(m, p) for _, m, p, _ in hub.requests if m in ("POST", "PUT", "DELETE") and any(c in f"{m} {p}" for c in CHANGING)]
+    return [
+        (m, p)
+        for _, m, p, _ in hub.requests
+        if m in ("POST", "PUT", "DELETE") and any(c in f"{m} {p}" for c in CHANGING)
+    ]
 
 
 # -- 1. nothing deleted unasked; --delete, --mirror, --dry-run ------------------
@@ -244,7 +249,9 @@ def test_no_visibility_is_sent_without_a_flag(hub, env, tmp_path):
 
 
 @pytest.mark.parametrize("flag, private", [("--public", False), ("--private", True)])
-def test_visibility_flags_are_sent_and_an_existing_repo_of_the_other_kind_is_refused(hub, env, tmp_path, flag, private):
+def test_visibility_flags_are_sent_and_an_existing_repo_of_the_other_kind_is_refused(
+    hub, env, tmp_path, flag, private
+):
     release = make_verified_release(tmp_path / "release")
     assert cli(env, "push", release, "--repo", REPO, flag).returncode == 0
     sent = hub.create_payloads[0]
@@ -303,10 +310,15 @@ def test_releases_share_a_repo_under_path_in_repo(hub, env, tmp_path):
         assert f"releases/{name}/COMPLETE.json verified at" in result.stdout
     remote = hub.head_files(REPO)
     for name, folder in (("v1", v1), ("v2", v2)):
-        assert {p[len(f"releases/{name}/") :]: d for p, d in remote.items() if p.startswith(f"releases/{name}/")} == local_files(folder)
-    assert {p: d for p, d in remote.items() if not p.startswith("releases/") and p != ".gitattributes"} == local_files(corpus)
+        assert {
+            p[len(f"releases/{name}/") :]: d for p, d in remote.items() if p.startswith(f"releases/{name}/")
+        } == local_files(folder)
+    assert {p: d for p, d in remote.items() if not p.startswith("releases/") and p != ".gitattributes"} == local_files(
+        corpus
+    )
     again = cli(env, "push", v1, "--repo", REPO, "--path-in-repo", "releases/v1", "--mirror")
-    assert again.returncode == 0, again.stderr and "already published" in again.stdout  # --mirror stays inside its folder
+    # --mirror stays inside its folder
+    assert again.returncode == 0, again.stderr and "already published" in again.stdout
     assert hub.head_files(REPO) == remote
 
 
@@ -334,8 +346,12 @@ def test_the_servers_message_reaches_the_user_and_the_token_never_does(hub, env,
 
 
 def test_server_messages_are_one_printable_line_with_tokens_masked():
-    token = "hf_" + "abcdefghijklmnopq" * 2  # a real token's shape: hf_ + 34 letters (tests/hub/test_retry.py has the rule)
-    assert scrub(f"bad\x1b[31m red\nline Authorization: Bearer abc.def {token}") == "bad [31m red line Authorization: Bearer *** hf_***"
+    # a real token's shape: hf_ + 34 letters (tests/hub/test_retry.py has the rule)
+    token = "hf_" + "abcdefghijklmnopq" * 2
+    assert (
+        scrub(f"bad\x1b[31m red\nline Authorization: Bearer abc.def {token}")
+        == "bad [31m red line Authorization: Bearer *** hf_***"
+    )
     assert len(scrub("x" * 5000)) == 300
 
 
@@ -346,7 +362,9 @@ def test_limit_check_counts_entries_per_folder():
     paths = [f"shards/train/part-{i:06d}.bin" for i in range(10_000)] + ["COMPLETE.json"]
     check_hub_limits(paths)
     assert folder_entries(paths) == {"": 2, "shards": 1, "shards/train": 10_000}
-    with pytest.raises(HubError, match=r"shards/train/ would hold 10,001 entries, the Hub allows at most 10,000 per folder"):
+    with pytest.raises(
+        HubError, match=r"shards/train/ would hold 10,001 entries, the Hub allows at most 10,000 per folder"
+    ):
         check_hub_limits(paths + ["shards/train/part-999999.idx"])
     with pytest.raises(HubError, match="the Hub's largest file is"):
         check_hub_limits(["a.bin"], {"a.bin": 51 * 1000**3})
@@ -376,7 +394,11 @@ def test_an_invalid_card_fails_before_any_lfs_upload(hub, env, tmp_path):
     release = bad_card_release(tmp_path / "release")
     result = cli(env, "push", release, "--repo", REPO, "--quiet")
     assert result.returncode == 1
-    assert "README.md" in result.stderr and "not-a-license" in result.stderr and "refuses the dataset card" in result.stderr
+    assert (
+        "README.md" in result.stderr
+        and "not-a-license" in result.stderr
+        and "refuses the dataset card" in result.stderr
+    )
     assert hub.count("POST", r"/info/lfs/objects/batch$") == 0 and hub.count("PUT", "^/_lfs/") == 0
     assert REPO not in hub.repos or pushed_commits(hub) == []
 
@@ -438,12 +460,14 @@ def test_a_late_deletion_commit_is_accepted_on_the_retrys_404(hub, env, tmp_path
     assert "landed late" in result.stderr and "old.txt" not in hub.head_files(REPO)
 
 
-# -- 9. issue 16: what is published is what COMPLETE.json vouches for ----------------
+# -- 9. what is published is what COMPLETE.json vouches for ----------------
 
 
 def test_a_small_file_changed_during_its_commit_is_not_published_with_new_bytes(hub, env, tmp_path):
     release = make_verified_release(tmp_path / "release")
-    vouched = next(f for f in json.loads((release / "COMPLETE.json").read_text())["files"] if f["path"] == "stats.json")
+    vouched = next(
+        f for f in json.loads((release / "COMPLETE.json").read_text())["files"] if f["path"] == "stats.json"
+    )
     result, _ = push_api(env, release, setup=_CHANGE_DURING_COMMIT)
     assert hashlib.sha256((release / "stats.json").read_bytes()).hexdigest() != vouched["sha256"]
     # The bytes read once, checked against COMPLETE.json, are the ones sent and read back.
@@ -500,7 +524,10 @@ def test_a_history_page_linking_its_next_page_on_another_host_gets_neither_reque
         result, _ = push_api(env, release)
         assert elsewhere.requests == []
     assert result.returncode == 0, result.stderr
-    assert "could not read the branch's recent commits" in result.stderr and "links its next page on another host" in result.stderr
+    assert (
+        "could not read the branch's recent commits" in result.stderr
+        and "links its next page on another host" in result.stderr
+    )
 
 
 # -- 12. throughput ---------------------------------------------------------------------
@@ -509,13 +536,17 @@ def test_a_history_page_linking_its_next_page_on_another_host_gets_neither_reque
 def test_the_next_batch_uploads_while_a_commit_is_made(hub, env, tmp_path):
     release = make_verified_release(tmp_path / "release", parts=4)
     first_batch_lfs = 2  # part 0: a train pair (its receipt is a plain file)
-    hub.faults.gate_after_lfs_objects = first_batch_lfs + 1  # the first commit is answered only once a later file arrived
+    # the first commit is answered only once a later file arrived
+    hub.faults.gate_after_lfs_objects = first_batch_lfs + 1
     result, _ = push_api(env, release, limits={"files_per_commit": 5})
     assert result.returncode == 0, result.stderr
     assert not hub.faults.gate_timed_out
     part0 = json.loads((release / "receipts/part-000000.json").read_text())
     assert set(pushed_commits(hub)[0].changed) == {f["path"] for f in part0["files"]} | {"receipts/part-000000.json"}
-    assert len(pushed_commits(hub)) > 2 and hub.head_files(REPO)["COMPLETE.json"] == (release / "COMPLETE.json").read_bytes()
+    assert (
+        len(pushed_commits(hub)) > 2
+        and hub.head_files(REPO)["COMPLETE.json"] == (release / "COMPLETE.json").read_bytes()
+    )
 
 
 def test_a_symlink_in_the_release_is_refused_not_followed(hub, env, tmp_path):
@@ -576,7 +607,9 @@ def test_the_server_answers_as_the_hub(hub, tmp_path):
         paths = [f"p{i}" for i in range(1001)]
         too_many = http.post(f"{base}/paths-info/main", data={"paths": paths}, headers=auth)
         assert too_many.status_code == 400 and "Too many paths" in too_many.json()["error"]
-        header = json.dumps({"key": "header", "value": {"summary": "rm", "parentCommit": hub.repo(REPO).branches["main"]}})
+        header = json.dumps(
+            {"key": "header", "value": {"summary": "rm", "parentCommit": hub.repo(REPO).branches["main"]}}
+        )
         gone = json.dumps({"key": "deletedFile", "value": {"path": "no-such-file"}})
         missing = http.post(f"{base}/commit/main", content=f"{header}\n{gone}\n", headers=auth)
         assert missing.status_code == 404 and missing.headers["X-Error-Code"] == "EntryNotFound"
@@ -596,12 +629,17 @@ def test_retry_policy_rate_limit_wait_is_bounded():
     request = httpx2.Request("POST", "http://127.0.0.1/api/datasets/a/b/commit/main")
     from huggingface_hub.errors import HfHubHTTPError
 
-    response = httpx2.Response(429, headers={"RateLimit": '"api";r=0;t=9', "RateLimit-Policy": '"fixed window";"api";q=500;w=300'}, request=request)
+    response = httpx2.Response(
+        429,
+        headers={"RateLimit": '"api";r=0;t=9', "RateLimit-Policy": '"fixed window";"api";q=500;w=300'},
+        request=request,
+    )
     error = HfHubHTTPError("429", response=response)
     assert RetryPolicy(max_delay=60).delay(1, error) == 10.0
     with pytest.raises(HubError, match="re-run after"):
         RetryPolicy(max_delay=5).delay(1, error)
-    remaining = httpx2.Response(429, headers={"RateLimit": '"api";r=3;t=9'}, request=request)  # not the reason for the 429
+    # not the reason for the 429
+    remaining = httpx2.Response(429, headers={"RateLimit": '"api";r=3;t=9'}, request=request)
     assert RetryPolicy(base_delay=0.5).delay(1, HfHubHTTPError("429", response=remaining)) == 0.5
 
 
@@ -616,6 +654,10 @@ def test_hints_fit_the_operation_and_a_gated_repo_asks_for_access():
     assert "write access" in str(as_hub_error("a/b@main", "commit", error))
     read = str(fetch_error("a/b@main", "corpus", error))
     assert "read access" in read and "write access" not in read and "HTTP 403: no access to a/b" in read
-    gated = GatedRepoError("403 gated", response=httpx2.Response(403, headers={"X-Error-Code": "GatedRepo"}, request=request), server_message="Access to dataset a/b is restricted")
+    gated = GatedRepoError(
+        "403 gated",
+        response=httpx2.Response(403, headers={"X-Error-Code": "GatedRepo"}, request=request),
+        server_message="Access to dataset a/b is restricted",
+    )
     message = str(fetch_error("a/b@main", "corpus", gated))
     assert "gated" in message and "ask for access" in message and "Access to dataset a/b is restricted" in message

@@ -26,7 +26,14 @@ def test_a_fresh_pull_does_not_claim_files_kept_from_an_interrupted_pull(built, 
     # COMPLETE.json was counted among the files but not among the downloads.
     with HostileHub(token=TOKEN) as hub:
         hub.seed_repo(REPO, shutil.copytree(built, tmp_path / "release"))
-        summary = pull_release(REPO, tmp_path / "out", endpoint=hub.url, token=TOKEN, retry=RetryPolicy(attempts=2, base_delay=0.01), progress=False)
+        summary = pull_release(
+            REPO,
+            tmp_path / "out",
+            endpoint=hub.url,
+            token=TOKEN,
+            retry=RetryPolicy(attempts=2, base_delay=0.01),
+            progress=False,
+        )
     assert summary.fetched == summary.files - 1  # every file but COMPLETE.json, which comes with the record
     assert summary.kept == 0
     assert "kept from an interrupted pull" not in str(summary)
@@ -38,7 +45,14 @@ def test_a_wrong_endpoint_scheme_fails_at_once_without_retries(tmp_path, endpoin
     # back-off (about 30 s) before the one-line error.
     waits = []
     with pytest.raises(HubError, match="UnsupportedProtocol"):
-        pull_release(REPO, tmp_path / "out", endpoint=endpoint, token=TOKEN, retry=RetryPolicy(attempts=5, base_delay=0.01, sleep=waits.append), progress=False)
+        pull_release(
+            REPO,
+            tmp_path / "out",
+            endpoint=endpoint,
+            token=TOKEN,
+            retry=RetryPolicy(attempts=5, base_delay=0.01, sleep=waits.append),
+            progress=False,
+        )
     assert waits == []
     assert not (tmp_path / "out").exists()
 

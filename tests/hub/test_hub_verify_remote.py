@@ -57,7 +57,9 @@ def test_a_good_release_passes_without_downloading_a_token_file(hub, release):
 
 def test_files_replaced_on_the_hub_are_each_named(hub, release):
     hub.seed_repo(REPO, release)
-    replace_on_the_hub(hub, "shards/train/part-000001.bin", b"\x07" * (release / "shards/train/part-000001.bin").stat().st_size)
+    replace_on_the_hub(
+        hub, "shards/train/part-000001.bin", b"\x07" * (release / "shards/train/part-000001.bin").stat().st_size
+    )
     replace_on_the_hub(hub, "tokens/byte/toy/val-00000.bin", b"other bytes")
     replace_on_the_hub(hub, "shards/train/part-000099.bin", b"planted")  # inside the layout, not listed
     replace_on_the_hub(hub, "NOTES.md", b"added by hand\n")  # outside the layout: not part of the release
@@ -98,7 +100,10 @@ def test_the_sample_downloads_and_verifies_parts(hub, release):
     report = verify(hub, download_sample=2)
     assert report.sampled == ("part-000000", "part-000002")
     assert sorted(token_files(hub.downloads(commit))) == [
-        "shards/train/part-000000.bin", "shards/train/part-000000.idx", "shards/validation/part-000002.bin", "shards/validation/part-000002.idx",
+        "shards/train/part-000000.bin",
+        "shards/train/part-000000.idx",
+        "shards/validation/part-000002.bin",
+        "shards/validation/part-000002.idx",
     ]
     hub.flip_stored_byte(REPO, "shards/validation/part-000002.idx")  # bit rot the metadata does not show
     assert verify(hub).sampled == ()
@@ -127,7 +132,15 @@ def test_cli_verify_of_a_hub_repo(hub, release, tmp_path):
     home.mkdir()
     env = {**os.environ, **client_env(hub, home, TOKEN)}
     def run(*args):
-        return subprocess.run([sys.executable, "-c", _CLI, "verify", *args], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False)
+        return subprocess.run(
+            [sys.executable, "-c", _CLI, "verify", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            check=False,
+        )
 
     ok = run(REPO, "--endpoint", hub.url, "--download-sample", "1")
     assert ok.returncode == 0, ok.stderr

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-# Holds ``flock`` on argv[1] (made if missing), writes argv[2] into it when given, says "held", waits for stdin to close.
+# Holds ``flock`` on argv[1] (made if missing), writes argv[2]
+# into it when given, says "held", waits for stdin to close.
 HOLDER = r"""
 import fcntl, os, sys
 os.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True)

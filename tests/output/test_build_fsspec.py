@@ -1,4 +1,6 @@
-"""``hf-tokbin build --out URL``: a release published to an fsspec URL is the local release, byte for byte, and resumes."""
+"""``hf-tokbin build --out URL``: a release published to an
+fsspec URL is the local release, byte for byte, and resumes.
+"""
 
 from __future__ import annotations
 
@@ -29,7 +31,10 @@ _unique = itertools.count()
 def inputs(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("fsspec")
     train_bpe(stories(300, seed=1), 500, root / "tok")
-    shards = [("train", stories(150, seed=50 + i)) for i in range(4)] + [("validation", stories(80, seed=60)), ("train", [])]
+    shards = [("train", stories(150, seed=50 + i)) for i in range(4)] + [
+        ("validation", stories(80, seed=60)),
+        ("train", []),
+    ]
     write_corpus(root / "corpus", shards)
     return root
 
@@ -78,7 +83,18 @@ def test_memory_url_build_equals_local_build(inputs, local_release, cache):
 def test_file_url_build_equals_local_build_through_the_cli(inputs, local_release, tmp_path, capsys):
     target = tmp_path / "remote" / "release"
     url = target.as_uri()
-    args = ["build", "--corpus", str(inputs / "corpus"), "--tokenizer", str(inputs / "tok"), "--max-tokens-per-file", "4000", "--quiet", "--out", url]
+    args = [
+        "build",
+        "--corpus",
+        str(inputs / "corpus"),
+        "--tokenizer",
+        str(inputs / "tok"),
+        "--max-tokens-per-file",
+        "4000",
+        "--quiet",
+        "--out",
+        url,
+    ]
     assert main(args) == 0
     assert tree_bytes(target) == local_release  # no .work/ left either
     assert url in capsys.readouterr().out
@@ -125,7 +141,13 @@ def _fail_on_complete(write_bytes):
 # moment -> (what to patch, how, whether the scratch folder is lost too, parts skipped on the re-run)
 MOMENTS = {
     "before publishing the third part": (build_module, "_publish_part", functools.partial(_fail_on_call, 3), False, 3),
-    "before publishing the third part, scratch lost": (build_module, "_publish_part", functools.partial(_fail_on_call, 3), True, 2),
+    "before publishing the third part, scratch lost": (
+        build_module,
+        "_publish_part",
+        functools.partial(_fail_on_call, 3),
+        True,
+        2,
+    ),
     "uploading the third receipt": (UrlFolder, "_upload", _fail_on_receipt_of_part_2, False, 3),
     "uploading COMPLETE.json": (UrlFolder, "write_text", _fail_on_complete, False, 6),
 }
@@ -210,8 +232,8 @@ RAY_DRIVER = r"""
 import os, subprocess, sys
 
 os.environ["HF_TOKBIN_CACHE"] = {driver_cache!r}  # the driver's scratch: another machine's disk than the nodes'
-command = ["hf-tokbin", "build", "--corpus", {corpus!r}, "--tokenizer", {tok!r}, "--max-tokens-per-file", "4000", "--quiet",
-           "--out", {url!r}, "--engine", "ray", "--ray-address", os.environ["RAY_ADDRESS"]]
+command = ["hf-tokbin", "build", "--corpus", {corpus!r}, "--tokenizer", {tok!r}, "--max-tokens-per-file", "4000",
+           "--quiet", "--out", {url!r}, "--engine", "ray", "--ray-address", os.environ["RAY_ADDRESS"]]
 result = subprocess.run(command, capture_output=True, text=True)
 sys.stdout.write(result.stdout)
 sys.stderr.write(result.stderr)
@@ -220,14 +242,19 @@ sys.exit(result.returncode)
 
 
 def test_ray_build_to_a_file_url_equals_local_build(inputs, local_release, tmp_path, cache):
-    """Two Ray nodes publish their parts through fsspec; the driver, with a scratch folder of its own, fetches and finishes."""
+    """Two Ray nodes publish their parts through fsspec; the
+    driver, with a scratch folder of its own, fetches and finishes.
+    """
     from ray_cluster import run_in_ray_namespace
 
     target = tmp_path / "remote"
     driver_cache = tmp_path / "driver-cache"
-    code = RAY_DRIVER.format(driver_cache=str(driver_cache), corpus=str(inputs / "corpus"), tok=str(inputs / "tok"), url=target.as_uri())
+    code = RAY_DRIVER.format(
+        driver_cache=str(driver_cache), corpus=str(inputs / "corpus"), tok=str(inputs / "tok"), url=target.as_uri()
+    )
     (tmp_path / "driver").mkdir()
-    # The nodes inherit HF_TOKBIN_CACHE=cache. The default timeout: a fresh cluster's start-up takes minutes on a loaded machine.
+    # The nodes inherit HF_TOKBIN_CACHE=cache. The default timeout:
+    # a fresh cluster's start-up takes minutes on a loaded machine.
     process = run_in_ray_namespace(code, tmp_path / "driver")
     assert process.returncode == 0, process.stderr[-4000:]
     assert "6 parts built, 0 skipped" in process.stdout
@@ -235,4 +262,6 @@ def test_ray_build_to_a_file_url_equals_local_build(inputs, local_release, tmp_p
     assert (cache / "out").is_dir(), "the nodes wrote in their own scratch folder"
     assert [p for p in cache.rglob("*") if p.is_file()] == [], "a node keeps no part once it is published"
     # (the fast-path proof keeps nothing: it runs in every build, see docs/speed.md)
-    assert [p for p in (driver_cache / "out").rglob("*") if p.is_file()] == [], "the finish removes the driver's scratch folder"
+    assert [p for p in (driver_cache / "out").rglob("*") if p.is_file()] == [], (
+        "the finish removes the driver's scratch folder"
+    )

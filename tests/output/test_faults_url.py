@@ -48,8 +48,19 @@ def build_args(inputs: Path, out: str) -> list[str]:
 def test_hf_bucket_url_at_a_closed_endpoint_is_one_line_naming_the_url(inputs, tmp_path):
     # huggingface_hub reads HF_ENDPOINT at import: a fresh process, as a user runs it.
     url = "hf://buckets/someone/bucket/release"
-    env = {**os.environ, "HF_ENDPOINT": f"http://127.0.0.1:{closed_port()}", "HF_TOKEN": "hf_test", "HF_TOKBIN_CACHE": str(tmp_path / "cache")}
-    process = subprocess.run([sys.executable, "-m", "hf_tokbin", *build_args(inputs, url)], capture_output=True, text=True, env=env, timeout=600)
+    env = {
+        **os.environ,
+        "HF_ENDPOINT": f"http://127.0.0.1:{closed_port()}",
+        "HF_TOKEN": "hf_test",
+        "HF_TOKBIN_CACHE": str(tmp_path / "cache"),
+    }
+    process = subprocess.run(
+        [sys.executable, "-m", "hf_tokbin", *build_args(inputs, url)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert process.returncode == 1, process.stderr
     lines = process.stderr.strip().splitlines()
     assert len(lines) == 1, process.stderr
@@ -93,9 +104,20 @@ def test_connection_errors_are_the_loaded_libraries_network_errors_only():
     import requests
 
     errors = connection_errors()
-    for reached in (httpx2.ConnectError("refused"), httpx2.ReadTimeout("slow"), aiohttp.ServerDisconnectedError(), requests.ConnectionError("down"), ConnectionRefusedError(111, "refused")):
+    for reached in (
+        httpx2.ConnectError("refused"),
+        httpx2.ReadTimeout("slow"),
+        aiohttp.ServerDisconnectedError(),
+        requests.ConnectionError("down"),
+        ConnectionRefusedError(111, "refused"),
+    ):
         assert isinstance(reached, errors), type(reached)
     # An answer is not an unreachable endpoint, and a local file error is the file's.
     request = httpx2.Request("GET", "http://127.0.0.1/")
-    for answered in (httpx2.HTTPStatusError("404", request=request, response=httpx2.Response(404, request=request)), FileNotFoundError("x"), PermissionError("x"), ValueError("x")):
+    for answered in (
+        httpx2.HTTPStatusError("404", request=request, response=httpx2.Response(404, request=request)),
+        FileNotFoundError("x"),
+        PermissionError("x"),
+        ValueError("x"),
+    ):
         assert not isinstance(answered, errors), type(answered)

@@ -1,6 +1,7 @@
-"""The build lock and every file a build creates under --out: never through a symlink; a killed build never blocks a re-run.
+"""The build lock and every file a build creates under --out:
+never through a symlink; a killed build never blocks a re-run.
 
-Each test reproduces an attack or accident of issue 21 (items 2 and 14): a
+Each test reproduces an attack or accident: a
 pre-made ``.work/lock`` symlink, a symlinked ``.work``, a symlink at a
 temporary name, a ``kill -9`` of a ``--num-proc 2`` build whose workers lived
 on holding the lock, a lock left in the name of a process that is gone.
@@ -44,7 +45,19 @@ def victim(tmp_path):
 
 
 def build_args(corpus: Path, out: Path, *extra: str) -> list[str]:
-    return ["build", "--corpus", str(corpus), "--tokenizer", "byte", "--doc-sep-id", "0", "--out", str(out), "--quiet", *extra]
+    return [
+        "build",
+        "--corpus",
+        str(corpus),
+        "--tokenizer",
+        "byte",
+        "--doc-sep-id",
+        "0",
+        "--out",
+        str(out),
+        "--quiet",
+        *extra,
+    ]
 
 
 def hf_tokbin(*args: str) -> subprocess.CompletedProcess:
@@ -130,7 +143,11 @@ def test_a_concurrent_build_refuses_before_loading_its_inputs(tmp_path, hold_loc
     out = tmp_path / "out"
     hold_lock(out / LOCK_NAME, "pid 1 on elsewhere")
     # The corpus does not exist: a build that loaded its inputs first would say so instead.
-    one_line_error(hf_tokbin(*build_args(tmp_path / "no-such-corpus", out)), "another build is writing this output", "pid 1 on elsewhere")
+    one_line_error(
+        hf_tokbin(*build_args(tmp_path / "no-such-corpus", out)),
+        "another build is writing this output",
+        "pid 1 on elsewhere",
+    )
 
 
 def test_a_refused_build_leaves_no_output_folder_behind(tmp_path):
@@ -213,7 +230,9 @@ def test_a_killed_build_leaves_no_worker_alive_and_the_same_command_runs_again(t
     driver = tmp_path / "driver.py"
     driver.write_text(KILLED_DRIVER)
     args = build_args(corpus, out, "--num-proc", "2", "--batch-size", "8")
-    killed = subprocess.run([sys.executable, str(driver), signal_name, str(pids_file), *args], capture_output=True, text=True, timeout=300)
+    killed = subprocess.run(
+        [sys.executable, str(driver), signal_name, str(pids_file), *args], capture_output=True, text=True, timeout=300
+    )
     assert killed.returncode == -getattr(signal, signal_name), killed.stderr[-2000:]
     workers = [int(p) for p in pids_file.read_text().split()]
     assert len(workers) == 2

@@ -48,8 +48,22 @@ def test_the_process_holding_the_lock_takes_it_again(tmp_path, corpus):
 def test_cli_refuses_a_locked_output_in_one_line(tmp_path, corpus, hold_lock):
     hold_lock(tmp_path / "out" / LOCK_NAME, "pid 1 on elsewhere")
     result = subprocess.run(
-        [str(CONSOLE_SCRIPT), "build", "--corpus", str(corpus), "--tokenizer", "byte", "--doc-sep-id", "0", "--out", str(tmp_path / "out"), "--quiet"],
-        capture_output=True, text=True, timeout=120,
+        [
+            str(CONSOLE_SCRIPT),
+            "build",
+            "--corpus",
+            str(corpus),
+            "--tokenizer",
+            "byte",
+            "--doc-sep-id",
+            "0",
+            "--out",
+            str(tmp_path / "out"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 1
     assert len(result.stderr.strip().splitlines()) == 1 and "another build is writing this output" in result.stderr

@@ -219,10 +219,10 @@ def test_seed002_layout_bos_story_eos_in_both_formats(seed002, tmp_path, capsys)
     assert capsys.readouterr().out.splitlines()[0] == (
         "separator/EOD 1 '<|eos|>' (from --doc-sep); BOS 0 '<|bos|>' (from --bos); llm.c separator after each document; special-token text encoded as ordinary text"
     )
-    from seed002 import Seed002Encoder  # seed 002's own encoder (scripts/seed002.py)
+    from tinystories_reference import ChunkCacheEncoder  # seed 002's own encoder (scripts/tinystories_reference.py)
 
     reference = Tokenizer.from_file(str(tokenizer / "tokenizer.json"))
-    seed = Seed002Encoder.from_tokenizer_json(tokenizer / "tokenizer.json")
+    seed = ChunkCacheEncoder.from_tokenizer_json(tokenizer / "tokenizer.json")
     for split, llmc_split in (("train", "train"), ("validation", "val")):
         stories = [[0, *reference.encode(t, add_special_tokens=False).ids, 1] for t in corpus_texts(corpus, split)]
         assert stories == [[0, *seed.encode(t), 1] for t in corpus_texts(corpus, split)]  # seed 002's `[bos_id, *output, eos_id]`

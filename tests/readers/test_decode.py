@@ -25,7 +25,15 @@ def tok() -> Path:
 @pytest.fixture(scope="module", params=["before", "after"])
 def release(request, tok, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("rel") / "stories"
-    hf_tokbin.build_release(datasets.Dataset.from_dict({"text": TEXTS}), tok, out, progress=False, shard_rows=12, llmc_separator=request.param, bos="!")
+    hf_tokbin.build_release(
+        datasets.Dataset.from_dict({"text": TEXTS}),
+        tok,
+        out,
+        progress=False,
+        shard_rows=12,
+        llmc_separator=request.param,
+        bos="!",
+    )
     return out
 
 
@@ -51,8 +59,13 @@ def test_a_window_across_documents_shows_where_they_meet(release, tok, format):
 
 
 def test_the_command_prints_what_python_renders(release, tok, capsys):
-    assert main(["show", str(release), "--window", "40", "--len", "90", "--format", "llmc", "--tokenizer", str(tok)]) == 0
-    assert capsys.readouterr().out == hf_tokbin.show(release, window=40, length=90, format="llmc", tokenizer=tok).render() + "\n"
+    assert (
+        main(["show", str(release), "--window", "40", "--len", "90", "--format", "llmc", "--tokenizer", str(tok)]) == 0
+    )
+    assert (
+        capsys.readouterr().out
+        == hf_tokbin.show(release, window=40, length=90, format="llmc", tokenizer=tok).render() + "\n"
+    )
 
 
 def test_documents_of_a_split_are_counted_as_the_build_wrote_them(release):
@@ -78,12 +91,21 @@ def test_another_tokenizer_is_refused(release):
 
 def test_a_byte_release_decodes_without_a_tokenizer(tmp_path):
     out = tmp_path / "bytes"
-    hf_tokbin.build_release(datasets.Dataset.from_dict({"text": ["héllo", "wörld"]}), "byte", out, progress=False, doc_sep=0)
+    hf_tokbin.build_release(
+        datasets.Dataset.from_dict({"text": ["héllo", "wörld"]}), "byte", out, progress=False, doc_sep=0
+    )
     shown = hf_tokbin.show(out, doc=1)
     assert shown.documents() == {1: "wörld"} and shown.render().endswith("wörld⟦EOD 0 '\\x00'⟧")
 
 
-@pytest.mark.parametrize("options,message", [({"window": 0}, "--doc N, or --window OFFSET with --len T"), ({"doc": 30}, "no document 30"), ({"window": 10**9, "length": 5}, "window outside")])
+@pytest.mark.parametrize(
+    "options,message",
+    [
+        ({"window": 0}, "--doc N, or --window OFFSET with --len T"),
+        ({"doc": 30}, "no document 30"),
+        ({"window": 10**9, "length": 5}, "window outside"),
+    ],
+)
 def test_bad_positions_are_one_clear_error(release, tok, options, message):
     with pytest.raises(FormatError, match=message):
         hf_tokbin.show(release, tokenizer=tok, **options)

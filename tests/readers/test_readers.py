@@ -92,14 +92,18 @@ def test_llmc_split_checks_ids_against_manifest_vocab(tmp_path):
 
 def test_llmc_split_reads_upstream_llama3_files(tmp_path):
     docs = [[1, 70000, 2], [128000 - 5]]
-    folder = write_llmc_folder(tmp_path, {"train": docs}, 128256, 128000, writer=functools.partial(llmc.LlmcWriter, family="llama3"))
+    folder = write_llmc_folder(
+        tmp_path, {"train": docs}, 128256, 128000, writer=functools.partial(llmc.LlmcWriter, family="llama3")
+    )
     split = LlmcSplit.open(folder)
     assert split.parts[0].dtype == np.dtype("<u4")
     assert split.parts[0].tolist() == [128000, 1, 70000, 2, 128000, 127995]
 
 
 def test_read_spans_files(tmp_path):
-    stream = TokenStream([np.arange(5), np.arange(5, 8), np.zeros(0, dtype=np.int64), np.arange(8, 12)], ["a", "b", "c", "d"])
+    stream = TokenStream(
+        [np.arange(5), np.arange(5, 8), np.zeros(0, dtype=np.int64), np.arange(8, 12)], ["a", "b", "c", "d"]
+    )
     assert stream.read(3, 10).tolist() == list(range(3, 10))
     assert stream.read(5, 8).base is not None  # inside one file: a view
     assert stream.read(11, 11).tolist() == []
@@ -166,7 +170,10 @@ def test_aligned_needs_a_separator(tmp_path):
 
 def test_too_short_for_a_window(tmp_path):
     llmc.write_tokens(tmp_path / "x.bin", np.arange(10), 256)
-    with pytest.raises(FormatError, match="no window of seq_len \\+ 1 tokens fits inside one file: expected >= 11 tokens, got 10 tokens"):
+    with pytest.raises(
+        FormatError,
+        match="no window of seq_len \\+ 1 tokens fits inside one file: expected >= 11 tokens, got 10 tokens",
+    ):
         LlmcSplit.open(tmp_path / "x.bin").windows(10)
     assert len(LlmcSplit.open(tmp_path / "x.bin").windows(9)) == 1
     with pytest.raises(FormatError, match="seq_len must be a positive integer"):
@@ -190,8 +197,8 @@ def test_batches_are_shifted_windows(release):
         next(split.batches(0, 12))
 
 
-def test_seed_002_window_length(tmp_path):
-    # seed 002 trains on random 513-token windows: seq_len 512.
+def test_513_token_windows_are_seq_len_512(tmp_path):
+    # The TinyStories rules train on random 513-token windows: seq_len 512.
     llmc.write_tokens(tmp_path / "x.bin", np.arange(3000) % 256, 256)
     inputs, targets = next(LlmcSplit.open(tmp_path / "x.bin").batches(2, 512))
     assert inputs.shape == (2, 512) and np.array_equal(inputs[:, 1:], targets[:, :-1])
@@ -226,7 +233,12 @@ def test_megatron_split_documents_across_pairs(release):
 def test_megatron_split_sources(release, tmp_path):
     root, _, validation = release
     folder = root / "shards" / "validation"
-    for source, name in ((root, "val"), (folder, "train"), (folder / "part-000000.idx", "train"), (folder / "part-000000.bin", "train")):
+    for source, name in (
+        (root, "val"),
+        (folder, "train"),
+        (folder / "part-000000.idx", "train"),
+        (folder / "part-000000.bin", "train"),
+    ):
         split = MegatronSplit.open(source, name)
         assert [split[i].tolist() for i in range(len(split))] == [d + [SEP] for d in validation[0]]
     with pytest.raises(FormatError, match="no Megatron pairs"):
@@ -297,13 +309,19 @@ def test_torch_missing_gives_an_install_hint(monkeypatch):
     module._dataset_class.cache_clear()
     monkeypatch.setitem(sys.modules, "torch", None)  # makes `import torch` raise ImportError
     try:
-        with pytest.raises(MissingDependencyError, match=r"pip install torch, or pip install -e '\.\[torch\]' in the hf_tokbin checkout"):
+        with pytest.raises(
+            MissingDependencyError,
+            match=r"pip install torch, or pip install -e '\.\[torch\]' in the hf_tokbin checkout",
+        ):
             module.torch_dataset(None)
     finally:
         module._dataset_class.cache_clear()
 
 
 def test_readers_never_import_torch_or_grain():
-    code = "import sys, hf_tokbin.readers, hf_tokbin.readers.torch, hf_tokbin.trainers; print(sorted(m for m in ('torch', 'grain') if m in sys.modules))"
+    code = (
+        "import sys, hf_tokbin.readers, hf_tokbin.readers.torch, hf_tokbin.trainers; "
+        "print(sorted(m for m in ('torch', 'grain') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -1,6 +1,6 @@
 """Review: document-aligned windows start at a document start with the separator after each document too.
 
-With ``--llmc-sep after`` (seed 002's ``[bos] + story + [eos]``) the separator
+With ``--llmc-sep after`` (the TinyStories rules' ``[bos] + story + [eos]``) the separator
 ends each document, so a window starting at a separator starts on the last
 token of the previous document, one off.
 """
@@ -24,13 +24,46 @@ from hf_tokbin.readers import LlmcSplit
 def releases(tmp_path_factory):
     """The same corpus built with the separator before and after each document, with a BOS."""
     root = tmp_path_factory.mktemp("sep_after")
-    corpus = write_corpus(root / "corpus", [("train", story_texts(40, seed=11)), ("validation", story_texts(6, seed=12))])
+    corpus = write_corpus(
+        root / "corpus", [("train", story_texts(40, seed=11)), ("validation", story_texts(6, seed=12))]
+    )
     tokenizer = root / "tok"
-    assert main(["tokenizer", "train", "--corpus", str(corpus), "--vocab-size", "400", "--special-tokens", "<|bos|>,<|eos|>", "--out", str(tokenizer)]) == 0
+    assert (
+        main(
+            [
+                "tokenizer",
+                "train",
+                "--corpus",
+                str(corpus),
+                "--vocab-size",
+                "400",
+                "--special-tokens",
+                "<|bos|>,<|eos|>",
+                "--out",
+                str(tokenizer),
+            ]
+        )
+        == 0
+    )
     out = {}
     for position in ("before", "after"):
         out[position] = root / position
-        argv = ["build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--bos", "<|bos|>", "--doc-sep", "<|eos|>", "--llmc-sep", position, "--out", str(out[position]), "--quiet"]
+        argv = [
+            "build",
+            "--corpus",
+            str(corpus),
+            "--tokenizer",
+            str(tokenizer),
+            "--bos",
+            "<|bos|>",
+            "--doc-sep",
+            "<|eos|>",
+            "--llmc-sep",
+            position,
+            "--out",
+            str(out[position]),
+            "--quiet",
+        ]
         assert main(argv) == 0
     return out
 

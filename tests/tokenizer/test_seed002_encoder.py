@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from seed002 import (
-    Seed002Encoder,
+from tinystories_reference import (
+    ChunkCacheEncoder,
     bytes_to_unicode,
     gpt2_pretokenizer,
 )
@@ -49,14 +49,14 @@ def _tokenizers_ids(tokenizer: Tokenizer, text: str) -> list[int]:
 @pytest.fixture(scope="module")
 def gpt2():
     path = gpt2_tokenizer_json() / "tokenizer.json"
-    return Tokenizer.from_file(str(path)), Seed002Encoder.from_tokenizer_json(path)
+    return Tokenizer.from_file(str(path)), ChunkCacheEncoder.from_tokenizer_json(path)
 
 
 @pytest.fixture(scope="module")
 def small_bpe(tmp_path_factory):
     """A byte-level BPE trained the way ``hf-tokbin tokenizer train`` trains seed 002's."""
     path = train_bpe(story_texts(400, seed=1), 1000, tmp_path_factory.mktemp("bpe"))
-    return Tokenizer.from_file(str(path)), Seed002Encoder.from_tokenizer_json(path)
+    return Tokenizer.from_file(str(path)), ChunkCacheEncoder.from_tokenizer_json(path)
 
 
 def _train_byte_level(tmp_path, add_prefix_space=False, ignore_merges=False, added=()) -> str:
@@ -140,7 +140,7 @@ def test_trained_bpe_matches_tokenizers(small_bpe):
 @pytest.mark.parametrize("options", [{"add_prefix_space": True}, {"ignore_merges": True}, {"added": ["Lily", "Lily went"]}])
 def test_byte_level_options_match_tokenizers(tmp_path, options):
     path = _train_byte_level(tmp_path, **options)
-    tokenizer, encoder = Tokenizer.from_file(path), Seed002Encoder.from_tokenizer_json(path)
+    tokenizer, encoder = Tokenizer.from_file(path), ChunkCacheEncoder.from_tokenizer_json(path)
     for text in [*story_texts(50, seed=5), *TRICKY_TEXTS, "Lily wentLily went <|endoftext|>Lily"]:
         assert encoder.encode(text) == _tokenizers_ids(tokenizer, text)
 
@@ -187,21 +187,21 @@ def _edit_json(tmp_path, source: str, edit) -> str:
 def test_unsupported_tokenizer_is_rejected(tmp_path, edit, field):
     path = _edit_json(tmp_path, _train_byte_level(tmp_path), edit)
     with pytest.raises(TokenizerError) as error:
-        Seed002Encoder.from_tokenizer_json(path)
+        ChunkCacheEncoder.from_tokenizer_json(path)
     assert str(error.value).startswith(f"{path}: ") and field in str(error.value)
 
 
 def test_llama3_pretokenizer_is_rejected():
     path = llama3_tokenizer_json() / "tokenizer.json"
     with pytest.raises(TokenizerError, match="pre_tokenizer.type.*expected 'ByteLevel', got 'Sequence'"):
-        Seed002Encoder.from_tokenizer_json(path)
+        ChunkCacheEncoder.from_tokenizer_json(path)
 
 
 def test_unreadable_file_is_rejected(tmp_path):
     path = tmp_path / "tokenizer.json"
     path.write_text("{not json", encoding="utf-8")
     with pytest.raises(TokenizerError, match="cannot read tokenizer.json"):
-        Seed002Encoder.from_tokenizer_json(path)
+        ChunkCacheEncoder.from_tokenizer_json(path)
 
 
 def test_added_token_with_lstrip_is_rejected(tmp_path):
@@ -210,4 +210,4 @@ def test_added_token_with_lstrip_is_rejected(tmp_path):
     path = tmp_path / "lstrip.json"
     tokenizer.save(str(path))
     with pytest.raises(TokenizerError, match="'<x>' lstrip"):
-        Seed002Encoder.from_tokenizer_json(path)
+        ChunkCacheEncoder.from_tokenizer_json(path)

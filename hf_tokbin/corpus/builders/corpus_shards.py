@@ -13,9 +13,9 @@ The split (``split`` option), in this order of choice:
   has one, else the split the file's container names (a ``DatasetDict``
   folder's split), else ``train``;
 - ``"column"``: ``split_column`` must be present in every file;
-- ``"sha256"`` (seed 004): ``validation`` when the first eight bytes of
+- ``"sha256"`` (the Megatron release layout): ``validation`` when the first eight bytes of
   SHA-256 of the exact UTF-8 text, read big-endian, are below
-  ``val_per_mille`` modulo 1000 (default 1: ``== 0``, the seed's rate), else
+  ``val_per_mille`` modulo 1000 (default 1: ``== 0``, the layout's rate), else
   ``train``. Identical texts share a split; repeats are all kept;
 - ``"all-train"``: every row is ``train``, whatever its columns say.
 
@@ -57,7 +57,10 @@ SPLIT_POLICIES = ("auto", "column", "sha256", "all-train")
 
 
 def sha256_split(text: str, val_per_mille: int = 1) -> str:
-    """Seed 004's split of one document: ``validation`` or ``train`` (``val_per_mille`` in 1000; the seed's is 1)."""
+    """The Megatron release layout's split of one document: ``validation`` or ``train``.
+
+    ``val_per_mille`` in 1000 go to validation; the layout's rate is 1.
+    """
     digest = hashlib.sha256(text.encode("utf-8")).digest()
     return "validation" if int.from_bytes(digest[:8], "big") % VALIDATION_MODULUS < val_per_mille else "train"
 
@@ -118,7 +121,11 @@ class CorpusShardsConfig(datasets.BuilderConfig):
         super().__post_init__()
         if self.split_rule is not None:
             if self.split_column is not None:
-                raise CorpusInputError(None, "give a split column or a split rule, not both", got=f"split_column={self.split_column!r}, split_rule={self.split_rule!r}")
+                raise CorpusInputError(
+                    None,
+                    "give a split column or a split rule, not both",
+                    got=f"split_column={self.split_column!r}, split_rule={self.split_rule!r}",
+                )
             if self.split_rule != "sha256":
                 raise CorpusInputError(None, "unknown split rule", expected="sha256", got=self.split_rule)
             self.split = "sha256"
@@ -127,19 +134,41 @@ class CorpusShardsConfig(datasets.BuilderConfig):
         if self.split not in SPLIT_POLICIES:
             raise CorpusInputError(None, "unknown split policy", expected=" or ".join(SPLIT_POLICIES), got=self.split)
         if self.split in ("sha256", "all-train") and self.split_column is not None:
-            raise CorpusInputError(None, f"a split column and split {self.split!r}: give one, not both", got=self.split_column)
-        if not isinstance(self.val_per_mille, int) or isinstance(self.val_per_mille, bool) or not 0 < self.val_per_mille < VALIDATION_MODULUS:
+            raise CorpusInputError(
+                None, f"a split column and split {self.split!r}: give one, not both", got=self.split_column
+            )
+        if (
+            not isinstance(self.val_per_mille, int)
+            or isinstance(self.val_per_mille, bool)
+            or not 0 < self.val_per_mille < VALIDATION_MODULUS
+        ):
             raise CorpusInputError(None, "--val-per-mille must be an integer from 1 to 999", got=self.val_per_mille)
         for name, target in self.split_map.items():
             if target not in ("train", "validation") or not isinstance(name, str) or not name:
-                raise CorpusInputError(None, "--split-map maps a split name to train or validation", expected="NAME=train or NAME=validation", got=f"{name}={target}")
+                raise CorpusInputError(
+                    None,
+                    "--split-map maps a split name to train or validation",
+                    expected="NAME=train or NAME=validation",
+                    got=f"{name}={target}",
+                )
         self.text_columns = tuple(self.text_columns) if self.text_columns else (self.text_column,)
-        if len(set(self.text_columns)) != len(self.text_columns) or not all(isinstance(c, str) and c for c in self.text_columns):
+        if len(set(self.text_columns)) != len(self.text_columns) or not all(
+            isinstance(c, str) and c for c in self.text_columns
+        ):
             raise CorpusInputError(None, "text columns must be distinct names", got=list(self.text_columns))
         self.keep_columns = tuple(self.keep_columns)
         reserved = {"text", "split", "source"}
-        if len(set(self.keep_columns)) != len(self.keep_columns) or reserved & set(self.keep_columns) or not all(isinstance(c, str) and c for c in self.keep_columns):
-            raise CorpusInputError(None, "--keep-columns: distinct column names other than text, split and source", got=list(self.keep_columns), hint="--source-column COL keeps COL as 'source'")
+        if (
+            len(set(self.keep_columns)) != len(self.keep_columns)
+            or reserved & set(self.keep_columns)
+            or not all(isinstance(c, str) and c for c in self.keep_columns)
+        ):
+            raise CorpusInputError(
+                None,
+                "--keep-columns: distinct column names other than text, split and source",
+                got=list(self.keep_columns),
+                hint="--source-column COL keeps COL as 'source'",
+            )
         if not isinstance(self.batch_rows, int) or self.batch_rows < 1:
             raise CorpusInputError(None, "batch_rows must be a positive integer", got=self.batch_rows)
 
@@ -158,7 +187,8 @@ class CorpusShards(datasets.ArrowBasedBuilder):
     """Rows of corpus input files with a ``text`` and a ``split`` column."""
 
     BUILDER_CONFIG_CLASS = CorpusShardsConfig
-    used_split_column: bool | None = None  # split "auto": whether the first table had a split column (the rest must match)
+    # split "auto": whether the first table had a split column (the rest must match)
+    used_split_column: bool | None = None
 
     @property
     def checked(self) -> dict:
@@ -168,13 +198,20 @@ class CorpusShards(datasets.ArrowBasedBuilder):
         return self._checked
 
     def _info(self):
-        return datasets.DatasetInfo(features=datasets.Features({"text": datasets.Value("string"), "split": datasets.Value("string")}))
+        return datasets.DatasetInfo(
+            features=datasets.Features({"text": datasets.Value("string"), "split": datasets.Value("string")})
+        )
 
     def _split_generators(self, dl_manager):
         if not self.config.data_files:
-            raise CorpusInputError(None, "CorpusShards needs data_files", expected="{split: [paths]}", got=self.config.data_files)
+            raise CorpusInputError(
+                None, "CorpusShards needs data_files", expected="{split: [paths]}", got=self.config.data_files
+            )
         # Paths as given: local files are read where they are, hf:// files from a checked copy (inputs.fetched_copy).
-        return [datasets.SplitGenerator(name=split, gen_kwargs={"files": list(paths)}) for split, paths in self.config.data_files.items()]
+        return [
+            datasets.SplitGenerator(name=split, gen_kwargs={"files": list(paths)})
+            for split, paths in self.config.data_files.items()
+        ]
 
     def _generate_shards(self, files):
         yield from files
@@ -186,7 +223,12 @@ class CorpusShards(datasets.ArrowBasedBuilder):
             uri = os.fspath(path)
             reader = reader_of(uri)[0]
             if reader is None:
-                raise CorpusInputError(uri, "unknown input file type", expected="a .jsonl, .json, .parquet, .arrow or .txt file", got=os.path.splitext(uri)[1] or "no suffix")
+                raise CorpusInputError(
+                    uri,
+                    "unknown input file type",
+                    expected="a .jsonl, .json, .parquet, .arrow or .txt file",
+                    got=os.path.splitext(uri)[1] or "no suffix",
+                )
             listed = self.config.remote_files.get(uri, (None, None, None))
             file = InputFile(uri, os.path.basename(uri), reader, self.config.file_splits.get(uri), *listed)
             with fetched_copy(file, Path(self.cache_dir) / "inputs") as readable:
@@ -220,7 +262,8 @@ class CorpusShards(datasets.ArrowBasedBuilder):
             raise
 
     def check_table(self, file: InputFile, table: pa.Table, first_row: int) -> pa.Table:
-        """One table of ``file`` (its first row is ``first_row`` of the file) as checked ``text`` and ``split`` (and kept) columns.
+        """One table of ``file`` (its first row is ``first_row`` of the
+        file) as checked ``text`` and ``split`` (and kept) columns.
 
         Columnar checks; JSON places are turned into line numbers by the caller's scan. Public: rows that come
         from no file (``hf_tokbin.import_dataset``'s in-memory datasets) are checked by the same rules.
@@ -230,18 +273,24 @@ class CorpusShards(datasets.ArrowBasedBuilder):
         texts = []
         for column in self.config.text_columns:
             if column not in names:
-                raise CorpusInputError(file.uri, f"missing text column {column!r}", expected=f"a column {column!r}", got=names[:10])
+                raise CorpusInputError(
+                    file.uri, f"missing text column {column!r}", expected=f"a column {column!r}", got=names[:10]
+                )
             texts.append(_as_strings(table.column(column), file, place, "text", column))
         text = texts[0] if len(texts) == 1 else pc.binary_join_element_wise(*texts, self.config.text_join)
         out = {"text": text, "split": self._splits(file, table, text, place)}
         for column in self.config.keep_columns:
             if column not in names:
-                raise CorpusInputError(file.uri, f"missing kept column {column!r}", expected=f"a column {column!r}", got=names[:10])
+                raise CorpusInputError(
+                    file.uri, f"missing kept column {column!r}", expected=f"a column {column!r}", got=names[:10]
+                )
             out[column] = table.column(column).combine_chunks()
         if self.config.source_column is not None:
             column = self.config.source_column
             if column not in names:
-                raise CorpusInputError(file.uri, f"missing source column {column!r}", expected=f"a column {column!r}", got=names[:10])
+                raise CorpusInputError(
+                    file.uri, f"missing source column {column!r}", expected=f"a column {column!r}", got=names[:10]
+                )
             out["source"] = _as_source_names(table.column(column), file, place, column)
         return pa.table(out)
 
@@ -250,14 +299,20 @@ class CorpusShards(datasets.ArrowBasedBuilder):
         column = config.column_for_split
         has_column = column is not None and column in table.column_names
         if config.split == "column" and not has_column:
-            raise CorpusInputError(file.uri, f"missing split column {column!r}", expected=f"a column {column!r}", got=table.column_names[:10])
+            raise CorpusInputError(
+                file.uri,
+                f"missing split column {column!r}",
+                expected=f"a column {column!r}",
+                got=table.column_names[:10],
+            )
         if config.split == "auto":
             if self.used_split_column is None:
                 self.used_split_column = has_column
             elif self.used_split_column != has_column:
                 raise CorpusInputError(
                     file.uri,
-                    f"{place(0)}: the first input file {'has' if self.used_split_column else 'has no'} a {column!r} column and this one {'has' if has_column else 'has none'}",
+                    f"{place(0)}: the first input file {'has' if self.used_split_column else 'has no'} "
+                    f"a {column!r} column and this one {'has' if has_column else 'has none'}",
                     hint="give --split-column NAME, or --all-train to ignore it",
                 )
         if has_column:
@@ -268,7 +323,12 @@ class CorpusShards(datasets.ArrowBasedBuilder):
         if config.split == "sha256":
             return pa.array([sha256_split(t, config.val_per_mille) for t in texts.to_pylist()], pa.string())
         if file.split is not None and config.split == "auto":
-            return self._mapped(pa.array([file.split] * len(texts), pa.string()), file, place, "unknown split name of the saved DatasetDict")
+            return self._mapped(
+                pa.array([file.split] * len(texts), pa.string()),
+                file,
+                place,
+                "unknown split name of the saved DatasetDict",
+            )
         return pa.array(["train"] * len(texts), pa.string())
 
     def _mapped(self, values: pa.Array, file: InputFile, place, rule: str) -> pa.Array:
@@ -276,7 +336,13 @@ class CorpusShards(datasets.ArrowBasedBuilder):
         known = pc.fill_null(pc.is_in(values, value_set=pa.array(list(mapping))), False)
         if not pc.all(known).as_py():
             index = pc.index(known, False).as_py()
-            raise CorpusInputError(file.uri, f"{place(index)}: {rule}", expected=_split_names(mapping), got=repr(values[index].as_py()), hint="map other names with --split-map NAME=validation")
+            raise CorpusInputError(
+                file.uri,
+                f"{place(index)}: {rule}",
+                expected=_split_names(mapping),
+                got=repr(values[index].as_py()),
+                hint="map other names with --split-map NAME=validation",
+            )
         out = values
         for name, target in mapping.items():
             if name != target:
@@ -290,14 +356,22 @@ class CorpusShards(datasets.ArrowBasedBuilder):
                 return f"missing text column {column!r}", f"a {column!r} key", repr(sorted(row)[:10])
             text = row[column]
             if not isinstance(text, str):
-                return f"text column {column!r} must hold a string", "string", "null" if text is None else type(text).__name__
+                return (
+                    f"text column {column!r} must hold a string",
+                    "string",
+                    "null" if text is None else type(text).__name__,
+                )
             try:
                 text.encode("utf-8")
             except UnicodeEncodeError as e:  # a lone surrogate from a \ud800 escape
                 return "text is not valid Unicode", "no lone surrogates", repr(text[e.start : e.end])
         source = self.config.source_column
         if source is not None and not is_source_name(row.get(source)):
-            return f"source column {source!r} must hold a source name", SOURCE_NAME_RULE, "null" if row.get(source) is None else shown(repr(row.get(source)))
+            return (
+                f"source column {source!r} must hold a source name",
+                SOURCE_NAME_RULE,
+                "null" if row.get(source) is None else shown(repr(row.get(source))),
+            )
         column = self.config.column_for_split
         if column is not None and (column in row or self.config.split == "column"):
             value = row.get(column)
@@ -326,7 +400,8 @@ def _split_names(mapping: dict[str, str]) -> str:
 
 
 def _place(file: InputFile, first_row: int) -> Callable[[int], str]:
-    """``row N`` of the file for the ``i``-th row of a table starting at ``first_row`` (JSON: turned into lines later)."""
+    """``row N`` of the file for the ``i``-th row of a table starting at ``first_row`` (JSON: turned into lines later).
+    """
     return lambda i: f"row {first_row + i}"
 
 
@@ -336,7 +411,9 @@ def _as_strings(values, file: InputFile, place, what: str, column: str, nulls_ok
         values = values.combine_chunks()
     rule = f"{what} column {column!r} must hold strings"
     value_type = values.type.value_type if pa.types.is_dictionary(values.type) else values.type
-    if not (pa.types.is_string(value_type) or pa.types.is_large_string(value_type) or pa.types.is_string_view(value_type)):
+    if not (
+        pa.types.is_string(value_type) or pa.types.is_large_string(value_type) or pa.types.is_string_view(value_type)
+    ):
         raise CorpusInputError(file.uri, f"{place(0)}: {rule}", expected="string", got=str(values.type))
     if values.null_count and not nulls_ok:
         index = pc.index(pc.is_null(values), True).as_py()
@@ -346,16 +423,28 @@ def _as_strings(values, file: InputFile, place, what: str, column: str, nulls_ok
         strings.validate(full=True)  # Parquet readers take string bytes as they are: check the UTF-8 here
     except pa.ArrowInvalid:
         index, sample = _first_invalid_utf8(strings)
-        raise CorpusInputError(file.uri, f"{place(index)}: {what} column {column!r} is not valid UTF-8", expected="UTF-8 text", got=repr(sample)) from None
+        raise CorpusInputError(
+            file.uri,
+            f"{place(index)}: {what} column {column!r} is not valid UTF-8",
+            expected="UTF-8 text",
+            got=repr(sample),
+        ) from None
     return strings
 
 
 def _as_source_names(values, file: InputFile, place, column: str) -> pa.Array:
-    """The source column as strings, each a source name (they become keys of receipts and stats.json), or an error naming the row."""
+    """The source column as strings, each a source name (they become
+    keys of receipts and stats.json), or an error naming the row.
+    """
     strings = _as_strings(values, file, place, "source", column)
     row = first_bad_source(strings)
     if row is not None:
-        raise CorpusInputError(file.uri, f"{place(row)}: source column {column!r} must hold a source name", expected=SOURCE_NAME_RULE, got=shown(strings[row].as_py()))
+        raise CorpusInputError(
+            file.uri,
+            f"{place(row)}: source column {column!r} must hold a source name",
+            expected=SOURCE_NAME_RULE,
+            got=shown(strings[row].as_py()),
+        )
     return strings
 
 

@@ -1,6 +1,6 @@
 """TinyStories text files as a ``datasets`` builder: one row per story.
 
-The reading rules (seed 002's) and the reader are :mod:`hf_tokbin.corpus.tinystories_text`;
+The reading rules (the TinyStories rules) and the reader are :mod:`hf_tokbin.corpus.tinystories_text`;
 this wraps them for ``datasets`` users. ``hf-tokbin corpus tinystories`` reads with them
 directly, without importing ``datasets``.
 """
@@ -57,14 +57,21 @@ class TinyStories(datasets.ArrowBasedBuilder):
 
     def _split_generators(self, dl_manager):
         if not self.config.data_files:
-            raise CorpusInputError(None, "TinyStories needs data_files", expected="{split: [paths]}", got=self.config.data_files)
+            raise CorpusInputError(
+                None, "TinyStories needs data_files", expected="{split: [paths]}", got=self.config.data_files
+            )
         files = dl_manager.download(self.config.data_files)
-        return [datasets.SplitGenerator(name=split, gen_kwargs={"files": list(paths), "split": split}) for split, paths in files.items()]
+        return [
+            datasets.SplitGenerator(name=split, gen_kwargs={"files": list(paths), "split": split})
+            for split, paths in files.items()
+        ]
 
     def _generate_shards(self, files, split):
         yield from files
 
     def _generate_tables(self, files, split) -> Iterator[tuple[Key, pa.Table]]:
         config = self.config
-        for (file_index, batch_index), table in story_tables(files, split, config.block_size, config.progress, config.keep_empty):
+        for (file_index, batch_index), table in story_tables(
+            files, split, config.block_size, config.progress, config.keep_empty
+        ):
             yield Key(file_index, batch_index), table

@@ -1,10 +1,10 @@
-"""Seed 002's code: its story reader and its chunk-cache BPE encoder (the baselines).
+"""The TinyStories rules' code: their story reader and their chunk-cache BPE encoder (the baselines).
 
-:func:`stories` is seed 002's TinyStories reader, verbatim: the reference the
+:func:`stories` is the TinyStories rules' reader, verbatim: the reference the
 fast reader in :mod:`hf_tokbin.corpus.builders.tinystories` must match, and the
 baseline of ``scripts/bench_corpus.py`` and ``scripts/bench_build.py``.
 
-This is the encoder seed 002 measured (2.56 MB/s on TinyStories): split a
+This is the encoder the TinyStories rules measured (2.56 MB/s): split a
 text into chunks with GPT-2's pre-tokenizer, run the BPE merge loop on each
 chunk, and remember each chunk's ids in a dictionary, because merges never
 cross a chunk boundary so a chunk always encodes the same way. It exists so
@@ -52,7 +52,7 @@ DELIMITER = "<|endoftext|>"
 
 
 def stories(path: str | os.PathLike):
-    """Seed 002's reader, verbatim: stories split on lines holding only the delimiter."""
+    """The TinyStories rules' reader, verbatim: stories split on lines holding only the delimiter."""
     lines: list[str] = []
     with open(path, encoding="utf-8", newline="") as file:
         for line in file:
@@ -117,11 +117,12 @@ def gpt2_pretokenizer() -> re.Pattern:
     classes = _char_classes()
     letter, number, space = classes["L"], classes["N"], classes["S"]
     return re.compile(
-        rf"'s|'t|'re|'ve|'m|'ll|'d| ?[{letter}]+| ?[{number}]+| ?[^{space}{letter}{number}]+|[{space}]+(?![^{space}])|[{space}]+"
+        rf"'s|'t|'re|'ve|'m|'ll|'d| ?[{letter}]+| ?[{number}]+| "
+        rf"?[^{space}{letter}{number}]+|[{space}]+(?![^{space}])|[{space}]+"
     )
 
 
-class Seed002Encoder:
+class ChunkCacheEncoder:
     """Pre-tokenize, merge each chunk, cache each chunk's ids.
 
     ``vocab`` maps byte-level symbols to ids, ``merges`` lists symbol pairs in
@@ -162,7 +163,7 @@ class Seed002Encoder:
         self._setup()
 
     @classmethod
-    def from_tokenizer_json(cls, path: str | os.PathLike) -> "Seed002Encoder":
+    def from_tokenizer_json(cls, path: str | os.PathLike) -> "ChunkCacheEncoder":
         """Read the vocabulary, merges and added tokens of a byte-level BPE ``tokenizer.json``."""
         try:
             with open(path, encoding="utf-8") as file:
@@ -182,7 +183,9 @@ class Seed002Encoder:
         vocab = model.get("vocab") or {}
         missing = [s for s in bytes_to_unicode().values() if s not in vocab]
         if missing:
-            raise TokenizerError(path, "a byte-level BPE has all 256 byte symbols", expected="256", got=256 - len(missing))
+            raise TokenizerError(
+                path, "a byte-level BPE has all 256 byte symbols", expected="256", got=256 - len(missing)
+            )
         # tokenizers writes merges as "a b" strings (old files) or [a, b] pairs.
         merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m) for m in model.get("merges") or []]
         added = {}
@@ -190,7 +193,9 @@ class Seed002Encoder:
             for option in ("single_word", "lstrip", "rstrip"):
                 _require(path, f"added token {token['content']!r} {option}", token.get(option, False), False)
             added[token["content"]] = token["id"]
-        return cls(vocab, merges, added, pre_tokenizer.get("add_prefix_space", False), model.get("ignore_merges", False))
+        return cls(
+            vocab, merges, added, pre_tokenizer.get("add_prefix_space", False), model.get("ignore_merges", False)
+        )
 
     def encode_chunk(self, chunk: str) -> list[int]:
         """The merge loop: merge the best-ranked adjacent pair everywhere, until no pair has a rank."""
@@ -216,7 +221,7 @@ class Seed002Encoder:
         return [self.vocab[symbol] for symbol in word]
 
     def _encode_segment(self, text: str, output: list[int]) -> None:
-        """Seed 002's ``encode``: every chunk through the cache."""
+        """The TinyStories rules' ``encode``: every chunk through the cache."""
         if self.add_prefix_space and not text.startswith(" "):
             text = " " + text
         cache = self.chunk_cache
@@ -253,15 +258,17 @@ class Seed002Encoder:
 
 def _require(path, field: str, got, expected) -> None:
     if got != expected:
-        raise TokenizerError(path, f"{field} is not supported by seed 002's encoder", expected=repr(expected), got=repr(got))
+        raise TokenizerError(
+            path, f"{field} is not supported by the chunk-cache encoder", expected=repr(expected), got=repr(got)
+        )
 
 
 # GPT-2's pattern as tokenizers writes it, for the `regex` module (which has \p{..} classes).
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
 
-class Seed002RegexEncoder(Seed002Encoder):
-    r"""Seed 002's method as fast as pure Python makes it: the same chunk cache and merge loop, a C pre-tokenizer.
+class ChunkCacheRegexEncoder(ChunkCacheEncoder):
+    r"""The chunk-cache method as fast as pure Python makes it: the same chunk cache and merge loop, a C pre-tokenizer.
 
     The ``regex`` package matches ``\p{L}``/``\p{N}`` with its own tables
     instead of ``re``'s spelled-out classes (thousands of ranges searched per
@@ -281,7 +288,12 @@ class Seed002RegexEncoder(Seed002Encoder):
     def encode_batch(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         flat: list[int] = []
         lengths = np.empty(len(texts), dtype=np.int64)
-        cache, encode_chunk, pretokenize, added = self.chunk_cache, self.encode_chunk, self.pretokenize, self.added_search
+        cache, encode_chunk, pretokenize, added = (
+            self.chunk_cache,
+            self.encode_chunk,
+            self.pretokenize,
+            self.added_search,
+        )
         for i, text in enumerate(texts):
             start = len(flat)
             if self.add_prefix_space or (added is not None and added(text) is not None):
