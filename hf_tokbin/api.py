@@ -27,7 +27,6 @@ line (``progress=False``, or ``TQDM_DISABLE=1``, turns them off).
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import tempfile
 from dataclasses import dataclass
@@ -46,16 +45,20 @@ class ReleaseSummary:
     split_rule: str
     empty_documents_dropped: int
     corpus_subset: object = None  # limit=N: hf_tokbin.formats.corpus_manifest.CorpusSubset (what each split got), else None
+    plan: object = None  # the hf_tokbin.pipeline.BuildPlan that was run
+    dry_run: str | None = None  # dry_run=True: the plan described (build is None, nothing was written)
 
     @property
     def out(self) -> str:
-        return self.build.out
+        return self.plan.out if self.build is None else self.build.out
 
     @property
     def counts(self):
         return self.build.counts
 
     def table(self) -> str:
+        if self.dry_run is not None:
+            return self.dry_run
         origin = self.corpus_source + (f"@{self.corpus_revision}" if self.corpus_revision else "")
         head = f"corpus {self.corpus_name} from {origin}; split rule {self.split_rule}; {self.empty_documents_dropped:,} empty documents dropped"
         subset = [*self.corpus_subset.lines()] if self.corpus_subset is not None else []
@@ -64,20 +67,6 @@ class ReleaseSummary:
     __str__ = table
 
 
-def _locking_out(build_fn):
-    """``build_fn(source, tokenizer, out, ...)`` holding ``out``'s build lock from before its inputs are loaded."""
-
-    @functools.wraps(build_fn)
-    def locked(source, tokenizer, out, *args, **kwargs):
-        from .output import lock_before_planning
-
-        with lock_before_planning(out):  # a concurrent build refuses at once, not after loading its inputs
-            return build_fn(source, tokenizer, out, *args, **kwargs)
-
-    return locked
-
-
-@_locking_out
 def build_release(
     source,
     tokenizer,
@@ -85,51 +74,74 @@ def build_release(
     *,
     progress: bool = True,
     name: str | None = None,
-    revision: str | None = None,
-    config: str | None = None,
-    splits: Sequence[str] | None = None,
+    revision: str | None = None, config: str | None = None, splits: Sequence[str] | None = None,
     text_column: str | Sequence[str] = "text",
     split: str = "auto",
     split_map: dict[str, str] | None = None,
     val_per_mille: int = 1,
-    shard_rows: int | None = None,
-    shard_bytes: int | None = None,
+    shard_rows: int | None = None, shard_bytes: int | None = None,
     tokenizer_id: str | None = None,
+    tokenizer_revision: str | None = None, tokenizer_subfolder: str | None = None,
     doc_sep: int | str | None = None,
     bos: int | str | None = None,
-    engine: str = "local",
+    engine: str = "local", ray_address: str | None = None,
     check_ids: str = "all",
+    dry_run: bool = False, on_plan=None,
     options=None,
     **option_fields,
 ) -> ReleaseSummary:
     """Build a verified tokenized release of ``source`` with ``tokenizer`` into ``out``; see the module docstring.
 
-    ``tokenizer`` is what ``--tokenizer`` takes (``byte``, a ``tokenizer.json``,
-    a folder, a Hub repo id) or a :class:`hf_tokbin.TokenizerInfo`; ``doc_sep`` and ``bos``
-    are what ``--doc-sep`` and ``--bos`` take (a token string or an id).
-    ``revision``, ``config``, ``splits`` choose a Hub dataset's commit, config
-    and splits. ``text_column``, ``split``, ``split_map``, ``val_per_mille``,
-    ``shard_rows``/``shard_bytes`` apply when ``source`` is first written as
-    a corpus (files or an in-memory dataset); ``name`` names that corpus
-    (default: the name of ``out``). ``options`` (a
-    :class:`hf_tokbin.pipeline.BuildOptions`) and the other keywords, its
-    fields (``formats``, ``num_proc``, ``limit``, ``llmc_layout``,
-    ``llmc_separator``, ``parse_special``, ``shuffle_seed``, ``fast``, ...), are
-    the build's options, as ``hf-tokbin build``'s flags give them.
+    ``hf-tokbin build`` runs this very function with its flags. ``tokenizer`` is what ``--tokenizer`` takes
+    (``byte``, a ``tokenizer.json``, a folder, a Hub repo id at ``tokenizer_revision`` in ``tokenizer_subfolder``)
+    or a :class:`hf_tokbin.TokenizerInfo`; ``doc_sep`` and ``bos`` are what ``--doc-sep`` and ``--bos`` take (a
+    token string or an id). ``revision``, ``config``, ``splits`` choose a Hub dataset's commit, config and splits.
+    ``text_column``, ``split``, ``split_map``, ``val_per_mille``, ``shard_rows``/``shard_bytes`` apply when
+    ``source`` is first written as a corpus (files or an in-memory dataset); ``name`` names that corpus (default:
+    the name of ``out``). ``options`` (a :class:`hf_tokbin.pipeline.BuildOptions`) and the other keywords, its
+    fields (``formats``, ``num_proc``, ``limit``, ``llmc_layout``, ``shuffle_seed``, ``fast``, ...), are the build's
+    options, as ``hf-tokbin build``'s flags give them. ``engine``: ``local`` or ``ray`` (at ``ray_address``).
+    ``on_plan(plan)`` is called before any work. ``dry_run``: no lock, nothing written; ``summary.dry_run`` is the plan.
     """
     from .formats.build_options import BuildOptions
-    from .pipeline import build, plan_build
-    from .tokenizer.resolve import TokenizerInfo, resolve_tokenizer
+    from .pipeline import run_build
 
     options = BuildOptions.of(options, **option_fields)  # every option checked before any work
+    import_options = dict(text_column=text_column, split=split, split_map=split_map, val_per_mille=val_per_mille,
+                          shard_rows=shard_rows, shard_bytes=shard_bytes, source_column=options.source_column)
+    tokenizer_choice = dict(tokenizer_id=tokenizer_id, revision=tokenizer_revision, subfolder=tokenizer_subfolder,
+                            doc_sep=doc_sep, bos=bos)
+    corpus_choice = dict(progress=progress, name=name, hub_choice=(revision, config, splits),
+                         import_options=import_options, check_ids=check_ids, plan_only=dry_run)
+    corpus: dict = {}  # where the corpus came from, for the summary
+
+    def planning():
+        return _planned(source, tokenizer, out, options, tokenizer_choice, corpus_choice, corpus)
+
+    plan, built = run_build(out, planning, engine=engine, ray_address=ray_address, progress=progress, dry_run=dry_run, on_plan=on_plan)
+    manifest = plan.corpus
+    return ReleaseSummary(
+        None if dry_run else built, manifest.name, corpus["origin"], corpus["revision"], manifest.split_rule,
+        manifest.empty_documents_dropped, plan.corpus_subset, plan, built if dry_run else None,
+    )
+
+
+@contextlib.contextmanager
+def _planned(source, tokenizer, out, options, tokenizer_choice: dict, corpus_choice: dict, corpus: dict):
+    """The plan of :func:`build_release`'s build, while its corpus lasts: the tokenizer resolved, the corpus found
+    (written first where it is not one yet, :func:`corpus_for_build`). ``corpus`` gets its origin and revision."""
+    from .pipeline import plan_build
+    from .tokenizer.resolve import TokenizerInfo, resolve_tokenizer
+
     if not isinstance(tokenizer, TokenizerInfo):
-        tokenizer = resolve_tokenizer(os.fspath(tokenizer), tokenizer_id, doc_sep=doc_sep, bos=bos)
-    import_options = dict(text_column=text_column, split=split, split_map=split_map, val_per_mille=val_per_mille, shard_rows=shard_rows, shard_bytes=shard_bytes, source_column=options.source_column)
-    with corpus_for_build(source, out, progress=progress, name=name, hub_choice=(revision, config, splits), import_options=import_options, check_ids=check_ids) as (found, origin, given):
-        plan = plan_build(found.root, tokenizer, out, options_for_corpus(options, origin), corpus_source=found.source, corpus_revision=found.revision, shards=found.shards, given_ids=given)
-        summary = build(plan, engine=engine, progress=progress)
-        corpus = plan.corpus
-        return ReleaseSummary(summary, corpus.name, origin, found.revision, corpus.split_rule, corpus.empty_documents_dropped, plan.corpus_subset)
+        choice = dict(tokenizer_choice)
+        tokenizer = resolve_tokenizer(os.fspath(tokenizer), choice.pop("tokenizer_id"), **choice)
+    with corpus_for_build(source, out, **corpus_choice) as (found, origin, given):
+        corpus.update(origin=origin, revision=found.revision)
+        yield plan_build(
+            found.root, tokenizer, out, options_for_corpus(options, origin), corpus_source=found.source,
+            corpus_revision=found.revision, shards=found.shards, given_ids=given,
+        )
 
 
 IMPORTED_FILES, IMPORTED_DATASET = "files", "in-memory dataset"  # where a corpus written by corpus_for_build came from

@@ -4,13 +4,13 @@
 - :mod:`.encode`: one input shard's ids, in bounded batches (one worker pool for the whole build).
 - :mod:`.part`: :func:`build_part`, one part's Megatron pair, llm.c staging pair and receipt (last).
 - :mod:`.finish`: :func:`finish_build`, llm.c packing, ``stats.json``, the card, ``COMPLETE.json`` (last).
-- :mod:`.job`: :func:`build`, every part on an engine (:mod:`hf_tokbin.engines`), then the finish.
+- :mod:`.run`: :func:`run_build` (the lock, the plan, every part on an engine, then the finish) and :func:`build`.
 """
 
 from ..formats.build_options import DEFAULT_BATCH_SIZE, BuildOptions
 from .finish import finish_build
-from .job import BuildSummary, build
 from .part import build_part
 from .plan import BuildPlan, plan_build, start_release
+from .run import BuildSummary, build, run_build
 
-__all__ = ["DEFAULT_BATCH_SIZE", "BuildOptions", "BuildPlan", "BuildSummary", "build", "build_part", "finish_build", "plan_build", "start_release"]
+__all__ = ["DEFAULT_BATCH_SIZE", "BuildOptions", "BuildPlan", "BuildSummary", "build", "build_part", "finish_build", "plan_build", "run_build", "start_release"]

@@ -46,7 +46,7 @@ def stops_the_build_after(call, when=lambda *args, **kwargs: True):
 
 
 if moment == "after run_config":
-    from hf_tokbin.pipeline import job
+    from hf_tokbin.pipeline import run as job
     job.start_release = stops_the_build_after(job.start_release)
 elif moment == "while writing a part":  # a part's pair holds its first batch under its temporary names
     from hf_tokbin.formats import megatron

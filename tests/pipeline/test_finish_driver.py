@@ -14,7 +14,7 @@ from release_fixtures import stories, write_corpus
 from hf_tokbin.cli import main
 from hf_tokbin.formats.preview import read_preview
 from hf_tokbin.output import LocalFolder, UrlFolder
-from hf_tokbin.pipeline import job
+from hf_tokbin.pipeline import run as job
 
 _unique = itertools.count()
 

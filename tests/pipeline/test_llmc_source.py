@@ -9,7 +9,8 @@ import pytest
 from release_fixtures import stories, write_corpus
 
 from hf_tokbin.cli import main
-from hf_tokbin.pipeline import job, llmc_source
+from hf_tokbin.pipeline import llmc_source
+from hf_tokbin.pipeline import run as job
 
 LAYOUTS = {
     "before": [],

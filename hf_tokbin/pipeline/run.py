@@ -1,9 +1,16 @@
-"""The whole build: every part on an engine (skipping finished ones), then the finish."""
+"""The one way a build runs: its output's lock, its plan, then every part on an engine, then the finish.
+
+:func:`run_build` is what ``build_release`` and ``hf-tokbin build`` both run (``hf_tokbin.api``); :func:`build`
+runs a plan made already (``plan_build``). The output's lock is taken here and nowhere else: a local folder's
+before the inputs are loaded (a concurrent build refuses at once), a URL's scratch folder once the plan names it.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import BuildError, FormatError
@@ -68,26 +75,66 @@ class BuildSummary:
 
 
 def build(plan: BuildPlan, engine: str = "local", ray_address: str | None = None, progress: bool = True) -> BuildSummary:
-    """Run every part (skipping finished ones), then the finish. Returns a summary.
+    """Run every part of a planned build (skipping finished ones), then the finish, under the output's lock."""
+    planned = contextlib.nullcontext(plan)
+    return run_build(plan.out, lambda: planned, engine=engine, ray_address=ray_address, progress=progress)[1]
 
-    Two builds into the same output would delete each other's temporary files:
-    the second one refuses at once (:meth:`hf_tokbin.output.Output.lock`).
+
+def run_build(
+    out: str | os.PathLike,
+    planning: Callable[[], contextlib.AbstractContextManager[BuildPlan]],
+    *,
+    engine: str = "local",
+    ray_address: str | None = None,
+    progress: bool = True,
+    dry_run: bool = False,
+    on_plan: Callable[[BuildPlan], None] | None = None,
+) -> tuple[BuildPlan, BuildSummary | str]:
+    """``(plan, summary)``: the build ``planning()`` plans (a context manager: its inputs last while it lasts).
+
+    Two builds into the same output would delete each other's temporary files: the second one refuses at once
+    (:meth:`hf_tokbin.output.Output.lock`), before it loads its inputs. ``on_plan(plan)`` runs before any work
+    (the command line prints the boundary tokens and warnings). ``dry_run``: no lock, nothing written; the
+    summary is the plan described (:func:`hf_tokbin.pipeline.dry_run.describe_plan`).
     """
-    started = time.perf_counter()
+    from ..output import is_url, lock_before_planning
+
     if engine not in ENGINES:
         raise BuildError(None, "engine must be local or ray", got=engine)
+    with contextlib.ExitStack() as held:
+        local = not dry_run and not is_url(os.fspath(out))
+        if local:  # the lock's one place, for a local folder: before the inputs are loaded
+            held.enter_context(lock_before_planning(out))
+        plan = held.enter_context(planning())
+        if on_plan is not None:
+            on_plan(plan)
+        if dry_run:
+            from .dry_run import describe_plan
+
+            return plan, describe_plan(plan)
+        started = time.perf_counter()
+        complete = plan.output.read_bytes(COMPLETE_NAME) is not None
+        _check_engine(plan, engine, ray_address, complete)
+        if not local:  # and for a URL: its scratch folder, named by the plan
+            held.enter_context(plan.output.lock())
+        if complete:
+            return plan, _summarize_complete(plan, started)
+        return plan, _build(plan, engine, ray_address, progress, started)
+
+
+def _check_engine(plan: BuildPlan, engine: str, ray_address: str | None, complete: bool) -> None:
     if engine == "ray" and plan.out.startswith("memory://"):
-        raise BuildError(plan.out, "--engine ray needs an --out every node can write", expected="a shared folder or a URL such as s3://, gs://, file://", got="memory:// (one process's memory)")
-    complete = plan.output.read_bytes(COMPLETE_NAME) is not None
+        raise BuildError(
+            plan.out,
+            "--engine ray needs an --out every node can write",
+            expected="a shared folder or a URL such as s3://, gs://, file://",
+            got="memory:// (one process's memory)",
+        )
     if engine == "ray" and not complete:
         from ..engines.ray import check_reachable, import_ray
 
-        import_ray()  # before the first byte (the lock included) is written: a missing Ray leaves no folder behind
+        import_ray()  # before the first byte of the release is written
         check_reachable(ray_address)
-    with plan.output.lock():
-        if complete:
-            return _summarize_complete(plan, started)
-        return _build(plan, engine, ray_address, progress, started)
 
 
 def _summarize_complete(plan: BuildPlan, started: float) -> BuildSummary:
