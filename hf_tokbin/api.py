@@ -154,12 +154,12 @@ def corpus_for_build(source, out, *, progress: bool = True, name: str | None = N
     A corpus folder or Hub repo is used as it is; files, folders, globs and
     in-memory datasets are first written as a corpus into a temporary folder
     (named ``name``, default the name of ``out``), removed afterwards.
-    ``given`` is the :class:`~hf_tokbin.pipeline.given_ids.GivenIds` of a
+    ``given`` is the :class:`~hf_tokbin.formats.given_ids.GivenIds` of a
     dataset with an ``input_ids`` column, else None. ``plan_only`` (a dry run):
     a pushed Hub corpus folder is not fetched (see :func:`resolve_corpus_source`).
     """
     from .errors import BuildError
-    from .pipeline.given_ids import GivenIds, IdsCheck, has_given_ids
+    from .formats.given_ids import GivenIds, IdsCheck
 
     name = name if name is not None else Path(os.fspath(out).rstrip("/")).name
     check = IdsCheck.parse(check_ids, out)
@@ -207,7 +207,6 @@ def _loaded_if_saved_with_ids(source):
     Without ``input_ids`` the folder is read as the files it holds (``corpus import``'s reader, which names what is wrong).
     """
     from .corpus.inputs import is_saved_dataset_folder, load_saved_dataset
-    from .pipeline.given_ids import has_given_ids
 
     if not isinstance(source, (str, os.PathLike)) or not is_saved_dataset_folder(Path(source)):
         return source
@@ -245,7 +244,7 @@ def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, 
     copied as a ``source`` column (as ``corpus import --source-column``). The manifest lists no
     sources: an in-memory dataset has no input files. ``_given_ids_to``
     (``build_release``'s): a folder where each kept row's ``input_ids`` are
-    written, in corpus order (:class:`hf_tokbin.pipeline.given_ids.GivenIdsWriter`).
+    written, in corpus order (:class:`hf_tokbin.formats.given_ids.GivenIdsWriter`).
     """
     import datasets
     import pyarrow as pa
@@ -254,7 +253,7 @@ def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, 
     from .corpus.builders.corpus_shards import CorpusShards
     from .corpus.inputs import InputFile
     from .corpus.write import CorpusWriter, ShardLimit, split_rule_name
-    from .pipeline.given_ids import ID_COLUMN, GivenIdsWriter
+    from .formats.given_ids import ID_COLUMN, GivenIdsWriter
 
     name = Path(out).name if name is None else name
     members = dict(dataset) if isinstance(dataset, (datasets.DatasetDict, datasets.IterableDatasetDict)) else {None: dataset}
@@ -315,3 +314,83 @@ def show(release, split: str = "train", *, doc: int | None = None, window: int |
     root = Path(release)
     decode = release_decoder(root, RunConfig.read(root / RUN_CONFIG_NAME), tokenizer)
     return show_with(release, split, doc=doc, window=window, length=length, format=format, decode=decode)
+
+
+# -- the datasets way in: Dataset.map with the release's encoder, then a release from the mapped ids
+#
+#     ds = datasets.load_dataset("NS/NAME", split="train")
+#     mapped = ds.map(hf_tokbin.tokenize("tok/"), batched=True, num_proc=8)
+#     hf_tokbin.build_release(mapped, "tok/", "release/")             # every document's ids checked
+#     hf_tokbin.build_release(mapped, "tok/", "release/", check_ids="sample:1000")
+#
+# tokenize() is the build's own encoder (tokenizers' ids, the fast path only where it is proven identical, long
+# documents in bounded pieces) as a picklable batched map function: a row's input_ids are exactly the ids the release
+# holds for its text (no boundary token: those are each format's business). A dataset with an input_ids column is
+# written as a corpus as any dataset is, its ids kept beside it (hf_tokbin.formats.given_ids), and the build writes
+# them instead of encoding the text, after checking them: every document by default, or sample:K.
+
+
+class Tokenize:
+    """A batched ``Dataset.map`` function: ``{"input_ids": ...}`` for a batch's ``text_column``, the release's ids.
+
+    Picklable: the encoder travels with its fast-path outcome (checked once,
+    here), so ``num_proc`` workers encode with the same routing and proof.
+    """
+
+    def __init__(self, encoder, vocab_size: int, text_column: str = "text"):
+        self.encoder = encoder
+        self.vocab_size = vocab_size
+        self.text_column = text_column
+
+    def __call__(self, batch) -> dict:
+        import numpy as np
+
+        from .errors import CorpusInputError
+        from .formats.given_ids import ID_COLUMN
+        from .pipeline.encode import EncodeBatch
+
+        if self.text_column not in batch:
+            raise CorpusInputError(None, f"missing text column {self.text_column!r}", expected=f"a column {self.text_column!r}", got=list(batch)[:10])
+        texts = batch[self.text_column]
+        texts = texts.to_pylist() if hasattr(texts, "to_pylist") else list(texts)
+        if any(not isinstance(t, str) for t in texts):
+            bad = next(t for t in texts if not isinstance(t, str))
+            raise CorpusInputError(None, f"column {self.text_column!r} must hold strings", got=type(bad).__name__)
+        flat, lengths = EncodeBatch(self.encoder, self.vocab_size, self.text_column).encode(texts)
+        # A list of arrays (views of one buffer): what batched map takes, typed List(uint32) by datasets.
+        return {ID_COLUMN: np.split(np.asarray(flat, dtype=np.uint32), np.cumsum(lengths)[:-1])}
+
+
+def tokenize(tokenizer, *, text_column: str = "text", fast: str = "auto", parse_special: bool = False, tokenizer_id: str | None = None) -> Tokenize:
+    """The batched ``map`` function of ``tokenizer`` (what ``--tokenizer`` takes, or a :class:`TokenizerInfo`).
+
+    ``parse_special`` must be the build's (``--parse-special-tokens``): it
+    changes the ids. ``fast`` never changes an id.
+    """
+    from .engines.panics import engine_output_held
+    from .tokenizer.encoder import encoder_for
+    from .tokenizer.resolve import TokenizerInfo, resolve_tokenizer
+
+    if not isinstance(tokenizer, TokenizerInfo):
+        tokenizer = resolve_tokenizer(os.fspath(tokenizer), tokenizer_id)
+    encoder = encoder_for(tokenizer.path, fast, parse_special=parse_special)
+    with engine_output_held():  # as the build checks it (pipeline.encode.prepare_encoder)
+        encoder.check_fast_path([])  # once, in this process: the outcome is pickled to every worker
+    return Tokenize(encoder, tokenizer.vocab_size, text_column)
+
+
+def has_given_ids(dataset) -> bool:
+    """Whether an in-memory dataset (a ``Dataset`` or ``IterableDataset``, or every member of a ``DatasetDict`` or
+    ``IterableDatasetDict``: dicts of them, whose ``column_names`` is a dict by split) has an ``input_ids`` column."""
+    from .formats.given_ids import ID_COLUMN
+
+    members = list(dataset.values()) if isinstance(dataset, dict) else [dataset]
+    return bool(members) and all(ID_COLUMN in _column_names(m) for m in members)
+
+
+def _column_names(member) -> list[str]:
+    """A dataset's columns; an ``IterableDataset`` of unknown features (a generator's) shows them in its first row."""
+    if member.column_names is not None:
+        return list(member.column_names)
+    first = next(iter(member.take(1)), None)
+    return list(first) if first is not None else []

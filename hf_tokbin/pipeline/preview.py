@@ -18,8 +18,7 @@ from ..formats.llmc_order import llmc_order
 from ..formats.llmc_segments import ENDS_DTYPE, ENDS_SUFFIX, TOKENS_SUFFIX
 from ..formats.preview import PREVIEW_DOCUMENTS, PREVIEW_TEXT_BYTES, preview_path, row_ids, write_preview
 from ..formats.release import SPLITS, Receipt, pair_path, part_name
-from .part import staging_rel
-from .plan import BuildPlan
+from .plan import BuildPlan, staging_rel
 from .shuffle import permutation
 
 

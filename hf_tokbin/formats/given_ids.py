@@ -1,31 +1,16 @@
-"""The ``datasets`` way in: ``Dataset.map`` with the release's encoder, then a release from the mapped ids.
+"""A dataset's own ids kept beside its corpus: the files, their writer and reader, and how many a build checks.
 
-::
+A dataset with an ``input_ids`` column given to ``build_release`` is written as a corpus as any dataset is, and
+its ids are kept in a folder beside it, in corpus order (:class:`GivenIdsWriter`). Per split, three files of
+little-endian numbers, one entry per kept document (an empty text is dropped with its ids, which must be empty):
 
-    import datasets, hf_tokbin
+- ``<split>.ids.u32``: the documents' ids, one after another (``uint32``);
+- ``<split>.lengths.i64``: each document's id count (``int64``);
+- ``<split>.rows.i64``: each document's (member, row) in the dataset (two ``int64``).
 
-    ds = datasets.load_dataset("NS/NAME", split="train")
-    mapped = ds.map(hf_tokbin.tokenize("tok/"), batched=True, num_proc=8)
-    hf_tokbin.build_release(mapped, "tok/", "release/")             # every document's ids checked
-    hf_tokbin.build_release(mapped, "tok/", "release/", check_ids="sample:1000")
-
-:func:`tokenize` is the build's own encoder (:mod:`hf_tokbin.tokenizer.encoder`:
-``tokenizers``' ids, the fast path only where it is proven identical, long
-documents in bounded pieces) as a picklable batched ``map`` function: a row's
-``input_ids`` are exactly the ids the release holds for its text (no boundary
-token: those are each format's business).
-
-A dataset with an ``input_ids`` column given to ``build_release`` (a
-``Dataset``, ``IterableDataset``, ``DatasetDict`` or ``IterableDatasetDict``
-whose every split has one, or a ``save_to_disk`` folder of any of them) is
-written as a corpus as any dataset is (the same text shards), and its ids are kept
-beside it (:class:`GivenIdsWriter`: per split, the ids, each document's id
-count and its row), in corpus order. The build then writes those ids instead
-of encoding the text, after checking them (:class:`IdsCheck`): by default
-every document is encoded again and compared, so the release is the raw-text
-build's, byte for byte; ``sample:K`` checks K documents spread evenly over the
-corpus and records that in ``run_config.json``. A differing document is
-refused, naming its row.
+``members.json`` lists the dataset's members (a ``DatasetDict``'s split names; ``[null]`` for a ``Dataset``), so
+a refused document is named by its member and row. A build reads them back (:class:`GivenIds`) and writes them
+instead of encoding the text, after checking them (:class:`IdsCheck`: every document, or ``sample:K``).
 """
 
 from __future__ import annotations
@@ -37,10 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import BuildError, CorpusInputError
-from ..formats.corpus_shard import text_lengths
-from ..formats.ids import first_out_of_range
-from .encode_batch import EncodeBatch
+from ..errors import BuildError
+from .corpus_shard import text_lengths
 
 ID_COLUMN = "input_ids"
 _IDS, _LENGTHS, _ROWS = "ids.u32", "lengths.i64", "rows.i64"  # per split: flat ids, id count per document, (member, row) per document
@@ -76,69 +59,6 @@ class IdsCheck:
         g = np.arange(first, first + count, dtype=np.int64)
         # Document floor(i * N / K) for i < K: exactly K documents, one where each multiple of N/K is crossed.
         return ((g + 1) * self.sample + total - 1) // total != (g * self.sample + total - 1) // total
-
-
-class Tokenize:
-    """A batched ``Dataset.map`` function: ``{"input_ids": ...}`` for a batch's ``text_column``, the release's ids.
-
-    Picklable: the encoder travels with its fast-path outcome (checked once,
-    here), so ``num_proc`` workers encode with the same routing and proof.
-    """
-
-    def __init__(self, encoder, vocab_size: int, text_column: str = "text"):
-        self.encoder = encoder
-        self.vocab_size = vocab_size
-        self.text_column = text_column
-
-    def __call__(self, batch) -> dict:
-        if self.text_column not in batch:
-            raise CorpusInputError(None, f"missing text column {self.text_column!r}", expected=f"a column {self.text_column!r}", got=list(batch)[:10])
-        texts = batch[self.text_column]
-        texts = texts.to_pylist() if hasattr(texts, "to_pylist") else list(texts)
-        if any(not isinstance(t, str) for t in texts):
-            bad = next(t for t in texts if not isinstance(t, str))
-            raise CorpusInputError(None, f"column {self.text_column!r} must hold strings", got=type(bad).__name__)
-        flat, lengths = EncodeBatch(self.encoder, self.vocab_size, self.text_column).encode(texts)
-        # A list of arrays (views of one buffer): what batched map takes, typed List(uint32) by datasets.
-        return {ID_COLUMN: np.split(np.asarray(flat, dtype=np.uint32), np.cumsum(lengths)[:-1])}
-
-
-def tokenize(tokenizer, *, text_column: str = "text", fast: str = "auto", parse_special: bool = False, tokenizer_id: str | None = None) -> Tokenize:
-    """The batched ``map`` function of ``tokenizer`` (what ``--tokenizer`` takes, or a :class:`TokenizerInfo`).
-
-    ``parse_special`` must be the build's (``--parse-special-tokens``): it
-    changes the ids. ``fast`` never changes an id.
-    """
-    import os
-
-    from ..engines.panics import engine_output_held
-    from ..tokenizer.encoder import encoder_for
-    from ..tokenizer.resolve import TokenizerInfo, resolve_tokenizer
-
-    if not isinstance(tokenizer, TokenizerInfo):
-        tokenizer = resolve_tokenizer(os.fspath(tokenizer), tokenizer_id)
-    encoder = encoder_for(tokenizer.path, fast, parse_special=parse_special)
-    with engine_output_held():  # as the build checks it (encode.prepare_encoder)
-        encoder.check_fast_path([])  # once, in this process: the outcome is pickled to every worker
-    return Tokenize(encoder, tokenizer.vocab_size, text_column)
-
-
-# ---------------------------------------------------------------- the ids kept beside the corpus
-
-
-def has_given_ids(dataset) -> bool:
-    """Whether an in-memory dataset (a ``Dataset`` or ``IterableDataset``, or every member of a ``DatasetDict`` or
-    ``IterableDatasetDict``: dicts of them, whose ``column_names`` is a dict by split) has an ``input_ids`` column."""
-    members = list(dataset.values()) if isinstance(dataset, dict) else [dataset]
-    return bool(members) and all(ID_COLUMN in _column_names(m) for m in members)
-
-
-def _column_names(member) -> list[str]:
-    """A dataset's columns; an ``IterableDataset`` of unknown features (a generator's) shows them in its first row."""
-    if member.column_names is not None:
-        return list(member.column_names)
-    first = next(iter(member.take(1)), None)
-    return list(first) if first is not None else []
 
 
 class GivenIdsWriter:
@@ -242,42 +162,3 @@ class GivenIds:
 
 def _row_name(member, row: int) -> str:
     return f"<in-memory dataset{'' if member is None else f' split {member}'}> row {row}"
-
-
-def check_given(encoder, task: tuple) -> tuple[np.ndarray, np.ndarray, int]:
-    """One batch of given ids, in this process or a worker's: the checked documents encoded again and compared.
-
-    ``task``: (vocab size, shard, texts, text bytes, given flat ids, given lengths, row names, check mask).
-    Returns what an encoding task returns: (flat ids in the release's width, lengths, text bytes).
-    """
-    vocab_size, source, texts, n_bytes, flat, lengths, rows, mask = task
-    batch = EncodeBatch(encoder, vocab_size, source)
-    bad = first_out_of_range(flat, vocab_size)
-    if bad is not None:
-        where = rows[int(np.searchsorted(np.cumsum(lengths), bad, side="right"))]
-        raise BuildError(where, f"{ID_COLUMN} holds an id outside the tokenizer's vocabulary", expected=f"ids < {vocab_size}", got=int(flat[bad]))
-    if mask.any():
-        texts = texts if isinstance(texts, list) else texts.to_pylist()
-        checked = np.flatnonzero(mask)
-        want, want_lengths = batch.encode([texts[i] for i in checked.tolist()])
-        _compare(flat, lengths, checked, want, want_lengths, rows)
-    return np.asarray(flat, dtype=batch.dtype), lengths, n_bytes
-
-
-def _compare(flat, lengths, checked, want, want_lengths, rows) -> None:
-    """The first checked document whose given ids are not the tokenizer's is refused, naming its row."""
-    starts = np.concatenate(([0], np.cumsum(lengths)))
-    want_starts = np.concatenate(([0], np.cumsum(want_lengths)))
-    for k, i in enumerate(checked.tolist()):
-        have, expected = flat[starts[i] : starts[i + 1]], want[want_starts[k] : want_starts[k + 1]]
-        if have.size != expected.size or not np.array_equal(have, expected):
-            n = min(have.size, expected.size)
-            differ = np.flatnonzero(have[:n] != expected[:n])
-            at = int(differ[0]) if differ.size else n
-            raise BuildError(
-                rows[i],
-                f"{ID_COLUMN} differ from the tokenizer's ids for this row's text (first difference at id {at})",
-                expected=expected[at : at + 8].tolist(),
-                got=have[at : at + 8].tolist(),
-                hint="map with hf_tokbin.tokenize(tokenizer) and the build's tokenizer and --parse-special-tokens, or drop the column to encode the text",
-            )
