@@ -33,11 +33,15 @@ def blocks(kinds: tuple[str, ...]):
 
 
 def import_lines(code: str) -> list[str]:
-    return [line.strip() for line in code.splitlines() if re.match(r"\s*(import \w|from [\w.]+ import )", line) and "hf_tokbin" in line]
+    imports = (line.strip() for line in code.splitlines() if re.match(r"\s*(import \w|from [\w.]+ import )", line))
+    return [line for line in imports if "hf_tokbin" in line]
 
 
 def command_lines(code: str) -> list[str]:
-    """The ``hf-tokbin`` invocations of a shell block: continuations joined, comments dropped, split at ``&&``, ``|``, ``;``."""
+    """The ``hf-tokbin`` invocations of a shell block.
+
+    Continuations are joined, comments dropped, and lines split at ``&&``, ``|``, ``;``.
+    """
     joined = re.sub(r"\\\n\s*", " ", code)
     found = []
     for line in joined.splitlines():
@@ -64,7 +68,8 @@ def synopsis_word(word: str) -> str:
 
 
 IMPORTS = [(where, line) for where, code in blocks(("python", "py")) for line in import_lines(code)]
-COMMANDS = [(where, argv) for where, code in blocks(("bash", "sh", "shell", "console")) for argv in command_lines(code)]
+SHELL = ("bash", "sh", "shell", "console")
+COMMANDS = [(where, argv) for where, code in blocks(SHELL) for argv in command_lines(code)]
 
 
 def test_the_documents_show_imports_and_commands():
@@ -148,3 +153,107 @@ def test_the_default_split_rule_the_docs_name_is_the_codes(tmp_path):
     default = import_corpus([rows], tmp_path / "corpus").split_rule  # no split column, no option
     for doc, m in claims(DEFAULT_SPLIT_RULE):
         assert m.group(1) == default, f"{doc}: says the default split rule is {m.group(1)}; it is {default}"
+
+
+# The commands the documents name in their prose, and the scripts they tell a reader to run.
+INLINE = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
+
+
+def inline_spans() -> list[tuple[str, str]]:
+    """Every inline code span of the documents (fenced blocks left out), with the document's name."""
+    found = []
+    for doc in DOCS:
+        text = FENCE.sub("", doc.read_text(encoding="utf-8"))
+        found += [(doc.name, m.group(1)) for m in INLINE.finditer(text)]
+    return found
+
+
+def subparsers(parser) -> dict:
+    """A parser's subcommands by name (``{}`` for a leaf)."""
+    import argparse
+
+    for action in parser._actions:  # argparse has no public way to list them
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def options_of(parser) -> set[str]:
+    return {option for action in parser._actions for option in action.option_strings}
+
+
+def command_of(words: list[str]):
+    """The (sub)parser a ``hf-tokbin a b ...`` span names and the path to it; (None, path) if a word is no command."""
+    parser, path = make_parser(), []
+    for word in words:
+        if word.startswith("-") or not subparsers(parser):
+            break
+        if word not in subparsers(parser):
+            return None, [*path, word]
+        parser, path = subparsers(parser)[word], [*path, word]
+    return parser, path
+
+
+HF_TOKBIN_SPANS = [(doc, span) for doc, span in inline_spans() if span.startswith("hf-tokbin ")]
+
+
+def test_the_documents_name_commands_in_their_prose():
+    assert len(HF_TOKBIN_SPANS) >= 20, len(HF_TOKBIN_SPANS)
+
+
+@pytest.mark.parametrize("doc,span", HF_TOKBIN_SPANS, ids=[f"{d}:{s[:60]}" for d, s in HF_TOKBIN_SPANS])
+def test_every_command_named_in_prose_and_its_flags_exist(doc, span):
+    words = span.split()[1:]
+    parser, path = command_of(words)
+    assert parser is not None, f"{doc}: `{span}`: hf-tokbin has no command `{' '.join(path)}`"
+    if path:  # `hf-tokbin --version`, `hf-tokbin --help` name the top parser's own options
+        flags = {w.split("=")[0] for w in words[len(path):] if re.fullmatch(r"--[a-z][\w-]*(=.*)?", w)}
+        missing = flags - options_of(parser)
+        assert not missing, f"{doc}: `{span}`: `hf-tokbin {' '.join(path)}` has no option {sorted(missing)}"
+
+
+SCRIPT_CALL = re.compile(r"python3? (scripts/[\w.-]+\.py)((?: [^`\n&|;]*)?)")
+
+
+def script_calls() -> list[tuple[str, str, list[str]]]:
+    """Every ``python scripts/X.py --flag ...`` the documents show, in blocks or in prose: the script and its flags."""
+    found = []
+    for doc in DOCS:
+        for m in SCRIPT_CALL.finditer(doc.read_text(encoding="utf-8")):
+            flags = re.findall(r"(?<!\S)(--[a-z][\w-]*)", m.group(2))
+            found.append((doc.name, m.group(1), flags))
+    return found
+
+
+SCRIPT_CALLS = script_calls()
+
+
+def test_the_documents_show_the_benchmark_commands():
+    assert len({script for _, script, _ in SCRIPT_CALLS}) >= 8, SCRIPT_CALLS
+
+
+@pytest.mark.parametrize("doc,script,flags", SCRIPT_CALLS, ids=[f"{d}:{s}:{' '.join(f)}" for d, s, f in SCRIPT_CALLS])
+def test_every_script_command_names_a_script_and_its_flags(doc, script, flags):
+    path = ROOT / script
+    assert path.is_file(), f"{doc}: runs {script}, which does not exist"
+    source = path.read_text(encoding="utf-8")
+    missing = [flag for flag in flags if f'"{flag}"' not in source]
+    assert not missing, f"{doc}: runs {script} with {missing}, which its argument parser does not define"
+
+
+# Documents stay true: what the software does, not how it came to be (that is git log's).
+HISTORY = re.compile(
+    r"\bseed 00\d|\b(?:issue|session|round) \d|\b\d{1,2} (?:January|February|March|April|May|June|July|August"
+    r"|September|October|November|December) 20\d\d\b",
+    re.I,
+)
+
+
+def test_the_documents_narrate_no_history_and_name_the_layouts():
+    found = [
+        f"{doc.name}:{number}: {m.group(0)!r}"
+        for doc in DOCS
+        for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1)
+        for m in HISTORY.finditer(line)
+    ]
+    assert not found, "the documents cite a spec by number, an issue, a session or a date: " + "; ".join(found)

@@ -386,7 +386,7 @@ class DocumentEncoder:
         plain = all(not (t.lstrip or t.rstrip or t.single_word) for t in added) and len({t.normalized for t in added}) == 1
         # A special token encoded as text is still matched, then skipped: a parsed token overlapping it is not cut there.
         skipped = [t.content for t in self.tokenizer.get_added_tokens_decoder().values() if t.content not in parsed]
-        hidden = any(_overlaps(s, t.content) for s in skipped for t in added)
+        hidden = _any_hidden(skipped, [t.content for t in added])
         self._cut_added = bool(added) and plain and not first_only and not (added[0].normalized and steps) and not hidden
         return None
 
@@ -683,9 +683,6 @@ class _Router:
 
     def _no_added_text(self, utf8: np.ndarray) -> bool:
         return self.added_search_utf8 is None or self.added_search_utf8(memoryview(utf8)) is None
-        if self.added_search is not None:
-            return self.added_search_utf8(memoryview(utf8)) is None
-        return True
 
     def _states(self, text: str) -> np.ndarray:
         """Each code point's state, the undecided ones decided first."""
@@ -747,9 +744,11 @@ def _trie_pattern(words: list[str]) -> str:
     return pattern(trie)
 
 
-def _overlaps(skipped: str, parsed: str) -> bool:
-    """Whether a match of ``skipped`` can hide ``parsed`` from leftmost-longest matching: ``parsed`` starts inside it."""
-    return parsed in skipped or any(skipped.endswith(parsed[:k]) for k in range(1, min(len(skipped), len(parsed))))
+def _any_hidden(skipped: list[str], parsed: list[str]) -> bool:
+    """Whether a match of a ``skipped`` text can hide a ``parsed`` one from leftmost-longest matching: the parsed text
+    starts inside it (lies within it, or a proper prefix of it is a proper suffix of the skipped text)."""
+    suffixes = {text[k:] for text in skipped for k in range(1, len(text))}
+    return any(p in s for s in skipped for p in parsed) or any(p[:k] in suffixes for p in parsed for k in range(1, len(p)))
 
 
 def _replaced(offsets: np.ndarray, utf8: np.ndarray, documents: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

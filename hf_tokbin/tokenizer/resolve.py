@@ -84,10 +84,10 @@ def resolve_tokenizer(
     if name == BYTE:
         return _byte_tokenizer(tokenizer_id, doc_sep, bos)
     json_path, default_id, source, resolved_revision = _find_tokenizer_json(name, revision, subfolder)
-    config = _check_id_space(json_path)
     data = _read_tokenizer_bytes(json_path)
+    config, id_space = _check_id_space(json_path, data)
     tokenizer = load_tokenizer_json(json_path, data)
-    vocab = _Vocabulary(json_path, tokenizer, config)
+    vocab = _Vocabulary(json_path, tokenizer, config, id_space)
     digest = hashlib.sha256(data).hexdigest()
     _handed_over.clear()
     _handed_over[digest] = (tokenizer, vocab.size)
@@ -196,10 +196,10 @@ def _separator_from_files(vocab: "_Vocabulary", config_files: tuple[ConfigFile, 
 class _Vocabulary:
     """The ids and token strings of a ``tokenizers.Tokenizer``, for naming boundary tokens."""
 
-    def __init__(self, json_path: Path, tokenizer, config: dict | None = None):
+    def __init__(self, json_path: Path, tokenizer, config: dict | None = None, size: int | None = None):
         self.json_path = json_path
         self.tokenizer = tokenizer
-        self.size = vocab_size_of(tokenizer)
+        self.size = vocab_size_of(tokenizer) if size is None else size  # size: the id space read from the JSON
         self._json = config  # tokenizer.json as read (None: parsed from the tokenizer when needed)
 
     def boundary(self, value: int | str, source: str, where, what: str) -> BoundaryToken:
@@ -265,26 +265,35 @@ def _refuse_hub_options(name: str, revision: str | None, subfolder: str | None) 
 MAX_ID = 2**31 - 1  # the largest id any output holds: Megatron's int32 files and the build's int32 staging pairs
 
 
-def _check_id_space(json_path: Path) -> dict | None:
+def _check_id_space(json_path: Path, data: bytes) -> tuple[dict | None, int | None]:
     """Refuse a tokenizer.json whose largest id no output can hold, before ``tokenizers`` loads it.
 
     Read as JSON first: ``tokenizers`` sizes tables by the largest id, so an id
     near 2**31 can abort the process in Rust before any check of ours runs.
+    ``data``: the file's bytes. Returns the parsed file and its id space (the
+    largest id + 1: :func:`vocab_size_of` without asking ``tokenizers``), or
+    ``(None, None)`` where the file is not a tokenizer's JSON as read here.
     """
-    from .._io import RECORD_MAX_BYTES, read_json
+    from .._io import RECORD_MAX_BYTES, parse_json
 
     try:
-        config = read_json(json_path, TokenizerError, free_text=True) if json_path.stat().st_size <= RECORD_MAX_BYTES else {}
+        config = parse_json(data, json_path, TokenizerError, free_text=True) if len(data) <= RECORD_MAX_BYTES else {}
     except TokenizerError:
-        return None  # not readable JSON: loading it gives tokenizers' own error, named
+        return None, None  # not readable JSON: loading it gives tokenizers' own error, named
     model = config.get("model") if isinstance(config.get("model"), dict) else {}
     vocab = model.get("vocab")
     ids = list(vocab.values()) if isinstance(vocab, dict) else []
     ids += [t.get("id") for t in config.get("added_tokens") or [] if isinstance(t, dict)]
-    largest = max((i for i in ids if isinstance(i, int) and not isinstance(i, bool)), default=-1)
+    ints = [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
+    largest = max(ints, default=-1)
     if largest > MAX_ID:
         raise TokenizerError(json_path, "ids up to 2**31 - 1 only: Megatron's int32 files and the build's staging hold no larger id", expected=f"<= {MAX_ID:,}", got=largest)
-    return config if isinstance(config.get("model"), dict) else None
+    if not isinstance(config.get("model"), dict):
+        return None, None
+    # A vocabulary as a map of non-negative ids (BPE, WordPiece, WordLevel) gives the id space; otherwise (Unigram's
+    # list, an id of another type) tokenizers' own count decides.
+    whole = isinstance(vocab, dict) and len(ints) == len(ids) and min(ints, default=0) >= 0
+    return config, (largest + 1 if whole else None)
 
 
 def read_eos_token_id(path: Path) -> int | None:

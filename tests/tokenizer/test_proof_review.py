@@ -75,6 +75,25 @@ def test_a_special_token_skipped_as_text_still_hides_a_parsed_token_inside_it():
     _assert_both_ways(encoder, tokenizer, ["<|endoftext|>qqz", "x|>qqz", "a<|endoftext|>b"])
 
 
+def test_any_hidden_is_the_pairwise_rule_on_every_small_case():
+    """The one-pass check of Gemma's 6,406 parsed tokens against the skipped ones says what the pair-by-pair rule says:
+    a parsed text hidden inside a skipped one, or starting in its last characters."""
+    import itertools
+    import random
+
+    from hf_tokbin.tokenizer.encoder import _any_hidden
+
+    def pairwise(skipped: str, parsed: str) -> bool:
+        return parsed in skipped or any(skipped.endswith(parsed[:k]) for k in range(1, min(len(skipped), len(parsed))))
+
+    texts = ["".join(t) for n in range(1, 4) for t in itertools.product("ab|", repeat=n)]
+    rng = random.Random(0)
+    for _ in range(3000):
+        skipped, parsed = rng.sample(texts, rng.randint(1, 2)), rng.sample(texts, rng.randint(1, 3))
+        want = any(pairwise(s, p) for s in skipped for p in parsed)
+        assert _any_hidden(skipped, parsed) == want, (skipped, parsed)
+
+
 def _o200k_reading(extra_marks: str) -> dict:
     """GPT-4o's pre-tokenizer as an engine would run it whose tables put ``extra_marks`` in \\p{M} rather than \\p{L}."""
     config = json.loads((model_tokenizer_json("gpt4o") / "tokenizer.json").read_text(encoding="utf-8"))["pre_tokenizer"]

@@ -134,3 +134,23 @@ def test_the_build_encodes_with_the_tokenizer_resolve_loaded_from_the_recorded_b
     got = encoder.encode_batch(["one two"])
     assert got[0].tolist() == want[0].tolist() and encoder.vocab_size == info.vocab_size
     assert take_resolved_tokenizer(info.sha256) is None  # taken once
+
+
+@pytest.mark.parametrize("model", ["bpe_with_gap", "unigram", "wordlevel"])
+def test_the_id_space_read_from_the_json_is_the_one_tokenizers_counts(tmp_path, model):
+    # resolve reads the largest id from the parsed file rather than asking tokenizers for its whole vocabulary.
+    from tokenizers import models
+
+    from hf_tokbin.tokenizer.resolve import vocab_size_of
+
+    if model == "bpe_with_gap":
+        tokenizer = Tokenizer(models.BPE({"a": 0, "b": 1, "ab": 70_000}, [("a", "b")]))
+    elif model == "unigram":
+        tokenizer = Tokenizer(models.Unigram([("a", -1.0), ("b", -2.0), ("ab", -0.5)]))
+    else:
+        tokenizer = Tokenizer(models.WordLevel({"a": 3, "b": 9}, unk_token="a"))
+    tokenizer.add_special_tokens(["<|end|>"])
+    (tmp_path / "tokenizer.json").write_text(tokenizer.to_str(), encoding="utf-8")
+    info = resolve_tokenizer(str(tmp_path))
+    assert info.vocab_size == vocab_size_of(tokenizer)
+    assert info.vocab_size == {"bpe_with_gap": 70_001, "unigram": 4, "wordlevel": 10}[model]
