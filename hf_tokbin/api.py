@@ -101,7 +101,8 @@ def build_release(
     the name of ``out``). ``options`` (a :class:`hf_tokbin.pipeline.BuildOptions`) and the other keywords, its
     fields (``formats``, ``num_proc``, ``limit``, ``llmc_layout``, ``shuffle_seed``, ``fast``, ...), are the build's
     options, as ``hf-tokbin build``'s flags give them. ``engine``: ``local`` or ``ray`` (at ``ray_address``).
-    ``on_plan(plan)`` is called before any work. ``dry_run``: no lock, nothing written; ``summary.dry_run`` is the plan.
+    ``on_plan(plan)`` is called before any work. ``dry_run``: no lock, nothing written; ``summary.dry_run`` is the
+    plan described.
     """
     from .formats.build_options import BuildOptions
     from .pipeline import run_build
@@ -118,7 +119,8 @@ def build_release(
     def planning():
         return _planned(source, tokenizer, out, options, tokenizer_choice, corpus_choice, corpus)
 
-    plan, built = run_build(out, planning, engine=engine, ray_address=ray_address, progress=progress, dry_run=dry_run, on_plan=on_plan)
+    steps = dict(engine=engine, ray_address=ray_address, progress=progress, dry_run=dry_run, on_plan=on_plan)
+    plan, built = run_build(out, planning, **steps)
     manifest = plan.corpus
     return ReleaseSummary(
         None if dry_run else built, manifest.name, corpus["origin"], corpus["revision"], manifest.split_rule,
@@ -350,7 +352,9 @@ class Tokenize:
         from .pipeline.encode import EncodeBatch
 
         if self.text_column not in batch:
-            raise CorpusInputError(None, f"missing text column {self.text_column!r}", expected=f"a column {self.text_column!r}", got=list(batch)[:10])
+            column = self.text_column
+            got = list(batch)[:10]
+            raise CorpusInputError(None, f"missing text column {column!r}", expected=f"a column {column!r}", got=got)
         texts = batch[self.text_column]
         texts = texts.to_pylist() if hasattr(texts, "to_pylist") else list(texts)
         if any(not isinstance(t, str) for t in texts):
@@ -361,7 +365,14 @@ class Tokenize:
         return {ID_COLUMN: np.split(np.asarray(flat, dtype=np.uint32), np.cumsum(lengths)[:-1])}
 
 
-def tokenize(tokenizer, *, text_column: str = "text", fast: str = "auto", parse_special: bool = False, tokenizer_id: str | None = None) -> Tokenize:
+def tokenize(
+    tokenizer,
+    *,
+    text_column: str = "text",
+    fast: str = "auto",
+    parse_special: bool = False,
+    tokenizer_id: str | None = None,
+) -> Tokenize:
     """The batched ``map`` function of ``tokenizer`` (what ``--tokenizer`` takes, or a :class:`TokenizerInfo`).
 
     ``parse_special`` must be the build's (``--parse-special-tokens``): it

@@ -124,7 +124,8 @@ def run(args) -> int:
     )
     boundary = summary.plan.boundary_line()
     if summary.dry_run is not None:
-        emit(args, summary.dry_run, {"dry_run": True, "out": summary.out, "boundary_tokens": boundary, "plan": summary.dry_run})
+        record = {"dry_run": True, "out": summary.out, "boundary_tokens": boundary, "plan": summary.dry_run}
+        emit(args, summary.dry_run, record)
     else:
         emit(args, summary.build.table(), {**summary.build.record(), "boundary_tokens": boundary})
     return 0

@@ -193,7 +193,9 @@ def close_shared_pool() -> None:
 atexit.register(close_shared_pool)  # a pool its caller did not close ends with the process
 
 
-def map_one_behind(fn: Callable[[Any], Any], items: Iterable[Any], thread_name: str = "hf_tokbin-behind") -> Iterator[Any]:
+def map_one_behind(
+    fn: Callable[[Any], Any], items: Iterable[Any], thread_name: str = "hf_tokbin-behind"
+) -> Iterator[Any]:
     """``fn(item)`` for every item on a thread of its own, one call at a time, each while the next item is made.
 
     The items' iterator runs in the caller's thread; ``fn(item)`` is started once the call before it has
@@ -228,7 +230,13 @@ def usable_cores() -> int:
 
 
 def run_in_threads(
-    fn: Callable[..., Any], shared: Any, items: list, num_threads: int, progress: bool = True, desc: str = "tasks", unit: str = "file"
+    fn: Callable[..., Any],
+    shared: Any,
+    items: list,
+    num_threads: int,
+    progress: bool = True,
+    desc: str = "tasks",
+    unit: str = "file",
 ) -> list:
     """``fn(shared, item)`` for every item on a pool of ``num_threads`` threads; the results in order, with a bar."""
     from concurrent.futures import ThreadPoolExecutor
@@ -236,7 +244,8 @@ def run_in_threads(
     with ThreadPoolExecutor(max(1, num_threads), thread_name_prefix="hf_tokbin-task") as pool:
         futures = [pool.submit(fn, shared, item) for item in items]
         try:
-            return [f.result() for f in progress_bar(futures, desc=desc, unit=unit, disable=not progress or len(items) < 2)]
+            bar = progress_bar(futures, desc=desc, unit=unit, disable=not progress or len(items) < 2)
+            return [f.result() for f in bar]
         finally:
             for future in futures:  # an error: drop the tasks not started
                 future.cancel()

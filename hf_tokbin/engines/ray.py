@@ -54,7 +54,13 @@ class _PermanentFailure:
     error: TokbinError
 
 
-def _run_task(fn: Callable[[Any, Any], Any], shared: Any, item: Any, driver_versions: dict[str, str | None], label: str | None = None) -> Any:
+def _run_task(
+    fn: Callable[[Any, Any], Any],
+    shared: Any,
+    item: Any,
+    driver_versions: dict[str, str | None],
+    label: str | None = None,
+) -> Any:
     """The body of one Ray task: ``fn(shared, item)`` on a worker, input errors returned."""
     # Every package whose version can change an id (hf_tokbin.versions.ID_PACKAGES) must be the driver's:
     # the driver made the fast-path proof with its own gigatoken.
@@ -188,7 +194,9 @@ def run_tasks(
             ray.shutdown()
 
 
-def _run_on_ray(ray, fn, shared, items: list, max_retries: int, progress: bool, labels: list[str], bar: tuple[str, str]) -> list:
+def _run_on_ray(
+    ray, fn, shared, items: list, max_retries: int, progress: bool, labels: list[str], bar: tuple[str, str]
+) -> list:
     from tqdm.auto import tqdm
 
     task = ray.remote(

@@ -26,7 +26,11 @@ from ..errors import BuildError
 from .corpus_shard import text_lengths
 
 ID_COLUMN = "input_ids"
-_IDS, _LENGTHS, _ROWS = "ids.u32", "lengths.i64", "rows.i64"  # per split: flat ids, id count per document, (member, row) per document
+_IDS, _LENGTHS, _ROWS = (
+    "ids.u32",
+    "lengths.i64",
+    "rows.i64",
+)  # per split: flat ids, id count per document, (member, row) per document
 _MEMBERS = "members.json"  # the dataset's members (a DatasetDict's split names; [null] for a Dataset)
 _SAMPLE = re.compile(r"sample:([1-9][0-9]*)")
 
@@ -47,10 +51,15 @@ class IdsCheck:
         return cls(int(found.group(1)))
 
     def record(self) -> dict | None:
-        """What ``run_config.json`` says: nothing when every document was checked (the release is the raw-text build's)."""
+        """What ``run_config.json`` says: nothing when every document was checked (the release is the raw-text
+        build's)."""
         if self.sample is None:
             return None
-        return {"from": f"the dataset's {ID_COLUMN} column", "checked": f"sample:{self.sample}", "rule": "documents floor(i * N / K), i < K, in corpus order"}
+        return {
+            "from": f"the dataset's {ID_COLUMN} column",
+            "checked": f"sample:{self.sample}",
+            "rule": "documents floor(i * N / K), i < K, in corpus order",
+        }
 
     def mask(self, first: int, count: int, total: int) -> np.ndarray:
         """Which of documents ``first .. first + count - 1`` (of ``total``, in corpus order) are checked."""
@@ -67,11 +76,14 @@ class GivenIdsWriter:
     def __init__(self, folder: Path, members: list):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True)
-        (self.folder / _MEMBERS).write_text(json.dumps([None if m is None else str(m) for m in members]), encoding="utf-8")
+        (self.folder / _MEMBERS).write_text(
+            json.dumps([None if m is None else str(m) for m in members]), encoding="utf-8"
+        )
         self._files: dict[str, list] = {}
 
     def add(self, member: int, first_row: int, ids, splits, texts, where: str) -> None:
-        """One batch: ``ids`` (a list column), ``splits`` and ``texts`` (the checked corpus rows) of rows ``first_row ...``."""
+        """One batch: ``ids`` (a list column), ``splits`` and ``texts`` (the checked corpus rows) of rows ``first_row
+        ...``."""
         import pyarrow as pa
 
         ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
@@ -80,7 +92,11 @@ class GivenIdsWriter:
         text_bytes = text_lengths(texts)
         empty = np.flatnonzero((text_bytes == 0) & (lengths > 0))
         if empty.size:  # the corpus drops an empty document; ids for it are not the tokenizer's ("" has none)
-            raise BuildError(f"{where} row {first_row + int(empty[0])}", f"{ID_COLUMN} of an empty text must be empty", got=f"{int(lengths[empty[0]])} ids")
+            raise BuildError(
+                f"{where} row {first_row + int(empty[0])}",
+                f"{ID_COLUMN} of an empty text must be empty",
+                got=f"{int(lengths[empty[0]])} ids",
+            )
         starts = np.concatenate(([0], np.cumsum(lengths)))
         split_values = np.asarray(splits.to_pylist() if hasattr(splits, "to_pylist") else splits, dtype=object)
         for split in ("train", "validation"):
@@ -88,14 +104,27 @@ class GivenIdsWriter:
             if keep.size:
                 self._append(split, member, first_row, keep, flat, starts, lengths)
 
-    def _append(self, split: str, member: int, first_row: int, keep: np.ndarray, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> None:
+    def _append(
+        self,
+        split: str,
+        member: int,
+        first_row: int,
+        keep: np.ndarray,
+        flat: np.ndarray,
+        starts: np.ndarray,
+        lengths: np.ndarray,
+    ) -> None:
         files = self._files.get(split)
         if files is None:
-            files = self._files[split] = [open(self.folder / f"{split}.{name}", "wb") for name in (_IDS, _LENGTHS, _ROWS)]
+            files = self._files[split] = [
+                open(self.folder / f"{split}.{name}", "wb") for name in (_IDS, _LENGTHS, _ROWS)
+            ]
         picked = np.concatenate([flat[starts[i] : starts[i + 1]] for i in keep.tolist()]) if keep.size else flat[:0]
         files[0].write(np.asarray(picked, dtype="<u4").tobytes())
         files[1].write(np.asarray(lengths[keep], dtype="<i8").tobytes())
-        files[2].write(np.stack([np.full(keep.size, member, dtype="<i8"), first_row + keep.astype("<i8")], axis=1).tobytes())
+        files[2].write(
+            np.stack([np.full(keep.size, member, dtype="<i8"), first_row + keep.astype("<i8")], axis=1).tobytes()
+        )
 
     def close(self) -> None:
         for files in self._files.values():
@@ -106,11 +135,15 @@ class GivenIdsWriter:
 def _list_lengths(ids, first_row: int, where: str) -> np.ndarray:
     import pyarrow as pa
 
-    if not (pa.types.is_list(ids.type) or pa.types.is_large_list(ids.type)) or not pa.types.is_integer(ids.type.value_type):
+    if not (pa.types.is_list(ids.type) or pa.types.is_large_list(ids.type)) or not pa.types.is_integer(
+        ids.type.value_type
+    ):
         raise BuildError(where, f"{ID_COLUMN} must be a list of integer ids per row", got=str(ids.type))
     if ids.null_count:
         row = first_row + int(np.argmax(ids.is_null().to_numpy(zero_copy_only=False)))
-        raise BuildError(f"{where} row {row}", f"{ID_COLUMN} is null", hint="map every row with hf_tokbin.tokenize(tokenizer)")
+        raise BuildError(
+            f"{where} row {row}", f"{ID_COLUMN} is null", hint="map every row with hf_tokbin.tokenize(tokenizer)"
+        )
     offsets = ids.offsets.to_numpy()
     return np.diff(offsets - offsets[0]).astype(np.int64)
 
@@ -119,7 +152,9 @@ def _checked_values(ids, first_row: int, where: str) -> np.ndarray:
     """The flat ids of the batch as ``int64``; a negative id or one past uint32 is refused, naming its row."""
     values = ids.flatten()
     if values.null_count:
-        raise BuildError(where, f"{ID_COLUMN} holds a null id", hint="map every row with hf_tokbin.tokenize(tokenizer)")
+        raise BuildError(
+            where, f"{ID_COLUMN} holds a null id", hint="map every row with hf_tokbin.tokenize(tokenizer)"
+        )
     given = values.to_numpy(zero_copy_only=False)  # in its own type: a uint64 past 2**63 is no negative number
     bad = np.flatnonzero((given < 0) | (given >= 2**32))
     if bad.size:
@@ -140,10 +175,19 @@ class GivenIds:
         return json.loads((Path(self.folder) / _MEMBERS).read_text(encoding="utf-8"))
 
     def reader(self, split: str, first_document: int):
-        """``take(count)``: (flat ids, lengths, row names) of the next ``count`` documents of ``split``, from ``first_document``."""
+        """``take(count)``: (flat ids, lengths, row names) of the next ``count`` documents of ``split``, from
+        ``first_document``."""
         folder = Path(self.folder)
-        lengths_all = np.fromfile(folder / f"{split}.{_LENGTHS}", dtype="<i8") if (folder / f"{split}.{_LENGTHS}").exists() else np.zeros(0, dtype="<i8")
-        rows_all = np.fromfile(folder / f"{split}.{_ROWS}", dtype="<i8").reshape(-1, 2) if lengths_all.size else np.zeros((0, 2), dtype="<i8")
+        lengths_all = (
+            np.fromfile(folder / f"{split}.{_LENGTHS}", dtype="<i8")
+            if (folder / f"{split}.{_LENGTHS}").exists()
+            else np.zeros(0, dtype="<i8")
+        )
+        rows_all = (
+            np.fromfile(folder / f"{split}.{_ROWS}", dtype="<i8").reshape(-1, 2)
+            if lengths_all.size
+            else np.zeros((0, 2), dtype="<i8")
+        )
         starts = np.concatenate(([0], np.cumsum(lengths_all)))
         ids = np.memmap(folder / f"{split}.{_IDS}", dtype="<u4", mode="r") if starts[-1] else np.zeros(0, dtype="<u4")
         members = self.members()
@@ -152,7 +196,12 @@ class GivenIds:
         def take(count: int):
             first = position[0]
             if first + count > lengths_all.size:
-                raise BuildError(folder, f"the kept {ID_COLUMN} hold fewer {split} documents than the corpus", expected=first + count, got=lengths_all.size)
+                raise BuildError(
+                    folder,
+                    f"the kept {ID_COLUMN} hold fewer {split} documents than the corpus",
+                    expected=first + count,
+                    got=lengths_all.size,
+                )
             position[0] = first + count
             rows = [_row_name(members[m], r) for m, r in rows_all[first : first + count].tolist()]
             return np.array(ids[starts[first] : starts[first + count]]), lengths_all[first : first + count], rows

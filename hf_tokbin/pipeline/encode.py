@@ -84,7 +84,9 @@ class PartDone:
     by_engine: tuple[int, int] = (0, 0)
 
 
-def encode_parts(plan: BuildPlan, engine: str = "local", ray_address: str | None = None, progress: bool = True) -> list:
+def encode_parts(
+    plan: BuildPlan, engine: str = "local", ray_address: str | None = None, progress: bool = True
+) -> list:
     """Step 1: :func:`encode_part` mapped over every part on ``engine``; the :class:`PartDone` of each, in order.
 
     Locally the parts run in order in this process (their batches on the build's one worker pool), each part's
@@ -149,7 +151,8 @@ _encoders: dict = {}  # this process's encoder, by what decides it (encoder_key)
 
 
 def encoder_key(plan: BuildPlan) -> tuple:
-    """What decides a build's encoder: the tokenizer, the options that change its engines, the corpus it is proven on."""
+    """What decides a build's encoder: the tokenizer, the options that change its engines, the corpus it is proven
+    on."""
     return plan.tokenizer, plan.options.fast, plan.options.parse_special, plan.corpus_manifest_sha256
 
 
@@ -183,7 +186,9 @@ def _proven_encoder(plan: BuildPlan) -> tuple:
     from ..tokenizer.encoder import GIGATOKEN_UNAVAILABLE, encoder_for
 
     options = plan.options
-    encoder = encoder_for(plan.tokenizer.path, options.fast, parse_special=options.parse_special, sha256=plan.tokenizer.sha256)
+    encoder = encoder_for(
+        plan.tokenizer.path, options.fast, parse_special=options.parse_special, sha256=plan.tokenizer.sha256
+    )
     sample = bounded_prefixes(sample_documents(plan))  # the check encodes texts whole: a long document's start only
     with engine_output_held():  # an engine's panic report is dropped: the check turns it into its fallback reason
         check = encoder.check_fast_path(sample)
@@ -220,12 +225,20 @@ def _given_tasks(plan: BuildPlan, index: int, tasks):
     first = sum(s.rows for s in shards[:index])  # in corpus order: what --check-ids sample:K spreads over
     total = sum(s.rows for s in shards)
     for vocab_size, source, texts, n_bytes, _row in tasks:
-        yield (vocab_size, source, texts, n_bytes, *take(len(texts)), plan.given_ids.check.mask(first, len(texts), total))
+        yield (
+            vocab_size,
+            source,
+            texts,
+            n_bytes,
+            *take(len(texts)),
+            plan.given_ids.check.mask(first, len(texts), total),
+        )
         first += len(texts)
 
 
 def text_batches(source, batch_size: int, where=None, source_column: str | None = None):
-    """The shard's texts in order, ``batch_size`` rows at a time, each batch cut to at most MAX_BATCH_TEXT_BYTES of text.
+    """The shard's texts in order, ``batch_size`` rows at a time, each batch cut to at most MAX_BATCH_TEXT_BYTES of
+    text.
 
     ``source``: the shard's path, or an open binary file; ``where`` names it in errors (default: the path).
     Yields (texts, text bytes, first row, source names or None); every batch is checked first
@@ -233,8 +246,11 @@ def text_batches(source, batch_size: int, where=None, source_column: str | None 
     ``source_column``: the column of source names read beside the texts (None: none).
     """
     where = source if where is None else where
-    # pre_buffer=False: pyarrow's default reads ahead and keeps up to the whole file's column chunks (the peak grew with the shard).
-    for row, texts, sources in iter_shard_batches(source, where, batch_size, source_column, buffer_size=_READ_BUFFER, pre_buffer=False):
+    # pre_buffer=False: pyarrow's default reads ahead and keeps up to the whole file's column chunks (the peak grew
+    # with the shard).
+    for row, texts, sources in iter_shard_batches(
+        source, where, batch_size, source_column, buffer_size=_READ_BUFFER, pre_buffer=False
+    ):
         ends = np.cumsum(text_lengths(texts), dtype=np.int64)
         first = 0
         while first < len(texts):
@@ -264,7 +280,11 @@ def _check_given_task(plan: BuildPlan, task: tuple) -> tuple[np.ndarray, np.ndar
 
 
 def encode_shard(
-    plan: BuildPlan, index: int, progress: bool = True, shard_path: Path | None = None, counter: SourceCounter | None = None,
+    plan: BuildPlan,
+    index: int,
+    progress: bool = True,
+    shard_path: Path | None = None,
+    counter: SourceCounter | None = None,
     by_engine: list[int] | None = None,
 ):
     """Yield (flat ids, lengths, text bytes) for the documents of input shard ``index`` in order, in bounded batches.
@@ -286,9 +306,10 @@ def encode_shard(
         return
     shard_path = Path(plan.corpus_root) / shard.path if shard_path is None else shard_path
     source = plan.shard_source.location(shard)  # the corpus file or Hub file, not a scratch copy, in messages
-    held: collections.deque = collections.deque()  # each batch in flight: its source names and document bytes, in order
-    batches = text_batches(shard_path, plan.options.batch_size, where=source, source_column=plan.source_column if counter is not None else None)
-    tasks = ((plan.tokenizer.vocab_size, source, texts, n_bytes, row) for texts, n_bytes, row in _held_sources(batches, held, counter))
+    held: collections.deque = collections.deque()  # each batch in flight: its source names and document bytes
+    columns = plan.source_column if counter is not None else None
+    batches = _held_sources(text_batches(shard_path, plan.options.batch_size, source, columns), held, counter)
+    tasks = ((plan.tokenizer.vocab_size, source, texts, n_bytes, row) for texts, n_bytes, row in batches)
     work = _encode_task
     if plan.given_ids is not None:  # a dataset's input_ids column: written after the check
         tasks, work = _given_tasks(plan, index, tasks), _check_given_task
@@ -310,11 +331,16 @@ def encode_shard(
                 yield flat, lengths, n_bytes
         except BrokenProcessPool:
             close_shared_pool()
-            raise BuildError(source, "an encoding worker process died (killed, or out of memory)", hint="lower --num-proc or --batch-size, or give the machine more memory") from None
+            raise BuildError(
+                source,
+                "an encoding worker process died (killed, or out of memory)",
+                hint="lower --num-proc or --batch-size, or give the machine more memory",
+            ) from None
 
 
 def _held_sources(batches, held: collections.deque, counter: SourceCounter | None):
-    """``(texts, text bytes, first row)`` of each batch; with a counter, its source names and document bytes kept in ``held``."""
+    """``(texts, text bytes, first row)`` of each batch; with a counter, its source names and document bytes kept in
+    ``held``."""
     for texts, n_bytes, row, sources in batches:
         if counter is not None:
             held.append((sources, text_lengths(texts)))
@@ -325,7 +351,8 @@ def _held_sources(batches, held: collections.deque, counter: SourceCounter | Non
 
 
 class EncodeBatch:
-    """One batch of texts to ids, checked and narrowed to the release's width (``uint16``, or ``uint32`` above 65,536 ids).
+    """One batch of texts to ids, checked and narrowed to the release's width (``uint16``, or ``uint32`` above 65,536
+    ids).
 
     Made per batch in the process that encodes it; the encoder reaches worker
     processes once, when the build's pool starts (inherited by fork, or
@@ -347,7 +374,8 @@ class EncodeBatch:
         before = tuple(getattr(self.encoder, "documents_by_engine", (0, 0)))
         try:
             with engine_output_held():  # a Rust panic's report is dropped: the error names the document instead
-                # A pyarrow array: its UTF-8 buffer to the encoder whole where it takes it (encode_utf8), else its texts.
+                # A pyarrow array: its UTF-8 buffer to the encoder whole where it takes it (encode_utf8), else its
+                # texts.
                 buffer = None if isinstance(texts, list) else utf8_buffer(texts)
                 encoded = None if buffer is None else self.encoder.encode_utf8(*buffer)
                 if encoded is None:
@@ -365,7 +393,12 @@ class EncodeBatch:
         try:
             flat = checked_ids(flat, self.vocab_size, self.source)
         except FormatError as e:
-            raise BuildError(self.source, "the encoder produced an id outside the tokenizer's vocabulary", expected=f"ids < {self.vocab_size}", got=e.got) from None
+            raise BuildError(
+                self.source,
+                "the encoder produced an id outside the tokenizer's vocabulary",
+                expected=f"ids < {self.vocab_size}",
+                got=e.got,
+            ) from None
         return np.asarray(flat, dtype=self.dtype), lengths
 
     def _panic_error(self, texts: list[str], error: BaseException) -> TokenizerError:
@@ -377,9 +410,19 @@ class EncodeBatch:
             except BaseException as own:
                 if not is_engine_panic(own):
                     raise
-                return TokenizerError(self.source, f"row {self.first_row + i}: the tokenizer's engine cannot encode this document (it panicked)", got=panic_message(own), hint=_panic_hint(own))
+                return TokenizerError(
+                    self.source,
+                    f"row {self.first_row + i}: the tokenizer's engine cannot encode this document (it panicked)",
+                    got=panic_message(own),
+                    hint=_panic_hint(own),
+                )
         last = self.first_row + len(texts) - 1
-        return TokenizerError(self.source, f"rows {self.first_row}-{last}: the tokenizer's engine panicked on this batch", got=panic_message(error), hint=_panic_hint(error))
+        return TokenizerError(
+            self.source,
+            f"rows {self.first_row}-{last}: the tokenizer's engine panicked on this batch",
+            got=panic_message(error),
+            hint=_panic_hint(error),
+        )
 
     def __call__(self, table):
         import pyarrow as pa
@@ -392,7 +435,10 @@ class EncodeBatch:
 
 def _panic_hint(error: BaseException) -> str:
     if "retry-limit" in str(error):
-        return "the pre-tokenizer's regex backtracks past Oniguruma's retry limit on this text: simplify the pattern, or leave the document out"
+        return (
+            "the pre-tokenizer's regex backtracks past Oniguruma's retry limit on this text: simplify the pattern, "
+            "or leave the document out"
+        )
     return "leave the document out, or report it to the engine named in the message"
 
 
@@ -410,7 +456,12 @@ def check_given(encoder, task: tuple) -> tuple[np.ndarray, np.ndarray, int]:
     bad = first_out_of_range(flat, vocab_size)
     if bad is not None:
         where = rows[int(np.searchsorted(np.cumsum(lengths), bad, side="right"))]
-        raise BuildError(where, f"{ID_COLUMN} holds an id outside the tokenizer's vocabulary", expected=f"ids < {vocab_size}", got=int(flat[bad]))
+        raise BuildError(
+            where,
+            f"{ID_COLUMN} holds an id outside the tokenizer's vocabulary",
+            expected=f"ids < {vocab_size}",
+            got=int(flat[bad]),
+        )
     if mask.any():
         texts = texts if isinstance(texts, list) else texts.to_pylist()
         checked = np.flatnonzero(mask)
@@ -434,7 +485,8 @@ def _compare(flat, lengths, checked, want, want_lengths, rows) -> None:
                 f"{ID_COLUMN} differ from the tokenizer's ids for this row's text (first difference at id {at})",
                 expected=expected[at : at + 8].tolist(),
                 got=have[at : at + 8].tolist(),
-                hint="map with hf_tokbin.tokenize(tokenizer) and the build's tokenizer and --parse-special-tokens, or drop the column to encode the text",
+                hint="map with hf_tokbin.tokenize(tokenizer) and the build's tokenizer and --parse-special-tokens, "
+                "or drop the column to encode the text",
             )
 
 
@@ -449,11 +501,17 @@ class SourceCounter:
         self.counts: dict[str, np.ndarray] = {}
 
     def add(self, sources, text_bytes: np.ndarray, lengths: np.ndarray) -> None:
-        """One batch: its documents' source names (a pyarrow string array), UTF-8 bytes and token counts, in the same order."""
+        """One batch: its documents' source names (a pyarrow string array), UTF-8 bytes and token counts, in the same
+        order."""
         import pyarrow as pa
 
         if len(sources) != lengths.size or text_bytes.size != lengths.size:
-            raise BuildError(self.where, "every encoded document must have its source name", expected=len(sources), got=int(lengths.size))
+            raise BuildError(
+                self.where,
+                "every encoded document must have its source name",
+                expected=len(sources),
+                got=int(lengths.size),
+            )
         encoded = sources.dictionary_encode() if not pa.types.is_dictionary(sources.type) else sources
         names = encoded.dictionary.to_pylist()
         codes = encoded.indices.to_numpy(zero_copy_only=False)
@@ -486,9 +544,15 @@ def _summed(codes: np.ndarray, values: np.ndarray, width: int) -> np.ndarray:
 
 
 def check_distinct_sources(where, count: int, scope: str) -> None:
-    """At most ``MAX_SOURCES`` distinct sources (``count`` of them ``scope``: in a shard, or over all parts at the finish)."""
+    """At most ``MAX_SOURCES`` distinct sources (``count`` of them ``scope``: in a shard, or over all parts at the
+    finish)."""
     if count > MAX_SOURCES:
-        raise BuildError(where, f"a build counts at most {MAX_SOURCES:,} distinct sources", got=f"{count:,} {scope}", hint="a source names a part of the corpus (a dataset, a site), not a document")
+        raise BuildError(
+            where,
+            f"a build counts at most {MAX_SOURCES:,} distinct sources",
+            got=f"{count:,} {scope}",
+            hint="a source names a part of the corpus (a dataset, a site), not a document",
+        )
 
 
 # -- one part: its files, then its receipt
@@ -517,7 +581,8 @@ class _WrittenPart:
         return PartDone(receipt, True, self.by_engine)
 
     def _recorded(self) -> tuple[Receipt, list[FileEntry]]:
-        """Close the writers (files fsynced, renamed), check and record them, write the receipt; the files to publish with it."""
+        """Close the writers (files fsynced, renamed), check and record them, write the receipt; the files to publish
+        with it."""
         plan, writers = self.plan, self.writers
         closed = {name: writer.close() for name, writer in writers.items()}
         _check_conserved_on_disk(writers, closed, self.text_tokens, self.documents)
@@ -525,7 +590,11 @@ class _WrittenPart:
         files = _pair_entries(split, part, closed["megatron"], self.documents) if "megatron" in closed else []
         staging = _record_segment(plan, part, closed["llmc"], self.documents) if "llmc" in closed else []
         counter = self.counter
-        sources = {name: {split: _receipt_counts(plan, *counts)} for name, counts in counter.totals().items()} if counter is not None else None
+        sources = (
+            {name: {split: _receipt_counts(plan, *counts)} for name, counts in counter.totals().items()}
+            if counter is not None
+            else None
+        )
         shard = plan.corpus.shards[self.index]
         receipt = Receipt(
             part=part,
@@ -560,10 +629,14 @@ def _write_part(plan: BuildPlan, index: int, shard_path: Path, progress: bool) -
     counter = SourceCounter(plan.shard_source.location(shard)) if plan.source_column is not None else None
     try:
         by_engine = [0, 0]
-        documents, text_tokens, text_bytes = _write_documents(plan, index, shard_path, progress, writers, counter, by_engine)
+        documents, text_tokens, text_bytes = _write_documents(
+            plan, index, shard_path, progress, writers, counter, by_engine
+        )
         # Before close() renames anything: a part that lost documents leaves no file under a final name.
         if documents != shard.rows:
-            raise BuildError(shard_path, "documents out must equal rows in (nothing lost)", expected=shard.rows, got=documents)
+            raise BuildError(
+                shard_path, "documents out must equal rows in (nothing lost)", expected=shard.rows, got=documents
+            )
     except BaseException:
         _abort_writers(writers)
         raise
@@ -579,12 +652,17 @@ def _final_paths(writers: dict) -> list[Path]:
     """Where the part's writers put their files once closed (a segment of ``.ends`` alone has no ``.tokens``)."""
     paths = []
     for writer in writers.values():
-        paths += [writer.tokens_path, writer.ends_path] if isinstance(writer, SegmentWriter) else [writer.bin_path, writer.idx_path]
+        paths += (
+            [writer.tokens_path, writer.ends_path]
+            if isinstance(writer, SegmentWriter)
+            else [writer.bin_path, writer.idx_path]
+        )
     return [path for path in paths if path is not None]
 
 
 def _pair_entries(split: str, part: str, pair: megatron.PairFiles, documents: int) -> list[FileEntry]:
-    """The receipt's entries of the part's Megatron pair (a split with no documents has no pair: its files are removed)."""
+    """The receipt's entries of the part's Megatron pair (a split with no documents has no pair: its files are
+    removed)."""
     if documents == 0:
         pair.bin_path.unlink()
         pair.idx_path.unlink()
@@ -597,10 +675,14 @@ def _pair_entries(split: str, part: str, pair: megatron.PairFiles, documents: in
 
 def _record_segment(plan: BuildPlan, part: str, segment: SegmentFiles, documents: int) -> list[FileEntry]:
     """The llm.c segment's entries, recorded in its ``.json`` beside it; returned for publishing."""
-    written = {TOKENS_SUFFIX: (segment.tokens_size, segment.tokens_sha256), ENDS_SUFFIX: (segment.ends_size, segment.ends_sha256)}
+    written = {
+        TOKENS_SUFFIX: (segment.tokens_size, segment.tokens_sha256),
+        ENDS_SUFFIX: (segment.ends_size, segment.ends_sha256),
+    }
     staging = [FileEntry(staging_rel(part, suffix), *written[suffix]) for suffix in segment_suffixes(plan)]
     # The segment's digests, so a resumed build (here or at a URL) checks the segment as it checks the receipt's files;
-    # with a seed, where its blocks end, so the finish interleaves them without reading any .ends (formats/llmc_order.py).
+    # with a seed, where its blocks end, so the finish interleaves them without reading any .ends
+    # (formats/llmc_order.py).
     record = {"files": [e.to_dict() for e in staging]}
     if plan.options.shuffle_seed is not None:
         record[BLOCK_ENDS_KEY] = block_token_ends(segment.ends_path, documents, interleaved=True)
@@ -609,24 +691,34 @@ def _record_segment(plan: BuildPlan, part: str, segment: SegmentFiles, documents
 
 
 def _receipt_counts(plan: BuildPlan, documents: int, text_tokens: int, text_bytes: int) -> SplitCounts:
-    """The receipt's counts of documents (of a split, or of one source): the Megatron pair's tokens, one EOD (and one BOS, if given) per document."""
+    """The receipt's counts of documents (of a split, or of one source): the Megatron pair's tokens, one EOD (and one
+    BOS, if given) per document."""
     eod_tokens = documents if "megatron" in plan.options.formats else 0
     bos_tokens = documents if "megatron" in plan.options.formats and plan.bos_id is not None else 0
     return SplitCounts(documents, text_tokens, eod_tokens, text_bytes, bos_tokens)
 
 
 def _write_documents(
-    plan: BuildPlan, index: int, shard_path: Path, progress: bool, writers: dict, counter: SourceCounter | None = None,
+    plan: BuildPlan,
+    index: int,
+    shard_path: Path,
+    progress: bool,
+    writers: dict,
+    counter: SourceCounter | None = None,
     by_engine: list[int] | None = None,
 ) -> tuple[int, int, int]:
-    """Encode the shard and hand every batch, its ids checked once, to every writer. Returns (documents, text tokens, text bytes).
+    """Encode the shard and hand every batch, its ids checked once, to every writer. Returns (documents, text tokens,
+    text bytes).
 
-    ``counter`` counts the documents per source as they are encoded (before any shuffle: the counts do not depend on order).
+    ``counter`` counts the documents per source as they are encoded (before any shuffle: the counts do not depend
+    on order).
     """
     documents = text_tokens = text_bytes = 0
     encoded = encode_shard(plan, index, progress, shard_path, counter, by_engine)
     for flat, lengths, n_bytes in shuffled_documents(plan, index, encoded):
-        flat, lengths = checked_documents(flat, lengths, plan.tokenizer.vocab_size, shard_path)  # once, for every format
+        flat, lengths = checked_documents(
+            flat, lengths, plan.tokenizer.vocab_size, shard_path
+        )  # once, for every format
         if "llmc" in plan.options.formats:
             _check_fits_llmc_file(plan, shard_path, lengths, documents)
         for writer in writers.values():
@@ -642,10 +734,19 @@ def _open_writers(plan: BuildPlan, work: Path, split: str, part: str) -> dict:
     writers: dict = {}
     try:
         if "megatron" in plan.options.formats:
-            writers["megatron"] = megatron.MegatronWriter(work / pair_path(split, part, "bin"), plan.tokenizer.vocab_size, plan.eod_id, plan.bos_id)
+            writers["megatron"] = megatron.MegatronWriter(
+                work / pair_path(split, part, "bin"), plan.tokenizer.vocab_size, plan.eod_id, plan.bos_id
+            )
         if "llmc" in plan.options.formats:
             layout = plan.llmc_layout
-            writers["llmc"] = SegmentWriter(work / segment_stem(part), layout, plan.llmc_sep_id, plan.bos_id, plan.options.llmc_separator, write_tokens=TOKENS_SUFFIX in segment_suffixes(plan))
+            writers["llmc"] = SegmentWriter(
+                work / segment_stem(part),
+                layout,
+                plan.llmc_sep_id,
+                plan.bos_id,
+                plan.options.llmc_separator,
+                write_tokens=TOKENS_SUFFIX in segment_suffixes(plan),
+            )
     except BaseException:
         _abort_writers(writers)  # those opened before the one that failed: their temporaries and hashing threads
         raise
@@ -655,7 +756,9 @@ def _open_writers(plan: BuildPlan, work: Path, split: str, part: str) -> dict:
 def _publish_part(output: Output, receipt: Receipt, staging: list[FileEntry]) -> None:
     """The part's files in completion order: its pair, the llm.c segment and its digests, the receipt last."""
     digests = [staging_rel(receipt.part, "json")] if staging else []
-    output.publish([*(e.path for e in receipt.files), *(e.path for e in staging), *digests, receipt_path(receipt.part)])
+    output.publish(
+        [*(e.path for e in receipt.files), *(e.path for e in staging), *digests, receipt_path(receipt.part)]
+    )
 
 
 def _check_fits_llmc_file(plan: BuildPlan, shard_path: Path, lengths: np.ndarray, first_document: int) -> None:
@@ -674,7 +777,8 @@ def _check_fits_llmc_file(plan: BuildPlan, shard_path: Path, lengths: np.ndarray
 
 
 def _check_conserved_on_disk(writers: dict, closed: dict, text_tokens: int, documents: int) -> None:
-    """Each token file on disk must hold the tokens encoded, plus the boundary tokens (BOS, EOD, separator) per document its writer adds.
+    """Each token file on disk must hold the tokens encoded, plus the boundary tokens (BOS, EOD, separator) per
+    document its writer adds.
 
     The sizes are the files' own (not the writers' counters), so a short write
     is caught; on failure the part's files are removed, leaving no file under a final name.
@@ -690,7 +794,9 @@ def _check_conserved_on_disk(writers: dict, closed: dict, text_tokens: int, docu
                 for written in _paths_of(files):
                     if written is not None:
                         written.unlink(missing_ok=True)
-            raise BuildError(path, "tokens on disk must equal tokens encoded (token conservation)", expected=expected, got=on_disk)
+            raise BuildError(
+                path, "tokens on disk must equal tokens encoded (token conservation)", expected=expected, got=on_disk
+            )
 
 
 def _paths_of(files: megatron.PairFiles | SegmentFiles) -> tuple[Path | None, Path]:
@@ -719,11 +825,16 @@ def finished_receipt(plan: BuildPlan, index: int) -> Receipt | None:
 
 
 def _intact_receipt(plan: BuildPlan, output: Output, index: int) -> Receipt | None:
-    """The part's receipt at ``output`` if it pins this shard and every file it names (and the staging pair) matches its size and SHA-256."""
+    """The part's receipt at ``output`` if it pins this shard and every file it names (and the staging pair) matches
+    its size and SHA-256."""
     part = part_name(index)
     try:
         receipt = output.read_record(receipt_path(part), Receipt.read)
-        record = _segment_record(output, part, segment_suffixes(plan)) if receipt is not None and "llmc" in plan.options.formats else SegmentRecord([], None)
+        record = (
+            _segment_record(output, part, segment_suffixes(plan))
+            if receipt is not None and "llmc" in plan.options.formats
+            else SegmentRecord([], None)
+        )
     except FormatError:
         return None
     shard = plan.corpus.shards[index]
@@ -737,7 +848,8 @@ def _intact_receipt(plan: BuildPlan, output: Output, index: int) -> Receipt | No
 
 
 def _record_fits(plan: BuildPlan, receipt: Receipt, record: SegmentRecord) -> bool:
-    """Whether the segment record is of this build's order: its blocks' ends with a seed (and they fit the segment), none without."""
+    """Whether the segment record is of this build's order: its blocks' ends with a seed (and they fit the segment),
+    none without."""
     if "llmc" not in plan.options.formats or plan.options.shuffle_seed is None:
         return record.block_ends is None
     added = plan.llmc_added_tokens
@@ -752,14 +864,16 @@ def _record_fits(plan: BuildPlan, receipt: Receipt, record: SegmentRecord) -> bo
 
 @dataclass(frozen=True)
 class SegmentRecord:
-    """``.work/llmc/<part>.json``: the segment's two files, and with a shuffle seed where its blocks end in its stream."""
+    """``.work/llmc/<part>.json``: the segment's two files, and with a shuffle seed where its blocks end in its
+    stream."""
 
     files: list[FileEntry]
     block_ends: list[int] | None
 
 
 def _segment_record(output: Output, part: str, suffixes: tuple[str, ...]) -> SegmentRecord | None:
-    """The segment record at ``output`` naming the segment's files ``suffixes`` (:func:`segment_suffixes`), or None if it is missing."""
+    """The segment record at ``output`` naming the segment's files ``suffixes`` (:func:`segment_suffixes`), or None if
+    it is missing."""
     rel = staging_rel(part, "json")
     data = output.read_bytes(rel)
     if data is None:
@@ -774,7 +888,12 @@ def _segment_record(output: Output, part: str, suffixes: tuple[str, ...]) -> Seg
         raise FormatError(output.location(rel), "staging record is not valid", got=str(e)) from None
     expected = [staging_rel(part, suffix) for suffix in suffixes]
     if [e.path for e in entries] != expected:
-        raise FormatError(output.location(rel), "staging record must name the part's llm.c segment", expected=expected, got=[e.path for e in entries])
+        raise FormatError(
+            output.location(rel),
+            "staging record must name the part's llm.c segment",
+            expected=expected,
+            got=[e.path for e in entries],
+        )
     return SegmentRecord(entries, block_ends)
 
 
@@ -783,5 +902,9 @@ def segment_record(plan: BuildPlan, part: str) -> SegmentRecord:
     output = plan.output
     record = _segment_record(output, part, segment_suffixes(plan))
     if record is None:
-        raise BuildError(output.location(staging_rel(part, "json")), "staging record of a finished part is missing", hint="run the build again")
+        raise BuildError(
+            output.location(staging_rel(part, "json")),
+            "staging record of a finished part is missing",
+            hint="run the build again",
+        )
     return record

@@ -49,7 +49,9 @@ class BuildPlan:
     options: BuildOptions = BuildOptions()
     release_version: str = "v1"
     scratch_key: str | None = None  # out is a URL: the name of this machine's scratch folder (output.scratch_root)
-    corpus_subset: CorpusSubset | None = None  # options.limit: what the corpus was cut from (run_config.json corpus.subset)
+    corpus_subset: CorpusSubset | None = (
+        None  # options.limit: what the corpus was cut from (run_config.json corpus.subset)
+    )
     # A dataset's input_ids, kept beside the corpus (given_ids.GivenIds): written after the check instead of encoding.
     given_ids: object = None
     # llm.c's separator when it is not the tokenizer's: --llmc-layout llama3's <|begin_of_text|> (see _llmc_boundary).
@@ -58,11 +60,17 @@ class BuildPlan:
     shards: object = None
 
     def warnings(self) -> list[str]:
-        """What the build prints before it starts: an empty validation split, and an llm.c layout no upstream trainer reads."""
+        """What the build prints before it starts: an empty validation split, and an llm.c layout no upstream trainer
+        reads."""
         lines = [self.corpus.empty_validation_warning()] if self.corpus.empty_validation_warning() else []
-        if "llmc" in self.options.formats and self.options.llmc_layout == "gpt2" and self.tokenizer.vocab_size > llmc.UINT16_VOCAB_LIMIT:
+        if (
+            "llmc" in self.options.formats
+            and self.options.llmc_layout == "gpt2"
+            and self.tokenizer.vocab_size > llmc.UINT16_VOCAB_LIMIT
+        ):
             lines.append(
-                f"warning: a vocabulary of {self.tokenizer.vocab_size:,} gives llm.c files of magic {llmc.MAGIC} version 2 (uint32), "
+                f"warning: a vocabulary of {self.tokenizer.vocab_size:,} gives llm.c files of magic {llmc.MAGIC} "
+                "version 2 (uint32), "
                 "which no upstream llm.c trainer reads: build with --llmc-layout llama3 for train_llama3.py"
             )
         return lines
@@ -111,14 +119,17 @@ class BuildPlan:
         return (self.llmc_sep_id is not None) + (self.bos_id is not None)
 
     def boundary_line(self) -> str:
-        """One line naming the boundary tokens, where they came from, and the special-token policy (printed before the work)."""
+        """One line naming the boundary tokens, where they came from, and the special-token policy (printed before the
+        work)."""
         sep = self.tokenizer.doc_sep
         parts = [f"separator/EOD {sep.describe() if sep is not None else 'none'}"]
         parts.append(f"BOS {self.tokenizer.bos.describe()}" if self.tokenizer.bos is not None else "no BOS")
         if "llmc" in self.options.formats and self.llmc_sep is not None:
             own = f" {self.llmc_doc_sep.describe()}" if self.llmc_doc_sep is not None else ""
             parts.append(f"llm.c separator{own} {self.options.llmc_separator} each document")
-        parts.append("special-token text " + ("parsed as tokens" if self.options.parse_special else "encoded as ordinary text"))
+        parts.append(
+            "special-token text " + ("parsed as tokens" if self.options.parse_special else "encoded as ordinary text")
+        )
         return "; ".join(parts)
 
     @property
@@ -145,7 +156,8 @@ class BuildPlan:
                 "shards": [s.to_dict() for s in self.corpus.shards],
                 # Only for a --limit build, so every other build writes the bytes it always did.
                 **({"subset": self.corpus_subset.to_record()} if self.corpus_subset is not None else {}),
-                # Only when sources are counted: a re-run counting otherwise is another build, and verify knows to expect them.
+                # Only when sources are counted: a re-run counting otherwise is another build, and verify knows to
+                # expect them.
                 **({"source_column": self.source_column} if self.source_column is not None else {}),
             },
             tokenizer=self.tokenizer.to_record(),
@@ -171,7 +183,8 @@ def start_release(plan: BuildPlan) -> None:
     elif existing != text.encode("utf-8"):
         raise BuildError(
             output.location(RUN_CONFIG_NAME),
-            f"this output holds a different build ({', '.join(_differing_fields(existing, text)) or 'its run_config.json bytes'} differ)",
+            f"this output holds a different build "
+            f"({', '.join(_differing_fields(existing, text)) or 'its run_config.json bytes'} differ)",
             hint="use a new --out, or delete this one",
         )
     scratch = output.scratch()
@@ -182,7 +195,8 @@ def start_release(plan: BuildPlan) -> None:
 
 
 def _differing_fields(existing: bytes, wanted: str) -> list[str]:
-    """The run_config.json fields (dotted: ``llmc.max_tokens_per_file``) whose values differ between an output's and this build's."""
+    """The run_config.json fields (dotted: ``llmc.max_tokens_per_file``) whose values differ between an output's and
+    this build's."""
     try:
         old = _flat_fields(json.loads(existing))
     except ValueError:
@@ -195,7 +209,9 @@ def _flat_fields(value, prefix: str = "") -> dict:
     """A JSON object's leaves by dotted name (a list is one leaf)."""
     if not isinstance(value, dict) or not value:
         return {prefix.rstrip("."): value}
-    return {name: leaf for key, inner in value.items() for name, leaf in _flat_fields(inner, f"{prefix}{key}.").items()}
+    return {
+        name: leaf for key, inner in value.items() for name, leaf in _flat_fields(inner, f"{prefix}{key}.").items()
+    }
 
 
 # -- where a part's llm.c stream is (the encode step writes it, the publish step packs from it)
@@ -221,7 +237,8 @@ def from_megatron(plan: BuildPlan) -> bool:
 
 
 def segment_suffixes(plan: BuildPlan) -> tuple[str, ...]:
-    """The files of a part's llm.c segment, as its record lists them: ``.tokens`` (unless read from the ``.bin``) and ``.ends``."""
+    """The files of a part's llm.c segment, as its record lists them: ``.tokens`` (unless read from the ``.bin``) and
+    ``.ends``."""
     return (ENDS_SUFFIX,) if from_megatron(plan) else (TOKENS_SUFFIX, ENDS_SUFFIX)
 
 

@@ -100,7 +100,11 @@ from .preview import write_previews
 
 
 def publish_release(
-    plan: BuildPlan, receipts: list[Receipt], engine: str = "local", ray_address: str | None = None, progress: bool = True
+    plan: BuildPlan,
+    receipts: list[Receipt],
+    engine: str = "local",
+    ray_address: str | None = None,
+    progress: bool = True,
 ) -> tuple[dict[str, SplitCounts], int]:
     """Step 2: pack the llm.c files (a map on ``engine``), write stats.json, the preview, the card and, last,
     COMPLETE.json. Returns the counts and the number of files."""
@@ -110,8 +114,13 @@ def publish_release(
     counts = check_split_totals(plan, receipts)
     # Digests computed as the big files were written; COMPLETE.json need not hash them again.
     parts_files = {f.path: f for r in receipts for f in r.files}
-    packed = _write_llmc(plan, receipts, counts, engine, ray_address, progress) if "llmc" in plan.options.formats else []
-    write_json_atomic(work / STATS_NAME, stats_record(plan.corpus.name, plan.tokenizer.tokenizer_id, receipts, where=output.location(RECEIPTS_DIR)))
+    packed = (
+        _write_llmc(plan, receipts, counts, engine, ray_address, progress) if "llmc" in plan.options.formats else []
+    )
+    write_json_atomic(
+        work / STATS_NAME,
+        stats_record(plan.corpus.name, plan.tokenizer.tokenizer_id, receipts, where=output.location(RECEIPTS_DIR)),
+    )
     _ship_tokenizer(plan)
     write_previews(plan, receipts)  # before the card, which declares them
     _write_card(plan)
@@ -120,7 +129,9 @@ def publish_release(
     files = sorted({**written, **parts_files, **{f.path: f for f in packed}}.values(), key=lambda f: f.path)
     complete = Complete(tuple(files))
     # Published already: run_config.json (at the start), every part's files (receipt last) and the llm.c files.
-    published = {RUN_CONFIG_NAME} | {receipt_path(r.part) for r in receipts} | set(parts_files) | {f.path for f in packed}
+    published = (
+        {RUN_CONFIG_NAME} | {receipt_path(r.part) for r in receipts} | set(parts_files) | {f.path for f in packed}
+    )
     output.publish([path for path in written if path not in published])
     output.write_text(COMPLETE_NAME, complete.to_json())
     output.remove_tree(WORK_DIR)
@@ -129,7 +140,8 @@ def publish_release(
 
 
 def _fetch_records(output: Output, receipts: list[Receipt]) -> None:
-    """Make the work folder hold what the card reads: every receipt, and the Megatron ``.idx`` files (metadata only)."""
+    """Make the work folder hold what the card reads: every receipt, and the Megatron ``.idx`` files (metadata
+    only)."""
     work = output.work
     for receipt in receipts:
         if not (work / receipt_path(receipt.part)).is_file():
@@ -145,13 +157,16 @@ def check_split_totals(plan: BuildPlan, receipts: list[Receipt]) -> dict[str, Sp
     for split in SPLITS:
         rows, documents = plan.corpus.rows(split), totals[split].documents if split in totals else 0
         if documents != rows:
-            raise BuildError(plan.out, f"{split}: documents out must equal corpus rows (nothing lost)", expected=rows, got=documents)
+            raise BuildError(
+                plan.out, f"{split}: documents out must equal corpus rows (nothing lost)", expected=rows, got=documents
+            )
     check_source_totals(plan, receipts)
     return totals
 
 
 def check_source_totals(plan: BuildPlan, receipts: list[Receipt]) -> None:
-    """The receipts' documents per source, checked against the corpus manifest's ``documents_by_source`` (counted at import).
+    """The receipts' documents per source, checked against the corpus manifest's ``documents_by_source`` (counted at
+    import).
 
     Each part bounds its own sources; their union (stats.json's) is first seen here, before the llm.c files are packed.
     """
@@ -162,11 +177,24 @@ def check_source_totals(plan: BuildPlan, receipts: list[Receipt]) -> None:
     counted = {split: {name: c[split].documents for name, c in totals.items() if split in c} for split in SPLITS}
     expected = {split: dict(sorted(plan.corpus.documents_by_source.get(split, {}).items())) for split in SPLITS}
     if counted != expected:
-        raise BuildError(plan.out, "documents out per source must equal the corpus manifest's documents_by_source (nothing lost)", expected=expected, got=counted)
+        raise BuildError(
+            plan.out,
+            "documents out per source must equal the corpus manifest's documents_by_source (nothing lost)",
+            expected=expected,
+            got=counted,
+        )
 
 
-def _write_llmc(plan: BuildPlan, receipts: list[Receipt], counts: dict[str, SplitCounts], engine: str, ray_address: str | None, progress: bool) -> list[FileEntry]:
-    """Pack the llm.c token files (one task each) and write their manifest; return the token files as release entries."""
+def _write_llmc(
+    plan: BuildPlan,
+    receipts: list[Receipt],
+    counts: dict[str, SplitCounts],
+    engine: str,
+    ray_address: str | None,
+    progress: bool,
+) -> list[FileEntry]:
+    """Pack the llm.c token files (one task each) and write their manifest; return the token files as release
+    entries."""
     from ..engines import run_tasks
     from ..engines.local import usable_cores
 
@@ -186,7 +214,12 @@ def _write_llmc(plan: BuildPlan, receipts: list[Receipt], counts: dict[str, Spli
         mine = [e for e in entries if e.split == name]
         written, documents = sum(e.n_tokens for e in mine), sum(e.n_docs for e in mine)
         if documents != c.documents or written != c.text_tokens + sep * c.documents:
-            raise BuildError(directory, f"{split}: llm.c tokens must equal tokens encoded (token conservation)", expected=c.text_tokens + sep * c.documents, got=written)
+            raise BuildError(
+                directory,
+                f"{split}: llm.c tokens must equal tokens encoded (token conservation)",
+                expected=c.text_tokens + sep * c.documents,
+                got=written,
+            )
     manifest = llmc.TokensManifest(
         tokenizer_id=plan.tokenizer.tokenizer_id,
         tokenizer_sha256=plan.tokenizer.sha256,
@@ -202,7 +235,8 @@ def _write_llmc(plan: BuildPlan, receipts: list[Receipt], counts: dict[str, Spli
 
 
 def _ship_tokenizer(plan: BuildPlan) -> None:
-    """``tokenizer/``: the tokenizer.json the build encoded with and the config files beside it, so a release decodes on its own.
+    """``tokenizer/``: the tokenizer.json the build encoded with and the config files beside it, so a release decodes
+    on its own.
 
     tokenizer.json's SHA-256 must still be run_config.json's (the file could have changed since the plan); the config
     files are the bytes the plan read them as (run_config.json pins their digests). The byte tokenizer has no file.
@@ -215,7 +249,11 @@ def _ship_tokenizer(plan: BuildPlan) -> None:
     shutil.copyfile(plan.tokenizer.path, target)
     if sha256_file(target) != plan.tokenizer.sha256:
         target.unlink()
-        raise BuildError(plan.tokenizer.path, "the tokenizer changed during the build: its SHA-256 is not run_config.json's", expected=plan.tokenizer.sha256)
+        raise BuildError(
+            plan.tokenizer.path,
+            "the tokenizer changed during the build: its SHA-256 is not run_config.json's",
+            expected=plan.tokenizer.sha256,
+        )
     for config_file in plan.tokenizer.config_files:
         with atomic_open(folder / config_file.name) as file:
             file.write(config_file.data)
@@ -236,7 +274,9 @@ def _list_release_files(plan: BuildPlan, known: dict[str, FileEntry]) -> list[Fi
     for rel in list_release_paths(work):
         size = (work / rel).stat().st_size
         entry = known.get(rel)
-        entries.append(entry if entry is not None and entry.size == size else FileEntry(rel, size, sha256_file(work / rel)))
+        entries.append(
+            entry if entry is not None and entry.size == size else FileEntry(rel, size, sha256_file(work / rel))
+        )
     return entries
 
 
@@ -252,7 +292,8 @@ class PackedFile:
 
 
 def ranges_of(plan: BuildPlan, receipts: list[Receipt], split: str, counts: SplitCounts) -> Iterator[DocumentRange]:
-    """The document ranges of ``split``'s llm.c stream in its order (:mod:`~hf_tokbin.formats.llmc_order`), from the parts' records.
+    """The document ranges of ``split``'s llm.c stream in its order (:mod:`~hf_tokbin.formats.llmc_order`), from the
+    parts' records.
 
     Each segment is checked against its receipt's counts, and its block ends (with a seed) against its token count.
     """
@@ -270,12 +311,28 @@ def ranges_of(plan: BuildPlan, receipts: list[Receipt], split: str, counts: Spli
         n_documents = receipts[i].splits[split].documents
         expected = receipts[i].splits[split].text_tokens + added * n_documents
         if ends.size != n_documents * ENDS_DTYPE.itemsize or tokens.size != expected * width:
-            raise BuildError(output.location(tokens.path), "an llm.c segment must hold its receipt's documents and tokens (token conservation)", expected=f"{n_documents} documents, {expected} tokens", got=f"{ends.size} + {tokens.size} bytes")
+            raise BuildError(
+                output.location(tokens.path),
+                "an llm.c segment must hold its receipt's documents and tokens (token conservation)",
+                expected=f"{n_documents} documents, {expected} tokens",
+                got=f"{ends.size} + {tokens.size} bytes",
+            )
         names.append(part_name(i))
         documents.append(n_documents)
-        block_ends.append(check_block_ends(output.location(staging_rel(part_name(i), "json")), record.block_ends, n_documents, expected) if seed is not None else [expected])
+        block_ends.append(
+            check_block_ends(
+                output.location(staging_rel(part_name(i), "json")), record.block_ends, n_documents, expected
+            )
+            if seed is not None
+            else [expected]
+        )
     if sum(documents) != counts.documents:
-        raise BuildError(plan.out, f"{split}: llm.c segments must hold every document", expected=counts.documents, got=sum(documents))
+        raise BuildError(
+            plan.out,
+            f"{split}: llm.c segments must hold every document",
+            expected=counts.documents,
+            got=sum(documents),
+        )
     return ranges_in_order(llmc_order(seed, split, documents), names, block_ends)
 
 
@@ -285,12 +342,21 @@ def plan_llmc_files(plan: BuildPlan, receipts: list[Receipt], counts: dict[str, 
 
     def read_ends(segment: str, first: int, count: int):
         rel = staging_rel(segment, ENDS_SUFFIX)
-        return ends_of(output.read_range(rel, first * ENDS_DTYPE.itemsize, count * ENDS_DTYPE.itemsize), output.location(rel))
+        return ends_of(
+            output.read_range(rel, first * ENDS_DTYPE.itemsize, count * ENDS_DTYPE.itemsize), output.location(rel)
+        )
 
     files = []
     for split in SPLITS:
         if split in counts and counts[split].documents:
-            files.extend(plan_files(LLMC_SPLIT[split], ranges_of(plan, receipts, split, counts[split]), plan.options.max_tokens_per_file, read_ends))
+            files.extend(
+                plan_files(
+                    LLMC_SPLIT[split],
+                    ranges_of(plan, receipts, split, counts[split]),
+                    plan.options.max_tokens_per_file,
+                    read_ends,
+                )
+            )
     return files
 
 
@@ -300,16 +366,21 @@ def pack_file(plan: BuildPlan, file: FilePlan, progress: bool = False) -> Packed
     layout = plan.llmc_layout
     rel = f"{plan.llmc_dir}/{file.name}"
     # Each range from its part's segment or Megatron .bin (pipeline/llmc_source.py).
-    size = write_packed_file(output.work / rel, file, layout, plan.tokenizer.vocab_size, functools.partial(copy_llmc_range, plan))
+    size = write_packed_file(
+        output.work / rel, file, layout, plan.tokenizer.vocab_size, functools.partial(copy_llmc_range, plan)
+    )
     digest = sha256_file(output.work / rel)
     output.publish([rel])
     split = file.name.split("-", 1)[0]
-    return PackedFile(llmc.LlmcFileEntry(file.name, split, file.n_tokens, file.n_docs, digest), FileEntry(rel, size, digest))
+    return PackedFile(
+        llmc.LlmcFileEntry(file.name, split, file.n_tokens, file.n_docs, digest), FileEntry(rel, size, digest)
+    )
 
 
 def copy_llmc_range(plan: BuildPlan, token_range: TokenRange, fd: int) -> None:
     """Append ids ``[start, start + length)`` of a part's llm.c stream (``token_range.segment`` names the part) to
-    ``fd``: bytes of its :func:`stream_file`, and the separator itself for the stream's first id where the file lacks it."""
+    ``fd``: bytes of its :func:`stream_file`, and the separator itself for the stream's first id where the file
+    lacks it."""
     width = plan.llmc_layout.dtype.itemsize
     rel, shift = stream_file(plan, token_range.segment)
     start, length = token_range.start, token_range.length

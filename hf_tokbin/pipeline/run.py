@@ -74,11 +74,14 @@ class BuildSummary:
         lines = counts_table(self.counts)
         lines.append(
             f"{self.files} files, {megabytes(self.total_bytes)} in {self.out}; "
-            f"{self.parts_built} parts built, {self.parts_skipped} skipped; {self.seconds:.1f} s; encoder {self.encoder}"
+            f"{self.parts_built} parts built, {self.parts_skipped} skipped; {self.seconds:.1f} s; "
+            f"encoder {self.encoder}"
         )
         if self.documents_by_engine:
             total = sum(self.documents_by_engine.values())
-            shares = ", ".join(f"{name} {count:,} ({100 * count / total:.1f}%)" for name, count in self.documents_by_engine.items())
+            shares = ", ".join(
+                f"{name} {count:,} ({100 * count / total:.1f}%)" for name, count in self.documents_by_engine.items()
+            )
             lines.append(f"documents encoded by {shares}" + (f"; {self.workers}" if self.workers else ""))
         return "\n".join(lines)
 
@@ -98,7 +101,9 @@ class BuildSummary:
         }
 
 
-def build(plan: BuildPlan, engine: str = "local", ray_address: str | None = None, progress: bool = True) -> BuildSummary:
+def build(
+    plan: BuildPlan, engine: str = "local", ray_address: str | None = None, progress: bool = True
+) -> BuildSummary:
     """Run every part of a planned build (skipping finished ones), then the finish, under the output's lock."""
     planned = contextlib.nullcontext(plan)
     return run_build(plan.out, lambda: planned, engine=engine, ray_address=ray_address, progress=progress)[1]
@@ -192,14 +197,32 @@ def _read_record(output, rel: str, reader):
 
 
 def _summary(
-    plan: BuildPlan, counts, started: float, built: int, skipped: int, by_engine=(0, 0), engine_name="local", encoder=None
+    plan: BuildPlan,
+    counts,
+    started: float,
+    built: int,
+    skipped: int,
+    by_engine=(0, 0),
+    engine_name="local",
+    encoder=None,
 ) -> BuildSummary:
     complete = _read_record(plan.output, COMPLETE_NAME, Complete.read)
     total = sum(f.size for f in complete.files)
     engine = encoder.engine if encoder is not None else "none (nothing to encode)"
     documents = _documents_by_engine(encoder, by_engine)
     seconds = time.perf_counter() - started
-    return BuildSummary(plan.out, counts, len(complete.files) + 1, total, seconds, built, skipped, engine, documents, _workers(plan, engine_name))
+    return BuildSummary(
+        plan.out,
+        counts,
+        len(complete.files) + 1,
+        total,
+        seconds,
+        built,
+        skipped,
+        engine,
+        documents,
+        _workers(plan, engine_name),
+    )
 
 
 def _workers(plan: BuildPlan, engine: str) -> str:
@@ -207,7 +230,8 @@ def _workers(plan: BuildPlan, engine: str) -> str:
     if engine == "ray":
         return "each part a Ray task, its engine's own threads"
     if plan.options.num_proc > 1:
-        # gigatoken runs on the calling thread in a worker, and the workers turn tokenizers' threads off (engines.local).
+        # gigatoken runs on the calling thread in a worker, and the workers turn tokenizers' threads off
+        # (engines.local).
         return f"{plan.options.num_proc} worker processes, one engine thread each"
     return f"this process, the engine's own threads ({os.cpu_count()} cores)"
 
@@ -250,7 +274,9 @@ def plan_build(
     options, llmc_doc_sep = _llmc_boundary(tokenizer, BuildOptions.of(options, **option_fields))
     _check_boundaries(tokenizer, options)
     _check_tokenizer(tokenizer, options.formats)
-    corpus_root, shards, subset = _corpus(Path(corpus_root), corpus_source, corpus_revision, shards, options.limit, options.source_column)
+    corpus_root, shards, subset = _corpus(
+        Path(corpus_root), corpus_source, corpus_revision, shards, options.limit, options.source_column
+    )
     manifest = CorpusManifest.read(corpus_root)
     shards.check(manifest)
     _check_fits_the_hub(manifest, options.formats, out)
@@ -284,7 +310,13 @@ def _check_source_column(shards, manifest: CorpusManifest, column: str, manifest
 
     if manifest.documents_by_source:
         if column != SOURCE_COLUMN:
-            raise BuildError(manifest_path, "--source-column: this corpus folder counts its documents by source already", expected=f"no --source-column, or its own column {SOURCE_COLUMN!r}", got=column, hint="corpus import --source-column counted them; the build reads its 'source' column")
+            raise BuildError(
+                manifest_path,
+                "--source-column: this corpus folder counts its documents by source already",
+                expected=f"no --source-column, or its own column {SOURCE_COLUMN!r}",
+                got=column,
+                hint="corpus import --source-column counted them; the build reads its 'source' column",
+            )
         return
     first = next((s for s in manifest.shards if s.rows), None)
     if first is None:
@@ -293,7 +325,9 @@ def _check_source_column(shards, manifest: CorpusManifest, column: str, manifest
         check_source_field(parquet.schema_arrow, column, shards.location(first))
 
 
-def _corpus(root: Path, source: str, revision: str | None, shards, limit: int | None, source_column: str | None = None):
+def _corpus(
+    root: Path, source: str, revision: str | None, shards, limit: int | None, source_column: str | None = None
+):
     """(the corpus folder, where its shards are read, what it was cut from): as given, or with ``limit`` its first
     documents, read checked, as a corpus of their own (:func:`hf_tokbin.corpus.subset.first_documents`)."""
     from ..corpus.source import CorpusSource, LocalShards
@@ -325,7 +359,9 @@ def _llmc_boundary(tokenizer: TokenizerInfo, options: BuildOptions) -> tuple[Bui
     if options.llmc_separator is not None:
         return options, None
     options = dataclasses.replace(options, llmc_separator="before")
-    explicit = tokenizer.bos is not None or (tokenizer.doc_sep is not None and tokenizer.doc_sep.source == FROM_DOC_SEP_OPTION)
+    explicit = tokenizer.bos is not None or (
+        tokenizer.doc_sep is not None and tokenizer.doc_sep.source == FROM_DOC_SEP_OPTION
+    )
     if "llmc" not in options.formats or options.llmc_layout != "llama3" or explicit:
         return options, None
     begin = llama3_begin_of_text(tokenizer)
@@ -338,12 +374,21 @@ def _check_boundaries(tokenizer: TokenizerInfo, options: BuildOptions) -> None:
         hint = (
             "the byte tokenizer has none of its own: give --doc-sep N, a byte value 0..255"
             if tokenizer.source == BYTE
-            else "give --doc-sep TOKEN_OR_ID, or put beside tokenizer.json a generation_config.json with eos_token_id or a tokenizer_config.json with eos_token"
+            else "give --doc-sep TOKEN_OR_ID, or put beside tokenizer.json a generation_config.json with eos_token_id "
+            "or a tokenizer_config.json with eos_token"
         )
-        raise BuildError(_tokenizer_place(tokenizer), "the megatron format appends an EOD token to every document and this tokenizer has none", hint=hint)
+        raise BuildError(
+            _tokenizer_place(tokenizer),
+            "the megatron format appends an EOD token to every document and this tokenizer has none",
+            hint=hint,
+        )
     separator = options.llmc_separator
     if separator != "before" and "llmc" in options.formats and tokenizer.doc_sep_id is None:
-        raise BuildError(_tokenizer_place(tokenizer), f"--llmc-sep {separator} needs a separator and this tokenizer has none", hint="give --doc-sep TOKEN_OR_ID")
+        raise BuildError(
+            _tokenizer_place(tokenizer),
+            f"--llmc-sep {separator} needs a separator and this tokenizer has none",
+            hint="give --doc-sep TOKEN_OR_ID",
+        )
 
 
 def _check_fits_the_hub(manifest: CorpusManifest, formats: tuple[str, ...], out) -> None:
@@ -353,20 +398,36 @@ def _check_fits_the_hub(manifest: CorpusManifest, formats: tuple[str, ...], out)
 
     paths = [receipt_path(part_name(i)) for i in range(len(manifest.shards))]
     if "megatron" in formats:
-        paths += [pair_path(s.split, part_name(i), suffix) for i, s in enumerate(manifest.shards) if s.rows for suffix in ("bin", "idx")]
+        paths += [
+            pair_path(s.split, part_name(i), suffix)
+            for i, s in enumerate(manifest.shards)
+            if s.rows
+            for suffix in ("bin", "idx")
+        ]
     try:
         check_hub_limits(paths)
     except HubError as e:
         per_split = max(len([s for s in manifest.shards if s.split == split]) for split in ("train", "validation"))
-        factor = max(-(-len(manifest.shards) // HUB_MAX_ENTRIES_PER_FOLDER), -(-per_split // (HUB_MAX_ENTRIES_PER_FOLDER // 2)) if "megatron" in formats else 1)
-        hint = f"write the corpus again with shards about {factor}x larger (--shard-bytes): receipts/ holds one file per part, shards/<split>/ two"
+        factor = max(
+            -(-len(manifest.shards) // HUB_MAX_ENTRIES_PER_FOLDER),
+            -(-per_split // (HUB_MAX_ENTRIES_PER_FOLDER // 2)) if "megatron" in formats else 1,
+        )
+        hint = (
+            f"write the corpus again with shards about {factor}x larger (--shard-bytes): "
+            "receipts/ holds one file per part, shards/<split>/ two"
+        )
         raise BuildError(out, f"the release could not be published: {e.rule}", hint=hint) from None
 
 
 def _check_tokenizer(tokenizer: TokenizerInfo, formats: tuple[str, ...]) -> None:
     """The tokenizer names one folder and its ids fit every output and the int32 staging pairs."""
     if not is_folder_name(tokenizer.tokenizer_id):
-        raise BuildError(tokenizer.path or tokenizer.source, "--tokenizer-id names the folder tokens/<tokenizer_id>/", expected=FOLDER_NAME_RULE, got=repr(tokenizer.tokenizer_id))
+        raise BuildError(
+            tokenizer.path or tokenizer.source,
+            "--tokenizer-id names the folder tokens/<tokenizer_id>/",
+            expected=FOLDER_NAME_RULE,
+            got=repr(tokenizer.tokenizer_id),
+        )
     llmc.version_for_vocab(tokenizer.vocab_size)
     if tokenizer.vocab_size > MAX_STAGED_VOCAB:
         # Megatron's widest dtype is int32, and --shuffle-seed stages a part's ids as an int32 pair (shuffle.py).
@@ -410,38 +471,57 @@ def describe_plan(plan: BuildPlan) -> str:
     if corpus.empty_documents_dropped:
         lines.append(f"  {corpus.empty_documents_dropped:,} empty documents were dropped when the corpus was written")
     lines += _sources_line(plan)
-    width = 2 if megatron.dtype_code_for_vocab(plan.tokenizer.vocab_size) == megatron.CODE_UINT16 else 4
-    llmc_width = plan.llmc_layout.dtype.itemsize
-    sep = 0 if plan.llmc_sep_id is None else 1  # llm.c's separator (Megatron's EOD is always there)
-    bos = 0 if plan.bos_id is None else 1
     for split in CORPUS_SPLITS:
-        shards = [i for i, s in enumerate(corpus.shards) if s.split == split]
-        documents = corpus.rows(split)
-        tokens = int(round(tokens_per_document * documents))
-        if not shards:
-            lines.append(f"{split}: no documents")
-            continue
-        parts = f"{part_name(shards[0])}..{part_name(shards[-1])}"
-        held = f"{counted(len(shards), 'shard')} ({parts}), {counted(documents, 'document')}"
-        lines.append(f"{split}: {held}, ~{tokens:,} tokens")
-        if "megatron" in plan.options.formats:
-            bin_bytes = (tokens + documents * (1 + bos)) * width
-            idx_bytes = len(shards) * megatron.HEADER_BYTES + documents * 12 + (documents + len(shards)) * 8
-            lines.append(f"  megatron: ~{megabytes(bin_bytes + idx_bytes)} in shards/{split}/part-NNNNNN.bin/.idx, receipts/part-NNNNNN.json")
-        if "llmc" in plan.options.formats:
-            stream = tokens + documents * (sep + bos)
-            files = max(1, -(-stream // plan.options.max_tokens_per_file))
-            lines.append(f"  llmc: ~{megabytes(stream * llmc_width + files * llmc.HEADER_BYTES)} in ~{files} files {plan.llmc_dir}/{_LLMC_NAMES[split]}-NNNNN.bin")
-    lines.append(f"tokenizer {plan.tokenizer.tokenizer_id}: vocab {plan.tokenizer.vocab_size:,}, separator/EOD {plan.eod_id}; encoder {encoder.engine}")
-    lines.append(f"estimate from {len(sample):,} sampled documents ({tokens_per_document:,.1f} tokens each on average)")
+        lines += _split_lines(plan, split, tokens_per_document)
+    lines.append(
+        f"tokenizer {plan.tokenizer.tokenizer_id}: vocab {plan.tokenizer.vocab_size:,}, separator/EOD {plan.eod_id}; "
+        f"encoder {encoder.engine}"
+    )
+    lines.append(
+        f"estimate from {len(sample):,} sampled documents ({tokens_per_document:,.1f} tokens each on average)"
+    )
     lines.append(f"out: {plan.out} (run_config.json, stats.json, README.md, COMPLETE.json last); nothing was written")
     return "\n".join(lines)
 
 
+def _split_lines(plan: BuildPlan, split: str, tokens_per_document: float) -> list[str]:
+    """A split's shards, documents, estimated tokens, and the bytes and files of each format."""
+    shards = [i for i, s in enumerate(plan.corpus.shards) if s.split == split]
+    documents = plan.corpus.rows(split)
+    tokens = int(round(tokens_per_document * documents))
+    if not shards:
+        return [f"{split}: no documents"]
+    parts = f"{part_name(shards[0])}..{part_name(shards[-1])}"
+    held = f"{counted(len(shards), 'shard')} ({parts}), {counted(documents, 'document')}"
+    lines = [f"{split}: {held}, ~{tokens:,} tokens"]
+    bos = 0 if plan.bos_id is None else 1
+    if "megatron" in plan.options.formats:
+        width = 2 if megatron.dtype_code_for_vocab(plan.tokenizer.vocab_size) == megatron.CODE_UINT16 else 4
+        bin_bytes = (tokens + documents * (1 + bos)) * width
+        idx_bytes = len(shards) * megatron.HEADER_BYTES + documents * 12 + (documents + len(shards)) * 8
+        lines.append(
+            f"  megatron: ~{megabytes(bin_bytes + idx_bytes)} in shards/{split}/part-NNNNNN.bin/.idx, "
+            "receipts/part-NNNNNN.json"
+        )
+    if "llmc" in plan.options.formats:
+        sep = 0 if plan.llmc_sep_id is None else 1  # llm.c's separator (Megatron's EOD is always there)
+        stream = tokens + documents * (sep + bos)
+        files = max(1, -(-stream // plan.options.max_tokens_per_file))
+        lines.append(
+            f"  llmc: ~{megabytes(stream * plan.llmc_layout.dtype.itemsize + files * llmc.HEADER_BYTES)} "
+            f"in ~{files} files {plan.llmc_dir}/{_LLMC_NAMES[split]}-NNNNN.bin"
+        )
+    return lines
+
+
 def _sources_line(plan: BuildPlan) -> list[str]:
-    """What the build counts by source (receipts' and stats.json's ``sources``): the column, and the sources already known."""
+    """What the build counts by source (receipts' and stats.json's ``sources``): the column, and the sources already
+    known."""
     if plan.source_column is None:
         return []
     known = {name for by_source in plan.corpus.documents_by_source.values() for name in by_source}
     count = f" ({len(known):,} sources in the corpus manifest)" if known else ""
-    return [f"by source: the column {plan.source_column!r}{count}; documents and tokens counted per source and split in the receipts and stats.json"]
+    return [
+        f"by source: the column {plan.source_column!r}{count}; "
+        "documents and tokens counted per source and split in the receipts and stats.json"
+    ]

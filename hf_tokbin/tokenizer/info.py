@@ -21,7 +21,8 @@ EOS_TOKEN = "<|endoftext|>"
 # Where a boundary token came from (BoundaryToken.source), as run_config.json records it.
 FROM_DOC_SEP_OPTION = "--doc-sep"
 FROM_BOS_OPTION = "--bos"
-# llm.c's own Llama 3 data (dev/data/fineweb.py tokenize_llama, tinystories.py): [<|begin_of_text|>] + ids per document, no EOS.
+# llm.c's own Llama 3 data (dev/data/fineweb.py tokenize_llama, tinystories.py): [<|begin_of_text|>] + ids per
+# document, no EOS.
 LLAMA3_BEGIN_OF_TEXT = "<|begin_of_text|>"
 FROM_LLAMA3_LAYOUT = "--llmc-layout llama3: llm.c's own Llama 3 data"
 
@@ -48,12 +49,18 @@ class TokenizerInfo:
             # Built from an id alone (a caller of the Python API): nothing proves text cannot encode to it.
             object.__setattr__(self, "doc_sep", BoundaryToken(self.doc_sep_id, None, FROM_DOC_SEP_OPTION, True))
         if (self.doc_sep.id if self.doc_sep is not None else None) != self.doc_sep_id:
-            raise TokenizerError(self.path or self.source, "doc_sep must describe doc_sep_id", expected=self.doc_sep_id, got=self.doc_sep)
+            raise TokenizerError(
+                self.path or self.source,
+                "doc_sep must describe doc_sep_id",
+                expected=self.doc_sep_id,
+                got=self.doc_sep,
+            )
 
     def to_record(self) -> dict:
         """The identity as run_config.json records it: no local path; the boundary tokens are recorded on their own.
 
-        A tokenizer with a tokenizer.json also pins the config files read beside it (``config_files``: name -> SHA-256).
+        A tokenizer with a tokenizer.json also pins the config files read beside it (``config_files``: name ->
+        SHA-256).
         """
         record = asdict(self)
         for name in ("path", "doc_sep_id", "doc_sep", "bos", "config_files"):
@@ -70,7 +77,8 @@ _handed_over: dict[str, tuple] = {}
 
 
 def take_resolved_tokenizer(sha256: str | None):
-    """(``tokenizers.Tokenizer``, id space) resolved from the bytes of digest ``sha256``, once; None if there is none."""
+    """(``tokenizers.Tokenizer``, id space) resolved from the bytes of digest ``sha256``, once; None if there is
+    none."""
     return _handed_over.pop(sha256, None) if sha256 else None
 
 
@@ -82,7 +90,8 @@ def _read_tokenizer_bytes(path: Path) -> bytes:
 
 
 def load_tokenizer_json(path: str | os.PathLike, data: bytes | None = None):
-    """A ``tokenizers.Tokenizer`` from ``path`` (or from ``data``, its bytes), or a :class:`TokenizerError` naming the file."""
+    """A ``tokenizers.Tokenizer`` from ``path`` (or from ``data``, its bytes), or a :class:`TokenizerError` naming the
+    file."""
     from tokenizers import Tokenizer
 
     try:
@@ -91,8 +100,12 @@ def load_tokenizer_json(path: str | os.PathLike, data: bytes | None = None):
         return Tokenizer.from_file(os.fspath(path))
     except (KeyboardInterrupt, SystemExit, GeneratorExit):
         raise
-    except BaseException as e:  # a bare Exception on malformed files; a Rust panic is pyo3's PanicException, a BaseException
-        raise TokenizerError(path, "cannot load tokenizer.json", got=(str(e).splitlines() or [type(e).__name__])[0][:200]) from None
+    except (
+        BaseException
+    ) as e:  # a bare Exception on malformed files; a Rust panic is pyo3's PanicException, a BaseException
+        raise TokenizerError(
+            path, "cannot load tokenizer.json", got=(str(e).splitlines() or [type(e).__name__])[0][:200]
+        ) from None
 
 
 def vocab_size_of(tokenizer) -> int:

@@ -130,7 +130,9 @@ report["killed"] = run_tasks(killed_on_first_attempt, plan, [4, 9])
 report["killed_attempts"] = attempts(plan, 9)
 
 plan = Plan(work_dir, "killed_no_retry")
-report["killed_no_retry"] = error_of(lambda: run_tasks(killed_on_first_attempt, plan, [9], max_retries=0, labels=["input shard 9"]))
+report["killed_no_retry"] = error_of(
+    lambda: run_tasks(killed_on_first_attempt, plan, [9], max_retries=0, labels=["input shard 9"])
+)
 report["killed_no_retry_attempts"] = attempts(plan, 9)
 
 plan = Plan(work_dir, "transient")
@@ -138,7 +140,9 @@ report["transient"] = run_tasks(oserror_on_first_attempt, plan, [1, 2], progress
 report["transient_attempts"] = [attempts(plan, 1), attempts(plan, 2)]
 
 plan = Plan(work_dir, "missing_file")
-report["missing_file"] = error_of(lambda: run_tasks(missing_file, plan, [6], max_retries=1, progress=False, labels=["input shard 6"]))
+report["missing_file"] = error_of(
+    lambda: run_tasks(missing_file, plan, [6], max_retries=1, progress=False, labels=["input shard 6"])
+)
 report["missing_file_attempts"] = attempts(plan, 6)
 
 report["interfaces"] = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=True).stdout
@@ -146,7 +150,8 @@ report["addresses"] = subprocess.run(["ip", "-o", "addr", "show"], capture_outpu
 
 ray.init()
 report["cluster_nodes"] = sorted(node["NodeID"] for node in ray.nodes() if node["Alive"])
-report["in_open_connection"] = run_tasks(oserror_on_first_attempt, Plan(work_dir, "in_open_connection"), [5], progress=False)
+in_open_connection = Plan(work_dir, "in_open_connection")
+report["in_open_connection"] = run_tasks(oserror_on_first_attempt, in_open_connection, [5], progress=False)
 report["connected_after_run_in_open_connection"] = ray.is_initialized()
 ray.shutdown()
 
