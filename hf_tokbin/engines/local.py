@@ -49,7 +49,7 @@ def die_with_parent(parent: int) -> None:
     parent already gone when this runs is caught by comparing ids. Orphaned
     workers would otherwise live on under pid 1. (The kernel signals when the
     *thread* that forked the worker ends: pools are started by the thread that
-    runs the parts, which outlives them.)
+    maps, which outlives them.)
     """
     import signal
     import sys

@@ -295,3 +295,25 @@ def test_tokens_lost_on_disk_fail_the_part_and_leave_nothing(tmp_path, corpus, m
     with pytest.raises(BuildError, match="token conservation"):
         encode_part(plan, 0, progress=False)
     assert files_under(tmp_path / "r") == ["run_config.json"]
+
+
+def test_the_plan_is_a_plain_record_and_the_encoder_is_built_once_per_process(tmp_path, corpus, bpe_dir, monkeypatch):
+    import pickle
+
+    from hf_tokbin.pipeline import encode
+
+    plan = plan_build(corpus, resolve_tokenizer(str(bpe_dir)), tmp_path / "r")
+    assert pickle.loads(pickle.dumps(plan)) == plan  # compared by value, every field: nothing live inside
+    assert plan == plan_build(corpus, resolve_tokenizer(str(bpe_dir)), tmp_path / "r")
+    assert all(field.compare for field in dataclasses.fields(plan)) and "encoder" not in vars(plan)
+    built = []
+    proven = encode._proven_encoder
+
+    def counted(plan):
+        built.append(plan.tokenizer.sha256)
+        return proven(plan)
+
+    monkeypatch.setattr(encode, "_proven_encoder", counted)
+    summary = build(plan, progress=False)
+    assert summary.parts_built == len(plan.corpus.shards) > 1
+    assert built == [plan.tokenizer.sha256]  # once for the build's parts, in this process
