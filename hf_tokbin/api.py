@@ -47,6 +47,7 @@ class ReleaseSummary:
     corpus_subset: object = None  # limit=N: hf_tokbin.formats.corpus_manifest.CorpusSubset (what each split got), else None
     plan: object = None  # the hf_tokbin.pipeline.BuildPlan that was run
     dry_run: str | None = None  # dry_run=True: the plan described (build is None, nothing was written)
+    dry_run_record: dict | None = None  # and the same facts as a record (build --dry-run --json)
 
     @property
     def out(self) -> str:
@@ -124,7 +125,7 @@ def build_release(
     manifest = plan.corpus
     return ReleaseSummary(
         None if dry_run else built, manifest.name, corpus["origin"], corpus["revision"], manifest.split_rule,
-        manifest.empty_documents_dropped, plan.corpus_subset, plan, built if dry_run else None,
+        manifest.empty_documents_dropped, plan.corpus_subset, plan, *(built if dry_run else (None, None)),
     )
 
 

@@ -115,6 +115,21 @@ def test_formats_import_nothing_above_them():
                 assert module.split(".")[1] in ("formats", "errors", "_io"), f"{path.name} imports {module}, above formats/"
 
 
+TRAINERS_MAY_IMPORT = ("formats", "readers", "errors", "_io")
+
+
+def test_trainers_stand_on_formats_and_readers_and_verify_holds_no_trainer():
+    """Trainer knowledge (flags, limits, recipes) sits above the formats and readers, and nowhere in verify/."""
+    for path in sorted((PACKAGE / "trainers").glob("*.py")):
+        for module in _imports(path):
+            if module.startswith("hf_tokbin."):
+                part = module.split(".")[1]
+                assert part in (*TRAINERS_MAY_IMPORT, "trainers"), f"trainers/{path.name} imports {module}"
+    for path in sorted((PACKAGE / "verify").glob("*.py")):
+        assert not any(_is_inside(m, "hf_tokbin.trainers") for m in _imports(path)), f"verify/{path.name} imports trainers"
+    assert not (PACKAGE / "verify" / "compat.py").exists() and not (PACKAGE / "verify" / "recipe.py").exists()
+
+
 def package_graph() -> dict[str, set[str]]:
     """Which top-level parts of hf_tokbin each part imports (the package root, the old-path shims and ``__main__`` left out)."""
     parts = {p.name.removesuffix(".py") for p in PACKAGE.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
@@ -335,3 +350,12 @@ def test_every_function_is_under_60_lines():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 >= 60:
                 long.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)")
     assert not long, long
+
+
+def test_every_package_is_listed_for_the_wheel():
+    """pyproject.toml lists the packages by name: a package missing there is missing from an installed hf_tokbin."""
+    import tomllib
+
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {_module_name(p, PACKAGE) for p in PACKAGE.rglob("__init__.py")}
+    assert found - listed == set()

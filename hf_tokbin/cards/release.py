@@ -314,6 +314,11 @@ def _trainers(formats: list[str]) -> str:
     return " and ".join(names) or "training"
 
 
+def _counted(n: int, noun: str) -> str:
+    """``n`` and its noun: "1 pair", "2 pairs"."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
 def _table(header: list[str], rows: list[list[str]]) -> str:
     # A cell's own "|" (a corpus name may hold one) is escaped, code spans included (GitHub Flavored Markdown's rule).
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
@@ -328,7 +333,9 @@ def _files_section(root: Path, receipts: list[Receipt], manifests: list[tuple[st
             pairs = [f for r in receipts for f in r.files if f.path.startswith(f"shards/{split}/") and f.path.endswith(".bin")]
             if pairs:
                 size = sum(f.size for r in receipts for f in r.files if f.path.startswith(f"shards/{split}/"))
-                rows.append([f"`shards/{split}/part-NNNNNN.bin` + `.idx`", f"Megatron IndexedDataset pairs, {split} documents", f"{len(pairs):,} pairs", f"{size:,}"])
+                what = f"Megatron IndexedDataset pairs, {split} documents"
+                files = f"`shards/{split}/part-NNNNNN.bin` + `.idx`"
+                rows.append([files, what, _counted(len(pairs), "pair"), f"{size:,}"])
     if receipts:
         what = "one per input shard: its counts" + (", and the size and SHA-256 of its pairs" if MEGATRON in formats else "")
         rows.append(["`receipts/part-NNNNNN.json`", what, f"{len(receipts):,}", ""])
@@ -632,29 +639,51 @@ PATH_CHARS_QUOTING_CHANGES = "'\\[*?"
 
 
 def _recipes(root: Path, formats: list[str], llmc_layout) -> list[str]:
-    """``hf-tokbin recipe`` per format present (llm.c's own trainer for its layout, Megatron-LM), with the release folder as RELEASE."""
-    from ..errors import FormatError
-    from ..verify.recipe import recipe
+    """``hf-tokbin recipe``'s text for every trainer that reads this release's formats (and llm.c layout), with
+    the release folder as RELEASE; a line saying why for a trainer that cannot train on it."""
+    from ..trainers import TRAINERS
 
-    targets = ([("llmc-llama3" if llmc_layout == "llama3" else "llmc", "llm.c")] if LLMC in formats else []) + ([("megatron", "Megatron-LM")] if MEGATRON in formats else [])
-    if not targets:
+    layout = llmc_layout or "gpt2"
+    trainers = [t for t in TRAINERS.values() if t.reads in formats and (t.reads != LLMC or layout in t.llmc_layouts)]
+    if not trainers:
         return []
     parts = [
-        "**Train on it** (`hf-tokbin recipe RELEASE --for TARGET`, with RELEASE the absolute path of the downloaded folder; "
-        "these lines are for B=4, T=1024, one GPU: pass `-B`, `-T`, `--world-size`, `--epochs` for others, and "
-        "`--for modded-nanogpt|nanogpt|maxtext` for other trainers):"
+        "**Train on it**: what `hf-tokbin recipe RELEASE --for TARGET` prints for each trainer, with RELEASE the "
+        "absolute path of the downloaded folder. These lines are for B=4, T=1024, one GPU: pass `-B`, `-T`, "
+        "`--world-size`, `--epochs` for others."
     ]
     prefix = str(root.resolve())
     if any(c in prefix for c in PATH_CHARS_QUOTING_CHANGES):  # its quoted form could not be replaced by RELEASE
-        commands = ", ".join(f"`hf-tokbin recipe RELEASE --for {target}` ({label})" for target, label in targets)
-        return [*parts, f"Run {commands}: this card shows no lines, since the folder the release was built in has a name its quoting would change."]
-    for target, label in targets:
-        try:
-            r = recipe(root, target, with_findings=False)
-        except FormatError as e:  # no line of this trainer trains on the release (a vocabulary past its model's)
-            parts.append(f"{label}: {e.rule.replace(prefix, RELEASE_PLACEHOLDER)}.")
-            continue
-        text = "\n".join(r.lines).replace(prefix, RELEASE_PLACEHOLDER)
-        notes = "; ".join(n.replace(prefix, RELEASE_PLACEHOLDER) for n in r.notes[:3])
-        parts.append(f"{label} ({r.checked_against.split(':')[0]}):\n\n```bash\n{text}\n```\n\n{notes}.")
-    return parts
+        commands = ", ".join(f"`hf-tokbin recipe RELEASE --for {t.name}` ({t.label})" for t in trainers)
+        return [
+            *parts,
+            f"Run {commands}: this card shows no lines, since the folder the release was built in has a name its "
+            "quoting would change.",
+        ]
+    return parts + [_recipe_block(root, trainer, prefix) for trainer in trainers]
+
+
+def _recipe_block(root: Path, trainer, prefix: str) -> str:
+    """One trainer's recipe as ``hf-tokbin recipe`` prints it (no finding: the build has just checked the files)."""
+    from ..errors import FormatError
+    from ..trainers import recipe
+
+    version = trainer.checked_against.split(":")[0]
+    problem = trainer.record_problem(root)
+    if problem is None and trainer.reads_token_bytes:
+        return (
+            f"{trainer.label} ({version}): run `hf-tokbin recipe RELEASE --for {trainer.name}`. Its lines count "
+            "steps and documents from where each document starts in the token files, which this card, written "
+            "from the release's records, does not read."
+        )
+    if problem is not None:
+        return f"{trainer.label}: {problem}."
+    try:
+        text = recipe(root, trainer.name, with_findings=False).text().replace(prefix, RELEASE_PLACEHOLDER)
+    except FormatError as e:  # no line of this trainer trains on the release (a vocabulary past its model's)
+        return f"{trainer.label}: {e.rule.replace(prefix, RELEASE_PLACEHOLDER)}."
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall("`+", text)), default=0))
+    return (
+        f"<details><summary>{trainer.label} ({version})</summary>\n\n"
+        f"{fence}bash\n{text}{fence}\n\n</details>"
+    )

@@ -38,7 +38,9 @@ def make_parser(command: str | None = None) -> argparse.ArgumentParser:
     """
     from .. import __version__
 
-    parser = argparse.ArgumentParser(prog="hf-tokbin", description="Tokenized pretraining releases for llm.c, Megatron-LM and MaxText.")
+    parser = argparse.ArgumentParser(
+        prog="hf-tokbin", description="Tokenized pretraining releases for llm.c, Megatron-LM and MaxText."
+    )
     parser.add_argument("--version", action="version", version=f"hf-tokbin {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
@@ -49,7 +51,10 @@ def make_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 class _MaskedStream:
-    """A text stream that writes through :func:`hf_tokbin.errors.mask_secrets`: no credential of a URL reaches the terminal."""
+    """A text stream that writes through :func:`hf_tokbin.errors.mask_secrets`.
+
+    No credential of a URL reaches the terminal.
+    """
 
     def __init__(self, stream):
         self._stream = stream
@@ -70,7 +75,10 @@ class _MaskedStream:
 
 
 def _command_in(argv: list[str]) -> str:
-    """The subcommand ``argv`` names (its first word that is not an option), or "" for none (``--help``, ``--version``)."""
+    """The subcommand ``argv`` names (its first word that is not an option).
+
+    "" for none (``--help``, ``--version``).
+    """
     return next((word for word in argv if not word.startswith("-")), "")
 
 
@@ -158,7 +166,11 @@ def reuse_freed_memory() -> None:
 
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")  # read when pyarrow first allocates
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # read when numpy is first imported
-    if "GLIBC_TUNABLES" in os.environ or "MALLOC_TRIM_THRESHOLD_" in os.environ or "MALLOC_MMAP_THRESHOLD_" in os.environ:
+    if (
+        "GLIBC_TUNABLES" in os.environ
+        or "MALLOC_TRIM_THRESHOLD_" in os.environ
+        or "MALLOC_MMAP_THRESHOLD_" in os.environ
+    ):
         return  # the user tuned glibc's malloc
     try:
         if not os.confstr("CS_GNU_LIBC_VERSION"):
@@ -202,7 +214,9 @@ def _main(argv: list[str] | None) -> int:
         print(f"hf-tokbin {args.command}: error: {e}", file=sys.stderr)
         emit_error(args, e, str(e))
         return 1
-    except write_errors_of_libraries() as e:  # OSError, and the library errors that wrap one (evaluated only on an error)
+    except (
+        write_errors_of_libraries()
+    ) as e:  # OSError, and the library errors that wrap one (evaluated only on an error)
         # OS errors (a missing file, a full disk) are one line; a library's error is, only if a full disk caused it.
         full = disk_full_error(e, getattr(args, "out", None))
         if full is None and not isinstance(e, OSError):
@@ -216,7 +230,10 @@ def _main(argv: list[str] | None) -> int:
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
-    """``parser.parse_args(argv)``, but a word no option takes is refused with the usage of the subcommand it was given to."""
+    """``parser.parse_args(argv)``, but a word no option takes is refused.
+
+    The refusal shows the usage of the subcommand the word was given to.
+    """
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         _innermost_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
@@ -224,7 +241,10 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
 
 
 def _innermost_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
-    """The (sub)subcommand's parser ``args`` were parsed by (``corpus import``'s for ``hf-tokbin corpus import ...``)."""
+    """The (sub)subcommand's parser ``args`` were parsed by.
+
+    ``corpus import``'s for ``hf-tokbin corpus import ...``.
+    """
     for action in parser._actions:  # argparse keeps its subcommands only there
         if isinstance(action, argparse._SubParsersAction) and getattr(args, action.dest, None) in action.choices:
             return _innermost_parser(action.choices[getattr(args, action.dest)], args)

@@ -16,9 +16,15 @@ from ..formats.build_options import (
 )
 from ..formats.llmc import DEFAULT_MAX_TOKENS
 from ..formats.run_config import LLMC_VARIANTS
+from .corpus import positive_int
 from .output import add_json_flag, emit, say
 from .progress import show_progress
 
+LIMIT_HELP = "build only the first N documents in corpus order (train first, then validation)"
+TOKENIZER_ID_HELP = (
+    "name used in paths and records (default: the model name the folder's config.json or tokenizer_config.json "
+    "gives, else the folder's name)"
+)
 ENGINE_HELP = (
     "where the parts are encoded: local (this machine, --num-proc workers) or ray (a Ray cluster, --ray-address; "
     "every node must see --out). Same bytes either way (default: %(default)s)"
@@ -35,13 +41,13 @@ def add_arguments(parser) -> None:
     # -- corpus choice and planning (docs/corpus.md)
     parser.add_argument("--corpus-config", default=None, help="config of a plain Hub dataset repo (default: its default config)")
     parser.add_argument("--corpus-split", action="append", default=None, metavar="SPLIT", help="split of a plain Hub dataset repo to build (repeatable; default: train and validation)")
-    parser.add_argument("--limit", type=int, default=None, metavar="N", help="build only the first N documents in corpus order (train first, then validation)")
+    parser.add_argument("--limit", type=positive_int, default=None, metavar="N", help=LIMIT_HELP)
     parser.add_argument("--source-column", default=None, metavar="COL", help="the input's column of source names: documents and tokens counted per source and split in the receipts and stats.json")
     parser.add_argument("--dry-run", action="store_true", help="print the plan (shards, documents, estimated tokens and bytes, encoder, paths) and write nothing")
     parser.add_argument("--tokenizer", required=True, help="byte, a tokenizer.json, a folder holding one, or a Hub repo NS/NAME")
     parser.add_argument("--tokenizer-revision", default=None, help="pinned revision of a Hub tokenizer")
     parser.add_argument("--tokenizer-subfolder", default=None, help="subfolder of a Hub tokenizer repo")
-    parser.add_argument("--tokenizer-id", default=None, help="name used in paths and records (default: the folder's name)")
+    parser.add_argument("--tokenizer-id", default=None, help=TOKENIZER_ID_HELP)
     parser.add_argument(
         "--doc-sep",
         default=None,
@@ -52,7 +58,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--doc-sep-id", dest="doc_sep", default=None, metavar="ID", help=argparse.SUPPRESS)  # the older name of --doc-sep
     parser.add_argument("--bos", default=None, metavar="TOKEN_OR_ID", help="a token put before every document, in both formats (default none)")
     parser.add_argument("--llmc-sep", dest="llmc_separator", choices=SEPARATOR_POSITIONS, default=None,
-        help="llm.c: the separator before each document (seed 000, the default) or after it (seed 002); "
+        help="llm.c: the separator before each document (the llm.c layout, the default) or after it "
+        "(the TinyStories rules); "
         "without it, --llmc-layout llama3 writes llm.c's own Llama 3 layout, <|begin_of_text|> before each document")
     parser.add_argument(
         "--parse-special-tokens",
@@ -66,7 +73,8 @@ def add_arguments(parser) -> None:
         "(default 1: this process, the engine's own threads on every core); the summary says which it was")
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help=f"documents per encoded batch, at most 16 MiB of text (default {DEFAULT_BATCH_SIZE:,}); no byte depends on it")
     parser.add_argument("--max-tokens-per-file", type=int, default=DEFAULT_MAX_TOKENS, help="llm.c roll-over limit")
-    parser.add_argument("--llmc-layout", choices=LLMC_LAYOUTS, default=None, help="llm.c header: gpt2 (magic 20240520, seed 000, default) or llama3 (upstream's magic 20240801, version 7, uint32)")
+    parser.add_argument("--llmc-layout", choices=LLMC_LAYOUTS, default=None, help="llm.c header: gpt2 (magic 20240520, the llm.c layout, default) "
+        "or llama3 (upstream's magic 20240801, version 7, uint32)")
     parser.add_argument("--llmc-variant", choices=tuple(LLMC_VARIANTS), default=None, help=argparse.SUPPRESS)  # deprecated: seed000 = gpt2
     parser.add_argument("--fast", choices=FAST_MODES, default="auto", help="use gigatoken for the documents it is proven to encode exactly as tokenizers (per code point, see docs/speed.md; default auto)")
     parser.add_argument("--shuffle-seed", type=int, default=None, help="write each part's documents in a seeded order and interleave blocks of every part in the llm.c files (default: corpus order)")
@@ -124,7 +132,7 @@ def run(args) -> int:
     )
     boundary = summary.plan.boundary_line()
     if summary.dry_run is not None:
-        record = {"dry_run": True, "out": summary.out, "boundary_tokens": boundary, "plan": summary.dry_run}
+        record = {"dry_run": True, "out": summary.out, "boundary_tokens": boundary, **summary.dry_run_record}
         emit(args, summary.dry_run, record)
     else:
         emit(args, summary.build.table(), {**summary.build.record(), "boundary_tokens": boundary})
@@ -138,3 +146,6 @@ def _report_plan(args, plan) -> None:
         say(args, line)
     for line in plan.warnings():
         print(line, file=sys.stderr)
+    if not args.dry_run and args.tokenizer_id is None and plan.tokenizer.source != "byte":
+        tokenizer_id = plan.tokenizer.tokenizer_id  # a default id: say where it shows, and its flag
+        say(args, f"tokenizer id {tokenizer_id} (run_config.json, the card, tokens/{tokenizer_id}/; --tokenizer-id sets it)")

@@ -6,7 +6,8 @@
               [--shard-rows N | --shard-bytes N] [--overwrite]
     hf-tokbin corpus import INPUT... --out DIR [--name NAME] [--license ID] [--language CODES]
               [--text-column text ...] [--text-join SEP] [--limit N] [--keep-columns A,B] [--source-column COL]
-              [--split-column split | --split-rule sha256 [--val-per-mille 1] | --all-train] [--split-map test=validation ...]
+              [--split-column split | --split-rule sha256 [--val-per-mille 1] | --all-train]
+              [--split-map test=validation ...]
               [--shard-rows N | --shard-bytes N] [--overwrite]
 """
 
@@ -19,13 +20,25 @@ import time
 from ..errors import CorpusInputError
 from ..formats.corpus_manifest import SPLIT_RULE_TEXT, SPLITS
 from ..formats.release import megabytes
+from .output import add_json_flag, emit_record
 from .progress import show_progress
+
+IMPORT_HELP = (
+    "JSONL, JSON, Parquet, Arrow or text files (optionally .gz/.zst/.bz2/.xz), folders, globs, hf:// paths, "
+    "save_to_disk folders"
+)
+PATHS_HELP = "input files, folders (searched recursively, sorted by name), globs or hf:// paths; see docs/corpus.md"
+SOURCE_COLUMN_HELP = (
+    "a column of source names copied as 'source'; documents counted per source and split in the manifest, "
+    "and by the build in stats.json"
+)
 
 
 def add_arguments(parser) -> None:
     sub = parser.add_subparsers(dest="corpus_command", required=True, metavar="SOURCE")
 
-    tinystories = sub.add_parser("tinystories", help="TinyStories text files (stories separated by <|endoftext|> lines)")
+    tinystories_help = "TinyStories text files (stories separated by <|endoftext|> lines)"
+    tinystories = sub.add_parser("tinystories", help=tinystories_help)
     tinystories.add_argument("train", help="training text file")
     tinystories.add_argument("valid", nargs="?", help="validation text file (optional)")
     tinystories.add_argument("--name", default="tinystories", help="corpus name (default: tinystories)")
@@ -33,23 +46,59 @@ def add_arguments(parser) -> None:
     _add_output_arguments(tinystories)
     tinystories.set_defaults(run=run_tinystories)
 
-    imports = sub.add_parser("import", help="JSONL, JSON, Parquet, Arrow or text files (optionally .gz/.zst/.bz2/.xz), folders, globs, hf:// paths, save_to_disk folders")
-    imports.add_argument("paths", nargs="+", metavar="INPUT", help="input files, folders (searched recursively, sorted by name), globs or hf:// paths; see docs/corpus.md")
+    imports = sub.add_parser("import", help=IMPORT_HELP)
+    imports.add_argument("paths", nargs="+", metavar="INPUT", help=PATHS_HELP)
     imports.add_argument("--name", help="corpus name (default: the name of --out)")
-    imports.add_argument("--text-column", action="append", help="column holding the text (default: text); repeat to join several columns")
-    imports.add_argument("--text-join", default="\n\n", help="separator between several --text-column values of a row (default: a blank line)")
-    split = imports.add_mutually_exclusive_group()
-    split.add_argument("--split-column", help="column giving each row's split (default: a 'split' column is used when present)")
-    split.add_argument("--split-rule", choices=["sha256"], help="validation by SHA-256 of the text (seed 004; rate --val-per-mille)")
-    split.add_argument("--all-train", action="store_true", help="every row is train, whatever a split column says")
-    imports.add_argument("--split-map", action="append", default=[], metavar="NAME=SPLIT", help="read split NAME as train or validation (e.g. test=validation); repeatable")
-    imports.add_argument("--val-per-mille", type=_positive_int, default=1, help="--split-rule sha256: documents in 1000 that go to validation (default 1, seed 004)")
-    imports.add_argument("--limit", type=_positive_int, help="keep only the first N documents, in input order")
-    imports.add_argument("--keep-columns", default="", metavar="A,B", help="comma-separated columns copied into the shards beside text and split")
-    imports.add_argument("--source-column", metavar="COL", help="a column of source names copied as 'source'; documents counted per source and split in the manifest, and by the build in stats.json")
+    imports.add_argument(
+        "--text-column",
+        action="append",
+        help="column holding the text (default: text); repeat to join several columns",
+    )
+    imports.add_argument(
+        "--text-join",
+        default="\n\n",
+        help="separator between several --text-column values of a row (default: a blank line)",
+    )
+    _add_split_arguments(imports)
+    imports.add_argument("--limit", type=positive_int, help="keep only the first N documents, in input order")
+    imports.add_argument(
+        "--keep-columns",
+        default="",
+        metavar="A,B",
+        help="comma-separated columns copied into the shards beside text and split",
+    )
+    imports.add_argument("--source-column", metavar="COL", help=SOURCE_COLUMN_HELP)
     _add_card_arguments(imports, "unknown", "")
     _add_output_arguments(imports)
     imports.set_defaults(run=run_import)
+
+
+def _add_split_arguments(imports) -> None:
+    """How ``corpus import`` gives each row its split."""
+    split = imports.add_mutually_exclusive_group()
+    split.add_argument(
+        "--split-column", help="column giving each row's split (default: a 'split' column is used when present)"
+    )
+    split.add_argument(
+        "--split-rule",
+        choices=["sha256"],
+        help="validation by SHA-256 of the text, as the Megatron release layout (rate --val-per-mille)",
+    )
+    split.add_argument("--all-train", action="store_true", help="every row is train, whatever a split column says")
+    imports.add_argument(
+        "--split-map",
+        action="append",
+        default=[],
+        metavar="NAME=SPLIT",
+        help="read split NAME as train or validation (e.g. test=validation); repeatable",
+    )
+    imports.add_argument(
+        "--val-per-mille",
+        type=positive_int,
+        default=1,
+        help="--split-rule sha256: documents in 1000 that go to validation "
+        "(default 1, as the Megatron release layout)",
+    )
 
 
 def _split_map(pairs: list[str]) -> dict[str, str]:
@@ -63,9 +112,19 @@ def _split_map(pairs: list[str]) -> dict[str, str]:
 
 
 def _add_card_arguments(parser, license: str, language: str) -> None:
-    parser.add_argument("--license", default=license, help=f"Hub license id for the dataset cards (default: {license})")
-    parser.add_argument("--language", default=language, help=f"comma-separated ISO 639 codes for the dataset cards (default: {language or 'none'})")
-    parser.add_argument("--any-license", action="store_true", help="accept a --license id that is not in the Hub's list (still one id: a-z, 0-9, '.', '+', '-')")
+    parser.add_argument(
+        "--license", default=license, help=f"Hub license id for the dataset cards (default: {license})"
+    )
+    parser.add_argument(
+        "--language",
+        default=language,
+        help=f"comma-separated ISO 639 codes for the dataset cards (default: {language or 'none'})",
+    )
+    parser.add_argument(
+        "--any-license",
+        action="store_true",
+        help="accept a --license id that is not in the Hub's list (still one id: a-z, 0-9, '.', '+', '-')",
+    )
 
 
 def _languages(text: str) -> tuple[str, ...]:
@@ -75,13 +134,16 @@ def _languages(text: str) -> tuple[str, ...]:
 def _add_output_arguments(parser) -> None:
     parser.add_argument("--out", required=True, help="corpus folder to write (must be missing or empty)")
     limit = parser.add_mutually_exclusive_group()
-    limit.add_argument("--shard-bytes", type=_positive_int, help="UTF-8 text bytes per shard (default: 268435456, 256 MiB)")
-    limit.add_argument("--shard-rows", type=_positive_int, help="documents per shard, instead of --shard-bytes")
+    limit.add_argument(
+        "--shard-bytes", type=positive_int, help="UTF-8 text bytes per shard (default: 268435456, 256 MiB)"
+    )
+    limit.add_argument("--shard-rows", type=positive_int, help="documents per shard, instead of --shard-bytes")
     parser.add_argument("--overwrite", action="store_true", help="replace --out if it is an existing corpus folder")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_json_flag(parser)
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -96,10 +158,19 @@ def run_tinystories(args) -> int:
 
     started = time.perf_counter()
     manifest = write_tinystories_corpus(
-        args.train, args.valid, args.out, name=args.name, license=args.license, language=_languages(args.language), shard_rows=args.shard_rows, shard_bytes=args.shard_bytes, overwrite=args.overwrite, progress=show_progress(args.quiet),
+        args.train,
+        args.valid,
+        args.out,
+        name=args.name,
+        license=args.license,
+        language=_languages(args.language),
+        shard_rows=args.shard_rows,
+        shard_bytes=args.shard_bytes,
+        overwrite=args.overwrite,
+        progress=show_progress(args.quiet),
         any_license=args.any_license,
     )
-    _print_summary(manifest, args.out, time.perf_counter() - started, "stories")
+    _print_summary(args, manifest, time.perf_counter() - started, "stories")
     return 0
 
 
@@ -128,20 +199,47 @@ def run_import(args) -> int:
         progress=show_progress(args.quiet),
         any_license=args.any_license,
     )
-    _print_summary(manifest, args.out, time.perf_counter() - started, "documents")
+    _print_summary(args, manifest, time.perf_counter() - started, "documents")
     return 0
 
 
-def _print_summary(manifest, out, seconds: float, unit: str) -> None:
+def _print_summary(args, manifest, seconds: float, unit: str) -> None:
+    """The summary on stderr (the corpus is the output); under ``--json`` also as one JSON line on stdout."""
     for split in SPLITS:
         shards = [s for s in manifest.shards if s.split == split]
         written = sum(s.size for s in shards)
-        print(f"{split}: {manifest.rows(split):,} {unit} in {len(shards)} shard{'' if len(shards) == 1 else 's'} ({megabytes(written)})", file=sys.stderr)
+        shards_text = f"{len(shards)} shard{'' if len(shards) == 1 else 's'}"
+        print(f"{split}: {manifest.rows(split):,} {unit} in {shards_text} ({megabytes(written)})", file=sys.stderr)
     print(f"split rule: {manifest.split_rule}: {SPLIT_RULE_TEXT[manifest.split_rule]}", file=sys.stderr)
     print(f"empty documents dropped: {manifest.empty_documents_dropped:,}", file=sys.stderr)
-    if manifest.empty_validation_warning():
-        print(manifest.empty_validation_warning(), file=sys.stderr)
-    print(f"{read_summary(sum(s.size for s in manifest.sources), seconds)} -> {out}", file=sys.stderr)
+    warning = manifest.empty_validation_warning()
+    if warning:
+        print(warning, file=sys.stderr)
+    read = sum(s.size for s in manifest.sources)
+    print(f"{read_summary(read, seconds)} -> {args.out}", file=sys.stderr)
+    emit_record(args, _summary_record(manifest, args.out, read, seconds, warning))
+
+
+def _summary_record(manifest, out, read: int, seconds: float, warning: str | None) -> dict:
+    """``corpus --json``: the corpus written, its documents, shards and bytes by split, and what was read."""
+    splits = {}
+    for split in SPLITS:
+        shards = [s for s in manifest.shards if s.split == split]
+        splits[split] = {
+            "documents": manifest.rows(split),
+            "shards": len(shards),
+            "bytes": sum(s.size for s in shards),
+        }
+    return {
+        "out": out,
+        "name": manifest.name,
+        "split_rule": manifest.split_rule,
+        "splits": splits,
+        "empty_documents_dropped": manifest.empty_documents_dropped,
+        "read_bytes": read,
+        "seconds": round(seconds, 3),
+        "warnings": [warning] if warning else [],
+    }
 
 
 def read_summary(size: int, seconds: float) -> str:

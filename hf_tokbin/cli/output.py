@@ -1,4 +1,4 @@
-"""What a command prints, and where: ``--json`` puts the summary on stdout as one JSON object, everything else on stderr.
+"""What a command prints, and where: ``--json`` puts the summary on stdout as one JSON line, the rest on stderr.
 
 As the ``hf`` CLI does: without ``--json`` the human summary goes to stdout;
 with it, stdout holds exactly one JSON object (one line), so
@@ -15,9 +15,11 @@ import os
 import sys
 from pathlib import PurePath
 
+JSON_HELP = "print the summary as one JSON object on stdout, on one line (messages and progress on stderr)"
+
 
 def add_json_flag(parser) -> None:
-    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object on stdout (messages and progress on stderr)")
+    parser.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
 def say(args, text: str) -> None:
@@ -26,11 +28,23 @@ def say(args, text: str) -> None:
 
 
 def emit(args, human: str, record) -> None:
-    """The command's summary: ``human`` on stdout, or under ``--json`` ``record`` (a dict or dataclass) as one JSON line."""
+    """The command's summary: ``human`` on stdout, or under ``--json`` ``record`` (a dict, a dataclass) as one JSON
+    line."""
     if getattr(args, "json", False):
-        print(json.dumps(as_json(record), ensure_ascii=False, sort_keys=False))
+        print(json_line(record))
     else:
         print(human)
+
+
+def emit_record(args, record) -> None:
+    """Under ``--json``, ``record`` as stdout's one JSON line; nothing otherwise (the command printed its summary)."""
+    if getattr(args, "json", False):
+        print(json_line(record))
+
+
+def json_line(record) -> str:
+    """``record`` (:func:`as_json` makes it plain) as one line of JSON: never indented, whatever it holds."""
+    return json.dumps(as_json(record), ensure_ascii=False, sort_keys=False)
 
 
 def emit_error(args, error: BaseException, message: str) -> None:
@@ -48,7 +62,10 @@ def emit_error(args, error: BaseException, message: str) -> None:
 
 
 def as_json(value):
-    """``value`` as plain JSON types: dataclasses as dicts (a ``to_dict`` where one exists), paths as strings, tuples as lists."""
+    """``value`` as plain JSON types: paths as strings, tuples as lists.
+
+    Dataclasses become dicts (through their ``to_dict`` where one exists).
+    """
     if hasattr(value, "to_dict") and callable(value.to_dict):
         return as_json(value.to_dict())
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -17,7 +17,10 @@ _TRUE = ("1", "true", "yes", "on")  # as datasets and huggingface_hub read their
 
 
 def show_progress(quiet: bool) -> bool:
-    """False with ``--quiet`` or any of :data:`DISABLING_VARIABLES` set true; then the Hub client's bars are off as well."""
+    """False with ``--quiet`` or any of :data:`DISABLING_VARIABLES` set true.
+
+    Then the Hub client's bars are off as well.
+    """
     shown = not quiet and not any(os.environ.get(name, "").strip().lower() in _TRUE for name in DISABLING_VARIABLES)
     if not shown:
         _hub_bars_off()
@@ -42,9 +45,10 @@ _TERMINAL_CONTROL = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # tqdm's cursor moves 
 
 
 def log_progress_seldom() -> None:
-    """In a log, a bar writes a line at most every :data:`LOG_MININTERVAL` seconds (unless ``TQDM_MININTERVAL`` says otherwise).
+    """In a log, a bar writes a line at most every :data:`LOG_MININTERVAL` seconds.
 
-    tqdm reads its ``TQDM_*`` variables when it is imported: too late once it is (a caller of :func:`hf_tokbin.cli.main`).
+    ``TQDM_MININTERVAL``, when set, says otherwise. tqdm reads its ``TQDM_*`` variables when it is imported:
+    too late once it is (a caller of :func:`hf_tokbin.cli.main`).
     """
     if "tqdm" not in sys.modules:
         os.environ.setdefault("TQDM_MININTERVAL", LOG_MININTERVAL)

@@ -18,14 +18,19 @@ def add_arguments(parser) -> None:
         help="the Hub dataset repo holding the release (or a corpus written by hf-tokbin corpus); "
         "hf://datasets/NS/NAME[@REV][/FOLDER] too",
     )
-    parser.add_argument("--out", required=True, metavar="DIR", help="where the verified copy goes (must not exist, or be empty)")
+    parser.add_argument(
+        "--out", required=True, metavar="DIR", help="where the verified copy goes (must not exist, or be empty)"
+    )
     parser.add_argument("--revision", default=None, metavar="REV", help="branch, tag or commit id (default main)")
-    parser.add_argument("--endpoint", default=None, metavar="URL", help="Hub endpoint (default: HF_ENDPOINT or https://huggingface.co)")
+    parser.add_argument(
+        "--endpoint", default=None, metavar="URL", help="Hub endpoint (default: HF_ENDPOINT or https://huggingface.co)"
+    )
     parser.add_argument(
         "--include",
         action="append",
         metavar="FORMAT:SPLIT|PATH|GLOB",
-        help="fetch only these parts (repeatable, or comma-separated): FORMAT:SPLIT, FORMAT or SPLIT, FORMAT megatron|llmc, SPLIT train|validation; "
+        help="fetch only these parts (repeatable, or comma-separated): FORMAT:SPLIT, FORMAT or SPLIT, "
+        "FORMAT megatron|llmc, SPLIT train|validation; "
         "or repo paths and globs, as hf download --include takes them (shards/validation/*; one file of a "
         "Megatron pair fetches the pair); a corpus takes SPLIT, paths or globs only. The records are always "
         "fetched; the copy gets PARTIAL.json, not COMPLETE.json. A path or glob that matches no file is an error",
@@ -38,9 +43,26 @@ def add_arguments(parser) -> None:
         "comma-separated), as hf download --exclude; the records are always fetched",
     )
     parser.add_argument("--token", default=None, metavar="TOKEN", help="Hub token (default: HF_TOKEN or the login)")
-    parser.add_argument("--path-in-repo", default=None, metavar="FOLDER", help="the repo folder holding the release (as pushed with --path-in-repo; default: the top)")
-    parser.add_argument("--max-workers", "--workers", dest="max_workers", type=int, default=8, metavar="N", help="parallel downloads, as hf download names it (default: %(default)s; --workers is its older name)")
-    parser.add_argument("--allow-incomplete", action="store_true", help="download a release without COMPLETE.json (only its receipts' files are checked)")
+    parser.add_argument(
+        "--path-in-repo",
+        default=None,
+        metavar="FOLDER",
+        help="the repo folder holding the release (as pushed with --path-in-repo; default: the top)",
+    )
+    parser.add_argument(
+        "--max-workers",
+        "--workers",
+        dest="max_workers",
+        type=int,
+        default=8,
+        metavar="N",
+        help="parallel downloads, as hf download names it (default: %(default)s; --workers is its older name)",
+    )
+    parser.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="download a release without COMPLETE.json (only its receipts' files are checked)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     add_json_flag(parser)
     parser.set_defaults(run=run)
@@ -55,9 +77,16 @@ def run(args) -> int:
         raise HubError("--max-workers", "must be a positive integer", got=args.max_workers)
     repo, revision, path_in_repo = repo_argument(args.repo, args.revision, args.path_in_repo)
     summary = pull_release(
-        repo, args.out, revision=revision, endpoint=args.endpoint, token=args.token, path_in_repo=path_in_repo,
-        include=Include.parse(args.include, args.exclude), allow_incomplete=args.allow_incomplete,
-        max_workers=args.max_workers, progress=show_progress(args.quiet),
+        repo,
+        args.out,
+        revision=revision,
+        endpoint=args.endpoint,
+        token=args.token,
+        path_in_repo=path_in_repo,
+        include=Include.parse(args.include, args.exclude),
+        allow_incomplete=args.allow_incomplete,
+        max_workers=args.max_workers,
+        progress=show_progress(args.quiet),
     )
     emit(args, f"pulled {summary}", as_json(summary))
     return 0

@@ -1,6 +1,6 @@
 """``hf-tokbin recipe RELEASE --for TARGET``: the flags or config lines that train on a release.
 
-Prints the lines (:mod:`hf_tokbin.verify.recipe`), the trainer version they
+Prints the lines (:mod:`hf_tokbin.trainers`), the trainer version they
 were checked against, notes, and every warning and error of ``verify --for``
 that no printed line fixes (one a line fixes is a note of the change); exits 1
 if any finding left is an error.
@@ -10,8 +10,7 @@ from __future__ import annotations
 
 
 def add_arguments(parser) -> None:
-    from ..verify.compat import EOD_LOSS_POLICIES, LoaderSettings
-    from ..verify.recipe import TARGETS
+    from ..trainers import EOD_LOSS_POLICIES, TARGETS, LoaderSettings
 
     defaults = LoaderSettings()
     parser.add_argument("path", help="a release folder (or an llm.c token folder, or a folder of Megatron pairs)")
@@ -50,13 +49,12 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import json
 
-    from ..verify.compat import LoaderSettings
-    from ..verify.recipe import recipe
+    from ..trainers import LoaderSettings, recipe
 
     settings = LoaderSettings(args.batch_size, args.seq_len, args.world_size, args.eod_id, args.epochs, args.eod_loss, args.init_from)
     result = recipe(args.path, args.target, settings, args.index_dir)
     if args.json:
-        print(json.dumps(result.to_record(), indent=2))
+        print(json.dumps(result.to_record()))  # one line, as every command's --json
     else:
         print(result.text(), end="")
     return 1 if result.has_errors() else 0

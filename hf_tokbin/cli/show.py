@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from .output import add_json_flag, as_json, emit
+
 
 def add_arguments(parser) -> None:
     parser.add_argument("release", help="a release folder")
@@ -16,10 +18,24 @@ def add_arguments(parser) -> None:
         help="document N of the split: documents are numbered from 0 in the order a trainer reads them "
         "(the llm.c order, the preview's), the same document in either --format",
     )
-    which.add_argument("--window", type=int, metavar="OFFSET", help="a training window: --len T tokens of the split's token stream from OFFSET")
+    which.add_argument(
+        "--window",
+        type=int,
+        metavar="OFFSET",
+        help="a training window: --len T tokens of the split's token stream from OFFSET",
+    )
     parser.add_argument("--len", dest="length", type=int, metavar="T", help="tokens in the window (with --window)")
-    parser.add_argument("--format", choices=("llmc", "megatron"), default=None, help="which files to read (default megatron if the release has it)")
-    parser.add_argument("--tokenizer", default=None, help="the release's tokenizer.json or folder, when it was built from a local one (its SHA-256 is checked)")
+    parser.add_argument(
+        "--format",
+        choices=("llmc", "megatron"),
+        default=None,
+        help="which files to read (default megatron if the release has it)",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        default=None,
+        help="the release's tokenizer.json or folder, when it was built from a local one (its SHA-256 is checked)",
+    )
     parser.add_argument(
         "--raw",
         action="store_true",
@@ -27,6 +43,7 @@ def add_arguments(parser) -> None:
         "by default they are escaped as cat -v does: ^[ for ESC, ^G for BEL",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bars (show has none)")
+    add_json_flag(parser)
     parser.set_defaults(run=run)
 
 
@@ -46,8 +63,9 @@ def run(args) -> int:
         tokenizer=args.tokenizer,
     )
     text = shown.render(raw=args.raw)
-    print(text)
-    if not args.raw and text != shown.render(raw=True):
+    # The record's text is as decoded: JSON escapes every control character itself.
+    emit(args, text, {**as_json(shown), "documents": sorted({p.document for p in shown.pieces})})
+    if not args.json and not args.raw and text != shown.render(raw=True):
         print(
             "hf-tokbin show: control characters are shown escaped (^[ is ESC, as cat -v); --raw prints them as is",
             file=sys.stderr,

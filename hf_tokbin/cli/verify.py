@@ -6,7 +6,7 @@ downloading its token files (:mod:`hf_tokbin.hub.remote_verify`).
 
 Without ``--for``: check every byte the seeds promise. With ``--for``: that
 check too, as one finding, and what that trainer's own loader would trip on
-(:mod:`hf_tokbin.verify.compat`); print one finding per line (``LEVEL: FILE:
+(:mod:`hf_tokbin.trainers`); print one finding per line (``LEVEL: FILE:
 RULE: MESSAGE``) and a summary; exit 1 if any finding is an error.
 """
 
@@ -16,9 +16,12 @@ import os
 
 from .output import add_json_flag, emit
 
+# The trainers of --for in the order --help lists them (every trainer of hf_tokbin.trainers; a test checks).
+FOR_CHOICES = ("llmc", "modded-nanogpt", "llmc-llama3", "megatron", "maxtext", "nanogpt")
+
 
 def add_arguments(parser) -> None:
-    from ..verify.compat import TARGETS, LoaderSettings
+    from ..trainers import LoaderSettings
 
     defaults = LoaderSettings()
     parser.add_argument(
@@ -32,7 +35,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--path-in-repo", default=None, metavar="FOLDER", help="a Hub repo: the folder holding the release (default: the top)")
     parser.add_argument("--strict", action="store_true", help="a Hub repo: fail on files outside the release layout too (default: report them)")
     parser.add_argument("--download-sample", type=int, default=None, metavar="K", help="a Hub repo: also download and fully verify the token files of K parts")
-    parser.add_argument("--for", dest="target", choices=list(TARGETS), help="also check what this trainer trips on")
+    parser.add_argument("--for", dest="target", choices=FOR_CHOICES, help="also check what this trainer trips on")
     parser.add_argument("--batch-size", "-B", type=int, default=defaults.batch_size, help="the loader's batch size B (default: %(default)s, llm.c's)")
     parser.add_argument("--seq-len", "-T", type=int, default=defaults.seq_len, help="the loader's sequence length T (default: %(default)s, llm.c's)")
     parser.add_argument("--world-size", type=int, default=defaults.world_size, help="processes reading the same files (default: %(default)s)")
@@ -86,7 +89,7 @@ def run(args) -> int:
     if args.target is None:
         emit(args, *verify_path_record(args.path, engine=args.engine, num_proc=args.num_proc, ray_address=args.ray_address))
         return 0
-    from ..verify.compat import ERROR, WARNING, LoaderSettings, check
+    from ..trainers import ERROR, WARNING, LoaderSettings, check
 
     settings = LoaderSettings(args.batch_size, args.seq_len, args.world_size, args.eod_id)
     findings = [*check(args.path, args.target, settings), _every_byte(args)]
@@ -103,7 +106,7 @@ def run(args) -> int:
 def _every_byte(args):
     """``verify PATH``'s full check as one finding of ``verify --for``: a trainer's rules add to it."""
     from ..errors import TokbinError
-    from ..verify.compat import ERROR, INFO, Finding
+    from ..trainers import ERROR, INFO, Finding
     from ..verify.files import verify_path_record
 
     rule = "every byte (as hf-tokbin verify)"

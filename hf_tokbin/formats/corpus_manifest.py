@@ -259,6 +259,17 @@ class CorpusSubset:
         except FormatError as e:
             raise FormatError(path, e.rule, got=e.got) from None
 
+    def empty_validation_warning(self) -> str | None:
+        """One line when the limit ended in train while the corpus holds validation documents: the limit that reaches
+        them (documents are taken in corpus order, train first); else None."""
+        if self.documents["validation"] or not self.available["validation"]:
+            return None
+        return (
+            f"warning: no validation documents: --limit {self.limit} ended in train "
+            f"({self.available['train']:,} documents in the corpus); --limit {self.available['train'] + 1} or more "
+            f"also takes validation documents ({self.available['validation']:,} in the corpus)"
+        )
+
     def lines(self) -> list[str]:
         """One line per split: what it got of what the corpus holds."""
         out = []

@@ -62,7 +62,10 @@ class BuildPlan:
     def warnings(self) -> list[str]:
         """What the build prints before it starts: an empty validation split, and an llm.c layout no upstream trainer
         reads."""
-        lines = [self.corpus.empty_validation_warning()] if self.corpus.empty_validation_warning() else []
+        # A --limit that ended in train says which limit reaches validation; else the corpus says why it has none.
+        subset = self.corpus_subset
+        empty = (subset and subset.empty_validation_warning()) or self.corpus.empty_validation_warning()
+        lines = [empty] if empty else []
         if (
             "llmc" in self.options.formats
             and self.options.llmc_layout == "gpt2"

@@ -118,13 +118,13 @@ def run_build(
     progress: bool = True,
     dry_run: bool = False,
     on_plan: Callable[[BuildPlan], None] | None = None,
-) -> tuple[BuildPlan, BuildSummary | str]:
+) -> tuple[BuildPlan, BuildSummary | tuple[str, dict]]:
     """``(plan, summary)``: the build ``planning()`` plans (a context manager: its inputs last while it lasts).
 
     Two builds into the same output would delete each other's temporary files: the second one refuses at once
     (:meth:`hf_tokbin.output.Output.lock`), before it loads its inputs. ``on_plan(plan)`` runs before any work
     (the command line prints the boundary tokens and warnings). ``dry_run``: no lock, nothing written; the
-    summary is the plan described (:func:`describe_plan`).
+    summary is the plan described, as text and as a record (:func:`describe_plan_record`).
     """
     from ..output import lock_before_planning
 
@@ -138,7 +138,7 @@ def run_build(
         if on_plan is not None:
             on_plan(plan)
         if dry_run:
-            return plan, describe_plan(plan)
+            return plan, describe_plan_record(plan)
         started = time.perf_counter()
         complete = plan.output.read_bytes(COMPLETE_NAME) is not None
         _check_engine(plan, engine, ray_address, complete)
@@ -456,6 +456,11 @@ def describe_plan(plan: BuildPlan) -> str:
     corpus manifest, the first documents of the shards (a Hub shard's footer and first row group, by range
     requests) and the tokenizer. No folder is created, at ``--out`` or anywhere.
     """
+    return describe_plan_record(plan)[0]
+
+
+def describe_plan_record(plan: BuildPlan) -> tuple[str, dict]:
+    """:func:`describe_plan`'s text, and the same facts as a record (``build --dry-run --json``)."""
     sample = sample_documents(plan)
     encoder = prepare_encoder(plan)
     if sample:
@@ -471,47 +476,74 @@ def describe_plan(plan: BuildPlan) -> str:
     if corpus.empty_documents_dropped:
         lines.append(f"  {corpus.empty_documents_dropped:,} empty documents were dropped when the corpus was written")
     lines += _sources_line(plan)
+    splits = {}
     for split in CORPUS_SPLITS:
-        lines += _split_lines(plan, split, tokens_per_document)
+        split_lines, splits[split] = _split_estimate(plan, split, tokens_per_document)
+        lines += split_lines
+    tokenizer = plan.tokenizer
     lines.append(
-        f"tokenizer {plan.tokenizer.tokenizer_id}: vocab {plan.tokenizer.vocab_size:,}, separator/EOD {plan.eod_id}; "
-        f"encoder {encoder.engine}"
+        f"tokenizer {tokenizer.tokenizer_id} (--tokenizer-id sets it): vocab {tokenizer.vocab_size:,}, "
+        f"separator/EOD {plan.eod_id}; encoder {encoder.engine}"
     )
     lines.append(
         f"estimate from {len(sample):,} sampled documents ({tokens_per_document:,.1f} tokens each on average)"
     )
     lines.append(f"out: {plan.out} (run_config.json, stats.json, README.md, COMPLETE.json last); nothing was written")
-    return "\n".join(lines)
+    record = {
+        "corpus": {
+            "name": corpus.name,
+            "source": plan.corpus_source,
+            "revision": plan.corpus_revision,
+            "shards": len(corpus.shards),
+            "split_rule": corpus.split_rule,
+        },
+        "splits": splits,
+        "formats": list(plan.options.formats),
+        "llmc_dir": plan.llmc_dir if "llmc" in plan.options.formats else None,
+        "tokenizer_id": tokenizer.tokenizer_id,
+        "vocab_size": tokenizer.vocab_size,
+        "eod_id": plan.eod_id,
+        "encoder": encoder.engine,
+        "sampled_documents": len(sample),
+        "tokens_per_document": round(tokens_per_document, 3),
+    }
+    return "\n".join(lines), record
 
 
-def _split_lines(plan: BuildPlan, split: str, tokens_per_document: float) -> list[str]:
-    """A split's shards, documents, estimated tokens, and the bytes and files of each format."""
-    shards = [i for i, s in enumerate(plan.corpus.shards) if s.split == split]
-    documents = plan.corpus.rows(split)
+def _split_estimate(plan: BuildPlan, split: str, tokens_per_document: float) -> tuple[list[str], dict]:
+    """One split's lines of the plan (shards, documents, estimated tokens and bytes per format) and its record."""
+    corpus = plan.corpus
+    width = 2 if megatron.dtype_code_for_vocab(plan.tokenizer.vocab_size) == megatron.CODE_UINT16 else 4
+    llmc_width = plan.llmc_layout.dtype.itemsize
+    sep = 0 if plan.llmc_sep_id is None else 1  # llm.c's separator (Megatron's EOD is always there)
+    bos = 0 if plan.bos_id is None else 1
+    shards = [i for i, s in enumerate(corpus.shards) if s.split == split]
+    documents = corpus.rows(split)
     tokens = int(round(tokens_per_document * documents))
+    record = {"shards": len(shards), "documents": documents, "estimated_tokens": tokens}
     if not shards:
-        return [f"{split}: no documents"]
+        return [f"{split}: no documents"], record
+    record["parts"] = [part_name(i) for i in shards]
     parts = f"{part_name(shards[0])}..{part_name(shards[-1])}"
     held = f"{counted(len(shards), 'shard')} ({parts}), {counted(documents, 'document')}"
     lines = [f"{split}: {held}, ~{tokens:,} tokens"]
-    bos = 0 if plan.bos_id is None else 1
     if "megatron" in plan.options.formats:
-        width = 2 if megatron.dtype_code_for_vocab(plan.tokenizer.vocab_size) == megatron.CODE_UINT16 else 4
         bin_bytes = (tokens + documents * (1 + bos)) * width
         idx_bytes = len(shards) * megatron.HEADER_BYTES + documents * 12 + (documents + len(shards)) * 8
+        record["megatron_bytes"] = bin_bytes + idx_bytes
         lines.append(
             f"  megatron: ~{megabytes(bin_bytes + idx_bytes)} in shards/{split}/part-NNNNNN.bin/.idx, "
             "receipts/part-NNNNNN.json"
         )
     if "llmc" in plan.options.formats:
-        sep = 0 if plan.llmc_sep_id is None else 1  # llm.c's separator (Megatron's EOD is always there)
         stream = tokens + documents * (sep + bos)
         files = max(1, -(-stream // plan.options.max_tokens_per_file))
+        record.update(llmc_bytes=stream * llmc_width + files * llmc.HEADER_BYTES, llmc_files=files)
         lines.append(
-            f"  llmc: ~{megabytes(stream * plan.llmc_layout.dtype.itemsize + files * llmc.HEADER_BYTES)} "
-            f"in ~{files} files {plan.llmc_dir}/{_LLMC_NAMES[split]}-NNNNN.bin"
+            f"  llmc: ~{megabytes(record['llmc_bytes'])} in ~{files} files "
+            f"{plan.llmc_dir}/{_LLMC_NAMES[split]}-NNNNN.bin"
         )
-    return lines
+    return lines, record
 
 
 def _sources_line(plan: BuildPlan) -> list[str]:

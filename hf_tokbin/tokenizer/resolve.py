@@ -152,7 +152,8 @@ def _find_tokenizer_json(name: str, revision: str | None, subfolder: str | None)
             raise TokenizerError(path, f"no {TOKENIZER_FILE} in this folder")
         # Absolute ("." and "tokenizer.json" have no folder name of their own) but not resolved:
         # a symlink (as in a Hub cache snapshot) is named after the folder it sits in, not its target's.
-        return json_path, Path(os.path.abspath(json_path)).parent.name, "local", None
+        folder = Path(os.path.abspath(json_path)).parent
+        return json_path, _model_name(folder) or folder.name, "local", None
     if is_repo_id(name):
         from ..hub.retry import path_or_repo
 
@@ -160,6 +161,28 @@ def _find_tokenizer_json(name: str, revision: str | None, subfolder: str | None)
             json_path, resolved_revision = _download_from_hub(name, revision, subfolder)
         return json_path, name.split("/")[-1], name, resolved_revision
     raise TokenizerError(name, "tokenizer not found", expected="'byte', a tokenizer.json, a folder holding one, or a Hub repo id NS/NAME", got="no such file or folder")
+
+
+# The files beside tokenizer.json that name the model, and their key, in the order they are asked.
+MODEL_NAME_KEYS = (("config.json", "_name_or_path"), ("tokenizer_config.json", "name_or_path"))
+
+
+def _model_name(folder: Path) -> str | None:
+    """The model name the files in ``folder`` give (the last part of a repo id or path), a local tokenizer's default
+    id; None if none gives one that is a folder name. A folder holding a model is often named for its role
+    (``models``, a Hub cache snapshot's commit), while its files name the model."""
+    from .._io import read_record_bytes
+    from ..formats.rules import is_folder_name
+
+    for name, key in MODEL_NAME_KEYS:
+        try:
+            value = json.loads(read_record_bytes(folder / name, TokenizerError, CONFIG_MAX_BYTES)).get(key)
+        except (TokenizerError, ValueError, AttributeError):  # absent or unreadable: it names nothing
+            continue
+        model = PurePosixPath(value.rstrip("/")).name if isinstance(value, str) else None
+        if is_folder_name(model):
+            return model
+    return None
 
 
 def token_or_id(value: str | None) -> int | str | None:

@@ -1,4 +1,6 @@
-"""Training a byte-level BPE on the first characters of a corpus (seed 002): deterministic, special tokens first, then the 256 bytes.
+"""Training a byte-level BPE on the first characters of a corpus: deterministic, special tokens first, then the 256 bytes.
+
+The TinyStories rules train it this way (``<|bos|>,<|eos|>`` as the special tokens).
 
 The output folder holds what a build (and ``transformers``) reads to name the
 boundary tokens: ``tokenizer.json``, ``tokenizer_config.json`` (``bos_token``,
@@ -11,8 +13,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import tempfile
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from .._io import canonical_json, write_text_atomic
 from ..errors import TokenizerError
@@ -47,6 +50,24 @@ def sample_texts(texts: Iterable[str], max_chars: int) -> Iterable[str]:
             return
         yield text[:remaining]
         remaining -= min(len(text), remaining)
+
+
+def corpus_texts(corpus, split: str, batch_rows: int = 1024) -> Iterator[str]:
+    """The texts of ``corpus``'s ``split`` (a resolved corpus, :class:`~hf_tokbin.corpus.source.CorpusSource`), in
+    corpus order, shard by shard: each shard's size and SHA-256 checked against the corpus manifest first (a Hub
+    shard is fetched when reached; a shard past the last text taken is never read)."""
+    from ..corpus.source import check_shard_file
+    from ..formats.corpus_manifest import CorpusManifest
+    from ..formats.corpus_shard import iter_shard_texts
+
+    manifest = CorpusManifest.read(corpus.root)
+    with tempfile.TemporaryDirectory(prefix="hf_tokbin-train-", ignore_cleanup_errors=True) as scratch:
+        for shard in (s for s in manifest.shards if s.split == split):
+            with corpus.shards.local_path(shard, Path(scratch)) as path:
+                check_shard_file(shard, path)
+                where = corpus.shards.location(shard)
+                for _, texts in iter_shard_texts(path, where, batch_rows):  # checked: strings, no null, UTF-8
+                    yield from texts.to_pylist()
 
 
 def check_special_tokens(out, special_tokens: tuple[str, ...], bos_token: str | None, eos_token: str | None) -> tuple[str, str]:

@@ -1,4 +1,4 @@
-"""``hf-tokbin verify`` and ``info``: a release (:mod:`.release`), a token file or folder (:mod:`.files`), what a trainer would trip on (:mod:`.compat`)."""
+"""``hf-tokbin verify`` and ``info``: a release (:mod:`.release`), a token file or folder (:mod:`.files`)."""
 
 from .corpus import verify_corpus
 from .files import verify_path

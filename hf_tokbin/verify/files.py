@@ -50,8 +50,10 @@ def verify_path_record(path: str | os.PathLike, engine: str = "local", num_proc:
             raise VerificationError(path, "--num-proc must be at least 1", got=num_proc)
         report = verify_release(os.path.abspath(path) if engine == "ray" else path, engine, num_proc, ray_address)
         return report.summary(), report.record()
+    from .info import fields_of
+
     text = _verify_other(path, kind)
-    return text, {"path": str(path), "ok": True, "kind": kind, "summary": text}
+    return text, {"path": str(path), "ok": True, "kind": kind, **fields_of(path, kind)}
 
 
 def _verify_other(path: Path, kind: str) -> str:

@@ -46,7 +46,7 @@ def describe(path: str | os.PathLike) -> str:
 
 
 def describe_llmc_file(path: Path) -> str:
-    """A seed 000 or upstream Llama 3 llm.c file; the reader picks the layout by its magic."""
+    """An llm.c file of the llm.c layout or upstream's Llama 3 one; the reader picks the layout by its magic."""
     header = llmc.read_header(path)
     tokens = llmc.open_tokens(path)  # every check verify makes, ids < vocab_size included where the header has it
     return "\n".join(
@@ -96,8 +96,71 @@ def describe_record(path: str | os.PathLike) -> tuple[str, dict]:
     if path.exists() and sniff(path) == "release" and (path / STATS_NAME).exists():
         release = ReleaseInfo.read(path)
         return release.text(), release.record()
-    text = describe(path)
-    return text, {"path": str(path), "kind": sniff(path), "summary": text}
+    text = describe(path)  # first: its checks name what is wrong with ``path``
+    kind = sniff(path)
+    return text, {"path": str(path), "kind": kind, **fields_of(path, kind)}
+
+
+def fields_of(path: Path, kind: str) -> dict:
+    """What a token file, pair, corpus, merge or llm.c folder holds (``kind``, as :func:`sniff` names it), as fields:
+    the facts :func:`describe` prints, for ``info --json`` and ``verify --json``."""
+    return _FIELDS[kind](Path(path))
+
+
+def _megatron_pair_fields(path: Path) -> dict:
+    pair = megatron.MegatronPair(path)
+    lengths = pair.lengths
+    return {
+        "idx": str(pair.idx_path),
+        "dtype": pair.dtype.name,
+        "dtype_code": pair.header.code,
+        "sequences": len(pair),
+        "documents": pair.header.document_count - 1,
+        "tokens": pair.n_tokens,
+        "mean_length": round(float(lengths.mean()), 3) if len(pair) else 0.0,
+        "first_ids": pair[0][:_PREVIEW].tolist() if len(pair) else [],
+    }
+
+
+def _llmc_file_fields(path: Path) -> dict:
+    header = llmc.read_header(path)
+    tokens = llmc.open_tokens(path)
+    return {
+        "layout": header.layout.family,
+        "magic": header.magic,
+        "version": header.version,
+        "dtype": tokens.dtype.name,
+        "tokens": header.n_tokens,
+        "vocab_size": header.vocab_size or None,  # None: the header does not say (upstream's Llama 3 files)
+        "bytes": path.stat().st_size,
+        "first_ids": tokens[:_PREVIEW].tolist(),
+    }
+
+
+def _merged_fields(path: Path) -> dict:
+    return {"splits": {split.name: {"documents": split.documents, "tokens": split.tokens} for split in read_merged(path)}}
+
+
+def _corpus_fields(path: Path) -> dict:
+    corpus = CorpusManifest.read(path)
+    shards = [{"path": s.path, "split": s.split, "documents": s.rows, "bytes": s.size} for s in corpus.shards]
+    return {"name": corpus.name, "license": corpus.license, "split_rule": corpus.split_rule, "shards": shards}
+
+
+def _llmc_folder_fields(path: Path) -> dict:
+    m = llmc.TokensManifest.read(path / llmc.MANIFEST_NAME)
+    files = [{"name": f.name, "tokens": f.n_tokens, "documents": f.n_docs} for f in m.files]
+    return {"tokenizer_id": m.tokenizer_id, "vocab_size": m.vocab_size, "dataset": m.dataset, "files": files}
+
+
+# ``info --json`` of what is not a release: the same facts as the text, as fields (by sniff's kind)
+_FIELDS = {
+    "llmc-file": _llmc_file_fields,
+    "merge": _merged_fields,
+    "corpus": _corpus_fields,
+    "llmc-folder": _llmc_folder_fields,
+    "megatron-pair": _megatron_pair_fields,
+}
 
 
 @dataclass(frozen=True)

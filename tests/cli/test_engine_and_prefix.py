@@ -22,7 +22,9 @@ def test_engine_ray_without_ray_writes_nothing_and_hints_a_working_install(tmp_p
     out = tmp_path / "release"
     args = ["build", "--corpus", corpus, "--tokenizer", "byte", "--doc-sep", "0", "--out", out, "--engine", "ray"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", WITHOUT_RAY, *map(str, args)], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_RAY, *map(str, args)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 1, done.stderr
     error = done.stderr.strip().splitlines()[-1]
     assert "ray" in error and "hf_tokbin[ray]'" not in error and "pip install" in error, error
@@ -30,7 +32,11 @@ def test_engine_ray_without_ray_writes_nothing_and_hints_a_working_install(tmp_p
 
 
 def test_engine_has_help():
-    build = next(a for a in make_parser("build")._subparsers._group_actions[0].choices["build"]._actions if "--engine" in a.option_strings)
+    build = next(
+        a
+        for a in make_parser("build")._subparsers._group_actions[0].choices["build"]._actions
+        if "--engine" in a.option_strings
+    )
     assert build.help and "ray" in build.help
 
 

@@ -30,7 +30,8 @@ if sys.argv[2] == "thread":  # a thread the command leaves running, until the in
     # (the main thread's join returns then): never done before exit_main looks, however busy the machine; a fixed
     # 0.2 s could end before it looked, and exit_main rightly took the quick way out.
     command = cli.main
-    cli.main = lambda: (command(), threading.Thread(target=lambda: (threading.main_thread().join(), note("thread done"))).start())[0]
+    waits = lambda: (threading.main_thread().join(), note("thread done"))
+    cli.main = lambda: (command(), threading.Thread(target=waits).start())[0]
 if sys.argv[2] == "daemon":  # a daemon thread left running, as tqdm's monitor is after a progress bar
     command = cli.main
     cli.main = lambda: (command(), threading.Thread(target=threading.Event().wait, daemon=True).start())[0]
@@ -75,15 +76,27 @@ def test_the_console_script_and_python_m_use_exit_main():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    assert tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]["hf-tokbin"] == "hf_tokbin.cli:exit_main"
+    assert (
+        tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]["hf-tokbin"]
+        == "hf_tokbin.cli:exit_main"
+    )
     assert "exit_main()" in (root / "hf_tokbin" / "__main__.py").read_text()
 
 
 def _closed_stdout(*args: str, closed: int = 1) -> subprocess.CompletedProcess:
-    """``python -m hf_tokbin ARGS >&-`` (``2>&-`` with ``closed=2``): the interpreter starts without that stream (None)."""
+    """``python -m hf_tokbin ARGS >&-`` (``2>&-`` with ``closed=2``).
+
+    The interpreter starts without that stream (None).
+    """
     import os
 
-    return subprocess.run([sys.executable, "-m", "hf_tokbin", *args], capture_output=True, text=True, timeout=120, preexec_fn=lambda: os.close(closed))
+    return subprocess.run(
+        [sys.executable, "-m", "hf_tokbin", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: os.close(closed),
+    )
 
 
 def test_a_failing_command_with_stdout_closed_exits_with_its_code_and_its_one_line(tmp_path):

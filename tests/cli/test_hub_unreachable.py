@@ -1,4 +1,5 @@
-"""Hub errors that no retry can fix (offline mode, a host name that does not resolve) fail at once, with a true hint."""
+"""Hub errors that no retry can fix (offline mode, a host name that does not resolve) fail at once, with a true
+hint."""
 
 from __future__ import annotations
 
@@ -17,12 +18,20 @@ CLI = "import sys; from hf_tokbin.cli import main; sys.exit(main(sys.argv[1:]))"
 
 def run(tmp_path, *args, **variables) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in PROXY_VARIABLES}  # no proxy answers for the host instead
-    env.update(HF_HOME=str(tmp_path / "hf-home"), HF_HUB_DISABLE_XET="1", HF_TOKBIN_HUB_BACKOFF="0.05", PYTHONPATH=str(ROOT))
+    env.update(
+        HF_HOME=str(tmp_path / "hf-home"), HF_HUB_DISABLE_XET="1", HF_TOKBIN_HUB_BACKOFF="0.05", PYTHONPATH=str(ROOT)
+    )
     env.update(variables)
-    return subprocess.run([sys.executable, "-c", CLI, *map(str, args)], env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", CLI, *map(str, args)], env=env, capture_output=True, text=True, timeout=300
+    )
 
 
-COMMANDS = [["pull", "tester/release", "--out", "copy"], ["verify", "tester/release"], ["push", "release", "--repo", "tester/release"]]
+COMMANDS = [
+    ["pull", "tester/release", "--out", "copy"],
+    ["verify", "tester/release"],
+    ["push", "release", "--repo", "tester/release"],
+]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])

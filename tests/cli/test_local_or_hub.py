@@ -1,4 +1,7 @@
-"""A name that is no local path and reads NS/NAME is tried as a Hub repo; when that fails too, the error says both readings."""
+"""A name that is no local path and reads NS/NAME is tried as a Hub repo.
+
+When that fails too, the error says both readings.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +20,13 @@ def env(tmp_path):
     with HubServer(token=TOKEN) as hub:
         home = tmp_path / "hf-home"
         home.mkdir()
-        yield {**os.environ, **client_env(hub, home, TOKEN), "HF_TOKBIN_HUB_BACKOFF": "0.05", "HF_TOKBIN_HUB_ATTEMPTS": "3", "PYTHONPATH": str(ROOT)}
+        yield {
+            **os.environ,
+            **client_env(hub, home, TOKEN),
+            "HF_TOKBIN_HUB_BACKOFF": "0.05",
+            "HF_TOKBIN_HUB_ATTEMPTS": "3",
+            "PYTHONPATH": str(ROOT),
+        }
 
 
 def assert_both_readings(done, name: str) -> None:
@@ -30,12 +39,17 @@ def assert_both_readings(done, name: str) -> None:
 @pytest.mark.parametrize(
     "command, name",
     [
-        (["build", "--corpus", "out/corpus", "--tokenizer", "byte", "--doc-sep", "0", "--out", "release"], "out/corpus"),
+        (
+            ["build", "--corpus", "out/corpus", "--tokenizer", "byte", "--doc-sep", "0", "--out", "release"],
+            "out/corpus",
+        ),
         (["verify", "out/release"], "out/release"),
         (["corpus", "import", "out/shards", "--out", "corpus"], "out/shards"),
     ],
 )
-def test_a_missing_relative_path_names_the_local_reading_and_the_hub_reading(env, tmp_path, monkeypatch, command, name):
+def test_a_missing_relative_path_names_the_local_reading_and_the_hub_reading(
+    env, tmp_path, monkeypatch, command, name
+):
     monkeypatch.chdir(tmp_path)  # the command runs here; out/ does not exist
     assert_both_readings(cli(env, *command), name)
     assert not (tmp_path / "release").exists() and not (tmp_path / "corpus").exists()

@@ -41,8 +41,23 @@ def test_the_command_line_never_prints_a_password_of_out(tmp_path):
     out = "ftp://user:PASSWORD@127.0.0.1:9/x?X-Amz-Signature=SIGVALUE&token=TOKVALUE"
     for extra in ([], ["--dry-run"]):
         result = subprocess.run(
-            [str(CONSOLE_SCRIPT), "build", "--corpus", str(tmp_path / "corpus"), "--tokenizer", "byte", "--doc-sep-id", "0", "--out", out, "--quiet", *extra],
-            capture_output=True, text=True, timeout=120,
+            [
+                str(CONSOLE_SCRIPT),
+                "build",
+                "--corpus",
+                str(tmp_path / "corpus"),
+                "--tokenizer",
+                "byte",
+                "--doc-sep-id",
+                "0",
+                "--out",
+                out,
+                "--quiet",
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert result.returncode == (0 if extra else 1), result.stdout + result.stderr
         assert "ftp://***@127.0.0.1" in (result.stdout if extra else result.stderr)

@@ -14,11 +14,37 @@ CLI = "import sys; from hf_tokbin.cli import main; sys.exit(main(sys.argv[1:]))"
 def test_a_closed_pipe_exits_quietly(tmp_path):
     corpus = write_corpus(tmp_path / "corpus", [("train", stories(1500, 1))])
     out = tmp_path / "release"
-    assert subprocess.run([sys.executable, "-c", CLI, "build", "--corpus", str(corpus), "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet"], capture_output=True, timeout=300).returncode == 0
+    assert (
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                CLI,
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                "byte",
+                "--doc-sep",
+                "0",
+                "--out",
+                str(out),
+                "--quiet",
+            ],
+            capture_output=True,
+            timeout=300,
+        ).returncode
+        == 0
+    )
     # show prints every token (far more than a pipe's 64 KiB buffer); the reader takes one byte and closes the pipe.
     tokens = json.loads((out / "stats.json").read_text())["splits"]["train"]["total_tokens"]
     assert tokens > 200_000
-    shown = subprocess.Popen([sys.executable, "-c", CLI, "show", str(out), "--window", "0", "--len", str(tokens)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+    shown = subprocess.Popen(
+        [sys.executable, "-c", CLI, "show", str(out), "--window", "0", "--len", str(tokens)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        bufsize=0,
+    )
     shown.stdout.read(1)
     shown.stdout.close()
     err = shown.stderr.read().decode()
@@ -27,13 +53,30 @@ def test_a_closed_pipe_exits_quietly(tmp_path):
 
 def test_the_corpus_summary_counts_shards_and_small_sizes_in_words(tmp_path):
     (tmp_path / "in.jsonl").write_text('{"text": "one small document"}\n', encoding="utf-8")
-    done = subprocess.run([sys.executable, "-c", CLI, "corpus", "import", str(tmp_path / "in.jsonl"), "--out", str(tmp_path / "c"), "--all-train"], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            CLI,
+            "corpus",
+            "import",
+            str(tmp_path / "in.jsonl"),
+            "--out",
+            str(tmp_path / "c"),
+            "--all-train",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert "in 1 shard (" in done.stderr and "bytes)" in done.stderr and "0.0 MB)" not in done.stderr
 
 
 def _cli(*argv, cwd=None):
-    return subprocess.run([sys.executable, "-c", CLI, *map(str, argv)], capture_output=True, text=True, timeout=300, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-c", CLI, *map(str, argv)], capture_output=True, text=True, timeout=300, cwd=cwd
+    )
 
 
 def _jsonl_shards(folder, shards: int = 2, rows: int = 30):
@@ -51,7 +94,9 @@ def test_build_corpus_takes_files_folders_and_globs_as_build_release_does(tmp_pa
     shards = _jsonl_shards(tmp_path / "shards")
     documents = {}
     for name, corpus in {"glob": shards / "*.jsonl.gz", "folder": shards, "file": shards / "s0.jsonl.gz"}.items():
-        done = _cli("build", "--corpus", corpus, "--tokenizer", "byte", "--doc-sep", "0", "--out", tmp_path / name, "--quiet")
+        done = _cli(
+            "build", "--corpus", corpus, "--tokenizer", "byte", "--doc-sep", "0", "--out", tmp_path / name, "--quiet"
+        )
         assert done.returncode == 0, done.stderr
         documents[name] = json.loads((tmp_path / name / "stats.json").read_text())["splits"]["train"]["documents"]
     assert documents == {"glob": 60, "folder": 60, "file": 30}
@@ -60,8 +105,24 @@ def test_build_corpus_takes_files_folders_and_globs_as_build_release_does(tmp_pa
 def test_a_different_build_in_the_output_names_the_fields_that_differ(tmp_path):
     corpus = write_corpus(tmp_path / "corpus", [("train", stories(20, 1))])
     out = tmp_path / "release"
-    assert _cli("build", "--corpus", corpus, "--tokenizer", "byte", "--doc-sep", "0", "--out", out, "--quiet").returncode == 0
-    again = _cli("build", "--corpus", corpus, "--tokenizer", "byte", "--doc-sep", "0", "--out", out, "--quiet", "--format", "llmc")
+    assert (
+        _cli("build", "--corpus", corpus, "--tokenizer", "byte", "--doc-sep", "0", "--out", out, "--quiet").returncode
+        == 0
+    )
+    again = _cli(
+        "build",
+        "--corpus",
+        corpus,
+        "--tokenizer",
+        "byte",
+        "--doc-sep",
+        "0",
+        "--out",
+        out,
+        "--quiet",
+        "--format",
+        "llmc",
+    )
     assert again.returncode == 1 and "different build" in again.stderr
     assert "formats" in again.stderr and "corpus" not in again.stderr.split("different build")[1].split("HINT")[0]
 
@@ -72,13 +133,35 @@ def test_quiet_on_corpus_and_tokenizer_train_and_no_cursor_escapes_in_a_log(tmp_
     for argv in (
         ("corpus", "import", shards, "--out", tmp_path / "c", "--all-train", "--shard-rows", "10", "--quiet"),
         ("corpus", "tinystories", tmp_path / "stories.txt", "--out", tmp_path / "t", "--quiet"),
-        ("tokenizer", "train", "--corpus", tmp_path / "c", "--vocab-size", "300", "--out", tmp_path / "tok", "--quiet"),
+        (
+            "tokenizer",
+            "train",
+            "--corpus",
+            tmp_path / "c",
+            "--vocab-size",
+            "300",
+            "--out",
+            tmp_path / "tok",
+            "--quiet",
+        ),
     ):
         done = _cli(*argv)
         assert done.returncode == 0, done.stderr
         assert "it/s" not in done.stderr and "%|" not in done.stderr, argv
     # Not a terminal: bars are plain lines, no cursor movement (ESC [ A) or carriage returns redrawing a line.
-    logged = _cli("build", "--corpus", tmp_path / "c", "--tokenizer", "byte", "--doc-sep", "0", "--out", tmp_path / "r", "--num-proc", "2")
+    logged = _cli(
+        "build",
+        "--corpus",
+        tmp_path / "c",
+        "--tokenizer",
+        "byte",
+        "--doc-sep",
+        "0",
+        "--out",
+        tmp_path / "r",
+        "--num-proc",
+        "2",
+    )
     assert logged.returncode == 0, logged.stderr
     assert "\x1b[" not in logged.stderr and "\r" not in logged.stderr
 
@@ -98,17 +181,38 @@ def test_a_missing_tokenizer_says_no_such_file_not_got_none(tmp_path):
 
 def test_a_tokenizer_without_eos_names_the_tokenizer_not_the_output(tmp_path):
     corpus = write_corpus(tmp_path / "corpus", [("train", stories(50, 1))])
-    assert _cli("tokenizer", "train", "--corpus", corpus, "--vocab-size", "300", "--out", tmp_path / "tok").returncode == 0
+    assert (
+        _cli("tokenizer", "train", "--corpus", corpus, "--vocab-size", "300", "--out", tmp_path / "tok").returncode
+        == 0
+    )
     (tmp_path / "bare").mkdir()
     (tmp_path / "bare" / "tokenizer.json").write_bytes((tmp_path / "tok" / "tokenizer.json").read_bytes())
-    done = _cli("build", "--corpus", corpus, "--tokenizer", tmp_path / "bare" / "tokenizer.json", "--out", tmp_path / "r")
+    done = _cli(
+        "build", "--corpus", corpus, "--tokenizer", tmp_path / "bare" / "tokenizer.json", "--out", tmp_path / "r"
+    )
     assert done.returncode == 1 and "EOD" in done.stderr
     assert done.stderr.split(": error: ")[1].startswith(str(tmp_path / "bare" / "tokenizer.json") + ":")
 
 
 def test_merge_paths_have_no_double_slash(tmp_path):
     corpus = write_corpus(tmp_path / "corpus", [("train", stories(20, 1)), ("train", stories(20, 2))])
-    assert _cli("build", "--corpus", corpus, "--tokenizer", "byte", "--doc-sep", "0", "--out", tmp_path / "r", "--quiet", "--format", "megatron").returncode == 0
+    assert (
+        _cli(
+            "build",
+            "--corpus",
+            corpus,
+            "--tokenizer",
+            "byte",
+            "--doc-sep",
+            "0",
+            "--out",
+            tmp_path / "r",
+            "--quiet",
+            "--format",
+            "megatron",
+        ).returncode
+        == 0
+    )
     done = _cli("merge", tmp_path / "r", "--out", f"{tmp_path / 'merged'}/")
     assert done.returncode == 0, done.stderr
     assert "merged/train" in done.stdout and "//" not in done.stdout
@@ -129,12 +233,37 @@ def test_build_of_a_saved_dataset_with_input_ids_writes_its_ids_and_check_ids_sa
     raw.save_to_disk(tmp_path / "raw")
     built = {}
     for name, extra in {"raw": (), "mapped": ("--check-ids", "sample:5")}.items():
-        done = _cli("build", "--corpus", tmp_path / name, "--tokenizer", "byte", "--doc-sep", "0", "--out", tmp_path / f"r-{name}", "--quiet", *extra)
+        done = _cli(
+            "build",
+            "--corpus",
+            tmp_path / name,
+            "--tokenizer",
+            "byte",
+            "--doc-sep",
+            "0",
+            "--out",
+            tmp_path / f"r-{name}",
+            "--quiet",
+            *extra,
+        )
         assert done.returncode == 0, done.stderr
         built[name] = json.loads((tmp_path / f"r-{name}" / "run_config.json").read_text())
     assert built["mapped"]["ids"]["checked"] == "sample:5" and "ids" not in built["raw"]
-    assert (tmp_path / "r-mapped/shards/train/part-000000.bin").read_bytes() == (tmp_path / "r-raw/shards/train/part-000000.bin").read_bytes()
-    refused = _cli("build", "--corpus", tmp_path / "wrong", "--tokenizer", "byte", "--doc-sep", "0", "--out", tmp_path / "r-wrong", "--quiet")
+    assert (tmp_path / "r-mapped/shards/train/part-000000.bin").read_bytes() == (
+        tmp_path / "r-raw/shards/train/part-000000.bin"
+    ).read_bytes()
+    refused = _cli(
+        "build",
+        "--corpus",
+        tmp_path / "wrong",
+        "--tokenizer",
+        "byte",
+        "--doc-sep",
+        "0",
+        "--out",
+        tmp_path / "r-wrong",
+        "--quiet",
+    )
     assert refused.returncode == 1 and "input_ids" in refused.stderr and "Traceback" not in refused.stderr
 
 
@@ -153,5 +282,7 @@ def test_every_command_takes_quiet():
     from hf_tokbin.cli import make_parser
 
     leaves = dict(_leaf_parsers(make_parser()))
-    assert {"hf-tokbin build", "hf-tokbin corpus import", "hf-tokbin tokenizer train", "hf-tokbin merge"} <= set(leaves)
+    assert {"hf-tokbin build", "hf-tokbin corpus import", "hf-tokbin tokenizer train", "hf-tokbin merge"} <= set(
+        leaves
+    )
     assert [name for name, parser in leaves.items() if "--quiet" not in parser._option_string_actions] == []

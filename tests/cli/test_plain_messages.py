@@ -68,11 +68,12 @@ def test_recipe_of_a_text_file_says_it_is_no_token_file(tmp_path):
     assert "not a token file" in line and not re.search(r"\d{7,}", line), line
 
 
-def test_tokenizer_train_on_a_file_says_it_wants_a_corpus_folder(tmp_path):
-    text = tmp_path / "small.txt"
-    text.write_text("hello world\n")
-    line = error_line(cli(None, "tokenizer", "train", "--corpus", text, "--out", tmp_path / "tok"))
-    assert "JSON" not in line and "corpus folder" in line, line
+def test_tokenizer_train_on_a_file_of_no_input_kind_names_the_kinds_it_reads(tmp_path):
+    weird = tmp_path / "small.weird"
+    weird.write_text("hello world\n")
+    line = error_line(cli(None, "tokenizer", "train", "--corpus", weird, "--out", tmp_path / "tok"))
+    assert str(weird) in line and ".jsonl" in line and ".txt" in line and not INTERNAL.search(line), line
+    assert not (tmp_path / "tok").exists()
 
 
 def test_tokenizer_train_prints_no_blank_lines_on_stdout(tmp_path):
@@ -86,7 +87,19 @@ def test_tokenizer_train_prints_no_blank_lines_on_stdout(tmp_path):
 
 def test_a_count_of_one_is_singular_and_the_hubs_reason_is_said_once(built, tmp_path):
     one_part = write_corpus(tmp_path / "corpus", [("train", stories(1, 1))])
-    plan = cli(None, "build", "--corpus", one_part, "--tokenizer", "byte", "--doc-sep", "0", "--out", tmp_path / "o", "--dry-run")
+    plan = cli(
+        None,
+        "build",
+        "--corpus",
+        one_part,
+        "--tokenizer",
+        "byte",
+        "--doc-sep",
+        "0",
+        "--out",
+        tmp_path / "o",
+        "--dry-run",
+    )
     assert plan.returncode == 0 and "1 documents" not in plan.stdout and "1 document" in plan.stdout, plan.stdout
     with HubServer(token=TOKEN) as hub:
         home = tmp_path / "hf-home"

@@ -38,7 +38,8 @@ def report():
     kept = bytearray(24 << 20)
     del kept  # below it: stays in the heap for the next batch
     with open("/proc/self/maps") as maps:
-        heap = sum(int(high, 16) - int(low, 16) for line in maps if line.rstrip().endswith("[heap]") for low, high in [line.split()[0].split("-")])
+        ranges = [line.split()[0].split("-") for line in maps if line.rstrip().endswith("[heap]")]
+        heap = sum(int(high, 16) - int(low, 16) for low, high in ranges)
     print(json.dumps({
         "pool": pa.default_memory_pool().backend_name,
         "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
@@ -52,14 +53,19 @@ cli.main = report
 cli.exit_main()
 """
 
-# The variables that tune glibc's malloc: a developer's or a CI image's own (some set MALLOC_MMAP_THRESHOLD_ globally) are not the test's.
+# The variables that tune glibc's malloc: a developer's or a CI image's own (some set MALLOC_MMAP_THRESHOLD_
+# globally) are not the test's.
 GLIBC_TUNING = ("GLIBC_TUNABLES", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_")
 
 
 def _is_glibc() -> bool:
     try:
         return sys.platform.startswith("linux") and bool(os.confstr("CS_GNU_LIBC_VERSION"))
-    except (ValueError, OSError, AttributeError):  # musl's confstr fails with EINVAL: the module must still be collected
+    except (
+        ValueError,
+        OSError,
+        AttributeError,
+    ):  # musl's confstr fails with EINVAL: the module must still be collected
         return False
 
 
@@ -67,8 +73,14 @@ glibc = pytest.mark.skipif(not _is_glibc(), reason="glibc's malloc only")
 
 
 def _settings(**env) -> dict:
-    environment = {k: v for k, v in os.environ.items() if k not in ("ARROW_DEFAULT_MEMORY_POOL", "OPENBLAS_NUM_THREADS", *GLIBC_TUNING)}
-    done = subprocess.run([sys.executable, "-c", SCRIPT], env={**environment, **env}, capture_output=True, text=True, timeout=120)
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("ARROW_DEFAULT_MEMORY_POOL", "OPENBLAS_NUM_THREADS", *GLIBC_TUNING)
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT], env={**environment, **env}, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -76,15 +88,23 @@ def _settings(**env) -> dict:
 @glibc
 def test_the_command_allocates_from_a_heap_it_keeps():
     settings = _settings()
-    assert settings["pool"] == "system"  # Arrow's buffers through glibc, kept like the others (not mimalloc's purged pages)
+    assert (
+        settings["pool"] == "system"
+    )  # Arrow's buffers through glibc, kept like the others (not mimalloc's purged pages)
     assert settings["openblas_threads"] == "1"
-    assert settings["region"] == "[heap]"  # without the setting, glibc maps a 64 MiB buffer on its own and unmaps it on free
-    assert settings["heap_bytes_after_free"] >= 24 << 20  # kept for the next batch (glibc's own trim threshold is 128 KiB)
+    assert (
+        settings["region"] == "[heap]"
+    )  # without the setting, glibc maps a 64 MiB buffer on its own and unmaps it on free
+    assert (
+        settings["heap_bytes_after_free"] >= 24 << 20
+    )  # kept for the next batch (glibc's own trim threshold is 128 KiB)
 
 
 @glibc
 def test_what_the_user_set_wins():
-    settings = _settings(ARROW_DEFAULT_MEMORY_POOL="mimalloc", OPENBLAS_NUM_THREADS="2", GLIBC_TUNABLES="glibc.malloc.check=0")
+    settings = _settings(
+        ARROW_DEFAULT_MEMORY_POOL="mimalloc", OPENBLAS_NUM_THREADS="2", GLIBC_TUNABLES="glibc.malloc.check=0"
+    )
     assert settings["pool"] == "mimalloc"
     assert settings["openblas_threads"] == "2"
     assert settings["region"] != "[heap]"  # the user tuned glibc: its default, a mapping of its own, is left as it is
@@ -93,15 +113,26 @@ def test_what_the_user_set_wins():
 
 def test_a_library_users_process_is_left_alone():
     # Importing hf_tokbin (the API, or the CLI module) changes nothing: only exit_main does.
-    code = "import os, hf_tokbin, hf_tokbin.cli, hf_tokbin.api; print(os.environ.get('ARROW_DEFAULT_MEMORY_POOL'), os.environ.get('OPENBLAS_NUM_THREADS'))"
-    environment = {k: v for k, v in os.environ.items() if k not in ("ARROW_DEFAULT_MEMORY_POOL", "OPENBLAS_NUM_THREADS")}
-    done = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=120, check=True)
+    code = (
+        "import os, hf_tokbin, hf_tokbin.cli, hf_tokbin.api; "
+        "print(os.environ.get('ARROW_DEFAULT_MEMORY_POOL'), os.environ.get('OPENBLAS_NUM_THREADS'))"
+    )
+    environment = {
+        k: v for k, v in os.environ.items() if k not in ("ARROW_DEFAULT_MEMORY_POOL", "OPENBLAS_NUM_THREADS")
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=120, check=True
+    )
     assert done.stdout.split() == ["None", "None"]
 
 
 def test_the_command_runs_where_python_has_no_ctypes():
-    # A Python built without libffi (a pyenv build on a machine without libffi-dev) has no ctypes: the command runs untuned.
-    code = "import sys; sys.modules['ctypes'] = None; import hf_tokbin.cli as cli; sys.argv = ['hf-tokbin', '--version']; cli.exit_main()"
+    # A Python built without libffi (a pyenv build on a machine without libffi-dev) has no ctypes: the command runs
+    # untuned.
+    code = (
+        "import sys; sys.modules['ctypes'] = None; import hf_tokbin.cli as cli; "
+        "sys.argv = ['hf-tokbin', '--version']; cli.exit_main()"
+    )
     environment = {k: v for k, v in os.environ.items() if k not in GLIBC_TUNING}
     done = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stderr) == (0, "")
@@ -132,7 +163,9 @@ def _no_mallopt(monkeypatch):
     monkeypatch.setattr(ctypes, "CDLL", lambda name, *args, **kwargs: _NoMallopt())
 
 
-@pytest.mark.parametrize("break_ctypes", [_no_ctypes, _no_dlopen, _no_mallopt], ids=["no ctypes", "no dlopen", "no mallopt"])
+@pytest.mark.parametrize(
+    "break_ctypes", [_no_ctypes, _no_dlopen, _no_mallopt], ids=["no ctypes", "no dlopen", "no mallopt"]
+)
 def test_a_failure_to_tune_glibc_is_silent(monkeypatch, break_ctypes):
     # The tuning only saves time: a glibc it cannot reach leaves the command to run as it would have.
     import hf_tokbin.cli as cli

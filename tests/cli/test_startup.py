@@ -15,7 +15,20 @@ import pytest
 
 from hf_tokbin.cli import COMMANDS
 
-HEAVY = ("datasets", "huggingface_hub", "pyarrow", "pyarrow.parquet", "pyarrow.compute", "tqdm", "fsspec", "numpy", "tokenizers", "gigatoken", "awkward", "pandas")
+HEAVY = (
+    "datasets",
+    "huggingface_hub",
+    "pyarrow",
+    "pyarrow.parquet",
+    "pyarrow.compute",
+    "tqdm",
+    "fsspec",
+    "numpy",
+    "tokenizers",
+    "gigatoken",
+    "awkward",
+    "pandas",
+)
 NEVER_FOR_HELP = ("datasets", "huggingface_hub", "pyarrow.parquet", "tqdm")
 
 
@@ -45,7 +58,10 @@ def test_a_command_help_imports_neither_datasets_nor_the_hub_nor_parquet_nor_tqd
 
 
 def test_import_hf_tokbin_imports_no_library_until_a_name_is_used():
-    code = "import sys, hf_tokbin; before = 'numpy' in sys.modules; hf_tokbin.MegatronPair; print(before, 'numpy' in sys.modules)"
+    code = (
+        "import sys, hf_tokbin; before = 'numpy' in sys.modules; hf_tokbin.MegatronPair; "
+        "print(before, 'numpy' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "True"]
 
@@ -68,7 +84,9 @@ def test_a_local_build_imports_neither_datasets_nor_the_hub_nor_pandas_nor_tqdm(
 
     corpus = write_corpus(tmp_path / "corpus", [("train", stories(20, seed=1))])
     out = tmp_path / "release"
-    imported = _imported_by(["build", "--corpus", str(corpus), "--tokenizer", str(gpt2_tokenizer_json()), "--out", str(out), "--quiet"])
+    imported = _imported_by(
+        ["build", "--corpus", str(corpus), "--tokenizer", str(gpt2_tokenizer_json()), "--out", str(out), "--quiet"]
+    )
     assert (out / "COMPLETE.json").exists()
     assert not imported & {"datasets", "huggingface_hub", "pandas", "tqdm"}
 
@@ -82,7 +100,11 @@ def test_verify_of_a_release_imports_neither_datasets_nor_the_hub_nor_pandas(tmp
 
     corpus = write_corpus(tmp_path / "corpus", [("train", stories(20, seed=1)), ("validation", stories(5, seed=2))])
     out = tmp_path / "release"
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", str(gpt2_tokenizer_json()), "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            ["build", "--corpus", str(corpus), "--tokenizer", str(gpt2_tokenizer_json()), "--out", str(out), "--quiet"]
+        )
+        == 0
+    )
     assert (out / "preview" / "train.parquet").exists()  # so the preview is read
     assert not _imported_by(["verify", str(out)]) & {"datasets", "huggingface_hub", "pandas"}
-

@@ -32,14 +32,45 @@ def test_hub_only_tokenizer_options_are_refused_for_a_local_or_byte_tokenizer(lo
         resolve_tokenizer(name, **option)
 
 
-@pytest.mark.parametrize("flag", [["--tokenizer-revision", COMMIT], ["--tokenizer-subfolder", "sub"], ["--corpus-revision", COMMIT]])
+@pytest.mark.parametrize(
+    "flag", [["--tokenizer-revision", COMMIT], ["--tokenizer-subfolder", "sub"], ["--corpus-revision", COMMIT]]
+)
 def test_build_refuses_them_before_any_work(corpus, local_tokenizer, tmp_path, capsys, flag):
     out = tmp_path / "release"
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", str(local_tokenizer), "--out", str(out), "--quiet", *flag]) == 1
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(local_tokenizer),
+                "--out",
+                str(out),
+                "--quiet",
+                *flag,
+            ]
+        )
+        == 1
+    )
     err = capsys.readouterr().err
     assert flag[0] in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
 
 
 def test_without_them_the_build_runs(corpus, local_tokenizer, tmp_path):
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", str(local_tokenizer), "--out", str(tmp_path / "release"), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(local_tokenizer),
+                "--out",
+                str(tmp_path / "release"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )

@@ -25,12 +25,28 @@ def hub_bars_restored(monkeypatch):
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     # Two input shards: the local engine shows its "parts" bar.
-    return write_corpus(tmp_path_factory.mktemp("c") / "corpus", [("train", stories(5, seed=1)), ("train", stories(5, seed=2))])
+    return write_corpus(
+        tmp_path_factory.mktemp("c") / "corpus", [("train", stories(5, seed=1)), ("train", stories(5, seed=2))]
+    )
 
 
 def build_stderr(corpus, out, env_extra: dict, *flags) -> str:
     env = {k: v for k, v in os.environ.items() if k not in DISABLING_VARIABLES} | env_extra
-    command = [sys.executable, "-m", "hf_tokbin", "build", "--corpus", str(corpus), "--tokenizer", "byte", "--doc-sep", "3", "--out", str(out), *flags]
+    command = [
+        sys.executable,
+        "-m",
+        "hf_tokbin",
+        "build",
+        "--corpus",
+        str(corpus),
+        "--tokenizer",
+        "byte",
+        "--doc-sep",
+        "3",
+        "--out",
+        str(out),
+        *flags,
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     assert result.returncode == 0, result.stderr
     return result.stderr
@@ -57,5 +73,21 @@ def test_show_progress_reads_the_variables(monkeypatch):
 
 def test_quiet_silences_the_hub_clients_bars(corpus, tmp_path):
     enable_progress_bars()
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", "byte", "--doc-sep", "3", "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                "byte",
+                "--doc-sep",
+                "3",
+                "--out",
+                str(tmp_path / "r"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert are_progress_bars_disabled()

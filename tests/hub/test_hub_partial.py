@@ -17,8 +17,7 @@ from hf_tokbin.cli import main
 from hf_tokbin.errors import VerificationError
 from hf_tokbin.hub import RetryPolicy, pull_release
 from hf_tokbin.pipeline.merge import merge_release
-from hf_tokbin.verify.compat import LoaderSettings
-from hf_tokbin.verify.recipe import recipe
+from hf_tokbin.trainers import LoaderSettings, recipe
 from hf_tokbin.verify.release import verify_release
 
 TOKEN = "hf_partial_test_token_0123456789"

@@ -341,7 +341,7 @@ LLAMA3_BEGIN_OF_TEXT = 128000
 
 def test_llama3_layout_writes_llmc_own_data_begin_of_text_before_each_document(tmp_path, capsys):
     """llm.c's dev/data (tinystories.py, fineweb.py ``tokenize_llama``) writes ``[128000] + ids`` per document, no 128001."""
-    from hf_tokbin.verify import compat
+    from hf_tokbin import trainers
 
     corpus = write_corpus(tmp_path / "corpus", [("train", story_texts(12, seed=5)), ("validation", story_texts(4, seed=6))])
     tokenizer = llama3_tokenizer_json()
@@ -362,7 +362,7 @@ def test_llama3_layout_writes_llmc_own_data_begin_of_text_before_each_document(t
     assert config.llmc_doc_sep.id == LLAMA3_BEGIN_OF_TEXT
     assert llmc.TokensManifest.read(out / "tokens/llama3/toy/_MANIFEST.json").doc_sep_id == LLAMA3_BEGIN_OF_TEXT
     assert verify_release(out).warnings == []
-    assert [f for f in compat.check(out, "llmc-llama3") if f.rule == "begin-of-text"] == []
+    assert [f for f in trainers.check(out, "llmc-llama3") if f.rule == "begin-of-text"] == []
     assert "128000" in (out / "README.md").read_text()
 
 

@@ -19,8 +19,7 @@ from hf_tokbin.formats import megatron
 from hf_tokbin.formats.release import Complete
 from hf_tokbin.pipeline import build, plan_build
 from hf_tokbin.tokenizer import resolve_tokenizer
-from hf_tokbin.verify.compat import LoaderSettings
-from hf_tokbin.verify.recipe import recipe
+from hf_tokbin.trainers import LoaderSettings, recipe
 from hf_tokbin.verify.release import verify_release
 
 EOS = "<|endoftext|>"

@@ -304,6 +304,6 @@ def test_torch_missing_gives_an_install_hint(monkeypatch):
 
 
 def test_readers_never_import_torch_or_grain():
-    code = "import sys, hf_tokbin.readers, hf_tokbin.readers.torch, hf_tokbin.verify.compat; print(sorted(m for m in ('torch', 'grain') if m in sys.modules))"
+    code = "import sys, hf_tokbin.readers, hf_tokbin.readers.torch, hf_tokbin.trainers; print(sorted(m for m in ('torch', 'grain') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -22,8 +22,7 @@ from consumer_fixtures import docs_of, write_release
 from hf_tokbin.cli import main
 from hf_tokbin.errors import FormatError
 from hf_tokbin.formats import llmc
-from hf_tokbin.verify.compat import LoaderSettings
-from hf_tokbin.verify.recipe import CHECKED_AGAINST, TARGETS, recipe
+from hf_tokbin.trainers import CHECKED_AGAINST, TARGETS, LoaderSettings, recipe
 
 VOCAB, EOT = 50257, 50256  # GPT-2
 SMALL = LoaderSettings(batch_size=2, seq_len=8)
@@ -336,7 +335,9 @@ def test_modded_nanogpt_val_batches_fit_inside_each_file(tmp_path, max_tokens, w
     val = [rng.integers(0, EOT, 1_000_000).tolist() for _ in range(3)]
     root = write_release(tmp_path / "rel", [docs(4, 1), docs(4, 2)], [val], VOCAB, EOT, max_tokens=max_tokens)
     r = recipe(root, "modded-nanogpt", LoaderSettings(batch_size=2, seq_len=8, world_size=world_size))
-    printed = {line.split(":")[0].strip(): line.split("=")[1].strip() for line in r.code if line.strip().startswith("val_")}
+    printed = {
+        line.split(":")[0].strip(): line.split("=")[1].strip() for line in r.code if line.strip().startswith("val_")
+    }
     assert printed["val_batch_size"] == str(val_batch) and printed["val_tokens"] == str(val_tokens)
     assert int(printed["val_tokens"]) % int(printed["val_batch_size"]) == 0  # train_gpt.py asserts it
     # The printed val_batch_size fixes verify --for's finding: a note of the change, no finding left.
@@ -390,7 +391,9 @@ HOSTILE = {
 }
 
 
-@pytest.mark.parametrize("fields", [{"revision": HOSTILE["revision"]}, {"source": HOSTILE["source"], "subfolder": HOSTILE["subfolder"]}])
+@pytest.mark.parametrize(
+    "fields", [{"revision": HOSTILE["revision"]}, {"source": HOSTILE["source"], "subfolder": HOSTILE["subfolder"]}]
+)
 @pytest.mark.parametrize("target", TARGETS)
 def test_a_hostile_releases_recipe_pasted_into_bash_runs_nothing(release, tmp_path, capsys, fields, target):
     """run_config.json written directly (no build, no read-side validation): the printed text is pasted into bash.
@@ -431,8 +434,12 @@ def test_recipe_json_carries_the_commands_as_argv(release, capsys):
     assert main(["recipe", str(root), "--for", "llmc", "-T", "8", "-B", "2", "--epochs", "2", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     text = recipe(root, "llmc", LoaderSettings(batch_size=2, seq_len=8, epochs=2))
-    assert record["commands"] == [list(c) for c in text.commands] and record["checked_against"] == CHECKED_AGAINST["llmc"]
+    assert (
+        record["commands"] == [list(c) for c in text.commands] and record["checked_against"] == CHECKED_AGAINST["llmc"]
+    )
     assert [shlex.join(c) for c in record["commands"]] == record["lines"]
     c_line = record["commands"][0]
-    assert c_line[c_line.index("-x") + 1] == str(2 * int(recipe(root, "llmc", SMALL).commands[0][c_line.index("-x") + 1]))
+    assert c_line[c_line.index("-x") + 1] == str(
+        2 * int(recipe(root, "llmc", SMALL).commands[0][c_line.index("-x") + 1])
+    )
     assert record["findings"] == [] and record["release"] == str(root)

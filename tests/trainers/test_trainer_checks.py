@@ -16,11 +16,13 @@ from consumer_fixtures import (
     write_release,
 )
 
+from hf_tokbin import trainers
 from hf_tokbin.cli import main
 from hf_tokbin.errors import FormatError, VerificationError
 from hf_tokbin.formats import llmc, megatron
-from hf_tokbin.verify import compat
-from hf_tokbin.verify.compat import LoaderSettings, check, most_documents_per_micro_batch
+from hf_tokbin.trainers import LoaderSettings, check
+from hf_tokbin.trainers.megatron_lm import MEGATRON_UINT16_BELOW
+from hf_tokbin.trainers.modded_nanogpt import most_documents_per_micro_batch
 
 SMALL = LoaderSettings(batch_size=2, seq_len=8)  # B*T+1 = 17 tokens per file
 GPT2_EOT = 50256
@@ -84,13 +86,19 @@ def test_llmc_refuses_uint32_and_llama3_files(tmp_path):
     llmc.write_tokens(l3, np.arange(40), 128256, family="llama3")
     for path, got in ((v2, "magic 20240520 version 2"), (l3, "magic 20240801 version 7")):
         finding = only(check(path, "llmc", SMALL), "magic-version")
-        assert finding.level == "error" and got in finding.message and "accepts magic 20240520 version 1 only" in finding.message
+        assert (
+            finding.level == "error"
+            and got in finding.message
+            and "accepts magic 20240520 version 1 only" in finding.message
+        )
 
 
 def test_llmc_min_tokens_and_empty_file(tmp_path):
     short = lone_llmc(tmp_path, np.arange(16), 256)
     finding = only(check(short, "llmc", SMALL), "min-tokens")
-    assert finding.level == "error" and "world_size*B*T+1 = 17 tokens" in finding.message and "has 16" in finding.message
+    assert (
+        finding.level == "error" and "world_size*B*T+1 = 17 tokens" in finding.message and "has 16" in finding.message
+    )
     assert "min-tokens" not in rules(check(lone_llmc(tmp_path, np.arange(17), 256, "ok.bin"), "llmc", SMALL))
     two_procs = LoaderSettings(batch_size=2, seq_len=8, world_size=2)
     assert only(check(tmp_path / "ok.bin", "llmc", two_procs), "min-tokens").message.count("33 tokens") == 1
@@ -109,9 +117,14 @@ def test_llmc_seek_offset_boundary(tmp_path):
 
 
 def test_llmc_seq_len_vocab_order_and_val(tmp_path):
-    assert only(check(lone_llmc(tmp_path, np.arange(40), 256), "llmc", LoaderSettings(seq_len=1025)), "seq-len").level == "error"
+    assert (
+        only(check(lone_llmc(tmp_path, np.arange(40), 256), "llmc", LoaderSettings(seq_len=1025)), "seq-len").level
+        == "error"
+    )
     big = lone_llmc(tmp_path, np.arange(40), 60000, "big.bin")
-    assert only(check(big, "llmc", SMALL), "gpt2-vocab").level == "warning"  # a .bin checkpoint may hold them; recipe refuses the rest
+    assert (
+        only(check(big, "llmc", SMALL), "gpt2-vocab").level == "warning"
+    )  # a .bin checkpoint may hold them; recipe refuses the rest
     # Files named train-9, train-10: glob order is train-10 first.
     folder = tmp_path / "order"
     folder.mkdir()
@@ -137,7 +150,8 @@ def test_llmc_reports_a_broken_file_as_format_error(tmp_path):
 
 def test_modded_nanogpt_passes_a_gpt2_release_but_for_its_tiny_val_split(gpt2_release):
     findings = check(gpt2_release, "modded-nanogpt", LoaderSettings(seq_len=64))
-    # A few dozen val tokens: the val loader (align_to_bos=False) needs one micro-batch of 2,048 tokens per process + 2.
+    # A few dozen val tokens: the val loader (align_to_bos=False) needs one micro-batch of 2,048 tokens per process +
+    # 2.
     assert [(f.level, f.rule) for f in findings] == [("error", "val-tokens")]
 
 
@@ -146,7 +160,9 @@ def test_modded_nanogpt_short_documents_overflow_its_documents_per_micro_batch(t
     rng = np.random.default_rng(9)
     short = [rng.integers(0, GPT2_EOT, 140).tolist() for _ in range(600)]
     root = write_release(tmp_path / "rel", [short, short], [short], 50257, GPT2_EOT)
-    (finding,) = [f for f in check(root, "modded-nanogpt", LoaderSettings(seq_len=896)) if f.rule == "documents-per-micro-batch"]
+    (finding,) = [
+        f for f in check(root, "modded-nanogpt", LoaderSettings(seq_len=896)) if f.rule == "documents-per-micro-batch"
+    ]
     assert finding.level == "error" and "{16384: 128, 32768: 256, 49152: 352}" in finding.message
     # the loader's own rule, replayed: documents from each BOS until 16,385 tokens are gathered
     tokens = llmc.open_tokens(sorted((root / "tokens" / "tok" / "toy").glob("train-*.bin"))[0])
@@ -156,7 +172,10 @@ def test_modded_nanogpt_short_documents_overflow_its_documents_per_micro_batch(t
 def test_modded_nanogpt_bos_id_and_single_file(tmp_path):
     root = write_release(tmp_path / "rel", [docs(4, 300, 299)], [], 300, 299)
     findings = check(root, "modded-nanogpt", SMALL)
-    assert only(findings, "bos-id").level == "error" and "this release's separator is 299" in only(findings, "bos-id").message
+    assert (
+        only(findings, "bos-id").level == "error"
+        and "this release's separator is 299" in only(findings, "bos-id").message
+    )
     assert only(findings, "single-file").level == "error"
     assert only(findings, "no-bos").level == "error"
 
@@ -166,13 +185,17 @@ def test_modded_nanogpt_bos_first_and_long_docs(tmp_path):
     findings = check(lone_llmc(tmp_path, ids, 50257), "modded-nanogpt", SMALL)
     assert only(findings, "bos-first").message.startswith("the first 3 tokens")
     long_docs = only(findings, "long-docs")
-    assert long_docs.level == "warning" and long_docs.message.startswith("1 of 2 documents are longer than max_seq_len=8")
+    assert long_docs.level == "warning" and long_docs.message.startswith(
+        "1 of 2 documents are longer than max_seq_len=8"
+    )
     assert "long-docs" not in rules(check(tmp_path / "train-00000.bin", "modded-nanogpt", LoaderSettings(seq_len=21)))
 
 
 def test_modded_nanogpt_vocab_and_version(tmp_path):
     assert only(check(lone_llmc(tmp_path, [GPT2_EOT, 1], 60000), "modded-nanogpt", SMALL), "vocab").level == "error"
-    finding = only(check(lone_llmc(tmp_path, [GPT2_EOT, 1], 70000, "v2.bin"), "modded-nanogpt", SMALL), "magic-version")
+    finding = only(
+        check(lone_llmc(tmp_path, [GPT2_EOT, 1], 70000, "v2.bin"), "modded-nanogpt", SMALL), "magic-version"
+    )
     assert "modded-nanogpt's _load_data_shard" in finding.message
 
 
@@ -181,12 +204,22 @@ def test_modded_nanogpt_vocab_and_version(tmp_path):
 
 def test_llmc_llama3_passes_its_files_and_refuses_seed000(tmp_path):
     vocab, sep = 128256, 128000
-    folder = write_llmc_folder(tmp_path / "l3", {"train": docs(6, vocab, sep), "val": docs(3, vocab, sep, 4)}, vocab, sep, writer=functools.partial(llmc.LlmcWriter, family="llama3"))
+    folder = write_llmc_folder(
+        tmp_path / "l3",
+        {"train": docs(6, vocab, sep), "val": docs(3, vocab, sep, 4)},
+        vocab,
+        sep,
+        writer=functools.partial(llmc.LlmcWriter, family="llama3"),
+    )
     findings = check(folder, "llmc-llama3", SMALL)
     assert rules(findings) == ["capacity"]
     seed000 = write_llmc_folder(tmp_path / "v2", {"train": docs(6, vocab, sep)}, vocab, sep)
     finding = only(check(seed000, "llmc-llama3", SMALL), "magic-version")
-    assert finding.level == "error" and "magic 20240520 version 2" in finding.message and "--llmc-layout llama3" in finding.message
+    assert (
+        finding.level == "error"
+        and "magic 20240520 version 2" in finding.message
+        and "--llmc-layout llama3" in finding.message
+    )
 
 
 def test_llmc_llama3_min_tokens_seq_len_and_vocab(tmp_path):
@@ -194,7 +227,13 @@ def test_llmc_llama3_min_tokens_seq_len_and_vocab(tmp_path):
     llmc.write_tokens(path, np.arange(16), 128256, family="llama3")
     assert only(check(path, "llmc-llama3", SMALL), "min-tokens").level == "error"
     assert only(check(path, "llmc-llama3", LoaderSettings(seq_len=8193)), "seq-len").level == "error"
-    folder = write_llmc_folder(tmp_path / "big", {"train": docs(4, 200000, 1)}, 200000, 1, writer=functools.partial(llmc.LlmcWriter, family="llama3"))
+    folder = write_llmc_folder(
+        tmp_path / "big",
+        {"train": docs(4, 200000, 1)},
+        200000,
+        1,
+        writer=functools.partial(llmc.LlmcWriter, family="llama3"),
+    )
     assert only(check(folder, "llmc-llama3", SMALL), "vocab").level == "warning"
 
 
@@ -229,7 +268,11 @@ def test_megatron_empty_and_short_pairs(tmp_path):
     findings = check(folder, "megatron", LoaderSettings(2, 8, eod_id=299))
     assert only(findings, "empty-pair").file.endswith("part-000000.idx")
     short = only(findings, "short-pair")
-    assert short.level == "warning" and short.file.endswith("part-000001.idx") and "4 tokens < seq_length+1 = 9" in short.message
+    assert (
+        short.level == "warning"
+        and short.file.endswith("part-000001.idx")
+        and "4 tokens < seq_length+1 = 9" in short.message
+    )
     assert "short-pair" not in rules(check(folder / "part-000001.idx", "megatron", LoaderSettings(1, 3, eod_id=299)))
 
 
@@ -262,7 +305,9 @@ def test_maxtext_split_sentences(tmp_path):
     folder.mkdir()
     ids = np.array([1, 2, 299, 3, 299], "<u2")
     (folder / "part-000000.bin").write_bytes(ids.tobytes())
-    header = megatron.MAGIC + (1).to_bytes(8, "little") + bytes([8]) + (2).to_bytes(8, "little") + (2).to_bytes(8, "little")
+    header = (
+        megatron.MAGIC + (1).to_bytes(8, "little") + bytes([8]) + (2).to_bytes(8, "little") + (2).to_bytes(8, "little")
+    )
     body = np.array([3, 2], "<i4").tobytes() + np.array([0, 6], "<i8").tobytes() + np.array([0, 2], "<i8").tobytes()
     (folder / "part-000000.idx").write_bytes(header + body)
     finding = only(check(folder, "maxtext", LoaderSettings(1, 2, eod_id=299)), "one-document-per-sequence")
@@ -302,7 +347,9 @@ def test_settings_and_targets_are_validated(pair_release):
         check(pair_release, "nanotron")
     with pytest.raises(FormatError, match="no such file or folder"):
         check(pair_release / "nope", "llmc")
-    assert compat.has_errors([compat.Finding("error", "f", "r", "m")]) and not compat.has_errors([compat.Finding("warning", "f", "r", "m")])
+    assert trainers.has_errors([trainers.Finding("error", "f", "r", "m")]) and not trainers.has_errors(
+        [trainers.Finding("warning", "f", "r", "m")]
+    )
 
 
 def test_cli_prints_findings_and_exits_by_level(gpt2_release, tmp_path, capsys):
@@ -316,7 +363,9 @@ def test_cli_prints_findings_and_exits_by_level(gpt2_release, tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"error: {short}: min-tokens: " in out and "1 error(s)" in out
     assert main(["verify", str(short), "--for", "megatron"]) == 1  # an llm.c file is no pair
-    assert f"error: {short.with_suffix('.idx')}: format: the other half of the pair is missing" in capsys.readouterr().out
+    assert (
+        f"error: {short.with_suffix('.idx')}: format: the other half of the pair is missing" in capsys.readouterr().out
+    )
     (tmp_path / "empty").mkdir()
     assert main(["verify", str(tmp_path / "empty"), "--for", "maxtext"]) == 1
     err = capsys.readouterr().err
@@ -334,7 +383,9 @@ def test_release_run_config_eod_is_used(pair_release):
     assert "one-document-per-sequence" in rules(check(pair_release, "maxtext", SMALL), "error")
     config["doc_sep"]["id"] = "x"
     (pair_release / "run_config.json").write_text(json.dumps(config))
-    with pytest.raises(VerificationError, match="doc_sep.id must be an id < vocab_size"):  # read by RunConfig, the one reader
+    with pytest.raises(
+        VerificationError, match="doc_sep.id must be an id < vocab_size"
+    ):  # read by RunConfig, the one reader
         check(pair_release, "maxtext", SMALL)
 
 
@@ -342,8 +393,8 @@ def test_megatron_rules_match_megatron_core(pair_release):
     """The dtype cut-off is megatron-core's own, and its IndexedDataset reads the pairs we check."""
     pytest.importorskip("torch")
     indexed_dataset = pytest.importorskip("megatron.core.datasets.indexed_dataset")
-    assert indexed_dataset.DType.optimal_dtype(compat.MEGATRON_UINT16_BELOW - 1) == np.uint16
-    assert indexed_dataset.DType.optimal_dtype(compat.MEGATRON_UINT16_BELOW) == np.int32
+    assert indexed_dataset.DType.optimal_dtype(MEGATRON_UINT16_BELOW - 1) == np.uint16
+    assert indexed_dataset.DType.optimal_dtype(MEGATRON_UINT16_BELOW) == np.int32
     from hf_tokbin.readers import MegatronSplit
 
     split = MegatronSplit.open(pair_release)
@@ -371,7 +422,13 @@ def test_nanogpt_dtype_min_tokens_and_vocab(tmp_path):
 def test_llmc_llama3_begin_of_text_warning_names_the_default_build(tmp_path):
     """llm.c's own Llama 3 data puts 128000 before each document; a build with --llmc-layout llama3 does by default."""
     vocab = 128256
-    folder = write_llmc_folder(tmp_path / "eos", {"train": docs(6, vocab, 128001)}, vocab, 128001, writer=functools.partial(llmc.LlmcWriter, family="llama3"))
+    folder = write_llmc_folder(
+        tmp_path / "eos",
+        {"train": docs(6, vocab, 128001)},
+        vocab,
+        128001,
+        writer=functools.partial(llmc.LlmcWriter, family="llama3"),
+    )
     finding = only(check(folder, "llmc-llama3", SMALL), "begin-of-text")
     assert finding.level == "warning" and "separator is 128001" in finding.message
     assert "build with --llmc-layout llama3 and without --doc-sep, --bos or --llmc-sep" in finding.message

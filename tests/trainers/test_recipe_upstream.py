@@ -21,12 +21,13 @@ import pytest
 from consumer_fixtures import docs_of, write_release
 
 from hf_tokbin.formats import llmc, megatron
-from hf_tokbin.verify.compat import LoaderSettings
-from hf_tokbin.verify.recipe import CHECKED_AGAINST, llmc_batches, recipe
+from hf_tokbin.trainers import CHECKED_AGAINST, LoaderSettings, recipe
+from hf_tokbin.trainers.llmc_files import llmc_batches
 
 VOCAB, EOT = 50257, 50256
 
-# karpathy/llm.c f1e2ace651495b74ae22d45d1723443fd00ecd3a train_gpt2.py (and train_llama3.py) argparse: name -> (type, default).
+# karpathy/llm.c f1e2ace651495b74ae22d45d1723443fd00ecd3a train_gpt2.py (and train_llama3.py) argparse: name -> (type,
+# default).
 TRAIN_GPT2_PY = {
     "input_bin": (str, "dev/data/tinyshakespeare/tiny_shakespeare_val.bin"),  # another dataset
     "input_val_bin": (str, ""),
@@ -65,7 +66,8 @@ TRAIN_LLAMA3_PY = {
     "dtype": (str, "bfloat16"),
     "write_tensors": (int, 0),
 }
-# train_gpt2.cu main(): the option loop reads "-x VALUE" pairs (one dash, one or two letters); letter(s) -> (variable, default).
+# train_gpt2.cu main(): the option loop reads "-x VALUE" pairs (one dash, one or two letters); letter(s) -> (variable,
+# default).
 TRAIN_GPT2_CU = {
     "i": ("train_data_pattern", "dev/data/tinyshakespeare/tiny_shakespeare_train.bin"),
     "j": ("val_data_pattern", "dev/data/tinyshakespeare/tiny_shakespeare_val.bin"),
@@ -84,7 +86,8 @@ TRAIN_GPT2_CU = {
     "h": ("hellaswag_eval", 0),
     "z": ("zero_stage", 0),
 }
-# KellerJordan/modded-nanogpt f411b3d346aa52d3504324ca93c230fd84c6c07f train_gpt.py class Hyperparameters: name -> type.
+# KellerJordan/modded-nanogpt f411b3d346aa52d3504324ca93c230fd84c6c07f train_gpt.py class Hyperparameters: name ->
+# type.
 MODDED_HYPERPARAMETERS = {
     "train_files": str,
     "val_files": str,
@@ -102,13 +105,21 @@ MODDED_HYPERPARAMETERS = {
 }
 MODDED_TRAIN_MAX_NUM_DOCS_KEYS = {16384, 32768, 49152}
 MODDED_BOS_ID = 50256
-# distributed_data_generator: max_num_docs = TRAIN_MAX_NUM_DOCS.get(num_tokens_local, next_multiple_of_n(num_tokens_local // 300, n=128)),
-# for the val loader too (num_tokens_local = val_batch_size // 8); a micro-batch with as many BOS as slots or more fails.
+# distributed_data_generator: max_num_docs = TRAIN_MAX_NUM_DOCS.get(num_tokens_local,
+# next_multiple_of_n(num_tokens_local // 300, n=128)),
+# for the val loader too (num_tokens_local = val_batch_size // 8); a micro-batch with as many BOS as slots or more
+# fails.
 MODDED_DEFAULT_MAX_NUM_DOCS = lambda num_tokens_local: -(-(num_tokens_local // 300) // 128) * 128  # noqa: E731
 # train_gpt.py TRAINING_STAGES: (duration, batch_size, train_max_seq_len); the last is the extension stage. A step is
 # grad_accum_steps = 8 // world_size calls of the train loader, each taking batch_size // 8 tokens + 1 per process.
-MODDED_TRAINING_STAGES = [(1 / 3, 8 * 2048 * 8, 896), (1 / 3, 16 * 2048 * 8, 2048), (1 / 3, 24 * 2048 * 8, 2048), (None, 24 * 2048 * 8, 2048)]
-# karpathy/nanoGPT 3adf61e154c3fe3fca428ad6bc3818b27a3b8291 train.py globals configurator.py may override: name -> default.
+MODDED_TRAINING_STAGES = [
+    (1 / 3, 8 * 2048 * 8, 896),
+    (1 / 3, 16 * 2048 * 8, 2048),
+    (1 / 3, 24 * 2048 * 8, 2048),
+    (None, 24 * 2048 * 8, 2048),
+]
+# karpathy/nanoGPT 3adf61e154c3fe3fca428ad6bc3818b27a3b8291 train.py globals configurator.py may override: name ->
+# default.
 NANOGPT_CONFIG = {
     "out_dir": "out", "eval_interval": 2000, "log_interval": 1, "eval_iters": 200, "eval_only": False,
     "always_save_checkpoint": True, "init_from": "scratch", "wandb_log": False, "wandb_project": "owt",
@@ -118,7 +129,8 @@ NANOGPT_CONFIG = {
     "grad_clip": 1.0, "decay_lr": True, "warmup_iters": 2000, "lr_decay_iters": 600000, "min_lr": 6e-5,
     "backend": "nccl", "device": "cuda", "dtype": "bfloat16", "compile": True,
 }  # fmt: skip
-# NVIDIA/Megatron-LM core_v0.16.1 (55ac7082) megatron/training arguments.py / training_config.py: the flags recipes print.
+# NVIDIA/Megatron-LM core_v0.16.1 (55ac7082) megatron/training arguments.py / training_config.py: the flags recipes
+# print.
 MEGATRON_FLAGS = {
     "--train-data-path": {"nargs": "*"},
     "--valid-data-path": {"nargs": "*"},
@@ -163,12 +175,15 @@ def torchrun(argv: list[str]):
 
 
 def launched(argv: list[str], s: LoaderSettings) -> list[str]:
-    """The script's argv of a ``python SCRIPT`` or ``torchrun ... SCRIPT`` line, checking the launcher starts N processes."""
+    """The script's argv of a ``python SCRIPT`` or ``torchrun ... SCRIPT`` line, checking the launcher starts N
+    processes."""
     if s.world_size == 1 and argv[0] == "python":
         return argv[1:]
     ns, script = torchrun(argv)
     assert ns.standalone and int(ns.nproc_per_node) == s.world_size and not ns.no_python and not ns.module
-    assert script[0].endswith(".py")  # torchrun runs the script itself: `torchrun ... python X.py` made `python` the script
+    assert script[0].endswith(
+        ".py"
+    )  # torchrun runs the script itself: `torchrun ... python X.py` made `python` the script
     return script
 
 
@@ -260,7 +275,11 @@ def test_nanogpt_line_is_read_by_its_configurator(release, s):
     assert config["init_from"] == "scratch"
     assert config["gradient_accumulation_steps"] % s.world_size == 0
     per_step = config["gradient_accumulation_steps"] * config["batch_size"] * config["block_size"]
-    train_tokens = sum(f.n_tokens for f in llmc.TokensManifest.read(root / "tokens/tok/toy/_MANIFEST.json").files if f.split == "train")
+    train_tokens = sum(
+        f.n_tokens
+        for f in llmc.TokensManifest.read(root / "tokens/tok/toy/_MANIFEST.json").files
+        if f.split == "train"
+    )
     assert config["max_iters"] == config["lr_decay_iters"] == s.epochs * train_tokens // per_step
     assert config["warmup_iters"] <= config["max_iters"] and config["eval_interval"] <= config["max_iters"]
 
@@ -338,7 +357,8 @@ def test_megatron_line_parses_and_its_samples_cover_the_release(release, tmp_pat
     assert not dist.is_initialized()
     train_ds, valid_ds, _ = BlendedMegatronDatasetBuilder(GPTDataset, sizes, lambda: True, config).build()
     assert len(train_ds) >= args.train_samples  # the blend may round up; training reads the first train_samples
-    # Every pair gives one epoch of distinct samples: (tokens - 1) // seq_length each, give or take the blend's rounding.
+    # Every pair gives one epoch of distinct samples: (tokens - 1) // seq_length each, give or take the blend's
+    # rounding.
     weights = [int(w) for w in args.train_data_path[0::2]]
     drawn = np.asarray(train_ds.dataset_index[: args.train_samples])
     for k, tokens in enumerate(weights):
@@ -358,12 +378,18 @@ def test_maxtext_and_megatron_use_the_same_eod_loss_policy(release):
         assert megatron_args(recipe(root, "megatron", s)).eod_mask_loss == (policy == "mask")
         llmc_recipe = recipe(root, "llmc", s)
         refused = [f for f in llmc_recipe.findings if f.rule == "eod-loss"]
-        assert [f.level for f in refused] == (["error"] if policy == "mask" else [])  # llm.c cannot mask: refused, not ignored
+        assert [f.level for f in refused] == (
+            ["error"] if policy == "mask" else []
+        )  # llm.c cannot mask: refused, not ignored
 
 
 def test_every_target_names_the_commit_of_its_facts():
-    for target, commit in (("llmc", "f1e2ace651495b74ae22d45d1723443fd00ecd3a"), ("modded-nanogpt", "f411b3d346aa52d3504324ca93c230fd84c6c07f"),
-                           ("nanogpt", "3adf61e154c3fe3fca428ad6bc3818b27a3b8291"), ("megatron", "55ac7082517c3878ae653c07c09c534b8aed49f6")):  # fmt: skip
+    for target, commit in (
+        ("llmc", "f1e2ace651495b74ae22d45d1723443fd00ecd3a"),
+        ("modded-nanogpt", "f411b3d346aa52d3504324ca93c230fd84c6c07f"),
+        ("nanogpt", "3adf61e154c3fe3fca428ad6bc3818b27a3b8291"),
+        ("megatron", "55ac7082517c3878ae653c07c09c534b8aed49f6"),
+    ):
         assert commit in CHECKED_AGAINST[target]
 
 
@@ -373,11 +399,17 @@ def modded_train_loader_serves(files: list[np.ndarray], scheduled: int, extensio
     enough BOS ahead is left for the next file) and ``distributed_data_generator`` (files in order, no second pass)."""
     from itertools import accumulate
 
-    ends = [0, *[round(c * scheduled) for c in accumulate(d for d, _, _ in MODDED_TRAINING_STAGES[:-1])], scheduled + extension]
+    ends = [
+        0,
+        *[round(c * scheduled) for c in accumulate(d for d, _, _ in MODDED_TRAINING_STAGES[:-1])],
+        scheduled + extension,
+    ]
     stage_of = lambda step: MODDED_TRAINING_STAGES[next(k for k, end in enumerate(ends[1:]) if step < end)][1:]  # noqa: E731
     shards = iter(files)
     tokens, i = next(shards), 0
-    sent = MODDED_TRAINING_STAGES[0][1:]  # distributed_data_generator(TRAINING_STAGES[0].batch_size, ...train_max_seq_len)
+    sent = MODDED_TRAINING_STAGES[0][
+        1:
+    ]  # distributed_data_generator(TRAINING_STAGES[0].batch_size, ...train_max_seq_len)
     manager = stage_of(0) if ends[-1] else sent  # TrainingManager.reset: training_schedule.lookup(0)
     for step in range(ends[-1]):
         if stage_of(step) != manager:  # advance_schedule: train_loader_send_args
@@ -402,7 +434,9 @@ def _next_batch(tokens: np.ndarray, i: int, num_tokens_local: int, max_seq_len: 
                 return None
             cur = bos[idx]
             idx += 1
-            end = min(bos[idx] if idx < len(bos) else tokens.size, cur + max_seq_len, cur + num_tokens_local - cur_len + 1)
+            end = min(
+                bos[idx] if idx < len(bos) else tokens.size, cur + max_seq_len, cur + num_tokens_local - cur_len + 1
+            )
             cur_len += end - cur
     return idx
 
@@ -410,15 +444,20 @@ def _next_batch(tokens: np.ndarray, i: int, num_tokens_local: int, max_seq_len: 
 @pytest.mark.slow
 @pytest.mark.parametrize("world_size", [1, 8])
 def test_modded_nanogpt_steps_are_served_by_its_loader_with_long_documents(tmp_path, world_size):
-    """Documents longer than train_max_seq_len give the loader fewer tokens than they hold (each window is cut at 896,
-    then 2,048, and the rest of the document is skipped), and each file's tail is left when a micro-batch no longer fits:
+    """Documents longer than train_max_seq_len give the loader fewer tokens than they hold (each window is cut at
+    896, then 2,048, and the rest of the document is skipped), and each file's tail is left when a micro-batch no
+    longer fits:
     the printed steps must be ones the loader serves (ran by hand: the 2 steps printed for 280 documents of 3,000-6,000
     tokens ran out in step 1 with 'NoneType' object is not callable)."""
     rng = np.random.default_rng(11)
     long_docs = docs_of(rng, 320, VOCAB, 3000, 6000, avoid=EOT)
-    root = write_release(tmp_path / "rel", [long_docs[:160], long_docs[160:]], [docs(30, 4)], VOCAB, EOT, max_tokens=750_000)
+    root = write_release(
+        tmp_path / "rel", [long_docs[:160], long_docs[160:]], [docs(30, 4)], VOCAB, EOT, max_tokens=750_000
+    )
     r = recipe(root, "modded-nanogpt", LoaderSettings(world_size=world_size))
-    values = {line.strip().split(":")[0]: int(line.rsplit("= ", 1)[1]) for line in r.code if "_iterations: int" in line}
+    values = {
+        line.strip().split(":")[0]: int(line.rsplit("= ", 1)[1]) for line in r.code if "_iterations: int" in line
+    }
     scheduled, extension = values["num_scheduled_iterations"], values["num_extension_iterations"]
     files = [llmc.open_tokens(f) for f in sorted((root / "tokens/tok/toy").glob("train-*.bin"))]
     assert len(files) >= 2 and scheduled >= 1
@@ -427,7 +466,8 @@ def test_modded_nanogpt_steps_are_served_by_its_loader_with_long_documents(tmp_p
 
 
 def modded_val_bos_most(files: list[np.ndarray], val_tokens: int, val_batch_size: int, world_size: int) -> int:
-    """The most BOS in one process's val micro-batch, as the val loader (align_to_bos=False) reads its val_steps calls."""
+    """The most BOS in one process's val micro-batch, as the val loader (align_to_bos=False) reads its val_steps
+    calls."""
     grad_accum = 8 // world_size
     num_tokens = val_batch_size // grad_accum
     local = num_tokens // world_size
@@ -445,8 +485,9 @@ def modded_val_bos_most(files: list[np.ndarray], val_tokens: int, val_batch_size
 
 @pytest.mark.slow
 def test_modded_nanogpt_val_micro_batches_of_short_documents_get_room_in_the_table(tmp_path):
-    """Ran by hand: a val split of 2.2 M tokens in ~140-token documents got val_batch_size 1,048,576 and the default table:
-    the first validation (step 0) failed with 'The expanded size of the tensor (511) must match the existing size (958)'."""
+    """Ran by hand: a val split of 2.2 M tokens in ~140-token documents got val_batch_size 1,048,576 and the default
+    table: the first validation (step 0) failed with 'The expanded size of the tensor (511) must match the existing
+    size (958)'."""
     rng = np.random.default_rng(5)
     short = lambda n: [rng.integers(0, EOT, 140).tolist() for _ in range(n)]  # noqa: E731
     root = write_release(tmp_path / "rel", [short(5000), short(5000)], [short(8600)], VOCAB, EOT, max_tokens=1_300_000)
@@ -457,7 +498,9 @@ def test_modded_nanogpt_val_micro_batches_of_short_documents_get_room_in_the_tab
     table = ast.literal_eval(line.split("=", 1)[1].strip())
     local = val_batch // 8
     files = [llmc.open_tokens(f) for f in sorted((root / "tokens/tok/toy").glob("val-*.bin"))]
-    assert modded_val_bos_most(files, val_tokens, val_batch, 1) + 1 <= table.get(local, MODDED_DEFAULT_MAX_NUM_DOCS(local))
+    assert modded_val_bos_most(files, val_tokens, val_batch, 1) + 1 <= table.get(
+        local, MODDED_DEFAULT_MAX_NUM_DOCS(local)
+    )
 
 
 # maxtext 0.2.5 (PyPI; Python >= 3.12, so not in this project's test extras) configs/base.yml: key -> default. Read by
@@ -478,7 +521,9 @@ def maxtext_config(lines: list[str]) -> dict:
     import shlex
 
     config = dict(MAXTEXT_CONFIG)
-    assert lines[0].startswith("python -m maxtext.trainers.pre_train.train ")  # the launcher and base.yml, then the keys
+    assert lines[0].startswith(
+        "python -m maxtext.trainers.pre_train.train "
+    )  # the launcher and base.yml, then the keys
     for arg in shlex.split(" ".join(line.rstrip("\\").strip() for line in lines[1:])):
         key, value = arg.split("=", 1)
         assert key in MAXTEXT_CONFIG, f"not a MaxText 0.2.5 key: {key}"
@@ -491,10 +536,14 @@ def test_maxtext_lines_wire_validation_over_the_whole_split(release):
     s = LoaderSettings(batch_size=2, seq_len=8)
     config = maxtext_config(list(recipe(root, "maxtext", s).lines))
     assert config["grain_file_type"] == "mmap_npy" and int(config["steps"]) > 0
-    assert config["run_name"] == ""  # MaxText then names the run {model_name}_{date-time}: a new run, never a resumed one
+    assert (
+        config["run_name"] == ""
+    )  # MaxText then names the run {model_name}_{date-time}: a new run, never a resumed one
     if has_val:
         pairs = [megatron.MegatronPair(idx) for idx in sorted((root / "shards" / "validation").glob("*.idx"))]
-        val_samples = sum(max(0, p.n_tokens - 1) // s.seq_len for p in pairs)  # GPTDataset's / mmap_npy's samples per pair
+        val_samples = sum(
+            max(0, p.n_tokens - 1) // s.seq_len for p in pairs
+        )  # GPTDataset's / mmap_npy's samples per pair
         assert config["grain_eval_files"] and int(config["eval_interval"]) > 0  # -1 never evaluates
         assert int(config["eval_steps"]) == val_samples // s.batch_size > 0  # the whole split, once per evaluation
     else:

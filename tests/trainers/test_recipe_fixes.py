@@ -1,4 +1,5 @@
-"""A recipe whose printed lines fix what ``verify --for`` found exits 0 and notes the change; 1 only when no line does."""
+"""A recipe whose printed lines fix what ``verify --for`` found exits 0 and notes the change; 1 only when no line
+does."""
 
 from __future__ import annotations
 
