@@ -19,7 +19,7 @@ Endpoints (``{repo}`` is ``NS/NAME``, ``{rev}`` a URL-quoted branch or commit id
     GET  /api/datasets/{repo}/tree/{rev}[/{path}]           tree listing (recursive, expand), paginated (Link)
     GET  /api/datasets/{repo}/commits/{rev}                 commit history, newest first, paginated (Link)
     GET|HEAD /datasets/{repo}/resolve/{rev}/{path}          file content (ETag, X-Repo-Commit, X-Linked-*)
-    POST /api/validate-yaml                                 README metadata check (the license id)
+    POST /api/validate-yaml                                 README metadata check (the license id, the configs)
     GET  /api/models/{repo}[/revision/{rev}]                model repo info (models are seeded, never pushed)
     GET|HEAD /{repo}/resolve/{rev}/{path}                   model file content, as for datasets
 
@@ -33,7 +33,7 @@ of ``HubServer.page_size`` with a ``Link: <...>; rel="next"`` header (on the ori
 ``HubServer.page_origins["tree"]`` or ``["commits"]``: a server linking another host); 400 for more than
 ``PATHS_INFO_LIMIT`` paths in one paths-info call; 404 (``EntryNotFound``) for a commit
 deleting a file that does not exist; 400 from validate-yaml for a license id the Hub
-does not know; the server's reason in the JSON ``error`` field and the ``X-Error-Message``
+does not know or a ``configs:`` entry ``datasets`` would not load; the server's reason in the JSON ``error`` field and the ``X-Error-Message``
 header. ``HubServer.create_payloads`` keeps every create-repo request body as sent.
 
 Faults (:class:`Faults`) are switched on by tests; each counter fires a given number of times.
@@ -459,6 +459,9 @@ class _Handler(BaseHTTPRequestHandler):
         if license_id is not None and license_id not in KNOWN_LICENSES:
             message = f'"license" must be one of the Hub\'s license ids (got "{license_id}")'
             return 400, json.dumps({"errors": [{"message": message}], "warnings": []}).encode(), {}
+        configs_error = _card_configs_error(content)
+        if configs_error is not None:
+            return 400, json.dumps({"errors": [{"message": configs_error}], "warnings": []}).encode(), {}
         return self._ok({"errors": [], "warnings": []})
 
     def route_repo_info(self, repo, rev="main", repo_type="dataset"):
@@ -687,6 +690,25 @@ def _card_license(content: str) -> str | None:
         if line.startswith("license:"):
             return line.split(":", 1)[1].strip().strip("'\"")
     return None
+
+
+def _card_configs_error(content: str) -> str | None:
+    """Why the card's ``configs:`` would not load, by ``datasets``' own rule for them (a name per config, data_files
+    as a pattern, a list of them or split/path pairs, one default at most); None when it has none or they load."""
+    import yaml
+    from datasets.utils.metadata import MetadataConfigs
+    from huggingface_hub import DatasetCardData
+
+    match = re.match(r"---\n(.*?)\n---", content, re.S)
+    metadata = yaml.safe_load(match.group(1)) if match else None
+    if not isinstance(metadata, dict) or "configs" not in metadata:
+        return None
+    try:
+        MetadataConfigs.from_dataset_card_data(DatasetCardData(**metadata))
+    except (ValueError, TypeError, AttributeError) as e:
+        return f'"configs": {str(e).strip().splitlines()[0]}'
+    defaults = [c for c in metadata["configs"] if isinstance(c, dict) and c.get("default")]
+    return '"configs": at most one config may be the default' if len(defaults) > 1 else None
 
 
 class _Drop(Exception):

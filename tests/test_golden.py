@@ -28,11 +28,16 @@ CHANGED_BY_TOKENIZER_FILES = {"sample": {"tokenizer/generation_config.json", "to
 SHIPPED_TOKENIZER_DIR = "tokenizer/"
 # A release holds a Parquet preview for the Hub's viewer (issue 25): preview/ is new, COMPLETE.json lists it, the card declares it.
 PREVIEW_DIR = "preview/"
+# The card's charts (pictures/*.svg) are new in every release with Megatron pairs; the preview holds one row per
+# document, each format's ids as columns. COMPLETE.json lists both, the card links the charts.
+PICTURES_DIR = "pictures/"
 # --llmc-layout llama3 writes llm.c's own Llama 3 data by default (issue 22): <|begin_of_text|> (128000) before each
 # document and no 128001 in its llm.c files and manifest (doc_sep_id 128000); its Megatron pairs and receipts keep their bytes.
 CHANGED_BY_LLAMA3_BEGIN_OF_TEXT = {"llama3-upstream": {f"tokens/llama3/tinystories/{name}" for name in ("_MANIFEST.json", "train-00000.bin", "val-00000.bin")}}
 # run-config-v2.json was re-recorded when the card's llm.c example lines came to quote their globs (shell-quoted,
 # the folder's glob characters escaped, as hf-tokbin recipe prints them): README.md and COMPLETE.json only.
+# It was re-recorded again for the preview's one row per document and the card's charts: README.md, COMPLETE.json,
+# preview/ and pictures/ only (every token file, .idx, receipt, manifest and stats.json kept its bytes).
 
 
 def _differences(recorded: dict, now: dict, allowed=lambda tree, path: False) -> list[str]:
@@ -54,7 +59,7 @@ def test_golden_releases_are_byte_identical_to_the_recorded_digests(tmp_path):
 
     def changed_on_purpose(tree: str, path: str) -> bool:
         prefix = "release/" if tree == "sample" else ""
-        shipped = path.startswith((prefix + SHIPPED_TOKENIZER_DIR, prefix + PREVIEW_DIR))
+        shipped = path.startswith(tuple(prefix + folder for folder in (SHIPPED_TOKENIZER_DIR, PREVIEW_DIR, PICTURES_DIR)))
         changed = CHANGED_BY_TOKENIZER_FILES.get(tree, set()) | CHANGED_BY_LLAMA3_BEGIN_OF_TEXT.get(tree, set())
         return path.rsplit("/", 1)[-1] in CHANGED_BY_RUN_CONFIG_2 or path in changed or shipped
 

@@ -1,4 +1,4 @@
-"""Dataset cards: a release's (:mod:`.release`) and a corpus's (:mod:`.corpus`), from the templates in ``dataset_card/``."""
+"""Dataset cards: a release's (:mod:`.release`) and a corpus's (:mod:`.corpus`), from ``dataset_card/``'s templates."""
 
 from .corpus import render_corpus_card
 from .release import render_release_card

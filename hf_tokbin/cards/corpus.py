@@ -21,15 +21,34 @@ from .metadata import HUB_LICENSES, dump_yaml, load_template, markdown_text, siz
 CARD_TEMPLATE = "corpus_card.md"  # in dataset_card/
 DATA_DIR = "data"  # the corpus folder's shards: DATA_DIR/<split>-NNNNN.parquet
 
+
 def check_card_metadata(license: str, language, any_license: bool = False, flag: str = "--license") -> None:
-    """A Hub license id (or, with ``any_license``, any id of that shape) and ISO 639 language codes; one clear error otherwise."""
+    """A Hub license id (or, with ``any_license``, any id of that shape) and ISO 639 language codes.
+
+    Anything else is one clear error."""
     if not isinstance(license, str) or not LICENSE_ID.fullmatch(license):
-        raise CorpusInputError(None, f"{flag}: not a license id", expected="lowercase letters, digits, '.', '+', '-' (e.g. apache-2.0)", got=repr(license))
+        raise CorpusInputError(
+            None,
+            f"{flag}: not a license id",
+            expected="lowercase letters, digits, '.', '+', '-' (e.g. apache-2.0)",
+            got=repr(license),
+        )
     if license not in HUB_LICENSES and not any_license:
-        raise CorpusInputError(None, f"{flag}: not a Hub license id", expected="one of the Hub's ids (apache-2.0, mit, cc-by-4.0, odc-by, other, ...)", got=repr(license), hint="see https://huggingface.co/docs/hub/repositories-licenses; --any-license takes another id")
+        raise CorpusInputError(
+            None,
+            f"{flag}: not a Hub license id",
+            expected="one of the Hub's ids (apache-2.0, mit, cc-by-4.0, odc-by, other, ...)",
+            got=repr(license),
+            hint="see https://huggingface.co/docs/hub/repositories-licenses; --any-license takes another id",
+        )
     for code in language:
         if not isinstance(code, str) or not LANGUAGE_CODE.fullmatch(code):
-            raise CorpusInputError(None, "--language: not an ISO 639 language code", expected="codes such as en, fr, no, zh-Hant", got=repr(code))
+            raise CorpusInputError(
+                None,
+                "--language: not an ISO 639 language code",
+                expected="codes such as en, fr, no, zh-Hant",
+                got=repr(code),
+            )
 
 
 def render_corpus_card(manifest: CorpusManifest, schema=None) -> str:
@@ -39,7 +58,12 @@ def render_corpus_card(manifest: CorpusManifest, schema=None) -> str:
     front = {
         "license": manifest.license,
         "language": list(manifest.language),
-        "configs": [{"config_name": "default", "data_files": [{"split": split, "path": f"{DATA_DIR}/{split}-*.parquet"} for split in present]}],
+        "configs": [
+            {
+                "config_name": "default",
+                "data_files": [{"split": split, "path": f"{DATA_DIR}/{split}-*.parquet"} for split in present],
+            }
+        ],
         "dataset_info": {"features": _features(schema)},
         "size_categories": [size_category(sum(s.rows for s in manifest.shards))],
         "tags": ["hf-tokbin", "text"],

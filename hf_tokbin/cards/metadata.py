@@ -23,18 +23,30 @@ RELEASE_TEMPLATE = "release_card.md"
 _LANGUAGE_CODE = re.compile(r"[a-z]{2,3}")  # the shape of a code, when datasets' list is not at hand
 
 # The Hub's size_categories buckets, by number of documents.
-_SIZE_BUCKETS = [(10**3, "n<1K"), (10**4, "1K<n<10K"), (10**5, "10K<n<100K"), (10**6, "100K<n<1M"), (10**7, "1M<n<10M"), (10**8, "10M<n<100M"), (10**9, "100M<n<1B"), (10**10, "1B<n<10B"), (10**11, "10B<n<100B"), (10**12, "100B<n<1T")]
+_SIZE_BUCKETS = [
+    (10**3, "n<1K"),
+    (10**4, "1K<n<10K"),
+    (10**5, "10K<n<100K"),
+    (10**6, "100K<n<1M"),
+    (10**7, "1M<n<10M"),
+    (10**8, "10M<n<100M"),
+    (10**9, "100M<n<1B"),
+    (10**10, "1B<n<10B"),
+    (10**11, "10B<n<100B"),
+    (10**12, "100B<n<1T"),
+]
 # The Hub's license ids (https://huggingface.co/docs/hub/repositories-licenses; huggingface_hub carries no list).
 # Any other value is written as the Hub's own escape, ``license: other`` with ``license_name``.
 HUB_LICENSES = frozenset(
-    """apache-2.0 mit openrail bigscience-openrail-m creativeml-openrail-m bigscience-bloom-rail-1.0 bigcode-openrail-m
-    afl-3.0 artistic-2.0 bsl-1.0 bsd bsd-2-clause bsd-3-clause bsd-3-clause-clear c-uda cc cc0-1.0 cc-by-2.0 cc-by-2.5
-    cc-by-3.0 cc-by-4.0 cc-by-sa-3.0 cc-by-sa-4.0 cc-by-nc-2.0 cc-by-nc-3.0 cc-by-nc-4.0 cc-by-nd-4.0 cc-by-nc-nd-3.0
-    cc-by-nc-nd-4.0 cc-by-nc-sa-2.0 cc-by-nc-sa-3.0 cc-by-nc-sa-4.0 cdla-sharing-1.0 cdla-permissive-1.0
-    cdla-permissive-2.0 wtfpl ecl-2.0 epl-1.0 epl-2.0 etalab-2.0 eupl-1.1 eupl-1.2 agpl-3.0 gfdl gpl gpl-2.0 gpl-3.0 lgpl
-    lgpl-2.1 lgpl-3.0 isc h-research intel-research lppl-1.3c ms-pl apple-ascl apple-amlr mpl-2.0 odc-by odbl openrail++
-    osl-3.0 postgresql ofl-1.1 ncsa unlicense zlib pddl lgpl-lr deepfloyd-if-license fair-noncommercial-research-license
-    llama2 llama3 llama3.1 llama3.2 llama3.3 llama4 gemma unknown other""".split()
+    """apache-2.0 mit openrail bigscience-openrail-m creativeml-openrail-m bigscience-bloom-rail-1.0
+    bigcode-openrail-m afl-3.0 artistic-2.0 bsl-1.0 bsd bsd-2-clause bsd-3-clause bsd-3-clause-clear c-uda cc
+    cc0-1.0 cc-by-2.0 cc-by-2.5 cc-by-3.0 cc-by-4.0 cc-by-sa-3.0 cc-by-sa-4.0 cc-by-nc-2.0 cc-by-nc-3.0
+    cc-by-nc-4.0 cc-by-nd-4.0 cc-by-nc-nd-3.0 cc-by-nc-nd-4.0 cc-by-nc-sa-2.0 cc-by-nc-sa-3.0 cc-by-nc-sa-4.0
+    cdla-sharing-1.0 cdla-permissive-1.0 cdla-permissive-2.0 wtfpl ecl-2.0 epl-1.0 epl-2.0 etalab-2.0 eupl-1.1
+    eupl-1.2 agpl-3.0 gfdl gpl gpl-2.0 gpl-3.0 lgpl lgpl-2.1 lgpl-3.0 isc h-research intel-research lppl-1.3c
+    ms-pl apple-ascl apple-amlr mpl-2.0 odc-by odbl openrail++ osl-3.0 postgresql ofl-1.1 ncsa unlicense zlib pddl
+    lgpl-lr deepfloyd-if-license fair-noncommercial-research-license llama2 llama3 llama3.1 llama3.2 llama3.3
+    llama4 gemma unknown other.split()""".split()
 )
 
 
@@ -56,15 +68,26 @@ def load_template(name: str = RELEASE_TEMPLATE) -> Template:
     if not ((checkout / "pyproject.toml").is_file() and path.is_file()):
         path = files(TEMPLATE_PACKAGE) / name
     if not path.is_file():
-        raise FormatError(str(path), "dataset card template is missing", hint="reinstall hf_tokbin: the templates ship as hf_tokbin.dataset_card")
+        raise FormatError(
+            str(path),
+            "dataset card template is missing",
+            hint="reinstall hf_tokbin: the templates ship as hf_tokbin.dataset_card",
+        )
     return Template(path.read_text(encoding="utf-8"))
 
 
 class _CardDumper(yaml.SafeDumper):
-    """PyYAML's safe dumper; a string holding a newline or a control character is written double-quoted, escaped, on one line."""
+    """PyYAML's safe dumper.
+
+    A string holding a newline or a control character is written double-quoted, escaped, on one line."""
 
 
-_CardDumper.add_representer(str, lambda dumper, value: dumper.represent_scalar("tag:yaml.org,2002:str", value, style=None if value.isprintable() else '"'))
+_CardDumper.add_representer(
+    str,
+    lambda dumper, value: dumper.represent_scalar(
+        "tag:yaml.org,2002:str", value, style=None if value.isprintable() else '"'
+    ),
+)
 
 
 def dump_yaml(obj) -> str:
@@ -74,7 +97,9 @@ def dump_yaml(obj) -> str:
 
 @cache
 def hub_language_codes() -> frozenset[str] | None:
-    """The language codes the Hub's metadata accepts, as ``datasets`` ships them (``datasets/utils/resources/languages.json``).
+    """The language codes the Hub's metadata accepts, as ``datasets`` ships them.
+
+    The list is ``datasets/utils/resources/languages.json``.
 
     Found without importing ``datasets``; None when the file is not there (then a code is checked by its shape).
     """
@@ -87,7 +112,9 @@ def hub_language_codes() -> frozenset[str] | None:
 
 def is_hub_language(code) -> bool:
     codes = hub_language_codes()
-    return isinstance(code, str) and (code in codes if codes is not None else _LANGUAGE_CODE.fullmatch(code) is not None)
+    return isinstance(code, str) and (
+        code in codes if codes is not None else _LANGUAGE_CODE.fullmatch(code) is not None
+    )
 
 
 # The characters that open an inline element in CommonMark and GitHub's Markdown: a code span, emphasis, a link or an

@@ -41,6 +41,8 @@ documents), ``task_categories: [text-generation]``, ``source_datasets`` (a
 Hub corpus only), ``tokenizer``, ``tags`` (one per format), and ``viewer``:
 true with the preview's ``configs:`` entry when the release holds preview files
 (:mod:`hf_tokbin.cards.preview`; token files are not viewable tables), else false.
+The pictures the release holds (:mod:`hf_tokbin.cards.pictures`) are linked
+beside their tables with relative Markdown image links.
 
 The card says what is true when the build writes it: the files and their
 digests in ``COMPLETE.json``; publishing is what ``hf-tokbin push`` adds. It
@@ -73,6 +75,7 @@ from ..formats.run_config import RunConfig
 from ..formats.sniff import file_magic
 from .lengths import NOT_RECORDED, length_section
 from .metadata import HUB_LICENSES, code_span, dump_yaml, is_hub_language, load_template, markdown_text, size_category
+from .pictures import picture_link, picture_rows, sources_picture
 from .preview import preview_metadata, preview_rows
 
 COUNT_FIELDS = ("documents", "text_tokens", "bos_tokens", "eod_tokens", "total_tokens")
@@ -81,7 +84,13 @@ FORMAT_LABELS = {MEGATRON: "Megatron", LLMC: "llm.c"}
 _LICENSE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")  # what license_name may be: a lowercase slug
 
 
-def render_release_card(release_dir: str | os.PathLike, *, license: str | None = None, language: str | list[str] | None = None, source_dataset: str | None = None) -> str:
+def render_release_card(
+    release_dir: str | os.PathLike,
+    *,
+    license: str | None = None,
+    language: str | list[str] | None = None,
+    source_dataset: str | None = None,
+) -> str:
     """The ``README.md`` text of the release in ``release_dir``; arguments override ``run_config.json``."""
     release = _Release.read(Path(release_dir))
     corpus = _dict(release.config.corpus) if release.config else {}
@@ -100,7 +109,9 @@ def render_release_card(release_dir: str | os.PathLike, *, license: str | None =
         release.formats,
         preview_metadata(release.root),
     )
-    return load_template().substitute(metadata=metadata, license_line=_license_line(license, language), **_sections(release))
+    return load_template().substitute(
+        metadata=metadata, license_line=_license_line(license, language), **_sections(release)
+    )
 
 
 @dataclass(frozen=True)
@@ -159,19 +170,36 @@ def _sections(release: _Release) -> dict[str, str]:
     llmc_layout = _llmc_layout(config, root, release.manifests) if LLMC in formats else None
     layout = release.layout()
     version = _text(_dict(config.versions).get("hf_tokbin")) if config else None
-    sources = {name: {s: c.stats_dict() for s, c in by_split.items()} for name, by_split in release.stats.sources.items()} if release.stats else {}
-    counts = _counts_section(release.split_counts, sources, bool(release.stats and release.stats.splits), eod_id, separator, formats, layout)
+    sources = (
+        {name: {s: c.stats_dict() for s, c in by_split.items()} for name, by_split in release.stats.sources.items()}
+        if release.stats
+        else {}
+    )
+    from_stats = bool(release.stats and release.stats.splits)
+    counts = _counts_section(release.split_counts, sources, from_stats, eod_id, separator, formats, layout)
+    counts += _source_pictures(root)
     return dict(
         title=release.title(markdown_text),
         hf_tokbin=f"hf_tokbin {version}" if version else "hf_tokbin",
         corpus_phrase=code_span(config.dataset) if config else "a text corpus",
         trainers=_trainers(formats),
-        files_section=_files_section(root, release.receipts, release.manifests, formats, llmc_layout) + _order_note(config, formats),
+        files_section=_files_section(root, release.receipts, release.manifests, formats, llmc_layout)
+        + _order_note(config, formats),
         counts_section=counts + _llmc_counts(release.manifests, formats),
         lengths_section=length_section(root, release.receipts) if MEGATRON in formats else NOT_RECORDED,
         tokenizer_section=_tokenizer_section(_dict(config.tokenizer) if config else {}, config),
         split_section=_split_section(config.split_rule if config else None),
-        format_section=_format_section(root, release.receipts, release.manifests, formats, eod_id, separator, llmc_layout, config.megatron_dtype_code if config else None, layout),
+        format_section=_format_section(
+            root,
+            release.receipts,
+            release.manifests,
+            formats,
+            eod_id,
+            separator,
+            llmc_layout,
+            config.megatron_dtype_code if config else None,
+            layout,
+        ),
         reading_section=_reading_section(root, release.receipts, release.manifests, formats, llmc_layout),
     )
 
@@ -196,7 +224,9 @@ def _count(value) -> int | None:
 
 @dataclass(frozen=True)
 class _Layout:
-    """What the card says about document boundaries: the BOS, where llm.c's separator stands, how special-token text was encoded."""
+    """What the card says about document boundaries.
+
+    The BOS, where llm.c's separator stands, how special-token text was encoded."""
 
     bos_id: int | None
     separator_position: str  # "before" or "after"
@@ -212,7 +242,9 @@ class _Layout:
         return f"`[sep] + {bos}ids`" if self.separator_position == "before" else f"`{bos}ids + [sep]`"
 
 
-def _formats(config: RunConfig | None, receipts: list[Receipt], manifests: list[tuple[str, llmc.TokensManifest]]) -> list[str]:
+def _formats(
+    config: RunConfig | None, receipts: list[Receipt], manifests: list[tuple[str, llmc.TokensManifest]]
+) -> list[str]:
     """The formats ``run_config.json`` names, in a fixed order; without it, those whose files are here."""
     if config is not None:
         return [f for f in FORMAT_LABELS if f in config.formats]
@@ -244,7 +276,12 @@ def _receipt_counts(receipts: list[Receipt]) -> dict[str, dict[str, int]]:
     for receipt in receipts:
         for split, counts in receipt.splits.items():
             row = summed.setdefault(split, {"documents": 0, "text_tokens": 0, "eod_tokens": 0, "total_tokens": 0})
-            for key, value in (("documents", counts.documents), ("text_tokens", counts.text_tokens), ("eod_tokens", counts.eod_tokens), ("total_tokens", counts.total_tokens)):
+            for key, value in (
+                ("documents", counts.documents),
+                ("text_tokens", counts.text_tokens),
+                ("eod_tokens", counts.eod_tokens),
+                ("total_tokens", counts.total_tokens),
+            ):
                 row[key] += value
     return {s: summed[s] for s in SPLITS if s in summed}
 
@@ -269,7 +306,9 @@ def _license_metadata(license: str) -> dict:
     return {"license": "other", **({"license_name": license} if _LICENSE_NAME.fullmatch(license) else {})}
 
 
-def _yaml_metadata(license, language, size, source, tokenizer_id, title, formats: list[str], preview: dict | None = None) -> str:
+def _yaml_metadata(
+    license, language, size, source, tokenizer_id, title, formats: list[str], preview: dict | None = None
+) -> str:
     """The card's YAML front matter, written by a YAML emitter: no value can add a key or end the block."""
     metadata = _license_metadata(license)
     languages = [x for x in _languages(language) if is_hub_language(x)]
@@ -326,41 +365,73 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _files_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, llmc.TokensManifest]], formats: list[str], llmc_layout: str | None = None) -> str:
+def _files_section(
+    root: Path,
+    receipts: list[Receipt],
+    manifests: list[tuple[str, llmc.TokensManifest]],
+    formats: list[str],
+    llmc_layout: str | None = None,
+) -> str:
     rows = []
     if MEGATRON in formats:
         for split in SPLITS:
-            pairs = [f for r in receipts for f in r.files if f.path.startswith(f"shards/{split}/") and f.path.endswith(".bin")]
+            pairs = [
+                f
+                for r in receipts
+                for f in r.files
+                if f.path.startswith(f"shards/{split}/") and f.path.endswith(".bin")
+            ]
             if pairs:
                 size = sum(f.size for r in receipts for f in r.files if f.path.startswith(f"shards/{split}/"))
                 what = f"Megatron IndexedDataset pairs, {split} documents"
                 files = f"`shards/{split}/part-NNNNNN.bin` + `.idx`"
                 rows.append([files, what, _counted(len(pairs), "pair"), f"{size:,}"])
     if receipts:
-        what = "one per input shard: its counts" + (", and the size and SHA-256 of its pairs" if MEGATRON in formats else "")
+        what = "one per input shard: its counts" + (
+            ", and the size and SHA-256 of its pairs" if MEGATRON in formats else ""
+        )
         rows.append(["`receipts/part-NNNNNN.json`", what, f"{len(receipts):,}", ""])
     if LLMC in formats:
         for folder, manifest in manifests:
             files = manifest.files
             size = sum(_llmc_file_size(root / folder, f, manifest, llmc_layout) for f in files)
-            rows.append([code_span(f"{folder}/{{train,val}}-NNNNN.bin"), "llm.c token files, with their `_MANIFEST.json`", f"{len(files):,}", f"{size:,}"])
-    rows += preview_rows(root)
+            rows.append(
+                [
+                    code_span(f"{folder}/{{train,val}}-NNNNN.bin"),
+                    "llm.c token files, with their `_MANIFEST.json`",
+                    f"{len(files):,}",
+                    f"{size:,}",
+                ]
+            )
+    rows += preview_rows(root) + picture_rows(root)
     rows += [
         ["`run_config.json`", "pinned inputs, tokenizer and split rule", "1", ""],
         ["`stats.json`", "exact document and token counts, by split and source", "1", ""],
         ["`COMPLETE.json`", "every other file with its size and SHA-256; uploaded last", "1", ""],
     ]
-    note = "\n\nA split's pair is omitted when its input shard holds no document of that split." if MEGATRON in formats else ""
+    note = (
+        "\n\nA split's pair is omitted when its input shard holds no document of that split."
+        if MEGATRON in formats
+        else ""
+    )
     return _table(["files", "what", "count", "bytes"], rows) + note
 
 
 def _order_note(config: RunConfig | None, formats: list[str]) -> str:
-    """How a shuffled release orders its documents (pipeline/shuffle.py); nothing in corpus order, whose cards keep their bytes."""
+    """How a shuffled release orders its documents (pipeline/shuffle.py).
+
+    Nothing in corpus order, whose cards keep their bytes."""
     if config is None or config.shuffle_seed is None:
         return ""
-    text = f"\n\nDocuments are shuffled with seed {config.shuffle_seed}: each part (one input shard) holds its documents in a seeded order"
+    text = (
+        f"\n\nDocuments are shuffled with seed {config.shuffle_seed}: each part (one input shard) holds its "
+        "documents in a seeded order"
+    )
     if LLMC in formats and config.llmc_interleave_seed is not None:
-        text += ", and the llm.c files interleave blocks of every part in a seeded order, so a trainer reading them in order meets every part from the start"
+        text += (
+            ", and the llm.c files interleave blocks of every part in a seeded order, so a trainer reading them "
+            "in order meets every part from the start"
+        )
     elif LLMC in formats:
         text += "; the llm.c files hold the parts in part order"
     if config.llmc_interleave_seed is not None:
@@ -379,40 +450,84 @@ def _id_text(value) -> str:
 def _token_note(eod_id, separator, formats: list[str], layout: _Layout) -> str:
     """What the counts mean for the files this release holds."""
     notes = []
-    bos = f", and begins with one BOS token{_id_text(layout.bos_id)}, counted in `bos tokens`" if layout.bos_id is not None else ""
+    bos = (
+        f", and begins with one BOS token{_id_text(layout.bos_id)}, counted in `bos tokens`"
+        if layout.bos_id is not None
+        else ""
+    )
     if MEGATRON in formats:
-        notes.append(f"In the Megatron pairs every document ends with one EOD token{_id_text(eod_id)}, counted in `eod tokens`{bos}.")
+        notes.append(
+            f"In the Megatron pairs every document ends with one EOD token{_id_text(eod_id)}, counted in `eod "
+            f"tokens`{bos}."
+        )
     if LLMC in formats:
         bos_note = f" and one BOS{_id_text(layout.bos_id)}" if layout.bos_id is not None else ""
         if _count(separator) is not None:
             where = "preceded" if layout.separator_position == "before" else "followed"
-            notes.append(f"In the llm.c files every document is {where} by the separator{_id_text(separator)}: they hold the text tokens plus one separator{bos_note} per document.")
+            notes.append(
+                f"In the llm.c files every document is {where} by the separator{_id_text(separator)}: they hold the "
+                f"text tokens plus one separator{bos_note} per document."
+            )
         elif layout.bos_id is not None:
-            notes.append(f"The llm.c files hold the text tokens plus one BOS{_id_text(layout.bos_id)} per document: the tokenizer has no separator.")
+            notes.append(
+                f"The llm.c files hold the text tokens plus one BOS{_id_text(layout.bos_id)} per document: the "
+                "tokenizer has no separator."
+            )
         else:
-            notes.append("The llm.c files hold the text tokens only: the tokenizer has no separator, so documents follow each other directly.")
+            notes.append(
+                "The llm.c files hold the text tokens only: the tokenizer has no separator, so documents follow each "
+                "other directly."
+            )
     if MEGATRON in formats:
-        notes.append("`text tokens` are the documents' own tokens; `total tokens` adds the EOD and BOS tokens: the ids of the Megatron pairs.")
+        notes.append(
+            "`text tokens` are the documents' own tokens; `total tokens` adds the EOD and BOS tokens: the ids of the "
+            "Megatron pairs."
+        )
     elif LLMC in formats:
-        notes.append("`text tokens` are the documents' own tokens, and `total tokens` equals them here; the llm.c table below counts every id the files hold.")
+        notes.append(
+            "`text tokens` are the documents' own tokens, and `total tokens` equals them here; the llm.c table below "
+            "counts every id the files hold."
+        )
     return " ".join(notes)
 
 
-def _counts_section(split_counts: dict[str, dict[str, int]], sources: dict[str, dict[str, dict[str, int]]], from_stats: bool, eod_id, separator, formats: list[str], layout: _Layout) -> str:
+def _counts_section(
+    split_counts: dict[str, dict[str, int]],
+    sources: dict[str, dict[str, dict[str, int]]],
+    from_stats: bool,
+    eod_id,
+    separator,
+    formats: list[str],
+    layout: _Layout,
+) -> str:
     if not split_counts:
         return "Not recorded (no `stats.json` and no receipts)."
     # The known counts first, in their order, then any other count stats.json has (shown as it is).
     present = {k for c in split_counts.values() for k in c}
-    columns = [k for k in COUNT_FIELDS if k in present or k != "bos_tokens"] + sorted({k for c in split_counts.values() for k in c} - set(COUNT_FIELDS))
+    columns = [k for k in COUNT_FIELDS if k in present or k != "bos_tokens"] + sorted(
+        {k for c in split_counts.values() for k in c} - set(COUNT_FIELDS)
+    )
     header = ["split"] + [k.replace("_", " ") for k in columns]
-    rows = [[split] + [f"{counts[k]:,}" if k in counts else "" for k in columns] for split, counts in split_counts.items()]
-    origin = "From `stats.json`." if from_stats else "Summed over the receipts (this release has no split counts in `stats.json`)."
+    rows = [
+        [split] + [f"{counts[k]:,}" if k in counts else "" for k in columns] for split, counts in split_counts.items()
+    ]
+    origin = (
+        "From `stats.json`."
+        if from_stats
+        else "Summed over the receipts (this release has no split counts in `stats.json`)."
+    )
     note = _token_note(eod_id, separator, formats, layout)
     text = origin + (" " + note if note else "") + "\n\n" + _table(header, rows)
     source_rows = _source_rows(sources, columns)
     if source_rows:
         text += "\n\nBy source:\n\n" + _table(["source", "split"] + header[1:], source_rows)
     return text
+
+
+def _source_pictures(root: Path) -> str:
+    """The sources pictures the release holds (a build with a source column), one image link per split."""
+    links = [picture_link(root, sources_picture(split), f"Text tokens of {split} by source") for split in SPLITS]
+    return "".join(f"\n\n{link}" for link in links if link)
 
 
 def _source_rows(sources: dict[str, dict[str, dict[str, int]]], columns: list[str]) -> list[list[str]]:
@@ -427,7 +542,9 @@ def _source_rows(sources: dict[str, dict[str, dict[str, int]]], columns: list[st
 
 
 def _llmc_counts(manifests: list[tuple[str, llmc.TokensManifest]], formats: list[str]) -> str:
-    """The llm.c files' documents and tokens per split, as their ``_MANIFEST.json`` lists them: what a trainer reads."""
+    """The llm.c files' documents and tokens per split, as their ``_MANIFEST.json`` lists them.
+
+    That is what a trainer reads."""
     if LLMC not in formats or not manifests:
         return ""
     text = ""
@@ -438,7 +555,8 @@ def _llmc_counts(manifests: list[tuple[str, llmc.TokensManifest]], formats: list
             documents, tokens = sum(f.n_docs for f in files), sum(f.n_tokens for f in files)
             rows.append([f"`{split}`", f"{len(files):,}", f"{documents:,}", f"{tokens:,}"])
         text += (
-            f"\n\nThe llm.c files ({code_span(folder + '/')}), as their `_MANIFEST.json` lists them: the tokens are every id the files hold, "
+            f"\n\nThe llm.c files ({code_span(folder + '/')}), as their `_MANIFEST.json` lists them: the tokens are "
+            "every id the files hold, "
             "separators and BOS included, so they differ from the text tokens above by those per document.\n\n"
             + _table(["split", "files", "documents", "tokens"], rows)
         )
@@ -466,18 +584,29 @@ def _tokenizer_section(tokenizer: dict, config: RunConfig | None) -> str:
     if config is not None and "doc_sep_id" not in tokenizer:
         labelled = [("document separator (EOD)", config.doc_sep), ("BOS, before every document", config.bos)]
         # llm.c's own separator (--llmc-layout llama3: <|begin_of_text|>) only where it is another token.
-        labelled += [("llm.c separator (in the llm.c files instead of the EOD)", config.llmc_doc_sep)] if config.llmc_doc_sep is not None else []
+        labelled += (
+            [("llm.c separator (in the llm.c files instead of the EOD)", config.llmc_doc_sep)]
+            if config.llmc_doc_sep is not None
+            else []
+        )
         for label, token in labelled:
             lines.append(f"- {label}: " + (_boundary_text(token) if token is not None else "none"))
     bos = config.bos if config is not None else None
     lines += ["", _encoding_note(is_byte, config)]
-    lines.append(("A BOS is inserted before every document; no" if bos is not None else "No BOS or") + " padding is inserted; nothing is truncated, packed or deduplicated.")
+    lines.append(
+        ("A BOS is inserted before every document; no" if bos is not None else "No BOS or")
+        + " padding is inserted; nothing is truncated, packed or deduplicated."
+    )
     return "\n".join(lines)
 
 
 def _tokenizer_lines(tokenizer: dict, is_byte: bool) -> list[str]:
     """The tokenizer record's fields: the known ones labelled, in their order, then any other scalar as it is."""
-    labels = {**_TOKENIZER_LABELS, "sha256": "SHA-256 of its canonical description (it has no `tokenizer.json`)"} if is_byte else _TOKENIZER_LABELS
+    labels = (
+        {**_TOKENIZER_LABELS, "sha256": "SHA-256 of its canonical description (it has no `tokenizer.json`)"}
+        if is_byte
+        else _TOKENIZER_LABELS
+    )
     lines = [
         f"- {label}: {code_span(str(tokenizer[key]))}"
         for key, label in labels.items()
@@ -502,8 +631,10 @@ def _encoding_note(is_byte: bool, config: RunConfig | None) -> str:
         return "Each document is encoded as its UTF-8 bytes: one id per byte, the id being the byte value."
     if config is not None and config.special_tokens == "ordinary":
         return (
-            "Each document is encoded once with `tokenizers` (`encode(text, add_special_tokens=False)`) with special-token "
-            "text as ordinary text (`encode_special_tokens = True`): `<|endoftext|>` written in a document is encoded as "
+            "Each document is encoded once with `tokenizers` (`encode(text, add_special_tokens=False)`) with "
+            "special-token "
+            "text as ordinary text (`encode_special_tokens = True`): `<|endoftext|>` written in a document is "
+            "encoded as "
             "the characters it is made of, never as the special token, so no document boundary comes from the text."
         )
     return (
@@ -524,15 +655,29 @@ def _split_section(rule) -> str:
     return markdown_text(recorded) if recorded is not None else SPLIT_RULE_TEXT.get(name, code_span(name))
 
 
-def _llmc_file_size(folder: Path, entry: llmc.LlmcFileEntry, manifest: llmc.TokensManifest, llmc_layout: str | None) -> int:
-    """A token file's size: from its manifest entry and the layout (a build's finish may hold no token file), else from disk."""
+def _llmc_file_size(
+    folder: Path, entry: llmc.LlmcFileEntry, manifest: llmc.TokensManifest, llmc_layout: str | None
+) -> int:
+    """A token file's size: from its manifest entry and the layout, else from disk.
+
+    A build's finish may hold no token file."""
     if llmc_layout in llmc.FAMILIES and manifest.vocab_size <= 2**32:
         return llmc.HEADER_BYTES + entry.n_tokens * llmc.layout_for(manifest.vocab_size, llmc_layout).dtype.itemsize
     path = folder / entry.name
     return path.stat().st_size if path.is_file() else 0
 
 
-def _format_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, llmc.TokensManifest]], formats: list[str], eod_id, separator, llmc_layout, dtype_code, layout: _Layout) -> str:
+def _format_section(
+    root: Path,
+    receipts: list[Receipt],
+    manifests: list[tuple[str, llmc.TokensManifest]],
+    formats: list[str],
+    eod_id,
+    separator,
+    llmc_layout,
+    dtype_code,
+    layout: _Layout,
+) -> str:
     parts = [_megatron_format(root, receipts, eod_id, dtype_code, layout)] if MEGATRON in formats else []
     if LLMC in formats:
         documents = _llmc_documents(separator, layout)
@@ -557,7 +702,8 @@ def _megatron_format(root: Path, receipts: list[Receipt], eod_id, dtype_code, la
     dtype = _megatron_dtype(root, receipts, dtype_code)
     return (
         "**Megatron pairs** are IndexedDataset version 1. `.bin` is a contiguous little-endian "
-        f"stream of {dtype} token ids; each document is one sequence, {layout.megatron_document()}: it ends with one EOD token{_id_text(eod_id)}"
+        f"stream of {dtype} token ids; each document is one sequence, {layout.megatron_document()}: it ends with one "
+        f"EOD token{_id_text(eod_id)}"
         + (f" and begins with one BOS token{_id_text(layout.bos_id)}. " if layout.bos_id is not None else ". ")
         + "`.idx`: magic `MMIDIDX\\0\\0`, version 1 (uint64), the dtype code (uint8), the sequence count and "
         "document count (uint64 each; documents + 1), then the int32 sequence lengths, the int64 byte "
@@ -571,13 +717,17 @@ def _llmc_documents(separator, layout: _Layout) -> str:
     if _count(separator) is None:
         return f"Each document is {shape}, with no separator (the tokenizer has none); files hold whole documents."
     where = "preceded" if layout.separator_position == "before" else "followed"
-    return f"Each document is {shape}: {where} by the document separator{_id_text(separator)}; files hold whole documents."
+    return (
+        f"Each document is {shape}: {where} by the document separator{_id_text(separator)}; files hold whole "
+        "documents."
+    )
 
 
 def _llmc_format(root: Path, folder: str, manifest: llmc.TokensManifest, llmc_layout, documents: str) -> str:
     if llmc_layout == "llama3":
         return (
-            f"**llm.c token files** ({code_span(folder + '/')}) use upstream llm.c's Llama 3 layout (`--llmc-layout llama3`): "
+            f"**llm.c token files** ({code_span(folder + '/')}) use upstream llm.c's Llama 3 layout (`--llmc-layout "
+            "llama3`): "
             "a 1024-byte header of 256 little-endian int32 (magic 20240801, version 7, token count, zeros), "
             f"then uint32 ids, as `train_llama3.py` reads them. {documents}"
         )

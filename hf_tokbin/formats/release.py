@@ -9,6 +9,7 @@
     DIR/run_config.json                                  pinned inputs, tokenizer, split rule, options
     DIR/stats.json                                       exact counts by source and split
     DIR/preview/{train,validation}.parquet               the first documents, for the Hub's viewer (formats/preview.py)
+    DIR/pictures/{lengths,sources}-<split>.svg           the card's charts (cards/pictures.py)
     DIR/README.md                                        dataset card
     DIR/COMPLETE.json                                    written last: every other file, size, SHA-256
 
@@ -68,6 +69,7 @@ SPLITS = ("train", "validation")
 FORMATS = ("llmc", "megatron")  # the output formats, in their canonical order
 STATS_FORMAT = "hf_tokbin.stats/1"
 PREVIEW_DIR = "preview"  # the Parquet preview (formats/preview.py)
+PICTURES_DIR = "pictures"  # the card's SVG charts (cards/pictures.py)
 LLMC_SPLIT = {"train": "train", "validation": "val"}  # seed 000 names the validation split "val"
 
 
@@ -386,11 +388,14 @@ _LAYOUT_PATH = re.compile(
     rf"|{TOKENS_DIR}/[^/]+/[^/]+/[^/]+"  # tokens/<tokenizer_id>/<dataset>/<file>: verify checks the folder's exact files
     rf"|{TOKENIZER_DIR}/(?:{'|'.join(map(re.escape, TOKENIZER_FILES))})"
     rf"|{PREVIEW_DIR}/(?:{'|'.join(SPLITS)})\.parquet"
+    rf"|{PICTURES_DIR}/(?:lengths|sources)-(?:{'|'.join(SPLITS)})\.svg"
     rf"|{re.escape(RUN_CONFIG_NAME)}|{re.escape(STATS_NAME)}|{re.escape(CARD_NAME)}"
 )
 LAYOUT_DESCRIPTION = (
     "shards/{train,validation}/part-N.{bin,idx}, receipts/part-N.json, tokens/<tokenizer_id>/<dataset>/<file>, "
-    "tokenizer/{tokenizer.json,generation_config.json,tokenizer_config.json,special_tokens_map.json}, preview/{train,validation}.parquet, run_config.json, stats.json, README.md"
+    "tokenizer/{tokenizer.json,generation_config.json,tokenizer_config.json,special_tokens_map.json}, "
+    "preview/{train,validation}.parquet, pictures/{lengths,sources}-{train,validation}.svg, run_config.json, "
+    "stats.json, README.md"
 )
 
 

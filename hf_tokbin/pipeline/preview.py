@@ -1,44 +1,63 @@
-"""The finish writes the release's preview (:mod:`hf_tokbin.formats.preview`): the first documents of each split and format.
+"""The finish writes the release's preview (:mod:`hf_tokbin.formats.preview`) and the card's pictures.
 
-The documents are the split's first in the llm.c order (:mod:`hf_tokbin.formats.llmc_order`:
-parts in part order, or with ``--shuffle-seed`` their blocks interleaved),
-the same in every format. The text and source of each document come from its
-corpus shard (through the part's shuffle when ``--shuffle-seed`` was given);
-its ids from ranged reads of the part's own files: the llm.c staging pair or the Megatron pair,
-laid out as each format's files hold the document. ``verify`` checks every
-row against the token files themselves.
+The preview holds the first documents of each split, one row each, with the
+ids of every format the release holds as columns of that row. The documents
+are the split's first in the llm.c order (:mod:`hf_tokbin.formats.llmc_order`:
+parts in part order, or with ``--shuffle-seed`` their blocks interleaved). The
+text and source of each document come from its corpus shard (through the
+part's shuffle when ``--shuffle-seed`` was given); its ids from ranged reads
+of the part's own files: the llm.c staging pair or the Megatron pair, laid out
+as each format's files hold the document. ``verify`` checks every row against
+the token files themselves.
+
+The pictures (:mod:`hf_tokbin.cards.pictures`: the document lengths and the
+sources as SVG bar charts) are written from the records the finish already has
+here: the ``.idx`` lengths and ``stats.json``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..cards.pictures import write_pictures
 from ..formats import megatron
 from ..formats.llmc_order import llmc_order
 from ..formats.llmc_segments import ENDS_DTYPE, ENDS_SUFFIX, TOKENS_SUFFIX
-from ..formats.preview import PREVIEW_DOCUMENTS, PREVIEW_TEXT_BYTES, preview_path, row_ids, write_preview
+from ..formats.preview import (
+    PREVIEW_DOCUMENTS,
+    PREVIEW_TEXT_BYTES,
+    columns,
+    ids_column,
+    preview_path,
+    row_ids,
+    tokens_column,
+    write_preview,
+)
 from ..formats.release import SPLITS, Receipt, pair_path, part_name
 from .plan import BuildPlan, staging_rel
 from .shuffle import permutation
 
 
 def write_previews(plan: BuildPlan, receipts: list[Receipt]) -> list[str]:
-    """Write ``preview/<split>.parquet`` for every split with documents into the work folder; their paths."""
+    """Write ``preview/<split>.parquet`` for every split with documents, and the card's pictures, into the work
+    folder; their paths."""
     written = []
     for split in SPLITS:
         parts = [i for i, s in enumerate(plan.corpus.shards) if s.split == split and s.rows]
         documents = _first_documents(plan, receipts, parts)
         if not documents:
             continue
-        rows = {name: [] for name in ("format", "document", "part", "source", "text", "tokens", "input_ids")}
-        for format in plan.options.formats:
-            for number, (part, source, text, ids) in enumerate(documents):
+        rows = {name: [] for name in columns(plan.options.formats)}
+        for number, (part, source, text, ids) in enumerate(documents):
+            for name, value in zip(("document", "part", "source", "text"), (number, part, source, text)):
+                rows[name].append(value)
+            for format in plan.options.formats:
                 laid_out = layout(plan, format, ids)
-                for name, value in zip(rows, (format, number, part, source, text, int(laid_out.size), laid_out)):
-                    rows[name].append(value)
+                rows[tokens_column(format)].append(int(laid_out.size))
+                rows[ids_column(format)].append(laid_out)
         write_preview(plan.output.work / preview_path(split), rows)
         written.append(preview_path(split))
-    return written
+    return written + write_pictures(plan.output.work, receipts, by_source=plan.source_column is not None)
 
 
 def layout(plan: BuildPlan, format: str, ids: np.ndarray) -> np.ndarray:
@@ -47,7 +66,9 @@ def layout(plan: BuildPlan, format: str, ids: np.ndarray) -> np.ndarray:
 
 
 def _first_documents(plan: BuildPlan, receipts: list[Receipt], parts: list[int]) -> list[tuple]:
-    """(part, source, text, bare ids) of a split's first documents in the llm.c order, at most PREVIEW_DOCUMENTS or PREVIEW_TEXT_BYTES of text.
+    """(part, source, text, bare ids) of a split's first documents in the llm.c order.
+
+    At most PREVIEW_DOCUMENTS documents, and PREVIEW_TEXT_BYTES of text.
 
     The llm.c order (formats/llmc_order.py: the parts in part order, or their blocks interleaved with a seed) for
     every format, so the rows are the same documents in each; a document's row in its shard is the part's
@@ -92,7 +113,11 @@ def _shard_rows(plan: BuildPlan, index: int, order: np.ndarray) -> tuple[list[st
     # Row by row, not Table.take: a compute call's first use imports pandas (a third of the finish).
     table = pa.Table.from_batches(batches)
     texts = [table.column("text")[int(i)].as_py() for i in order]
-    sources = [table.column("source")[int(i)].as_py() for i in order] if "source" in columns else [plan.corpus.name] * len(texts)
+    sources = (
+        [table.column("source")[int(i)].as_py() for i in order]
+        if "source" in columns
+        else [plan.corpus.name] * len(texts)
+    )
     return texts, sources
 
 
@@ -119,7 +144,9 @@ def _bare_ids_of_segment(plan: BuildPlan, receipt: Receipt, first: int, count: i
     ends = _read_ids(plan, staging_rel(receipt.part, ENDS_SUFFIX), before, first + count - before, ENDS_DTYPE)
     start = int(ends[0]) if first else 0
     ends = ends[1:] if first else ends
-    tokens = _read_ids(plan, staging_rel(receipt.part, TOKENS_SUFFIX), start, int(ends[-1]) - start if ends.size else 0, layout.dtype)
+    tokens = _read_ids(
+        plan, staging_rel(receipt.part, TOKENS_SUFFIX), start, int(ends[-1]) - start if ends.size else 0, layout.dtype
+    )
     head = int(plan.bos_id is not None) + int(plan.llmc_sep_id is not None and plan.options.llmc_separator == "before")
     tail = int(plan.llmc_sep_id is not None and plan.options.llmc_separator == "after")
     starts = np.concatenate(([start], ends[:-1])) - start

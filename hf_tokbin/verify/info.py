@@ -9,13 +9,16 @@ from pathlib import Path
 from ..errors import FormatError
 from ..formats import llmc, megatron
 from ..formats.corpus_manifest import CorpusManifest
+from ..formats.lengths import LengthSummary, length_summaries
 from ..formats.merged import MERGED_NAME, read_merged
-from ..formats.release import COMPLETE_NAME, RUN_CONFIG_NAME, STATS_NAME, Stats, counts_table
+from ..formats.release import COMPLETE_NAME, RECEIPTS_DIR, RUN_CONFIG_NAME, STATS_NAME, Receipt, Stats, counts_table
 from ..formats.run_config import RunConfig
 from ..formats.sniff import sniff
 
 _PREVIEW = 8
 MAX_SOURCES_SHOWN = 20  # info is a glance: the largest sources; stats.json and info --json hold every one
+HISTOGRAM_WIDTH = 40  # characters of the longest bar of info's length histogram
+HISTOGRAM_BAR = "#"
 _LLMC_LAYOUTS = {"gpt2": "llm.c token file", "llama3": "upstream llm.c Llama 3 token file"}
 
 
@@ -91,7 +94,9 @@ def describe_folder(path: Path, kind: str) -> str:
 
 
 def describe_record(path: str | os.PathLike) -> tuple[str, dict]:
-    """:func:`describe`'s text and the same as a record (``info --json``): a release's counts by split, else the text."""
+    """:func:`describe`'s text and the same as a record (``info --json``).
+
+    The record of a release holds its counts by split; of anything else, the text."""
     path = Path(path)
     if path.exists() and sniff(path) == "release" and (path / STATS_NAME).exists():
         release = ReleaseInfo.read(path)
@@ -138,7 +143,8 @@ def _llmc_file_fields(path: Path) -> dict:
 
 
 def _merged_fields(path: Path) -> dict:
-    return {"splits": {split.name: {"documents": split.documents, "tokens": split.tokens} for split in read_merged(path)}}
+    splits = read_merged(path)
+    return {"splits": {split.name: {"documents": split.documents, "tokens": split.tokens} for split in splits}}
 
 
 def _corpus_fields(path: Path) -> dict:
@@ -199,16 +205,23 @@ class ReleaseInfo:
             "formats": list(config.formats) if config else None,
             "splits": {split: c.stats_dict() for split, c in self.stats.splits.items()},
             "source_column": self.source_column,
-            "sources": {name: {split: c.stats_dict() for split, c in by_split.items()} for name, by_split in self.stats.sources.items()},
+            "sources": {
+                name: {split: c.stats_dict() for split, c in by_split.items()}
+                for name, by_split in self.stats.sources.items()
+            },
         }
 
     @property
     def source_column(self) -> str | None:
-        """The column the build counted by source (run_config.json), None: not counted (stats.json's one source, the dataset)."""
+        """The column the build counted by source (run_config.json).
+
+        None: not counted (stats.json's one source is the dataset)."""
         return self.config.source_column if self.config else None
 
     def source_lines(self) -> list[str]:
-        """The per-source table, largest sources (total tokens over the splits) first, at most :data:`MAX_SOURCES_SHOWN`."""
+        """The per-source table, largest sources first, at most :data:`MAX_SOURCES_SHOWN`.
+
+        The largest source has the most tokens, summed over the splits."""
         sources = self.stats.sources
         if self.source_column is None and (self.config is not None or set(sources) <= {self.dataset}):
             return []
@@ -217,13 +230,50 @@ class ReleaseInfo:
         width = max(len("source"), *map(len, shown))
         rows = {f"{name:<{width}}  {split}": c for name in shown for split, c in sources[name].items()}
         column = f" (column {self.source_column!r})" if self.source_column else ""
-        more = [f"... {len(order) - len(shown):,} more sources (stats.json and info --json list every one)"] if len(order) > len(shown) else []
-        return [f"by source{column}: {len(order):,} sources, largest first", *counts_table(rows, f"{'source':<{width}}  split"), *more]
+        more = (
+            [f"... {len(order) - len(shown):,} more sources (stats.json and info --json list every one)"]
+            if len(order) > len(shown)
+            else []
+        )
+        return [
+            f"by source{column}: {len(order):,} sources, largest first",
+            *counts_table(rows, f"{'source':<{width}}  split"),
+            *more,
+        ]
 
     def text(self) -> str:
         """A summary (identity, then the build's split table), not the raw ``stats.json``."""
         complete = "complete" if self.complete else "INCOMPLETE (no COMPLETE.json)"
         formats = ", ".join(self.config.formats) if self.config else "unknown"
         vocab = self.config.vocab_size if self.config else None
-        head = f"{self.path}: release {self.dataset}, {complete}; tokenizer {self.tokenizer_id} (vocab {vocab}); formats {formats}"
-        return "\n".join([head, *counts_table(self.stats.splits), *self.source_lines()])
+        tokenizer = f"tokenizer {self.tokenizer_id} (vocab {vocab})"
+        head = f"{self.path}: release {self.dataset}, {complete}; {tokenizer}; formats {formats}"
+        lines = [head, *counts_table(self.stats.splits), *self.source_lines()]
+        return "\n".join(lines + length_histogram(self.path))
+
+
+def length_histogram(path: Path) -> list[str]:
+    """Each split's document lengths as a text histogram: the buckets of the card's table and picture
+    (:mod:`hf_tokbin.formats.lengths`, from the Megatron ``.idx`` files), one bar of ``#`` each; none without them."""
+    receipts = [Receipt.read(p) for p in sorted((path / RECEIPTS_DIR).glob("part-*.json"))]
+    summaries = length_summaries(path, receipts)
+    if not summaries:
+        return []
+    lines = ["document lengths in tokens (Megatron .idx: EOD and BOS included), documents per bucket:"]
+    for split, summary in summaries.items():
+        lines += _histogram(split, summary)
+    return lines
+
+
+def _histogram(split: str, summary: LengthSummary) -> list[str]:
+    largest = max(n for _, _, n in summary.buckets)
+    labels = [f"{low:,}-{high:,}" for low, high, _ in summary.buckets]
+    width = max(map(len, labels))
+    lines = [
+        f"  {split}: {summary.documents:,} documents, shortest {summary.shortest:,}, median {summary.median:,}, "
+        f"longest {summary.longest:,}"
+    ]
+    for label, (_, _, n) in zip(labels, summary.buckets):
+        bar = HISTOGRAM_BAR * (max(1, (HISTOGRAM_WIDTH * n + largest // 2) // largest) if n else 0)
+        lines.append(f"    {label:>{width}} {bar:<{HISTOGRAM_WIDTH}} {n:>12,} {100 * n / summary.documents:5.1f}%")
+    return lines

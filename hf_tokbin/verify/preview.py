@@ -1,7 +1,9 @@
-"""``verify``: a release's preview (:mod:`hf_tokbin.formats.preview`) holds exactly the first documents of its token files, and their text.
+"""``verify``: a release's preview (:mod:`hf_tokbin.formats.preview`) holds exactly the first documents of its
+token files, and their text.
 
-First in the llm.c order (:mod:`hf_tokbin.formats.llmc_order`), recomputed from run_config.json and the receipts;
-a Megatron row is that document's sequence in its pair.
+One row per document, first in the llm.c order (:mod:`hf_tokbin.formats.llmc_order`), recomputed from
+run_config.json and the receipts. A row's ``megatron_input_ids`` are that document's sequence in its pair; its
+``llmc_input_ids``, the rows one after another, are the split's first llm.c ids.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from ..engines.panics import engine_panic_as
 from ..errors import VerificationError
 from ..formats import llmc, megatron
 from ..formats.llmc_order import llmc_order
-from ..formats.preview import COLUMNS, preview_path, read_preview, row_ids
+from ..formats.preview import columns, ids_column, preview_path, read_preview, row_ids, tokens_column
 from ..formats.release import (
     FORMATS,
     LLMC_SPLIT,
@@ -68,30 +70,29 @@ def _check_preview(
 ) -> list[str]:
     rows = read_preview(path)
     formats = [f for f in FORMATS if f in config.formats]
-    count = len(rows["format"]) // max(1, len(formats))
-    expected_formats = [f for f in formats for _ in range(count)]
-    if rows["format"] != expected_formats or count == 0:
-        raise VerificationError(path, "preview rows must be the same first documents for each format of the release, in order", expected=", ".join(formats), got=sorted(set(rows["format"])))
+    count = len(rows["document"])
+    if list(rows) != list(columns(formats)) or count == 0:
+        expected = ", ".join(columns(formats))
+        got = ", ".join(rows) if count else "no row"
+        rule = "preview must hold one row per document, with a column of ids for each format of the release"
+        raise VerificationError(path, rule, expected=expected, got=got)
     in_order = _documents_in_order(receipts, split, count, config.llmc_interleave_seed)
     parts = [part for part, _, _ in in_order]
-    for i in range(len(rows["format"])):
-        _check_row(path, rows, i, i % count, parts)
-    for name in ("part", "source", "text"):
-        if any(rows[name][i] != rows[name][i % count] for i in range(len(rows[name]))):
-            raise VerificationError(path, f"preview column {name} must be the same for a document in every format")
+    for i in range(count):
+        _check_row(path, rows, i, parts, formats)
     gaps = []
-    for k, format in enumerate(formats):
+    for format in formats:
         needed = _token_files_read(config, split, format, in_order, listed)
         absent = sorted(needed - held)
         if absent:
-            not_compared = f"{format} input_ids not checked against the token files"
+            not_compared = f"{ids_column(format)} not checked against the token files"
             gaps.append(f"{preview_path(split)}: {not_compared} ({absent[0]} absent here)")
             continue
-        ids = rows["input_ids"][k * count : (k + 1) * count]
-        _check_ids(path, root, config, split, format, [np.asarray(v, dtype=np.int64) for v in ids], in_order)
+        ids = [np.asarray(v, dtype=np.int64) for v in rows[ids_column(format)]]
+        _check_ids(path, root, config, split, format, ids, in_order)
     if config.tokenizer_sha256 != BYTE_TOKENIZER_SHA256 and SHIPPED_TOKENIZER not in held:
         return gaps + [f"{preview_path(split)}: text not checked against input_ids ({SHIPPED_TOKENIZER} absent here)"]
-    return gaps + _check_texts(path, root, config, rows, count, formats)
+    return gaps + _check_texts(path, root, config, rows, formats)
 
 
 def _token_files_read(
@@ -106,7 +107,7 @@ def _token_files_read(
 TEXT_CHARS_CHECKED = 1 << 20  # a longer row's text is not encoded again here (memory, see below)
 
 
-def _check_texts(path: Path, root: Path, config: RunConfig, rows: dict, count: int, formats: list[str]) -> list[str]:
+def _check_texts(path: Path, root: Path, config: RunConfig, rows: dict, formats: list[str]) -> list[str]:
     """Each row's text is its document's: the release's own tokenizer encodes it to the row's ids.
 
     The ids are the files' (checked above); what a reader of the preview sees is
@@ -120,8 +121,7 @@ def _check_texts(path: Path, root: Path, config: RunConfig, rows: dict, count: i
     encode = _release_encoding(root, config)
     separator = config.llmc_separator or "before"
     gaps = []
-    for document in range(count):
-        text = rows["text"][document]
+    for document, text in enumerate(rows["text"]):
         if len(text) > TEXT_CHARS_CHECKED:
             bound = f"{len(text):,} characters, over the {TEXT_CHARS_CHECKED:,} checked"
             gaps.append(f"{path.parent.name}/{path.name}: row {document}: text not re-encoded: {bound}")
@@ -130,15 +130,16 @@ def _check_texts(path: Path, root: Path, config: RunConfig, rows: dict, count: i
             VerificationError, path, f"row {document}: the release's tokenizer cannot encode the text (it panicked)"
         ):
             ids = encode(text)
-        for k, format in enumerate(formats):
-            row = k * count + document
-            expected = row_ids(format, ids, config.bos_id, config.eod_id, config.llmc_sep_id, separator).astype(np.int64)
-            if not np.array_equal(np.asarray(rows["input_ids"][row], dtype=np.int64), expected):
+        for format in formats:
+            expected = row_ids(format, ids, config.bos_id, config.eod_id, config.llmc_sep_id, separator)
+            held = rows[ids_column(format)][document]
+            if not np.array_equal(np.asarray(held, dtype=np.int64), expected.astype(np.int64)):
                 raise VerificationError(
                     path,
-                    f"row {row}: text must be the document's text: the release's tokenizer must encode it to the row's input_ids",
+                    f"row {document}: text must be the document's text: the release's tokenizer must encode it to the"
+                    f" row's {ids_column(format)}",
                     expected=f"{expected[:8].tolist()}...",
-                    got=f"{list(rows['input_ids'][row][:8])}...",
+                    got=f"{list(held[:8])}...",
                 )
     return gaps
 
@@ -159,8 +160,12 @@ def _release_encoding(root: Path, config: RunConfig):
     return lambda text: np.asarray(tokenizer.encode(text, add_special_tokens=False).ids, dtype=np.uint32)
 
 
-def _documents_in_order(receipts: list[Receipt], split: str, count: int, seed: int | None) -> list[tuple[str, int, int]]:
-    """The split's first ``count`` documents in the llm.c order (formats/llmc_order.py): each one's part, index in the Megatron split and in its part."""
+def _documents_in_order(
+    receipts: list[Receipt], split: str, count: int, seed: int | None
+) -> list[tuple[str, int, int]]:
+    """The split's first ``count`` documents in the llm.c order (formats/llmc_order.py).
+
+    Each is (its part, its index in the Megatron split, its index in its part)."""
     parts = [r for r in receipts if split in r.splits and r.splits[split].documents]
     documents = [r.splits[split].documents for r in parts]
     before = np.concatenate(([0], np.cumsum(documents, dtype=np.int64))).tolist()
@@ -168,20 +173,35 @@ def _documents_in_order(receipts: list[Receipt], split: str, count: int, seed: i
     return [(parts[p].part, before[p] + first + j, first + j) for p, first, n in runs for j in range(n)]
 
 
-def _check_row(path: Path, rows: dict, i: int, document: int, parts: list[str]) -> None:
+def _check_row(path: Path, rows: dict, i: int, parts: list[str], formats: list[str]) -> None:
     where = f"row {i}"
-    if rows["document"][i] != document:
-        raise VerificationError(path, f"{where}: document must count the split's documents from 0", expected=document, got=rows["document"][i])
-    if document >= len(parts) or rows["part"][i] != parts[document]:
-        raise VerificationError(path, f"{where}: part must be the part holding the document (its receipts' counts)", expected=parts[document] if document < len(parts) else "none", got=rows["part"][i])
-    if any(rows[name][i] is None for name in COLUMNS):
+    if rows["document"][i] != i:
+        rule = f"{where}: document must count the split's documents from 0"
+        raise VerificationError(path, rule, expected=i, got=rows["document"][i])
+    if i >= len(parts) or rows["part"][i] != parts[i]:
+        rule = f"{where}: part must be the part holding the document (its receipts' counts)"
+        raise VerificationError(path, rule, expected=parts[i] if i < len(parts) else "none", got=rows["part"][i])
+    if any(rows[name][i] is None for name in rows):
         raise VerificationError(path, f"{where}: no column may be null")
-    if rows["tokens"][i] != len(rows["input_ids"][i]):
-        raise VerificationError(path, f"{where}: tokens must be the number of input_ids", expected=len(rows["input_ids"][i]), got=rows["tokens"][i])
+    for format in formats:
+        tokens, ids = rows[tokens_column(format)][i], rows[ids_column(format)][i]
+        if tokens != len(ids):
+            rule = f"{where}: {tokens_column(format)} must be the number of {ids_column(format)}"
+            raise VerificationError(path, rule, expected=len(ids), got=tokens)
 
 
-def _check_ids(path: Path, root: Path, config: RunConfig, split: str, format: str, ids: list[np.ndarray], in_order: list[tuple[str, int, int]]) -> None:
-    """Megatron: each row is that document's sequence. llm.c: the rows, one after the other, are the split's first ids, each a document."""
+def _check_ids(
+    path: Path,
+    root: Path,
+    config: RunConfig,
+    split: str,
+    format: str,
+    ids: list[np.ndarray],
+    in_order: list[tuple[str, int, int]],
+) -> None:
+    """Megatron: each row is that document's sequence.
+
+    llm.c: the rows, one after the other, are the split's first ids, each a document."""
     if format == "megatron":
         by_part: dict[str, list[int]] = {}
         for k, (part, _, _) in enumerate(in_order):
@@ -190,16 +210,31 @@ def _check_ids(path: Path, root: Path, config: RunConfig, split: str, format: st
             pair = megatron.MegatronPair(root / pair_path(split, part, "bin"))
             for k in rows:
                 if not np.array_equal(ids[k], np.asarray(pair[in_order[k][2]], dtype=np.int64)):
-                    raise VerificationError(path, f"megatron document {in_order[k][1]} (row {k}): input_ids must be the Megatron sequence", got=f"{ids[k][:8].tolist()}...")
+                    raise VerificationError(
+                        path,
+                        f"megatron document {in_order[k][1]} (row {k}): "
+                        "megatron_input_ids must be the Megatron sequence",
+                        got=f"{ids[k][:8].tolist()}...",
+                    )
         return
     stream = LlmcSplit.open(root, split, check_ids=False)
     joined = np.concatenate(ids)
-    if joined.size > stream.n_tokens or not np.array_equal(np.asarray(stream.read(0, joined.size), dtype=np.int64), joined):
-        raise VerificationError(path, "llmc input_ids, one row after the other, must be the split's first llm.c ids")
+    if joined.size > stream.n_tokens or not np.array_equal(
+        np.asarray(stream.read(0, joined.size), dtype=np.int64), joined
+    ):
+        raise VerificationError(path, "llmc_input_ids, one row after the other, must be the split's first llm.c ids")
     # Each row is one document as the layout puts it: [sep, bos, text] or [bos, text, sep]. A scan for the separator
     # cannot cut the stream (text may give the separator's id), so the rows' own ends are checked against the layout.
     bos = config.bos_id
-    head, tail = (list(ids) for ids in llmc.document_boundaries(config.llmc_sep_id, bos, config.llmc_separator or "before"))
+    head, tail = (
+        list(ids) for ids in llmc.document_boundaries(config.llmc_sep_id, bos, config.llmc_separator or "before")
+    )
     for k, row in enumerate(ids):
         if row.size < len(head) + len(tail) or row[: len(head)].tolist() != head or (tail and row[-1] != tail[0]):
-            raise VerificationError(path, f"llmc row {k} must be one document in the llm.c layout (separator {config.llmc_separator}, bos {bos})", expected=[*head, "...", *tail], got=row[:4].tolist())
+            raise VerificationError(
+                path,
+                f"llmc row {k} must be one document in the llm.c layout "
+                f"(separator {config.llmc_separator}, bos {bos})",
+                expected=[*head, "...", *tail],
+                got=row[:4].tolist(),
+            )

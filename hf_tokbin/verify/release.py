@@ -87,10 +87,12 @@ names the file (in a JSON file, the field) and the rule.
    counts its sources and they add up to its split counts (a receipt that does not
    is refused as it is read, naming it), and so do their sums in ``stats.json``.
 9. **Preview** (:mod:`hf_tokbin.verify.preview`). Each ``preview/<split>.parquet``
-   listed holds the same first documents for every format, numbered from 0,
-   each naming the part its receipts put it in, ``tokens`` = its id count, and
-   ids that are the files': the Megatron sequence, the llm.c document (the
-   rows, one after another, are the split's first llm.c ids).
+   listed holds the split's first documents, one row each, numbered from 0,
+   each naming the part its receipts put it in, and per format a
+   ``FORMAT_tokens`` = its id count and ``FORMAT_input_ids`` that are the files':
+   the Megatron sequence, the llm.c document (the rows, one after another, are
+   the split's first llm.c ids). The card's pictures (``pictures/*.svg``) are
+   checked as the card is: by their size and SHA-256 in ``COMPLETE.json``.
 
 Who reads what: this process (the *driver*) reads the records and binary-searches
 the ``.idx`` pointers; every token file is read by a task on ``engine`` (its

@@ -74,7 +74,8 @@ def test_counts_table_shows_stats_json_numbers(tmp_path):
     stats = json.loads((release / "stats.json").read_text())
     card = render_release_card(release)
     train = stats["splits"]["train"]
-    row = f"| train | {train['documents']:,} | {train['text_tokens']:,} | {train['eod_tokens']:,} | {train['total_tokens']:,} |"
+    counts = [train[key] for key in ("documents", "text_tokens", "eod_tokens", "total_tokens")]
+    row = "| train | " + " | ".join(f"{n:,}" for n in counts) + " |"
     assert row in card
     assert "From `stats.json`." in card and "By source:" in card
 
@@ -98,7 +99,9 @@ def test_missing_and_unknown_run_config_fields_are_handled(tmp_path):
     card = render_release_card(release)
     assert "- merges_digest: `abc`" in card and SPLIT_RULE_TEXT[config["split_rule"]["name"]] in card
     # ...a malformed one is one clear error, never a card that guesses...
-    (release / "run_config.json").write_text(json.dumps({"tokenizer": {"tokenizer_id": "tok"}, "split_rule": {"name": "files"}}) + "\n")
+    (release / "run_config.json").write_text(
+        json.dumps({"tokenizer": {"tokenizer_id": "tok"}, "split_rule": {"name": "files"}}) + "\n"
+    )
     with pytest.raises(VerificationError, match="run_config.json: format is missing"):
         render_release_card(release)
     # ...and without one, the formats are those whose files are here.
@@ -121,8 +124,35 @@ def build_release(tmp_path: Path, *build_args: str) -> Path:
     """A real corpus and build through the command line; returns the release folder."""
     (tmp_path / "train.txt").write_text(STORIES, encoding="utf-8")
     (tmp_path / "valid.txt").write_text("Valid.\n", encoding="utf-8")
-    assert main(["corpus", "tinystories", str(tmp_path / "train.txt"), str(tmp_path / "valid.txt"), "--out", str(tmp_path / "corpus")]) == 0
-    assert main(["build", "--corpus", str(tmp_path / "corpus"), "--tokenizer", "byte", "--out", str(tmp_path / "release"), "--quiet", *build_args]) == 0
+    assert (
+        main(
+            [
+                "corpus",
+                "tinystories",
+                str(tmp_path / "train.txt"),
+                str(tmp_path / "valid.txt"),
+                "--out",
+                str(tmp_path / "corpus"),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(tmp_path / "corpus"),
+                "--tokenizer",
+                "byte",
+                "--out",
+                str(tmp_path / "release"),
+                "--quiet",
+                *build_args,
+            ]
+        )
+        == 0
+    )
     return tmp_path / "release"
 
 
@@ -151,7 +181,7 @@ def test_both_formats_card_describes_both_with_their_ids(tmp_path):
     assert meta["tags"] == ["tokenized", "megatron", "llm.c", "hf-tokbin"]
     assert "ends with one EOD token (id 0)" in card
     assert "preceded by the document separator (id 0)" in card
-    assert "IndexedDataset(\"shards/train/part-000000\")" in card and "./train_gpt2cu" in card
+    assert 'IndexedDataset("shards/train/part-000000")' in card and "./train_gpt2cu" in card
 
 
 def test_llama3_variant_card_points_at_train_llama3(tmp_path):
@@ -165,8 +195,15 @@ def test_card_states_the_boundary_tokens_the_layout_and_the_special_token_policy
     (tmp_path / "plain").mkdir()
     release = build_release(tmp_path, "--doc-sep", "10", "--bos", "2", "--llmc-sep", "after")
     card = (release / "README.md").read_text(encoding="utf-8")
-    assert "- document separator (EOD): `10`, from --doc-sep" in card and "- BOS, before every document: `2`, from --bos" in card
-    assert "`[bos] + ids + [eod]`" in card and "`[bos] + ids + [sep]`" in card and "followed by the document separator (id 10)" in card
+    assert (
+        "- document separator (EOD): `10`, from --doc-sep" in card
+        and "- BOS, before every document: `2`, from --bos" in card
+    )
+    assert (
+        "`[bos] + ids + [eod]`" in card
+        and "`[bos] + ids + [sep]`" in card
+        and "followed by the document separator (id 10)" in card
+    )
     assert "| bos tokens |" in card and "A BOS is inserted before every document" in card
     plain = build_release(tmp_path / "plain", "--doc-sep", "10")
     card = (plain / "README.md").read_text(encoding="utf-8")

@@ -1,4 +1,4 @@
-"""The release card says how a shuffled release orders its documents: a reader of llm.c files in order needs to know."""
+"""The release card says how a shuffled release orders its documents: a reader of llm.c files in order must know."""
 
 from __future__ import annotations
 
@@ -14,7 +14,24 @@ def build(tmp_path, name: str, *options: str):
     if not jsonl.exists():
         jsonl.write_text("".join(json.dumps({"text": text}) + "\n" for text in stories(60, seed=3)), encoding="utf-8")
     out = tmp_path / name
-    assert main(["build", "--corpus", str(jsonl), "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet", *options]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(jsonl),
+                "--tokenizer",
+                "byte",
+                "--doc-sep",
+                "0",
+                "--out",
+                str(out),
+                "--quiet",
+                *options,
+            ]
+        )
+        == 0
+    )
     return (out / "README.md").read_text()
 
 
@@ -38,4 +55,8 @@ def test_a_release_from_before_the_interleave_says_its_llmc_files_are_in_part_or
     config["shuffle"]["scope"] = PARTS_SCOPE
     path.write_text(json.dumps(config))
     card = render_release_card(tmp_path / "shuffled")
-    assert "shuffled with seed 7" in card and "the llm.c files hold the parts in part order" in card and "interleave" not in card
+    assert (
+        "shuffled with seed 7" in card
+        and "the llm.c files hold the parts in part order" in card
+        and "interleave" not in card
+    )

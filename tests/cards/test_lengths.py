@@ -26,9 +26,16 @@ def test_the_lengths_are_the_index_lengths_of_every_part(tmp_path):
     for split, got in summaries.items():
         pairs = sorted((release / "shards" / split).glob("*.idx"))
         want = np.concatenate([np.asarray(MegatronPair(p).lengths) for p in pairs])
-        assert (got.documents, got.shortest, got.median, got.longest) == (want.size, int(want.min()), int(np.median(want)), int(want.max()))
+        assert (got.documents, got.shortest, got.median, got.longest) == (
+            want.size,
+            int(want.min()),
+            int(np.median(want)),
+            int(want.max()),
+        )
         assert got.buckets == bucket_counts(want)
-        assert sum(n for _, _, n in got.buckets) == sum(r.splits[split].documents for r in receipts if split in r.splits)
+        assert sum(n for _, _, n in got.buckets) == sum(
+            r.splits[split].documents for r in receipts if split in r.splits
+        )
 
 
 def test_the_card_shows_a_table_per_split(tmp_path):
@@ -59,7 +66,14 @@ def _parts_of_lengths(tmp_path, parts: list[np.ndarray]) -> tuple[Path, list[Rec
             writer.add_documents(np.zeros(int(lengths.sum()), dtype=np.uint16), lengths)
         entry = FileEntry(f"{rel}.idx", 1, "0" * 64)
         counts = SplitCounts(int(lengths.size), int(lengths.sum()), 0, 0, 0)
-        receipts.append(Receipt(part=f"part-{i:06d}", input_shard=FileEntry(f"data/{i}.parquet", 1, "0" * 64), splits={"train": counts}, files=(entry,)))
+        receipts.append(
+            Receipt(
+                part=f"part-{i:06d}",
+                input_shard=FileEntry(f"data/{i}.parquet", 1, "0" * 64),
+                splits={"train": counts},
+                files=(entry,),
+            )
+        )
     return tmp_path, receipts
 
 
@@ -93,4 +107,6 @@ def test_the_card_holds_one_parts_lengths_at_a_time(tmp_path):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert peak < 8 * one_part <= sum(p.nbytes for p in parts) / 2  # one part's passes (log2, floor: a few copies); all of them: 6x more
+    assert (
+        peak < 8 * one_part <= sum(p.nbytes for p in parts) / 2
+    )  # one part's passes (log2, floor: a few copies); all of them: 6x more

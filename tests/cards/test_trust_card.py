@@ -55,7 +55,8 @@ def test_the_card_counts_llmc_tokens_as_the_files_hold_them(request, fixture):
     manifest = json.loads(next((root / "tokens").rglob(llmc.MANIFEST_NAME)).read_text())
     for split in ("train", "val"):
         files = [f for f in manifest["files"] if f["split"] == split]
-        row = f"| `{split}` | {len(files):,} | {sum(f['n_docs'] for f in files):,} | {sum(f['n_tokens'] for f in files):,} |"
+        documents, tokens = sum(f["n_docs"] for f in files), sum(f["n_tokens"] for f in files)
+        row = f"| `{split}` | {len(files):,} | {documents:,} | {tokens:,} |"
         assert row in card, (row, card)
 
 
@@ -70,7 +71,18 @@ def test_a_license_cannot_inject_yaml(copy, license):
     meta = front_matter(card)
     # The only configs: the release's own preview (cards/preview.py), never one a license wrote.
     assert meta.get("configs") == preview_metadata(copy).get("configs") and meta["license"] == "other"
-    assert set(meta) <= {"license", "license_name", "language", "size_categories", "task_categories", "pretty_name", "tokenizer", "tags", "viewer", "configs"}
+    assert set(meta) <= {
+        "license",
+        "license_name",
+        "language",
+        "size_categories",
+        "task_categories",
+        "pretty_name",
+        "tokenizer",
+        "tags",
+        "viewer",
+        "configs",
+    }
 
 
 def test_a_hub_license_id_is_written_as_it_is(copy):
@@ -83,7 +95,10 @@ def test_a_license_outside_the_hubs_list_is_other_with_its_name(copy):
     assert (meta["license"], meta["license_name"]) == ("other", "my-license-1.0")
 
 
-@pytest.mark.parametrize(("field", "value"), [("license", "mit\nconfigs:\n-\n---"), ("license", "mit\n---\nconfigs: [x]"), ("language", ["en", "x\ny"])])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("license", "mit\nconfigs:\n-\n---"), ("license", "mit\n---\nconfigs: [x]"), ("language", ["en", "x\ny"])],
+)
 def test_a_record_string_with_a_newline_never_reaches_the_card(copy, field, value):
     # Refused when run_config.json is read (issue 21.1), before any card is rendered.
     with pytest.raises(TokbinError, match=rf"corpus\.{field}(\[1\])?: a record's strings hold no control characters"):
@@ -103,10 +118,12 @@ def test_a_dataset_name_cannot_break_the_yaml(copy):
 
 
 def test_a_dataset_name_holding_a_newline_is_refused_as_no_folder_name(copy):
-    """The dataset names the folder tokens/<tokenizer_id>/<dataset>/: one folder name (formats.rules.is_folder_name)."""
+    """The dataset names the folder tokens/<tokenizer_id>/<dataset>/: one folder name (rules.is_folder_name)."""
     edit_json(copy / "run_config.json", lambda c: c.update(dataset="yes: no\n---"))
     # Refused as it is read: no string of a record holds a control character (issue 21.1).
-    with pytest.raises(VerificationError, match="run_config.json: dataset: a record's strings hold no control characters"):
+    with pytest.raises(
+        VerificationError, match="run_config.json: dataset: a record's strings hold no control characters"
+    ):
         render_release_card(copy)
 
 
@@ -124,18 +141,28 @@ def test_a_corpus_name_with_shell_glob_and_markdown_characters_gives_card_comman
     from hf_tokbin.tokenizer import resolve_tokenizer
 
     name = "a[1]$(touch x)`y`|z"
-    corpus = write_corpus(tmp_path / "corpus", [("train", stories(5, seed=1)), ("validation", stories(3, seed=2))], name=name)
+    corpus = write_corpus(
+        tmp_path / "corpus", [("train", stories(5, seed=1)), ("validation", stories(3, seed=2))], name=name
+    )
     out = tmp_path / "release"
     build(plan_build(corpus, resolve_tokenizer("byte", doc_sep_id=0), out), progress=False)
     folder = out / "tokens" / "byte" / name
-    rendered = html.unescape(MarkdownIt("commonmark").enable("table").render((out / "README.md").read_text(encoding="utf-8")))
-    assert f"<code>./train_gpt2cu -i {shlex.quote(glob.escape('tokens/byte/' + name) + '/train-*.bin')} -j " in rendered
+    rendered = html.unescape(
+        MarkdownIt("commonmark").enable("table").render((out / "README.md").read_text(encoding="utf-8"))
+    )
+    assert (
+        f"<code>./train_gpt2cu -i {shlex.quote(glob.escape('tokens/byte/' + name) + '/train-*.bin')} -j " in rendered
+    )
     for line in (out / "README.md").read_text(encoding="utf-8").splitlines():
         if "train_gpt2cu -i" in line and "RELEASE" not in line:
             command = line.split("e.g. ", 1)[1].rsplit(";", 1)[0].strip("`").strip()
-            words = shlex.split(command)  # what a shell passes: no substitution happened, and the glob names only the folder
+            words = shlex.split(
+                command
+            )  # what a shell passes: no substitution happened, and the glob names only the folder
             assert words[:2] == ["./train_gpt2cu", "-i"]
-            assert [Path(p).name for p in glob.glob(str(out / words[2]))] == [p.name for p in sorted(folder.glob("train-*.bin"))]
+            assert [Path(p).name for p in glob.glob(str(out / words[2]))] == [
+                p.name for p in sorted(folder.glob("train-*.bin"))
+            ]
     cells = [row for row in rendered.split("<tr>") if "llm.c token files" in row]
     assert cells and f"<td><code>tokens/byte/{name}/{{train,val}}-NNNNN.bin</code></td>" in cells[0]
 
@@ -181,7 +208,11 @@ def test_hostile_names_render_as_text_in_the_release_card(tmp_path, name):
     out = tmp_path / "release"
     build(plan_build(corpus, resolve_tokenizer("byte", tokenizer_id=name, doc_sep_id=0), out), progress=False)
     rendered = _rendered((out / "README.md").read_text(encoding="utf-8"))
-    assert "<img" not in rendered and "<a href" not in rendered
+    # The only images: the card's own pictures, whose paths and alt texts hold no name.
+    images = re.findall(r"<img[^>]*>", rendered)
+    own = re.compile(r'<img src="pictures/lengths-(train|validation)\.svg" alt="Document lengths of \1, in tokens" />')
+    assert len(images) == 2 and all(own.fullmatch(image) for image in images), images
+    assert "<a href" not in rendered
     title = rendered.split("</h1>")[0]
     assert html.unescape(title) == f"<h1>{name} tokenized with {name} for Megatron and llm.c"
     # Every code span holding the name shows it whole: no backtick cut it.

@@ -49,8 +49,9 @@ def test_a_good_release_passes_without_downloading_a_token_file(hub, release):
     report = verify(hub)
     assert report.commit == commit and report.sampled == ()
     assert token_files(hub.downloads(commit)) == []
-    files = sum(1 for p in release.rglob("*") if p.is_file())  # COMPLETE.json and every file it lists (the preview's two included)
-    assert files == 18 and f"hf://datasets/{REPO}@{commit}: OK: {files} files" in report.summary()
+    # COMPLETE.json and every file it lists (the preview's two and the card's two pictures included)
+    files = sum(1 for p in release.rglob("*") if p.is_file())
+    assert files == 20 and f"hf://datasets/{REPO}@{commit}: OK: {files} files" in report.summary()
     assert report.report.splits["train"].documents == 60
 
 
@@ -145,7 +146,8 @@ def test_a_release_in_a_folder_is_verified_alone(hub, release, tmp_path):
     (repo_folder / "NOTES.md").write_text("beside the release, not part of it\n")
     commit = hub.seed_repo(REPO, repo_folder)
     report = verify(hub, path_in_repo="releases/v1")
-    assert report.summary().startswith(f"hf://datasets/{REPO}@{commit}/releases/v1: OK: 18 files")  # with the preview's two files
+    # With the preview's two files and the card's two pictures.
+    assert report.summary().startswith(f"hf://datasets/{REPO}@{commit}/releases/v1: OK: 20 files")
     replace_on_the_hub(hub, "releases/v1/extra.txt", b"planted\n")
     assert verify(hub, path_in_repo="releases/v1").others == ("extra.txt",)
     with pytest.raises(VerificationError, match="extra.txt is on the Hub but not listed in COMPLETE.json"):

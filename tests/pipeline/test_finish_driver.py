@@ -65,9 +65,12 @@ def driver(monkeypatch):
 
 
 def preview_bytes(folder: Path) -> int:
-    """Bytes of the ids the preview shows, per format (the Megatron and llm.c rows hold as many ids, give or take a boundary)."""
+    """Bytes of the ids the preview shows, per format (the Megatron and llm.c columns hold as many ids, give or take
+    a boundary)."""
     rows = {split: read_preview(folder / f"preview/{split}.parquet") for split in ("train", "validation")}
-    return 2 * sum(len(ids) + 1 for preview in rows.values() for ids in preview["input_ids"])
+    columns = [name for name in ("llmc_input_ids", "megatron_input_ids") if name in rows["train"]]
+    per_format = [len(ids) + 1 for preview in rows.values() for name in columns for ids in preview[name]]
+    return 2 * sum(per_format)
 
 
 def only_the_preview_is_read(driver: dict, local: Path) -> None:

@@ -36,7 +36,10 @@ def edited_copy(release, tmp_path, name, edit):
 @pytest.mark.parametrize(
     "edit, rule",
     [
-        (lambda s: s["splits"]["train"].update(total_tokens=s["splits"]["train"]["total_tokens"] + 1), "splits.train.total_tokens must be the sum of the tokens"),
+        (
+            lambda s: s["splits"]["train"].update(total_tokens=s["splits"]["train"]["total_tokens"] + 1),
+            "splits.train.total_tokens must be the sum of the tokens",
+        ),
         (lambda s: s.update(dataset="../toy"), "dataset must be one folder name"),
         (lambda s: s.update(sources=[]), "sources must be an object"),
     ],
@@ -50,7 +53,9 @@ def test_info_reads_stats_json_through_its_reader_and_refuses_what_it_refuses(pl
 
 def test_info_reads_run_config_json_through_its_reader(plain, tmp_path, capsys):
     # Once printed as it stood: "(vocab lots)".
-    copy = edited_copy(plain, tmp_path, "run_config.json", lambda config: config["tokenizer"].update(vocab_size="lots"))
+    copy = edited_copy(
+        plain, tmp_path, "run_config.json", lambda config: config["tokenizer"].update(vocab_size="lots")
+    )
     code, out, err = run_main(capsys, "info", copy)
     assert (code, out) == (1, "") and len(err.splitlines()) == 1
     assert str(copy / "run_config.json") in err and "tokenizer.vocab_size" in err
@@ -64,8 +69,11 @@ def by_source(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def many_sources(tmp_path_factory):
-    """A release counting 25 sources, source ``sNN`` the NN+1-th largest in tokens (sources of every size, ties none)."""
-    rows = [{"text": "word " * (10 * (25 - i)), "src": f"s{i:02d}", "split": "validation" if i % 5 == 0 else "train"} for i in range(25)]
+    """A release counting 25 sources, source ``sNN`` the NN+1-th largest in tokens (sources of every size, no tie)."""
+    rows = [
+        {"text": "word " * (10 * (25 - i)), "src": f"s{i:02d}", "split": "validation" if i % 5 == 0 else "train"}
+        for i in range(25)
+    ]
     return build_with_sources(tmp_path_factory.mktemp("many"), rows)
 
 
@@ -84,7 +92,11 @@ def source_table(text: str) -> dict:
 
 def stats_rows(release) -> dict:
     sources = json.loads((release / "stats.json").read_text())["sources"]
-    return {(name, split): (c["documents"], c["text_tokens"], c["eod_tokens"], c["total_tokens"]) for name, by_split in sources.items() for split, c in by_split.items()}
+    return {
+        (name, split): (c["documents"], c["text_tokens"], c["eod_tokens"], c["total_tokens"])
+        for name, by_split in sources.items()
+        for split, c in by_split.items()
+    }
 
 
 def test_info_of_a_release_counted_by_source_shows_each_source_s_counts(by_source, capsys):
@@ -107,7 +119,10 @@ def test_info_json_carries_every_source_and_the_column(many_sources, plain, caps
     code, out, _ = run_main(capsys, "info", many_sources, "--json")
     record = json.loads(out)
     assert code == 0 and record["source_column"] == "source"
-    assert record["sources"] == json.loads((many_sources / "stats.json").read_text())["sources"] and len(record["sources"]) == 25
+    assert (
+        record["sources"] == json.loads((many_sources / "stats.json").read_text())["sources"]
+        and len(record["sources"]) == 25
+    )
     code, out, _ = run_main(capsys, "info", plain, "--json")
     assert code == 0 and json.loads(out)["source_column"] is None
 

@@ -24,7 +24,9 @@ def test_info_of_a_release_whose_stats_json_is_a_pipe_is_one_line(tmp_path):
     (release / "run_config.json").write_text("{}")
     os.mkfifo(release / STATS_NAME)
     try:
-        done = subprocess.run([sys.executable, "-c", _CLI, "info", str(release)], capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-c", _CLI, "info", str(release)], capture_output=True, text=True, timeout=60
+        )
     except subprocess.TimeoutExpired:
         raise AssertionError("hf-tokbin info blocked on a named pipe") from None
     assert done.returncode == 1 and "stats.json" in done.stderr and "Traceback" not in done.stderr
