@@ -11,7 +11,7 @@ The main job, in one call (a corpus folder, files or globs, a Hub dataset repo, 
     hf_tokbin.hub.push_folder("release/", "me/name-tok")
 
 The ``datasets`` way in: map with the release's own encoder, then build from the mapped ids
-(checked against the tokenizer; see :mod:`hf_tokbin.pipeline.given_ids`)::
+(checked against the tokenizer; see :func:`hf_tokbin.api.tokenize`)::
 
     mapped = ds.map(hf_tokbin.tokenize("tok/"), batched=True, num_proc=8)
     hf_tokbin.build_release(mapped, "tok/", "release/")
@@ -52,7 +52,7 @@ _LAZY = {
     "BuildSummary": "pipeline",
     "ReleaseSummary": "api",
     "build_release": "api",
-    "tokenize": "pipeline.given_ids",
+    "tokenize": "api",
     "show": "api",
     "import_dataset": "api",
     "plan_build": "pipeline",

@@ -27,7 +27,6 @@ line (``progress=False``, or ``TQDM_DISABLE=1``, turns them off).
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import tempfile
 from dataclasses import dataclass
@@ -46,16 +45,21 @@ class ReleaseSummary:
     split_rule: str
     empty_documents_dropped: int
     corpus_subset: object = None  # limit=N: hf_tokbin.formats.corpus_manifest.CorpusSubset (what each split got), else None
+    plan: object = None  # the hf_tokbin.pipeline.BuildPlan that was run
+    dry_run: str | None = None  # dry_run=True: the plan described (build is None, nothing was written)
+    dry_run_record: dict | None = None  # and the same facts as a record (build --dry-run --json)
 
     @property
     def out(self) -> str:
-        return self.build.out
+        return self.plan.out if self.build is None else self.build.out
 
     @property
     def counts(self):
         return self.build.counts
 
     def table(self) -> str:
+        if self.dry_run is not None:
+            return self.dry_run
         origin = self.corpus_source + (f"@{self.corpus_revision}" if self.corpus_revision else "")
         head = f"corpus {self.corpus_name} from {origin}; split rule {self.split_rule}; {self.empty_documents_dropped:,} empty documents dropped"
         subset = [*self.corpus_subset.lines()] if self.corpus_subset is not None else []
@@ -64,20 +68,6 @@ class ReleaseSummary:
     __str__ = table
 
 
-def _locking_out(build_fn):
-    """``build_fn(source, tokenizer, out, ...)`` holding ``out``'s build lock from before its inputs are loaded."""
-
-    @functools.wraps(build_fn)
-    def locked(source, tokenizer, out, *args, **kwargs):
-        from .output import lock_before_planning
-
-        with lock_before_planning(out):  # a concurrent build refuses at once, not after loading its inputs
-            return build_fn(source, tokenizer, out, *args, **kwargs)
-
-    return locked
-
-
-@_locking_out
 def build_release(
     source,
     tokenizer,
@@ -85,51 +75,76 @@ def build_release(
     *,
     progress: bool = True,
     name: str | None = None,
-    revision: str | None = None,
-    config: str | None = None,
-    splits: Sequence[str] | None = None,
+    revision: str | None = None, config: str | None = None, splits: Sequence[str] | None = None,
     text_column: str | Sequence[str] = "text",
     split: str = "auto",
     split_map: dict[str, str] | None = None,
     val_per_mille: int = 1,
-    shard_rows: int | None = None,
-    shard_bytes: int | None = None,
+    shard_rows: int | None = None, shard_bytes: int | None = None,
     tokenizer_id: str | None = None,
+    tokenizer_revision: str | None = None, tokenizer_subfolder: str | None = None,
     doc_sep: int | str | None = None,
     bos: int | str | None = None,
-    engine: str = "local",
+    engine: str = "local", ray_address: str | None = None,
     check_ids: str = "all",
+    dry_run: bool = False, on_plan=None,
     options=None,
     **option_fields,
 ) -> ReleaseSummary:
     """Build a verified tokenized release of ``source`` with ``tokenizer`` into ``out``; see the module docstring.
 
-    ``tokenizer`` is what ``--tokenizer`` takes (``byte``, a ``tokenizer.json``,
-    a folder, a Hub repo id) or a :class:`hf_tokbin.TokenizerInfo`; ``doc_sep`` and ``bos``
-    are what ``--doc-sep`` and ``--bos`` take (a token string or an id).
-    ``revision``, ``config``, ``splits`` choose a Hub dataset's commit, config
-    and splits. ``text_column``, ``split``, ``split_map``, ``val_per_mille``,
-    ``shard_rows``/``shard_bytes`` apply when ``source`` is first written as
-    a corpus (files or an in-memory dataset); ``name`` names that corpus
-    (default: the name of ``out``). ``options`` (a
-    :class:`hf_tokbin.pipeline.BuildOptions`) and the other keywords, its
-    fields (``formats``, ``num_proc``, ``limit``, ``llmc_layout``,
-    ``llmc_separator``, ``parse_special``, ``shuffle_seed``, ``fast``, ...), are
-    the build's options, as ``hf-tokbin build``'s flags give them.
+    ``hf-tokbin build`` runs this very function with its flags. ``tokenizer`` is what ``--tokenizer`` takes
+    (``byte``, a ``tokenizer.json``, a folder, a Hub repo id at ``tokenizer_revision`` in ``tokenizer_subfolder``)
+    or a :class:`hf_tokbin.TokenizerInfo`; ``doc_sep`` and ``bos`` are what ``--doc-sep`` and ``--bos`` take (a
+    token string or an id). ``revision``, ``config``, ``splits`` choose a Hub dataset's commit, config and splits.
+    ``text_column``, ``split``, ``split_map``, ``val_per_mille``, ``shard_rows``/``shard_bytes`` apply when
+    ``source`` is first written as a corpus (files or an in-memory dataset); ``name`` names that corpus (default:
+    the name of ``out``). ``options`` (a :class:`hf_tokbin.pipeline.BuildOptions`) and the other keywords, its
+    fields (``formats``, ``num_proc``, ``limit``, ``llmc_layout``, ``shuffle_seed``, ``fast``, ...), are the build's
+    options, as ``hf-tokbin build``'s flags give them. ``engine``: ``local`` or ``ray`` (at ``ray_address``).
+    ``on_plan(plan)`` is called before any work. ``dry_run``: no lock, nothing written; ``summary.dry_run`` is the
+    plan described.
     """
     from .formats.build_options import BuildOptions
-    from .pipeline import build, plan_build
-    from .tokenizer.resolve import TokenizerInfo, resolve_tokenizer
+    from .pipeline import run_build
 
     options = BuildOptions.of(options, **option_fields)  # every option checked before any work
+    import_options = dict(text_column=text_column, split=split, split_map=split_map, val_per_mille=val_per_mille,
+                          shard_rows=shard_rows, shard_bytes=shard_bytes, source_column=options.source_column)
+    tokenizer_choice = dict(tokenizer_id=tokenizer_id, revision=tokenizer_revision, subfolder=tokenizer_subfolder,
+                            doc_sep=doc_sep, bos=bos)
+    corpus_choice = dict(progress=progress, name=name, hub_choice=(revision, config, splits),
+                         import_options=import_options, check_ids=check_ids, plan_only=dry_run)
+    corpus: dict = {}  # where the corpus came from, for the summary
+
+    def planning():
+        return _planned(source, tokenizer, out, options, tokenizer_choice, corpus_choice, corpus)
+
+    steps = dict(engine=engine, ray_address=ray_address, progress=progress, dry_run=dry_run, on_plan=on_plan)
+    plan, built = run_build(out, planning, **steps)
+    manifest = plan.corpus
+    return ReleaseSummary(
+        None if dry_run else built, manifest.name, corpus["origin"], corpus["revision"], manifest.split_rule,
+        manifest.empty_documents_dropped, plan.corpus_subset, plan, *(built if dry_run else (None, None)),
+    )
+
+
+@contextlib.contextmanager
+def _planned(source, tokenizer, out, options, tokenizer_choice: dict, corpus_choice: dict, corpus: dict):
+    """The plan of :func:`build_release`'s build, while its corpus lasts: the tokenizer resolved, the corpus found
+    (written first where it is not one yet, :func:`corpus_for_build`). ``corpus`` gets its origin and revision."""
+    from .pipeline import plan_build
+    from .tokenizer.resolve import TokenizerInfo, resolve_tokenizer
+
     if not isinstance(tokenizer, TokenizerInfo):
-        tokenizer = resolve_tokenizer(os.fspath(tokenizer), tokenizer_id, doc_sep=doc_sep, bos=bos)
-    import_options = dict(text_column=text_column, split=split, split_map=split_map, val_per_mille=val_per_mille, shard_rows=shard_rows, shard_bytes=shard_bytes, source_column=options.source_column)
-    with corpus_for_build(source, out, progress=progress, name=name, hub_choice=(revision, config, splits), import_options=import_options, check_ids=check_ids) as (found, origin, given):
-        plan = plan_build(found.root, tokenizer, out, options_for_corpus(options, origin), corpus_source=found.source, corpus_revision=found.revision, shards=found.shards, given_ids=given)
-        summary = build(plan, engine=engine, progress=progress)
-        corpus = plan.corpus
-        return ReleaseSummary(summary, corpus.name, origin, found.revision, corpus.split_rule, corpus.empty_documents_dropped, plan.corpus_subset)
+        choice = dict(tokenizer_choice)
+        tokenizer = resolve_tokenizer(os.fspath(tokenizer), choice.pop("tokenizer_id"), **choice)
+    with corpus_for_build(source, out, **corpus_choice) as (found, origin, given):
+        corpus.update(origin=origin, revision=found.revision)
+        yield plan_build(
+            found.root, tokenizer, out, options_for_corpus(options, origin), corpus_source=found.source,
+            corpus_revision=found.revision, shards=found.shards, given_ids=given,
+        )
 
 
 IMPORTED_FILES, IMPORTED_DATASET = "files", "in-memory dataset"  # where a corpus written by corpus_for_build came from
@@ -142,12 +157,12 @@ def corpus_for_build(source, out, *, progress: bool = True, name: str | None = N
     A corpus folder or Hub repo is used as it is; files, folders, globs and
     in-memory datasets are first written as a corpus into a temporary folder
     (named ``name``, default the name of ``out``), removed afterwards.
-    ``given`` is the :class:`~hf_tokbin.pipeline.given_ids.GivenIds` of a
+    ``given`` is the :class:`~hf_tokbin.formats.given_ids.GivenIds` of a
     dataset with an ``input_ids`` column, else None. ``plan_only`` (a dry run):
     a pushed Hub corpus folder is not fetched (see :func:`resolve_corpus_source`).
     """
     from .errors import BuildError
-    from .pipeline.given_ids import GivenIds, IdsCheck, has_given_ids
+    from .formats.given_ids import GivenIds, IdsCheck
 
     name = name if name is not None else Path(os.fspath(out).rstrip("/")).name
     check = IdsCheck.parse(check_ids, out)
@@ -195,7 +210,6 @@ def _loaded_if_saved_with_ids(source):
     Without ``input_ids`` the folder is read as the files it holds (``corpus import``'s reader, which names what is wrong).
     """
     from .corpus.inputs import is_saved_dataset_folder, load_saved_dataset
-    from .pipeline.given_ids import has_given_ids
 
     if not isinstance(source, (str, os.PathLike)) or not is_saved_dataset_folder(Path(source)):
         return source
@@ -233,7 +247,7 @@ def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, 
     copied as a ``source`` column (as ``corpus import --source-column``). The manifest lists no
     sources: an in-memory dataset has no input files. ``_given_ids_to``
     (``build_release``'s): a folder where each kept row's ``input_ids`` are
-    written, in corpus order (:class:`hf_tokbin.pipeline.given_ids.GivenIdsWriter`).
+    written, in corpus order (:class:`hf_tokbin.formats.given_ids.GivenIdsWriter`).
     """
     import datasets
     import pyarrow as pa
@@ -242,7 +256,7 @@ def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, 
     from .corpus.builders.corpus_shards import CorpusShards
     from .corpus.inputs import InputFile
     from .corpus.write import CorpusWriter, ShardLimit, split_rule_name
-    from .pipeline.given_ids import ID_COLUMN, GivenIdsWriter
+    from .formats.given_ids import ID_COLUMN, GivenIdsWriter
 
     name = Path(out).name if name is None else name
     members = dict(dataset) if isinstance(dataset, (datasets.DatasetDict, datasets.IterableDatasetDict)) else {None: dataset}
@@ -303,3 +317,92 @@ def show(release, split: str = "train", *, doc: int | None = None, window: int |
     root = Path(release)
     decode = release_decoder(root, RunConfig.read(root / RUN_CONFIG_NAME), tokenizer)
     return show_with(release, split, doc=doc, window=window, length=length, format=format, decode=decode)
+
+
+# -- the datasets way in: Dataset.map with the release's encoder, then a release from the mapped ids
+#
+#     ds = datasets.load_dataset("NS/NAME", split="train")
+#     mapped = ds.map(hf_tokbin.tokenize("tok/"), batched=True, num_proc=8)
+#     hf_tokbin.build_release(mapped, "tok/", "release/")             # every document's ids checked
+#     hf_tokbin.build_release(mapped, "tok/", "release/", check_ids="sample:1000")
+#
+# tokenize() is the build's own encoder (tokenizers' ids, the fast path only where it is proven identical, long
+# documents in bounded pieces) as a picklable batched map function: a row's input_ids are exactly the ids the release
+# holds for its text (no boundary token: those are each format's business). A dataset with an input_ids column is
+# written as a corpus as any dataset is, its ids kept beside it (hf_tokbin.formats.given_ids), and the build writes
+# them instead of encoding the text, after checking them: every document by default, or sample:K.
+
+
+class Tokenize:
+    """A batched ``Dataset.map`` function: ``{"input_ids": ...}`` for a batch's ``text_column``, the release's ids.
+
+    Picklable: the encoder travels with its fast-path outcome (checked once,
+    here), so ``num_proc`` workers encode with the same routing and proof.
+    """
+
+    def __init__(self, encoder, vocab_size: int, text_column: str = "text"):
+        self.encoder = encoder
+        self.vocab_size = vocab_size
+        self.text_column = text_column
+
+    def __call__(self, batch) -> dict:
+        import numpy as np
+
+        from .errors import CorpusInputError
+        from .formats.given_ids import ID_COLUMN
+        from .pipeline.encode import EncodeBatch
+
+        if self.text_column not in batch:
+            column = self.text_column
+            got = list(batch)[:10]
+            raise CorpusInputError(None, f"missing text column {column!r}", expected=f"a column {column!r}", got=got)
+        texts = batch[self.text_column]
+        texts = texts.to_pylist() if hasattr(texts, "to_pylist") else list(texts)
+        if any(not isinstance(t, str) for t in texts):
+            bad = next(t for t in texts if not isinstance(t, str))
+            raise CorpusInputError(None, f"column {self.text_column!r} must hold strings", got=type(bad).__name__)
+        flat, lengths = EncodeBatch(self.encoder, self.vocab_size, self.text_column).encode(texts)
+        # A list of arrays (views of one buffer): what batched map takes, typed List(uint32) by datasets.
+        return {ID_COLUMN: np.split(np.asarray(flat, dtype=np.uint32), np.cumsum(lengths)[:-1])}
+
+
+def tokenize(
+    tokenizer,
+    *,
+    text_column: str = "text",
+    fast: str = "auto",
+    parse_special: bool = False,
+    tokenizer_id: str | None = None,
+) -> Tokenize:
+    """The batched ``map`` function of ``tokenizer`` (what ``--tokenizer`` takes, or a :class:`TokenizerInfo`).
+
+    ``parse_special`` must be the build's (``--parse-special-tokens``): it
+    changes the ids. ``fast`` never changes an id.
+    """
+    from .engines.panics import engine_output_held
+    from .tokenizer.encoder import encoder_for
+    from .tokenizer.resolve import TokenizerInfo, resolve_tokenizer
+
+    if not isinstance(tokenizer, TokenizerInfo):
+        tokenizer = resolve_tokenizer(os.fspath(tokenizer), tokenizer_id)
+    encoder = encoder_for(tokenizer.path, fast, parse_special=parse_special)
+    with engine_output_held():  # as the build checks it (pipeline.encode.prepare_encoder)
+        encoder.check_fast_path([])  # once, in this process: the outcome is pickled to every worker
+    return Tokenize(encoder, tokenizer.vocab_size, text_column)
+
+
+def has_given_ids(dataset) -> bool:
+    """Whether an in-memory dataset (a ``Dataset`` or ``IterableDataset``, or every member of a ``DatasetDict`` or
+    ``IterableDatasetDict``: dicts of them, whose ``column_names`` is a dict by split) has an ``input_ids`` column."""
+    from .formats.given_ids import ID_COLUMN
+
+    members = list(dataset.values()) if isinstance(dataset, dict) else [dataset]
+    return bool(members) and all(ID_COLUMN in _column_names(m) for m in members)
+
+
+def _column_names(member) -> list[str]:
+    """A dataset's columns; an ``IterableDataset`` of unknown features (a generator's) shows them in its first row."""
+    if member.column_names is not None:
+        return list(member.column_names)
+    first = next(iter(member.take(1)), None)
+    return list(first) if first is not None else []

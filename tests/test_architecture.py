@@ -290,9 +290,54 @@ def test_the_package_docstring_s_api_is_reachable_after_a_plain_import():
 
 def test_a_build_part_worker_does_not_load_datasets():
     """A part reads its shard through corpus.source (a ShardSource); that must not import the corpus writer's datasets."""
-    code = "import sys, hf_tokbin.pipeline.part, hf_tokbin.corpus.source\nassert 'datasets' not in sys.modules, 'datasets imported'\n"
+    code = (
+        "import sys, hf_tokbin.pipeline.encode, hf_tokbin.corpus.source\n"
+        "assert 'datasets' not in sys.modules, 'datasets imported'\n"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+ENCODE_STEP = "hf_tokbin.pipeline.encode"
+# Trainers' code (flags, limits, recipes) is under verify/ today, or a hf_tokbin.trainers package.
+NOT_IN_THE_ENCODE_STEP = ("hf_tokbin.verify", "hf_tokbin.hub", "hf_tokbin.trainers")
+
+
+def import_closure(graph: dict[str, set[str]], start: str) -> dict[str, str]:
+    """Every module loading ``start`` loads, each with the module that imports it: what it imports at any depth of
+    its file (function-local imports count), and the packages above each one (their ``__init__`` runs first)."""
+    via, todo = {start: ""}, [start]
+    while todo:
+        module = todo.pop()
+        parents = {".".join(module.split(".")[:i]) for i in range(1, module.count(".") + 1)}
+        for imported in sorted(graph.get(module, set()) | parents):
+            if imported not in via:
+                via[imported] = module
+                todo.append(imported)
+    return via
+
+
+def test_the_encode_step_loads_no_trainer_verify_or_hub_code():
+    """A worker that runs step 1 (one corpus shard to its pair, segment and receipt) imports none of the trainers',
+    verify's or the Hub's modules: the card and the checks belong to step 2, the Hub to planning."""
+    via = import_closure(module_graph(PACKAGE), ENCODE_STEP)
+    found = []
+    for module in sorted(m for m in via if m.startswith(NOT_IN_THE_ENCODE_STEP)):
+        chain = [module]
+        while via[chain[-1]]:
+            chain.append(via[chain[-1]])
+        found.append(" <- ".join(chain))
+    assert found == []
+    assert "hf_tokbin.tokenizer.encoder" in via and "hf_tokbin.pipeline.plan" in via  # the closure is the step's
+
+
+def test_importing_the_encode_step_loads_no_trainer_verify_or_hub_code():
+    code = (
+        f"import sys, {ENCODE_STEP}\n"
+        f"print(sorted(m for m in sys.modules if m.startswith({NOT_IN_THE_ENCODE_STEP!r})))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (result.returncode, result.stdout.strip()) == (0, "[]"), result.stderr
 
 
 def test_every_function_is_under_60_lines():

@@ -106,52 +106,46 @@ def build_options(args) -> BuildOptions:
 
 
 def run(args) -> int:
-    from ..output import lock_before_planning
+    """The flags to :func:`hf_tokbin.api.build_release`'s arguments; its summary printed."""
+    from ..api import build_release
+    from ..tokenizer.resolve import token_or_id
 
-    if args.dry_run:  # writes nothing, so takes no lock
-        return _run(args)
-    with lock_before_planning(args.out):  # before the inputs are loaded: a concurrent build refuses at once
-        return _run(args)
-
-
-def _run(args) -> int:
-    from ..api import corpus_for_build, options_for_corpus
-    from ..pipeline import plan_build
-    from ..tokenizer.resolve import resolve_tokenizer, token_or_id
-
-    options = build_options(args)
-    tokenizer = resolve_tokenizer(
+    summary = build_release(
+        args.corpus,
         args.tokenizer,
-        args.tokenizer_id,
-        revision=args.tokenizer_revision,
-        subfolder=args.tokenizer_subfolder,
+        args.out,
+        progress=show_progress(args.quiet),
+        revision=args.corpus_revision,
+        config=args.corpus_config,
+        splits=args.corpus_split,
+        tokenizer_id=args.tokenizer_id,
+        tokenizer_revision=args.tokenizer_revision,
+        tokenizer_subfolder=args.tokenizer_subfolder,
         doc_sep=token_or_id(args.doc_sep),
         bos=token_or_id(args.bos),
+        engine=args.engine,
+        ray_address=args.ray_address,
+        check_ids=args.check_ids,
+        dry_run=args.dry_run,
+        on_plan=lambda plan: _report_plan(args, plan),
+        options=build_options(args),
     )
-    hub_choice = (args.corpus_revision, args.corpus_config, args.corpus_split)
-    with corpus_for_build(args.corpus, args.out, progress=show_progress(args.quiet), hub_choice=hub_choice, import_options={"source_column": options.source_column}, check_ids=args.check_ids, plan_only=args.dry_run) as (corpus, origin, given):
-        plan = plan_build(corpus.root, tokenizer, args.out, options_for_corpus(options, origin), corpus_source=corpus.source, corpus_revision=corpus.revision, shards=corpus.shards, given_ids=given)
-        return _report_and_build(args, plan)
+    boundary = summary.plan.boundary_line()
+    if summary.dry_run is not None:
+        record = {"dry_run": True, "out": summary.out, "boundary_tokens": boundary, **summary.dry_run_record}
+        emit(args, summary.dry_run, record)
+    else:
+        emit(args, summary.build.table(), {**summary.build.record(), "boundary_tokens": boundary})
+    return 0
 
 
-def _report_and_build(args, plan) -> int:
-    """Print the plan's boundary tokens, subset and warnings; then the dry run's plan, or build and print the summary."""
+def _report_plan(args, plan) -> None:
+    """Before any work: the plan's boundary tokens, what each split got of a --limit, and its warnings."""
     say(args, plan.boundary_line())
     for line in plan.corpus_subset.lines() if plan.corpus_subset is not None else ():
-        say(args, line)  # what each split got of a --limit
+        say(args, line)
     for line in plan.warnings():
         print(line, file=sys.stderr)
-    if args.dry_run:
-        from ..pipeline.dry_run import describe_plan_record
-
-        text, record = describe_plan_record(plan)
-        emit(args, text, {"dry_run": True, "out": plan.out, "boundary_tokens": plan.boundary_line(), **record})
-        return 0
-    if args.tokenizer_id is None and plan.tokenizer.source != "byte":  # a default id: say where it shows, and its flag
-        tokenizer_id = plan.tokenizer.tokenizer_id
+    if not args.dry_run and args.tokenizer_id is None and plan.tokenizer.source != "byte":
+        tokenizer_id = plan.tokenizer.tokenizer_id  # a default id: say where it shows, and its flag
         say(args, f"tokenizer id {tokenizer_id} (run_config.json, the card, tokens/{tokenizer_id}/; --tokenizer-id sets it)")
-    from ..pipeline import build
-
-    summary = build(plan, engine=args.engine, ray_address=args.ray_address, progress=show_progress(args.quiet))
-    emit(args, summary.table(), {**summary.record(), "boundary_tokens": plan.boundary_line()})
-    return 0

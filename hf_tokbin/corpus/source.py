@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, ContextManager, Iterator, Protocol, Sequence
 
-from .._io import sha256_file
 from ..errors import BuildError, CorpusInputError, FormatError
-from ..formats.corpus_manifest import MANIFEST_NAME, CorpusManifest, CorpusShard
+from ..formats.corpus_manifest import MANIFEST_NAME, CorpusManifest, CorpusShard, check_shard_file  # noqa: F401
 from ..formats.corpus_shard import iter_shard_texts
 from .hub_source import (
     HubShards,
@@ -91,18 +90,6 @@ class LocalShards:
     def location(self, shard: CorpusShard) -> str:
         """Where the shard is, for messages."""
         return os.fspath(Path(self.root) / shard.path)
-
-
-def check_shard_file(shard: CorpusShard, path: Path) -> None:
-    """The shard's file must be the bytes the corpus manifest (and so run_config.json) pins: size and SHA-256."""
-    size = path.stat().st_size
-    if size != shard.size or sha256_file(path) != shard.sha256:
-        raise BuildError(
-            path,
-            "corpus shard differs from its _MANIFEST.json entry (size or SHA-256)",
-            expected=shard.sha256,
-            got=f"{size} bytes",
-        )
 
 
 # -- resolving a --corpus argument ----------------------------------------------------------------

@@ -1,10 +1,12 @@
-"""The local engine: a build's parts one after another in this process, with one pool of worker processes for the whole build.
+"""The local engine: maps on this machine, in threads or in worker processes.
 
-A part's encoding uses ``num_proc`` processes. Starting a pool costs about
-0.4 s with ``datasets``' pools; a corpus of many small shards paid that per
-shard, so ``num_proc`` 2 was slower than 1. :class:`WorkerPool` is started
-once, on the first part that needs it, kept for every later part, and closed
-when the parts are done (:func:`run_parts_locally`).
+- :func:`run_in_threads`: a function over items on a pool of threads (file copies and hashes: the kernel and
+  hashlib work without the GIL).
+- :class:`WorkerPool`: a function over items in ``num_proc`` worker processes, a bounded window in flight.
+  Starting a pool costs about 0.4 s; a caller that maps many times (a build, once per part) keeps one open
+  (:func:`shared_pool`) and closes it when done (:func:`close_shared_pool`).
+- :func:`prefetched`: items made on a thread a few ahead of their consumer.
+- :func:`map_one_behind`: a function over items on a thread of its own, each call while the next item is made.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def die_with_parent(parent: int) -> None:
     parent already gone when this runs is caught by comparing ids. Orphaned
     workers would otherwise live on under pid 1. (The kernel signals when the
     *thread* that forked the worker ends: pools are started by the thread that
-    runs the parts, which outlives them.)
+    maps, which outlives them.)
     """
     import signal
     import sys
@@ -81,7 +83,7 @@ def _call_with_state(fn: Callable[[Any, Any], Any], item: Any) -> Any:
 
 
 class WorkerPool:
-    """``num_proc`` worker processes that each hold one ``state`` (the build's encoder), loaded once per process.
+    """``num_proc`` worker processes that each hold one ``state`` (a build's plan), given once per process.
 
     Where the platform forks, workers inherit ``state`` (nothing is pickled);
     elsewhere each spawned worker unpickles it once. :meth:`map_ordered` keeps
@@ -188,50 +190,35 @@ def close_shared_pool() -> None:
         pool.close()
 
 
-atexit.register(close_shared_pool)  # a pool opened outside run_parts_locally (build_part called directly) ends with the process
+atexit.register(close_shared_pool)  # a pool its caller did not close ends with the process
 
 
-def run_parts_locally(fn: Callable[..., Any], plan: Any, indices: list[int], progress: bool = True) -> list:
-    """``fn(plan, i, progress, close_on=...)`` for every ``i``, in order, with a bar over the parts; one worker pool serves them all.
+def map_one_behind(
+    fn: Callable[[Any], Any], items: Iterable[Any], thread_name: str = "hf_tokbin-behind"
+) -> Iterator[Any]:
+    """``fn(item)`` for every item on a thread of its own, one call at a time, each while the next item is made.
 
-    A part may hand its closing (fsync, digests, its receipt: mostly waiting
-    on the disk) to ``close_on`` (:class:`ClosingInTurn`) and return that
-    closing's future: the next part is encoded meanwhile. Every closing has
-    ended (done, or failed and cleaned up) before this returns or raises.
+    The items' iterator runs in the caller's thread; ``fn(item)`` is started once the call before it has
+    succeeded, so after a call fails no other call starts: its error is raised once the next item is made, and
+    the items' iterator is closed (a generator gets ``GeneratorExit`` at the item it gave last, which no call
+    took). Every call has ended (done, or failed) before this returns or raises. The results come in order.
     """
-    from concurrent.futures import Future, ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor
 
+    iterator = iter(items)
     try:
-        with ThreadPoolExecutor(1, thread_name_prefix="hf_tokbin-close") as executor:
-            closing = ClosingInTurn(executor)
-            results = [fn(plan, i, progress, close_on=closing) for i in progress_bar(indices, desc="parts", unit="part", disable=not progress or len(indices) < 2)]
-            return [r.result() if isinstance(r, Future) else r for r in results]
+        with ThreadPoolExecutor(1, thread_name_prefix=thread_name) as executor:
+            running = None
+            for item in iterator:
+                if running is not None:
+                    yield running.result()
+                running = executor.submit(fn, item)
+            if running is not None:
+                yield running.result()
     finally:
-        close_shared_pool()
-
-
-class ClosingInTurn:
-    """Parts' closings on one thread, each started once the one before it has succeeded.
-
-    ``closing(close, abort)`` waits for the previous part's closing (it ran
-    while this part was encoded) and starts this one's; if the previous one
-    failed, this part is aborted (its files removed) and that error raised:
-    no part is finished after the first one that failed, as without the thread.
-    """
-
-    def __init__(self, executor):
-        self._executor = executor
-        self._running = None
-
-    def __call__(self, close: Callable[[], Any], abort: Callable[[], None]):
-        try:
-            if self._running is not None:
-                self._running.result()
-        except BaseException:
-            abort()
-            raise
-        self._running = self._executor.submit(close)
-        return self._running
+        close = getattr(iterator, "close", None)
+        if close is not None:
+            close()
 
 
 def usable_cores() -> int:
@@ -242,14 +229,23 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def run_in_threads(fn: Callable[..., Any], plan: Any, items: list, num_threads: int, progress: bool = True, desc: str = "tasks") -> list:
-    """``fn(plan, item)`` for every item on a pool of ``num_threads`` threads; the results in order, with a bar."""
+def run_in_threads(
+    fn: Callable[..., Any],
+    shared: Any,
+    items: list,
+    num_threads: int,
+    progress: bool = True,
+    desc: str = "tasks",
+    unit: str = "file",
+) -> list:
+    """``fn(shared, item)`` for every item on a pool of ``num_threads`` threads; the results in order, with a bar."""
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max(1, num_threads), thread_name_prefix="hf_tokbin-task") as pool:
-        futures = [pool.submit(fn, plan, item) for item in items]
+        futures = [pool.submit(fn, shared, item) for item in items]
         try:
-            return [f.result() for f in progress_bar(futures, desc=desc, unit="file", disable=not progress or len(items) < 2)]
+            bar = progress_bar(futures, desc=desc, unit=unit, disable=not progress or len(items) < 2)
+            return [f.result() for f in bar]
         finally:
             for future in futures:  # an error: drop the tasks not started
                 future.cancel()

@@ -1,10 +1,9 @@
-"""The Ray engine: a build's per-input-shard tasks run as Ray tasks on a cluster.
+"""The Ray engine: a function mapped over items as Ray tasks on a cluster.
 
-A release is a set of independent, idempotent per-shard tasks plus a cheap
-sequential finish (see ``hf_tokbin.pipeline``). Locally the tasks run in this
-machine's processes; with ``--engine ray`` :func:`run_parts` hands them to
-Ray, which places them on the cluster's nodes and re-runs the ones whose
-worker process or node died. hf_tokbin schedules nothing itself.
+:func:`run_tasks` hands each call to Ray, which places the tasks on the
+cluster's nodes and re-runs the ones whose worker process or node died.
+hf_tokbin schedules nothing itself. Each call must be independent and
+idempotent (a build's parts and pack tasks are: see ``hf_tokbin.pipeline``).
 
 Failures, and what the driver sees:
 
@@ -24,7 +23,7 @@ Failures, and what the driver sees:
   retried by Ray up to ``max_retries`` times too; if it keeps dying the
   driver raises a one-line ``BuildError``.
 
-Ray is imported only inside :func:`run_parts`, so the local engine and the
+Ray is imported only inside :func:`run_tasks`, so the local engine and the
 rest of hf_tokbin never import it.
 """
 
@@ -55,15 +54,21 @@ class _PermanentFailure:
     error: TokbinError
 
 
-def _run_part(fn: Callable[[Any, Any], Any], plan: Any, index: Any, driver_versions: dict[str, str | None], label: str | None = None) -> Any:
-    """The body of one Ray task: ``fn(plan, index)`` on a worker, input errors returned."""
+def _run_task(
+    fn: Callable[[Any, Any], Any],
+    shared: Any,
+    item: Any,
+    driver_versions: dict[str, str | None],
+    label: str | None = None,
+) -> Any:
+    """The body of one Ray task: ``fn(shared, item)`` on a worker, input errors returned."""
     # Every package whose version can change an id (hf_tokbin.versions.ID_PACKAGES) must be the driver's:
     # the driver made the fast-path proof with its own gigatoken.
     worker_versions = package_versions()
     if worker_versions != driver_versions:
         return _PermanentFailure(
             BuildError(
-                label or f"input shard {index}",
+                label or f"task {item}",
                 "package versions on a Ray worker must be the driver's",
                 expected=_describe(driver_versions),
                 got=_describe(worker_versions),
@@ -71,7 +76,7 @@ def _run_part(fn: Callable[[Any, Any], Any], plan: Any, index: Any, driver_versi
             )
         )
     try:
-        return fn(plan, index)
+        return fn(shared, item)
     except TokbinError as error:
         return _PermanentFailure(error)
     except write_errors_of_libraries() as error:
@@ -136,25 +141,25 @@ def session(address: str | None):
         ray.shutdown()
 
 
-def run_parts(
-    fn: Callable[[Any, int], Any],
-    plan: Any,
-    indices: Iterable[int],
+def run_tasks(
+    fn: Callable[[Any, Any], Any],
+    shared: Any,
+    items: Iterable[Any],
     address: str | None = None,
     max_retries: int = 3,
     progress: bool = True,
     labels: list[str] | None = None,
     desc: str = "ray tasks",
-    unit: str = "part",
+    unit: str = "task",
 ) -> list:
-    """Run ``fn(plan, i)`` for every ``i`` in ``indices`` as Ray tasks; return the results in that order.
+    """Run ``fn(shared, item)`` for every item as Ray tasks; return the results in the order of ``items``.
 
     Args:
         fn: a module-level function of hf_tokbin (workers import it by name).
             Each call must be independent and idempotent: a retried call may
             find the outputs of an earlier, killed attempt.
-        plan: plain, picklable values shared by every task (a frozen dataclass).
-        indices: the input shards to run.
+        shared: plain, picklable values given to every task (put once in the object store).
+        items: picklable values, one task each.
         address: a running cluster's address (``HOST:PORT``, ``ray://...``
             or ``auto``). ``None`` follows Ray's own rule: ``RAY_ADDRESS`` if
             set, else the cluster last started on this machine with
@@ -164,8 +169,7 @@ def run_parts(
         max_retries: how many times Ray re-runs a task whose worker died or
             which raised an error other than a TokbinError (0: never).
         progress: show a tqdm bar that advances as tasks finish.
-        labels: what each task is, for messages (default ``input shard I``);
-            with labels, ``indices`` may be any picklable values (a pack task's file plan).
+        labels: what each task is, for messages (default ``task ITEM``).
         desc, unit: the bar's name and what it counts.
 
     Raises:
@@ -177,48 +181,52 @@ def run_parts(
     if max_retries < 0:  # Ray reads -1 as "retry forever"
         raise BuildError(None, "max_retries", expected="0 or more", got=max_retries)
     ray = import_ray()
-    indices = list(indices)
+    items = list(items)
     connected_here = not ray.is_initialized()
     if connected_here:
         check_reachable(address)
         ray.init(address=address)
     try:
-        labels = labels or [f"input shard {i}" for i in indices]
-        return _run_on_ray(ray, fn, plan, indices, max_retries, progress, labels, (desc, unit))
+        labels = labels or [f"task {item}" for item in items]
+        return _run_on_ray(ray, fn, shared, items, max_retries, progress, labels, (desc, unit))
     finally:
         if connected_here:
             ray.shutdown()
 
 
-def _run_on_ray(ray, fn, plan, indices: list, max_retries: int, progress: bool, labels: list[str], bar: tuple[str, str]) -> list:
+def _run_on_ray(
+    ray, fn, shared, items: list, max_retries: int, progress: bool, labels: list[str], bar: tuple[str, str]
+) -> list:
     from tqdm.auto import tqdm
 
     task = ray.remote(
         num_cpus=1,
         max_retries=max_retries,
-        retry_exceptions=True,  # TokbinErrors never reach Ray: _run_part returns them
+        retry_exceptions=True,  # TokbinErrors never reach Ray: _run_task returns them
         scheduling_strategy=SCHEDULING_STRATEGY,
-    )(_run_part)
+    )(_run_task)
     driver_versions = package_versions()
     named = getattr(fn, "func", fn)  # a functools.partial: name the task after the function it wraps
     fn_name = getattr(named, "__name__", type(named).__name__)
-    plan_ref = ray.put(plan)  # one copy of the plan in the object store, not one per task
+    shared_ref = ray.put(shared)  # one copy in the object store, not one per task
     position_of = {
-        # Named after the part, so `ray list tasks` and Ray's retry messages say which.
-        task.options(name=f"{fn_name}[{index if isinstance(index, int) else labels[position]}]").remote(fn, plan_ref, index, driver_versions, labels[position]): position
-        for position, index in enumerate(indices)
+        # Named after the item, so `ray list tasks` and Ray's retry messages say which.
+        task.options(name=f"{fn_name}[{item if isinstance(item, int) else labels[position]}]").remote(
+            fn, shared_ref, item, driver_versions, labels[position]
+        ): position
+        for position, item in enumerate(items)
     }
-    results: list = [None] * len(indices)
+    results: list = [None] * len(items)
     pending = list(position_of)
     try:
-        with tqdm(total=len(indices), desc=bar[0], unit=bar[1], disable=not progress) as bar:
+        with tqdm(total=len(items), desc=bar[0], unit=bar[1], disable=not progress) as bar:
             while pending:
                 (ref,), pending = ray.wait(pending, num_returns=1)
                 position = position_of[ref]
                 results[position] = _task_result(ray, ref, labels[position], max_retries)
                 bar.update(1)
     except BaseException:
-        # A failed part (or Ctrl-C) ends the build: free the cluster.
+        # A failed task (or Ctrl-C) ends the map: free the cluster.
         for ref in pending:
             ray.cancel(ref)
         raise
@@ -226,8 +234,8 @@ def _run_on_ray(ray, fn, plan, indices: list, max_retries: int, progress: bool, 
 
 
 def _task_result(ray, ref, label: str | int, max_retries: int) -> Any:
-    """The value of a finished task, or the error that ends the build (``label`` names it; an int is an input shard)."""
-    label = label if isinstance(label, str) else f"input shard {label}"
+    """The value of a finished task, or the error that ends the map (``label`` names it)."""
+    label = label if isinstance(label, str) else f"task {label}"
     try:
         value = ray.get(ref)
     except ray.exceptions.RayTaskError as e:

@@ -44,8 +44,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._io import canonical_json, read_json, write_text_atomic
-from ..errors import FormatError
+from .._io import canonical_json, read_json, sha256_file, write_text_atomic
+from ..errors import BuildError, FormatError
 from .records import FileEntry, check_keys, is_count, is_sha256, naming, require
 from .rules import FOLDER_NAME_RULE, MAX_SOURCES, SOURCE_NAME_RULE, is_folder_name, is_source_name
 
@@ -363,3 +363,11 @@ class CorpusSubset:
             )
             out.append(f"--limit {self.limit:,}: {split} {taken:,} of {held:,} documents{note}")
         return out
+
+
+def check_shard_file(shard: CorpusShard, path: Path) -> None:
+    """The shard's file must be the bytes the corpus manifest (and so run_config.json) pins: size and SHA-256."""
+    size = path.stat().st_size
+    if size != shard.size or sha256_file(path) != shard.sha256:
+        rule = "corpus shard differs from its _MANIFEST.json entry (size or SHA-256)"
+        raise BuildError(path, rule, expected=shard.sha256, got=f"{size} bytes")

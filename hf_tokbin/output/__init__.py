@@ -32,9 +32,9 @@ def open_output(out: str, scratch: str | None = None) -> Output:
 def lock_before_planning(out: str | os.PathLike):
     """Hold a local ``--out``'s build lock from before the inputs are loaded (a concurrent build refuses at once).
 
-    The build takes the same lock again (:meth:`Output.lock` is re-entrant in
-    one process). A URL's lock is its scratch folder's, known only once the
-    build is planned. An ``--out`` this made and that ends holding nothing
+    :func:`hf_tokbin.pipeline.run_build` takes it, the one place a build
+    does. A URL's lock is its scratch folder's, known only once the build is
+    planned (``plan.output.lock()``, taken there too). An ``--out`` this made and that ends holding nothing
     but the lock (the inputs were refused) is removed again.
     """
     out = os.fspath(out)

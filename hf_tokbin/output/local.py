@@ -30,9 +30,9 @@ def folder_lock(work: Path, location: str):
 
     The lock is ``filelock``'s (``flock`` on ``WORK/.work/lock``), opened with
     ``O_NOFOLLOW`` in a ``.work`` that is a real folder: a symlink or any other
-    kind of file there is refused before anything is written. It is taken
-    again freely by the process holding it (the CLI takes it before loading
-    the inputs, the build again). Forked worker processes close their copy
+    kind of file there is refused before anything is written. A build takes
+    it once (:func:`hf_tokbin.pipeline.run_build`); the process holding it may
+    take it again freely. Forked worker processes close their copy
     (:func:`_close_in_forked_child`), so a killed build's lock is free once the
     build itself is gone; a lock still held in the name of a process of this
     machine that no longer exists is taken over, saying so.

@@ -1,16 +1,38 @@
-"""``hf-tokbin build``: a corpus and a tokenizer in, a verified release out.
+"""``hf-tokbin build``: a corpus and a tokenizer in, a verified release out, in two steps over an engine.
 
-- :mod:`.plan`: :func:`plan_build` checks every input and option before any work; ``run_config.json``.
-- :mod:`.encode`: one input shard's ids, in bounded batches (one worker pool for the whole build).
-- :mod:`.part`: :func:`build_part`, one part's Megatron pair, llm.c staging pair and receipt (last).
-- :mod:`.finish`: :func:`finish_build`, llm.c packing, ``stats.json``, the card, ``COMPLETE.json`` (last).
-- :mod:`.job`: :func:`build`, every part on an engine (:mod:`hf_tokbin.engines`), then the finish.
+- :mod:`.plan`: :class:`BuildPlan`, the one frozen record of a build; ``run_config.json`` (:func:`start_release`).
+- :mod:`.run`: :func:`run_build`, the one entry (the lock, :func:`plan_build`, the dry run, the two steps);
+  :func:`build` runs a plan made already.
+- :mod:`.encode`: step 1, :func:`encode_parts`: each part (one corpus shard) to its Megatron pair, its llm.c
+  segment and its receipt, last.
+- :mod:`.publish`: step 2, :func:`publish_release`: the llm.c files packed from the segments, ``stats.json``, the
+  preview (:mod:`.preview`), the card, ``COMPLETE.json`` last.
+- :mod:`.shuffle` (``--shuffle-seed``), :mod:`.merge` (``hf-tokbin merge``).
+
+The names below load their module on first use: a worker process that runs step 1 imports :mod:`.encode` alone.
 """
 
-from ..formats.build_options import DEFAULT_BATCH_SIZE, BuildOptions
-from .finish import finish_build
-from .job import BuildSummary, build
-from .part import build_part
-from .plan import BuildPlan, plan_build, start_release
+_LAZY = {
+    "DEFAULT_BATCH_SIZE": "..formats.build_options",
+    "BuildOptions": "..formats.build_options",
+    "BuildPlan": ".plan",
+    "start_release": ".plan",
+    "BuildSummary": ".run",
+    "build": ".run",
+    "plan_build": ".run",
+    "run_build": ".run",
+    "encode_parts": ".encode",
+    "encode_part": ".encode",
+    "publish_release": ".publish",
+}
 
-__all__ = ["DEFAULT_BATCH_SIZE", "BuildOptions", "BuildPlan", "BuildSummary", "build", "build_part", "finish_build", "plan_build", "start_release"]
+
+def __getattr__(name: str):
+    import importlib
+
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = list(_LAZY)

@@ -34,8 +34,7 @@ from ..formats.preview import (
     write_preview,
 )
 from ..formats.release import SPLITS, Receipt, pair_path, part_name
-from .part import staging_rel
-from .plan import BuildPlan
+from .plan import BuildPlan, staging_rel
 from .shuffle import permutation
 
 

@@ -1,33 +1,36 @@
-"""Tokenizers: resolving ``--tokenizer`` (:mod:`.resolve`), training a BPE (:mod:`.train`), encoding (:mod:`.encoder`)."""
+"""Tokenizers: resolving ``--tokenizer`` (:mod:`.resolve`), training a BPE (:mod:`.train`), encoding (:mod:`.encoder`).
 
-from ..formats.tokenizer_configs import GENERATION_CONFIG_FILE, TOKENIZER_CONFIG_FILE
-from .resolve import (
-    BYTE,
-    BYTE_VOCAB_SIZE,
-    EOS_TOKEN,
-    TOKENIZER_FILE,
-    BoundaryToken,
-    TokenizerInfo,
-    load_tokenizer_json,
-    read_eos_token_id,
-    resolve_tokenizer,
-    token_or_id,
-)
-from .train import sample_texts, train_bpe
+The names below load their module on first use: a build's worker imports :mod:`.encoder` and :mod:`.info`
+without the Hub code that :mod:`.resolve` fetches with.
+"""
 
-__all__ = [
-    "BYTE",
-    "BYTE_VOCAB_SIZE",
-    "EOS_TOKEN",
-    "GENERATION_CONFIG_FILE",
-    "TOKENIZER_CONFIG_FILE",
-    "TOKENIZER_FILE",
-    "BoundaryToken",
-    "TokenizerInfo",
-    "load_tokenizer_json",
-    "read_eos_token_id",
-    "resolve_tokenizer",
-    "token_or_id",
-    "sample_texts",
-    "train_bpe",
-]
+_LAZY = {
+    "BYTE": "info",
+    "BYTE_VOCAB_SIZE": "resolve",
+    "EOS_TOKEN": "info",
+    "GENERATION_CONFIG_FILE": "_configs",
+    "TOKENIZER_CONFIG_FILE": "_configs",
+    "TOKENIZER_FILE": "info",
+    "BoundaryToken": "resolve",
+    "TokenizerInfo": "info",
+    "load_tokenizer_json": "info",
+    "read_eos_token_id": "resolve",
+    "resolve_tokenizer": "resolve",
+    "token_or_id": "resolve",
+    "sample_texts": "train",
+    "train_bpe": "train",
+}
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name in _LAZY:
+        module = _LAZY[name]
+        if module == "_configs":  # the config files' names, defined with their rules in formats
+            return getattr(importlib.import_module("..formats.tokenizer_configs", __name__), name)
+        return getattr(importlib.import_module(f".{module}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = list(_LAZY)

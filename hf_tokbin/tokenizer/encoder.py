@@ -107,7 +107,7 @@ from ..formats.build_options import FAST_MODES, FastMode
 from ..formats.run_config import as_id_definition
 from ..versions import package_version
 from . import long_documents, proof
-from .resolve import TOKENIZER_FILE, load_tokenizer_json, take_resolved_tokenizer, vocab_size_of
+from .info import TOKENIZER_FILE, load_tokenizer_json, take_resolved_tokenizer, vocab_size_of
 
 # The start of a check's reason when gigatoken cannot be used at all (--fast auto says so in one line).
 GIGATOKEN_UNAVAILABLE = "gigatoken cannot be used here"

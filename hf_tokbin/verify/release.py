@@ -505,7 +505,11 @@ class _Tasks:
     def run(self, items: list[tuple], labels: list[str], desc: str) -> list:
         from ..engines import run_tasks
 
-        return run_tasks(self.engine, check_one_file, self.checks, items, labels, self.ray_address, self.progress, desc)
+        # Exactly --num-proc threads: the files checked at once, as its help promises (a user may lower it to spare
+        # a shared disk or memory).
+        threads = self.checks.num_proc
+        engine, where, progress = self.engine, self.ray_address, self.progress
+        return run_tasks(engine, check_one_file, self.checks, items, labels, where, progress, desc, threads=threads)
 
 
 def _run_file_checks(tasks: _Tasks, receipts: list[Receipt]) -> list:

@@ -9,7 +9,7 @@ another directory:
 
 1. an uninterrupted build;
 2. a build during which the worker process encoding a part is SIGKILLed
-   from outside (found by its Ray process title ``ray::build_part[N]``);
+   from outside (found by its Ray process title ``ray::encode_part[N]``);
 3. a build whose driver is SIGKILLed after some receipts exist, then the
    same command again.
 
@@ -48,7 +48,7 @@ pytest_plugins = ["ray_cluster"]  # the session's one cluster
 
 # The driver: it runs `hf-tokbin build --engine ray` (the installed command)
 # in its own directory and watches the cluster's processes with psutil; the
-# PID namespace holds only this cluster, so every `ray::build_part[N]`
+# PID namespace holds only this cluster, so every `ray::encode_part[N]`
 # process is a worker running part N of one of these builds.
 DRIVER = r'''
 import json, os, signal, subprocess, time
@@ -56,7 +56,7 @@ import json, os, signal, subprocess, time
 import psutil
 
 OPTIONS = %(options)s
-TITLE = "ray::build_part["
+TITLE = "ray::encode_part["
 DEADLINE_S = 900  # only stops a hung build: each wait below ends on an event, a loaded machine takes longer
 
 

@@ -21,9 +21,9 @@ from ray_cluster import DRIVER_TIMEOUT_S, NODES, run_in_ray_namespace
 from hf_tokbin import __version__
 from hf_tokbin.engines.ray import (
     _PermanentFailure,
-    _run_part,
+    _run_task,
     package_versions,
-    run_parts,
+    run_tasks,
 )
 from hf_tokbin.errors import BuildError, CorpusInputError, MissingDependencyError
 
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import ray
 
-from hf_tokbin.engines.ray import run_parts
+from hf_tokbin.engines.ray import run_tasks
 from hf_tokbin.errors import CorpusInputError
 
 
@@ -117,28 +117,32 @@ work_dir = os.getcwd()
 report = {"driver_cwd": work_dir}
 plan = Plan(work_dir, "where")
 indices = [5, 2, 7, 0, 3, 1]
-report["where"] = run_parts(where, plan, indices, address=os.environ["RAY_ADDRESS"])
+report["where"] = run_tasks(where, plan, indices, address=os.environ["RAY_ADDRESS"])
 report["where_attempts"] = [attempts(plan, i) for i in indices]
 report["connected_after_run"] = ray.is_initialized()
 
 plan = Plan(work_dir, "input_error")
-report["input_error"] = error_of(lambda: run_parts(input_error_at_3, plan, [1, 2, 3, 4]))
+report["input_error"] = error_of(lambda: run_tasks(input_error_at_3, plan, [1, 2, 3, 4]))
 report["input_error_attempts"] = attempts(plan, 3)
 
 plan = Plan(work_dir, "killed")
-report["killed"] = run_parts(killed_on_first_attempt, plan, [4, 9])
+report["killed"] = run_tasks(killed_on_first_attempt, plan, [4, 9])
 report["killed_attempts"] = attempts(plan, 9)
 
 plan = Plan(work_dir, "killed_no_retry")
-report["killed_no_retry"] = error_of(lambda: run_parts(killed_on_first_attempt, plan, [9], max_retries=0))
+report["killed_no_retry"] = error_of(
+    lambda: run_tasks(killed_on_first_attempt, plan, [9], max_retries=0, labels=["input shard 9"])
+)
 report["killed_no_retry_attempts"] = attempts(plan, 9)
 
 plan = Plan(work_dir, "transient")
-report["transient"] = run_parts(oserror_on_first_attempt, plan, [1, 2], progress=False)
+report["transient"] = run_tasks(oserror_on_first_attempt, plan, [1, 2], progress=False)
 report["transient_attempts"] = [attempts(plan, 1), attempts(plan, 2)]
 
 plan = Plan(work_dir, "missing_file")
-report["missing_file"] = error_of(lambda: run_parts(missing_file, plan, [6], max_retries=1, progress=False))
+report["missing_file"] = error_of(
+    lambda: run_tasks(missing_file, plan, [6], max_retries=1, progress=False, labels=["input shard 6"])
+)
 report["missing_file_attempts"] = attempts(plan, 6)
 
 report["interfaces"] = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=True).stdout
@@ -146,7 +150,8 @@ report["addresses"] = subprocess.run(["ip", "-o", "addr", "show"], capture_outpu
 
 ray.init()
 report["cluster_nodes"] = sorted(node["NodeID"] for node in ray.nodes() if node["Alive"])
-report["in_open_connection"] = run_parts(oserror_on_first_attempt, Plan(work_dir, "in_open_connection"), [5], progress=False)
+in_open_connection = Plan(work_dir, "in_open_connection")
+report["in_open_connection"] = run_tasks(oserror_on_first_attempt, in_open_connection, [5], progress=False)
 report["connected_after_run_in_open_connection"] = ray.is_initialized()
 ray.shutdown()
 
@@ -155,21 +160,21 @@ with open("report.json", "w") as f:
 '''
 
 
-# Without a cluster and without RAY_ADDRESS, run_parts starts Ray on this
+# Without a cluster and without RAY_ADDRESS, run_tasks starts Ray on this
 # machine for the call, and stops it after.
 LOCAL_DRIVER = r'''
 import json, os
 
 import ray
 
-from hf_tokbin.engines.ray import run_parts
+from hf_tokbin.engines.ray import run_tasks
 
 
 def node_of(plan, index):
     return [index * plan, ray.get_runtime_context().get_node_id()]
 
 
-report = {"results": run_parts(node_of, 3, [2, 0, 1], progress=False), "connected_after_run": ray.is_initialized()}
+report = {"results": run_tasks(node_of, 3, [2, 0, 1], progress=False), "connected_after_run": ray.is_initialized()}
 with open("report.json", "w") as f:
     json.dump(report, f)
 '''
@@ -208,16 +213,16 @@ def test_workers_do_not_run_in_the_drivers_directory(cluster_report):
     assert {cwd for _, _, cwd in cluster_report["where"]}.isdisjoint({cluster_report["driver_cwd"]})
 
 
-def test_run_parts_disconnects_from_the_cluster_it_joined(cluster_report):
+def test_run_tasks_disconnects_from_the_cluster_it_joined(cluster_report):
     assert cluster_report["connected_after_run"] is False
 
 
-def test_run_parts_keeps_a_connection_it_did_not_open(cluster_report):
+def test_run_tasks_keeps_a_connection_it_did_not_open(cluster_report):
     assert cluster_report["in_open_connection"] == [105]
     assert cluster_report["connected_after_run_in_open_connection"] is True
 
 
-def test_without_address_run_parts_starts_and_stops_a_local_ray(tmp_path):
+def test_without_address_run_tasks_starts_and_stops_a_local_ray(tmp_path):
     # A namespace of its own without the session's cluster: nothing for ray.init() to find.
     process = run_in_ray_namespace(LOCAL_DRIVER, tmp_path, timeout=DRIVER_TIMEOUT_S, cluster=False)
     _, report = _driver_report(process, tmp_path, tmp_path / "ray_cluster.log")
@@ -280,14 +285,14 @@ def test_core_never_imports_ray():
 def test_missing_ray_is_a_missing_dependency_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # makes `import ray` raise ImportError
     with pytest.raises(MissingDependencyError) as caught:
-        run_parts(abs, None, [0])
+        run_tasks(abs, None, [0])
     hint = "pip install ray, or pip install -e '.[ray]' in the hf_tokbin checkout"
     assert str(caught.value) == f"--engine ray needs ray (HINT: {hint})"
 
 
 def test_negative_max_retries_is_refused():
     with pytest.raises(BuildError) as caught:
-        run_parts(abs, None, [0], max_retries=-1)
+        run_tasks(abs, None, [0], max_retries=-1)
     assert str(caught.value) == "max_retries: expected 0 or more, got -1"
 
 
@@ -296,7 +301,7 @@ def _raise_input_error(plan, index):
 
 
 def test_task_body_returns_input_errors_instead_of_raising():
-    outcome = _run_part(_raise_input_error, None, 3, package_versions())
+    outcome = _run_task(_raise_input_error, None, 3, package_versions(), "input shard 3")
     assert isinstance(outcome, _PermanentFailure)
     assert type(outcome.error) is CorpusInputError
     assert str(outcome.error) == INPUT_ERROR
@@ -306,7 +311,7 @@ def test_task_body_refuses_a_worker_with_other_package_versions():
     tokenizers_version = importlib.metadata.version("tokenizers")
     gigatoken_version = importlib.metadata.version("gigatoken")
     driver_versions = {"hf_tokbin": "0.0.0-driver", "tokenizers": tokenizers_version, "gigatoken": gigatoken_version}
-    outcome = _run_part(_raise_input_error, None, 3, driver_versions)
+    outcome = _run_task(_raise_input_error, None, 3, driver_versions, "input shard 3")
     assert isinstance(outcome, _PermanentFailure)
     assert type(outcome.error) is BuildError
     assert str(outcome.error) == (
@@ -324,7 +329,7 @@ import json, os
 
 import ray
 
-from hf_tokbin.engines.ray import run_parts
+from hf_tokbin.engines.ray import run_tasks
 
 
 def version_of_gigatoken(plan, index):
@@ -341,7 +346,7 @@ pythonpath = os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH")]))
 ray.init(address=os.environ["RAY_ADDRESS"], runtime_env={"env_vars": {"PYTHONPATH": pythonpath}})
 seen = ray.get(ray.remote(num_cpus=1)(version_of_gigatoken).remote(None, 0))
 try:
-    run_parts(version_of_gigatoken, None, [0], progress=False)
+    run_tasks(version_of_gigatoken, None, [0], progress=False, labels=["input shard 0"])
     error = None
 except Exception as e:
     error = {"type": type(e).__name__, "message": str(e)}

@@ -18,7 +18,7 @@ from hf_tokbin.cli import main
 from hf_tokbin.errors import BuildError
 from hf_tokbin.output import UrlFolder
 from hf_tokbin.pipeline import build, plan_build
-from hf_tokbin.pipeline import part as build_module
+from hf_tokbin.pipeline import encode as build_module
 from hf_tokbin.tokenizer import resolve_tokenizer, train_bpe
 
 pytestmark = pytest.mark.slow  # builds through fsspec URLs, one on Ray

@@ -15,7 +15,7 @@ from hf_tokbin.cli import main
 from hf_tokbin.errors import BuildError, FormatError
 from hf_tokbin.formats import llmc, megatron
 from hf_tokbin.formats.release import Complete, Receipt
-from hf_tokbin.pipeline import build, build_part, plan_build, start_release
+from hf_tokbin.pipeline import build, encode_part, plan_build, start_release
 from hf_tokbin.tokenizer import resolve_tokenizer, train_bpe
 from hf_tokbin.verify.release import verify_release
 
@@ -171,8 +171,8 @@ def test_a_deleted_output_is_rebuilt_from_its_part(tmp_path, corpus, bpe_dir):
     plan = plan_build(corpus, info, out)
     # Simulate a build killed after two parts: run them, then break one output.
     start_release(plan)
-    build_part(plan, 0)
-    build_part(plan, 1)
+    encode_part(plan, 0)
+    encode_part(plan, 1)
     (out / "shards/train/part-000001.idx").write_bytes(b"broken")
     summary = build(plan, progress=False)
     assert summary.parts_built == 3 and summary.parts_skipped == 1
@@ -255,7 +255,7 @@ def test_document_longer_than_an_llmc_file_fails_its_part_before_the_receipt(tmp
     plan = plan_build(corpus, byte, tmp_path / "r", formats=("llmc",), max_tokens_per_file=50)  # 50 bytes + separator > 50
     start_release(plan)
     with pytest.raises(BuildError, match="document 1 of this shard") as info:
-        build_part(plan, 0, progress=False)
+        encode_part(plan, 0, progress=False)
     assert str(corpus / "data/train-00000.parquet") in str(info.value)
     assert files_under(tmp_path / "r") == ["run_config.json"]
     # One more token of room and the same document fits.
@@ -264,7 +264,7 @@ def test_document_longer_than_an_llmc_file_fails_its_part_before_the_receipt(tmp
 
 
 def test_part_that_loses_documents_leaves_nothing_under_a_final_name(tmp_path, corpus, monkeypatch):
-    from hf_tokbin.pipeline import part as build_module
+    from hf_tokbin.pipeline import encode as build_module
 
     encode_shard = build_module.encode_shard
 
@@ -276,7 +276,7 @@ def test_part_that_loses_documents_leaves_nothing_under_a_final_name(tmp_path, c
     plan = plan_build(corpus, resolve_tokenizer("byte", doc_sep_id=0), tmp_path / "r")
     start_release(plan)
     with pytest.raises(BuildError, match="nothing lost"):
-        build_part(plan, 0, progress=False)
+        encode_part(plan, 0, progress=False)
     assert files_under(tmp_path / "r") == ["run_config.json"]
 
 
@@ -293,5 +293,27 @@ def test_tokens_lost_on_disk_fail_the_part_and_leave_nothing(tmp_path, corpus, m
     plan = plan_build(corpus, resolve_tokenizer("byte", doc_sep_id=0), tmp_path / "r")
     start_release(plan)
     with pytest.raises(BuildError, match="token conservation"):
-        build_part(plan, 0, progress=False)
+        encode_part(plan, 0, progress=False)
     assert files_under(tmp_path / "r") == ["run_config.json"]
+
+
+def test_the_plan_is_a_plain_record_and_the_encoder_is_built_once_per_process(tmp_path, corpus, bpe_dir, monkeypatch):
+    import pickle
+
+    from hf_tokbin.pipeline import encode
+
+    plan = plan_build(corpus, resolve_tokenizer(str(bpe_dir)), tmp_path / "r")
+    assert pickle.loads(pickle.dumps(plan)) == plan  # compared by value, every field: nothing live inside
+    assert plan == plan_build(corpus, resolve_tokenizer(str(bpe_dir)), tmp_path / "r")
+    assert all(field.compare for field in dataclasses.fields(plan)) and "encoder" not in vars(plan)
+    built = []
+    proven = encode._proven_encoder
+
+    def counted(plan):
+        built.append(plan.tokenizer.sha256)
+        return proven(plan)
+
+    monkeypatch.setattr(encode, "_proven_encoder", counted)
+    summary = build(plan, progress=False)
+    assert summary.parts_built == len(plan.corpus.shards) > 1
+    assert built == [plan.tokenizer.sha256]  # once for the build's parts, in this process

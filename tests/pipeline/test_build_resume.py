@@ -46,16 +46,16 @@ def stops_the_build_after(call, when=lambda *args, **kwargs: True):
 
 
 if moment == "after run_config":
-    from hf_tokbin.pipeline import job
+    from hf_tokbin.pipeline import run as job
     job.start_release = stops_the_build_after(job.start_release)
 elif moment == "while writing a part":  # a part's pair holds its first batch under its temporary names
     from hf_tokbin.formats import megatron
     megatron.MegatronWriter.add_checked_documents = stops_the_build_after(megatron.MegatronWriter.add_checked_documents)
 elif moment == "after three receipts":
-    from hf_tokbin.pipeline import part
+    from hf_tokbin.pipeline import encode as part
     part._publish_part = stops_the_build_after(part._publish_part, when=lambda output, receipt, staging: receipt.part == "part-000002")
 elif moment == "while packing llm.c":  # the first llm.c file written, the others not yet
-    from hf_tokbin.pipeline import pack
+    from hf_tokbin.pipeline import publish as pack
     pack.write_packed_file = stops_the_build_after(pack.write_packed_file)
 else:
     sys.exit(f"unknown moment {moment!r}")

@@ -19,8 +19,8 @@ from hf_tokbin.cli import main
 from hf_tokbin.errors import BuildError, TokbinError
 from hf_tokbin.formats.release import Receipt
 from hf_tokbin.pipeline import build, plan_build
-from hf_tokbin.pipeline import sources as sources_module
-from hf_tokbin.pipeline.sources import SourceCounter
+from hf_tokbin.pipeline import encode as sources_module
+from hf_tokbin.pipeline.encode import SourceCounter
 from hf_tokbin.tokenizer import resolve_tokenizer
 from hf_tokbin.verify.release import verify_release
 

@@ -21,7 +21,7 @@ from release_fixtures import stories, write_corpus
 
 from hf_tokbin import _io
 from hf_tokbin.cli import main
-from hf_tokbin.engines.ray import _run_part, _task_result, package_versions
+from hf_tokbin.engines.ray import _run_task, _task_result, package_versions
 from hf_tokbin.errors import BuildError
 from hf_tokbin.tokenizer import train_bpe
 
@@ -188,7 +188,7 @@ def test_ray_task_sends_the_full_disks_oserror_not_the_wrapper_and_the_driver_pr
         raise disk_full_inside_datasets()
 
     with pytest.raises(OSError) as caught:
-        _run_part(part_on_a_full_disk, None, 4, package_versions())
+        _run_task(part_on_a_full_disk, None, 4, package_versions())
     assert caught.value.errno == errno.ENOSPC
     assert caught.value.__cause__ is None  # it pickles whole
 
@@ -209,4 +209,4 @@ def test_ray_task_sends_the_full_disks_oserror_not_the_wrapper_and_the_driver_pr
         _task_result(ray_failing_with(named), None, 4, 3)
     assert str(failed.value) == f"/out/shards/train/part-000004.bin: writing needs free space on the disk: got {NO_SPACE} {HINT}"
     with pytest.raises(BuildError, match="^input shard 4: writing needs free space on the disk"):
-        _task_result(ray_failing_with(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))), None, 4, 3)
+        _task_result(ray_failing_with(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))), None, "input shard 4", 3)

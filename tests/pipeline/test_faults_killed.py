@@ -59,13 +59,13 @@ elif moment == "closing_pair":
     from hf_tokbin.formats import megatron
     megatron.MegatronWriter.close = killed_at(megatron.MegatronWriter.close)
 elif moment == "between_parts":
-    from hf_tokbin.pipeline import part
+    from hf_tokbin.pipeline import encode as part
     part._publish_part = killed_at(part._publish_part, when="after")
 elif moment == "packing":  # the first llm.c file written by its pack task, the others not yet
-    from hf_tokbin.pipeline import pack
+    from hf_tokbin.pipeline import publish as pack
     pack.write_packed_file = killed_at(pack.write_packed_file, when="after")
 elif moment == "finish":
-    from hf_tokbin.pipeline import finish
+    from hf_tokbin.pipeline import publish as finish
     finish._write_card = killed_at(finish._write_card)
 elif moment == "complete_json":
     from hf_tokbin import _io

@@ -165,7 +165,7 @@ def test_a_build_encodes_no_piece_longer_than_the_bound_and_gives_the_bytes_of_w
 @pytest.mark.parametrize("fast", ["auto", "never"])
 def test_no_engine_sees_a_text_longer_than_the_bound_anywhere_in_a_build(long_corpus, tmp_path, monkeypatch, fast):
     """The encoding, the fast-path check on the corpus sample (the long story is in it) and the dry run."""
-    from hf_tokbin.pipeline.dry_run import describe_plan
+    from hf_tokbin.pipeline.run import describe_plan
     from hf_tokbin.tokenizer import encoder as encoder_module
 
     seen = []

@@ -14,7 +14,7 @@ from release_fixtures import stories, write_corpus
 from hf_tokbin.cli import main
 from hf_tokbin.formats.preview import read_preview
 from hf_tokbin.output import LocalFolder, UrlFolder
-from hf_tokbin.pipeline import job
+from hf_tokbin.pipeline import run as job
 
 _unique = itertools.count()
 
@@ -35,7 +35,7 @@ def driver(monkeypatch):
     """What the finish's driver thread opens (but for ranged reads), the ranged reads of token files and which
     files a URL build fetches back: ``{"opened": [...], "ranges": [(rel, start, length)], "fetched": [...]}``."""
     seen = {"opened": [], "ranges": [], "fetched": []}
-    finish, fetch = job.finish_build, UrlFolder.fetch
+    finish, fetch = job.publish_release, UrlFolder.fetch
 
     def recorded_finish(*args, **kwargs):
         with recording_token_reads() as opened:
@@ -59,7 +59,7 @@ def driver(monkeypatch):
 
     for output in (LocalFolder, UrlFolder):
         monkeypatch.setattr(output, "read_range", ranged(output.read_range))
-    monkeypatch.setattr(job, "finish_build", recorded_finish)
+    monkeypatch.setattr(job, "publish_release", recorded_finish)
     monkeypatch.setattr(UrlFolder, "fetch", recorded_fetch)
     return seen
 

@@ -12,7 +12,7 @@ from tokenizer_files import GPT2_EOS_ID, gpt2_tokenizer_json, story_texts
 
 import hf_tokbin
 from hf_tokbin.errors import BuildError
-from hf_tokbin.pipeline.given_ids import IdsCheck
+from hf_tokbin.formats.given_ids import IdsCheck
 from hf_tokbin.readers.views import MegatronSplit
 
 # Stories, an empty text (dropped), special-token text (ordinary text by default), and code points the fast path

@@ -9,7 +9,8 @@ import pytest
 from release_fixtures import stories, write_corpus
 
 from hf_tokbin.cli import main
-from hf_tokbin.pipeline import job, llmc_source
+from hf_tokbin.pipeline import plan as llmc_source
+from hf_tokbin.pipeline import run as job
 
 LAYOUTS = {
     "before": [],
@@ -31,13 +32,13 @@ def corpus(tmp_path_factory) -> Path:
 def segments(monkeypatch) -> list[str]:
     """The names of the llm.c segment files at the output when the finish starts (it removes them)."""
     seen: list[str] = []
-    finish = job.finish_build
+    finish = job.publish_release
 
     def recorded(plan, *args, **kwargs):
         seen.extend(sorted(p.name for p in (plan.output.work / ".work" / "llmc").iterdir()))
         return finish(plan, *args, **kwargs)
 
-    monkeypatch.setattr(job, "finish_build", recorded)
+    monkeypatch.setattr(job, "publish_release", recorded)
     return seen
 
 

@@ -2,7 +2,7 @@
 
 Closing a part (each file fsynced and hashed, the ``.idx`` written, the receipt
 published) is mostly waiting on the disk: about 1 s over the 9 parts of a
-2.2 GB build. ``run_parts_locally`` hands it to a thread of its own; one
+2.2 GB build. ``encode_parts`` hands it to a thread of its own; one
 closing at most runs while the next part is written, every closing has ended
 when the parts stage returns or raises, and the release is the same bytes.
 """
@@ -18,7 +18,8 @@ from release_fixtures import stories, write_corpus
 
 from hf_tokbin.errors import BuildError
 from hf_tokbin.formats import llmc_segments, megatron, release
-from hf_tokbin.pipeline import build, part, plan_build
+from hf_tokbin.pipeline import build, plan_build
+from hf_tokbin.pipeline import encode as part
 from hf_tokbin.tokenizer import resolve_tokenizer
 from hf_tokbin.verify.release import verify_release
 

@@ -252,7 +252,7 @@ def test_a_release_of_the_part_order_scope_verifies_in_part_order(category_relea
 
 KILLED_FINISH = """
 import os, signal, sys
-from hf_tokbin.pipeline import pack
+from hf_tokbin.pipeline import publish as pack
 real = pack.write_packed_file
 def killed_after(*args, **kwargs):
     result = real(*args, **kwargs)

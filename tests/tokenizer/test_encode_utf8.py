@@ -16,7 +16,7 @@ from tokenizer_files import gpt2_tokenizer_json, llama3_tokenizer_json, story_te
 from tokenizers import AddedToken, Tokenizer
 
 from hf_tokbin.formats.corpus_shard import utf8_buffer
-from hf_tokbin.pipeline.encode_batch import EncodeBatch
+from hf_tokbin.pipeline.encode import EncodeBatch
 from hf_tokbin.tokenizer import train_bpe
 from hf_tokbin.tokenizer.encoder import _UNPROVEN, ByteEncoder, DocumentEncoder
 from hf_tokbin.tokenizer.long_documents import PIECE_CHARS
