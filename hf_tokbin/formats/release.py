@@ -70,7 +70,7 @@ FORMATS = ("llmc", "megatron")  # the output formats, in their canonical order
 STATS_FORMAT = "hf_tokbin.stats/1"
 PREVIEW_DIR = "preview"  # the Parquet preview (formats/preview.py)
 PICTURES_DIR = "pictures"  # the card's SVG charts (cards/pictures.py)
-LLMC_SPLIT = {"train": "train", "validation": "val"}  # seed 000 names the validation split "val"
+LLMC_SPLIT = {"train": "train", "validation": "val"}  # the llm.c layout names the validation split "val"
 
 
 def part_name(index: int) -> str:

@@ -350,7 +350,7 @@ def _tokenizer_place(tokenizer: TokenizerInfo) -> str:
 def _llmc_boundary(tokenizer: TokenizerInfo, options: BuildOptions) -> tuple[BuildOptions, BoundaryToken | None]:
     """The options with the llm.c separator's place chosen, and llm.c's own separator when it is not the tokenizer's.
 
-    Without ``--llmc-sep``: before each document (seed 000). With ``--llmc-layout
+    Without ``--llmc-sep``: before each document (the llm.c layout). With ``--llmc-layout
     llama3`` and no ``--doc-sep``/``--bos``, llm.c's own Llama 3 data, which
     the trainer's files hold (``dev/data/fineweb.py`` ``tokenize_llama``:
     ``[<|begin_of_text|>] + ids``, no EOS), when the tokenizer has that token.

@@ -1,4 +1,4 @@
-"""Tokenizers: loading one, its identity, and training a byte-level BPE (seed 002).
+"""Tokenizers: loading one, its identity, and training a byte-level BPE (the TinyStories rules).
 
 A tokenizer is named by ``--tokenizer``:
 

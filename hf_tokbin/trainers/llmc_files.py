@@ -52,7 +52,7 @@ def llmc_inputs(path: Path) -> LlmcInputs:
 
 def document_start_token(path: Path, manifest: llmc.TokensManifest) -> tuple[int | None, str]:
     """The id that begins every llm.c document, and what it is: by run_config.json's layout in a release, else the
-    manifest's separator (seed 000: before)."""
+    manifest's separator (the llm.c layout: before)."""
     if path.is_dir() and (path / RUN_CONFIG_NAME).is_file():
         config = RunConfig.read(path / RUN_CONFIG_NAME)
         if config.llmc_separator == "after" or config.llmc_sep is None:

@@ -44,7 +44,7 @@ names the file (in a JSON file, the field) and the rule.
 6. **llm.c files.** The manifest's tokenizer_id, tokenizer_sha256,
    vocab_size, doc_sep_id, dataset, version and corpus_manifest_sha256 equal
    run_config.json's. Files are numbered from 00000 per split without gaps.
-   Each file has the magic of the llm.c layout and, for gpt2 (seed 000),
+   Each file has the magic of the llm.c layout and, for gpt2 (the llm.c layout),
    header[3] = vocab_size; its header, size, ids < vocab_size, n_tokens and
    SHA-256 are as listed, and it starts (separator "before") or ends
    ("after") with the separator, when there is one; its n_tokens is at most
@@ -554,7 +554,7 @@ def _check_pair(root: Path, receipt: Receipt, split: str, config: RunConfig) -> 
 def verify_llmc_folder(directory: Path) -> llmc.TokensManifest:
     """An llm.c token folder: the files on disk are the manifest's, numbered without gaps, each intact.
 
-    The manifest does not say where the separator stands (seed 000's keys), so
+    The manifest does not say where the separator stands (the llm.c layout's keys), so
     either layout is accepted here; a release's run_config.json says which.
     """
     manifest = llmc.TokensManifest.read(directory / llmc.MANIFEST_NAME)
@@ -593,7 +593,7 @@ def _read_llmc_manifest(root: Path, listed: set[str], config: RunConfig) -> llmc
 def _check_llmc_header(path: Path, config: RunConfig) -> None:
     """The header's magic is run_config.json's layout's; a GPT-2-family header[3] is the release's vocab_size."""
     magic = LLMC_MAGIC[config.llmc_layout]
-    # The seed 000 writer fills header[3] (0 only for a vocabulary beyond int32, as llmc.encode_header does).
+    # The llm.c layout's writer fills header[3] (0 only for a vocabulary beyond int32, as llmc.encode_header does).
     header_vocab = config.vocab_size if config.vocab_size <= np.iinfo(np.int32).max else 0
     if file_magic(path) != magic:
         raise FormatError(path, f"magic in header[0] must be that of llm.c layout {config.llmc_layout} (run_config.json)", expected=magic, got=file_magic(path))
