@@ -44,7 +44,8 @@ class ReleaseSummary:
     corpus_revision: str | None
     split_rule: str
     empty_documents_dropped: int
-    corpus_subset: object = None  # limit=N: hf_tokbin.formats.corpus_manifest.CorpusSubset (what each split got), else None
+    # limit=N: hf_tokbin.formats.corpus_manifest.CorpusSubset (what each split got), else None
+    corpus_subset: object = None
     plan: object = None  # the hf_tokbin.pipeline.BuildPlan that was run
     dry_run: str | None = None  # dry_run=True: the plan described (build is None, nothing was written)
     dry_run_record: dict | None = None  # and the same facts as a record (build --dry-run --json)
@@ -61,7 +62,10 @@ class ReleaseSummary:
         if self.dry_run is not None:
             return self.dry_run
         origin = self.corpus_source + (f"@{self.corpus_revision}" if self.corpus_revision else "")
-        head = f"corpus {self.corpus_name} from {origin}; split rule {self.split_rule}; {self.empty_documents_dropped:,} empty documents dropped"
+        head = (
+            f"corpus {self.corpus_name} from {origin}; split rule {self.split_rule}; "
+            f"{self.empty_documents_dropped:,} empty documents dropped"
+        )
         subset = [*self.corpus_subset.lines()] if self.corpus_subset is not None else []
         return "\n".join([head, *subset, self.build.table()])
 
@@ -69,26 +73,13 @@ class ReleaseSummary:
 
 
 def build_release(
-    source,
-    tokenizer,
-    out: str | os.PathLike,
-    *,
-    progress: bool = True,
-    name: str | None = None,
+    source, tokenizer, out: str | os.PathLike, *, progress: bool = True, name: str | None = None,
     revision: str | None = None, config: str | None = None, splits: Sequence[str] | None = None,
-    text_column: str | Sequence[str] = "text",
-    split: str = "auto",
-    split_map: dict[str, str] | None = None,
-    val_per_mille: int = 1,
-    shard_rows: int | None = None, shard_bytes: int | None = None,
-    tokenizer_id: str | None = None,
-    tokenizer_revision: str | None = None, tokenizer_subfolder: str | None = None,
-    doc_sep: int | str | None = None,
-    bos: int | str | None = None,
-    engine: str = "local", ray_address: str | None = None,
-    check_ids: str = "all",
-    dry_run: bool = False, on_plan=None,
-    options=None,
+    text_column: str | Sequence[str] = "text", split: str = "auto", split_map: dict[str, str] | None = None,
+    val_per_mille: int = 1, shard_rows: int | None = None, shard_bytes: int | None = None,
+    tokenizer_id: str | None = None, tokenizer_revision: str | None = None, tokenizer_subfolder: str | None = None,
+    doc_sep: int | str | None = None, bos: int | str | None = None, engine: str = "local",
+    ray_address: str | None = None, check_ids: str = "all", dry_run: bool = False, on_plan=None, options=None,
     **option_fields,
 ) -> ReleaseSummary:
     """Build a verified tokenized release of ``source`` with ``tokenizer`` into ``out``; see the module docstring.
@@ -109,12 +100,17 @@ def build_release(
     from .pipeline import run_build
 
     options = BuildOptions.of(options, **option_fields)  # every option checked before any work
-    import_options = dict(text_column=text_column, split=split, split_map=split_map, val_per_mille=val_per_mille,
-                          shard_rows=shard_rows, shard_bytes=shard_bytes, source_column=options.source_column)
-    tokenizer_choice = dict(tokenizer_id=tokenizer_id, revision=tokenizer_revision, subfolder=tokenizer_subfolder,
-                            doc_sep=doc_sep, bos=bos)
-    corpus_choice = dict(progress=progress, name=name, hub_choice=(revision, config, splits),
-                         import_options=import_options, check_ids=check_ids, plan_only=dry_run)
+    import_options = dict(
+        text_column=text_column, split=split, split_map=split_map, val_per_mille=val_per_mille, shard_rows=shard_rows,
+        shard_bytes=shard_bytes, source_column=options.source_column,
+    )
+    tokenizer_choice = dict(
+        tokenizer_id=tokenizer_id, revision=tokenizer_revision, subfolder=tokenizer_subfolder, doc_sep=doc_sep, bos=bos
+    )
+    corpus_choice = dict(
+        progress=progress, name=name, hub_choice=(revision, config, splits), import_options=import_options,
+        check_ids=check_ids, plan_only=dry_run,
+    )
     corpus: dict = {}  # where the corpus came from, for the summary
 
     def planning():
@@ -151,8 +147,19 @@ IMPORTED_FILES, IMPORTED_DATASET = "files", "in-memory dataset"  # where a corpu
 
 
 @contextlib.contextmanager
-def corpus_for_build(source, out, *, progress: bool = True, name: str | None = None, hub_choice: tuple = (None, None, None), import_options: dict | None = None, check_ids: str = "all", plan_only: bool = False):
-    """``(corpus, origin, given ids)`` of a build's ``source`` (what :func:`build_release` and ``build --corpus`` take), while the context lasts.
+def corpus_for_build(
+    source,
+    out,
+    *,
+    progress: bool = True,
+    name: str | None = None,
+    hub_choice: tuple = (None, None, None),
+    import_options: dict | None = None,
+    check_ids: str = "all",
+    plan_only: bool = False,
+):
+    """``(corpus, origin, given ids)`` of a build's ``source`` (what :func:`build_release` and ``build --corpus``
+    take), while the context lasts.
 
     A corpus folder or Hub repo is used as it is; files, folders, globs and
     in-memory datasets are first written as a corpus into a temporary folder
@@ -168,22 +175,38 @@ def corpus_for_build(source, out, *, progress: bool = True, name: str | None = N
     check = IdsCheck.parse(check_ids, out)
     source = _loaded_if_saved_with_ids(source)
     with tempfile.TemporaryDirectory(prefix="hf_tokbin-corpus-", ignore_cleanup_errors=True) as scratch:
-        given = GivenIds(os.fspath(Path(scratch) / ".input_ids"), check) if _is_dataset(source) and has_given_ids(source) else None
-        found, origin = _corpus_source(source, Path(scratch) / name, progress, hub_choice, dict(import_options or {}), given, plan_only)
+        given = (
+            GivenIds(os.fspath(Path(scratch) / ".input_ids"), check)
+            if _is_dataset(source) and has_given_ids(source)
+            else None
+        )
+        found, origin = _corpus_source(
+            source, Path(scratch) / name, progress, hub_choice, dict(import_options or {}), given, plan_only
+        )
         if given is None and check.sample is not None:
             raise BuildError(out, "check_ids applies to a dataset with an input_ids column", got=check_ids)
         yield found, origin, given
 
 
-def _corpus_source(source, scratch: Path, progress: bool, hub_choice: tuple, import_options: dict, given=None, plan_only: bool = False):
-    """(the resolved corpus, where it came from): a corpus folder or Hub repo as it is, else first written as a corpus at ``scratch``."""
+def _corpus_source(
+    source, scratch: Path, progress: bool, hub_choice: tuple, import_options: dict, given=None, plan_only: bool = False
+):
+    """(the resolved corpus, where it came from): a corpus folder or Hub repo as it is, else first written as a corpus
+    at ``scratch``."""
     from .corpus.source import resolve_corpus_source
 
     if _is_corpus_or_repo(source):
         found = resolve_corpus_source(os.fspath(source), *hub_choice, plan_only=plan_only)
         return found, found.source
     if _is_dataset(source):
-        import_dataset(source, scratch, name=scratch.name, progress=progress, _given_ids_to=given and given.folder, **import_options)
+        import_dataset(
+            source,
+            scratch,
+            name=scratch.name,
+            progress=progress,
+            _given_ids_to=given and given.folder,
+            **import_options,
+        )
         return resolve_corpus_source(os.fspath(scratch)), IMPORTED_DATASET
     from .corpus.write import import_corpus
 
@@ -205,9 +228,11 @@ def options_for_corpus(options, origin: str):
 
 
 def _loaded_if_saved_with_ids(source):
-    """A ``save_to_disk`` folder whose rows have ``input_ids``, loaded (memory-mapped) so its ids are the given ids; else ``source``.
+    """A ``save_to_disk`` folder whose rows have ``input_ids``, loaded (memory-mapped) so its ids are the given ids;
+    else ``source``.
 
-    Without ``input_ids`` the folder is read as the files it holds (``corpus import``'s reader, which names what is wrong).
+    Without ``input_ids`` the folder is read as the files it holds (``corpus import``'s reader, which names what is
+    wrong).
     """
     from .corpus.inputs import is_saved_dataset_folder, load_saved_dataset
 
@@ -224,7 +249,9 @@ def _is_dataset(source) -> bool:
         return False
     import datasets
 
-    return isinstance(source, (datasets.Dataset, datasets.DatasetDict, datasets.IterableDataset, datasets.IterableDatasetDict))
+    return isinstance(
+        source, (datasets.Dataset, datasets.DatasetDict, datasets.IterableDataset, datasets.IterableDatasetDict)
+    )
 
 
 def _is_corpus_or_repo(source) -> bool:
@@ -239,7 +266,11 @@ def _is_corpus_or_repo(source) -> bool:
     return not Path(text).exists() and is_repo_id(text) and "://" not in text and not any(c in text for c in "*?[")
 
 
-def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, text_column="text", split: str = "auto", split_map=None, val_per_mille: int = 1, shard_rows=None, shard_bytes=None, progress: bool = False, license: str = "unknown", language=(), source_column: str | None = None, _given_ids_to=None):
+def import_dataset(
+    dataset, out: str | os.PathLike, *, name: str | None = None, text_column="text", split: str = "auto",
+    split_map=None, val_per_mille: int = 1, shard_rows=None, shard_bytes=None, progress: bool = False,
+    license: str = "unknown", language=(), source_column: str | None = None, _given_ids_to=None,
+):
     """Write an in-memory ``datasets`` dataset as a corpus folder, with ``corpus import``'s rules and checks.
 
     A ``DatasetDict``'s split names are each row's split (unless the rows
@@ -259,17 +290,17 @@ def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, 
     from .formats.given_ids import ID_COLUMN, GivenIdsWriter
 
     name = Path(out).name if name is None else name
-    members = dict(dataset) if isinstance(dataset, (datasets.DatasetDict, datasets.IterableDatasetDict)) else {None: dataset}
+    members = (dict(dataset) if isinstance(dataset, (datasets.DatasetDict, datasets.IterableDatasetDict))
+               else {None: dataset})
     text_columns = (text_column,) if isinstance(text_column, str) else tuple(text_column)
-    inputs = [InputFile(f"<in-memory dataset{'' if key is None else f' split {key}'}>", str(key), "arrow", key) for key in members]
+    inputs = [InputFile(f"<in-memory dataset{'' if key is None else f' split {key}'}>", str(key), "arrow", key)
+              for key in members]
     with CorpusWriter(out, name, ShardLimit.of(shard_rows, shard_bytes)) as corpus:
         builder = CorpusShards(
             cache_dir=corpus.cache,
-            data_files=DataFilesDict({"input": DataFilesList(["in-memory.arrow"], [()])}),  # never read: tables come from the dataset
-            text_columns=text_columns,
-            split=split,
-            split_map=dict(split_map or {}),
-            val_per_mille=val_per_mille,
+            # never read: tables come from the dataset
+            data_files=DataFilesDict({"input": DataFilesList(["in-memory.arrow"], [()])}),
+            text_columns=text_columns, split=split, split_map=dict(split_map or {}), val_per_mille=val_per_mille,
             source_column=source_column,
         )
 
@@ -282,7 +313,8 @@ def import_dataset(dataset, out: str | os.PathLike, *, name: str | None = None, 
                     table = batch if isinstance(batch, pa.Table) else pa.Table.from_pydict(batch)
                     checked = builder.check_table(file, table, first_row)
                     if given is not None:
-                        given.add(member_index, first_row, table.column(ID_COLUMN), checked.column("split"), checked.column("text"), file.uri)
+                        given.add(member_index, first_row, table.column(ID_COLUMN), checked.column("split"),
+                                  checked.column("text"), file.uri)
                     yield checked
                     first_row += table.num_rows
 
@@ -302,8 +334,18 @@ def _batches(member, rows: int = 10_000):
     return member.iter(rows)  # IterableDataset: dicts of columns
 
 
-def show(release, split: str = "train", *, doc: int | None = None, window: int | None = None, length: int | None = None, format: str | None = None, tokenizer=None):
-    """Decode document ``doc``, or ``length`` tokens from ``window``, of a release's split (:mod:`hf_tokbin.readers.decode`).
+def show(
+    release,
+    split: str = "train",
+    *,
+    doc: int | None = None,
+    window: int | None = None,
+    length: int | None = None,
+    format: str | None = None,
+    tokenizer=None,
+):
+    """Decode document ``doc``, or ``length`` tokens from ``window``, of a release's split
+    (:mod:`hf_tokbin.readers.decode`).
 
     Decoded with the tokenizer ``run_config.json`` pins (``byte``, or its Hub
     repo at the recorded commit); a release built from a local

@@ -33,8 +33,9 @@ of ``HubServer.page_size`` with a ``Link: <...>; rel="next"`` header (on the ori
 ``HubServer.page_origins["tree"]`` or ``["commits"]``: a server linking another host); 400 for more than
 ``PATHS_INFO_LIMIT`` paths in one paths-info call; 404 (``EntryNotFound``) for a commit
 deleting a file that does not exist; 400 from validate-yaml for a license id the Hub
-does not know or a ``configs:`` entry ``datasets`` would not load; the server's reason in the JSON ``error`` field and the ``X-Error-Message``
-header. ``HubServer.create_payloads`` keeps every create-repo request body as sent.
+does not know or a ``configs:`` entry ``datasets`` would not load; the server's reason in the JSON ``error`` field and
+the ``X-Error-Message`` header.
+``HubServer.create_payloads`` keeps every create-repo request body as sent.
 
 Faults (:class:`Faults`) are switched on by tests; each counter fires a given number of times.
 """
@@ -693,7 +694,7 @@ class _Handler(BaseHTTPRequestHandler):
         for p in sorted(commit.tree):
             if not p.startswith(prefix):
                 continue
-            rest = p[len(prefix):].split("/")
+            rest = p[len(prefix) :].split("/")
             for depth in range(1, len(rest)):
                 if recursive or depth == 1:
                     folders.add(prefix + "/".join(rest[:depth]))
@@ -908,8 +909,14 @@ def _release_run_config(root, parts: int, vocab_size: int, eod_id: int, corpus_s
     tokenizer = TokenizerInfo("byte-test", "ab" * 32, vocab_size, eod_id, "local", None, None, None)
     revision = None if corpus_source == "local" else "c0" * 20
     plan = BuildPlan(
-        corpus_root="corpus", corpus=corpus, corpus_manifest_sha256="cd" * 32, corpus_source=corpus_source,
-        corpus_revision=revision, tokenizer=tokenizer, out=str(root), options=BuildOptions(formats=("megatron",)),
+        corpus_root="corpus",
+        corpus=corpus,
+        corpus_manifest_sha256="cd" * 32,
+        corpus_source=corpus_source,
+        corpus_revision=revision,
+        tokenizer=tokenizer,
+        out=str(root),
+        options=BuildOptions(formats=("megatron",)),
     )
     return plan.run_config()
 

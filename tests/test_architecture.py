@@ -16,11 +16,21 @@ from hf_tokbin.formats import megatron
 
 PACKAGE = Path(hf_tokbin.__file__).parent
 CONSOLE_SCRIPT = Path(sys.executable).with_name("hf-tokbin")
-FORBIDDEN_IN_FORMATS = ("huggingface_hub", "datasets", "fsspec", "tqdm", "ray", "tokenizers", "hf_tokbin.hub", "hf_tokbin.pipeline")
+FORBIDDEN_IN_FORMATS = (
+    "huggingface_hub",
+    "datasets",
+    "fsspec",
+    "tqdm",
+    "ray",
+    "tokenizers",
+    "hf_tokbin.hub",
+    "hf_tokbin.pipeline",
+)
 
 
 def _imports(path: Path, package_dir: Path = PACKAGE) -> list[str]:
-    """Every module ``path`` imports (relative imports resolved), at any depth of the file: function-local imports count."""
+    """Every module ``path`` imports (relative imports resolved), at any depth of the file: function-local imports
+    count."""
     return [name for name, _line in _imports_with_lines(path, package_dir)]
 
 
@@ -101,7 +111,9 @@ def private_imports(package_dir: Path, allowed: dict[str, set[str]] | None = Non
                     continue
                 prefix = ".".join(parts[:i])
                 # A private module belongs to its package; a private attribute to the package of its module.
-                owner = prefix if ".".join(parts[: i + 1]) in modules or prefix in packages else prefix.rpartition(".")[0]
+                owner = (
+                    prefix if ".".join(parts[: i + 1]) in modules or prefix in packages else prefix.rpartition(".")[0]
+                )
                 if not _is_inside(package, owner) and imported not in (allowed or {}).get(rel, set()):
                     found.append(f"{rel}:{line} imports {imported} (private to {owner or 'its package'})")
     return found
@@ -110,9 +122,13 @@ def private_imports(package_dir: Path, allowed: dict[str, set[str]] | None = Non
 def test_formats_import_nothing_above_them():
     for path in sorted((PACKAGE / "formats").glob("*.py")):
         for module in _imports(path):
-            assert not any(module == bad or module.startswith(bad + ".") for bad in FORBIDDEN_IN_FORMATS), f"{path.name} imports {module}"
+            assert not any(module == bad or module.startswith(bad + ".") for bad in FORBIDDEN_IN_FORMATS), (
+                f"{path.name} imports {module}"
+            )
             if module.startswith("hf_tokbin."):
-                assert module.split(".")[1] in ("formats", "errors", "_io"), f"{path.name} imports {module}, above formats/"
+                assert module.split(".")[1] in ("formats", "errors", "_io"), (
+                    f"{path.name} imports {module}, above formats/"
+                )
 
 
 TRAINERS_MAY_IMPORT = ("formats", "readers", "errors", "_io")
@@ -126,13 +142,18 @@ def test_trainers_stand_on_formats_and_readers_and_verify_holds_no_trainer():
                 part = module.split(".")[1]
                 assert part in (*TRAINERS_MAY_IMPORT, "trainers"), f"trainers/{path.name} imports {module}"
     for path in sorted((PACKAGE / "verify").glob("*.py")):
-        assert not any(_is_inside(m, "hf_tokbin.trainers") for m in _imports(path)), f"verify/{path.name} imports trainers"
+        assert not any(_is_inside(m, "hf_tokbin.trainers") for m in _imports(path)), (
+            f"verify/{path.name} imports trainers"
+        )
     assert not (PACKAGE / "verify" / "compat.py").exists() and not (PACKAGE / "verify" / "recipe.py").exists()
 
 
 def package_graph() -> dict[str, set[str]]:
-    """Which top-level parts of hf_tokbin each part imports (the package root, the old-path shims and ``__main__`` left out)."""
-    parts = {p.name.removesuffix(".py") for p in PACKAGE.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+    """Which top-level parts of hf_tokbin each part imports (the package root, the old-path shims and ``__main__`` left
+    out)."""
+    parts = {
+        p.name.removesuffix(".py") for p in PACKAGE.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()
+    }
     graph: dict[str, set[str]] = {}
     for path in PACKAGE.rglob("*.py"):
         part = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
@@ -155,8 +176,12 @@ def test_no_import_cycle_between_packages():
 def test_docs_architecture_lists_the_arrows_as_they_are():
     """docs/architecture.md's table of imports is the tree's, arrow for arrow."""
     text = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
-    block = text.split("<!-- imports: generated from the tree, checked by tests/test_architecture.py -->\n```text\n", 1)[1].split("```", 1)[0]
-    documented = {line.split(" -> ")[0].strip(): set(line.split(" -> ")[1].split(", ")) for line in block.strip().splitlines()}
+    block = text.split(
+        "<!-- imports: generated from the tree, checked by tests/test_architecture.py -->\n```text\n", 1
+    )[1].split("```", 1)[0]
+    documented = {
+        line.split(" -> ")[0].strip(): set(line.split(" -> ")[1].split(", ")) for line in block.strip().splitlines()
+    }
     actual = package_graph()
     assert documented == actual, "\n".join(f"{k} -> {', '.join(sorted(v))}" for k, v in sorted(actual.items()))
 
@@ -171,7 +196,9 @@ def test_no_private_name_is_imported_across_packages():
     huggingface_hub only in corpus/private_apis.py (tests/corpus/test_private_apis.py pins them)."""
     from hf_tokbin.corpus.private_apis import PINNED, PINNED_TABLES
 
-    pinned = {f"{module}.{name.split('.')[0]}" for module, name, _ in PINNED} | {f"{module}.{name}" for module, name in PINNED_TABLES}
+    pinned = {f"{module}.{name.split('.')[0]}" for module, name, _ in PINNED} | {
+        f"{module}.{name}" for module, name in PINNED_TABLES
+    }
     assert private_imports(PACKAGE, {"hf_tokbin/corpus/private_apis.py": pinned}) == []
 
 
@@ -183,25 +210,32 @@ def _plant(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_the_cycle_check_sees_a_cycle_hidden_by_a_function_local_import(tmp_path):
-    package = _plant(tmp_path, {
-        "pkg/__init__.py": "",
-        "pkg/sub/__init__.py": "",
-        "pkg/sub/a.py": "from .b import x\n",
-        "pkg/sub/b.py": "def x():\n    from . import c\n",
-        "pkg/sub/c.py": "def y():\n    from .a import x\n",
-    })
+    package = _plant(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/sub/__init__.py": "",
+            "pkg/sub/a.py": "from .b import x\n",
+            "pkg/sub/b.py": "def x():\n    from . import c\n",
+            "pkg/sub/c.py": "def y():\n    from .a import x\n",
+        },
+    )
     assert find_cycle(module_graph(package)) == ["pkg.sub.a", "pkg.sub.b", "pkg.sub.c", "pkg.sub.a"]
 
 
 def test_the_private_name_check_sees_a_name_taken_from_another_package(tmp_path):
-    package = _plant(tmp_path, {
-        "pkg/__init__.py": "",
-        "pkg/_io.py": "",
-        "pkg/one/__init__.py": "",
-        "pkg/one/m.py": "_rule = 1\n",
-        "pkg/one/n.py": "from .m import _rule\nfrom .._io import x\n",  # same package; pkg's own private module
-        "pkg/two.py": "def f():\n    from .one.m import _rule\n    from huggingface_hub.file_download import _cache\n",
-    })
+    package = _plant(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/_io.py": "",
+            "pkg/one/__init__.py": "",
+            "pkg/one/m.py": "_rule = 1\n",
+            "pkg/one/n.py": "from .m import _rule\nfrom .._io import x\n",  # same package; pkg's own private module
+            "pkg/two.py": "def f():\n    from .one.m import _rule\n    from huggingface_hub.file_download import "
+                "_cache\n",
+        },
+    )
     assert private_imports(package) == [
         "pkg/two.py:2 imports pkg.one.m._rule (private to pkg.one)",
         "pkg/two.py:3 imports huggingface_hub.file_download._cache (private to huggingface_hub)",
@@ -225,12 +259,19 @@ def test_old_import_paths_of_released_cards_keep_working(tmp_path):
 
 @pytest.mark.parametrize("shim", ["llmc", "megatron"])
 def test_the_old_import_paths_warn_and_no_new_card_cites_them(shim, tmp_path):
-    code = f"import warnings; warnings.simplefilter('error', DeprecationWarning)\ntry:\n    import hf_tokbin.{shim}\nexcept DeprecationWarning as e:\n    print(e)"
+    code = (
+        "import warnings; warnings.simplefilter('error', DeprecationWarning)\ntry:\n    import "
+        f"hf_tokbin.{shim}\nexcept DeprecationWarning as e:\n    print(e)"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert f"hf_tokbin.{shim} is deprecated: import hf_tokbin.formats.{shim}" in result.stdout, result.stderr
-    source = (PACKAGE / "cards" / "release.py").read_text() + (PACKAGE.parent / "dataset_card" / "release_card.md").read_text()
+    source = (PACKAGE / "cards" / "release.py").read_text() + (
+        PACKAGE.parent / "dataset_card" / "release_card.md"
+    ).read_text()
     assert f"hf_tokbin.{shim}." not in source and f"from hf_tokbin.{shim} import" not in source
-    assert not any(f"hf_tokbin.{shim}" in line and "formats" not in line for line in source.splitlines() if "import" in line)
+    assert not any(
+        f"hf_tokbin.{shim}" in line and "formats" not in line for line in source.splitlines() if "import" in line
+    )
 
 
 def test_megatron_writer_commits_on_a_clean_exit_like_the_llmc_writer(tmp_path):
@@ -256,7 +297,9 @@ def test_info_and_verify_of_a_corpus_folder_read_it_as_a_corpus(tmp_path, comman
     text = tmp_path / "train.txt"
     text.write_text("One story.\n<|endoftext|>\nAnother story.\n")
     write_tinystories_corpus(text, None, tmp_path / "corpus")
-    result = subprocess.run([str(CONSOLE_SCRIPT), command, str(tmp_path / "corpus")], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [str(CONSOLE_SCRIPT), command, str(tmp_path / "corpus")], capture_output=True, text=True, timeout=120
+    )
     assert (result.returncode, result.stderr) == (0, "")
     assert "corpus" in result.stdout and "manifest keys" not in result.stdout
     if command == "verify":
@@ -271,7 +314,9 @@ def test_verify_of_a_corpus_folder_notices_a_changed_shard(tmp_path):
     data = bytearray(shard.read_bytes())
     data[-10] ^= 1
     shard.write_bytes(bytes(data))
-    result = subprocess.run([str(CONSOLE_SCRIPT), "verify", str(tmp_path / "corpus")], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [str(CONSOLE_SCRIPT), "verify", str(tmp_path / "corpus")], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 1 and str(shard) in result.stderr and "SHA-256" in result.stderr
 
 
@@ -280,7 +325,8 @@ def test_the_package_docstring_s_api_is_reachable_after_a_plain_import():
     code = (
         "import hf_tokbin, sys\n"
         "assert 'datasets' not in sys.modules  # the root import stays light\n"
-        "for name in ('build_release', 'verify_release', 'write_tinystories_corpus', 'resolve_tokenizer', 'plan_build'):\n"
+        "for name in ('build_release', 'verify_release', 'write_tinystories_corpus', 'resolve_tokenizer', "
+        "'plan_build'):\n"
         "    assert callable(getattr(hf_tokbin, name)), name\n"
         "assert callable(hf_tokbin.hub.push_folder) and callable(hf_tokbin.pipeline.build)\n"
     )
@@ -289,7 +335,8 @@ def test_the_package_docstring_s_api_is_reachable_after_a_plain_import():
 
 
 def test_a_build_part_worker_does_not_load_datasets():
-    """A part reads its shard through corpus.source (a ShardSource); that must not import the corpus writer's datasets."""
+    """A part reads its shard through corpus.source (a ShardSource); that must not import the corpus writer's
+    datasets."""
     code = (
         "import sys, hf_tokbin.pipeline.encode, hf_tokbin.corpus.source\n"
         "assert 'datasets' not in sys.modules, 'datasets imported'\n"
@@ -348,7 +395,10 @@ def test_every_function_is_under_60_lines():
     for path in sorted(PACKAGE.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 >= 60:
-                long.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)")
+                long.append(
+                    f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name} "
+                    f"({node.end_lineno - node.lineno + 1} lines)"
+                )
     assert not long, long
 
 

@@ -73,7 +73,9 @@ def test_golden_releases_are_byte_identical_to_the_recorded_digests(tmp_path):
 
     def changed_on_purpose(tree: str, path: str) -> bool:
         prefix = "release/" if tree == "sample" else ""
-        shipped = path.startswith(tuple(prefix + folder for folder in (SHIPPED_TOKENIZER_DIR, PREVIEW_DIR, PICTURES_DIR)))
+        shipped = path.startswith(
+            tuple(prefix + folder for folder in (SHIPPED_TOKENIZER_DIR, PREVIEW_DIR, PICTURES_DIR))
+        )
         changed = CHANGED_BY_TOKENIZER_FILES.get(tree, set()) | CHANGED_BY_LLAMA3_BEGIN_OF_TEXT.get(tree, set())
         return path.rsplit("/", 1)[-1] in CHANGED_BY_RUN_CONFIG_2 or path in changed or shipped
 

@@ -746,10 +746,16 @@ def _llmc_format(root: Path, folder: str, manifest: llmc.TokensManifest, llmc_la
     )
 
 
-def _reading_section(root: Path, receipts: list[Receipt], manifests: list[tuple[str, llmc.TokensManifest]], formats: list[str], llmc_layout) -> str:
+def _reading_section(
+    root: Path, receipts: list[Receipt], manifests: list[tuple[str, llmc.TokensManifest]], formats: list[str],
+    llmc_layout,
+) -> str:
     parts = []
     if MEGATRON in formats:
-        first_pair = next((f.path[: -len(".bin")] for r in receipts for f in r.files if f.path.endswith(".bin")), "shards/train/part-000000")
+        first_pair = next(
+            (f.path[: -len(".bin")] for r in receipts for f in r.files if f.path.endswith(".bin")),
+            "shards/train/part-000000",
+        )
         parts += [
             "**Megatron-LM / megatron-core** read a pair by its path prefix (no suffix):\n\n"
             "```python\n"
@@ -757,7 +763,8 @@ def _reading_section(root: Path, receipts: list[Receipt], manifests: list[tuple[
             f'dataset = IndexedDataset("{first_pair}")\n'
             "print(len(dataset), dataset[0][:16])\n"
             "```\n\n"
-            f"In Megatron-LM training, list the prefixes (with weights) in `--data-path`, e.g. `--data-path 1.0 {first_pair}`.",
+            "In Megatron-LM training, list the prefixes (with weights) in `--data-path`, e.g. `--data-path 1.0 "
+            f"{first_pair}`.",
             "**MaxText** reads the pairs with its Grain memory-mapped reader. Its `mmap_npy` path can read them "
             "too but also needs the separate document, sample and shuffle `.npy` indices, which this release does "
             "not include: MaxText builds them at startup for the training configuration, or you build them beforehand.",
@@ -770,14 +777,19 @@ def _reading_section(root: Path, receipts: list[Receipt], manifests: list[tuple[
         ]
     if LLMC in formats:
         for folder, _ in manifests:
-            # Pasted into a shell: each glob quoted, the folder's own glob characters escaped, as hf-tokbin recipe prints them.
+            # Pasted into a shell: each glob quoted, the folder's own glob characters escaped, as hf-tokbin recipe
+            # prints them.
             train, val = (shlex.quote(llmc.split_glob(folder, split)) for split in ("train", "val"))
             if llmc_layout == "llama3":
-                parts.append(f"**llm.c** `train_llama3.py` reads these files unchanged, e.g. {code_span(f'--input_bin {train} --input_val_bin {val}')}.")
+                parts.append(
+                    "**llm.c** `train_llama3.py` reads these files unchanged, e.g. "
+                    f"{code_span(f'--input_bin {train} --input_val_bin {val}')}."
+                )
                 continue
             parts.append(
                 f"**llm.c** reads version-1 files unchanged, e.g. {code_span(f'./train_gpt2cu -i {train} -j {val}')}; "
-                "version-2 (uint32) files are read by `hf_tokbin.formats.llmc.open_tokens` or any reader that follows the header."
+                "version-2 (uint32) files are read by `hf_tokbin.formats.llmc.open_tokens` or any reader that follows "
+                "the header."
             )
     return "\n\n".join(parts + _recipes(root, formats, llmc_layout))
 
@@ -833,7 +845,4 @@ def _recipe_block(root: Path, trainer, prefix: str) -> str:
     except FormatError as e:  # no line of this trainer trains on the release (a vocabulary past its model's)
         return f"{trainer.label}: {e.rule.replace(prefix, RELEASE_PLACEHOLDER)}."
     fence = "`" * max(3, 1 + max((len(run) for run in re.findall("`+", text)), default=0))
-    return (
-        f"<details><summary>{trainer.label} ({version})</summary>\n\n"
-        f"{fence}bash\n{text}{fence}\n\n</details>"
-    )
+    return f"<details><summary>{trainer.label} ({version})</summary>\n\n{fence}bash\n{text}{fence}\n\n</details>"

@@ -29,64 +29,77 @@ ENGINE_HELP = (
     "where the parts are encoded: local (this machine, --num-proc workers) or ray (a Ray cluster, --ray-address; "
     "every node must see --out). Same bytes either way (default: %(default)s)"
 )
+LLMC_SEP_HELP = (
+    "llm.c: the separator before each document (the llm.c layout, the default) or after it (the TinyStories "
+    "rules); without it, --llmc-layout llama3 writes llm.c's own Llama 3 layout, <|begin_of_text|> before each "
+    "document"
+)
+NUM_PROC_HELP = (
+    "worker processes encoding batches, one pool for the whole build, each running its engine on one thread "
+    "(default 1: this process, the engine's own threads on every core); the summary says which it was"
+)
+CHECK_IDS_HELP = (
+    "a --corpus with an input_ids column (a save_to_disk folder of Dataset.map(hf_tokbin.tokenize(...))): "
+    "check every document's ids against the tokenizer (default all), or K spread over the corpus (recorded in "
+    "run_config.json)"
+)
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument(
-        "--corpus",
-        required=True,
-        help="a corpus folder (hf-tokbin corpus), a Hub dataset repo NS/NAME, or input files, folders, globs or hf:// paths (written as a temporary corpus, as corpus import does)",
-    )
-    parser.add_argument("--corpus-revision", default=None, help="pinned revision of a Hub corpus (resolved to its commit id)")
+    parser.add_argument("--corpus", required=True, help="a corpus folder (hf-tokbin corpus), a Hub dataset repo "
+        "NS/NAME, or input files, folders, globs or hf:// paths (written as a temporary corpus, as corpus import "
+        "does)")
+    parser.add_argument("--corpus-revision", default=None,
+        help="pinned revision of a Hub corpus (resolved to its commit id)")
     # -- corpus choice and planning (docs/corpus.md)
-    parser.add_argument("--corpus-config", default=None, help="config of a plain Hub dataset repo (default: its default config)")
-    parser.add_argument("--corpus-split", action="append", default=None, metavar="SPLIT", help="split of a plain Hub dataset repo to build (repeatable; default: train and validation)")
+    parser.add_argument("--corpus-config", default=None,
+        help="config of a plain Hub dataset repo (default: its default config)")
+    parser.add_argument("--corpus-split", action="append", default=None, metavar="SPLIT",
+        help="split of a plain Hub dataset repo to build (repeatable; default: train and validation)")
     parser.add_argument("--limit", type=positive_int, default=None, metavar="N", help=LIMIT_HELP)
-    parser.add_argument("--source-column", default=None, metavar="COL", help="the input's column of source names: documents and tokens counted per source and split in the receipts and stats.json")
-    parser.add_argument("--dry-run", action="store_true", help="print the plan (shards, documents, estimated tokens and bytes, encoder, paths) and write nothing")
-    parser.add_argument("--tokenizer", required=True, help="byte, a tokenizer.json, a folder holding one, or a Hub repo NS/NAME")
+    parser.add_argument("--source-column", default=None, metavar="COL", help="the input's column of source names: "
+        "documents and tokens counted per source and split in the receipts and stats.json")
+    parser.add_argument("--dry-run", action="store_true",
+        help="print the plan (shards, documents, estimated tokens and bytes, encoder, paths) and write nothing")
+    parser.add_argument("--tokenizer", required=True,
+        help="byte, a tokenizer.json, a folder holding one, or a Hub repo NS/NAME")
     parser.add_argument("--tokenizer-revision", default=None, help="pinned revision of a Hub tokenizer")
     parser.add_argument("--tokenizer-subfolder", default=None, help="subfolder of a Hub tokenizer repo")
     parser.add_argument("--tokenizer-id", default=None, help=TOKENIZER_ID_HELP)
-    parser.add_argument(
-        "--doc-sep",
-        default=None,
-        metavar="TOKEN_OR_ID",
-        help="document separator (llm.c) and EOD (Megatron): a token string or an id (default: generation_config.json eos_token_id, "
-        "else tokenizer_config.json or special_tokens_map.json eos_token)",
-    )
-    parser.add_argument("--doc-sep-id", dest="doc_sep", default=None, metavar="ID", help=argparse.SUPPRESS)  # the older name of --doc-sep
-    parser.add_argument("--bos", default=None, metavar="TOKEN_OR_ID", help="a token put before every document, in both formats (default none)")
+    parser.add_argument("--doc-sep", default=None, metavar="TOKEN_OR_ID", help="document separator (llm.c) and EOD "
+        "(Megatron): a token string or an id (default: generation_config.json eos_token_id, else "
+        "tokenizer_config.json or special_tokens_map.json eos_token)")
+    # the older name of --doc-sep
+    parser.add_argument("--doc-sep-id", dest="doc_sep", default=None, metavar="ID", help=argparse.SUPPRESS)
+    parser.add_argument("--bos", default=None, metavar="TOKEN_OR_ID",
+        help="a token put before every document, in both formats (default none)")
     parser.add_argument("--llmc-sep", dest="llmc_separator", choices=SEPARATOR_POSITIONS, default=None,
-        help="llm.c: the separator before each document (the llm.c layout, the default) or after it "
-        "(the TinyStories rules); "
-        "without it, --llmc-layout llama3 writes llm.c's own Llama 3 layout, <|begin_of_text|> before each document")
-    parser.add_argument(
-        "--parse-special-tokens",
-        dest="parse_special",
-        action="store_true",
-        help="encode special-token text inside documents (<|endoftext|>) as the special token (default: as ordinary text)",
-    )
-    parser.add_argument("--format", dest="formats", type=_format_list, default="llmc,megatron", help="comma-separated: llmc, megatron (default both)")
-    parser.add_argument("--out", required=True, help="release folder, or an fsspec URL (s3://..., gs://..., hf://buckets/...; see docs/ray.md)")
-    parser.add_argument("--num-proc", type=int, default=1, help="worker processes encoding batches, one pool for the whole build, each running its engine on one thread "
-        "(default 1: this process, the engine's own threads on every core); the summary says which it was")
-    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help=f"documents per encoded batch, at most 16 MiB of text (default {DEFAULT_BATCH_SIZE:,}); no byte depends on it")
+        help=LLMC_SEP_HELP)
+    parser.add_argument("--parse-special-tokens", dest="parse_special", action="store_true",
+        help="encode special-token text inside documents (<|endoftext|>) as the special token (default: as ordinary "
+        "text)")
+    parser.add_argument("--format", dest="formats", type=_format_list, default="llmc,megatron",
+        help="comma-separated: llmc, megatron (default both)")
+    parser.add_argument("--out", required=True,
+        help="release folder, or an fsspec URL (s3://..., gs://..., hf://buckets/...; see docs/ray.md)")
+    parser.add_argument("--num-proc", type=int, default=1, help=NUM_PROC_HELP)
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE,
+        help=f"documents per encoded batch, at most 16 MiB of text (default {DEFAULT_BATCH_SIZE:,}); no byte depends "
+        "on it")
     parser.add_argument("--max-tokens-per-file", type=int, default=DEFAULT_MAX_TOKENS, help="llm.c roll-over limit")
-    parser.add_argument("--llmc-layout", choices=LLMC_LAYOUTS, default=None, help="llm.c header: gpt2 (magic 20240520, the llm.c layout, default) "
-        "or llama3 (upstream's magic 20240801, version 7, uint32)")
-    parser.add_argument("--llmc-variant", choices=tuple(LLMC_VARIANTS), default=None, help=argparse.SUPPRESS)  # deprecated: seed000 = gpt2
-    parser.add_argument("--fast", choices=FAST_MODES, default="auto", help="use gigatoken for the documents it is proven to encode exactly as tokenizers (per code point, see docs/speed.md; default auto)")
-    parser.add_argument("--shuffle-seed", type=int, default=None, help="write each part's documents in a seeded order and interleave blocks of every part in the llm.c files (default: corpus order)")
+    parser.add_argument("--llmc-layout", choices=LLMC_LAYOUTS, default=None,
+        help="llm.c header: gpt2 (magic 20240520, the llm.c layout, default) or llama3 (upstream's magic 20240801, "
+        "version 7, uint32)")
+    # deprecated: seed000 = gpt2
+    parser.add_argument("--llmc-variant", choices=tuple(LLMC_VARIANTS), default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--fast", choices=FAST_MODES, default="auto", help="use gigatoken for the documents it is "
+        "proven to encode exactly as tokenizers (per code point, see docs/speed.md; default auto)")
+    parser.add_argument("--shuffle-seed", type=int, default=None, help="write each part's documents in a seeded order "
+        "and interleave blocks of every part in the llm.c files (default: corpus order)")
     parser.add_argument("--engine", choices=("local", "ray"), default="local", help=ENGINE_HELP)
-    parser.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start one locally)")
-    parser.add_argument(
-        "--check-ids",
-        default="all",
-        metavar="all|sample:K",
-        help="a --corpus with an input_ids column (a save_to_disk folder of Dataset.map(hf_tokbin.tokenize(...))): check every document's ids "
-        "against the tokenizer (default all), or K spread over the corpus (recorded in run_config.json)",
-    )
+    parser.add_argument("--ray-address", default=None,
+        help="address of an existing Ray cluster (default: start one locally)")
+    parser.add_argument("--check-ids", default="all", metavar="all|sample:K", help=CHECK_IDS_HELP)
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     add_json_flag(parser)
     parser.set_defaults(run=run)
@@ -97,7 +110,8 @@ def _format_list(text: str) -> tuple[str, ...]:
 
 
 def build_options(args) -> BuildOptions:
-    """The flags as a :class:`BuildOptions`: every flag whose ``dest`` is a field's name, and the llm.c layout under either of its names."""
+    """The flags as a :class:`BuildOptions`: every flag whose ``dest`` is a field's name, and the llm.c layout under
+    either of its names."""
     if args.llmc_layout is not None and args.llmc_variant is not None:
         raise BuildError(args.out, "give the llm.c layout once: --llmc-layout (--llmc-variant is its deprecated name)")
     given = {name: getattr(args, name) for name in option_names()}
@@ -148,4 +162,7 @@ def _report_plan(args, plan) -> None:
         print(line, file=sys.stderr)
     if not args.dry_run and args.tokenizer_id is None and plan.tokenizer.source != "byte":
         tokenizer_id = plan.tokenizer.tokenizer_id  # a default id: say where it shows, and its flag
-        say(args, f"tokenizer id {tokenizer_id} (run_config.json, the card, tokens/{tokenizer_id}/; --tokenizer-id sets it)")
+        say(
+            args,
+            f"tokenizer id {tokenizer_id} (run_config.json, the card, tokens/{tokenizer_id}/; --tokenizer-id sets it)",
+        )

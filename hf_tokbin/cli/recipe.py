@@ -28,21 +28,36 @@ def add_arguments(parser) -> None:
         help="processes (GPUs) reading the files (default: %(default)s)",
     )
     parser.add_argument("--eod-id", type=int, default=None, help="the EOD id (default: run_config.json's)")
-    parser.add_argument("--epochs", type=int, default=defaults.epochs, help="passes over the train split the step count covers (default: %(default)s)")
+    parser.add_argument(
+        "--epochs",
+        type=int,
+        default=defaults.epochs,
+        help="passes over the train split the step count covers (default: %(default)s)",
+    )
     parser.add_argument(
         "--eod-loss",
         choices=EOD_LOSS_POLICIES,
         default=defaults.eod_loss,
-        help="train: the loss counts EOD tokens (default; the only policy the llm.c-family trainers have); mask: Megatron/MaxText mask it",
+        help="train: the loss counts EOD tokens (default; the only policy the llm.c-family trainers have); mask: "
+        "Megatron/MaxText mask it",
     )
-    parser.add_argument("--init-from", default=None, metavar="MODEL", help="fine-tune this model (llm.c -e/--model, nanoGPT init_from) instead of training from scratch")
-    parser.add_argument("--json", action="store_true", help="print the recipe as one JSON object (commands as argv lists)")
+    parser.add_argument(
+        "--init-from",
+        default=None,
+        metavar="MODEL",
+        help="fine-tune this model (llm.c -e/--model, nanoGPT init_from) instead of training from scratch",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the recipe as one JSON object (commands as argv lists)"
+    )
     parser.add_argument(
         "--index-dir",
         default=None,
         help="MaxText: where mmap_npy builds its .npy indices (default: RELEASE/.maxtext-index)",
     )
-    parser.add_argument("--quiet", action="store_true", help="no progress bars (this command shows none; accepted as by every command)")
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress bars (this command shows none; accepted as by every command)"
+    )
     parser.set_defaults(run=run)
 
 
@@ -51,7 +66,9 @@ def run(args) -> int:
 
     from ..trainers import LoaderSettings, recipe
 
-    settings = LoaderSettings(args.batch_size, args.seq_len, args.world_size, args.eod_id, args.epochs, args.eod_loss, args.init_from)
+    settings = LoaderSettings(
+        args.batch_size, args.seq_len, args.world_size, args.eod_id, args.epochs, args.eod_loss, args.init_from
+    )
     result = recipe(args.path, args.target, settings, args.index_dir)
     if args.json:
         print(json.dumps(result.to_record()))  # one line, as every command's --json

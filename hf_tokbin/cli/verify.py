@@ -1,4 +1,5 @@
-"""``hf-tokbin verify PATH [--for TARGET]`` and ``hf-tokbin verify NS/NAME [--revision REV] [--endpoint URL] [--path-in-repo FOLDER] [--download-sample K]``.
+"""``hf-tokbin verify PATH [--for TARGET]`` and
+``hf-tokbin verify NS/NAME [--revision REV] [--endpoint URL] [--path-in-repo FOLDER] [--download-sample K]``.
 
 A target that is no local path and reads NS/NAME is a Hub dataset repo:
 checked against the Hub's own sizes and SHA-256 at one commit without
@@ -24,27 +25,37 @@ def add_arguments(parser) -> None:
     from ..trainers import LoaderSettings
 
     defaults = LoaderSettings()
-    parser.add_argument(
-        "path",
-        help="a release folder, an llm.c token folder or .bin, a Megatron .idx/.bin, a merge folder, "
-        "or a Hub dataset repo NS/NAME",
-    )
-    parser.add_argument("--revision", default=None, metavar="REV", help="a Hub repo's branch, tag or commit id (default main)")
-    parser.add_argument("--endpoint", default=None, metavar="URL", help="Hub endpoint (default: HF_ENDPOINT or https://huggingface.co)")
+    parser.add_argument("path", help="a release folder, an llm.c token folder or .bin, a Megatron .idx/.bin, a merge "
+        "folder, or a Hub dataset repo NS/NAME")
+    parser.add_argument("--revision", default=None, metavar="REV",
+        help="a Hub repo's branch, tag or commit id (default main)")
+    parser.add_argument("--endpoint", default=None, metavar="URL",
+        help="Hub endpoint (default: HF_ENDPOINT or https://huggingface.co)")
     parser.add_argument("--token", default=None, metavar="TOKEN", help="a Hub repo: the token (default: HF_TOKEN)")
-    parser.add_argument("--path-in-repo", default=None, metavar="FOLDER", help="a Hub repo: the folder holding the release (default: the top)")
-    parser.add_argument("--strict", action="store_true", help="a Hub repo: fail on files outside the release layout too (default: report them)")
-    parser.add_argument("--download-sample", type=int, default=None, metavar="K", help="a Hub repo: also download and fully verify the token files of K parts")
+    parser.add_argument("--path-in-repo", default=None, metavar="FOLDER",
+        help="a Hub repo: the folder holding the release (default: the top)")
+    parser.add_argument("--strict", action="store_true",
+        help="a Hub repo: fail on files outside the release layout too (default: report them)")
+    parser.add_argument("--download-sample", type=int, default=None, metavar="K",
+        help="a Hub repo: also download and fully verify the token files of K parts")
     parser.add_argument("--for", dest="target", choices=FOR_CHOICES, help="also check what this trainer trips on")
-    parser.add_argument("--batch-size", "-B", type=int, default=defaults.batch_size, help="the loader's batch size B (default: %(default)s, llm.c's)")
-    parser.add_argument("--seq-len", "-T", type=int, default=defaults.seq_len, help="the loader's sequence length T (default: %(default)s, llm.c's)")
-    parser.add_argument("--world-size", type=int, default=defaults.world_size, help="processes reading the same files (default: %(default)s)")
-    parser.add_argument("--eod-id", type=int, default=None, help="the EOD id for Megatron/MaxText checks (default: run_config.json's)")
+    parser.add_argument("--batch-size", "-B", type=int, default=defaults.batch_size,
+        help="the loader's batch size B (default: %(default)s, llm.c's)")
+    parser.add_argument("--seq-len", "-T", type=int, default=defaults.seq_len,
+        help="the loader's sequence length T (default: %(default)s, llm.c's)")
+    parser.add_argument("--world-size", type=int, default=defaults.world_size,
+        help="processes reading the same files (default: %(default)s)")
+    parser.add_argument("--eod-id", type=int, default=None,
+        help="the EOD id for Megatron/MaxText checks (default: run_config.json's)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars (verify shows none)")
     add_json_flag(parser)
-    parser.add_argument("--engine", choices=["local", "ray"], default="local", help="a release folder: where the per-file checks run (ray: one task per pair and llm.c file; every node must see PATH)")
-    parser.add_argument("--num-proc", type=int, default=os.cpu_count() or 1, metavar="N", help="with --engine local: files checked at once (default: one per core, %(default)s here)")
-    parser.add_argument("--ray-address", default=None, metavar="ADDR", help="with --engine ray: the cluster (default: Ray's rule, as for build)")
+    parser.add_argument("--engine", choices=["local", "ray"], default="local",
+        help="a release folder: where the per-file checks run (ray: one task per pair and llm.c file; every node must "
+        "see PATH)")
+    parser.add_argument("--num-proc", type=int, default=os.cpu_count() or 1, metavar="N",
+        help="with --engine local: files checked at once (default: one per core, %(default)s here)")
+    parser.add_argument("--ray-address", default=None, metavar="ADDR",
+        help="with --engine ray: the cluster (default: Ray's rule, as for build)")
     parser.set_defaults(run=run)
 
 
@@ -83,11 +94,17 @@ def run(args) -> int:
     if hub_flags:
         from ..errors import FormatError
 
-        raise FormatError(args.path, f"{', '.join(hub_flags)} apply to a Hub repo NS/NAME only, and this is a local path (or not NS/NAME)")
+        raise FormatError(
+            args.path,
+            f"{', '.join(hub_flags)} apply to a Hub repo NS/NAME only, and this is a local path (or not NS/NAME)",
+        )
     from ..verify.files import verify_path_record
 
     if args.target is None:
-        emit(args, *verify_path_record(args.path, engine=args.engine, num_proc=args.num_proc, ray_address=args.ray_address))
+        emit(
+            args,
+            *verify_path_record(args.path, engine=args.engine, num_proc=args.num_proc, ray_address=args.ray_address),
+        )
         return 0
     from ..trainers import ERROR, WARNING, LoaderSettings, check
 
@@ -98,7 +115,10 @@ def run(args) -> int:
     counts = f"{errors} error(s), {warnings} warning(s)"
     loader = f"--for {args.target} (B={settings.batch_size}, T={settings.seq_len})"
     lines = [*map(str, findings), f"{args.path}: {loader}: {counts}"]
-    record = {"path": args.path, "ok": not errors, "target": args.target, "settings": settings, "findings": findings, "errors": errors, "warnings": warnings}
+    record = {
+        "path": args.path, "ok": not errors, "target": args.target, "settings": settings, "findings": findings,
+        "errors": errors, "warnings": warnings,
+    }
     emit(args, "\n".join(lines), record)
     return 1 if errors else 0
 

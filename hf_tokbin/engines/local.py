@@ -95,9 +95,13 @@ class WorkerPool:
         self.state = state
         self.num_proc = num_proc
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-        self._executor = ProcessPoolExecutor(num_proc, mp_context=context, initializer=_start_worker, initargs=(state, os.getpid()))
+        self._executor = ProcessPoolExecutor(
+            num_proc, mp_context=context, initializer=_start_worker, initargs=(state, os.getpid())
+        )
 
-    def map_ordered(self, fn: Callable[[Any, Any], Any], items: Iterable[Any], window: int | None = None) -> Iterator[Any]:
+    def map_ordered(
+        self, fn: Callable[[Any, Any], Any], items: Iterable[Any], window: int | None = None
+    ) -> Iterator[Any]:
         """``fn(state, item)`` for every item, in worker processes; the results in the order of ``items``.
 
         ``fn`` must be a module-level function (it is pickled by name). A
@@ -173,7 +177,8 @@ _shared: WorkerPool | None = None
 
 
 def shared_pool(state: Any, num_proc: int) -> WorkerPool:
-    """The open pool for ``state`` (the same object) and ``num_proc``, or a new one (closing a pool left for another state)."""
+    """The open pool for ``state`` (the same object) and ``num_proc``, or a new one (closing a pool left for another
+    state)."""
     global _shared
     if _shared is not None and (_shared.state is not state or _shared.num_proc != num_proc):
         close_shared_pool()

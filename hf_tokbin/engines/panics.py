@@ -39,7 +39,8 @@ def panic_message(error: BaseException) -> str:
 
 @contextlib.contextmanager
 def engine_output_held():
-    """File descriptor 2 goes to a temporary file for the block; passed on after it, dropped if the block raised a panic."""
+    """File descriptor 2 goes to a temporary file for the block; passed on after it, dropped if the block raised a
+    panic."""
     try:
         sys.stderr.flush()
         saved = os.dup(2)

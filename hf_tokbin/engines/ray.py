@@ -128,7 +128,8 @@ def check_reachable(address: str | None) -> None:
 
 @contextlib.contextmanager
 def session(address: str | None):
-    """Connected to the cluster for the block (if this process is not already): every stage's tasks share the connection."""
+    """Connected to the cluster for the block (if this process is not already): every stage's tasks share the
+    connection."""
     ray = import_ray()
     if ray.is_initialized():
         yield
@@ -243,18 +244,31 @@ def _task_result(ray, ref, label: str | int, max_retries: int) -> Any:
         if full is not None:
             raise full from e
         if isinstance(e.cause, OSError):
-            raise _task_failed(label, max_retries, f"{type(e.cause).__name__}: {e.cause}", "every node must read the corpus and tokenizer, and write the output, at the same paths (shared storage)") from e
+            raise _task_failed(
+                label,
+                max_retries,
+                f"{type(e.cause).__name__}: {e.cause}",
+                "every node must read the corpus and tokenizer, and write the output, at the same paths (shared "
+                "storage)",
+            ) from e
         raise  # a bug: keep Ray's error and the worker's traceback
     except ray.exceptions.RayError as e:
         # The worker process or its node died on every attempt.
-        raise _task_failed(label, max_retries, f"{type(e).__name__}: {_first_line(e)}", "see `ray logs` on the cluster (killed? out of memory?), or allow more retries") from e
+        raise _task_failed(
+            label,
+            max_retries,
+            f"{type(e).__name__}: {_first_line(e)}",
+            "see `ray logs` on the cluster (killed? out of memory?), or allow more retries",
+        ) from e
     if isinstance(value, _PermanentFailure):
         raise value.error
     return value
 
 
 def _task_failed(label: str, max_retries: int, got: str, hint: str) -> BuildError:
-    return BuildError(label, "Ray task did not finish", expected=f"success within {max_retries} retries", got=got, hint=hint)
+    return BuildError(
+        label, "Ray task did not finish", expected=f"success within {max_retries} retries", got=got, hint=hint
+    )
 
 
 def _first_line(error: BaseException) -> str:

@@ -62,4 +62,14 @@ def _remove_if_only_the_lock(out: str) -> None:
             os.rmdir(out)
 
 
-__all__ = ["lock_before_planning", "LocalFolder", "Output", "UrlFolder", "check_url", "is_url", "open_output", "scratch_key", "scratch_root"]
+__all__ = [
+    "lock_before_planning",
+    "LocalFolder",
+    "Output",
+    "UrlFolder",
+    "check_url",
+    "is_url",
+    "open_output",
+    "scratch_key",
+    "scratch_root",
+]

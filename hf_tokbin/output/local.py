@@ -26,7 +26,8 @@ _held: dict[str, int] = {}  # lock path -> its descriptor, for every output lock
 
 @contextlib.contextmanager
 def folder_lock(work: Path, location: str):
-    """Hold an exclusive lock on a build's work folder; a second build of the same output refuses at once, naming the holder.
+    """Hold an exclusive lock on a build's work folder; a second build of the same output refuses at once, naming the
+    holder.
 
     The lock is ``filelock``'s (``flock`` on ``WORK/.work/lock``), opened with
     ``O_NOFOLLOW`` in a ``.work`` that is a real folder: a symlink or any other
@@ -57,7 +58,8 @@ def folder_lock(work: Path, location: str):
 
 
 def _acquire(path: Path, location: str):
-    """The acquired ``filelock`` of ``path``; a held lock refuses at once, unless its holder is gone (then it is taken over)."""
+    """The acquired ``filelock`` of ``path``; a held lock refuses at once, unless its holder is gone (then it is taken
+    over)."""
     import filelock
 
     for attempt in (1, 2):
@@ -69,7 +71,12 @@ def _acquire(path: Path, location: str):
             holder = _holder(path)
             if attempt == 1 and _is_gone(holder) and _take_over(path, holder):
                 continue
-            raise BuildError(location, "another build is writing this output", got=repr(holder or "another process"), hint="wait for it to finish, or use another --out") from None
+            raise BuildError(
+                location,
+                "another build is writing this output",
+                got=repr(holder or "another process"),
+                hint="wait for it to finish, or use another --out",
+            ) from None
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -78,7 +85,9 @@ def _claim(path: Path, fd: int) -> None:
     refuse_link(path, os.fstat(fd))
     previous = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
     if previous:
-        notify(f"hf-tokbin: {path}: taking over the lock of a build that ended without releasing it ({shown(previous)})")
+        notify(
+            f"hf-tokbin: {path}: taking over the lock of a build that ended without releasing it ({shown(previous)})"
+        )
     os.ftruncate(fd, 0)
     os.pwrite(fd, _holder_text().encode(), 0)
     _held[_key(path)] = fd
@@ -106,7 +115,8 @@ def _holder(path: Path) -> str:
 
 
 def _is_gone(holder: str) -> bool:
-    """Whether ``holder`` names a process of this machine that no longer runs (its orphaned workers may still hold the lock)."""
+    """Whether ``holder`` names a process of this machine that no longer runs (its orphaned workers may still hold the
+    lock)."""
     match = re.fullmatch(r"pid ([0-9]+) on (.+)", holder)
     if match is None or match.group(2) != socket.gethostname():
         return False
@@ -129,7 +139,10 @@ def _take_over(path: Path, holder: str) -> bool:
     if _holder(aside) != holder:  # another build took over first: put nothing back, refuse
         return False
     os.unlink(aside)
-    notify(f"hf-tokbin: {path}: taking over the lock of {holder}, which no longer runs (its worker processes may still hold the old file)")
+    notify(
+        f"hf-tokbin: {path}: taking over the lock of {holder}, which no longer runs (its worker processes may still "
+        "hold the old file)"
+    )
     return True
 
 
@@ -172,25 +185,42 @@ def real_folder(root: Path, rel: str) -> Path:
         info = os.lstat(folder)
         if not stat.S_ISDIR(info.st_mode):
             kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "a file"
-            raise BuildError(folder, "hf_tokbin writes only into real folders, never through a symlink", got=kind, hint="remove it, or use another --out")
+            raise BuildError(
+                folder,
+                "hf_tokbin writes only into real folders, never through a symlink",
+                got=kind,
+                hint="remove it, or use another --out",
+            )
     return folder
 
 
 def checked_range(where: str, data: bytes, start: int, length: int) -> bytes:
     """``data`` if it is the ``length`` bytes asked for; else the file was shorter than its record says."""
     if len(data) != length:
-        raise BuildError(where, "file is shorter than its record says", expected=f"{length} bytes from byte {start}", got=f"{len(data)} bytes", hint="run the build again")
+        raise BuildError(
+            where,
+            "file is shorter than its record says",
+            expected=f"{length} bytes from byte {start}",
+            got=f"{len(data)} bytes",
+            hint="run the build again",
+        )
     return data
 
 
 def local_matches(path: Path, entry: FileEntry) -> bool:
     """Whether ``path`` is a regular file (not a symlink) with the entry's size and SHA-256."""
-    return path.is_file() and not path.is_symlink() and path.stat().st_size == entry.size and sha256_file(path) == entry.sha256
+    return (
+        path.is_file()
+        and not path.is_symlink()
+        and path.stat().st_size == entry.size
+        and sha256_file(path) == entry.sha256
+    )
 
 
 @dataclass(frozen=True)
 class Output:
-    """Where a release goes. Paths are relative posix paths inside the release; plain values only (it pickles to Ray workers).
+    """Where a release goes. Paths are relative posix paths inside the release; plain values only (it pickles to Ray
+    workers).
 
     ``root`` is the folder or URL the user named; :attr:`work` the local folder this machine writes into.
     """
@@ -292,7 +322,12 @@ class LocalFolder(Output):
 
     def fetch(self, entry: FileEntry) -> None:
         if not self.matches(entry):
-            raise BuildError(self.location(entry.path), "file must match its recorded size and SHA-256", expected=entry.sha256, hint="run the build again")
+            raise BuildError(
+                self.location(entry.path),
+                "file must match its recorded size and SHA-256",
+                expected=entry.sha256,
+                hint="run the build again",
+            )
 
     def read_range(self, rel: str, start: int, length: int) -> bytes:
         with open(Path(self.root) / rel, "rb") as file:

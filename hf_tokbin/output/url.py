@@ -103,7 +103,8 @@ def connection_errors() -> tuple[type[BaseException], ...]:
 
 
 def _raise_if_unreachable(missing: FileNotFoundError) -> None:
-    """Some backends (fsspec's http://) report an unreachable endpoint as a missing file: raise the connection error it stands for."""
+    """Some backends (fsspec's http://) report an unreachable endpoint as a missing file: raise the connection error it
+    stands for."""
     if isinstance(missing.__cause__, connection_errors()):
         raise missing.__cause__
 
@@ -122,7 +123,8 @@ def _naming_the_url(method):
                 "--out URL must be reachable",
                 expected="its storage endpoint answering",
                 got=f"{type(e).__name__}: {detail}" if detail else type(e).__name__,
-                hint="check the URL, the network and the backend's endpoint settings (e.g. HF_ENDPOINT), then run the build again: it resumes",
+                hint="check the URL, the network and the backend's endpoint settings (e.g. HF_ENDPOINT), then run the "
+                "build again: it resumes",
             ) from None
 
     return wrapper
@@ -175,7 +177,8 @@ class UrlFolder(Output):
             return None
 
     def _writable(self, rel: str):
-        """The filesystem and full path of ``rel``, its parent folder made (object stores ignore it; file:// needs it)."""
+        """The filesystem and full path of ``rel``, its parent folder made (object stores ignore it; file:// needs
+        it)."""
         fs, root = self._fs()
         path = f"{root}/{rel}"
         fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
@@ -188,7 +191,8 @@ class UrlFolder(Output):
 
     @_naming_the_url
     def publish(self, rels) -> None:
-        """Upload each file of the scratch folder in order (an object appears once its upload has finished), then delete the local copies."""
+        """Upload each file of the scratch folder in order (an object appears once its upload has finished), then
+        delete the local copies."""
         rels = list(rels)
         for rel in rels:
             self._upload(rel)
@@ -214,13 +218,21 @@ class UrlFolder(Output):
             fs.get_file(f"{root}/{entry.path}", os.fspath(tmp))
         commit_file(tmp, local)
         if not local_matches(local, entry):
-            raise BuildError(self.location(entry.path), "file must match its recorded size and SHA-256", expected=entry.sha256, got=f"{local.stat().st_size} bytes", hint="run the build again")
+            raise BuildError(
+                self.location(entry.path),
+                "file must match its recorded size and SHA-256",
+                expected=entry.sha256,
+                got=f"{local.stat().st_size} bytes",
+                hint="run the build again",
+            )
 
     @_naming_the_url
     def read_range(self, rel: str, start: int, length: int) -> bytes:
         """A ranged read of the object (the backend's range request): never the whole file."""
         fs, root = self._fs()
-        return checked_range(self.location(rel), fs.cat_file(f"{root}/{rel}", start=start, end=start + length), start, length)
+        return checked_range(
+            self.location(rel), fs.cat_file(f"{root}/{rel}", start=start, end=start + length), start, length
+        )
 
     @_naming_the_url
     def copy_range_into(self, rel: str, start: int, length: int, fd: int) -> None:
@@ -229,7 +241,12 @@ class UrlFolder(Output):
         end = start + length
         for first in range(start, end, _HASH_CHUNK):
             last = min(first + _HASH_CHUNK, end)
-            write_all(fd, checked_range(self.location(rel), fs.cat_file(f"{root}/{rel}", start=first, end=last), first, last - first))
+            write_all(
+                fd,
+                checked_range(
+                    self.location(rel), fs.cat_file(f"{root}/{rel}", start=first, end=last), first, last - first
+                ),
+            )
 
     @_naming_the_url
     def matches(self, entry: FileEntry) -> bool:

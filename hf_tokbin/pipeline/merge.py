@@ -107,7 +107,11 @@ def _split_is_held(release: Path, split: str, parts: list[Receipt], held: set[st
     if held is None or paths <= held:
         return True
     if paths & held:
-        raise BuildError(release, f"a partial copy must hold all of a split's pairs or none to merge it: {split} lacks some", got=sorted(paths - held)[:3])
+        raise BuildError(
+            release,
+            f"a partial copy must hold all of a split's pairs or none to merge it: {split} lacks some",
+            got=sorted(paths - held)[:3],
+        )
     return False
 
 

@@ -58,7 +58,8 @@ _TOKENS_PER_CHUNK = 1 << 22  # ids gathered per yielded batch (a document longer
 
 
 def permutation(seed: int, index: int, documents: int) -> np.ndarray:
-    """The order in which part ``index`` writes its ``documents`` documents: ``order[k]`` is the corpus position of the k-th written."""
+    """The order in which part ``index`` writes its ``documents`` documents: ``order[k]`` is the corpus position of the
+    k-th written."""
     order = np.random.default_rng([seed, index]).permutation(documents)
     if documents and not np.array_equal(np.bincount(order, minlength=documents), np.ones(documents, dtype=np.int64)):
         raise BuildError(
@@ -109,7 +110,8 @@ def shuffled_documents(
 def _gather(
     pair: megatron.MegatronPair, order: np.ndarray, text_bytes: int
 ) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
-    """The documents of ``pair`` in ``order``, a bounded number of tokens per batch; the text bytes come with the last."""
+    """The documents of ``pair`` in ``order``, a bounded number of tokens per batch; the text bytes come with the
+    last."""
     lengths = np.asarray(pair.lengths, dtype=np.int64)[order]
     starts = (np.asarray(pair.pointers, dtype=np.int64) // pair.dtype.itemsize)[order]
     ends = np.cumsum(lengths)

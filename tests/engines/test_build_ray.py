@@ -39,7 +39,10 @@ pytestmark = pytest.mark.slow  # a Ray cluster
 
 # Shards large enough that a part takes a moment to encode (the worker kill
 # must land mid-part), small enough that the whole file runs in about a minute.
-SHARDS = [("train", stories(2500, seed=30 + i, max_words=150)) for i in range(4)] + [("validation", stories(400, seed=40)), ("train", [])]
+SHARDS = [("train", stories(2500, seed=30 + i, max_words=150)) for i in range(4)] + [
+    ("validation", stories(400, seed=40)),
+    ("train", []),
+]
 MAX_TOKENS_PER_FILE = 100_000  # several llm.c files per split: the finish rolls over
 OPTIONS = ["--corpus", "corpus", "--tokenizer", "tok", "--max-tokens-per-file", str(MAX_TOKENS_PER_FILE), "--quiet"]
 SUMMARY = re.compile(r"(\d+) parts built, (\d+) skipped")
@@ -61,7 +64,9 @@ DEADLINE_S = 900  # only stops a hung build: each wait below ends on an event, a
 
 
 def start(out):
-    command = ["hf-tokbin", "build", *OPTIONS, "--out", out, "--engine", "ray", "--ray-address", os.environ["RAY_ADDRESS"]]
+    command = [
+        "hf-tokbin", "build", *OPTIONS, "--out", out, "--engine", "ray", "--ray-address", os.environ["RAY_ADDRESS"]
+    ]
     return subprocess.Popen(command, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -145,7 +150,9 @@ def held_on_every_node(raylets, held):
 
 report = {"driver_cwd": os.getcwd()}
 # One raylet per node; a worker is the child of its node's raylet.
-report["raylets"] = sorted(p.pid for p in psutil.process_iter(["cmdline"]) if "raylet/raylet" in " ".join(p.info["cmdline"] or []))
+report["raylets"] = sorted(
+    p.pid for p in psutil.process_iter(["cmdline"]) if "raylet/raylet" in " ".join(p.info["cmdline"] or [])
+)
 
 # 1. Uninterrupted (each node's first worker held until every node has one).
 seen = set()
@@ -185,7 +192,9 @@ report["killed_worker_build"] = finish(build, seen)
 # 3. The driver SIGKILLed once two parts are done; then the same command again.
 seen = set()
 build = start("killed-driver")
-report["driver_killed_at"] = wait_until(build, lambda: len(receipts("killed-driver")) >= 2 and receipts("killed-driver"), seen)
+report["driver_killed_at"] = wait_until(
+    build, lambda: len(receipts("killed-driver")) >= 2 and receipts("killed-driver"), seen
+)
 os.killpg(build.pid, signal.SIGKILL)
 build.wait()
 # Ray ends the dead driver's tasks; the re-run starts once they are gone, as
@@ -306,8 +315,10 @@ def test_unreachable_ray_address_is_one_line_error_at_once(work, tmp_path, capsy
     err = capsys.readouterr().err
     assert code == 1
     assert err.strip().splitlines() == [
-        f"hf-tokbin build: error: {address}: Ray cluster must be reachable: expected a Ray head node listening at this address, "
-        "got ConnectionRefusedError: [Errno 111] Connection refused (HINT: start one with `ray start --head`, or correct --ray-address)"
+        f"hf-tokbin build: error: {address}: Ray cluster must be reachable: expected a Ray head node listening at "
+        "this address, "
+        "got ConnectionRefusedError: [Errno 111] Connection refused (HINT: start one with `ray start --head`, or "
+        "correct --ray-address)"
     ]
     assert not (tmp_path / "r").exists()  # checked before the first byte is written
 

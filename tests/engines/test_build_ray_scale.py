@@ -1,4 +1,5 @@
-"""``hf-tokbin build --engine ray`` of a Hub corpus of 220 shards on the session's three-node cluster: the driver moves no tokens.
+"""``hf-tokbin build --engine ray`` of a Hub corpus of 220 shards on the session's three-node cluster: the driver moves
+no tokens.
 
 Inside the cluster's namespaces (only loopback) a driver script starts the Hub
 test server, seeds two plain Parquet repos of the same shape (220 shards of
@@ -56,7 +57,10 @@ PACK_TITLE = "ray::pack_file["
 
 
 def options(repo, out, max_tokens):
-    return ["--corpus", repo, "--tokenizer", "tok", "--tokenizer-id", "tiny", "--max-tokens-per-file", str(max_tokens), "--out", out, "--quiet"]
+    return [
+        "--corpus", repo, "--tokenizer", "tok", "--tokenizer-id", "tiny", "--max-tokens-per-file", str(max_tokens),
+        "--out", out, "--quiet",
+    ]
 
 
 def watch_maps(process, mapped):
@@ -74,7 +78,10 @@ def watch_maps(process, mapped):
 
 
 def ray_build(env, repo, out, max_tokens, io_file, on_pack=None):
-    command = [sys.executable, str(WORK / "wrapper.py"), io_file, "build", *options(repo, out, max_tokens), "--engine", "ray", "--ray-address", os.environ["RAY_ADDRESS"]]
+    command = [
+        sys.executable, str(WORK / "wrapper.py"), io_file, "build", *options(repo, out, max_tokens),
+        "--engine", "ray", "--ray-address", os.environ["RAY_ADDRESS"],
+    ]
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     mapped = set()
     watcher = threading.Thread(target=watch_maps, args=(process, mapped), daemon=True)
@@ -86,12 +93,18 @@ def ray_build(env, repo, out, max_tokens, io_file, on_pack=None):
 
 
 def local_build(env, repo, out, max_tokens):
-    done = subprocess.run(["hf-tokbin", "build", *options(repo, out, max_tokens), "--engine", "local"], env=env, capture_output=True, text=True, timeout=DEADLINE_S)
+    done = subprocess.run(
+        ["hf-tokbin", "build", *options(repo, out, max_tokens), "--engine", "local"],
+        env=env, capture_output=True, text=True, timeout=DEADLINE_S,
+    )
     return {"returncode": done.returncode, "stderr": done.stderr[-4000:]}
 
 
 def verify(env, release):
-    done = subprocess.run(["hf-tokbin", "verify", release, "--engine", "ray", "--ray-address", os.environ["RAY_ADDRESS"]], env=env, capture_output=True, text=True, timeout=DEADLINE_S)
+    done = subprocess.run(
+        ["hf-tokbin", "verify", release, "--engine", "ray", "--ray-address", os.environ["RAY_ADDRESS"]],
+        env=env, capture_output=True, text=True, timeout=DEADLINE_S,
+    )
     return {"returncode": done.returncode, "stdout": done.stdout[-2000:], "stderr": done.stderr[-2000:]}
 
 
@@ -102,7 +115,9 @@ def kill_a_pack_worker(process):
         for worker in psutil.process_iter(["pid", "cmdline"]):
             try:
                 title = " ".join(worker.info["cmdline"] or [])
-                if title.startswith(PACK_TITLE) and " ".join(psutil.Process(worker.pid).cmdline()).startswith(PACK_TITLE):
+                if title.startswith(PACK_TITLE) and " ".join(psutil.Process(worker.pid).cmdline()).startswith(
+                    PACK_TITLE
+                ):
                     os.kill(worker.pid, signal.SIGKILL)
                     return {"pid": worker.pid, "title": title}
             except (psutil.Error, OSError):
@@ -121,7 +136,9 @@ with HubServer() as hub:
     report["short"] = ray_build(env, "tester/short", "short-ray", %(big)d, str(WORK / "io-short.json"))
     report["long"] = ray_build(env, "tester/long", "long-ray", %(big)d, str(WORK / "io-long.json"))
     report["long_local"] = local_build(env, "tester/long", "long-local", %(big)d)
-    report["killed"] = ray_build(env, "tester/long", "killed-ray", %(small)d, str(WORK / "io-killed.json"), kill_a_pack_worker)
+    report["killed"] = ray_build(
+        env, "tester/long", "killed-ray", %(small)d, str(WORK / "io-killed.json"), kill_a_pack_worker
+    )
     report["killed_local"] = local_build(env, "tester/long", "killed-local", %(small)d)
     report["verify"] = verify(env, "long-ray")
     if report["long"]["returncode"] != 0:  # nothing to corrupt: the report says why
@@ -132,7 +149,10 @@ with HubServer() as hub:
     data[-3] ^= 0x01  # another id: the file's SHA-256 no longer matches COMPLETE.json
     victim.write_bytes(bytes(data))
     report["verify_corrupted"] = {**verify(env, "corrupted"), "victim": victim.name}
-    report["whole_shard_downloads"] = sum(1 for _, method, path, status in hub.requests if method == "GET" and status == 200 and path.endswith(".parquet"))
+    report["whole_shard_downloads"] = sum(
+        1 for _, method, path, status in hub.requests
+        if method == "GET" and status == 200 and path.endswith(".parquet")
+    )
 for name in ("short", "long"):
     report[f"io_{name}"] = json.loads((WORK / f"io-{name}.json").read_text())
 (WORK / "report.json").write_text(json.dumps(report))
@@ -140,17 +160,24 @@ for name in ("short", "long"):
 
 
 def write_repo(folder: Path, long_documents: bool) -> None:
-    """220 Parquet shards named as ``datasets``' default patterns expect; past SAMPLED_SHARDS, documents up to 8x longer."""
+    """220 Parquet shards named as ``datasets``' default patterns expect; past SAMPLED_SHARDS, documents up to 8x
+    longer."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     (folder / "data").mkdir(parents=True)
-    shards = [("train", k, TRAIN_SHARDS) for k in range(TRAIN_SHARDS)] + [("validation", k, VALIDATION_SHARDS) for k in range(VALIDATION_SHARDS)]
+    shards = [("train", k, TRAIN_SHARDS) for k in range(TRAIN_SHARDS)] + [
+        ("validation", k, VALIDATION_SHARDS) for k in range(VALIDATION_SHARDS)
+    ]
     for position, (split, k, count) in enumerate(shards):
         longer = long_documents and position >= SAMPLED_SHARDS
         texts = stories(DOCUMENTS, seed=1000 + position, max_words=320 if longer else 40)
         # No statistics: the footers of both repos have the same size, whatever the text.
-        pq.write_table(pa.table({"text": texts}), folder / "data" / f"{split}-{k:05d}-of-{count:05d}.parquet", write_statistics=False)
+        pq.write_table(
+            pa.table({"text": texts}),
+            folder / "data" / f"{split}-{k:05d}-of-{count:05d}.parquet",
+            write_statistics=False,
+        )
 
 
 def tree_bytes(root: Path) -> dict[str, bytes]:
@@ -174,7 +201,9 @@ def work(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def report(work, ray_cluster) -> dict:
     tests = str(Path(__file__).resolve().parent.parent)
-    process = ray_cluster.run(DRIVER % {"tests": tests, "big": BIG_FILES, "small": SMALL_FILES, "wrapper": IO_RECORDING_BUILD}, work)
+    process = ray_cluster.run(
+        DRIVER % {"tests": tests, "big": BIG_FILES, "small": SMALL_FILES, "wrapper": IO_RECORDING_BUILD}, work
+    )
     if process.returncode != 0:
         pytest.fail(f"driver failed ({process.returncode}), Ray's log in {ray_cluster.log}:\n{process.stderr[-6000:]}")
     report = json.loads((work / "report.json").read_text())
@@ -203,7 +232,8 @@ def test_the_driver_s_reads_and_writes_do_not_grow_with_the_token_data(work, rep
 
 
 def test_every_shard_is_fetched_whole_once_per_build_by_the_nodes_only(report):
-    # Three Ray builds and two local ones, each fetching every shard once; the driver's own reads are range requests (footers, sample).
+    # Three Ray builds and two local ones, each fetching every shard once; the driver's own reads are range requests
+    # (footers, sample).
     assert report["whole_shard_downloads"] == 5 * (TRAIN_SHARDS + VALIDATION_SHARDS)
 
 
@@ -217,4 +247,6 @@ def test_a_worker_killed_mid_pack_still_ends_in_the_local_bytes(work, report):
 def test_verify_on_the_cluster_accepts_the_release_and_names_a_corrupted_file(report):
     assert report["verify"]["returncode"] == 0 and "OK" in report["verify"]["stdout"], report["verify"]
     broken = report["verify_corrupted"]
-    assert broken["returncode"] == 1 and broken["victim"] in broken["stderr"] and "Traceback" not in broken["stderr"], broken
+    assert (
+        broken["returncode"] == 1 and broken["victim"] in broken["stderr"] and "Traceback" not in broken["stderr"]
+    ), broken

@@ -36,7 +36,7 @@ INPUT_ERROR = "corpus/part-000003.parquet: text is not valid UTF-8: expected UTF
 # The driver run inside the namespace. Its task functions live in __main__,
 # which Ray ships to the workers by value; each attempt of a task appends a
 # line to an attempts file, so the tests can count retries.
-DRIVER = r'''
+DRIVER = r"""
 import glob, json, os, signal, subprocess, sys, time
 from dataclasses import dataclass
 
@@ -76,7 +76,10 @@ def where(plan, index, deadline_s=600):
     count_attempt(plan, index)
     nodes = sum(node["Alive"] for node in ray.nodes())
     deadline = time.monotonic() + deadline_s
-    while len(glob.glob(os.path.join(plan.work_dir, f"attempts-{plan.name}-*"))) < nodes and time.monotonic() < deadline:
+    while (
+        len(glob.glob(os.path.join(plan.work_dir, f"attempts-{plan.name}-*"))) < nodes
+        and time.monotonic() < deadline
+    ):
         time.sleep(0.05)
     return [index, ray.get_runtime_context().get_node_id(), os.getcwd()]
 
@@ -84,7 +87,9 @@ def where(plan, index, deadline_s=600):
 def input_error_at_3(plan, index):
     count_attempt(plan, index)
     if index == 3:
-        raise CorpusInputError("corpus/part-000003.parquet", "text is not valid UTF-8", expected="UTF-8", got="byte 0xff at offset 7")
+        raise CorpusInputError(
+            "corpus/part-000003.parquet", "text is not valid UTF-8", expected="UTF-8", got="byte 0xff at offset 7"
+        )
     return index
 
 
@@ -157,12 +162,12 @@ ray.shutdown()
 
 with open("report.json", "w") as f:
     json.dump(report, f)
-'''
+"""
 
 
 # Without a cluster and without RAY_ADDRESS, run_tasks starts Ray on this
 # machine for the call, and stops it after.
-LOCAL_DRIVER = r'''
+LOCAL_DRIVER = r"""
 import json, os
 
 import ray
@@ -177,7 +182,7 @@ def node_of(plan, index):
 report = {"results": run_tasks(node_of, 3, [2, 0, 1], progress=False), "connected_after_run": ray.is_initialized()}
 with open("report.json", "w") as f:
     json.dump(report, f)
-'''
+"""
 
 
 def _driver_report(process: subprocess.CompletedProcess, work_dir: Path, log: Path):
@@ -244,7 +249,9 @@ def test_killed_worker_is_retried_and_the_result_is_right(cluster_report):
 def test_killed_worker_without_retries_is_one_clear_build_error(cluster_report):
     error = cluster_report["killed_no_retry"]
     assert error["type"] == "BuildError"
-    assert error["message"].startswith("input shard 9: Ray task did not finish: expected success within 0 retries, got WorkerCrashedError: ")
+    assert error["message"].startswith(
+        "input shard 9: Ray task did not finish: expected success within 0 retries, got WorkerCrashedError: "
+    )
     assert "\n" not in error["message"]
     assert cluster_report["killed_no_retry_attempts"] == 1
 
@@ -257,7 +264,9 @@ def test_transient_error_is_retried(cluster_report):
 def test_persistent_oserror_is_one_clear_build_error_after_retries(cluster_report):
     error = cluster_report["missing_file"]
     assert error["type"] == "BuildError"
-    assert error["message"].startswith("input shard 6: Ray task did not finish: expected success within 1 retries, got FileNotFoundError: ")
+    assert error["message"].startswith(
+        "input shard 6: Ray task did not finish: expected success within 1 retries, got FileNotFoundError: "
+    )
     assert "not-on-this-node.parquet" in error["message"]
     assert "\n" not in error["message"]
     assert cluster_report["missing_file_attempts"] == 2
@@ -277,7 +286,10 @@ def test_namespace_has_only_loopback(cluster_report):
 
 
 def test_core_never_imports_ray():
-    code = "import sys, hf_tokbin, hf_tokbin.engines.ray; print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))"
+    code = (
+        "import sys, hf_tokbin, hf_tokbin.engines.ray; print(sorted(m for m in sys.modules if m == 'ray' or "
+        "m.startswith('ray.')))"
+    )
     process = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert process.stdout.strip() == "[]"
 
@@ -297,7 +309,9 @@ def test_negative_max_retries_is_refused():
 
 
 def _raise_input_error(plan, index):
-    raise CorpusInputError("corpus/part-000003.parquet", "text is not valid UTF-8", expected="UTF-8", got="byte 0xff at offset 7")
+    raise CorpusInputError(
+        "corpus/part-000003.parquet", "text is not valid UTF-8", expected="UTF-8", got="byte 0xff at offset 7"
+    )
 
 
 def test_task_body_returns_input_errors_instead_of_raising():
@@ -324,7 +338,7 @@ def test_task_body_refuses_a_worker_with_other_package_versions():
 
 # Every worker of this job finds a gigatoken 0.0.1 dist-info first on its path (a node where
 # another gigatoken is installed); the driver has the real one, with which it made the proof.
-OTHER_GIGATOKEN_DRIVER = r'''
+OTHER_GIGATOKEN_DRIVER = r"""
 import json, os
 
 import ray
@@ -353,7 +367,7 @@ except Exception as e:
 ray.shutdown()
 with open("report.json", "w") as f:
     json.dump({"worker_gigatoken": seen, "error": error}, f)
-'''
+"""
 
 
 def test_every_package_that_can_change_an_id_is_pinned():
