@@ -1,4 +1,5 @@
-"""stats.json by source and split (seed 004): a corpus's source column counted per part, summed, checked to add up.
+"""stats.json by source and split (the Megatron release layout): a corpus's source column counted per part,
+summed, checked to add up.
 
 Every expected count is computed from the input rows alone, with ``tokenizers`` (or UTF-8 bytes for the byte
 tokenizer), never from the release.

@@ -1,4 +1,4 @@
-"""The finish of a build (issue 24): the driver handles records only. No token file is opened or mapped by the
+"""The finish of a build: the driver handles records only. No token file is opened or mapped by the
 driver thread, and at a URL none is fetched back (the card's recipes and the preview read records and ranges)."""
 
 from __future__ import annotations

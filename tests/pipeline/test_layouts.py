@@ -1,8 +1,8 @@
-"""Tokens mean what the text says (issue 12): boundary tokens from the tokenizer's own files,
+"""Tokens mean what the text says: boundary tokens from the tokenizer's own files,
 special-token text as ordinary text, and the document layouts of both formats.
 
 Real tokenizers (GPT-2, Llama 3 from ``tests/tokenizer_files.py``) and a BPE trained with
-seed 002's ``<|bos|>``/``<|eos|>``; every expectation is computed with ``tokenizers`` itself.
+the TinyStories rules' ``<|bos|>``/``<|eos|>``; every expectation is computed with ``tokenizers`` itself.
 """
 
 from __future__ import annotations
@@ -280,7 +280,8 @@ def test_special_token_text_gives_tokenizers_ordinary_ids_in_both_formats(tmp_pa
 
 @pytest.fixture(scope="module")
 def seed002(tmp_path_factory):
-    """A corpus of TinyStories-style stories and a BPE trained on it with seed 002's <|bos|> and <|eos|>."""
+    """A corpus of TinyStories-style stories and a BPE trained on it with the TinyStories rules' <|bos|> and
+    <|eos|>."""
     root = tmp_path_factory.mktemp("seed002")
     corpus = write_corpus(
         root / "corpus",
@@ -396,15 +397,16 @@ def test_seed002_layout_bos_story_eos_in_both_formats(seed002, tmp_path, capsys)
         "llm.c separator after each document; "
         "special-token text encoded as ordinary text"
     )
-    from tinystories_reference import ChunkCacheEncoder  # seed 002's own encoder (scripts/tinystories_reference.py)
+    # the TinyStories rules' own encoder (scripts/tinystories_reference.py)
+    from tinystories_reference import ChunkCacheEncoder
 
     reference = Tokenizer.from_file(str(tokenizer / "tokenizer.json"))
     seed = ChunkCacheEncoder.from_tokenizer_json(tokenizer / "tokenizer.json")
     for split, llmc_split in (("train", "train"), ("validation", "val")):
         stories = [[0, *reference.encode(t, add_special_tokens=False).ids, 1] for t in corpus_texts(corpus, split)]
-        # seed 002's `[bos_id, *output, eos_id]`
+        # the TinyStories rules' `[bos_id, *output, eos_id]`
         assert stories == [[0, *seed.encode(t), 1] for t in corpus_texts(corpus, split)]
-        # seed 002's flat stream, exactly
+        # the TinyStories rules' flat stream, exactly
         assert llmc_stream(out, llmc_split) == [i for story in stories for i in story]
         assert megatron_documents(out, split) == stories
     dataset = IndexedDataset(str(out / "shards/train/part-000000"))

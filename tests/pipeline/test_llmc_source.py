@@ -1,5 +1,5 @@
-"""The parts' llm.c ids written once (issue 24): where both formats share a width, the llm.c files are packed from
-the Megatron ``.bin`` (no segment ``.tokens`` written), with the bytes of the packing from segments."""
+"""The parts' llm.c ids written once: where both formats share a width, the llm.c files are packed from the
+Megatron ``.bin`` (no segment ``.tokens`` written), with the bytes of the packing from segments."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A part's closing runs while the next part is encoded (the local engine; issue 23).
+"""A part's closing runs while the next part is encoded (the local engine).
 
 Closing a part (each file fsynced and hashed, the ``.idx`` written, the receipt
 published) is mostly waiting on the disk: about 1 s over the 9 parts of a

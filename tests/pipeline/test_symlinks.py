@@ -30,7 +30,7 @@ def test_a_rerun_after_an_interruption_does_not_adopt_a_planted_symlink(release)
     plan, out, secret = release
     (out / "COMPLETE.json").unlink()  # as if the first run was killed before its last step
     os.symlink(secret, out / "NOTES.md")
-    # Refused when the build takes the output, before it writes anything (issue 21.2).
+    # Refused when the build takes the output, before it writes anything.
     with pytest.raises(
         BuildError,
         match="NOTES.md: hf_tokbin writes only regular files it creates, never through a symlink: got a symlink",
