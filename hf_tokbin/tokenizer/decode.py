@@ -25,12 +25,21 @@ def release_decoder(root: Path, config: RunConfig, tokenizer=None):
         tokenizer = held
     if tokenizer is None:
         if record.get("source") in (None, "local"):
-            raise TokenizerError(root / RUN_CONFIG_NAME, "this release was built with a local tokenizer.json, which it does not hold", hint=f"give --tokenizer PATH (its SHA-256 is {config.tokenizer_sha256})")
+            raise TokenizerError(
+                root / RUN_CONFIG_NAME,
+                "this release was built with a local tokenizer.json, which it does not hold",
+                hint=f"give --tokenizer PATH (its SHA-256 is {config.tokenizer_sha256})",
+            )
         info = resolve_tokenizer(record["source"], revision=record.get("revision"), subfolder=record.get("subfolder"))
     else:
         info = resolve_tokenizer(os.fspath(tokenizer))
     if info.sha256 != config.tokenizer_sha256:
-        raise TokenizerError(info.path or info.source, "not the tokenizer this release was built with (SHA-256)", expected=config.tokenizer_sha256, got=info.sha256)
+        raise TokenizerError(
+            info.path or info.source,
+            "not the tokenizer this release was built with (SHA-256)",
+            expected=config.tokenizer_sha256,
+            got=info.sha256,
+        )
     if info.path is None:
         return _byte_decode
     from tokenizers import Tokenizer

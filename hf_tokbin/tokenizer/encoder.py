@@ -59,14 +59,12 @@ proves nothing about the next one. What can differ, and how each is closed:
    (``(?i:'s|'t|...)``) are covered by encoding every pair of ASCII
    characters in contraction contexts, and the non-ASCII characters that
    ``tokenizers`` case-folds onto ASCII letters (``ſ``, the Kelvin sign) in them.
-4. The model (BPE only; other models keep the build on ``tokenizers``). Each code point is encoded end to end by both engines in
-   :data:`~hf_tokbin.tokenizer.proof.CODE_POINT_PROBE` (at the start, after a letter, before ``'s`` and
-   ``111``): that covers its vocabulary entry or byte fallback, and the
-   classes the real pattern reads.
-   The BPE merge loop itself is a deterministic function of a pre-token's
-   bytes and the merge ranks; gigatoken's implementation of it is the one
-   thing trusted, and it is checked on the corpus sample, :data:`PROBE_TEXTS`
-   and every added token inside text.
+4. The model (BPE only; other models keep the build on ``tokenizers``). Each code point is encoded end to end by both
+   engines in :data:`~hf_tokbin.tokenizer.proof.CODE_POINT_PROBE` (at the start, after a letter, before ``'s`` and
+   ``111``): that covers its vocabulary entry or byte fallback, and the classes the real pattern reads. The BPE merge
+   loop itself is a deterministic function of a pre-token's bytes and the merge ranks; gigatoken's implementation of it
+   is the one thing trusted, and it is checked on the corpus sample, :data:`PROBE_TEXTS` and every added token inside
+   text.
 
 Then every document (or piece between added tokens) is routed on its own
 (within the batch, order kept): gigatoken if all its code points are proven
@@ -186,13 +184,18 @@ class DocumentEncoder:
         dropout = getattr(tokenizer.model, "dropout", None)
         if dropout:  # tokenizers then skips merges at random: two encodings of one text differ
             raise TokenizerError(
-                source, "BPE dropout makes the ids random (each encoding of a text differs), so no release could be reproduced", got=f"model.dropout {dropout:.3g}", hint='set "dropout": null in tokenizer.json'
+                source,
+                "BPE dropout makes the ids random (each encoding of a text differs), "
+                "so no release could be reproduced",
+                got=f"model.dropout {dropout:.3g}",
+                hint='set "dropout": null in tokenizer.json',
             )
         self._tokenizer = as_id_definition(tokenizer, self.parse_special)
         self._tokenizer_json: str | None = None
         self._gigatoken = None
         self._check = FastPathCheck(False, _engine_name("tokenizers"), "fast path not checked yet")
-        self._decided: tuple[tuple[int, int], ...] = ()  # inclusive code point ranges decided by the check (ASCII, outside the universe)
+        # inclusive code point ranges decided by the check (ASCII, outside the universe)
+        self._decided: tuple[tuple[int, int], ...] = ()
         self._unproven: tuple[tuple[int, int], ...] = ()  # of those, the ranges routed to tokenizers
         self._parsed_added: tuple[str, ...] = ()  # added-token texts whose documents are routed to tokenizers
         self._gigatoken_json: str | None = None  # what gigatoken loads: tokenizer.json without added tokens (nor NFC)
@@ -205,7 +208,9 @@ class DocumentEncoder:
         self.documents_by_engine = [0, 0]  # documents this process encoded with gigatoken, with tokenizers
 
     @classmethod
-    def from_tokenizer_json(cls, path: str | os.PathLike, fast: FastMode = "auto", parse_special: bool = False) -> "DocumentEncoder":
+    def from_tokenizer_json(
+        cls, path: str | os.PathLike, fast: FastMode = "auto", parse_special: bool = False
+    ) -> "DocumentEncoder":
         """Load ``tokenizer.json`` (or a folder holding one) with ``tokenizers``."""
         path = os.fspath(path)
         if os.path.isdir(path):
@@ -268,7 +273,8 @@ class DocumentEncoder:
 
     @property
     def engine(self) -> str:
-        """The engines encode_batch uses now, e.g. ``"gigatoken 0.10.0 (tokenizers 0.23.3 for ...)"`` or ``"tokenizers 0.23.3"``."""
+        """The engines encode_batch uses now, e.g. ``"gigatoken 0.10.0 (tokenizers 0.23.3 for ...)"`` or
+        ``"tokenizers 0.23.3"``."""
         return self._check.engine
 
     @property
@@ -312,7 +318,9 @@ class DocumentEncoder:
                     reason = self._select_probes(config)
                     if reason is None:
                         self._decided, self._unproven = _ascii_at_check(self._prove)
-                        reason = _first_difference(texts, self._encode_with_tokenizers(texts), self._encode_routed(texts))
+                        reason = _first_difference(
+                            texts, self._encode_with_tokenizers(texts), self._encode_routed(texts)
+                        )
                         unproven_count = self._router.unproven
             except ImportError:
                 reason = "gigatoken is not installed (pip install gigatoken)"
@@ -337,27 +345,32 @@ class DocumentEncoder:
             self._gigatoken, self._router, self._decided, self._unproven = None, None, (), ()
             self._check = FastPathCheck(False, _engine_name("tokenizers"), reason, seconds)
             if self.fast == "require":
-                raise TokenizerError(self.source, "fast path required but unavailable", expected="gigatoken ids identical to tokenizers", got=reason)
+                raise TokenizerError(self.source, "fast path required but unavailable",
+                                     expected="gigatoken ids identical to tokenizers", got=reason)
         return self._check
 
     def _unsupported_shape(self, config: dict) -> str | None:
-        """Why the proof cannot cover this tokenizer's model, normalizer or pre-tokenizer (``config``: tokenizer.json), or None."""
+        """Why the proof cannot cover this tokenizer's model, normalizer or pre-tokenizer (``config``: tokenizer.json),
+        or None."""
         model = (config.get("model") or {}).get("type")
         if model != "BPE":  # the merge loop is what the proof trusts; other models are not covered
             return f"fast path not proven for the model {model} (only BPE is)"
         entries, id_space = self.tokenizer.get_vocab_size(with_added_tokens=True), self.vocab_size
         if id_space > 2 * entries + _GIGATOKEN_MAX_ID_GAP:
-            return f"fast path not used: the ids leave a large gap ({entries:,} entries, largest id {id_space - 1:,}), and gigatoken's tables grow with the largest id"
+            return (f"fast path not used: the ids leave a large gap ({entries:,} entries, "
+                    f"largest id {id_space - 1:,}), and gigatoken's tables grow with the largest id")
         steps = _steps(config.get("normalizer"), "normalizers")
         self._nfc = [step.get("type") for step in steps] == ["NFC"]
         for step in steps if not self._nfc else ():
             kind = step.get("type")
             if kind == "Prepend" or (kind == "Replace" and len(step.get("pattern", {}).get("String") or "") == 1):
                 continue
-            return f"fast path not proven for the normalizer {kind} (only Prepend, one-character Replace and NFC alone are)"
+            return (f"fast path not proven for the normalizer {kind} "
+                    "(only Prepend, one-character Replace and NFC alone are)")
         parsed = set(self._parsed_added)
-        # NFC leaves the text of every document routed to gigatoken as it is, so matching it or its normalized form is one.
-        if steps and not self._nfc and any(t.normalized for t in self.tokenizer.get_added_tokens_decoder().values() if t.content in parsed):
+        # NFC leaves every document routed to gigatoken as it is, so matching it or its normalized form is one.
+        if steps and not self._nfc and any(t.normalized for t in self.tokenizer.get_added_tokens_decoder().values()
+                                           if t.content in parsed):
             return "fast path not proven for added tokens matched on normalized text"
         self._classes = []
         for step in _steps(config.get("pre_tokenizer"), "pretokenizers"):
@@ -375,23 +388,30 @@ class DocumentEncoder:
             if why is not None:
                 return f"fast path not proven for {why}"
             self._classes.extend(classes)
-        if self._classes and not any(step.get("type") == "ByteLevel" for step in _steps(config.get("pre_tokenizer"), "pretokenizers")):
-            return "fast path not proven for a regex split without a byte-level pre-tokenizer (the boundary probes read bytes)"
+        if self._classes and not any(step.get("type") == "ByteLevel"
+                                     for step in _steps(config.get("pre_tokenizer"), "pretokenizers")):
+            return ("fast path not proven for a regex split without a byte-level pre-tokenizer "
+                    "(the boundary probes read bytes)")
         self._classes = sorted(set(self._classes))
         # tokenizers cuts parsed added-token text out first and encodes each piece between on its own: so can we,
         # where a token matches as plain text (no lstrip, rstrip, single_word), all in one pass (one normalized
         # flag; normalized ones only with no normalizer), and no pre-tokenizer step treats the first piece apart.
         added = [t for t in self.tokenizer.get_added_tokens_decoder().values() if t.content in parsed]
-        first_only = any(s.get("type") == "Metaspace" and s.get("prepend_scheme") == "first" for s in _steps(config.get("pre_tokenizer"), "pretokenizers"))
-        plain = all(not (t.lstrip or t.rstrip or t.single_word) for t in added) and len({t.normalized for t in added}) == 1
-        # A special token encoded as text is still matched, then skipped: a parsed token overlapping it is not cut there.
+        first_only = any(s.get("type") == "Metaspace" and s.get("prepend_scheme") == "first"
+                         for s in _steps(config.get("pre_tokenizer"), "pretokenizers"))
+        plain = (all(not (t.lstrip or t.rstrip or t.single_word) for t in added)
+                 and len({t.normalized for t in added}) == 1)
+        # A special token encoded as text is still matched, then skipped: a parsed token overlapping it is not cut
+        # there.
         skipped = [t.content for t in self.tokenizer.get_added_tokens_decoder().values() if t.content not in parsed]
         hidden = _any_hidden(skipped, [t.content for t in added])
-        self._cut_added = bool(added) and plain and not first_only and not (added[0].normalized and steps) and not hidden
+        self._cut_added = (bool(added) and plain and not first_only and not (added[0].normalized and steps)
+                           and not hidden)
         return None
 
     def _select_probes(self, config: dict) -> str | None:
-        """Choose the boundary probes that read every class of the pattern (none without classes), or say why none can."""
+        """Choose the boundary probes that read every class of the pattern (none without classes), or say why none
+        can."""
         if not self._classes:
             return None
         reference = proof.BoundaryEngines(config["pre_tokenizer"], _load_tokenizers)
@@ -405,17 +425,22 @@ class DocumentEncoder:
         return [f"a{c}b {c} c {c}{c}\n{c}" for c in contents]
 
     def _components(self) -> dict:
-        """The parts of tokenizer.json the proof reads (model type, normalizer, pre-tokenizer), without parsing the vocabulary."""
+        """The parts of tokenizer.json the proof reads (model type, normalizer, pre-tokenizer), without parsing the
+        vocabulary."""
         tokenizer = self.tokenizer
 
         def state(component):
             return None if component is None else json.loads(component.__getstate__())
 
-        return {"model": {"type": type(tokenizer.model).__name__}, "normalizer": state(tokenizer.normalizer), "pre_tokenizer": state(tokenizer.pre_tokenizer)}
+        return {
+            "model": {"type": type(tokenizer.model).__name__},
+            "normalizer": state(tokenizer.normalizer),
+            "pre_tokenizer": state(tokenizer.pre_tokenizer),
+        }
 
     def _load_gigatoken(self):
-        """gigatoken with the tokenizer minus its added tokens (documents holding parsed added-token text never reach it),
-        and without NFC (documents are given to it in NFC: _Router.normalized)."""
+        """gigatoken with the tokenizer minus its added tokens (documents holding parsed added-token text never reach
+        it), and without NFC (documents are given to it in NFC: _Router.normalized)."""
         if self._gigatoken is None:
             import gigatoken
 
@@ -425,8 +450,8 @@ class DocumentEncoder:
         return self._gigatoken
 
     def _route(self, texts: list[str]) -> list[int]:
-        """Indices of the texts tokenizers encodes: gigatoken is not proven on a code point, or on parsed added-token text
-        (where documents are not cut at it), of theirs."""
+        """Indices of the texts tokenizers encodes: gigatoken is not proven on a code point, or on parsed added-token
+        text (where documents are not cut at it), of theirs."""
         router = self._get_router()
         cut = router.pieces(texts)
         if cut is None:
@@ -447,7 +472,8 @@ class DocumentEncoder:
         return self._router
 
     def encode_utf8(self, offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        """:meth:`encode_batch` of documents given as one UTF-8 buffer (``uint8``, valid UTF-8) and their ``int64`` offsets into it.
+        """:meth:`encode_batch` of documents given as one UTF-8 buffer (``uint8``, valid UTF-8) and their ``int64``
+        offsets into it.
 
         The buffer goes to gigatoken whole, as an awkward string array: no
         Python ``str`` per document (30% of the encoding time at 200 MB).
@@ -457,7 +483,8 @@ class DocumentEncoder:
         unproven text.
         """
         lengths = np.diff(offsets)
-        if not self._check.used or not lengths.size or int(lengths.max()) > long_documents.PIECE_CHARS:  # bytes >= characters
+        # bytes >= characters
+        if not self._check.used or not lengths.size or int(lengths.max()) > long_documents.PIECE_CHARS:
             return None
         batch = self._get_router().proven_utf8(offsets, data)
         if batch is None:
@@ -466,7 +493,9 @@ class DocumentEncoder:
         import awkward as ak
 
         chars = ak.contents.NumpyArray(data, parameters={"__array__": "char"})
-        texts = ak.Array(ak.contents.ListOffsetArray(ak.index.Index64(offsets), chars, parameters={"__array__": "string"}))
+        texts = ak.Array(
+            ak.contents.ListOffsetArray(ak.index.Index64(offsets), chars, parameters={"__array__": "string"})
+        )
         encoded = _encode_with_gigatoken(self._load_gigatoken(), texts)
         self._count(offsets.size - 1, 0)
         return encoded
@@ -475,7 +504,9 @@ class DocumentEncoder:
         """True where gigatoken is NOT proven on a code point (:class:`hf_tokbin.tokenizer.proof.CodePointProof`)."""
         if self._code_point_proof is None:
             pre_tokenizer = self._components()["pre_tokenizer"] if self._probes else None
-            self._code_point_proof = _code_point_proof(self.tokenizer, self._load_gigatoken(), list(self._probes), pre_tokenizer, self._nfc)
+            self._code_point_proof = _code_point_proof(
+                self.tokenizer, self._load_gigatoken(), list(self._probes), pre_tokenizer, self._nfc
+            )
         return self._code_point_proof.unproven(code_points)
 
     # -------------------------------------------------------------- encoding
@@ -488,7 +519,8 @@ class DocumentEncoder:
         return self._encode_with_tokenizers(texts)
 
     def _encode_routed(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """gigatoken for the proven documents (in NFC where the tokenizer normalizes so), tokenizers for the others, in order.
+        """gigatoken for the proven documents (in NFC where the tokenizer normalizes so), tokenizers for the others, in
+        order.
 
         Where the router cuts documents at parsed added-token text (:meth:`_Router.pieces`), each piece between two
         added tokens is routed on its own, as ``tokenizers`` encodes it on its own, and the tokens' ids go between.
@@ -506,14 +538,22 @@ class DocumentEncoder:
         self._count(len(texts), np.unique(owners[text_index[slow]]).size)
         piece_lengths = np.ones(len(pieces), dtype=np.int64)
         piece_lengths[text_index] = text_lengths
-        ids = _assemble(piece_lengths, ((text_index, text_ids, text_lengths), (token_index, token_ids, np.ones(token_index.size, dtype=np.int64))))
+        ids = _assemble(
+            piece_lengths,
+            (
+                (text_index, text_ids, text_lengths),
+                (token_index, token_ids, np.ones(token_index.size, dtype=np.int64)),
+            ),
+        )
         return ids, np.bincount(owners, weights=piece_lengths, minlength=len(texts)).astype(np.int64)
 
     def _count(self, documents: int, by_tokenizers: int) -> None:
         self.documents_by_engine[0] += documents - by_tokenizers
         self.documents_by_engine[1] += by_tokenizers
 
-    def _encode_documents(self, texts: list[str], router: "_Router", added_cut: bool = False) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    def _encode_documents(
+        self, texts: list[str], router: "_Router", added_cut: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, list[int]]:
         """:meth:`_encode_routed` of documents (or pieces: ``added_cut``, no added-token text left in them), and the
         indices of those tokenizers encoded."""
         fast_texts = router.normalized(texts)
@@ -528,7 +568,11 @@ class DocumentEncoder:
         slow_ids, slow_lengths = self._encode_with_tokenizers([texts[i] for i in slow])
         lengths = np.empty(len(texts), dtype=np.int64)
         lengths[fast_index], lengths[slow_index] = fast_lengths, slow_lengths
-        return _assemble(lengths, ((fast_index, fast_ids, fast_lengths), (slow_index, slow_ids, slow_lengths))), lengths, slow
+        return (
+            _assemble(lengths, ((fast_index, fast_ids, fast_lengths), (slow_index, slow_ids, slow_lengths))),
+            lengths,
+            slow,
+        )
 
     def _encode_with_tokenizers(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         return _encode_tokenizers(self.tokenizer, texts)
@@ -554,7 +598,15 @@ class _Router:
     points proven in that form.
     """
 
-    def __init__(self, decided, unproven, added_tokens: tuple[str, ...], prove, normalize=None, added_ids: dict[str, int] | None = None):
+    def __init__(
+        self,
+        decided,
+        unproven,
+        added_tokens: tuple[str, ...],
+        prove,
+        normalize=None,
+        added_ids: dict[str, int] | None = None,
+    ):
         self.state = np.full(proof.LAST_CODE_POINT + 1, _UNDECIDED, dtype=np.int8)
         for ranges, value in ((decided, _PROVEN), (unproven, _UNPROVEN)):
             for first, last in ranges:
@@ -606,7 +658,8 @@ class _Router:
         return pieces, np.asarray(owners, dtype=np.int64), np.asarray(token_ids, dtype=np.uint32)
 
     def normalized(self, texts: list[str]) -> list[str]:
-        """``texts`` as gigatoken is given them: each one holding a code point NFC may change, through ``tokenizers``' NFC.
+        """``texts`` as gigatoken is given them: each one holding a code point NFC may change, through ``tokenizers``'
+        NFC.
 
         Without a normalizer to apply, ``texts`` itself. A text of NFC-inert
         code points is its own NFC, so every text returned is what
@@ -625,9 +678,11 @@ class _Router:
             normalized[i] = self.normalize(texts[i])
         return normalized
 
-    def unproven_texts(self, texts: list[str], fast_texts: list[str] | None = None, search_added: bool = True) -> list[int]:
-        """Indices of the documents that go to tokenizers: ``fast_texts`` (:meth:`normalized`; default ``texts``) holds an
-        unproven code point, or either holds parsed added-token text (unless ``search_added`` is False: pieces cut
+    def unproven_texts(
+        self, texts: list[str], fast_texts: list[str] | None = None, search_added: bool = True
+    ) -> list[int]:
+        """Indices of the documents that go to tokenizers: ``fast_texts`` (:meth:`normalized`; default ``texts``) holds
+        an unproven code point, or either holds parsed added-token text (unless ``search_added`` is False: pieces cut
         at it by :meth:`pieces` hold none)."""
         fast_texts = texts if fast_texts is None else fast_texts
         joined = "".join(fast_texts)
@@ -638,7 +693,11 @@ class _Router:
             search = self.added_search
             found.update(i for i, text in enumerate(texts) if search(text) is not None)
             if fast_texts is not texts:  # added tokens matched on normalized text
-                found.update(i for i, (text, fast) in enumerate(zip(texts, fast_texts)) if fast is not text and search(fast) is not None)
+                found.update(
+                    i
+                    for i, (text, fast) in enumerate(zip(texts, fast_texts))
+                    if fast is not text and search(fast) is not None
+                )
         return sorted(found)
 
     @staticmethod
@@ -651,8 +710,8 @@ class _Router:
         return np.unique(np.searchsorted(ends, positions, side="right")).tolist()
 
     def proven_utf8(self, offsets: np.ndarray, utf8: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        """A batch given as its valid UTF-8 bytes (``uint8``) and ``int64`` offsets as gigatoken may take it whole (in NFC
-        where the tokenizer normalizes so, :meth:`normalized`), or None where a document must go to tokenizers.
+        """A batch given as its valid UTF-8 bytes (``uint8``) and ``int64`` offsets as gigatoken may take it whole (in
+        NFC where the tokenizer normalizes so, :meth:`normalized`), or None where a document must go to tokenizers.
 
         Added-token text is searched for in the batch as a whole: a match
         across two documents only sends the batch the per-document way.
@@ -748,7 +807,9 @@ def _any_hidden(skipped: list[str], parsed: list[str]) -> bool:
     """Whether a match of a ``skipped`` text can hide a ``parsed`` one from leftmost-longest matching: the parsed text
     starts inside it (lies within it, or a proper prefix of it is a proper suffix of the skipped text)."""
     suffixes = {text[k:] for text in skipped for k in range(1, len(text))}
-    return any(p in s for s in skipped for p in parsed) or any(p[:k] in suffixes for p in parsed for k in range(1, len(p)))
+    return any(p in s for s in skipped for p in parsed) or any(
+        p[:k] in suffixes for p in parsed for k in range(1, len(p))
+    )
 
 
 def _replaced(offsets: np.ndarray, utf8: np.ndarray, documents: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -777,7 +838,8 @@ def _assemble(lengths: np.ndarray, groups) -> np.ndarray:
 
 
 def _nfc_normalizer():
-    """tokenizers' NFC normalizer: the whole normalizer of a tokenizer the fast path takes with NFC, without loading it."""
+    """tokenizers' NFC normalizer: the whole normalizer of a tokenizer the fast path takes with NFC, without loading
+    it."""
     from tokenizers import normalizers
 
     return normalizers.NFC()
@@ -800,7 +862,9 @@ def _without_added_tokens(tokenizer_json: str, drop_normalizer: bool) -> str:
         if drop_normalizer:
             config["normalizer"] = None
         return json.dumps(config)
-    return head + '"added_tokens":[],"normalizer":' + ("null" if drop_normalizer else normalizer) + pre_tokenizer + after
+    return (
+        head + '"added_tokens":[],"normalizer":' + ("null" if drop_normalizer else normalizer) + pre_tokenizer + after
+    )
 
 
 def _steps(component: dict | None, key: str) -> list[dict]:
@@ -816,7 +880,8 @@ def _encode_with_gigatoken(engine, texts: list[str]) -> tuple[np.ndarray, np.nda
     """gigatoken returns an awkward array (one flat buffer plus offsets): unpack it without copying per token."""
     import awkward as ak
 
-    rows = engine.encode_batch(texts if isinstance(texts, ak.Array) else list(texts))  # in a worker process gigatoken encodes on the calling thread
+    # in a worker process gigatoken encodes on the calling thread
+    rows = engine.encode_batch(texts if isinstance(texts, ak.Array) else list(texts))
     if len(rows) != len(texts):  # never align ids to the wrong documents
         raise RuntimeError(f"gigatoken returned {len(rows)} documents for {len(texts)} texts")
     ids = np.ascontiguousarray(ak.to_numpy(ak.flatten(rows, axis=1)), dtype=np.uint32)
@@ -827,7 +892,9 @@ def _encode_with_gigatoken(engine, texts: list[str]) -> tuple[np.ndarray, np.nda
 # ---------------------------------------------------------------- the per-code-point proof
 
 
-def prove_code_points(tokenizer, engine, code_points: np.ndarray | None = None, probes=(), pre_tokenizer=None, nfc=False) -> np.ndarray:
+def prove_code_points(
+    tokenizer, engine, code_points: np.ndarray | None = None, probes=(), pre_tokenizer=None, nfc=False
+) -> np.ndarray:
     """For each code point (default: the whole universe), True where gigatoken is NOT proven identical.
 
     ``tokenizer``: the ``tokenizers.Tokenizer``; ``engine``: gigatoken's;
@@ -840,7 +907,11 @@ def prove_code_points(tokenizer, engine, code_points: np.ndarray | None = None, 
 
 
 def _code_point_proof(tokenizer, engine, probes: list, pre_tokenizer, nfc: bool) -> proof.CodePointProof:
-    boundaries = [proof.BoundaryEngines(pre_tokenizer, load) for load in (_load_tokenizers, _load_gigatoken_encode)] if probes else [None, None]
+    boundaries = (
+        [proof.BoundaryEngines(pre_tokenizer, load) for load in (_load_tokenizers, _load_gigatoken_encode)]
+        if probes
+        else [None, None]
+    )
     encode = functools.partial(_encode_with_gigatoken, engine)
     if nfc:  # as documents reach it: through tokenizers' NFC first (_Router.normalized)
         normalize = _nfc_normalizer().normalize_str
@@ -899,8 +970,10 @@ def _first_difference(texts, expected: tuple[np.ndarray, np.ndarray], got: tuple
         want = expected_ids[expected_ends[i] - expected_lengths[i] : expected_ends[i]]
         have = got_ids[got_ends[i] - got_lengths[i] : got_ends[i]]
         if not np.array_equal(want, have):
-            return f"gigatoken differs from tokenizers on text {i} {text[:40]!r}: ids {have[:8].tolist()}... instead of {want[:8].tolist()}..."
-    return f"gigatoken returned {len(got_ids)} ids for {len(expected_ids)}"  # same documents, extra ids past the last one
+            return (f"gigatoken differs from tokenizers on text {i} {text[:40]!r}: ids {have[:8].tolist()}..."
+                    f" instead of {want[:8].tolist()}...")
+    # same documents, extra ids past the last one
+    return f"gigatoken returned {len(got_ids)} ids for {len(expected_ids)}"
 
 
 class ByteEncoder:
@@ -914,7 +987,8 @@ class ByteEncoder:
         return FastPathCheck(False, self.engine, "the byte tokenizer needs no fast path")
 
     def encode_utf8(self, offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`encode_batch` of documents given as one UTF-8 buffer and their offsets into it: the buffer is the ids."""
+        """:meth:`encode_batch` of documents given as one UTF-8 buffer and their offsets into it: the buffer is the
+        ids."""
         return data, np.diff(offsets)
 
     def encode_batch(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -925,7 +999,10 @@ class ByteEncoder:
 
 
 def encoder_for(
-    tokenizer_json: str | os.PathLike | None, fast: FastMode = "auto", parse_special: bool = False, sha256: str | None = None,
+    tokenizer_json: str | os.PathLike | None,
+    fast: FastMode = "auto",
+    parse_special: bool = False,
+    sha256: str | None = None,
 ) -> DocumentEncoder | ByteEncoder:
     """The encoder for a resolved tokenizer: ``None`` (no tokenizer.json) is the byte tokenizer.
 

@@ -72,13 +72,20 @@ PIECE_CHARS = 1 << 18  # characters per piece of a long document: ~35 MB of toke
 
 # The exact pre-tokenizer patterns the argument above is made for.
 GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
-LLAMA3_PATTERN = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+LLAMA3_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+    r"\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 
 _CUT = re.compile(r"[!-~](?= )")  # a cut goes right after the character, before the space
 
 
 def _byte_level(step: dict, use_regex: bool) -> bool:
-    return step.get("type") == "ByteLevel" and step.get("add_prefix_space") is False and step.get("use_regex", True) is use_regex
+    return (
+        step.get("type") == "ByteLevel"
+        and step.get("add_prefix_space") is False
+        and step.get("use_regex", True) is use_regex
+    )
 
 
 def _pre_tokenizer_cuts(pre_tokenizer: dict | None) -> bool:
@@ -102,7 +109,8 @@ def _pre_tokenizer_cuts(pre_tokenizer: dict | None) -> bool:
 
 @functools.lru_cache(maxsize=4)
 def cuts_keep_ids(tokenizer_json: str) -> bool:
-    """Whether this tokenizer is one of the shapes for which a cut between a printable ASCII character and a space keeps every id (module docstring)."""
+    """Whether this tokenizer is one of the shapes for which a cut between a printable ASCII character and a space
+    keeps every id (module docstring)."""
     config = json.loads(tokenizer_json)
     model = config.get("model") or {}
     post = config.get("post_processor")
@@ -118,7 +126,8 @@ def cuts_keep_ids(tokenizer_json: str) -> bool:
 
 
 def pieces(text: str, piece_chars: int = PIECE_CHARS):
-    """The text in pieces of at least ``piece_chars`` characters, each cut between a printable ASCII character and a space."""
+    """The text in pieces of at least ``piece_chars`` characters, each cut between a printable ASCII character and a
+    space."""
     start = 0
     while len(text) - start > piece_chars:
         cut = _CUT.search(text, start + piece_chars - 1)
@@ -134,7 +143,9 @@ def bounded_prefixes(texts: list[str]) -> list[str]:
     return [text[:PIECE_CHARS] if len(text) > PIECE_CHARS else text for text in texts]
 
 
-def encode_in_bounded_pieces(encoder, texts: list[str], piece_chars: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def encode_in_bounded_pieces(
+    encoder, texts: list[str], piece_chars: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """``encoder.encode_batch(texts)``, with every long document encoded piece by piece where that keeps its ids.
 
     Same result as the encoder's (flat ids, lengths); documents up to

@@ -230,7 +230,8 @@ def boundary_tokenizer_json(pre_tokenizer: dict, side: str, context: str) -> str
         pairs.append(("".join(symbols[: len(pairs) + 1]), symbol))
     k = "".join(symbols)
     pairs += [(k, alphabet[b]) if side == "left" else (alphabet[b], k) for b in range(256)]
-    if side == "left":  # c may start with the context's first bytes, merged as the context's are: "あ" + "い" is k, k12 84
+    # c may start with the context's first bytes, merged as the context's are: "あ" + "い" is k, k12 84
+    if side == "left":
         pairs += [(k, "".join(symbols[:n])) for n in range(2, len(symbols))]
     for left, right in pairs:
         vocab[left + right] = len(vocab)
@@ -300,7 +301,9 @@ class BoundaryEngines:
         return joined
 
 
-def select_probes(pre_tokenizer: dict, classes: list[str], reference: BoundaryEngines) -> tuple[list[BoundaryProbe], str | None]:
+def select_probes(
+    pre_tokenizer: dict, classes: list[str], reference: BoundaryEngines
+) -> tuple[list[BoundaryProbe], str | None]:
     """The probes that tell apart every two groups of the universe the pattern reads differently, or why none can.
 
     Groups: general category (Python's tables) and ``tokenizers``' membership in
@@ -346,8 +349,8 @@ def select_probes(pre_tokenizer: dict, classes: list[str], reference: BoundaryEn
 
 
 def _split_signatures(pre_tokenizer: dict, reps: np.ndarray):
-    """``signature(c)``: the pieces ``tokenizers``' pre-tokenizer cuts ``u c v`` into, for every context of one character
-    each side, and of two context characters on one side (one character is not enough: o200k splits "!!ʰ" and
+    """``signature(c)``: the pieces ``tokenizers``' pre-tokenizer cuts ``u c v`` into, for every context of one
+    character each side, and of two context characters on one side (one character is not enough: o200k splits "!!ʰ" and
     "!!\u0300" differently, "!ʰ" and "!\u0300" alike). Two code points split alike when their signatures are equal;
     each is computed once."""
     from tokenizers import Tokenizer
@@ -424,7 +427,9 @@ class CodePointProof:
             seen = np.flatnonzero([probe.applies_to(c) for c in code_points.tolist()])
             if seen.size:
                 texts = [probe.template.format(c=chr(c)) for c in code_points[seen].tolist()]
-                same = same_ids(self.reference_boundaries.encode(probe, texts), self.engine_boundaries.encode(probe, texts))
+                same = same_ids(
+                    self.reference_boundaries.encode(probe, texts), self.engine_boundaries.encode(probe, texts)
+                )
                 unproven[seen[~same]] = True
         unproven |= ~self._same([CODE_POINT_PROBE.format(c=chr(c)) for c in code_points.tolist()])
         ascii_chars = code_points < 128

@@ -113,7 +113,8 @@ def resolve_tokenizer(
 
 
 def llama3_begin_of_text(tokenizer: TokenizerInfo) -> BoundaryToken | None:
-    """The tokenizer's ``<|begin_of_text|>``, the token llm.c's own Llama 3 files put before each document; None if it has none."""
+    """The tokenizer's ``<|begin_of_text|>``, the token llm.c's own Llama 3 files put before each document; None if it
+    has none."""
     if tokenizer.path is None:  # the byte tokenizer
         return None
     vocab = _Vocabulary(Path(tokenizer.path), load_tokenizer_json(tokenizer.path))
@@ -160,7 +161,12 @@ def _find_tokenizer_json(name: str, revision: str | None, subfolder: str | None)
         with path_or_repo(name):
             json_path, resolved_revision = _download_from_hub(name, revision, subfolder)
         return json_path, name.split("/")[-1], name, resolved_revision
-    raise TokenizerError(name, "tokenizer not found", expected="'byte', a tokenizer.json, a folder holding one, or a Hub repo id NS/NAME", got="no such file or folder")
+    raise TokenizerError(
+        name,
+        "tokenizer not found",
+        expected="'byte', a tokenizer.json, a folder holding one, or a Hub repo id NS/NAME",
+        got="no such file or folder",
+    )
 
 
 # The files beside tokenizer.json that name the model, and their key, in the order they are asked.
@@ -197,7 +203,12 @@ def _byte_boundary(value: int | str | None, source: str, option: str) -> Boundar
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool):
-        raise TokenizerError(BYTE, f"{option}: the byte tokenizer has no token strings, its ids are the byte values", expected="an id 0..255", got=value)
+        raise TokenizerError(
+            BYTE,
+            f"{option}: the byte tokenizer has no token strings, its ids are the byte values",
+            expected="an id 0..255",
+            got=value,
+        )
     if not 0 <= value < BYTE_VOCAB_SIZE:
         raise TokenizerError(BYTE, f"{option} must be a valid id", expected=f"0 <= id < {BYTE_VOCAB_SIZE}", got=value)
     return BoundaryToken(value, None, source, True)
@@ -226,7 +237,8 @@ class _Vocabulary:
         self._json = config  # tokenizer.json as read (None: parsed from the tokenizer when needed)
 
     def boundary(self, value: int | str, source: str, where, what: str) -> BoundaryToken:
-        """``value`` (an id, or a token string that is one token) as a boundary token; ``where``/``what`` name it in errors."""
+        """``value`` (an id, or a token string that is one token) as a boundary token; ``where``/``what`` name it in
+        errors."""
         if isinstance(value, str):
             token_id = self.tokenizer.token_to_id(value)
             if token_id is None:
@@ -241,10 +253,17 @@ class _Vocabulary:
         else:
             raise TokenizerError(where, f"{what} must be a token string or an id", got=value)
         if not 0 <= token_id < self.size:
-            raise TokenizerError(where, f"{what}: a boundary token must be a valid id", expected=f"0 <= id < {self.size}", got=token_id)
+            raise TokenizerError(
+                where, f"{what}: a boundary token must be a valid id", expected=f"0 <= id < {self.size}", got=token_id
+            )
         if self._json is None:
             self._json = json.loads(self.tokenizer.to_str())
-        return BoundaryToken(token_id, self.tokenizer.id_to_token(token_id), source, ordinary_text_can_encode(self._json, self.tokenizer, token_id))
+        return BoundaryToken(
+            token_id,
+            self.tokenizer.id_to_token(token_id),
+            source,
+            ordinary_text_can_encode(self._json, self.tokenizer, token_id),
+        )
 
 
 def ordinary_text_can_encode(tokenizer_json: dict, tokenizer, token_id: int) -> bool:
@@ -282,7 +301,12 @@ def _refuse_hub_options(name: str, revision: str | None, subfolder: str | None) 
     for flag, value in (("--tokenizer-revision", revision), ("--tokenizer-subfolder", subfolder)):
         if value is not None:
             what = "the byte tokenizer" if name == BYTE else "a local tokenizer"
-            raise TokenizerError(name, f"{flag} applies to a Hub tokenizer only, not to {what}", got=value, hint=f"drop {flag}, or name a Hub repo NS/NAME")
+            raise TokenizerError(
+                name,
+                f"{flag} applies to a Hub tokenizer only, not to {what}",
+                got=value,
+                hint=f"drop {flag}, or name a Hub repo NS/NAME",
+            )
 
 
 MAX_ID = 2**31 - 1  # the largest id any output holds: Megatron's int32 files and the build's int32 staging pairs
@@ -310,7 +334,12 @@ def _check_id_space(json_path: Path, data: bytes) -> tuple[dict | None, int | No
     ints = [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
     largest = max(ints, default=-1)
     if largest > MAX_ID:
-        raise TokenizerError(json_path, "ids up to 2**31 - 1 only: Megatron's int32 files and the build's staging hold no larger id", expected=f"<= {MAX_ID:,}", got=largest)
+        raise TokenizerError(
+            json_path,
+            "ids up to 2**31 - 1 only: Megatron's int32 files and the build's staging hold no larger id",
+            expected=f"<= {MAX_ID:,}",
+            got=largest,
+        )
     if not isinstance(config.get("model"), dict):
         return None, None
     # A vocabulary as a map of non-negative ids (BPE, WordPiece, WordLevel) gives the id space; otherwise (Unigram's
@@ -360,8 +389,22 @@ def _fetch_from_hub(repo_id: str, revision: str | None, folder: str, where: str)
 
     api = HfApi()
     try:
-        commit = call_with_retry(RetryPolicy.from_env(), "resolve the tokenizer's revision", lambda: _checked_commit(api, repo_id, revision))
-        listing = call_with_retry(RetryPolicy.from_env(), "list the tokenizer's files", lambda: bounded_listing(api, repo_id, where, repo_type="model", revision=commit, path_in_repo=folder.rstrip("/") or None, recursive=False))
+        commit = call_with_retry(
+            RetryPolicy.from_env(), "resolve the tokenizer's revision", lambda: _checked_commit(api, repo_id, revision)
+        )
+        listing = call_with_retry(
+            RetryPolicy.from_env(),
+            "list the tokenizer's files",
+            lambda: bounded_listing(
+                api,
+                repo_id,
+                where,
+                repo_type="model",
+                revision=commit,
+                path_in_repo=folder.rstrip("/") or None,
+                recursive=False,
+            ),
+        )
     except TokbinError:
         raise
     except Exception as e:  # noqa: BLE001 - the client's errors vary by version; one line naming the file
@@ -369,7 +412,14 @@ def _fetch_from_hub(repo_id: str, revision: str | None, folder: str, where: str)
     tree = {entry.path: entry for entry in listing if isinstance(entry, RepoFile)}
     if folder + TOKENIZER_FILE not in tree:
         raise HubError(where, "cannot fetch the tokenizer: no such file in the repo at this revision")
-    source = Source(repo_id, commit, endpoint=os.environ.get("HF_ENDPOINT") or None, token=None, repo_type="model", limits=DownloadLimits.from_env())
+    source = Source(
+        repo_id,
+        commit,
+        endpoint=os.environ.get("HF_ENDPOINT") or None,
+        token=None,
+        repo_type="model",
+        limits=DownloadLimits.from_env(),
+    )
     snapshot = hub_snapshot_folder(repo_id, "model", commit)
     for name, max_bytes in ((TOKENIZER_FILE, TOKENIZER_MAX_BYTES), *((n, CONFIG_MAX_BYTES) for n in CONFIG_FILES)):
         path = folder + name
@@ -399,11 +449,15 @@ def _fetch_checked(source, path: str, snapshot: Path, expected, where: str) -> P
     from ..hub.revision import escaped
 
     try:
-        return call_with_retry(RetryPolicy.from_env(), f"download {path}", lambda: source.fetch(path, snapshot, expected))
+        return call_with_retry(
+            RetryPolicy.from_env(), f"download {path}", lambda: source.fetch(path, snapshot, expected)
+        )
     except TokbinError:
         raise
     except Exception as e:  # noqa: BLE001
-        raise escaped(read_error(source.uri(path), f"download {path}", e, source.endpoint, source.repo_id, "model")) from e
+        raise escaped(
+            read_error(source.uri(path), f"download {path}", e, source.endpoint, source.repo_id, "model")
+        ) from e
 
 
 def _record_no_file(repo_id: str, commit: str, path: str) -> None:
@@ -435,9 +489,18 @@ def _from_hub_cache(repo_id: str, revision: str | None, folder: str, where: str)
     # The cache's snapshot folder is named after the commit the server answered: that is the pinned revision.
     commit = json_path.parents[len(PurePosixPath(folder + TOKENIZER_FILE).parts) - 1].name
     if not is_commit_id(commit):
-        raise HubError(f"{repo_id}@{shown(revision or 'main')}", "the cached commit id is not 40 lowercase hex digits; nothing was written", got=shown(commit))
+        raise HubError(
+            f"{repo_id}@{shown(revision or 'main')}",
+            "the cached commit id is not 40 lowercase hex digits; nothing was written",
+            got=shown(commit),
+        )
     if is_commit_id(revision) and commit != revision:
-        raise HubError(f"{repo_id}@{revision}", "the cache holds another commit than the one asked for", expected=revision, got=shown(commit))
+        raise HubError(
+            f"{repo_id}@{revision}",
+            "the cache holds another commit than the one asked for",
+            expected=revision,
+            got=shown(commit),
+        )
     for name in CONFIG_FILES:
         if try_to_load_from_cache(repo_id, folder + name, revision=commit, repo_type="model") is None:
             raise fetch_error(f"{repo_id}@{commit}/{folder}{name}", "tokenizer config", _not_cached())

@@ -1,4 +1,5 @@
-"""Training a byte-level BPE on the first characters of a corpus: deterministic, special tokens first, then the 256 bytes.
+"""Training a byte-level BPE on the first characters of a corpus: deterministic, special tokens first, then the 256
+bytes.
 
 The TinyStories rules train it this way (``<|bos|>,<|eos|>`` as the special tokens).
 
@@ -28,18 +29,26 @@ from .resolve import EOS_TOKEN, TOKENIZER_FILE
 MAX_TRAIN_VOCAB = 2**24
 
 
-def check_training_options(out, vocab_size: int, special_tokens: tuple[str, ...], sample_chars: int | None = None) -> None:
-    """``--vocab-size`` in [256 bytes + the special tokens, MAX_TRAIN_VOCAB], ``--sample-chars`` positive: checked before any work."""
+def check_training_options(
+    out, vocab_size: int, special_tokens: tuple[str, ...], sample_chars: int | None = None
+) -> None:
+    """``--vocab-size`` in [256 bytes + the special tokens, MAX_TRAIN_VOCAB], ``--sample-chars`` positive: checked
+    before any work."""
     minimum = len(special_tokens) + 256
     if not isinstance(vocab_size, int) or not minimum <= vocab_size <= MAX_TRAIN_VOCAB:
         raise TokenizerError(
             out,
-            "--vocab-size must hold the 256 bytes and the special tokens, and be at most the bound tokenizers can allocate",
+            "--vocab-size must hold the 256 bytes and the special tokens, "
+            "and be at most the bound tokenizers can allocate",
             expected=f"{minimum:,}..{MAX_TRAIN_VOCAB:,}",
             got=vocab_size,
         )
     if sample_chars is not None and (not isinstance(sample_chars, int) or sample_chars <= 0):
-        raise TokenizerError(out, "--sample-chars must be a positive number of characters (0 or less trains on nothing)", got=sample_chars)
+        raise TokenizerError(
+            out,
+            "--sample-chars must be a positive number of characters (0 or less trains on nothing)",
+            got=sample_chars,
+        )
 
 
 def sample_texts(texts: Iterable[str], max_chars: int) -> Iterable[str]:
@@ -70,15 +79,24 @@ def corpus_texts(corpus, split: str, batch_rows: int = 1024) -> Iterator[str]:
                     yield from texts.to_pylist()
 
 
-def check_special_tokens(out, special_tokens: tuple[str, ...], bos_token: str | None, eos_token: str | None) -> tuple[str, str]:
-    """The (bos, eos) tokens: by default the first and the last special token (both ``<|endoftext|>`` for GPT-2's one)."""
-    if not special_tokens or any(not isinstance(t, str) or not t for t in special_tokens) or len(set(special_tokens)) != len(special_tokens):
+def check_special_tokens(
+    out, special_tokens: tuple[str, ...], bos_token: str | None, eos_token: str | None
+) -> tuple[str, str]:
+    """The (bos, eos) tokens: by default the first and the last special token (both ``<|endoftext|>`` for GPT-2's
+    one)."""
+    if (
+        not special_tokens
+        or any(not isinstance(t, str) or not t for t in special_tokens)
+        or len(set(special_tokens)) != len(special_tokens)
+    ):
         raise TokenizerError(out, "special tokens must be distinct non-empty strings", got=list(special_tokens))
     bos_token = special_tokens[0] if bos_token is None else bos_token
     eos_token = special_tokens[-1] if eos_token is None else eos_token
     for name, token in (("bos token", bos_token), ("eos token", eos_token)):
         if token not in special_tokens:
-            raise TokenizerError(out, f"the {name} must be one of the special tokens", expected=list(special_tokens), got=token)
+            raise TokenizerError(
+                out, f"the {name} must be one of the special tokens", expected=list(special_tokens), got=token
+            )
     return bos_token, eos_token
 
 
@@ -88,7 +106,9 @@ def check_output_folder(out, overwrite: bool) -> None:
     if out.exists() and not out.is_dir():
         raise TokenizerError(out, "--out must be a folder", got="a file")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise TokenizerError(out, "output folder is not empty", hint="use a new --out, or --overwrite to replace its tokenizer files")
+        raise TokenizerError(
+            out, "output folder is not empty", hint="use a new --out, or --overwrite to replace its tokenizer files"
+        )
 
 
 def train_bpe(
@@ -102,7 +122,8 @@ def train_bpe(
     overwrite: bool = False,
     progress: bool = True,
 ) -> Path:
-    """Train a byte-level BPE with ``tokenizers``; write ``tokenizer.json``, ``tokenizer_config.json`` and ``generation_config.json``.
+    """Train a byte-level BPE with ``tokenizers``; write ``tokenizer.json``, ``tokenizer_config.json`` and
+    ``generation_config.json``.
 
     Special tokens take the first ids, in order, then the 256 byte symbols, then
     the merges. ``eos_token`` (default: the last special token) is the
@@ -129,7 +150,10 @@ def train_bpe(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / TOKENIZER_FILE, tokenizer.to_str(pretty=True))
-    write_text_atomic(out / TOKENIZER_CONFIG_FILE, canonical_json({"bos_token": bos_token, "eos_token": eos_token, "tokenizer_class": "PreTrainedTokenizerFast"}))
+    write_text_atomic(
+        out / TOKENIZER_CONFIG_FILE,
+        canonical_json({"bos_token": bos_token, "eos_token": eos_token, "tokenizer_class": "PreTrainedTokenizerFast"}),
+    )
     ids = {"bos_token_id": tokenizer.token_to_id(bos_token), "eos_token_id": tokenizer.token_to_id(eos_token)}
     write_text_atomic(out / GENERATION_CONFIG_FILE, canonical_json(ids))
     return out / TOKENIZER_FILE

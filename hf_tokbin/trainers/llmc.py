@@ -257,17 +257,7 @@ def _llmc(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[list[str]], 
     c = ["./train_gpt2cu", "-i", train, "-j", val or train, "-e", s.init_from or LLMC_SCRATCH_MODEL]
     c += ["-b", str(s.batch_size), "-t", str(s.seq_len), "-d", str(total), "-x", str(steps)]
     c += ["-v", str(every), "-m", str(val_steps if val else 0), "-s", "0"]
-    py = ["train_gpt2.py", "--input_bin", train] + (["--input_val_bin", val] if val else [])
-    py += ["--model", s.init_from or LLMC_SCRATCH_MODEL, "--overfit_single_batch", "0", "--write_tensors", "0"]
-    py += ["--batch_size", str(s.batch_size), "--sequence_length", str(s.seq_len), "--total_batch_size", str(total)]
-    py += [
-        "--num_iterations",
-        str(steps),
-        "--val_loss_every",
-        str(every if val else 0),
-        "--val_max_steps",
-        str(val_steps if val else 1),
-    ]
+    py = _train_py("train_gpt2.py", s.init_from or LLMC_SCRATCH_MODEL, train, val, s, (steps, val_steps, every))
     commands = [(["mpirun", "-np", str(s.world_size)] if s.world_size > 1 else []) + c, torchrun(s, py)]
     scratch = f"from scratch: {LLMC_SCRATCH_MODEL} is GPT-2 124M with random weights"
     model = scratch if s.init_from is None else "fine-tuning " + quoted(s.init_from)
@@ -292,21 +282,22 @@ def _llmc(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[list[str]], 
     return commands, [], notes
 
 
+def _train_py(script: str, model: str, train: str, val: str | None, s: LoaderSettings, schedule) -> list[str]:
+    """llm.c's PyTorch reference (train_gpt2.py, train_llama3.py): the same flags, on the train (and val) files."""
+    steps, val_steps, every = schedule
+    total = s.batch_size * s.seq_len * s.world_size
+    py = [script, "--input_bin", train] + (["--input_val_bin", val] if val else [])
+    py += ["--model", model, "--overfit_single_batch", "0", "--write_tensors", "0"]
+    py += ["--batch_size", str(s.batch_size), "--sequence_length", str(s.seq_len), "--total_batch_size", str(total)]
+    py += ["--num_iterations", str(steps), "--val_loss_every", str(every if val else 0)]
+    return py + ["--val_max_steps", str(val_steps if val else 1)]
+
+
 def _llmc_llama3(root: Path, globs: dict, s: LoaderSettings) -> tuple[list[list[str]], list[str], list[str]]:
     train, val = globs["train"][0], globs.get("val", (None,))[0]
     total = s.batch_size * s.seq_len * s.world_size
     steps, val_steps, every = llmc_schedule(globs, s)
-    py = ["train_llama3.py", "--input_bin", train] + (["--input_val_bin", val] if val else [])
-    py += ["--model", LLAMA3_MODEL, "--overfit_single_batch", "0", "--write_tensors", "0"]
-    py += ["--batch_size", str(s.batch_size), "--sequence_length", str(s.seq_len), "--total_batch_size", str(total)]
-    py += [
-        "--num_iterations",
-        str(steps),
-        "--val_loss_every",
-        str(every if val else 0),
-        "--val_max_steps",
-        str(val_steps if val else 1),
-    ]
+    py = _train_py("train_llama3.py", LLAMA3_MODEL, train, val, s, (steps, val_steps, every))
     notes = [
         f"train_llama3.py only fine-tunes {LLAMA3_MODEL} (it asserts --model is that one; gated weights from the Hub, "
         "or --use_hf 0 "

@@ -12,8 +12,15 @@ from ..formats.records import FileEntry
 from ..formats.release import COMPLETE_NAME, RECEIPTS_DIR, Complete, Receipt
 
 
-def check_files(root: Path, entries: Iterable[FileEntry], listed_in: str, progress: bool = True, hash_here: Callable[[str], bool] | None = None) -> None:
-    """Check that every entry's file under ``root`` has its size and SHA-256; raise for the first (in ``entries``' order) that does not.
+def check_files(
+    root: Path,
+    entries: Iterable[FileEntry],
+    listed_in: str,
+    progress: bool = True,
+    hash_here: Callable[[str], bool] | None = None,
+) -> None:
+    """Check that every entry's file under ``root`` has its size and SHA-256; raise for the first (in ``entries``'
+    order) that does not.
 
     ``listed_in`` names the record the entries come from (``COMPLETE.json``, a receipt...)
     so the error says which promise is broken. Files are hashed side by side on
@@ -25,9 +32,19 @@ def check_files(root: Path, entries: Iterable[FileEntry], listed_in: str, progre
 
     entries = list(entries)
     threads = max(1, min(len(entries), os.cpu_count() or 1))
-    with progress_bar(total=sum(e.size for e in entries), unit="B", unit_scale=True, desc=f"checking {listed_in}", disable=not progress, leave=False) as bar:
+    with progress_bar(
+        total=sum(e.size for e in entries),
+        unit="B",
+        unit_scale=True,
+        desc=f"checking {listed_in}",
+        disable=not progress,
+        leave=False,
+    ) as bar:
         with ThreadPoolExecutor(threads, thread_name_prefix="hf_tokbin-sha256") as pool:
-            futures = [pool.submit(_check_file, root, entry, listed_in, hash_here is None or hash_here(entry.path)) for entry in entries]
+            futures = [
+                pool.submit(_check_file, root, entry, listed_in, hash_here is None or hash_here(entry.path))
+                for entry in entries
+            ]
             try:
                 for entry, future in zip(entries, futures):
                     future.result()
@@ -59,7 +76,9 @@ def check_digest(root: Path, entry: FileEntry, listed_in: str) -> None:
     """The entry's file has the listed SHA-256."""
     digest = sha256_file(root / entry.path)
     if digest != entry.sha256:
-        raise VerificationError(root / entry.path, f"SHA-256 differs from {listed_in}", expected=entry.sha256, got=digest)
+        raise VerificationError(
+            root / entry.path, f"SHA-256 differs from {listed_in}", expected=entry.sha256, got=digest
+        )
 
 
 def _through_symlink(root: Path, rel: str) -> bool:
@@ -84,7 +103,12 @@ def check_receipts(root: Path, complete: Complete) -> list[Receipt]:
         for entry in receipt.files:
             if listed.get(entry.path) != entry:
                 got = listed[entry.path].to_dict() if entry.path in listed else "not listed"
-                raise VerificationError(root / path, f"receipt disagrees with {COMPLETE_NAME} about {entry.path}", expected=entry.to_dict(), got=got)
+                raise VerificationError(
+                    root / path,
+                    f"receipt disagrees with {COMPLETE_NAME} about {entry.path}",
+                    expected=entry.to_dict(),
+                    got=got,
+                )
         receipts.append(receipt)
     return receipts
 

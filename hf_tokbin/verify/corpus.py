@@ -28,10 +28,16 @@ def verify_corpus(root: str | os.PathLike) -> str:
             raise VerificationError(path, f"corpus shard listed in {MANIFEST_NAME} is missing or not a regular file")
         size = path.stat().st_size
         if size != shard.size or sha256_file(path) != shard.sha256:
-            raise VerificationError(path, f"corpus shard differs from its {MANIFEST_NAME} entry (size or SHA-256)", expected=shard.sha256, got=f"{size} bytes")
+            raise VerificationError(
+                path,
+                f"corpus shard differs from its {MANIFEST_NAME} entry (size or SHA-256)",
+                expected=shard.sha256,
+                got=f"{size} bytes",
+            )
         rows = 0
         column = SOURCE_COLUMN if manifest.documents_by_source else None
-        for _, texts, sources in iter_shard_batches(path, path, _VERIFY_BATCH_ROWS, column):  # strings, no null, valid UTF-8 (and source names)
+        # strings, no null, valid UTF-8 (and source names)
+        for _, texts, sources in iter_shard_batches(path, path, _VERIFY_BATCH_ROWS, column):
             rows += len(texts)
             if sources is not None:
                 _count(counted.setdefault(shard.split, {}), sources)
@@ -39,7 +45,12 @@ def verify_corpus(root: str | os.PathLike) -> str:
         if rows != shard.rows:
             raise VerificationError(path, f"rows must equal the {MANIFEST_NAME} entry", expected=shard.rows, got=rows)
     if counted != manifest.documents_by_source:
-        raise VerificationError(root / MANIFEST_NAME, "documents_by_source must count the shards' source column", expected=manifest.documents_by_source, got=counted)
+        raise VerificationError(
+            root / MANIFEST_NAME,
+            "documents_by_source must count the shards' source column",
+            expected=manifest.documents_by_source,
+            got=counted,
+        )
     counts = ", ".join(f"{split} {manifest.rows(split):,}" for split in ("train", "validation"))
     return f"{root}: OK: corpus {manifest.name}, {len(manifest.shards)} shards, documents: {counts}"
 

@@ -23,13 +23,16 @@ def verify_token_file(path: str | os.PathLike) -> str:
         header = llmc.verify_token_file(path)
         layout = header.layout
         vocab = f"vocab_size {header.vocab_size}" if layout.vocab_in_header else "no vocab_size field"
-        return f"{path}: OK: llm.c {layout.family} layout (magic {layout.magic}, version {layout.version}, {layout.dtype.name}), {header.n_tokens:,} tokens, {vocab}"
+        return (f"{path}: OK: llm.c {layout.family} layout (magic {layout.magic}, version {layout.version}, "
+                f"{layout.dtype.name}), {header.n_tokens:,} tokens, {vocab}")
     pair = megatron.MegatronPair(path)
     pair.check_ids()  # a bare pair names no vocabulary: at least no id is negative
     return f"{path}: OK: Megatron pair, {len(pair):,} sequences, {pair.n_tokens:,} tokens, dtype {pair.dtype.name}"
 
 
-def verify_path(path: str | os.PathLike, engine: str = "local", num_proc: int = 1, ray_address: str | None = None) -> str:
+def verify_path(
+    path: str | os.PathLike, engine: str = "local", num_proc: int = 1, ray_address: str | None = None
+) -> str:
     """``hf-tokbin verify PATH``: whatever ``path`` holds (:func:`hf_tokbin.formats.sniff.sniff`), checked completely.
 
     A release's per-file checks run on ``engine`` (see :func:`hf_tokbin.verify.release.verify_release`).
@@ -37,7 +40,9 @@ def verify_path(path: str | os.PathLike, engine: str = "local", num_proc: int = 
     return verify_path_record(path, engine, num_proc, ray_address)[0]
 
 
-def verify_path_record(path: str | os.PathLike, engine: str = "local", num_proc: int = 1, ray_address: str | None = None) -> tuple[str, dict]:
+def verify_path_record(
+    path: str | os.PathLike, engine: str = "local", num_proc: int = 1, ray_address: str | None = None
+) -> tuple[str, dict]:
     """:func:`verify_path`'s report, and the same as a record (``verify --json``)."""
     from .release import verify_release
 
@@ -62,7 +67,8 @@ def _verify_other(path: Path, kind: str) -> str:
     if kind == "llmc-folder":
         manifest = verify_llmc_folder(path)
         tokens = sum(f.n_tokens for f in manifest.files)
-        return f"{path}: OK: llm.c token folder, {len(manifest.files)} files, {tokens:,} tokens, vocab_size {manifest.vocab_size}"
+        return (f"{path}: OK: llm.c token folder, {len(manifest.files)} files, {tokens:,} tokens, "
+                f"vocab_size {manifest.vocab_size}")
     if kind == "corpus":
         from .corpus import verify_corpus
 

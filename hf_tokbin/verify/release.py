@@ -165,26 +165,43 @@ class ReleaseReport:
     bytes: int = 0
     splits: dict[str, SplitCounts] = field(default_factory=dict)
     formats: tuple[str, ...] = ()
-    warnings: list[str] = field(default_factory=list)  # what holds but deserves a look (a boundary id inside a document)
+    # what holds but deserves a look (a boundary id inside a document)
+    warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         lines = [f"{self.path}: OK: {self.files} files, {megabytes(self.bytes)}, formats {', '.join(self.formats)}"]
         for split, c in self.splits.items():
             bos = f" {c.bos_tokens:>12,} BOS" if c.bos_tokens else ""
-            lines.append(f"  {split:<11}{c.documents:>12,} documents {c.text_tokens:>15,} text tokens {c.eod_tokens:>12,} EOD{bos}")
+            lines.append(f"  {split:<11}{c.documents:>12,} documents {c.text_tokens:>15,} text tokens "
+                         f"{c.eod_tokens:>12,} EOD{bos}")
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
     def record(self) -> dict:
         """The summary as a record (``verify --json``): the same counts, ``total_tokens`` included."""
         splits = {split: c.stats_dict() for split, c in self.splits.items()}
-        return {"path": str(self.path), "ok": True, "kind": "release", "files": self.files, "bytes": self.bytes, "formats": list(self.formats), "splits": splits, "warnings": list(self.warnings)}
+        return {
+            "path": str(self.path),
+            "ok": True,
+            "kind": "release",
+            "files": self.files,
+            "bytes": self.bytes,
+            "formats": list(self.formats),
+            "splits": splits,
+            "warnings": list(self.warnings),
+        }
 
 
 # ---------------------------------------------------------------- the release
 
 
-def verify_release(root: str | os.PathLike, engine: str = "local", num_proc: int = 1, ray_address: str | None = None, progress: bool = False) -> ReleaseReport:
+def verify_release(
+    root: str | os.PathLike,
+    engine: str = "local",
+    num_proc: int = 1,
+    ray_address: str | None = None,
+    progress: bool = False,
+) -> ReleaseReport:
     """Every rule of the module docstring. The per-file checks (each Megatron pair, each llm.c file) run as tasks on
     ``engine`` (``local``: ``num_proc`` threads; ``ray``: one Ray task each, on nodes that see ``root`` at the same
     path); the checks across files run here, from the records and the files."""
@@ -285,7 +302,10 @@ def verify_partial_copy(root: str | os.PathLike) -> ReleaseReport:
     report = verify_release_records(root, complete, held_paths)
     absent = [f.path for f in complete.files if f.path not in held_paths]
     if absent:
-        report.warnings.append(f"partial copy: {len(absent)} of {len(complete.files)} files of COMPLETE.json are absent, e.g. {', '.join(absent[:3])}")
+        report.warnings.append(
+            f"partial copy: {len(absent)} of {len(complete.files)} files of COMPLETE.json are absent, "
+            f"e.g. {', '.join(absent[:3])}"
+        )
     if others:
         report.warnings.append(outside_the_layout(others, "in the folder"))
     report.files, report.bytes = len(held), sum(f.size for f in held)
@@ -293,7 +313,8 @@ def verify_partial_copy(root: str | os.PathLike) -> ReleaseReport:
 
 
 def _check_records(root: Path, complete: Complete) -> tuple[RunConfig, list[Receipt], llmc.TokensManifest | None]:
-    """run_config.json, one receipt per input shard and the llm.c manifest, each agreeing with the files COMPLETE.json lists."""
+    """run_config.json, one receipt per input shard and the llm.c manifest, each agreeing with the files COMPLETE.json
+    lists."""
     listed = {f.path for f in complete.files}
     config = RunConfig.read(root / RUN_CONFIG_NAME)
     parts = {receipt_path(part_name(i)) for i in range(len(config.shards))}
@@ -305,18 +326,26 @@ def _check_records(root: Path, complete: Complete) -> tuple[RunConfig, list[Rece
         manifest = _read_llmc_manifest(root, listed, config)
         _check_manifest_digests(root, complete, config, manifest)
         llmc_files = {f"{config.llmc_dir}/{name}" for name in [llmc.MANIFEST_NAME, *(f.name for f in manifest.files)]}
-    _check_area(root, listed, TOKENS_DIR, llmc_files, f"the llm.c folder {config.llmc_dir}/ and the files its manifest lists")
+    _check_area(
+        root, listed, TOKENS_DIR, llmc_files, f"the llm.c folder {config.llmc_dir}/ and the files its manifest lists"
+    )
     _check_shipped_tokenizer(root, complete, config)
     return config, receipts, manifest
 
 
 def _check_manifest_digests(root: Path, complete: Complete, config: RunConfig, manifest: llmc.TokensManifest) -> None:
-    """Each llm.c file's SHA-256 in the manifest is COMPLETE.json's: the file's task checks the bytes against the manifest."""
+    """Each llm.c file's SHA-256 in the manifest is COMPLETE.json's: the file's task checks the bytes against the
+    manifest."""
     listed = {f.path: f.sha256 for f in complete.files}
     for entry in manifest.files:
         rel = f"{config.llmc_dir}/{entry.name}"
         if rel in listed and listed[rel] != entry.sha256:
-            raise VerificationError(root / rel, f"SHA-256 in {llmc.MANIFEST_NAME} differs from {COMPLETE_NAME}", expected=listed[rel], got=entry.sha256)
+            raise VerificationError(
+                root / rel,
+                f"SHA-256 in {llmc.MANIFEST_NAME} differs from {COMPLETE_NAME}",
+                expected=listed[rel],
+                got=entry.sha256,
+            )
 
 
 def _check_shipped_tokenizer(root: Path, complete: Complete, config: RunConfig) -> None:
@@ -332,9 +361,17 @@ def _check_shipped_tokenizer(root: Path, complete: Complete, config: RunConfig) 
     for path, listed in shipped.items():  # verify loads tokenizer.json whole (the preview's texts): bounded first
         limit = TOKENIZER_MAX_BYTES if path == entry.path else CONFIG_MAX_BYTES
         if listed.size > limit:
-            raise VerificationError(root / path, f"a shipped tokenizer file may be at most {limit:,} bytes", got=f"{listed.size:,} bytes")
+            raise VerificationError(
+                root / path, f"a shipped tokenizer file may be at most {limit:,} bytes", got=f"{listed.size:,} bytes"
+            )
     if entry.sha256 != config.tokenizer_sha256:
-        raise VerificationError(root / entry.path, "the shipped tokenizer is not the one the release was built with: its SHA-256 must be run_config.json's tokenizer.sha256", expected=config.tokenizer_sha256, got=entry.sha256)
+        raise VerificationError(
+            root / entry.path,
+            "the shipped tokenizer is not the one the release was built with: "
+            "its SHA-256 must be run_config.json's tokenizer.sha256",
+            expected=config.tokenizer_sha256,
+            got=entry.sha256,
+        )
     configs = {path.rpartition("/")[2]: listed for path, listed in shipped.items() if path != entry.path}
     _check_pinned_configs(root, configs, config)
     _check_configs_name_the_separator(root, [root / TOKENIZER_DIR / name for name in configs], config)
@@ -400,15 +437,28 @@ def _check_complete(root: Path) -> tuple[Complete, list[str]]:
     """``COMPLETE.json`` lists exactly the release's files, each with its size and SHA-256; the files beside the
     release, outside its layout, are returned."""
     if not (root / COMPLETE_NAME).exists():
-        raise VerificationError(root, "release is incomplete: no COMPLETE.json", hint="a release is complete only when COMPLETE.json is present")
+        raise VerificationError(
+            root,
+            "release is incomplete: no COMPLETE.json",
+            hint="a release is complete only when COMPLETE.json is present",
+        )
     complete = Complete.read(root)
     listed = {f.path for f in complete.files}
     hidden = sorted(p for p in listed if not is_release_path(p))
     if hidden:
-        raise VerificationError(root / COMPLETE_NAME, "lists a hidden path (a component starting with '.'), which is no part of a release", got=repr(hidden[0]))
+        raise VerificationError(
+            root / COMPLETE_NAME,
+            "lists a hidden path (a component starting with '.'), which is no part of a release",
+            got=repr(hidden[0]),
+        )
     outside = sorted(p for p in listed if not is_layout_path(p))
     if outside:  # repr: a name may hold a newline or an escape sequence
-        raise VerificationError(root / COMPLETE_NAME, "lists a path outside the release layout", got=repr(outside[0]), hint=f"a release holds only {LAYOUT_DESCRIPTION}")
+        raise VerificationError(
+            root / COMPLETE_NAME,
+            "lists a path outside the release layout",
+            got=repr(outside[0]),
+            hint=f"a release holds only {LAYOUT_DESCRIPTION}",
+        )
     others = unlisted_files(root, listed, COMPLETE_NAME)
     # A token file's digest is checked by the task that reads it (every one is named by a record: _check_records).
     check_files(root, complete.files, COMPLETE_NAME, progress=False, hash_here=lambda rel: not _read_by_a_task(rel))
@@ -440,21 +490,43 @@ def _check_receipts(root: Path, complete: Complete, config: RunConfig) -> list[R
         path = root / receipt_path(part)
         receipt = by_part[part]  # _check_area made sure every shard's receipt is listed, and check_receipts read it
         if receipt.input_shard != shard.file:
-            raise VerificationError(path, "receipt names a different input shard than run_config.json", expected=shard.file.to_dict(), got=receipt.input_shard.to_dict())
+            raise VerificationError(
+                path, "receipt names a different input shard than run_config.json",
+                expected=shard.file.to_dict(), got=receipt.input_shard.to_dict(),
+            )
         if list(receipt.splits) != [shard.split]:
-            raise VerificationError(path, "a part counts its input shard's split only (splits are disjoint)", expected=[shard.split], got=list(receipt.splits))
+            raise VerificationError(
+                path, "a part counts its input shard's split only (splits are disjoint)",
+                expected=[shard.split], got=list(receipt.splits),
+            )
         counts = receipt.splits[shard.split]
         if counts.documents != shard.rows:
-            raise VerificationError(path, f"documents must equal the rows of {shard.file.path} in run_config.json (nothing lost)", expected=shard.rows, got=counts.documents)
+            raise VerificationError(
+                path, f"documents must equal the rows of {shard.file.path} in run_config.json (nothing lost)",
+                expected=shard.rows, got=counts.documents,
+            )
         eod_tokens = counts.documents if megatron_format else 0
         if counts.eod_tokens != eod_tokens:
-            raise VerificationError(path, "eod_tokens must be one per document with the megatron format, 0 without", expected=eod_tokens, got=counts.eod_tokens)
+            raise VerificationError(
+                path, "eod_tokens must be one per document with the megatron format, 0 without",
+                expected=eod_tokens, got=counts.eod_tokens,
+            )
         bos_tokens = counts.documents if megatron_format and config.bos is not None else 0
         if counts.bos_tokens != bos_tokens:
-            raise VerificationError(path, "bos_tokens must be one per document with the megatron format and a BOS (run_config.json bos), 0 otherwise", expected=bos_tokens, got=counts.bos_tokens)
-        files = [pair_path(shard.split, part, "bin"), pair_path(shard.split, part, "idx")] if megatron_format and counts.documents else []
+            raise VerificationError(
+                path,
+                "bos_tokens must be one per document with the megatron format and a BOS (run_config.json bos), "
+                "0 otherwise",
+                expected=bos_tokens,
+                got=counts.bos_tokens,
+            )
+        files = ([pair_path(shard.split, part, "bin"), pair_path(shard.split, part, "idx")]
+                 if megatron_format and counts.documents else [])
         if sorted(f.path for f in receipt.files) != files:
-            raise VerificationError(path, "receipt must name its part's .bin and .idx (none without Megatron documents)", expected=files, got=[f.path for f in receipt.files])
+            raise VerificationError(
+                path, "receipt must name its part's .bin and .idx (none without Megatron documents)",
+                expected=files, got=[f.path for f in receipt.files],
+            )
         receipts.append(receipt)
     return receipts
 
@@ -470,7 +542,8 @@ class FileChecks:
 
 
 def check_one_file(checks: FileChecks, item: tuple) -> list:
-    """One task of :func:`verify_release`; returns the boundary ids it found inside documents (see :func:`_boundary_warnings`).
+    """One task of :func:`verify_release`; returns the boundary ids it found inside documents (see
+    :func:`_boundary_warnings`).
 
     ``("pair", receipt, split)``: a Megatron pair, its digests, its boundary ids. ``("llmc", entry)``: an llm.c
     file (and, without Megatron, its boundary ids). ``("same", entry, spans, order)``: an llm.c file equals its
@@ -520,12 +593,15 @@ def _run_file_checks(tasks: _Tasks, receipts: list[Receipt]) -> list:
         items += [("pair", receipt, shard.split) for receipt, shard in zip(receipts, config.shards)]
     if manifest is not None:
         items += [("llmc", entry) for entry in manifest.files]
-    labels = [f"{pair_path(i[2], i[1].part, 'bin')}" if i[0] == "pair" else f"{config.llmc_dir}/{i[1].name}" for i in items]
+    labels = [
+        f"{pair_path(i[2], i[1].part, 'bin')}" if i[0] == "pair" else f"{config.llmc_dir}/{i[1].name}" for i in items
+    ]
     return [found for one in tasks.run(items, labels, "files checked") for found in one]
 
 
 def _check_pair_task(root: Path, receipt: Receipt, split: str, config: RunConfig) -> list:
-    """A pair's digests (the receipt's entries are COMPLETE.json's), its rules, and the boundary ids inside its documents."""
+    """A pair's digests (the receipt's entries are COMPLETE.json's), its rules, and the boundary ids inside its
+    documents."""
     for entry in receipt.files:
         check_digest(root, entry, COMPLETE_NAME)
     _check_pair(root, receipt, split, config)
@@ -542,10 +618,20 @@ def _check_pair(root: Path, receipt: Receipt, split: str, config: RunConfig) -> 
     pair = megatron.MegatronPair(root / pair_path(split, receipt.part, "bin"), vocab_size=config.vocab_size)
     code = config.megatron_dtype_code  # RunConfig.read made sure it is the code vocab_size needs
     if pair.header.code != code:
-        raise FormatError(pair.idx_path, "dtype code must be run_config.json's megatron.dtype_code (the code of vocab_size)", expected=code, got=pair.header.code)
+        raise FormatError(
+            pair.idx_path,
+            "dtype code must be run_config.json's megatron.dtype_code (the code of vocab_size)",
+            expected=code,
+            got=pair.header.code,
+        )
     pair.check_one_document_per_sequence(config.eod_id, config.bos_id)
     if len(pair) != counts.documents or pair.n_tokens != counts.total_tokens:
-        raise VerificationError(pair.bin_path, "pair counts differ from the receipt (token conservation)", expected=(counts.documents, counts.total_tokens), got=(len(pair), pair.n_tokens))
+        raise VerificationError(
+            pair.bin_path,
+            "pair counts differ from the receipt (token conservation)",
+            expected=(counts.documents, counts.total_tokens),
+            got=(len(pair), pair.n_tokens),
+        )
 
 
 # ---------------------------------------------------------------- llm.c
@@ -561,7 +647,9 @@ def verify_llmc_folder(directory: Path) -> llmc.TokensManifest:
     names = {f.name for f in manifest.files}
     on_disk = {p.name for p in directory.glob("*.bin") if is_release_path(p.name)}
     if names != on_disk:
-        raise VerificationError(directory, "token files on disk differ from the manifest", expected=sorted(names), got=sorted(on_disk))
+        raise VerificationError(
+            directory, "token files on disk differ from the manifest", expected=sorted(names), got=sorted(on_disk)
+        )
     _check_llmc_files(directory, manifest, None)
     return manifest
 
@@ -571,7 +659,11 @@ def _check_llmc_files(directory: Path, manifest: llmc.TokensManifest, separator:
     for split in llmc.SPLITS:
         files = sorted((f for f in manifest.files if f.split == split), key=lambda f: f.name)
         if [f.name for f in files] != [llmc.file_name(split, i) for i in range(len(files))]:
-            raise VerificationError(directory / llmc.MANIFEST_NAME, f"{split}: token files must be numbered from 00000 without gaps", got=[f.name for f in files])
+            raise VerificationError(
+                directory / llmc.MANIFEST_NAME,
+                f"{split}: token files must be numbered from 00000 without gaps",
+                got=[f.name for f in files],
+            )
         for entry in files:
             path = directory / entry.name
             llmc.verify_token_file(path, entry, manifest.vocab_size, manifest.doc_sep_id, separator)
@@ -581,7 +673,11 @@ def _read_llmc_manifest(root: Path, listed: set[str], config: RunConfig) -> llmc
     """The llm.c manifest of the release, naming the tokenizer and corpus run_config.json pins."""
     path = root / config.llmc_dir / llmc.MANIFEST_NAME
     if f"{config.llmc_dir}/{llmc.MANIFEST_NAME}" not in listed:
-        raise VerificationError(path, "llm.c manifest is missing", hint=f"run_config.json has the llmc format, so {config.llmc_dir}/ holds the token files")
+        raise VerificationError(
+            path,
+            "llm.c manifest is missing",
+            hint=f"run_config.json has the llmc format, so {config.llmc_dir}/ holds the token files",
+        )
     manifest = llmc.TokensManifest.read(path)
     for name, expected in config.llmc_identity().items():
         got = getattr(manifest, name)
@@ -596,31 +692,55 @@ def _check_llmc_header(path: Path, config: RunConfig) -> None:
     # The llm.c layout's writer fills header[3] (0 only for a vocabulary beyond int32, as llmc.encode_header does).
     header_vocab = config.vocab_size if config.vocab_size <= np.iinfo(np.int32).max else 0
     if file_magic(path) != magic:
-        raise FormatError(path, f"magic in header[0] must be that of llm.c layout {config.llmc_layout} (run_config.json)", expected=magic, got=file_magic(path))
+        raise FormatError(
+            path,
+            f"magic in header[0] must be that of llm.c layout {config.llmc_layout} (run_config.json)",
+            expected=magic,
+            got=file_magic(path),
+        )
     if config.llmc_layout == "gpt2":  # upstream's Llama 3 header has no vocab_size field
         header = llmc.read_header(path)
         if header.vocab_size != header_vocab:
-            raise FormatError(path, "header[3] must be the release's vocab_size", expected=header_vocab, got=header.vocab_size)
+            raise FormatError(
+                path, "header[3] must be the release's vocab_size", expected=header_vocab, got=header.vocab_size
+            )
 
 
-def _check_llmc_records(root: Path, config: RunConfig, manifest: llmc.TokensManifest, totals: dict[str, SplitCounts]) -> None:
+def _check_llmc_records(
+    root: Path, config: RunConfig, manifest: llmc.TokensManifest, totals: dict[str, SplitCounts]
+) -> None:
     """The llm.c rules the manifest decides: files numbered without gaps, counts equal to the receipts'."""
     directory = root / config.llmc_dir
     manifest_path = directory / llmc.MANIFEST_NAME
     for split in llmc.SPLITS:
         files = sorted((f for f in manifest.files if f.split == split), key=lambda f: f.name)
         if [f.name for f in files] != [llmc.file_name(split, i) for i in range(len(files))]:
-            raise VerificationError(manifest_path, f"{split}: token files must be numbered from 00000 without gaps", got=[f.name for f in files])
+            raise VerificationError(
+                manifest_path,
+                f"{split}: token files must be numbered from 00000 without gaps",
+                got=[f.name for f in files],
+            )
     sep = (config.llmc_sep is not None) + (config.bos is not None)  # tokens added to each document
     for split in SPLITS:
         counts = totals.get(split, SplitCounts(0, 0, 0))
         files = [f for f in manifest.files if f.split == LLMC_SPLIT[split]]
         if not counts.documents and files:
-            raise VerificationError(manifest_path, f"{split}: a split without documents has no llm.c files", expected=[], got=[f.name for f in files])
+            raise VerificationError(
+                manifest_path,
+                f"{split}: a split without documents has no llm.c files",
+                expected=[],
+                got=[f.name for f in files],
+            )
         expected = (counts.documents, counts.text_tokens + sep * counts.documents)
         got = (sum(f.n_docs for f in files), sum(f.n_tokens for f in files))
         if got != expected:
-            raise VerificationError(manifest_path, f"{split}: llm.c (documents, tokens) must equal the receipts' (token conservation: text tokens + separator and BOS per document)", expected=expected, got=got)
+            raise VerificationError(
+                manifest_path,
+                f"{split}: llm.c (documents, tokens) must equal the receipts' "
+                "(token conservation: text tokens + separator and BOS per document)",
+                expected=expected,
+                got=got,
+            )
 
 
 def _check_llmc_file_layout(path: Path, entry: llmc.LlmcFileEntry, config: RunConfig) -> None:
@@ -643,10 +763,20 @@ def _check_llmc_file_layout(path: Path, entry: llmc.LlmcFileEntry, config: RunCo
     place = 1 if config.llmc_separator == "before" else 0
     first = int(ids[place]) if ids.size > place else None
     if first != config.bos_id:
-        raise VerificationError(path, f"token {place} must be the BOS (run_config.json bos, llm.c separator {config.llmc_separator})", expected=config.bos_id, got=first)
+        raise VerificationError(
+            path,
+            f"token {place} must be the BOS (run_config.json bos, llm.c separator {config.llmc_separator})",
+            expected=config.bos_id,
+            got=first,
+        )
     count = llmc.count_id(ids, config.bos_id)
     if count < entry.n_docs:  # text may itself encode to the BOS id, so this is a lower bound
-        raise VerificationError(path, "every document must begin with the BOS (run_config.json bos)", expected=f">= {entry.n_docs} BOS ids {config.bos_id}", got=count)
+        raise VerificationError(
+            path,
+            "every document must begin with the BOS (run_config.json bos)",
+            expected=f">= {entry.n_docs} BOS ids {config.bos_id}",
+            got=count,
+        )
 
 
 # ---------------------------------------------------------------- llm.c = Megatron
@@ -662,7 +792,11 @@ def _check_llmc_is_megatron(tasks: _Tasks, receipts: list[Receipt], splits: tupl
     both streams of a split hold the same number of ids.
     """
     root, config, manifest = Path(tasks.checks.root), tasks.checks.config, tasks.checks.manifest
-    order = "part order" if config.llmc_interleave_seed is None else "run_config.json's seeded block order (formats/llmc_order.py)"
+    order = (
+        "part order"
+        if config.llmc_interleave_seed is None
+        else "run_config.json's seeded block order (formats/llmc_order.py)"
+    )
     items, documents = [], []
     for split in splits:
         entries = [f for f in manifest.files if f.split == LLMC_SPLIT[split]]
@@ -671,7 +805,10 @@ def _check_llmc_is_megatron(tasks: _Tasks, receipts: list[Receipt], splits: tupl
         spans = _megatron_spans(root, split, parts, blocks)
         starts = itertools.accumulate((e.n_tokens for e in entries), initial=0)
         ends = np.cumsum([s.length for s in spans], dtype=np.int64)  # once per split: each file then bisects its spans
-        items += [("same", e, file_spans(spans, ends, start, e.n_tokens, config.llmc_separator), order) for e, start in zip(entries, starts)]
+        items += [
+            ("same", e, file_spans(spans, ends, start, e.n_tokens, config.llmc_separator), order)
+            for e, start in zip(entries, starts)
+        ]
         documents.append((entries, spans))
     tasks.run(items, [f"{config.llmc_dir}/{i[1].name}" for i in items], "llm.c files compared")
     for entries, spans in documents:
@@ -702,7 +839,10 @@ def _megatron_spans(root: Path, split: str, parts: list[Receipt], blocks: Blocks
         dtype, n_tokens = megatron.read_index_header(idx_path).dtype, parts[p].splits[split].total_tokens
         for k in ks:
             first, count = int(blocks.first[k]), int(blocks.count[k])
-            bounds = megatron.sequence_pointers(idx_path, first, min(count + 1, parts[p].splits[split].documents - first)) // dtype.itemsize
+            bounds = (
+                megatron.sequence_pointers(idx_path, first, min(count + 1, parts[p].splits[split].documents - first))
+                // dtype.itemsize
+            )
             start, end = int(bounds[0]), int(bounds[count]) if bounds.size > count else n_tokens
             spans[k] = _Span(bin_path, dtype, first, count, start, end - start, end)
     return spans
@@ -759,12 +899,23 @@ def _check_documents_per_file(directory: Path, entries: list[llmc.LlmcFileEntry]
     starts = rank[n + 1 :] - rank[:n]
     for k, entry in enumerate(entries):
         if starts[k] != 1:
-            raise VerificationError(directory / entry.name, "an llm.c file must begin where a Megatron document begins (files hold whole documents)", got=f"position {int(bounds[k])} of the split")
+            raise VerificationError(
+                directory / entry.name,
+                "an llm.c file must begin where a Megatron document begins (files hold whole documents)",
+                got=f"position {int(bounds[k])} of the split",
+            )
         if documents[k] != entry.n_docs:
-            raise VerificationError(directory / llmc.MANIFEST_NAME, f"{entry.name}: n_docs must be the number of documents the file holds (by the Megatron pairs)", expected=int(documents[k]), got=entry.n_docs)
+            raise VerificationError(
+                directory / llmc.MANIFEST_NAME,
+                f"{entry.name}: n_docs must be the number of documents the file holds (by the Megatron pairs)",
+                expected=int(documents[k]),
+                got=entry.n_docs,
+            )
 
 
-def _check_same_ids(root: Path, config: RunConfig, entry: llmc.LlmcFileEntry, spans: list[_Span | None], order: str) -> None:
+def _check_same_ids(
+    root: Path, config: RunConfig, entry: llmc.LlmcFileEntry, spans: list[_Span | None], order: str
+) -> None:
     """One llm.c file's ids = its pieces of the Megatron spans (:func:`file_spans`), id by id in chunks of bounded
     size, each document's EOD read as llm.c's separator where that is another token (``llmc.doc_sep``)."""
     sep, separator = config.llmc_sep_id, config.llmc_separator
@@ -784,7 +935,8 @@ def _check_same_ids(root: Path, config: RunConfig, entry: llmc.LlmcFileEntry, sp
 
 
 def _megatron_chunks(spans: list[_Span], eod: int | None, sep: int | None) -> Iterator[tuple[object, int, np.ndarray]]:
-    """The spans' ids in :func:`_chunks`' slices, every document's last id (its EOD) replaced by ``sep`` when that differs.
+    """The spans' ids in :func:`_chunks`' slices, every document's last id (its EOD) replaced by ``sep`` when that
+    differs.
 
     Each span's ids (and, to find its documents' ends, its pointers) are mapped as it is compared and let go after.
     """
@@ -794,10 +946,16 @@ def _megatron_chunks(spans: list[_Span], eod: int | None, sep: int | None) -> It
             yield from _chunks([(s.bin_path, s.start, tokens)])
             continue
         item = s.dtype.itemsize
-        pointers = megatron.sequence_pointers(megatron.idx_path_for(s.bin_path), s.first, s.count)  # the span's documents' starts
+        # the span's documents' starts
+        pointers = megatron.sequence_pointers(megatron.idx_path_for(s.bin_path), s.first, s.count)
         for name, start, ids in _chunks([(s.bin_path, s.start, tokens)]):
-            # Document ends in [start, start + size): the position before each next document's start, and the block's last id.
-            following = pointers[np.searchsorted(pointers, (start + 1) * item) : np.searchsorted(pointers, (start + ids.size + 1) * item)]
+            # Document ends in [start, start + size): the position before each next document's start, and the block's
+            # last id.
+            following = pointers[
+                np.searchsorted(pointers, (start + 1) * item) : np.searchsorted(
+                    pointers, (start + ids.size + 1) * item
+                )
+            ]
             ends = np.append(np.asarray(following) // item - 1, [s.end - 1] if start + ids.size == s.end else [])
             ids = np.array(ids)
             ids[ends.astype(np.int64) - start] = sep
@@ -805,7 +963,8 @@ def _megatron_chunks(spans: list[_Span], eod: int | None, sep: int | None) -> It
 
 
 def _chunks(sources: Iterable[tuple[object, int, np.ndarray]]) -> Iterator[tuple[object, int, np.ndarray]]:
-    """``(name, first position, ids)`` slices of at most ``_COMPARE_CHUNK`` ids of each ``(name, first, ids)`` source in turn."""
+    """``(name, first position, ids)`` slices of at most ``_COMPARE_CHUNK`` ids of each ``(name, first, ids)`` source
+    in turn."""
     for name, first, ids in sources:
         for start in range(0, ids.size, _COMPARE_CHUNK):
             yield name, first + start, ids[start : start + _COMPARE_CHUNK]
@@ -833,7 +992,8 @@ def _first_mismatch(left: Iterator, right: Iterator) -> tuple[tuple, tuple] | No
 
 
 def _boundary_warnings(config: RunConfig, found: list[tuple[Path, str, BoundaryToken, str]]) -> list[str]:
-    """Each boundary id the file tasks found inside a document: an error when the text cannot have given it, else a warning (returned).
+    """Each boundary id the file tasks found inside a document: an error when the text cannot have given it, else a
+    warning (returned).
 
     Megatron pairs give every document's bounds, so each occurrence is named by
     file and document index; the llm.c stream equals them (checked before).
@@ -842,18 +1002,27 @@ def _boundary_warnings(config: RunConfig, found: list[tuple[Path, str, BoundaryT
     """
     warnings = []
     for path, role, token, where in found:
-        text = f"the {role} id {token.id}{f' {token.token!r}' if token.token is not None else ''} is inside a document: {where}"
+        text = (f"the {role} id {token.id}{f' {token.token!r}' if token.token is not None else ''}"
+                f" is inside a document: {where}")
         if config.special_tokens == "ordinary" and not token.ordinary_text_can_encode:
-            raise VerificationError(path, f"{text}; text encoded as ordinary text cannot give this id (a false document boundary)")
+            raise VerificationError(
+                path, f"{text}; text encoded as ordinary text cannot give this id (a false document boundary)"
+            )
         if len(warnings) < MAX_WARNINGS:
-            reason = "special-token text was parsed as tokens" if config.special_tokens == "parsed" else "the text itself may encode to it"
+            reason = (
+                "special-token text was parsed as tokens"
+                if config.special_tokens == "parsed"
+                else "the text itself may encode to it"
+            )
             warnings.append(f"{path}: {text} ({reason})")
     if len(found) > MAX_WARNINGS:
         warnings.append(f"... and {len(found) - MAX_WARNINGS} more boundary ids inside documents")
     return warnings
 
 
-def _inside_llmc_file(path: Path, entry: llmc.LlmcFileEntry, tokens: dict[str, BoundaryToken]) -> list[tuple[Path, str, BoundaryToken, str]]:
+def _inside_llmc_file(
+    path: Path, entry: llmc.LlmcFileEntry, tokens: dict[str, BoundaryToken]
+) -> list[tuple[Path, str, BoundaryToken, str]]:
     """Without Megatron: each boundary id an llm.c file holds more often than it has documents, with the count."""
     if not tokens:
         return []
@@ -871,19 +1040,32 @@ def _inside_pair(bin_path: Path, tokens: dict[str, BoundaryToken]) -> list[tuple
     pair = megatron.MegatronPair(bin_path)
     starts = np.asarray(pair.pointers, dtype=np.int64) // pair.dtype.itemsize
     # llm.c's own separator (llmc.doc_sep) has no place in a Megatron pair.
-    places = {"separator": starts + np.asarray(pair.lengths, dtype=np.int64) - 1, "BOS": starts, "llm.c separator": starts[:0]}
+    places = {
+        "separator": starts + np.asarray(pair.lengths, dtype=np.int64) - 1,
+        "BOS": starts,
+        "llm.c separator": starts[:0],
+    }
     found = []
     for token_id in sorted({t.id for t in tokens.values()}):
         roles = [role for role, t in tokens.items() if t.id == token_id]  # a BOS may also be the separator
-        own = np.sort(np.concatenate([places[role] for role in roles]))  # repeats are harmless; np.unique took 100x longer
+        # repeats are harmless; np.unique took 100x longer
+        own = np.sort(np.concatenate([places[role] for role in roles]))
         for start in range(0, pair.n_tokens, _COMPARE_CHUNK):
             positions = start + np.flatnonzero(pair.tokens[start : start + _COMPARE_CHUNK] == token_id)
-            # ``own`` is sorted: a binary search per occurrence keeps this linear in the pair (np.isin per chunk was not).
+            # ``own`` is sorted: a binary search per occurrence keeps this linear in the pair (np.isin per chunk was
+            # not).
             at = np.minimum(np.searchsorted(own, positions), max(own.size - 1, 0))
             elsewhere = positions[own[at] != positions] if own.size else positions
             for position in elsewhere[: MAX_WARNINGS + 1].tolist():
                 document = int(np.searchsorted(starts, position, side="right")) - 1
-                found.append((bin_path, roles[0], tokens[roles[0]], f"document {document} of {bin_path.name}, token {position - int(starts[document])}"))
+                found.append(
+                    (
+                        bin_path,
+                        roles[0],
+                        tokens[roles[0]],
+                        f"document {document} of {bin_path.name}, token {position - int(starts[document])}",
+                    )
+                )
     return found
 
 
@@ -892,15 +1074,24 @@ def _inside_pair(bin_path: Path, tokens: dict[str, BoundaryToken]) -> list[tuple
 
 def _check_stats(root: Path, config: RunConfig, receipts: list[Receipt]) -> None:
     uncounted = [r.part for r in receipts if (r.sources is None) != (config.source_column is None)]
-    if uncounted:  # a receipt without sources in a build that counted them (or the reverse) would hide documents from stats.json
-        rule = f"every receipt counts its sources: run_config.json's corpus.source_column is {config.source_column!r}" if config.source_column else "no receipt counts sources: run_config.json names no corpus.source_column"
+    # a receipt without sources in a build that counted them (or the reverse) would hide documents from stats.json
+    if uncounted:
+        rule = (
+            f"every receipt counts its sources: run_config.json's corpus.source_column is {config.source_column!r}"
+            if config.source_column
+            else "no receipt counts sources: run_config.json names no corpus.source_column"
+        )
         raise VerificationError(root / receipt_path(uncounted[0]), rule)
     path = root / STATS_NAME
     stats = read_json(path, VerificationError)
-    difference = _first_difference(stats_record(config.dataset, config.tokenizer_id, receipts, where=root / RECEIPTS_DIR), stats)
+    difference = _first_difference(
+        stats_record(config.dataset, config.tokenizer_id, receipts, where=root / RECEIPTS_DIR), stats
+    )
     if difference is not None:
         name, expected, got = difference
-        raise VerificationError(path, f"{name} differs from the receipts and run_config.json", expected=expected, got=got)
+        raise VerificationError(
+            path, f"{name} differs from the receipts and run_config.json", expected=expected, got=got
+        )
 
 
 def _first_difference(expected, got, name: str = "") -> tuple[str, object, object] | None:

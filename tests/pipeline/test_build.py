@@ -32,7 +32,12 @@ def corpus(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("corpus")
     return write_corpus(
         root,
-        [("train", stories(300, seed=2)), ("train", stories(250, seed=3)), ("validation", stories(120, seed=4)), ("train", [])],
+        [
+            ("train", stories(300, seed=2)),
+            ("train", stories(250, seed=3)),
+            ("validation", stories(120, seed=4)),
+            ("train", []),
+        ],
     )
 
 
@@ -125,7 +130,16 @@ def test_manifest_follows_the_shipped_schema(tmp_path, corpus, bpe_dir):
     schema = json.loads((Path(llmc.__file__).parent / "schemas" / "tokens-manifest.schema.json").read_text())
     manifest = json.loads((tmp_path / "r" / "tokens" / bpe_dir.name / "toy" / "_MANIFEST.json").read_text())
     jsonschema.validate(manifest, schema)
-    assert list(manifest) == ["tokenizer_id", "tokenizer_sha256", "vocab_size", "doc_sep_id", "dataset", "version", "corpus_manifest_sha256", "files"]
+    assert list(manifest) == [
+        "tokenizer_id",
+        "tokenizer_sha256",
+        "vocab_size",
+        "doc_sep_id",
+        "dataset",
+        "version",
+        "corpus_manifest_sha256",
+        "files",
+    ]
 
 
 def test_byte_tokenizer_llmc_has_no_separator_and_megatron_needs_one(tmp_path, corpus):
@@ -182,7 +196,23 @@ def test_a_deleted_output_is_rebuilt_from_its_part(tmp_path, corpus, bpe_dir):
 
 def test_cli_build_prints_a_summary_and_verify_accepts_the_release(tmp_path, corpus, bpe_dir, capsys):
     out = tmp_path / "r"
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", str(bpe_dir), "--out", str(out), "--num-proc", "2", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(bpe_dir),
+                "--out",
+                str(out),
+                "--num-proc",
+                "2",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "documents" in printed and "550" in printed and "bytes/token" in printed
     assert main(["verify", str(out)]) == 0
@@ -190,7 +220,9 @@ def test_cli_build_prints_a_summary_and_verify_accepts_the_release(tmp_path, cor
 
 
 def test_cli_build_error_is_one_line(tmp_path, corpus, capsys):
-    code = main(["build", "--corpus", str(corpus), "--tokenizer", "byte", "--format", "megatron", "--out", str(tmp_path / "r")])
+    code = main(
+        ["build", "--corpus", str(corpus), "--tokenizer", "byte", "--format", "megatron", "--out", str(tmp_path / "r")]
+    )
     err = capsys.readouterr().err
     assert code == 1 and len(err.strip().splitlines()) == 1 and "EOD" in err
 
@@ -198,7 +230,25 @@ def test_cli_build_error_is_one_line(tmp_path, corpus, capsys):
 def test_llama3_variant_writes_upstream_layout_and_verifies(tmp_path, corpus, bpe_dir):
 
     out = tmp_path / "r"
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", str(bpe_dir), "--format", "llmc", "--llmc-variant", "llama3", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(bpe_dir),
+                "--format",
+                "llmc",
+                "--llmc-variant",
+                "llama3",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     directory = out / "tokens" / bpe_dir.name / "toy"
     seed000 = tmp_path / "s"
     run_build(corpus, resolve_tokenizer(str(bpe_dir)), seed000, formats=("llmc",))
@@ -234,7 +284,10 @@ def test_tokenizer_id_must_be_one_folder_name_before_any_work(tmp_path, corpus, 
 def test_cli_build_with_the_tokenizer_in_the_working_folder(tmp_path, corpus, bpe_dir, monkeypatch):
     monkeypatch.chdir(bpe_dir)
     out = tmp_path / "r"
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", ".", "--format", "llmc", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(["build", "--corpus", str(corpus), "--tokenizer", ".", "--format", "llmc", "--out", str(out), "--quiet"])
+        == 0
+    )
     assert (out / "tokens" / bpe_dir.name / "toy" / "_MANIFEST.json").is_file()
 
 
@@ -252,7 +305,8 @@ def files_under(root: Path) -> list[str]:
 def test_document_longer_than_an_llmc_file_fails_its_part_before_the_receipt(tmp_path):
     corpus = write_corpus(tmp_path / "c", [("train", ["short", "x" * 50, "short"])])
     byte = resolve_tokenizer("byte", doc_sep_id=0)
-    plan = plan_build(corpus, byte, tmp_path / "r", formats=("llmc",), max_tokens_per_file=50)  # 50 bytes + separator > 50
+    # 50 bytes + separator > 50
+    plan = plan_build(corpus, byte, tmp_path / "r", formats=("llmc",), max_tokens_per_file=50)
     start_release(plan)
     with pytest.raises(BuildError, match="document 1 of this shard") as info:
         encode_part(plan, 0, progress=False)
@@ -281,7 +335,8 @@ def test_part_that_loses_documents_leaves_nothing_under_a_final_name(tmp_path, c
 
 
 def test_tokens_lost_on_disk_fail_the_part_and_leave_nothing(tmp_path, corpus, monkeypatch):
-    add_documents = megatron.MegatronWriter.add_checked_documents  # what a part calls (it checks the ids once, for every format)
+    # what a part calls (it checks the ids once, for every format)
+    add_documents = megatron.MegatronWriter.add_checked_documents
 
     def lose_the_last_token_on_disk(self, flat_ids, lengths):
         add_documents(self, flat_ids, lengths)

@@ -1,4 +1,5 @@
-"""The build encodes in bounded batches on one worker pool: bytes independent of batch size and num_proc, memory bounded by the batch."""
+"""The build encodes in bounded batches on one worker pool: bytes independent of batch size and num_proc, memory
+bounded by the batch."""
 
 from __future__ import annotations
 
@@ -62,10 +63,14 @@ def tree_bytes(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_a_shard_larger_than_batch_and_buffers_gives_the_same_bytes_whatever_batch_and_num_proc(tmp_path, bpe_dir, monkeypatch):
+def test_a_shard_larger_than_batch_and_buffers_gives_the_same_bytes_whatever_batch_and_num_proc(
+    tmp_path, bpe_dir, monkeypatch
+):
     texts = stories(900, seed=5)
     texts[100] = "x" * 3000  # longer than the batch text limit below: it goes alone
-    corpus = write_shards(tmp_path / "corpus", [("train", texts), ("validation", stories(60, seed=6))], row_group_size=64)
+    corpus = write_shards(
+        tmp_path / "corpus", [("train", texts), ("validation", stories(60, seed=6))], row_group_size=64
+    )
     assert pq.ParquetFile(corpus / "data/train-00000.parquet").metadata.num_row_groups > 10
     # Internal limits far below the shard (about 300 kB of text), so every one of them is crossed.
     monkeypatch.setattr(encode_module, "MAX_BATCH_TEXT_BYTES", 2000)
@@ -169,7 +174,8 @@ def test_one_worker_pool_serves_every_shard_of_a_build(tmp_path, bpe_dir, monkey
 
 
 def test_workers_prove_the_code_points_they_meet_and_give_the_ids_of_tokenizers(tmp_path, bpe_with_unproven_merges):
-    # U+A7CE first appears in a worker's batch, past the sample: the worker proves it (unproven) and routes its documents.
+    # U+A7CE first appears in a worker's batch, past the sample: the worker proves it (unproven) and routes its
+    # documents.
     texts = stories(120, seed=7)
     texts[100] = texts[117] = UNPROVEN_TEXT
     texts[110] = "caf\u00e9 na\u00efve \u65e5\u672c"  # new code points the proof covers
@@ -240,7 +246,10 @@ def test_num_proc_1_encodes_on_a_thread_ahead_of_the_writers(tmp_path, bpe_dir, 
     import threading
 
     corpus = write_shards(tmp_path / "corpus", [("train", stories(40, seed=8))], row_group_size=8)
-    build(plan_build(corpus, resolve_tokenizer(str(bpe_dir)), tmp_path / "pool", num_proc=2, batch_size=4), progress=False)
+    build(
+        plan_build(corpus, resolve_tokenizer(str(bpe_dir)), tmp_path / "pool", num_proc=2, batch_size=4),
+        progress=False,
+    )
     threads = set()
     encode_task = encode_module._encode_task
 

@@ -53,7 +53,9 @@ elif moment == "while writing a part":  # a part's pair holds its first batch un
     megatron.MegatronWriter.add_checked_documents = stops_the_build_after(megatron.MegatronWriter.add_checked_documents)
 elif moment == "after three receipts":
     from hf_tokbin.pipeline import encode as part
-    part._publish_part = stops_the_build_after(part._publish_part, when=lambda output, receipt, staging: receipt.part == "part-000002")
+    part._publish_part = stops_the_build_after(
+        part._publish_part, when=lambda output, receipt, staging: receipt.part == "part-000002"
+    )
 elif moment == "while packing llm.c":  # the first llm.c file written, the others not yet
     from hf_tokbin.pipeline import publish as pack
     pack.write_packed_file = stops_the_build_after(pack.write_packed_file)
@@ -70,7 +72,9 @@ sys.exit(main(sys.argv[2:]))
 def inputs(tmp_path_factory):
     root = tmp_path_factory.mktemp("resume")
     train_bpe(stories(200, seed=8), 500, root / "tok")
-    shards = [("train", stories(400, seed=10 + i, max_words=200)) for i in range(6)] + [("validation", stories(100, seed=20))]
+    shards = [("train", stories(400, seed=10 + i, max_words=200)) for i in range(6)] + [
+        ("validation", stories(100, seed=20))
+    ]
     write_corpus(root / "corpus", shards)
     (root / "driver.py").write_text(DRIVER, encoding="utf-8")
     return root

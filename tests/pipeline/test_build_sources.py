@@ -1,4 +1,5 @@
-"""stats.json by source and split (seed 004): a corpus's source column counted per part, summed, checked to add up.
+"""stats.json by source and split (the Megatron release layout): a corpus's source column counted per part,
+summed, checked to add up.
 
 Every expected count is computed from the input rows alone, with ``tokenizers`` (or UTF-8 bytes for the byte
 tokenizer), never from the release.
@@ -29,7 +30,9 @@ ROWS = source_rows(120, seed=4)
 
 def write_jsonl(path, rows, rename: dict | None = None):
     rename = rename or {}
-    path.write_text("".join(json.dumps({rename.get(k, k): v for k, v in row.items()}) + "\n" for row in rows), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps({rename.get(k, k): v for k, v in row.items()}) + "\n" for row in rows), encoding="utf-8"
+    )
     return path
 
 
@@ -40,7 +43,10 @@ def stats_of(release) -> dict:
 def assert_sources_add_up(stats: dict) -> None:
     for split, total in stats["splits"].items():
         for key, value in total.items():
-            assert sum(by_split[split][key] for by_split in stats["sources"].values() if split in by_split) == value, (split, key)
+            assert sum(by_split[split][key] for by_split in stats["sources"].values() if split in by_split) == value, (
+                split,
+                key,
+            )
 
 
 def test_corpus_import_with_a_source_column_then_build_counts_every_source_as_tokenizers_does(tmp_path):
@@ -48,7 +54,10 @@ def test_corpus_import_with_a_source_column_then_build_counts_every_source_as_to
     jsonl = write_jsonl(tmp_path / "rows.jsonl", ROWS)
     corpus, out = tmp_path / "corpus", tmp_path / "release"
     # --shard-rows 9: several parts per split, so the counts are summed over receipts.
-    assert main(["corpus", "import", str(jsonl), "--out", str(corpus), "--source-column", "src", "--shard-rows", "9"]) == 0
+    assert (
+        main(["corpus", "import", str(jsonl), "--out", str(corpus), "--source-column", "src", "--shard-rows", "9"])
+        == 0
+    )
     assert main(["build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--out", str(out), "--quiet"]) == 0
     stats = stats_of(out)
     assert stats["sources"] == counts_by_source(ROWS, tokenizer / "tokenizer.json")
@@ -66,7 +75,26 @@ def test_build_from_raw_jsonl_files_with_a_source_column_counts_by_source_whatev
     for seed in (None, "7"):
         out = tmp_path / f"release-{seed}"
         shuffle = ["--shuffle-seed", seed] if seed else []
-        assert main(["build", "--corpus", str(jsonl), "--source-column", "source", "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet", *shuffle]) == 0
+        assert (
+            main(
+                [
+                    "build",
+                    "--corpus",
+                    str(jsonl),
+                    "--source-column",
+                    "source",
+                    "--tokenizer",
+                    "byte",
+                    "--doc-sep",
+                    "0",
+                    "--out",
+                    str(out),
+                    "--quiet",
+                    *shuffle,
+                ]
+            )
+            == 0
+        )
         assert stats_of(out)["sources"] == expected
         verify_release(out)
 
@@ -74,7 +102,10 @@ def test_build_from_raw_jsonl_files_with_a_source_column_counts_by_source_whatev
 def test_without_a_source_column_the_receipts_have_no_sources_and_the_dataset_is_the_one_source(tmp_path):
     jsonl = write_jsonl(tmp_path / "rows.jsonl", ROWS)
     out = tmp_path / "release"
-    assert main(["build", "--corpus", str(jsonl), "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(["build", "--corpus", str(jsonl), "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet"])
+        == 0
+    )
     stats = stats_of(out)
     assert stats["sources"] == {"release": stats["splits"]}
     assert all("sources" not in json.loads(p.read_text()) for p in (out / "receipts").glob("*.json"))
@@ -89,7 +120,9 @@ def test_build_release_of_an_in_memory_dataset_with_source_column(tmp_path):
     assert stats_of(tmp_path / "release")["sources"] == counts_by_source(ROWS, None)
 
 
-def test_a_corpus_folder_shard_with_the_named_column_is_counted_and_a_bad_name_is_one_line_naming_shard_and_row(tmp_path):
+def test_a_corpus_folder_shard_with_the_named_column_is_counted_and_a_bad_name_is_one_line_naming_shard_and_row(
+    tmp_path,
+):
     corpus = write_corpus(tmp_path / "corpus", [("train", ["a b", "c", "d e f"])])
     _add_column(corpus, "site", ["x.org", "y.org", "x.org"])
     out = tmp_path / "release"
@@ -99,11 +132,19 @@ def test_a_corpus_folder_shard_with_the_named_column_is_counted_and_a_bad_name_i
     bad = write_corpus(tmp_path / "bad", [("train", ["a b", "c", "d e f"])])
     _add_column(bad, "site", ["x.org", "y\x1b[31m", "x.org"])
     with pytest.raises(TokbinError) as info:
-        build(plan_build(bad, resolve_tokenizer("byte", doc_sep=0), tmp_path / "bad-release", source_column="site"), progress=False)
+        build(
+            plan_build(bad, resolve_tokenizer("byte", doc_sep=0), tmp_path / "bad-release", source_column="site"),
+            progress=False,
+        )
     message = str(info.value)
-    assert "\n" not in message and "data/train-00000.parquet" in message and "row 1" in message and "\x1b" not in message
+    assert (
+        "\n" not in message and "data/train-00000.parquet" in message and "row 1" in message and "\x1b" not in message
+    )
     with pytest.raises(TokbinError, match="missing source column 'nope'"):
-        build(plan_build(corpus, resolve_tokenizer("byte", doc_sep=0), tmp_path / "nope", source_column="nope"), progress=False)
+        build(
+            plan_build(corpus, resolve_tokenizer("byte", doc_sep=0), tmp_path / "nope", source_column="nope"),
+            progress=False,
+        )
 
 
 def _add_column(corpus, name, values):
@@ -136,7 +177,25 @@ def test_a_limited_build_counts_the_sources_of_the_documents_it_took(tmp_path):
     jsonl = write_jsonl(tmp_path / "rows.jsonl", ROWS)
     corpus, out = tmp_path / "corpus", tmp_path / "release"
     assert main(["corpus", "import", str(jsonl), "--out", str(corpus), "--source-column", "src"]) == 0
-    assert main(["build", "--corpus", str(corpus), "--limit", "50", "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--limit",
+                "50",
+                "--tokenizer",
+                "byte",
+                "--doc-sep",
+                "0",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     taken = [row for row in ROWS if row["text"] and row["split"] == "train"][:50]
     assert stats_of(out)["sources"] == counts_by_source(taken, None)
     verify_release(out)
@@ -156,11 +215,15 @@ def test_a_part_that_counts_a_document_under_the_wrong_source_fails_the_build(tm
         return totals
 
     monkeypatch.setattr(SourceCounter, "totals", one_moved)
-    with pytest.raises(BuildError, match="documents out per source must equal the corpus manifest's documents_by_source"):
+    with pytest.raises(
+        BuildError, match="documents out per source must equal the corpus manifest's documents_by_source"
+    ):
         build(plan_build(corpus, resolve_tokenizer("byte", doc_sep=0), tmp_path / "release"), progress=False)
 
 
-def test_more_distinct_sources_over_all_parts_than_the_bound_stop_the_build_before_the_llmc_files_are_packed(tmp_path, monkeypatch):
+def test_more_distinct_sources_over_all_parts_than_the_bound_stop_the_build_before_the_llmc_files_are_packed(
+    tmp_path, monkeypatch
+):
     # Each shard holds 2 sources (within the bound of 3), the parts 4 together: the receipts hold them all, and so
     # would stats.json. A plain Hub repo's column (here a kept column, not imported as the source column) is
     # counted only by the parts, so the finish is the first place to see them all; it stops before packing.
@@ -168,7 +231,23 @@ def test_more_distinct_sources_over_all_parts_than_the_bound_stop_the_build_befo
 
     rows = [{"text": f"document {i} " * 3, "src": f"s{i // 5}"} for i in range(20)]
     corpus, out = tmp_path / "corpus", tmp_path / "release"
-    assert main(["corpus", "import", str(write_jsonl(tmp_path / "rows.jsonl", rows)), "--out", str(corpus), "--keep-columns", "src", "--shard-rows", "10", "--all-train"]) == 0
+    assert (
+        main(
+            [
+                "corpus",
+                "import",
+                str(write_jsonl(tmp_path / "rows.jsonl", rows)),
+                "--out",
+                str(corpus),
+                "--keep-columns",
+                "src",
+                "--shard-rows",
+                "10",
+                "--all-train",
+            ]
+        )
+        == 0
+    )
     monkeypatch.setattr(sources_module, "MAX_SOURCES", 3)
     plan = plan_build(corpus, resolve_tokenizer("byte", doc_sep=0), out, BuildOptions(source_column="src"))
     with pytest.raises(BuildError, match="at most 3 distinct sources") as info:
@@ -180,11 +259,60 @@ def test_more_distinct_sources_over_all_parts_than_the_bound_stop_the_build_befo
 def test_a_source_column_the_shards_lack_is_refused_before_the_output_is_touched(tmp_path, capsys):
     # A typo in --source-column: refused at the plan, so the re-run without the typo finds no other build at --out.
     corpus, out = tmp_path / "corpus", tmp_path / "release"
-    assert main(["corpus", "import", str(write_jsonl(tmp_path / "rows.jsonl", ROWS)), "--out", str(corpus), "--keep-columns", "src"]) == 0
-    assert main(["build", "--corpus", str(corpus), "--source-column", "scr", "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet"]) != 0
+    assert (
+        main(
+            [
+                "corpus",
+                "import",
+                str(write_jsonl(tmp_path / "rows.jsonl", ROWS)),
+                "--out",
+                str(corpus),
+                "--keep-columns",
+                "src",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--source-column",
+                "scr",
+                "--tokenizer",
+                "byte",
+                "--doc-sep",
+                "0",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        != 0
+    )
     assert "missing source column 'scr'" in capsys.readouterr().err
     assert not out.exists()
-    assert main(["build", "--corpus", str(corpus), "--source-column", "src", "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--source-column",
+                "src",
+                "--tokenizer",
+                "byte",
+                "--doc-sep",
+                "0",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
 
 
 def test_a_source_column_flag_on_a_corpus_folder_that_counts_its_sources_is_refused_not_ignored(tmp_path, capsys):
@@ -194,11 +322,44 @@ def test_a_source_column_flag_on_a_corpus_folder_that_counts_its_sources_is_refu
     corpus, out = tmp_path / "corpus", tmp_path / "release"
     assert main(["corpus", "import", str(jsonl), "--out", str(corpus), "--source-column", "src"]) == 0
     capsys.readouterr()
-    code = main(["build", "--corpus", str(corpus), "--source-column", "src", "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet"])
+    code = main(
+        [
+            "build",
+            "--corpus",
+            str(corpus),
+            "--source-column",
+            "src",
+            "--tokenizer",
+            "byte",
+            "--doc-sep",
+            "0",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 1 and len(err.strip().splitlines()) == 1
     assert "--source-column" in err and "_MANIFEST.json" in err and "counts its documents by source" in err
     assert not out.exists()
     # Naming the folder's own column is what the build does anyway: accepted.
-    assert main(["build", "--corpus", str(corpus), "--source-column", "source", "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--source-column",
+                "source",
+                "--tokenizer",
+                "byte",
+                "--doc-sep",
+                "0",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert stats_of(out)["sources"] == counts_by_source(ROWS, None)

@@ -11,7 +11,21 @@ from hf_tokbin.cli import main
 
 
 def dry_run(capsys, corpus, out, *flags) -> str:
-    code = main(["build", "--corpus", str(corpus), "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--dry-run", *flags])
+    code = main(
+        [
+            "build",
+            "--corpus",
+            str(corpus),
+            "--tokenizer",
+            "byte",
+            "--doc-sep",
+            "0",
+            "--out",
+            str(out),
+            "--dry-run",
+            *flags,
+        ]
+    )
     text, err = capsys.readouterr()
     assert code == 0, err
     assert not out.exists()  # nothing written
@@ -21,7 +35,10 @@ def dry_run(capsys, corpus, out, *flags) -> str:
 def test_the_dry_run_of_a_corpus_with_a_source_column_says_it_counts_by_source(tmp_path, capsys):
     rows = tmp_path / "rows.jsonl"
     rows.write_text("".join(json.dumps(row) + "\n" for row in source_rows(40, seed=4)))
-    assert main(["corpus", "import", str(rows), "--out", str(tmp_path / "corpus"), "--source-column", "src", "--quiet"]) == 0
+    assert (
+        main(["corpus", "import", str(rows), "--out", str(tmp_path / "corpus"), "--source-column", "src", "--quiet"])
+        == 0
+    )
     text = dry_run(capsys, tmp_path / "corpus", tmp_path / "release")
     assert "by source: the column 'source' (3 sources in the corpus manifest)" in text
 

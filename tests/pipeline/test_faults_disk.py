@@ -1,4 +1,5 @@
-"""A full disk during a build: one line naming the file (or the folder) being written, nothing that looks complete, a re-run after freeing space gives the same bytes.
+"""A full disk during a build: one line naming the file (or the folder) being written, nothing that looks complete,
+a re-run after freeing space gives the same bytes.
 
 The real proof is a real full disk: a small tmpfs (these tests run as root;
 if the mount fails, the test fails) whose free space a ballast file sets to
@@ -27,19 +28,37 @@ from hf_tokbin.tokenizer import train_bpe
 
 TMPFS_BYTES = 64 << 20
 NO_SPACE = "[Errno 28] No space left on device"
-HINT = "(HINT: free space on that disk, then run the same command again: finished parts are kept, partial files are not)"
+HINT = (
+    "(HINT: free space on that disk, then run the same command again: finished parts are kept, partial files are not)"
+)
 
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("disk_full")
     train_bpe(stories(300, seed=1), 600, root / "tok")
-    write_corpus(root / "corpus", [("train", stories(6000, seed=3, max_words=150)), ("train", stories(3000, seed=4, max_words=150)), ("validation", stories(1000, seed=5))])
+    write_corpus(
+        root / "corpus",
+        [
+            ("train", stories(6000, seed=3, max_words=150)),
+            ("train", stories(3000, seed=4, max_words=150)),
+            ("validation", stories(1000, seed=5)),
+        ],
+    )
     return root
 
 
 def build_args(inputs: Path, out: Path) -> list[str]:
-    return ["build", "--corpus", str(inputs / "corpus"), "--tokenizer", str(inputs / "tok"), "--out", str(out), "--quiet"]
+    return [
+        "build",
+        "--corpus",
+        str(inputs / "corpus"),
+        "--tokenizer",
+        str(inputs / "tok"),
+        "--out",
+        str(out),
+        "--quiet",
+    ]
 
 
 def tree_bytes(root: Path) -> dict[str, bytes]:
@@ -57,7 +76,9 @@ def reference(inputs, tmp_path_factory) -> dict[str, bytes]:
 def small_disk(folder: Path, size: int):
     """A tmpfs of ``size`` bytes mounted at ``folder`` (root needed: a failed mount fails the test)."""
     folder.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], check=True, capture_output=True)
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], check=True, capture_output=True
+    )
     try:
         yield folder
     finally:
@@ -76,7 +97,8 @@ def fill_until_free(ballast: Path, free: int) -> None:
 
 
 def leftovers_that_look_complete(out: Path) -> list[str]:
-    """Files under a final name that a reader could take for complete: COMPLETE.json, and receipts or pairs of parts not done."""
+    """Files under a final name that a reader could take for complete: COMPLETE.json, and receipts or pairs of parts
+    not done."""
     found = []
     if (out / "COMPLETE.json").exists():
         found.append("COMPLETE.json")
@@ -88,7 +110,9 @@ def leftovers_that_look_complete(out: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("fraction", [0.02, 0.3, 0.7, 0.97])
-def test_a_full_tmpfs_is_one_line_and_a_rerun_after_freeing_space_gives_the_same_bytes(inputs, reference, tmp_path, capsys, fraction):
+def test_a_full_tmpfs_is_one_line_and_a_rerun_after_freeing_space_gives_the_same_bytes(
+    inputs, reference, tmp_path, capsys, fraction
+):
     release_size = sum(len(data) for data in reference.values())
     with small_disk(tmp_path / "disk", TMPFS_BYTES) as disk:
         ballast = disk / "ballast"
@@ -97,7 +121,8 @@ def test_a_full_tmpfs_is_one_line_and_a_rerun_after_freeing_space_gives_the_same
         assert main(build_args(inputs, out)) == 1
         lines = capsys.readouterr().err.strip().splitlines()
         assert len(lines) == 1, lines
-        assert lines[0].startswith(f"hf-tokbin build: error: {out}")  # the file being written when it is known, else the --out folder
+        # the file being written when it is known, else the --out folder
+        assert lines[0].startswith(f"hf-tokbin build: error: {out}")
         assert lines[0].endswith(f": writing needs free space on the disk: got {NO_SPACE} {HINT}")
         assert leftovers_that_look_complete(out) == []
         assert [p.name for p in out.rglob(f"*{_io.TMP_SUFFIX}")] == []  # no half-written file either
@@ -106,7 +131,9 @@ def test_a_full_tmpfs_is_one_line_and_a_rerun_after_freeing_space_gives_the_same
         assert tree_bytes(out) == reference
 
 
-def test_disk_full_while_writing_complete_json_names_it_and_leaves_none(inputs, reference, tmp_path, capsys, monkeypatch):
+def test_disk_full_while_writing_complete_json_names_it_and_leaves_none(
+    inputs, reference, tmp_path, capsys, monkeypatch
+):
     out = tmp_path / "release"
     real_create = _io.create_file
 
@@ -128,7 +155,9 @@ def test_disk_full_while_writing_complete_json_names_it_and_leaves_none(inputs, 
 
     monkeypatch.setattr(_io, "create_file", create_with_full_disk)  # the one way _io's writers create a file
     assert main(build_args(inputs, out)) == 1
-    assert capsys.readouterr().err.strip().splitlines() == [f"hf-tokbin build: error: {out / 'COMPLETE.json'}: writing needs free space on the disk: got {NO_SPACE} {HINT}"]
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"hf-tokbin build: error: {out / 'COMPLETE.json'}: writing needs free space on the disk: got {NO_SPACE} {HINT}"
+    ]
     assert not (out / "COMPLETE.json").exists()
     assert not (out / ".COMPLETE.json.tmp").exists()
     monkeypatch.undo()
@@ -165,7 +194,10 @@ def test_disk_full_cause_is_found_behind_a_library_error_and_only_there():
     assert _io.disk_full_cause(wrapped).errno == errno.ENOSPC
     error = _io.disk_full_error(wrapped, "out")
     assert str(error) == f"out: writing needs free space on the disk: got {NO_SPACE} {HINT}"
-    assert _io.disk_full_error(OSError(errno.EDQUOT, os.strerror(errno.EDQUOT), "f.bin")).rule == "writing needs free disk quota"
+    assert (
+        _io.disk_full_error(OSError(errno.EDQUOT, os.strerror(errno.EDQUOT), "f.bin")).rule
+        == "writing needs free disk quota"
+    )
     for other in (OSError(errno.EIO, "I/O error"), ValueError("x"), FileNotFoundError(errno.ENOENT, "missing", "f")):
         assert _io.disk_full_cause(other) is None
 
@@ -207,6 +239,9 @@ def test_ray_task_sends_the_full_disks_oserror_not_the_wrapper_and_the_driver_pr
     named = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/out/shards/train/part-000004.bin")
     with pytest.raises(BuildError) as failed:
         _task_result(ray_failing_with(named), None, 4, 3)
-    assert str(failed.value) == f"/out/shards/train/part-000004.bin: writing needs free space on the disk: got {NO_SPACE} {HINT}"
+    assert (
+        str(failed.value)
+        == f"/out/shards/train/part-000004.bin: writing needs free space on the disk: got {NO_SPACE} {HINT}"
+    )
     with pytest.raises(BuildError, match="^input shard 4: writing needs free space on the disk"):
         _task_result(ray_failing_with(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))), None, "input shard 4", 3)

@@ -1,4 +1,5 @@
-"""A build SIGKILLed at six moments leaves temporaries; the next run removes them (ours only) and ends with the same bytes.
+"""A build SIGKILLed at six moments leaves temporaries; the next run removes them (ours only) and ends with the same
+bytes.
 
 Each kill is deterministic, not timed: a driver process wraps one function
 of the build so that the process SIGKILLs itself at that moment (mid
@@ -86,18 +87,33 @@ sys.exit(main(sys.argv[2:]))
 def inputs(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("killed")
     train_bpe(stories(300, seed=1), 500, root / "tok")
-    write_corpus(root / "corpus", [("train", stories(400, seed=2, max_words=120)), ("validation", stories(100, seed=3))])
+    write_corpus(
+        root / "corpus", [("train", stories(400, seed=2, max_words=120)), ("validation", stories(100, seed=3))]
+    )
     (root / "driver.py").write_text(DRIVER, encoding="utf-8")
     return root
 
 
 def build_args(inputs: Path, out: Path) -> list[str]:
-    return ["build", "--corpus", str(inputs / "corpus"), "--tokenizer", str(inputs / "tok"), "--out", str(out), *OPTIONS]
+    return [
+        "build",
+        "--corpus",
+        str(inputs / "corpus"),
+        "--tokenizer",
+        str(inputs / "tok"),
+        "--out",
+        str(out),
+        *OPTIONS,
+    ]
 
 
 def tree(root: Path) -> dict[str, bytes]:
     """Every file under ``root`` (hidden ones too), with its bytes."""
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +125,11 @@ def reference(inputs, tmp_path_factory) -> dict[str, bytes]:
 
 def leftovers(out: Path) -> list[str]:
     """What no release holds: temporaries and the work folder."""
-    return sorted(path for path in tree(out) if path.startswith(".work/") or any(part.startswith(".") for part in path.split("/")))
+    return sorted(
+        path
+        for path in tree(out)
+        if path.startswith(".work/") or any(part.startswith(".") for part in path.split("/"))
+    )
 
 
 # moment -> a leftover the kill must leave (proof that it landed there)
@@ -117,16 +137,24 @@ MOMENTS = {
     "encoding": ".work/llmc/.part-000000.ends",  # both formats: the segment is its .ends (the ids are the .bin's)
     "closing_pair": "shards/train/.part-000000.bin.tmp",
     "between_parts": "receipts/part-000000.json",
-    "packing": ".work/llmc/part-000000.ends",  # the segments and pairs stay until COMPLETE.json: a re-run packs from them
+    # the segments and pairs stay until COMPLETE.json: a re-run packs from them
+    "packing": ".work/llmc/part-000000.ends",
     "finish": "tokens/",
     "complete_json": ".COMPLETE.json.tmp",
 }
 
 
 @pytest.mark.parametrize("moment", list(MOMENTS))
-def test_a_rerun_after_sigkill_cleans_our_temporaries_only_and_gives_the_same_bytes(inputs, reference, tmp_path, moment):
+def test_a_rerun_after_sigkill_cleans_our_temporaries_only_and_gives_the_same_bytes(
+    inputs, reference, tmp_path, moment
+):
     out = tmp_path / "release"
-    killed = subprocess.run([sys.executable, str(inputs / "driver.py"), moment, *build_args(inputs, out)], capture_output=True, text=True, timeout=600)
+    killed = subprocess.run(
+        [sys.executable, str(inputs / "driver.py"), moment, *build_args(inputs, out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     left = tree(out)
     assert any(path.startswith(MOMENTS[moment]) for path in left), sorted(left)

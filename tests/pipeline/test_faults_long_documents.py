@@ -30,9 +30,54 @@ pytestmark = pytest.mark.slow  # long documents with real tokenizers
 
 # Pieces of text where pre-tokenizers, contractions and Unicode tables are most likely to part.
 FRAGMENTS = [
-    "a", "Z", "word", "Hello", " the", " ", "  ", "   ", "\n", "\n\n", "\r\n", "\t", " \n", "'s", "'S", "'LL", "'ve", "n't", "don't",
-    "’s", "'", "\"", "1", "12", "1234567", " 42", ",", ".", "!?", "...", "é", "ſ", "K", "naïve", "日本語", "한국어", "😀", "👨‍👩‍👧",
-    "\u00a0", "\u3000", "\u0301", "\ua7ce", "\u2028", "\x00", "<|endoftext|>", "<|begin_of_text|>", "a b", "x y z",
+    "a",
+    "Z",
+    "word",
+    "Hello",
+    " the",
+    " ",
+    "  ",
+    "   ",
+    "\n",
+    "\n\n",
+    "\r\n",
+    "\t",
+    " \n",
+    "'s",
+    "'S",
+    "'LL",
+    "'ve",
+    "n't",
+    "don't",
+    "’s",
+    "'",
+    '"',
+    "1",
+    "12",
+    "1234567",
+    " 42",
+    ",",
+    ".",
+    "!?",
+    "...",
+    "é",
+    "ſ",
+    "K",
+    "naïve",
+    "日本語",
+    "한국어",
+    "😀",
+    "👨‍👩‍👧",
+    "\u00a0",
+    "\u3000",
+    "\u0301",
+    "\ua7ce",
+    "\u2028",
+    "\x00",
+    "<|endoftext|>",
+    "<|begin_of_text|>",
+    "a b",
+    "x y z",
 ]
 TEXTS = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6)), max_size=60).map("".join)
 
@@ -120,11 +165,23 @@ def test_other_tokenizer_shapes_are_never_cut():
     refused = [
         edited(gpt2, lambda c: c.update(normalizer={"type": "NFC"})),
         edited(gpt2, lambda c: c["pre_tokenizer"].update(add_prefix_space=True)),  # a space before every split
-        edited(gpt2, lambda c: c.update(truncation={"max_length": 8, "strategy": "LongestFirst", "stride": 0, "direction": "Right"})),
+        edited(
+            gpt2,
+            lambda c: c.update(
+                truncation={"max_length": 8, "strategy": "LongestFirst", "stride": 0, "direction": "Right"}
+            ),
+        ),
         edited(gpt2, lambda c: c["model"].update(dropout=0.1)),
-        edited(llama3, lambda c: c["pre_tokenizer"]["pretokenizers"][0]["pattern"].update(Regex=r"(?<=a) |\p{L}+|\s+")),
+        edited(
+            llama3, lambda c: c["pre_tokenizer"]["pretokenizers"][0]["pattern"].update(Regex=r"(?<=a) |\p{L}+|\s+")
+        ),
         edited(llama3, lambda c: c["pre_tokenizer"]["pretokenizers"][0].update(behavior="MergedWithPrevious")),
-        edited(llama3, lambda c: c.update(post_processor={"type": "TemplateProcessing", "single": [], "pair": [], "special_tokens": {}})),
+        edited(
+            llama3,
+            lambda c: c.update(
+                post_processor={"type": "TemplateProcessing", "single": [], "pair": [], "special_tokens": {}}
+            ),
+        ),
     ]
     for tokenizer_json in refused:
         assert not cuts_keep_ids(tokenizer_json)
@@ -135,7 +192,13 @@ def long_corpus(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("long_documents")
     train_bpe(stories(300, seed=1), 500, root / "tok")
     long_story = " ".join(stories(400, seed=5))  # ~20,000 characters
-    write_corpus(root / "corpus", [("train", [*stories(30, seed=6), long_story, *stories(30, seed=7)]), ("validation", [long_story[:5000], "x"])])
+    write_corpus(
+        root / "corpus",
+        [
+            ("train", [*stories(30, seed=6), long_story, *stories(30, seed=7)]),
+            ("validation", [long_story[:5000], "x"]),
+        ],
+    )
     return root
 
 
@@ -143,8 +206,12 @@ def tree_bytes(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_a_build_encodes_no_piece_longer_than_the_bound_and_gives_the_bytes_of_whole_documents(long_corpus, tmp_path, monkeypatch):
-    plan = lambda out: plan_build(long_corpus / "corpus", resolve_tokenizer(str(long_corpus / "tok")), out, fast="never")  # noqa: E731
+def test_a_build_encodes_no_piece_longer_than_the_bound_and_gives_the_bytes_of_whole_documents(
+    long_corpus, tmp_path, monkeypatch
+):
+    plan = lambda out: plan_build(  # noqa: E731
+        long_corpus / "corpus", resolve_tokenizer(str(long_corpus / "tok")), out, fast="never"
+    )
     seen = []
     encode_batch = DocumentEncoder.encode_batch
 
@@ -191,7 +258,8 @@ def test_no_engine_sees_a_text_longer_than_the_bound_anywhere_in_a_build(long_co
 
 @pytest.mark.slow
 def test_peak_memory_of_a_build_does_not_grow_with_a_long_document(tmp_path):
-    """Peak RSS of real builds (fresh processes): one 8 MiB document, first in its shard, against the same corpus without it."""
+    """Peak RSS of real builds (fresh processes): one 8 MiB document, first in its shard, against the same corpus
+    without it."""
     from bench_long_document import MIB, long_document, peak_rss_of_build
 
     short = stories(200, seed=3)
@@ -203,4 +271,6 @@ def test_peak_memory_of_a_build_does_not_grow_with_a_long_document(tmp_path):
         without, _ = peak_rss_of_build(base, tokenizer, tmp_path / f"base-{fast}", fast)
         with_it, _ = peak_rss_of_build(corpus, tokenizer, tmp_path / f"long-{fast}", fast)
         # Whole in tokenizers, the document cost ~120 bytes per byte (140x on the fast path's check); in pieces ~10.
-        assert with_it - without < 25 * size, f"--fast {fast}: {(with_it - without) / size:.1f} bytes of memory per byte of the document"
+        assert with_it - without < 25 * size, (
+            f"--fast {fast}: {(with_it - without) / size:.1f} bytes of memory per byte of the document"
+        )

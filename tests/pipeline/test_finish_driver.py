@@ -1,4 +1,4 @@
-"""The finish of a build (issue 24): the driver handles records only. No token file is opened or mapped by the
+"""The finish of a build: the driver handles records only. No token file is opened or mapped by the
 driver thread, and at a URL none is fetched back (the card's recipes and the preview read records and ranges)."""
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ _unique = itertools.count()
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("finish")
-    return write_corpus(root / "corpus", [("train", stories(30, seed=1)), ("validation", stories(10, seed=2)), ("train", stories(30, seed=3))])
+    return write_corpus(
+        root / "corpus",
+        [("train", stories(30, seed=1)), ("validation", stories(10, seed=2)), ("train", stories(30, seed=3))],
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -74,7 +77,8 @@ def preview_bytes(folder: Path) -> int:
 
 
 def only_the_preview_is_read(driver: dict, local: Path) -> None:
-    """The driver's ranged reads of token files: the first bytes of files, no more ids than the preview shows (uint16)."""
+    """The driver's ranged reads of token files: the first bytes of files, no more ids than the preview shows
+    (uint16)."""
     assert driver["ranges"] and all(start == 0 for _, start, _ in driver["ranges"])
     assert sum(length for _, _, length in driver["ranges"]) <= preview_bytes(local)
     driver["ranges"].clear()
@@ -114,6 +118,18 @@ def test_a_builds_llmc_files_are_packed_on_every_usable_core(corpus, tmp_path, m
 
     monkeypatch.setattr(local, "usable_cores", lambda: 3)
     monkeypatch.setattr(local, "run_in_threads", recorded)
-    flags = ["--tokenizer", "byte", "--doc-sep", "3", "--format", "llmc", "--max-tokens-per-file", "2000", "--num-proc", "1", "--quiet"]
+    flags = [
+        "--tokenizer",
+        "byte",
+        "--doc-sep",
+        "3",
+        "--format",
+        "llmc",
+        "--max-tokens-per-file",
+        "2000",
+        "--num-proc",
+        "1",
+        "--quiet",
+    ]
     assert main(["build", "--corpus", str(corpus), "--out", str(tmp_path / "out"), *flags]) == 0
     assert pools == [3]

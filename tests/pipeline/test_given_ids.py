@@ -17,7 +17,13 @@ from hf_tokbin.readers.views import MegatronSplit
 
 # Stories, an empty text (dropped), special-token text (ordinary text by default), and code points the fast path
 # leaves to tokenizers (U+A7CE is a letter to gigatoken only; a private-use character of plane 15).
-TEXTS = [*story_texts(40), "", "the end <|endoftext|> of text", "꟎ letter only to gigatoken \U000f0001 private", *story_texts(20, seed=1)]
+TEXTS = [
+    *story_texts(40),
+    "",
+    "the end <|endoftext|> of text",
+    "꟎ letter only to gigatoken \U000f0001 private",
+    *story_texts(20, seed=1),
+]
 
 
 def files_under(root: Path) -> dict[str, bytes]:
@@ -88,11 +94,18 @@ def test_one_changed_id_is_refused_naming_the_row(mapped, tok, tmp_path):
 
     def change(example, i):
         if i == row:
-            example["input_ids"] = [*example["input_ids"][:3], (example["input_ids"][3] + 1) % 50000, *example["input_ids"][4:]]
+            example["input_ids"] = [
+                *example["input_ids"][:3],
+                (example["input_ids"][3] + 1) % 50000,
+                *example["input_ids"][4:],
+            ]
         return example
 
     changed = mapped.map(change, with_indices=True)
-    with pytest.raises(BuildError, match=rf"<in-memory dataset> row {row}: input_ids differ from the tokenizer's ids .*first difference at id 3"):
+    with pytest.raises(
+        BuildError,
+        match=rf"<in-memory dataset> row {row}: input_ids differ from the tokenizer's ids .*first difference at id 3",
+    ):
         hf_tokbin.build_release(changed, tok, tmp_path / "stories", progress=False, shard_rows=25)
     assert not (tmp_path / "stories" / "COMPLETE.json").exists()
 
@@ -105,7 +118,9 @@ def test_ids_for_an_empty_text_are_refused(tok, tmp_path):
 
 def test_an_id_outside_the_vocabulary_is_refused_even_unchecked(tok, tmp_path):
     good = hf_tokbin.tokenize(tok)({"text": ["a story", "another story"]})["input_ids"]
-    bad = datasets.Dataset.from_dict({"text": ["a story", "another story"], "input_ids": [good[0].tolist(), [*good[1].tolist()[:-1], 60000]]})
+    bad = datasets.Dataset.from_dict(
+        {"text": ["a story", "another story"], "input_ids": [good[0].tolist(), [*good[1].tolist()[:-1], 60000]]}
+    )
     with pytest.raises(BuildError, match=r"row 1: input_ids holds an id outside the tokenizer's vocabulary"):
         hf_tokbin.build_release(bad, tok, tmp_path / "x", progress=False, check_ids="sample:1")
 
@@ -118,7 +133,11 @@ def test_a_sample_check_is_recorded_in_run_config(mapped, raw_release, tok, tmp_
     assert "ids" not in json.loads((raw_release / "run_config.json").read_text())
     mine, theirs = files_under(out), files_under(raw_release)
     # The same ids: only the records that pin run_config.json differ.
-    assert "run_config.json" in {path for path in mine if mine[path] != theirs[path]} <= {"run_config.json", "COMPLETE.json", "README.md"}
+    assert (
+        "run_config.json"
+        in {path for path in mine if mine[path] != theirs[path]}
+        <= {"run_config.json", "COMPLETE.json", "README.md"}
+    )
     assert hf_tokbin.verify_release(out) is not None
 
 

@@ -33,14 +33,17 @@ def test_an_id_at_2_31_is_refused_at_planning_with_one_line(tmp_path):
     folder = tmp_path / "tok"
     folder.mkdir()
     (folder / "tokenizer.json").write_text(json.dumps(config))
-    corpus = write_corpus(tmp_path / "corpus", [("train", story_texts(5, seed=1)), ("validation", story_texts(2, seed=2))])
+    corpus = write_corpus(
+        tmp_path / "corpus", [("train", story_texts(5, seed=1)), ("validation", story_texts(2, seed=2))]
+    )
     out = tmp_path / "out"
     script = textwrap.dedent(
         f"""
         import resource, sys
         resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
         from hf_tokbin.cli import main
-        sys.exit(main(["build", "--corpus", {str(corpus)!r}, "--tokenizer", {str(folder)!r}, "--format", "llmc", "--doc-sep", "0", "--out", {str(out)!r}, "--quiet"]))
+        sys.exit(main(["build", "--corpus", {str(corpus)!r}, "--tokenizer", {str(folder)!r}, "--format", "llmc",
+                       "--doc-sep", "0", "--out", {str(out)!r}, "--quiet"]))
         """
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)

@@ -1,8 +1,8 @@
-"""Tokens mean what the text says (issue 12): boundary tokens from the tokenizer's own files,
+"""Tokens mean what the text says: boundary tokens from the tokenizer's own files,
 special-token text as ordinary text, and the document layouts of both formats.
 
 Real tokenizers (GPT-2, Llama 3 from ``tests/tokenizer_files.py``) and a BPE trained with
-seed 002's ``<|bos|>``/``<|eos|>``; every expectation is computed with ``tokenizers`` itself.
+the TinyStories rules' ``<|bos|>``/``<|eos|>``; every expectation is computed with ``tokenizers`` itself.
 """
 
 from __future__ import annotations
@@ -64,9 +64,15 @@ def reseal(root: Path) -> None:
 
     for path in sorted((root / "receipts").glob("*.json")):
         receipt = Receipt.read(path)
-        files = tuple(FileEntry(f.path, (root / f.path).stat().st_size, sha256_file(root / f.path)) for f in receipt.files)
+        files = tuple(
+            FileEntry(f.path, (root / f.path).stat().st_size, sha256_file(root / f.path)) for f in receipt.files
+        )
         Receipt(receipt.part, receipt.input_shard, receipt.splits, files).write(root)
-    entries = [FileEntry(p.relative_to(root).as_posix(), p.stat().st_size, sha256_file(p)) for p in sorted(root.rglob("*")) if p.is_file() and p.name != "COMPLETE.json"]
+    entries = [
+        FileEntry(p.relative_to(root).as_posix(), p.stat().st_size, sha256_file(p))
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != "COMPLETE.json"
+    ]
     Complete(tuple(entries)).write(root)
 
 
@@ -75,30 +81,61 @@ def reseal(root: Path) -> None:
 
 def test_llama3_folder_with_only_tokenizer_config_builds_megatron_with_eod_128001(tmp_path, capsys):
     folder = only_files(llama3_tokenizer_json(), ("tokenizer.json",), tmp_path / "llama3")
-    (folder / "tokenizer_config.json").write_text(json.dumps({"eos_token": "<|end_of_text|>", "bos_token": "<|begin_of_text|>"}))
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps({"eos_token": "<|end_of_text|>", "bos_token": "<|begin_of_text|>"})
+    )
     corpus = write_corpus(tmp_path / "corpus", [("train", story_texts(20, seed=1))])
     out = tmp_path / "release"
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", str(folder), "--format", "megatron", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(folder),
+                "--format",
+                "megatron",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     first_line = capsys.readouterr().out.splitlines()[0]
     assert first_line.startswith("separator/EOD 128001 '<|end_of_text|>' (from tokenizer_config.json eos_token)")
     assert all(document[-1] == LLAMA3_EOS_ID for document in megatron_documents(out))
-    assert run_config(out)["doc_sep"] == {"id": LLAMA3_EOS_ID, "token": "<|end_of_text|>", "source": "tokenizer_config.json eos_token", "ordinary_text_can_encode": False}
+    assert run_config(out)["doc_sep"] == {
+        "id": LLAMA3_EOS_ID,
+        "token": "<|end_of_text|>",
+        "source": "tokenizer_config.json eos_token",
+        "ordinary_text_can_encode": False,
+    }
     verify_release(out)
 
 
 def test_eos_token_as_transformers_writes_it_and_from_special_tokens_map(tmp_path):
     folder = only_files(gpt2_tokenizer_json(), ("tokenizer.json",), tmp_path / "gpt2")
-    (folder / "special_tokens_map.json").write_text(json.dumps({"eos_token": {"content": "<|endoftext|>", "lstrip": False}}))
+    (folder / "special_tokens_map.json").write_text(
+        json.dumps({"eos_token": {"content": "<|endoftext|>", "lstrip": False}})
+    )
     info = resolve_tokenizer(str(folder))
     assert (info.doc_sep_id, info.doc_sep.source) == (GPT2_EOS_ID, "special_tokens_map.json eos_token")
-    (folder / "tokenizer_config.json").write_text(json.dumps({"eos_token": {"__type": "AddedToken", "content": "<|endoftext|>"}}))
-    assert resolve_tokenizer(str(folder)).doc_sep.source == "tokenizer_config.json eos_token"  # before special_tokens_map.json
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps({"eos_token": {"__type": "AddedToken", "content": "<|endoftext|>"}})
+    )
+    # before special_tokens_map.json
+    assert resolve_tokenizer(str(folder)).doc_sep.source == "tokenizer_config.json eos_token"
     (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": 198}))
     assert resolve_tokenizer(str(folder)).doc_sep_id == 198  # generation_config.json comes first
-    assert resolve_tokenizer(str(folder), doc_sep="<|endoftext|>").doc_sep.source == "--doc-sep"  # and the option before all
+    # and the option before all
+    assert resolve_tokenizer(str(folder), doc_sep="<|endoftext|>").doc_sep.source == "--doc-sep"
     (folder / "generation_config.json").unlink()
     (folder / "tokenizer_config.json").write_text(json.dumps({"eos_token": "<|eos|>"}))
-    with pytest.raises(TokenizerError, match=r"tokenizer_config.json: eos_token is not a single token of this tokenizer.*'<\|eos\|>'"):
+    with pytest.raises(
+        TokenizerError, match=r"tokenizer_config.json: eos_token is not a single token of this tokenizer.*'<\|eos\|>'"
+    ):
         resolve_tokenizer(str(folder))
 
 
@@ -106,21 +143,72 @@ def test_doc_sep_as_a_token_string_with_gpt2_and_clear_errors(tmp_path, capsys):
     corpus = write_corpus(tmp_path / "corpus", [("train", story_texts(10, seed=2))])
     folder = only_files(gpt2_tokenizer_json(), ("tokenizer.json",), tmp_path / "gpt2")  # no file names a separator
     out = tmp_path / "release"
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", str(folder), "--doc-sep", "<|endoftext|>", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(folder),
+                "--doc-sep",
+                "<|endoftext|>",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert "separator/EOD 50256 '<|endoftext|>' (from --doc-sep)" in capsys.readouterr().out
     assert llmc_stream(out)[0] == GPT2_EOS_ID and megatron_documents(out)[0][-1] == GPT2_EOS_ID
     verify_release(out)
     # The older spelling, an id, still works.
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", str(folder), "--doc-sep-id", "50256", "--out", str(tmp_path / "by-id"), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(folder),
+                "--doc-sep-id",
+                "50256",
+                "--out",
+                str(tmp_path / "by-id"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
-    assert (out / "shards/train/part-000000.bin").read_bytes() == (tmp_path / "by-id/shards/train/part-000000.bin").read_bytes()
+    assert (out / "shards/train/part-000000.bin").read_bytes() == (
+        tmp_path / "by-id/shards/train/part-000000.bin"
+    ).read_bytes()
     for argv, message in (
         (["--doc-sep", "<|eos|>"], "--doc-sep is not a single token of this tokenizer"),
         (["--doc-sep", "hello world"], "--doc-sep is not a single token of this tokenizer"),
         (["--bos", "99999999"], "--bos: a boundary token must be a valid id"),
         ([], "this tokenizer has none"),
     ):
-        assert main(["build", "--corpus", str(corpus), "--tokenizer", str(folder), "--format", "megatron", *argv, "--out", str(tmp_path / "bad"), "--quiet"]) == 1
+        assert (
+            main(
+                [
+                    "build",
+                    "--corpus",
+                    str(corpus),
+                    "--tokenizer",
+                    str(folder),
+                    "--format",
+                    "megatron",
+                    *argv,
+                    "--out",
+                    str(tmp_path / "bad"),
+                    "--quiet",
+                ]
+            )
+            == 1
+        )
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and message in err[0], err
     assert not (tmp_path / "bad").exists()
@@ -132,7 +220,23 @@ def test_several_eos_ids_ask_to_choose_and_the_byte_hint_fits_it(tmp_path, capsy
     with pytest.raises(TokenizerError, match="several ids; choose the separator with --doc-sep"):
         resolve_tokenizer(str(folder))
     corpus = write_corpus(tmp_path / "corpus", [("train", ["a b c"])])
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", "byte", "--format", "megatron", "--out", str(tmp_path / "o"), "--quiet"]) == 1
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                "byte",
+                "--format",
+                "megatron",
+                "--out",
+                str(tmp_path / "o"),
+                "--quiet",
+            ]
+        )
+        == 1
+    )
     err = capsys.readouterr().err
     assert "byte tokenizer" in err and "--doc-sep N" in err and "tokenizer.json" not in err
     with pytest.raises(TokenizerError, match="the byte tokenizer has no token strings"):
@@ -176,11 +280,35 @@ def test_special_token_text_gives_tokenizers_ordinary_ids_in_both_formats(tmp_pa
 
 @pytest.fixture(scope="module")
 def seed002(tmp_path_factory):
-    """A corpus of TinyStories-style stories and a BPE trained on it with seed 002's <|bos|> and <|eos|>."""
+    """A corpus of TinyStories-style stories and a BPE trained on it with the TinyStories rules' <|bos|> and
+    <|eos|>."""
     root = tmp_path_factory.mktemp("seed002")
-    corpus = write_corpus(root / "corpus", [("train", story_texts(60, seed=4)), ("validation", story_texts(15, seed=5)), ("train", story_texts(30, seed=6))])
+    corpus = write_corpus(
+        root / "corpus",
+        [
+            ("train", story_texts(60, seed=4)),
+            ("validation", story_texts(15, seed=5)),
+            ("train", story_texts(30, seed=6)),
+        ],
+    )
     tokenizer = root / "tokenizer"
-    assert main(["tokenizer", "train", "--corpus", str(corpus), "--vocab-size", "400", "--special-tokens", "<|bos|>,<|eos|>", "--out", str(tokenizer)]) == 0
+    assert (
+        main(
+            [
+                "tokenizer",
+                "train",
+                "--corpus",
+                str(corpus),
+                "--vocab-size",
+                "400",
+                "--special-tokens",
+                "<|bos|>,<|eos|>",
+                "--out",
+                str(tokenizer),
+            ]
+        )
+        == 0
+    )
     return corpus, tokenizer
 
 
@@ -203,9 +331,42 @@ def test_tokenizer_train_writes_the_boundary_files_and_refuses_to_overwrite(seed
     assert main(["tokenizer", "train", "--corpus", str(corpus), "--vocab-size", "300", "--out", str(tokenizer)]) == 1
     assert "output folder is not empty" in capsys.readouterr().err
     assert (tokenizer / "tokenizer.json").read_bytes() == before
-    assert main(["tokenizer", "train", "--corpus", str(corpus), "--vocab-size", "400", "--special-tokens", "<|bos|>,<|eos|>", "--out", str(tokenizer), "--overwrite"]) == 0
+    assert (
+        main(
+            [
+                "tokenizer",
+                "train",
+                "--corpus",
+                str(corpus),
+                "--vocab-size",
+                "400",
+                "--special-tokens",
+                "<|bos|>,<|eos|>",
+                "--out",
+                str(tokenizer),
+                "--overwrite",
+            ]
+        )
+        == 0
+    )
     assert (tokenizer / "tokenizer.json").read_bytes() == before  # deterministic
-    assert main(["tokenizer", "train", "--corpus", str(corpus), "--special-tokens", "<|bos|>", "--eos-token", "<|eos|>", "--out", str(tokenizer.parent / "x")]) == 1
+    assert (
+        main(
+            [
+                "tokenizer",
+                "train",
+                "--corpus",
+                str(corpus),
+                "--special-tokens",
+                "<|bos|>",
+                "--eos-token",
+                "<|eos|>",
+                "--out",
+                str(tokenizer.parent / "x"),
+            ]
+        )
+        == 1
+    )
     assert "the eos token must be one of the special tokens" in capsys.readouterr().err
 
 
@@ -214,19 +375,39 @@ def test_seed002_layout_bos_story_eos_in_both_formats(seed002, tmp_path, capsys)
 
     corpus, tokenizer = seed002
     out = tmp_path / "release"
-    argv = ["build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--bos", "<|bos|>", "--doc-sep", "<|eos|>", "--llmc-sep", "after", "--out", str(out), "--quiet"]
+    argv = [
+        "build",
+        "--corpus",
+        str(corpus),
+        "--tokenizer",
+        str(tokenizer),
+        "--bos",
+        "<|bos|>",
+        "--doc-sep",
+        "<|eos|>",
+        "--llmc-sep",
+        "after",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     assert main(argv) == 0
     assert capsys.readouterr().out.splitlines()[0] == (
-        "separator/EOD 1 '<|eos|>' (from --doc-sep); BOS 0 '<|bos|>' (from --bos); llm.c separator after each document; special-token text encoded as ordinary text"
+        "separator/EOD 1 '<|eos|>' (from --doc-sep); BOS 0 '<|bos|>' (from --bos); "
+        "llm.c separator after each document; "
+        "special-token text encoded as ordinary text"
     )
-    from tinystories_reference import ChunkCacheEncoder  # seed 002's own encoder (scripts/tinystories_reference.py)
+    # the TinyStories rules' own encoder (scripts/tinystories_reference.py)
+    from tinystories_reference import ChunkCacheEncoder
 
     reference = Tokenizer.from_file(str(tokenizer / "tokenizer.json"))
     seed = ChunkCacheEncoder.from_tokenizer_json(tokenizer / "tokenizer.json")
     for split, llmc_split in (("train", "train"), ("validation", "val")):
         stories = [[0, *reference.encode(t, add_special_tokens=False).ids, 1] for t in corpus_texts(corpus, split)]
-        assert stories == [[0, *seed.encode(t), 1] for t in corpus_texts(corpus, split)]  # seed 002's `[bos_id, *output, eos_id]`
-        assert llmc_stream(out, llmc_split) == [i for story in stories for i in story]  # seed 002's flat stream, exactly
+        # the TinyStories rules' `[bos_id, *output, eos_id]`
+        assert stories == [[0, *seed.encode(t), 1] for t in corpus_texts(corpus, split)]
+        # the TinyStories rules' flat stream, exactly
+        assert llmc_stream(out, llmc_split) == [i for story in stories for i in story]
         assert megatron_documents(out, split) == stories
     dataset = IndexedDataset(str(out / "shards/train/part-000000"))
     assert [int(x) for x in dataset.sequence_lengths] == [len(d) for d in megatron_documents(out)[:60]]
@@ -244,15 +425,56 @@ def test_seed002_layout_bos_story_eos_in_both_formats(seed002, tmp_path, capsys)
 def test_bos_with_the_separator_before_and_the_deprecated_variant(seed002, tmp_path, capsys):
     corpus, tokenizer = seed002
     out = tmp_path / "release"
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--bos", "0", "--llmc-variant", "seed000", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(tokenizer),
+                "--bos",
+                "0",
+                "--llmc-variant",
+                "seed000",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     reference = Tokenizer.from_file(str(tokenizer / "tokenizer.json"))
     texts = corpus_texts(corpus, "train")
-    assert llmc_stream(out) == [i for t in texts for i in [1, 0, *reference.encode(t, add_special_tokens=False).ids]]  # [sep] + [bos] + ids
+    # [sep] + [bos] + ids
+    assert llmc_stream(out) == [i for t in texts for i in [1, 0, *reference.encode(t, add_special_tokens=False).ids]]
     assert megatron_documents(out) == [[0, *reference.encode(t, add_special_tokens=False).ids, 1] for t in texts]
-    assert run_config(out)["llmc"] == {"layout": "gpt2", "separator": "before", "max_tokens_per_file": llmc.DEFAULT_MAX_TOKENS}
+    assert run_config(out)["llmc"] == {
+        "layout": "gpt2",
+        "separator": "before",
+        "max_tokens_per_file": llmc.DEFAULT_MAX_TOKENS,
+    }
     verify_release(out)
     capsys.readouterr()
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", "byte", "--format", "llmc", "--llmc-sep", "after", "--out", str(tmp_path / "b"), "--quiet"]) == 1
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                "byte",
+                "--format",
+                "llmc",
+                "--llmc-sep",
+                "after",
+                "--out",
+                str(tmp_path / "b"),
+                "--quiet",
+            ]
+        )
+        == 1
+    )
     assert "--llmc-sep after needs a separator" in capsys.readouterr().err
 
 
@@ -260,7 +482,10 @@ def test_bos_with_the_separator_before_and_the_deprecated_variant(seed002, tmp_p
 def bos_release(seed002, tmp_path):
     corpus, tokenizer = seed002
     out = tmp_path / "release"
-    build(plan_build(corpus, resolve_tokenizer(str(tokenizer), bos="<|bos|>"), out, llmc_separator="after"), progress=False)
+    build(
+        plan_build(corpus, resolve_tokenizer(str(tokenizer), bos="<|bos|>"), out, llmc_separator="after"),
+        progress=False,
+    )
     return out
 
 
@@ -283,7 +508,10 @@ def test_a_boundary_id_text_cannot_give_inside_a_document_is_an_error(bos_releas
     pair = megatron.MegatronPair(pair_path)
     position = int(pair.pointers[2]) // pair.dtype.itemsize + 2
     del pair
-    for path, offset in ((pair_path, 0), (next((bos_release / "tokens").glob("*/*/train-00000.bin")), llmc.HEADER_BYTES)):
+    for path, offset in (
+        (pair_path, 0),
+        (next((bos_release / "tokens").glob("*/*/train-00000.bin")), llmc.HEADER_BYTES),
+    ):
         data = bytearray(path.read_bytes())
         data[offset + position * 2 : offset + position * 2 + 2] = (1).to_bytes(2, "little")
         path.write_bytes(bytes(data))
@@ -293,7 +521,11 @@ def test_a_boundary_id_text_cannot_give_inside_a_document_is_an_error(bos_releas
         f["sha256"] = sha256_file(folder / f["name"])
     (folder / "_MANIFEST.json").write_text(json.dumps(manifest))
     reseal(bos_release)
-    with pytest.raises(VerificationError, match=r"part-000000.bin: the separator id 1 '<\|eos\|>' is inside a document: document 2 of part-000000.bin.*cannot give this id"):
+    with pytest.raises(
+        VerificationError,
+        match=r"part-000000.bin: the separator id 1 '<\|eos\|>' is inside a document: document 2 of part-000000.bin"
+        r".*cannot give this id",
+    ):
         verify_release(bos_release)
 
 
@@ -301,7 +533,12 @@ def test_a_boundary_id_text_can_give_is_a_warning_naming_file_and_document(tmp_p
     # The byte tokenizer with the newline as separator: a document holding a newline holds that id.
     corpus = write_corpus(tmp_path / "corpus", [("train", ["one line", "two\nlines", "three"])])
     out = tmp_path / "release"
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", "byte", "--doc-sep", "10", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            ["build", "--corpus", str(corpus), "--tokenizer", "byte", "--doc-sep", "10", "--out", str(out), "--quiet"]
+        )
+        == 0
+    )
     capsys.readouterr()
     report = verify_release(out)
     assert len(report.warnings) == 1 and "document 1 of part-000000.bin, token 3" in report.warnings[0]
@@ -321,44 +558,96 @@ def test_run_config_format_1_is_still_read(bos_release):
     path = bos_release / "v1.json"
     path.write_text(json.dumps(v1))
     read = RunConfig.read(path)
-    assert (read.doc_sep_id, read.eod_id, read.bos, read.llmc_layout, read.llmc_separator, read.special_tokens) == (1, 1, None, "gpt2", "before", "parsed")
+    assert (read.doc_sep_id, read.eod_id, read.bos, read.llmc_layout, read.llmc_separator, read.special_tokens) == (
+        1,
+        1,
+        None,
+        "gpt2",
+        "before",
+        "parsed",
+    )
 
 
 def test_one_id_as_both_bos_and_separator_is_at_home_at_both_ends(tmp_path, capsys):
     corpus = write_corpus(tmp_path / "corpus", [("train", ["ab", "c\x00d", "e"])])
     out = tmp_path / "release"
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", "byte", "--doc-sep", "0", "--bos", "0", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                "byte",
+                "--doc-sep",
+                "0",
+                "--bos",
+                "0",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert megatron_documents(out) == [[0, 97, 98, 0], [0, 99, 0, 100, 0], [0, 101, 0]]
     assert llmc_stream(out) == [0, 0, 97, 98, 0, 0, 99, 0, 100, 0, 0, 101]
     warnings = verify_release(out).warnings
-    assert len(warnings) == 1 and "document 1 of part-000000.bin, token 2" in warnings[0]  # only the NUL byte of the text
+    # only the NUL byte of the text
+    assert len(warnings) == 1 and "document 1 of part-000000.bin, token 2" in warnings[0]
 
 
-# ------------------------------------------------------------------ llm.c's Llama 3 layout: <|begin_of_text|> before each document
+# ------------------------------------------------------ llm.c's Llama 3 layout: <|begin_of_text|> before each document
 
 LLAMA3_BEGIN_OF_TEXT = 128000
 
 
 def test_llama3_layout_writes_llmc_own_data_begin_of_text_before_each_document(tmp_path, capsys):
-    """llm.c's dev/data (tinystories.py, fineweb.py ``tokenize_llama``) writes ``[128000] + ids`` per document, no 128001."""
+    """llm.c's dev/data (tinystories.py, fineweb.py ``tokenize_llama``) writes ``[128000] + ids`` per document, no
+    128001."""
     from hf_tokbin import trainers
 
-    corpus = write_corpus(tmp_path / "corpus", [("train", story_texts(12, seed=5)), ("validation", story_texts(4, seed=6))])
+    corpus = write_corpus(
+        tmp_path / "corpus", [("train", story_texts(12, seed=5)), ("validation", story_texts(4, seed=6))]
+    )
     tokenizer = llama3_tokenizer_json()
     out = tmp_path / "release"
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--llmc-layout", "llama3", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(tokenizer),
+                "--llmc-layout",
+                "llama3",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert capsys.readouterr().out.splitlines()[0] == (
         "separator/EOD 128001 '<|end_of_text|>' (from generation_config.json eos_token_id); no BOS; "
-        "llm.c separator 128000 '<|begin_of_text|>' (from --llmc-layout llama3: llm.c's own Llama 3 data) before each document; "
+        "llm.c separator 128000 '<|begin_of_text|>' (from --llmc-layout llama3: llm.c's own Llama 3 data) "
+        "before each document; "
         "special-token text encoded as ordinary text"
     )
     reference = Tokenizer.from_file(str(tokenizer / "tokenizer.json"))
     for split, llmc_split in (("train", "train"), ("validation", "val")):
         ids = [reference.encode(t, add_special_tokens=False).ids for t in corpus_texts(corpus, split)]
-        assert llmc_stream(out, llmc_split) == [i for d in ids for i in [LLAMA3_BEGIN_OF_TEXT, *d]]  # and no 128001 anywhere
+        # and no 128001 anywhere
+        assert llmc_stream(out, llmc_split) == [i for d in ids for i in [LLAMA3_BEGIN_OF_TEXT, *d]]
         assert megatron_documents(out, split) == [[*d, LLAMA3_EOS_ID] for d in ids]  # Megatron keeps its EOD
     config = RunConfig.read(out / "run_config.json")
-    assert (config.doc_sep_id, config.eod_id, config.bos, config.llmc_separator) == (LLAMA3_EOS_ID, LLAMA3_EOS_ID, None, "before")
+    assert (config.doc_sep_id, config.eod_id, config.bos, config.llmc_separator) == (
+        LLAMA3_EOS_ID,
+        LLAMA3_EOS_ID,
+        None,
+        "before",
+    )
     assert config.llmc_doc_sep.id == LLAMA3_BEGIN_OF_TEXT
     assert llmc.TokensManifest.read(out / "tokens/llama3/toy/_MANIFEST.json").doc_sep_id == LLAMA3_BEGIN_OF_TEXT
     assert verify_release(out).warnings == []
@@ -368,15 +657,38 @@ def test_llama3_layout_writes_llmc_own_data_begin_of_text_before_each_document(t
 
 @pytest.mark.parametrize(
     "extra, first",
-    [(["--llmc-sep", "before"], [LLAMA3_EOS_ID]), (["--bos", "128000"], [LLAMA3_EOS_ID, LLAMA3_BEGIN_OF_TEXT]), (["--doc-sep", "<|end_of_text|>"], [LLAMA3_EOS_ID])],
+    [
+        (["--llmc-sep", "before"], [LLAMA3_EOS_ID]),
+        (["--bos", "128000"], [LLAMA3_EOS_ID, LLAMA3_BEGIN_OF_TEXT]),
+        (["--doc-sep", "<|end_of_text|>"], [LLAMA3_EOS_ID]),
+    ],
 )
 def test_llama3_layout_default_gives_way_to_the_boundary_options(tmp_path, capsys, extra, first):
     corpus = write_corpus(tmp_path / "corpus", [("train", story_texts(3, seed=7))])
     tokenizer = llama3_tokenizer_json()
     out = tmp_path / "release"
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--llmc-layout", "llama3", *extra, "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(tokenizer),
+                "--llmc-layout",
+                "llama3",
+                *extra,
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert "llm.c separator before each document" in capsys.readouterr().out.splitlines()[0]
     reference = Tokenizer.from_file(str(tokenizer / "tokenizer.json"))
-    assert llmc_stream(out) == [i for t in corpus_texts(corpus, "train") for i in [*first, *reference.encode(t, add_special_tokens=False).ids]]
+    assert llmc_stream(out) == [
+        i for t in corpus_texts(corpus, "train") for i in [*first, *reference.encode(t, add_special_tokens=False).ids]
+    ]
     assert "doc_sep" not in run_config(out)["llmc"]
     verify_release(out)

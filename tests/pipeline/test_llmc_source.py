@@ -1,5 +1,5 @@
-"""The parts' llm.c ids written once (issue 24): where both formats share a width, the llm.c files are packed from
-the Megatron ``.bin`` (no segment ``.tokens`` written), with the bytes of the packing from segments."""
+"""The parts' llm.c ids written once: where both formats share a width, the llm.c files are packed from the
+Megatron ``.bin`` (no segment ``.tokens`` written), with the bytes of the packing from segments."""
 
 from __future__ import annotations
 
@@ -25,7 +25,15 @@ LAYOUTS = {
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("source")
-    return write_corpus(root / "corpus", [("train", stories(20, seed=1)), ("validation", stories(6, seed=2)), ("train", []), ("train", stories(20, seed=3))])
+    return write_corpus(
+        root / "corpus",
+        [
+            ("train", stories(20, seed=1)),
+            ("validation", stories(6, seed=2)),
+            ("train", []),
+            ("train", stories(20, seed=3)),
+        ],
+    )
 
 
 @pytest.fixture
@@ -45,14 +53,19 @@ def segments(monkeypatch) -> list[str]:
 def build(corpus: Path, out: Path, *flags: str) -> dict[str, bytes]:
     options = ["--tokenizer", "byte", "--doc-sep", "3", "--max-tokens-per-file", "700", "--quiet", *flags]
     assert main(["build", "--corpus", str(corpus), "--out", str(out), *options]) == 0
-    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file() and ".lock" not in p.name}
+    return {
+        p.relative_to(out).as_posix(): p.read_bytes()
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and ".lock" not in p.name
+    }
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_llmc_files_from_the_megatron_bin_are_the_bytes_from_segments(corpus, tmp_path, monkeypatch, segments, layout):
     from_bins = build(corpus, tmp_path / "bins", *LAYOUTS[layout])
     assert segments and not [name for name in segments if name.endswith(".tokens")], segments
-    assert len([n for n in from_bins if n.startswith("tokens/") and n.endswith(".bin")]) > 2  # several files per split: cuts inside parts
+    # several files per split: cuts inside parts
+    assert len([n for n in from_bins if n.startswith("tokens/") and n.endswith(".bin")]) > 2
     segments.clear()
     monkeypatch.setattr(llmc_source, "from_megatron", lambda plan: False)
     from_segments = build(corpus, tmp_path / "segments", *LAYOUTS[layout])

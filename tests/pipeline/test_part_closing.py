@@ -1,4 +1,4 @@
-"""A part's closing runs while the next part is encoded (the local engine; issue 23).
+"""A part's closing runs while the next part is encoded (the local engine).
 
 Closing a part (each file fsynced and hashed, the ``.idx`` written, the receipt
 published) is mostly waiting on the disk: about 1 s over the 9 parts of a
@@ -29,7 +29,9 @@ WAIT = 60  # seconds: reached only if the closing does not overlap the next part
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("corpus")
-    return write_corpus(root, [("train", stories(60, seed=11)), ("train", stories(50, seed=12)), ("validation", stories(30, seed=13))])
+    return write_corpus(
+        root, [("train", stories(60, seed=11)), ("train", stories(50, seed=12)), ("validation", stories(30, seed=13))]
+    )
 
 
 def _build(corpus: Path, out: Path):
@@ -162,7 +164,9 @@ FAILED_STEPS = {
 
 
 @pytest.mark.parametrize("step", list(FAILED_STEPS))
-def test_a_closing_that_fails_after_the_pair_was_renamed_leaves_no_file_of_the_part(tmp_path, corpus, monkeypatch, step):
+def test_a_closing_that_fails_after_the_pair_was_renamed_leaves_no_file_of_the_part(
+    tmp_path, corpus, monkeypatch, step
+):
     FAILED_STEPS[step](monkeypatch)
     out = tmp_path / "r"
     with pytest.raises(OSError, match="No space left"):
@@ -176,7 +180,9 @@ def test_a_closing_that_fails_after_the_pair_was_renamed_leaves_no_file_of_the_p
     assert _tree(out) == _tree(tmp_path / "plain")
 
 
-def test_a_writer_that_cannot_open_leaves_no_file_nor_thread_of_the_writers_opened_before_it(tmp_path, corpus, monkeypatch):
+def test_a_writer_that_cannot_open_leaves_no_file_nor_thread_of_the_writers_opened_before_it(
+    tmp_path, corpus, monkeypatch
+):
     # The Megatron pair opens first; the llm.c segment then fails (a full disk): the pair's temporaries go too.
     def no_space(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -185,6 +191,8 @@ def test_a_writer_that_cannot_open_leaves_no_file_nor_thread_of_the_writers_open
     before = {t.ident for t in threading.enumerate()}
     with pytest.raises(OSError, match="No space left"):
         _build(corpus, tmp_path / "r")
-    leftovers = [p.relative_to(tmp_path).as_posix() for p in (tmp_path / "r").rglob("*") if p.is_file() and "tmp" in p.name]
+    leftovers = [
+        p.relative_to(tmp_path).as_posix() for p in (tmp_path / "r").rglob("*") if p.is_file() and "tmp" in p.name
+    ]
     assert leftovers == []
     assert [t.name for t in threading.enumerate() if t.ident not in before and t.name.startswith("hf_tokbin")] == []

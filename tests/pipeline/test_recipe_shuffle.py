@@ -1,4 +1,5 @@
-"""``build --shuffle-seed S``: each part's documents in a seeded order, the parts' blocks interleaved in the llm.c files.
+"""``build --shuffle-seed S``: each part's documents in a seeded order, the parts' blocks interleaved in the llm.c
+files.
 
 Every document is kept exactly once (compared with the build in corpus
 order, part by part), the order differs from the corpus order, the release
@@ -91,15 +92,21 @@ def test_every_document_exactly_once_and_not_in_corpus_order(releases):
 
 
 def test_llmc_files_hold_the_shuffled_order_too(releases):
-    """The llm.c stream is the pairs' documents in the seeded block order (formats/llmc_order.py), each as its layout puts it."""
+    """The llm.c stream is the pairs' documents in the seeded block order (formats/llmc_order.py), each as its layout
+    puts it."""
     plain, shuffled, _ = releases
     for split, llmc_split in (("train", "train"), ("validation", "val")):
         stream = LlmcSplit.open(shuffled, llmc_split)
         ids = np.concatenate([np.asarray(p) for p in stream.parts])
         pairs = [documents(shuffled, split, part.stem) for part in sorted((shuffled / "shards" / split).glob("*.idx"))]
         blocks = llmc_order(SEED, split, [len(p) for p in pairs])
-        in_order = [d for p, first, count in zip(blocks.part, blocks.first, blocks.count) for d in pairs[p][first : first + count]]
-        assert ids.tolist() == [t for d in in_order for t in [0, *d[:-1]]]  # [sep] + doc for llm.c, doc + [eod] for Megatron
+        in_order = [
+            d
+            for p, first, count in zip(blocks.part, blocks.first, blocks.count)
+            for d in pairs[p][first : first + count]
+        ]
+        # [sep] + doc for llm.c, doc + [eod] for Megatron
+        assert ids.tolist() == [t for d in in_order for t in [0, *d[:-1]]]
     manifest = llmc.TokensManifest.read(next((plain / "tokens").glob("*/*")) / llmc.MANIFEST_NAME)
     assert len([f for f in manifest.files if f.split == "train"]) > 1
 
@@ -107,7 +114,10 @@ def test_llmc_files_hold_the_shuffled_order_too(releases):
 def test_run_config_records_the_seed_and_corpus_order_records_none(releases):
     plain, shuffled, _ = releases
     obj = json.loads((shuffled / "run_config.json").read_text())
-    assert obj["shuffle"] == {"seed": SEED, "scope": "documents within each part, and the parts' blocks interleaved in the llm.c files"}
+    assert obj["shuffle"] == {
+        "seed": SEED,
+        "scope": "documents within each part, and the parts' blocks interleaved in the llm.c files",
+    }
     assert RunConfig.read(shuffled / "run_config.json").shuffle_seed == SEED
     assert "shuffle" not in json.loads((plain / "run_config.json").read_text())
     assert RunConfig.read(plain / "run_config.json").shuffle_seed is None
@@ -136,8 +146,9 @@ def test_cli_shuffle_seed(corpus, tmp_path, releases, capsys):
 
 RAY_DRIVER = """
 import os, subprocess, sys
-command = ["hf-tokbin", "build", "--corpus", {corpus!r}, "--tokenizer", "byte", "--doc-sep-id", "0", "--max-tokens-per-file", "3000",
-           "--shuffle-seed", "{seed}", "--quiet", "--out", {out!r}, "--engine", "ray", "--ray-address", os.environ["RAY_ADDRESS"]]
+command = ["hf-tokbin", "build", "--corpus", {corpus!r}, "--tokenizer", "byte", "--doc-sep-id", "0",
+           "--max-tokens-per-file", "3000", "--shuffle-seed", "{seed}", "--quiet", "--out", {out!r},
+           "--engine", "ray", "--ray-address", os.environ["RAY_ADDRESS"]]
 result = subprocess.run(command, capture_output=True, text=True)
 sys.stdout.write(result.stdout)
 sys.stderr.write(result.stderr)
@@ -173,7 +184,10 @@ def by_category(tmp_path_factory):
 
 
 def run_categories(corpus, out, **options):
-    build(plan_build(corpus, resolve_tokenizer("byte", doc_sep_id=0), out, max_tokens_per_file=1500, **options), progress=False)
+    build(
+        plan_build(corpus, resolve_tokenizer("byte", doc_sep_id=0), out, max_tokens_per_file=1500, **options),
+        progress=False,
+    )
     return out
 
 
@@ -192,7 +206,9 @@ def category_releases(by_category, tmp_path_factory):
 def llmc_texts(root, llmc_split, first_file_only=False):
     """The documents of a split's llm.c files, decoded (byte tokenizer; separator 0 before each)."""
     stream = LlmcSplit.open(root, llmc_split)
-    ids = np.concatenate([np.asarray(p) for p in stream.parts[:1] if first_file_only] or [np.asarray(p) for p in stream.parts])
+    ids = np.concatenate(
+        [np.asarray(p) for p in stream.parts[:1] if first_file_only] or [np.asarray(p) for p in stream.parts]
+    )
     cuts = np.flatnonzero(ids == 0)
     return [bytes(ids[a + 1 : b].astype(np.uint8)).decode() for a, b in zip(cuts, [*cuts[1:], ids.size])]
 
@@ -204,7 +220,8 @@ def changes(categories):
 def test_the_first_llmc_file_mixes_every_category(category_releases):
     first = [text.split(" ", 1)[0] for text in llmc_texts(category_releases["one"], "train", first_file_only=True)]
     assert len(first) > 20
-    assert set(first[:12]) == {f"c{k}" for k in range(CATEGORIES)}  # from the first documents on, not category by category
+    # from the first documents on, not category by category
+    assert set(first[:12]) == {f"c{k}" for k in range(CATEGORIES)}
     assert changes(first) > len(first) // 2
     plain = [text.split(" ", 1)[0] for text in llmc_texts(category_releases["plain"], "train")]
     assert plain == sorted(plain) and changes(plain) == CATEGORIES - 1  # without a seed: shard after shard, as before
@@ -237,16 +254,24 @@ def tampered(release, tmp_path, change):
 
 
 def test_verify_fails_when_the_llmc_files_are_in_another_order(category_releases, tmp_path):
-    """The files are seed S's order; a run_config.json claiming another seed (or llm.c files in part order) is refused."""
-    another_seed = tampered(category_releases["one"], tmp_path / "seed", lambda obj: obj["shuffle"].update(seed=SEED + 1))
+    """The files are seed S's order; a run_config.json claiming another seed (or llm.c files in part order) is
+    refused."""
+    another_seed = tampered(
+        category_releases["one"], tmp_path / "seed", lambda obj: obj["shuffle"].update(seed=SEED + 1)
+    )
     refused(another_seed, "llm.c ids must be the Megatron documents in run_config.json's seeded block order")
-    parts_order = tampered(category_releases["one"], tmp_path / "scope", lambda obj: obj["shuffle"].update(scope=PARTS_SCOPE))
+    parts_order = tampered(
+        category_releases["one"], tmp_path / "scope", lambda obj: obj["shuffle"].update(scope=PARTS_SCOPE)
+    )
     refused(parts_order, "llm.c ids must be the Megatron documents in part order")
 
 
 def test_a_release_of_the_part_order_scope_verifies_in_part_order(category_releases, tmp_path):
-    """Releases built before the interleave (scope "documents within each part") hold their llm.c files in part order."""
-    old = tampered(category_releases["plain"], tmp_path, lambda obj: obj.update(shuffle={"seed": SEED, "scope": PARTS_SCOPE}))
+    """Releases built before the interleave (scope "documents within each part") hold their llm.c files in part
+    order."""
+    old = tampered(
+        category_releases["plain"], tmp_path, lambda obj: obj.update(shuffle={"seed": SEED, "scope": PARTS_SCOPE})
+    )
     verify_release(old)
 
 
@@ -265,10 +290,26 @@ sys.exit(main(sys.argv[1:]))
 
 def test_a_killed_finish_packs_the_same_interleaved_bytes_on_rerun(by_category, category_releases, tmp_path):
     _, corpus = by_category
-    argv = ["build", "--corpus", str(corpus), "--tokenizer", "byte", "--doc-sep-id", "0", "--max-tokens-per-file", "1500",
-            "--shuffle-seed", str(SEED), "--quiet", "--out", str(tmp_path / "release")]
+    argv = [
+        "build",
+        "--corpus",
+        str(corpus),
+        "--tokenizer",
+        "byte",
+        "--doc-sep-id",
+        "0",
+        "--max-tokens-per-file",
+        "1500",
+        "--shuffle-seed",
+        str(SEED),
+        "--quiet",
+        "--out",
+        str(tmp_path / "release"),
+    ]
     (tmp_path / "driver.py").write_text(KILLED_FINISH, encoding="utf-8")
-    killed = subprocess.run([sys.executable, str(tmp_path / "driver.py"), *argv], capture_output=True, text=True, timeout=600)
+    killed = subprocess.run(
+        [sys.executable, str(tmp_path / "driver.py"), *argv], capture_output=True, text=True, timeout=600
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert (tmp_path / "release" / "receipts").is_dir() and not (tmp_path / "release" / "COMPLETE.json").exists()
     # A part whose record lost its block ends, or holds ends that do not fit its segment, is built again.
@@ -284,7 +325,8 @@ def test_a_killed_finish_packs_the_same_interleaved_bytes_on_rerun(by_category, 
 
 @pytest.mark.parametrize("formats", [("llmc",), ("megatron",), ("llmc", "megatron")])
 def test_the_preview_holds_the_first_documents_in_the_interleaved_order(by_category, tmp_path, formats):
-    """Every format's preview rows are the llm.c order's first documents (parts mixed); verify checks them against the files."""
+    """Every format's preview rows are the llm.c order's first documents (parts mixed); verify checks them against
+    the files."""
     _, corpus = by_category
     release = run_categories(corpus, tmp_path / "release", shuffle_seed=SEED, formats=formats)
     rows = read_preview(release / "preview" / "train.parquet")

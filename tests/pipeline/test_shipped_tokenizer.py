@@ -31,7 +31,9 @@ def train_tokenizer(folder, texts):
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=[EOS], initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, special_tokens=[EOS], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
     tokenizer.train_from_iterator(texts, trainer)
     folder.mkdir()
     tokenizer.save(str(folder / "tokenizer.json"))
@@ -79,7 +81,10 @@ def test_a_shipped_tokenizer_that_is_not_the_pinned_one_fails_verify(built, tmp_
     (copy / "run_config.json").write_text(json.dumps(config))
     from hf_tokbin.formats.records import FileEntry
 
-    files = tuple(FileEntry(f.path, (copy / f.path).stat().st_size, sha256_file(copy / f.path)) for f in Complete.read(copy).files)
+    files = tuple(
+        FileEntry(f.path, (copy / f.path).stat().st_size, sha256_file(copy / f.path))
+        for f in Complete.read(copy).files
+    )
     (copy / "COMPLETE.json").write_text(Complete(files).to_json())
     with pytest.raises(VerificationError):
         verify_release(copy)
@@ -96,7 +101,14 @@ def test_a_pulled_release_decodes_with_its_own_tokenizer(built, tmp_path):
     with HostileHub(token=token) as hub:
         hub.seed_repo("tester/shipped", out)
         pulled = tmp_path / "pulled"
-        pull_release("tester/shipped", pulled, endpoint=hub.url, token=token, retry=RetryPolicy(attempts=2, base_delay=0.01), progress=False)
+        pull_release(
+            "tester/shipped",
+            pulled,
+            endpoint=hub.url,
+            token=token,
+            retry=RetryPolicy(attempts=2, base_delay=0.01),
+            progress=False,
+        )
     tokenizer = Tokenizer.from_file(str(pulled / "tokenizer" / "tokenizer.json"))
     eos = tokenizer.token_to_id(EOS)
     for split, texts in (("train", train), ("validation", validation)):

@@ -1,4 +1,5 @@
-"""A release holds only regular files the build wrote: a symlink planted in the folder is never adopted, verified or published."""
+"""A release holds only regular files the build wrote: a symlink planted in the folder is never adopted, verified
+or published."""
 
 from __future__ import annotations
 
@@ -29,8 +30,11 @@ def test_a_rerun_after_an_interruption_does_not_adopt_a_planted_symlink(release)
     plan, out, secret = release
     (out / "COMPLETE.json").unlink()  # as if the first run was killed before its last step
     os.symlink(secret, out / "NOTES.md")
-    # Refused when the build takes the output, before it writes anything (issue 21.2).
-    with pytest.raises(BuildError, match="NOTES.md: hf_tokbin writes only regular files it creates, never through a symlink: got a symlink"):
+    # Refused when the build takes the output, before it writes anything.
+    with pytest.raises(
+        BuildError,
+        match="NOTES.md: hf_tokbin writes only regular files it creates, never through a symlink: got a symlink",
+    ):
         build(plan, progress=False)
     assert not (out / "COMPLETE.json").exists()
 

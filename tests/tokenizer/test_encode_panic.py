@@ -63,9 +63,28 @@ def test_a_panicking_document_is_one_line_naming_shard_and_row(tmp_path, tokeniz
     texts = story_texts(100, seed=1)
     texts[row] = PANICKING_TEXT
     corpus = write_corpus(tmp_path / "corpus", [("train", texts), ("validation", story_texts(5, seed=2))])
-    command = [sys.executable, "-m", "hf_tokbin", "build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--doc-sep", "0",
-               "--out", str(tmp_path / "out"), "--fast", fast, "--num-proc", num_proc, "--quiet"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600, env={**os.environ, "RUST_BACKTRACE": "1"})
+    command = [
+        sys.executable,
+        "-m",
+        "hf_tokbin",
+        "build",
+        "--corpus",
+        str(corpus),
+        "--tokenizer",
+        str(tokenizer),
+        "--doc-sep",
+        "0",
+        "--out",
+        str(tmp_path / "out"),
+        "--fast",
+        fast,
+        "--num-proc",
+        num_proc,
+        "--quiet",
+    ]
+    result = subprocess.run(
+        command, capture_output=True, text=True, timeout=600, env={**os.environ, "RUST_BACKTRACE": "1"}
+    )
     assert result.returncode == 1
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr[-3000:]
@@ -87,9 +106,27 @@ def panicking_preview(tmp_path_factory, tokenizer) -> Path:
     from hf_tokbin.cli import main
 
     root = tmp_path_factory.mktemp("panicking_preview")
-    corpus = write_corpus(root / "corpus", [("train", story_texts(20, seed=3)), ("validation", story_texts(3, seed=4))])
+    corpus = write_corpus(
+        root / "corpus", [("train", story_texts(20, seed=3)), ("validation", story_texts(3, seed=4))]
+    )
     out = root / "release"
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--doc-sep", "0", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(tokenizer),
+                "--doc-sep",
+                "0",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     path = out / "preview" / "train.parquet"
     table = pq.read_table(path)
     texts = [

@@ -1,4 +1,5 @@
-"""A batch handed to the encoder as its UTF-8 buffer (``encode_utf8``) gives exactly ``tokenizers``' ids, or goes the per-document way.
+"""A batch handed to the encoder as its UTF-8 buffer (``encode_utf8``) gives exactly ``tokenizers``' ids, or goes the
+per-document way.
 
 The build reads each batch as a pyarrow string array; ``EncodeBatch`` hands
 its buffer to gigatoken whole (an awkward string array, no Python ``str`` per
@@ -49,7 +50,11 @@ def _assert_batch_ids(encoder: DocumentEncoder, path: str, array, parse_special:
 
 @pytest.mark.parametrize("name", ["gpt2", "llama3", "small_bpe"])
 def test_proven_batches_go_whole_and_give_tokenizers_ids(small_bpe, name):
-    path = {"gpt2": str(gpt2_tokenizer_json() / "tokenizer.json"), "llama3": str(llama3_tokenizer_json() / "tokenizer.json"), "small_bpe": small_bpe}[name]
+    path = {
+        "gpt2": str(gpt2_tokenizer_json() / "tokenizer.json"),
+        "llama3": str(llama3_tokenizer_json() / "tokenizer.json"),
+        "small_bpe": small_bpe,
+    }[name]
     encoder = _checked(path)
     stories = story_texts(60, seed=11)
     non_ascii = ["café naïve ½", "日本語のテキスト 한국어 😀", "", "x"]
@@ -58,7 +63,12 @@ def test_proven_batches_go_whole_and_give_tokenizers_ids(small_bpe, name):
         _assert_batch_ids(encoder, path, pa.array(texts, pa.string()))
     # Every way a build's batch may come: sliced (offsets not from 0), large_string, a one-chunk chunked array.
     whole = pa.array([*TRICKY_TEXTS, *stories, *non_ascii], pa.string())
-    for array in (whole.slice(7, 40), whole.slice(len(whole) - 3), whole.cast(pa.large_string()).slice(2, 30), pa.chunked_array([whole.slice(5, 20)])):
+    for array in (
+        whole.slice(7, 40),
+        whole.slice(len(whole) - 3),
+        whole.cast(pa.large_string()).slice(2, 30),
+        pa.chunked_array([whole.slice(5, 20)]),
+    ):
         _assert_batch_ids(encoder, path, array)
 
 
@@ -114,7 +124,8 @@ def test_utf8_buffer_views_the_array_without_copying():
 
 
 def test_an_empty_array_without_offsets_is_an_empty_batch():
-    # Arrow lets a length-0 string array have empty offsets and data buffers (valid: from_buffers, the C data interface).
+    # Arrow lets a length-0 string array have empty offsets and data buffers
+    # (valid: from_buffers, the C data interface).
     empty = pa.StringArray.from_buffers(0, pa.py_buffer(b""), pa.py_buffer(b""))
     empty.validate(full=True)
     offsets, data = utf8_buffer(empty)

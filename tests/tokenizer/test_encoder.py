@@ -1,4 +1,6 @@
-"""DocumentEncoder gives ``tokenizers``' ids whichever engine runs; the fast path is taken only when proven identical."""
+"""DocumentEncoder gives ``tokenizers``' ids whichever engine runs; the fast path is taken only when proven
+identical.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +28,9 @@ from hf_tokbin.tokenizer import train_bpe
 from hf_tokbin.tokenizer.encoder import PROBE_TEXTS, ByteEncoder, DocumentEncoder, encoder_for
 
 
-def _assert_encodes_like_tokenizers(encoder: DocumentEncoder, tokenizer: Tokenizer, texts: list[str], parse_special: bool = False) -> None:
+def _assert_encodes_like_tokenizers(
+    encoder: DocumentEncoder, tokenizer: Tokenizer, texts: list[str], parse_special: bool = False
+) -> None:
     ids, lengths = encoder.encode_batch(texts)
     assert ids.dtype == np.uint32 and lengths.dtype == np.int64
     expected_ids, expected_lengths = definition_ids(tokenizer, texts, parse_special)
@@ -36,7 +40,7 @@ def _assert_encodes_like_tokenizers(encoder: DocumentEncoder, tokenizer: Tokeniz
 
 @pytest.fixture(scope="module")
 def small_bpe(tmp_path_factory):
-    """The byte-level BPE ``hf-tokbin tokenizer train`` makes (seed 002's 8k, smaller here)."""
+    """The byte-level BPE ``hf-tokbin tokenizer train`` makes (the TinyStories rules' 8k, smaller here)."""
     return str(train_bpe(story_texts(400, seed=1), 1000, tmp_path_factory.mktemp("bpe")))
 
 
@@ -57,7 +61,9 @@ def test_fast_path_is_used_and_ids_are_tokenizers_ids(small_bpe, name):
     encoder = DocumentEncoder.from_tokenizer_json(path)
     check = encoder.check_fast_path(story_texts(20, seed=8))
     assert check.used and check.engine.startswith("gigatoken ") and encoder.engine == check.engine
-    _assert_encodes_like_tokenizers(encoder, Tokenizer.from_file(path), [*story_texts(50, seed=9), *TRICKY_TEXTS, *PROBE_TEXTS])
+    _assert_encodes_like_tokenizers(
+        encoder, Tokenizer.from_file(path), [*story_texts(50, seed=9), *TRICKY_TEXTS, *PROBE_TEXTS]
+    )
 
 
 @pytest.mark.parametrize("name", ["gpt2", "llama3", "small_bpe"])
@@ -97,15 +103,23 @@ def test_fast_path_used_for_shapes_gigatoken_reproduces(tmp_path, shape):
         ({"normalizer": normalizers.NFKC()}, "not proven for the normalizer NFKC"),
         ({"normalizer": normalizers.Lowercase()}, "not proven for the normalizer Lowercase"),
         (
-            {"pre_tokenizer": pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)])},
+            {
+                "pre_tokenizer": pre_tokenizers.Sequence(
+                    [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+                )
+            },
             "not proven for the pre-tokenizer Digits",
         ),
         (
             # A script is no general category: the proof does not read it.
-            {"pre_tokenizer": pre_tokenizers.Sequence([
-                pre_tokenizers.Split(Regex(r"\p{Greek}+|[^\p{Greek}]+"), "isolated"),
-                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-            ])},
+            {
+                "pre_tokenizer": pre_tokenizers.Sequence(
+                    [
+                        pre_tokenizers.Split(Regex(r"\p{Greek}+|[^\p{Greek}]+"), "isolated"),
+                        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+                    ]
+                )
+            },
             r"not proven for a pattern using \p{Greek} (only general categories",
         ),
     ],
@@ -117,22 +131,32 @@ def test_fallback_when_gigatoken_fails_or_differs(tmp_path, shape, reason):
     check = encoder.check_fast_path(story_texts(10))
     assert not check.used and reason in check.reason
     assert check.engine.startswith("tokenizers ") and encoder.engine == check.engine
-    _assert_encodes_like_tokenizers(encoder, Tokenizer.from_file(path), [*story_texts(20), *TRICKY_TEXTS, "ＦＵＬＬ 2024 x<mytok>y"])
+    _assert_encodes_like_tokenizers(
+        encoder, Tokenizer.from_file(path), [*story_texts(20), *TRICKY_TEXTS, "ＦＵＬＬ 2024 x<mytok>y"]
+    )
 
 
 def test_models_other_than_bpe_stay_on_tokenizers(tmp_path):
-    tokenizer = Tokenizer(models.Unigram([("<unk>", 0.0), ("a", -1.0), ("b", -2.0), ("ab", -1.5)], 0, byte_fallback=False))
+    tokenizer = Tokenizer(
+        models.Unigram([("<unk>", 0.0), ("a", -1.0), ("b", -2.0), ("ab", -1.5)], 0, byte_fallback=False)
+    )
     tokenizer.save(str(tmp_path / "tokenizer.json"))
     encoder = DocumentEncoder.from_tokenizer_json(tmp_path / "tokenizer.json")
     check = encoder.check_fast_path(["ab ba"])
     assert not check.used and "not proven for the model Unigram" in check.reason
-    _assert_encodes_like_tokenizers(encoder, Tokenizer.from_file(str(tmp_path / "tokenizer.json")), ["ab", "ba", "abab"])
+    _assert_encodes_like_tokenizers(
+        encoder, Tokenizer.from_file(str(tmp_path / "tokenizer.json")), ["ab", "ba", "abab"]
+    )
 
 
 def test_require_raises_when_the_fast_path_is_unavailable(tmp_path):
     path = train_shape(tmp_path, normalizer=normalizers.NFKC())
     encoder = DocumentEncoder.from_tokenizer_json(path, fast="require")
-    with pytest.raises(TokenizerError, match=r"fast path required but unavailable: expected gigatoken ids identical to tokenizers, got fast path not proven for the normalizer NFKC"):
+    with pytest.raises(
+        TokenizerError,
+        match=r"fast path required but unavailable: expected gigatoken ids identical to tokenizers, "
+        r"got fast path not proven for the normalizer NFKC",
+    ):
         encoder.check_fast_path([])
 
 
@@ -246,9 +270,16 @@ def test_dataset_map_in_two_worker_processes(small_bpe):
     assert encoder.check_fast_path(story_texts(5)).used
     texts = story_texts(200, seed=12)
     mapped = Dataset.from_dict({"text": texts}).map(
-        _encode_column, batched=True, batch_size=32, num_proc=2, fn_kwargs={"encoder": encoder}, remove_columns=["text"]
+        _encode_column,
+        batched=True,
+        batch_size=32,
+        num_proc=2,
+        fn_kwargs={"encoder": encoder},
+        remove_columns=["text"],
     )
-    assert mapped["ids"] == [ids.tolist() for ids in np.split(*_expected_arrays(Tokenizer.from_file(small_bpe), texts))]
+    assert mapped["ids"] == [
+        ids.tolist() for ids in np.split(*_expected_arrays(Tokenizer.from_file(small_bpe), texts))
+    ]
 
 
 # ------------------------------------------------------------ loading, byte tokenizer
@@ -260,7 +291,9 @@ def test_missing_tokenizer_json_is_a_tokenizer_error(tmp_path):
 
 
 def test_unknown_fast_mode_is_rejected(small_bpe):
-    with pytest.raises(TokenizerError, match="unknown fast-path mode: expected auto or never or require, got sometimes"):
+    with pytest.raises(
+        TokenizerError, match="unknown fast-path mode: expected auto or never or require, got sometimes"
+    ):
         DocumentEncoder.from_tokenizer_json(small_bpe, fast="sometimes")
 
 

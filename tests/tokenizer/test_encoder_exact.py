@@ -77,9 +77,14 @@ def test_the_class_check_finds_what_ids_alone_would_miss(checked):
     # the difference is invisible in ids (no merge spans the boundary), the boundary tokenizers show it.
     encoder = checked["llama3"]
     tokenizer, engine = encoder.tokenizer, encoder._load_gigatoken()
-    universe = np.array([ord(c) for c in ("A", "é", "1", " ", "!", NEW_LETTER, NEW_DIGIT, "\u0301", "日")], dtype=np.int64)
+    universe = np.array(
+        [ord(c) for c in ("A", "é", "1", " ", "!", NEW_LETTER, NEW_DIGIT, "\u0301", "日")], dtype=np.int64
+    )
     assert prove_code_points(tokenizer, engine, universe).tolist() == [False] * 5 + [True, True, False, False]
-    assert encoder_module._encode_tokenizers(tokenizer, [f"a{NEW_LETTER}"])[0].tolist() == encoder_module._encode_with_gigatoken(engine, [f"a{NEW_LETTER}"])[0].tolist()
+    assert (
+        encoder_module._encode_tokenizers(tokenizer, [f"a{NEW_LETTER}"])[0].tolist()
+        == encoder_module._encode_with_gigatoken(engine, [f"a{NEW_LETTER}"])[0].tolist()
+    )
     pre_tokenizer = encoder._components()["pre_tokenizer"]
     proof = encoder_module._code_point_proof(tokenizer, engine, list(encoder._probes), pre_tokenizer, nfc=False)
     assert proof._unproven_in_universe(universe).tolist() == [False] * 5 + [True, True, False, False]
@@ -125,8 +130,13 @@ def test_build_with_a_new_character_in_document_150_is_byte_identical_fast_and_n
         summary = build(plan_build(corpus, info, tmp_path / fast, fast=fast), progress=False)
         assert summary.encoder.startswith("gigatoken " if fast == "auto" else "tokenizers ")
         # The summary says which engine encoded how many documents: only document 150 left the fast path.
-        assert summary.documents_by_engine == ({"gigatoken": 202, "tokenizers": 1} if fast == "auto" else {"tokenizers": 203})
-        assert "documents encoded by " in summary.table() and summary.record()["documents_by_engine"] == summary.documents_by_engine
+        assert summary.documents_by_engine == (
+            {"gigatoken": 202, "tokenizers": 1} if fast == "auto" else {"tokenizers": 203}
+        )
+        assert (
+            "documents encoded by " in summary.table()
+            and summary.record()["documents_by_engine"] == summary.documents_by_engine
+        )
         root = tmp_path / fast
         outputs[fast] = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.bin"))}
     assert outputs["auto"] and outputs["auto"] == outputs["never"]
@@ -154,7 +164,12 @@ def test_random_mixed_script_texts_give_tokenizers_ids(checked, name, texts):
 # ------------------------------------------------------------ special-token text is ordinary text
 
 
-SPECIAL_TEXTS = ["Hello <|endoftext|> world", "x<|end_of_text|>y <|begin_of_text|>z", "no specials here", "<|endoftext|>"]
+SPECIAL_TEXTS = [
+    "Hello <|endoftext|> world",
+    "x<|end_of_text|>y <|begin_of_text|>z",
+    "no specials here",
+    "<|endoftext|>",
+]
 
 
 @pytest.mark.parametrize("name", sorted(TOKENIZERS))
@@ -165,7 +180,9 @@ def test_special_token_text_is_ordinary_text_by_default(name, fast):
     ids, lengths = encoder.encode_batch(SPECIAL_TEXTS)
     want_ids, want_lengths = _definition(_json(name), SPECIAL_TEXTS)
     assert ids.tolist() == want_ids.tolist() and lengths.tolist() == want_lengths.tolist()
-    specials = {t.content: i for i, t in Tokenizer.from_file(str(_json(name))).get_added_tokens_decoder().items() if t.special}
+    specials = {
+        t.content: i for i, t in Tokenizer.from_file(str(_json(name))).get_added_tokens_decoder().items() if t.special
+    }
     assert not set(ids.tolist()) & set(specials.values())  # no 50256, 128000 or 128001 anywhere
 
 
@@ -233,23 +250,30 @@ def test_the_check_runs_once_per_build_and_each_code_point_is_proven_once_per_pr
 
     monkeypatch.setattr(DocumentEncoder, "_prove", counted_prove)
     monkeypatch.setattr(DocumentEncoder, "check_fast_path", counted_check)
-    shards = [("train", story_texts(40, seed=s) + ["caf\u00e9 \u00e9t\u00e9"]) for s in range(3)] + [("validation", story_texts(5, seed=9))]
+    shards = [("train", story_texts(40, seed=s) + ["caf\u00e9 \u00e9t\u00e9"]) for s in range(3)] + [
+        ("validation", story_texts(5, seed=9))
+    ]
     corpus = write_corpus(tmp_path / "corpus", shards)
-    summary = build(plan_build(corpus, resolve_tokenizer(str(TOKENIZERS["gpt2"]())), tmp_path / "r", num_proc=2, batch_size=8), progress=False)
+    summary = build(
+        plan_build(corpus, resolve_tokenizer(str(TOKENIZERS["gpt2"]())), tmp_path / "r", num_proc=2, batch_size=8),
+        progress=False,
+    )
     assert summary.encoder.startswith("gigatoken ") and summary.parts_built == 4
     lines = [line.split(" ", 2) for line in calls.read_text().splitlines()]
     assert [pid for kind, pid, *_ in lines if kind == "check"] == [str(os.getpid())]
     proved = {}
     for kind, pid, *code_points in lines:
         if kind == "prove":
-            for c in (code_points[0].split() if code_points else []):
+            for c in code_points[0].split() if code_points else []:
                 assert (pid, c) not in proved  # never twice in one process
                 proved[pid, c] = True
     assert any(c == str(ord("\u00e9")) for _, c in proved)
 
 
 def _forget_proven(cache: Path, code_point: int) -> int:
-    """Rewrite every record under ``cache`` that lists unproven ranges so that ``code_point`` is no longer among them."""
+    """Rewrite every record under ``cache`` that lists unproven ranges so that ``code_point`` is no longer among
+    them.
+    """
     import json
 
     spoiled = 0
@@ -263,11 +287,13 @@ def _forget_proven(cache: Path, code_point: int) -> int:
 
 
 def test_no_state_outside_the_inputs_can_change_an_id(tmp_path, monkeypatch):
-    # issue 21 item 11: a cached proof that wrongly marked U+A7CE proven sent document 150 to gigatoken.
+    # A cached proof that wrongly marks U+A7CE proven must not send a document holding it to gigatoken.
     cache = tmp_path / "cache"
     monkeypatch.setenv("HF_TOKBIN_CACHE", str(cache))
     info = resolve_tokenizer(str(TOKENIZERS["llama3"]()))
-    first = write_corpus(tmp_path / "first", [("train", story_texts(20, seed=6)), ("validation", story_texts(3, seed=5))])
+    first = write_corpus(
+        tmp_path / "first", [("train", story_texts(20, seed=6)), ("validation", story_texts(3, seed=5))]
+    )
     build(plan_build(first, info, tmp_path / "r1"), progress=False)
     _forget_proven(cache, ord(NEW_LETTER))  # whatever the build kept, it now vouches for U+A7CE
     texts = story_texts(200, seed=4)

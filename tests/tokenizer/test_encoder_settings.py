@@ -21,7 +21,14 @@ pytestmark = pytest.mark.slow  # real tokenizers under every tokenizer.json sett
 
 SETTINGS = {
     "truncation": {"direction": "Right", "max_length": 300, "strategy": "LongestFirst", "stride": 0},
-    "padding": {"strategy": "BatchLongest", "direction": "Right", "pad_to_multiple_of": None, "pad_id": 50256, "pad_type_id": 0, "pad_token": "<|endoftext|>"},
+    "padding": {
+        "strategy": "BatchLongest",
+        "direction": "Right",
+        "pad_to_multiple_of": None,
+        "pad_id": 50256,
+        "pad_type_id": 0,
+        "pad_token": "<|endoftext|>",
+    },
 }
 
 
@@ -94,9 +101,23 @@ def test_bpe_dropout_is_refused_with_one_line(tmp_path, capsys):
     folder = tmp_path / "tok"
     folder.mkdir()
     (folder / "tokenizer.json").write_text(json.dumps(config))
-    corpus = write_corpus(tmp_path / "corpus", [("train", story_texts(30, seed=1)), ("validation", story_texts(3, seed=2))])
+    corpus = write_corpus(
+        tmp_path / "corpus", [("train", story_texts(30, seed=1)), ("validation", story_texts(3, seed=2))]
+    )
     capsys.readouterr()
-    status = main(["build", "--corpus", str(corpus), "--tokenizer", str(folder), "--doc-sep", "50256", "--out", str(tmp_path / "out")])
+    status = main(
+        [
+            "build",
+            "--corpus",
+            str(corpus),
+            "--tokenizer",
+            str(folder),
+            "--doc-sep",
+            "50256",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
     err = capsys.readouterr().err
     assert status == 1
     assert "BPE dropout makes the ids random" in err and "tokenizer.json" in err and len(err.strip().splitlines()) == 1

@@ -62,7 +62,10 @@ def test_added_tokens_count_in_the_largest_id(tmp_path):
 def test_a_release_keeps_the_id_above_65535(tmp_path, gapped, fast):
     texts = ["Lily said hello to Tom.", "hello hello", "no greeting"]
     corpus = write_corpus(tmp_path / "corpus", [("train", texts), ("validation", ["hello"])])
-    build(plan_build(corpus, resolve_tokenizer(str(gapped)), tmp_path / "r", formats=("megatron",), fast=fast), progress=False)
+    build(
+        plan_build(corpus, resolve_tokenizer(str(gapped)), tmp_path / "r", formats=("megatron",), fast=fast),
+        progress=False,
+    )
     pair = megatron.MegatronPair(tmp_path / "r" / "shards" / "train" / "part-000000.bin")
     assert pair.tokens.dtype.itemsize == 4
     tokenizer = Tokenizer.from_file(str(gapped / "tokenizer.json"))
@@ -84,7 +87,11 @@ class _EncoderReturning:
 
 def test_an_id_outside_the_vocabulary_is_refused_before_the_cast():
     table = pa.table({"text": ["x"]})
-    with pytest.raises(BuildError, match=r"shard\.parquet: the encoder produced an id outside the tokenizer's vocabulary: expected ids < 65536, got 65636"):
+    with pytest.raises(
+        BuildError,
+        match=r"shard\.parquet: the encoder produced an id outside the tokenizer's vocabulary: "
+        r"expected ids < 65536, got 65636",
+    ):
         EncodeBatch(_EncoderReturning([5, 65636]), 65536, "shard.parquet")(table)
     with pytest.raises(BuildError, match=r"expected ids < 50257, got 50257"):
         EncodeBatch(_EncoderReturning([50257]), 50257, "shard.parquet")(table)

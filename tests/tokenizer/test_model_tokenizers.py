@@ -34,7 +34,14 @@ def corpus() -> list[str]:
     rng, lists = random.Random(5), word_lists(800)
     texts = [document(rng, lists, sorted(lists)) for _ in range(1200)]
     texts += [unicodedata.normalize("NFD", t) for t in texts[:40]]
-    texts += [*TRICKY_TEXTS, "a<think>b</think>\n\n\n\tc <tool_call>", "<table><tr>x</tr></table>\n\n", "\n", "\n\n\n\n", ""]
+    texts += [
+        *TRICKY_TEXTS,
+        "a<think>b</think>\n\n\n\tc <tool_call>",
+        "<table><tr>x</tr></table>\n\n",
+        "\n",
+        "\n\n\n\n",
+        "",
+    ]
     texts += [f"{NEW_LETTER}'s new letter", "\U000f0000 private use", "x" * 70_000 + " tail"]
     return texts
 

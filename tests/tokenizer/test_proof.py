@@ -24,7 +24,10 @@ O200K = (
     [
         (O200K, [r"\p{L}", r"\p{Ll}", r"\p{Lm}", r"\p{Lo}", r"\p{Lt}", r"\p{Lu}", r"\p{M}", r"\p{N}", r"\s"]),
         # DeepSeek V3's: literal Han and kana ranges (the characters themselves, as its tokenizer.json holds them).
-        ("[一-龥\u3040-ゟ]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+", ["[一-龥\u3040-ゟ]", r"\p{L}", r"\p{M}", r"\p{P}", r"\p{S}"]),
+        (
+            "[一-龥\u3040-ゟ]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+",
+            ["[一-龥\u3040-ゟ]", r"\p{L}", r"\p{M}", r"\p{P}", r"\p{S}"],
+        ),
         (r"[\]a-z]+|\S", [r"\s"]),
     ],
 )
@@ -65,7 +68,11 @@ def test_nfc_inert_text_is_its_own_nfc_in_tokenizers():
 def test_non_ascii_code_points_read_from_utf8_bytes(text):
     data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
     places, codes = non_ascii_code_points(data)
-    want = [(i, ord(c)) for i, c in zip(np.cumsum([0] + [len(c.encode()) for c in text])[:-1].tolist(), text) if ord(c) >= 128]
+    want = [
+        (i, ord(c))
+        for i, c in zip(np.cumsum([0] + [len(c.encode()) for c in text])[:-1].tolist(), text)
+        if ord(c) >= 128
+    ]
     assert list(zip(places.tolist(), codes.tolist())) == want
 
 

@@ -95,7 +95,9 @@ def test_any_hidden_is_the_pairwise_rule_on_every_small_case():
 
 
 def _o200k_reading(extra_marks: str) -> dict:
-    """GPT-4o's pre-tokenizer as an engine would run it whose tables put ``extra_marks`` in \\p{M} rather than \\p{L}."""
+    """GPT-4o's pre-tokenizer as an engine would run it whose tables put ``extra_marks`` in \\p{M} rather than
+    \\p{L}.
+    """
     config = json.loads((model_tokenizer_json("gpt4o") / "tokenizer.json").read_text(encoding="utf-8"))["pre_tokenizer"]
     split = config["pretokenizers"][0]["pattern"]
     not_letter = "[\\p{L}&&[^" + extra_marks + "]]"  # Oniguruma: the letters but these
@@ -117,14 +119,19 @@ def test_a_letter_read_as_a_mark_is_caught_by_the_boundary_probes():
     """
     real = json.loads((model_tokenizer_json("gpt4o") / "tokenizer.json").read_text(encoding="utf-8"))["pre_tokenizer"]
     engine = _o200k_reading("\\u02b0")
-    pieces = [Tokenizer.from_str(proof.boundary_tokenizer_json(pre, "left", "a")).pre_tokenizer.pre_tokenize_str("!!\u02b0") for pre in (real, engine)]
+    pieces = [
+        Tokenizer.from_str(proof.boundary_tokenizer_json(pre, "left", "a")).pre_tokenizer.pre_tokenize_str("!!\u02b0")
+        for pre in (real, engine)
+    ]
     assert pieces[0] != pieces[1]  # the engine does read U+02B0 otherwise
     classes, why = proof.pattern_classes(real["pretokenizers"][0]["pattern"]["Regex"])
     assert why is None
     reference = proof.BoundaryEngines(real, _load_tokenizers)
     probes, why = proof.select_probes(real, classes, reference)
     assert why is None  # the fast path stays proven for o200k
-    ids = functools.partial(_encode_tokenizers, Tokenizer.from_file(str(model_tokenizer_json("gpt4o") / "tokenizer.json")))
+    ids = functools.partial(
+        _encode_tokenizers, Tokenizer.from_file(str(model_tokenizer_json("gpt4o") / "tokenizer.json"))
+    )
     check = proof.CodePointProof(ids, ids, probes, reference, proof.BoundaryEngines(engine, _load_tokenizers))
     assert check.unproven(np.array([0x2B0, 0x61])).tolist() == [True, False]
 
@@ -139,7 +146,9 @@ def test_a_character_sharing_the_context_s_first_bytes_shows_it_is_joined(contex
     between the two, so the probe read nothing for ~200 code points (U+3000
     to U+307F, U+65C0 to U+65FF), and select_probes read a boundary that was not there.
     """
-    pre_tokenizer = json.loads((model_tokenizer_json("deepseek_v3") / "tokenizer.json").read_text(encoding="utf-8"))["pre_tokenizer"]
+    pre_tokenizer = json.loads((model_tokenizer_json("deepseek_v3") / "tokenizer.json").read_text(encoding="utf-8"))[
+        "pre_tokenizer"
+    ]
     splitter = Tokenizer.from_str(proof.boundary_tokenizer_json(pre_tokenizer, "left", context)).pre_tokenizer
     assert len(splitter.pre_tokenize_str(context + c)) == 1  # one piece (the CJK bracket)
     probe = proof.BoundaryProbe("left", context, context + "{c}")
@@ -155,17 +164,39 @@ _PIECES = [
     *"aZé ß Ωжא日한ـ0189٣३१²½Ⅻ \t\n\r\u00a0\u3000\u0085\u2028\x0b\x0c",
     *"\u0301\u0308\u0338\u030a\u3099\u200d\ufe0f'’\"!?.,-_/\\<|>=ſ\u212a\u212b\u2126\uf900\uf9d1",
     *"\u1100\u1161\u11a8\uac00\u0915\u093c\u0958\u0bc6\u0bbe\u0bca\u0cbf\u0cd5\u0d46\u0d3e\u0dd9\u0dcf\u0b47\u0b3eあい。ゞ▁",
-    "'s", "'LL", " world", "123456", "  ", "\n\n", "\n\n\n", "\r\n", "😀", "👨‍👩‍👧", "A\u030a", "e\u0301", "\u1112\u1161\u11ab",
-    "\u0338", "\u0338", "\u0301", "\u0301",  # often: right after added-token text too
+    "'s",
+    "'LL",
+    " world",
+    "123456",
+    "  ",
+    "\n\n",
+    "\n\n\n",
+    "\r\n",
+    "😀",
+    "👨‍👩‍👧",
+    "A\u030a",
+    "e\u0301",
+    "\u1112\u1161\u11ab",
+    "\u0338",
+    "\u0338",
+    "\u0301",
+    "\u0301",  # often: right after added-token text too
 ]
 
 
 def _random_batches(rng: random.Random, added: list[str], count: int) -> list[list[str]]:
-    pieces = _PIECES + [chr(rng.randrange(0x20, 0x3100)) for _ in range(60)] + [chr(rng.randrange(0x3100, 0x30000)) for _ in range(30)]
+    pieces = (
+        _PIECES
+        + [chr(rng.randrange(0x20, 0x3100)) for _ in range(60)]
+        + [chr(rng.randrange(0x3100, 0x30000)) for _ in range(30)]
+    )
     pieces = [p for p in pieces if not 0xD800 <= ord(p[0]) < 0xE000]
 
     def document() -> str:
-        return "".join(rng.choice(added) if added and rng.random() < 0.15 else rng.choice(pieces) for _ in range(rng.randrange(14)))
+        return "".join(
+            rng.choice(added) if added and rng.random() < 0.15 else rng.choice(pieces)
+            for _ in range(rng.randrange(14))
+        )
 
     return [[document() for _ in range(rng.randrange(1, 8))] for _ in range(count)]
 
@@ -173,7 +204,9 @@ def _random_batches(rng: random.Random, added: list[str], count: int) -> list[li
 @pytest.mark.parametrize("name", _ALL_TOKENIZERS)
 def test_random_texts_with_added_token_text_give_tokenizers_ids_both_ways(name):
     """Random batches of many scripts, composing marks and added-token text, both ways a build encodes."""
-    folder = {"gpt2": gpt2_tokenizer_json, "llama3": llama3_tokenizer_json}.get(name, lambda: model_tokenizer_json(name))()
+    folder = {"gpt2": gpt2_tokenizer_json, "llama3": llama3_tokenizer_json}.get(
+        name, lambda: model_tokenizer_json(name)
+    )()
     path = folder / "tokenizer.json"
     encoder = DocumentEncoder.from_tokenizer_json(path)
     assert encoder.check_fast_path().used
@@ -212,7 +245,9 @@ def _shape(name: str) -> tuple[str, list[AddedToken]]:
 
 @pytest.mark.parametrize("name", ["llama2", "deepseek_v3", "qwen3"])
 def test_documents_cut_at_added_tokens_meet_the_normalizer_as_tokenizers_does(name):
-    """Added tokens next to the normalizer's work: Prepend per piece, normalized tokens, NFC that makes or breaks a token."""
+    """Added tokens next to the normalizer's work: Prepend per piece, normalized tokens, NFC that makes or breaks a
+    token.
+    """
     config, added = _shape(name)
     tokenizer = Tokenizer.from_str(config)
     tokenizer.add_tokens(added)

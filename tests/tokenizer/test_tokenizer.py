@@ -1,4 +1,4 @@
-"""Tokenizer identity, separators, and deterministic BPE training (seed 002)."""
+"""Tokenizer identity, separators, and deterministic BPE training (the TinyStories rules)."""
 
 from __future__ import annotations
 
@@ -114,7 +114,23 @@ def test_sample_is_the_first_n_characters():
 
 def test_cli_tokenizer_train_uses_the_train_split_only(tmp_path, capsys):
     corpus = write_corpus(tmp_path / "c", [("train", stories(200, seed=3)), ("validation", ["zzzzzzzz qqqqqqq " * 50])])
-    assert main(["tokenizer", "train", "--corpus", str(corpus), "--vocab-size", "400", "--sample-chars", "5000", "--out", str(tmp_path / "t")]) == 0
+    assert (
+        main(
+            [
+                "tokenizer",
+                "train",
+                "--corpus",
+                str(corpus),
+                "--vocab-size",
+                "400",
+                "--sample-chars",
+                "5000",
+                "--out",
+                str(tmp_path / "t"),
+            ]
+        )
+        == 0
+    )
     assert "400" in capsys.readouterr().out
     vocab = Tokenizer.from_file(str(tmp_path / "t/tokenizer.json")).get_vocab()
     assert not any("zz" in token or "qq" in token for token in vocab)

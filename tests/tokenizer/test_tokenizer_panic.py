@@ -22,10 +22,24 @@ def test_a_tokenizer_json_that_panics_tokenizers_gives_one_line(tmp_path, capsys
     folder = tmp_path / "tok"
     folder.mkdir()
     (folder / "tokenizer.json").write_text(json.dumps(PANICKING))
-    corpus = write_corpus(tmp_path / "corpus", [("train", story_texts(5, seed=1)), ("validation", story_texts(2, seed=2))])
+    corpus = write_corpus(
+        tmp_path / "corpus", [("train", story_texts(5, seed=1)), ("validation", story_texts(2, seed=2))]
+    )
     capsys.readouterr()
     try:
-        status = main(["build", "--corpus", str(corpus), "--tokenizer", str(folder), "--doc-sep", "0", "--out", str(tmp_path / "out")])
+        status = main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(folder),
+                "--doc-sep",
+                "0",
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
     except BaseException as e:  # PanicException: what the user sees as a traceback
         raise AssertionError(f"{type(e).__name__} escaped the CLI: {e}") from None
     err = capsys.readouterr().err

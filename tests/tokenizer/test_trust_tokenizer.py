@@ -1,4 +1,4 @@
-"""``tokenizer train`` refuses options it cannot honour, in one line, before any work (issue 16)."""
+"""``tokenizer train`` refuses options it cannot honour, in one line, before any work."""
 
 from __future__ import annotations
 
@@ -20,7 +20,12 @@ def corpus(tmp_path_factory):
 
 def train(corpus, out, *flags):
     # A child process: tokenizers aborts the process (SIGABRT) on a vocabulary it cannot allocate.
-    return subprocess.run([sys.executable, "-m", "hf_tokbin", "tokenizer", "train", "--corpus", str(corpus), "--out", str(out), *flags], capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "hf_tokbin", "tokenizer", "train", "--corpus", str(corpus), "--out", str(out), *flags],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.mark.parametrize("vocab_size", [str(2**32), str(2**31 - 1), str(MAX_TRAIN_VOCAB + 1)])
@@ -34,19 +39,38 @@ def test_a_vocab_size_beyond_the_bound_is_refused_in_one_line(corpus, tmp_path, 
 
 @pytest.mark.parametrize("vocab_size", ["256", "0", "-5"])
 def test_a_vocab_size_below_the_bytes_and_specials_is_refused(corpus, tmp_path, vocab_size, capsys):
-    assert main(["tokenizer", "train", "--corpus", str(corpus), "--out", str(tmp_path / "t"), "--vocab-size", vocab_size]) == 1
+    assert (
+        main(["tokenizer", "train", "--corpus", str(corpus), "--out", str(tmp_path / "t"), "--vocab-size", vocab_size])
+        == 1
+    )
     assert "--vocab-size" in capsys.readouterr().err
     assert not (tmp_path / "t").exists()
 
 
 def test_the_smallest_vocab_size_is_the_bytes_and_specials(corpus, tmp_path, capsys):
-    assert main(["tokenizer", "train", "--corpus", str(corpus), "--out", str(tmp_path / "t"), "--vocab-size", "257"]) == 0
+    assert (
+        main(["tokenizer", "train", "--corpus", str(corpus), "--out", str(tmp_path / "t"), "--vocab-size", "257"]) == 0
+    )
     with pytest.raises(TokenizerError, match="vocab"):
         train_bpe(["a b"], 257, tmp_path / "u", ("<|bos|>", "<|eos|>"))
 
 
 @pytest.mark.parametrize("sample_chars", ["-1", "0"])
 def test_a_non_positive_sample_is_refused(corpus, tmp_path, sample_chars, capsys):
-    assert main(["tokenizer", "train", "--corpus", str(corpus), "--out", str(tmp_path / "t"), "--sample-chars", sample_chars]) == 1
+    assert (
+        main(
+            [
+                "tokenizer",
+                "train",
+                "--corpus",
+                str(corpus),
+                "--out",
+                str(tmp_path / "t"),
+                "--sample-chars",
+                sample_chars,
+            ]
+        )
+        == 1
+    )
     assert "--sample-chars" in capsys.readouterr().err
     assert not (tmp_path / "t").exists()

@@ -1,4 +1,5 @@
-"""Where gigatoken cannot be used, ``--fast auto`` builds with ``tokenizers`` (one line says so); ``--fast require`` refuses in one line.
+"""Where gigatoken cannot be used, ``--fast auto`` builds with ``tokenizers`` (one line says so); ``--fast require``
+refuses in one line.
 
 gigatoken is optional: a platform may have no wheel, an install may be broken.
 Each case runs the real command in a subprocess whose ``sitecustomize`` takes
@@ -76,7 +77,21 @@ def _build(tmp_path: Path, corpus: Path, out: Path, fast: str, mode: str | None)
         site.mkdir(exist_ok=True)
         (site / "sitecustomize.py").write_text(WITHOUT_GIGATOKEN.format(mode=mode))
         env["PYTHONPATH"] = os.pathsep.join([str(site), *filter(None, [env.get("PYTHONPATH")])])
-    command = [sys.executable, "-m", "hf_tokbin", "build", "--corpus", str(corpus), "--tokenizer", str(gpt2_tokenizer_json()), "--out", str(out), "--fast", fast, "--quiet"]
+    command = [
+        sys.executable,
+        "-m",
+        "hf_tokbin",
+        "build",
+        "--corpus",
+        str(corpus),
+        "--tokenizer",
+        str(gpt2_tokenizer_json()),
+        "--out",
+        str(out),
+        "--fast",
+        fast,
+        "--quiet",
+    ]
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
 
 
@@ -109,5 +124,9 @@ def test_require_refuses_in_one_line(tmp_path, corpus, mode):
     result = _build(tmp_path, corpus, tmp_path / "out", "require", mode)
     assert result.returncode == 1
     (line,) = result.stderr.splitlines()
-    assert line.startswith("hf-tokbin build: error: ") and "fast path required but unavailable" in line and "gigatoken" in line
+    assert (
+        line.startswith("hf-tokbin build: error: ")
+        and "fast path required but unavailable" in line
+        and "gigatoken" in line
+    )
     assert not (tmp_path / "out" / "COMPLETE.json").exists()

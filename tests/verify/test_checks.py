@@ -1,4 +1,6 @@
-"""verify.checks.check_files: files hashed side by side, the first broken entry (in the record's order) reported (issue 23)."""
+"""verify.checks.check_files: files hashed side by side, the first broken entry (in the record's order)
+reported.
+"""
 
 from __future__ import annotations
 

@@ -122,23 +122,43 @@ def test_verify_and_info_of_a_good_megatron_pair(tmp_path, capsys, name):
 def broken_llmc(tmp_path, case) -> tuple[Path, str]:
     path = tmp_path / "train-00000.bin"
     if case == "wrong magic":
-        return llmc_file(path, [1, 2], header_ints={0: 1234}), "wrong magic in header[0]: expected 20240520 or 20240801, got 1234"
+        return (
+            llmc_file(path, [1, 2], header_ints={0: 1234}),
+            "wrong magic in header[0]: expected 20240520 or 20240801, got 1234",
+        )
     if case == "unknown version":
         return llmc_file(path, [1, 2], header_ints={1: 9}), "unknown version in header[1]"
     if case == "size not matching the count":
-        return llmc_file(path, [1, 2], header_ints={2: 5}), "truncated file: size must be 1024 + n_tokens * 2: expected 1034 bytes, got 1028 bytes"
+        return (
+            llmc_file(path, [1, 2], header_ints={2: 5}),
+            "truncated file: size must be 1024 + n_tokens * 2: expected 1034 bytes, got 1028 bytes",
+        )
     if case == "truncated by one byte":
-        return llmc_file(path, [1, 2], cut=1), "truncated file: size must be 1024 + n_tokens * 2: expected 1028 bytes, got 1027 bytes"
+        return (
+            llmc_file(path, [1, 2], cut=1),
+            "truncated file: size must be 1024 + n_tokens * 2: expected 1028 bytes, got 1027 bytes",
+        )
     if case == "truncated header":
         return llmc_file(path, [], cut=1), "truncated header"
     if case == "id >= vocab_size":
-        return llmc_file(path, [1, 256], vocab_size=256), "token 1: id must be in 0..vocab_size-1: expected < 256, got 256"
+        return (
+            llmc_file(path, [1, 256], vocab_size=256),
+            "token 1: id must be in 0..vocab_size-1: expected < 256, got 256",
+        )
     if case == "reserved header int":
         return llmc_file(path, [1, 2], header_ints={17: 3}), "reserved header[17] must be 0: expected 0, got 3"
     raise AssertionError(case)
 
 
-LLMC_CASES = ["wrong magic", "unknown version", "size not matching the count", "truncated by one byte", "truncated header", "id >= vocab_size", "reserved header int"]
+LLMC_CASES = [
+    "wrong magic",
+    "unknown version",
+    "size not matching the count",
+    "truncated by one byte",
+    "truncated header",
+    "id >= vocab_size",
+    "reserved header int",
+]
 
 
 def broken_megatron(tmp_path, case) -> tuple[Path, str]:
@@ -162,13 +182,27 @@ def broken_megatron(tmp_path, case) -> tuple[Path, str]:
         megatron_pair(tmp_path, [2], [1, 0], cut_bin=1)
         return tmp_path / "part-000000.bin", "size must be a multiple of the dtype size 2"
     if case == "forged pointer":
-        return megatron_pair(tmp_path, [2, 1], [1, 0, 0], pointers=[0, 1 << 40]), "sequence 1: pointer must follow the previous sequence: expected 4, got 1099511627776"
+        return (
+            megatron_pair(tmp_path, [2, 1], [1, 0, 0], pointers=[0, 1 << 40]),
+            "sequence 1: pointer must follow the previous sequence: expected 4, got 1099511627776",
+        )
     if case == "document index out of order":
-        return megatron_pair(tmp_path, [1, 1, 1], [0, 0, 0], doc_indices=[0, 2, 1, 3]), "document index 2 must not decrease"
+        return (
+            megatron_pair(tmp_path, [1, 1, 1], [0, 0, 0], doc_indices=[0, 2, 1, 3]),
+            "document index 2 must not decrease",
+        )
     raise AssertionError(case)
 
 
-MEGATRON_CASES = ["wrong magic", "unknown version", "size not matching the count", ".idx truncated by one byte", ".bin truncated by one byte", "forged pointer", "document index out of order"]
+MEGATRON_CASES = [
+    "wrong magic",
+    "unknown version",
+    "size not matching the count",
+    ".idx truncated by one byte",
+    ".bin truncated by one byte",
+    "forged pointer",
+    "document index out of order",
+]
 
 
 @pytest.mark.parametrize("command", ["verify", "info"])
@@ -226,7 +260,10 @@ def test_console_script_verifies_a_good_file(tmp_path):
     path = llmc_file(tmp_path / "val-00000.bin", [0, 255])
     result = subprocess.run([str(CONSOLE_SCRIPT), "verify", str(path)], capture_output=True, text=True, timeout=60)
     assert (result.returncode, result.stderr) == (0, "")
-    assert result.stdout == f"{path}: OK: llm.c gpt2 layout (magic 20240520, version 1, uint16), 2 tokens, vocab_size 256\n"
+    assert (
+        result.stdout
+        == f"{path}: OK: llm.c gpt2 layout (magic 20240520, version 1, uint16), 2 tokens, vocab_size 256\n"
+    )
 
 
 # ------------------------------------------------------------------ light core

@@ -1,4 +1,4 @@
-"""``verify`` accepts exactly the release layout, by the same rule a pull applies (issue 16)."""
+"""``verify`` accepts exactly the release layout, by the same rule a pull applies."""
 
 from __future__ import annotations
 
@@ -19,7 +19,10 @@ def copy(both, tmp_path) -> Path:  # noqa: F811
     return Path(shutil.copytree(both, tmp_path / "release"))
 
 
-@pytest.mark.parametrize("name", ["~/t.txt", "a\nb.txt", "notes.txt", "run_config.json.bak", "tokens.txt", "receipts.json", "shards/train/x.txt"])
+@pytest.mark.parametrize(
+    "name",
+    ["~/t.txt", "a\nb.txt", "notes.txt", "run_config.json.bak", "tokens.txt", "receipts.json", "shards/train/x.txt"],
+)
 def test_a_listed_file_outside_the_layout_is_refused(copy, name):
     (copy / name).parent.mkdir(parents=True, exist_ok=True)
     (copy / name).write_text("planted")
@@ -35,7 +38,17 @@ def test_the_layout_rule_is_the_pulls(copy):
     for entry in Complete.read(copy).files:
         assert is_layout_path(entry.path)
         check_path("release", entry.path, "COMPLETE.json")
-    for path in ["~/t.txt", "a\nb", "notes.txt", ".git/config", "tokens/a/b/.x", "/abs", "shards/../x", "tokens/a/b/c/d", "README.md "]:
+    for path in [
+        "~/t.txt",
+        "a\nb",
+        "notes.txt",
+        ".git/config",
+        "tokens/a/b/.x",
+        "/abs",
+        "shards/../x",
+        "tokens/a/b/c/d",
+        "README.md ",
+    ]:
         assert not is_layout_path(path)
         with pytest.raises(HubError):
             check_path("release", path, "COMPLETE.json")

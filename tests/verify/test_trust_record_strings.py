@@ -1,5 +1,5 @@
 """Every string of every record is checked on reading: no control character anywhere, each origin field in its own
-character set, a pinned revision a commit id (issue 21, items 1 and 5).
+character set, a pinned revision a commit id.
 
 A hostile publisher writes a release whose records are self-consistent
 (COMPLETE.json resealed): ``verify``, ``recipe`` and ``pull`` must refuse it,
@@ -88,7 +88,11 @@ def test_a_commit_id_recorded_for_a_hub_tokenizer_is_accepted(release):
 def test_verify_and_recipe_refuse_a_hostile_release_and_a_pasted_recipe_runs_nothing(release, tmp_path):
     hostile(release, lambda c: from_the_hub(c, COMMIT + PAYLOAD))
     verified = hf_tokbin("verify", str(release))
-    assert verified.returncode == 1 and len(verified.stderr.strip().splitlines()) == 1 and "tokenizer.revision" in verified.stderr
+    assert (
+        verified.returncode == 1
+        and len(verified.stderr.strip().splitlines()) == 1
+        and "tokenizer.revision" in verified.stderr
+    )
     for target in ("megatron", "llmc", "nanogpt"):
         shell = tmp_path / f"paste-{target}"
         shell.mkdir()
@@ -96,7 +100,9 @@ def test_verify_and_recipe_refuse_a_hostile_release_and_a_pasted_recipe_runs_not
         pasted = subprocess.run(["bash"], input=printed.stdout, capture_output=True, text=True, timeout=60, cwd=shell)
         assert not (shell / "PWNED").exists(), (target, printed.stdout, pasted.stderr)
         if target == "megatron":  # its notes name the tokenizer's revision: the record is refused, nothing printed
-            assert printed.returncode == 1 and "tokenizer.revision" in printed.stderr and printed.stdout == "", printed.stdout
+            assert printed.returncode == 1 and "tokenizer.revision" in printed.stderr and printed.stdout == "", (
+                printed.stdout
+            )
 
 
 def test_a_control_character_in_a_corpus_manifest_is_refused(tmp_path):
@@ -107,7 +113,9 @@ def test_a_control_character_in_a_corpus_manifest_is_refused(tmp_path):
     record = json.loads(path.read_text())
     record["shards"][0]["path"] = "data/train-00000.parquet\n; touch PWNED"
     path.write_text(json.dumps(record))
-    with pytest.raises(TokbinError, match=r"_MANIFEST.json: shards\[0\]\.path: a record's strings hold no control characters"):
+    with pytest.raises(
+        TokbinError, match=r"_MANIFEST.json: shards\[0\]\.path: a record's strings hold no control characters"
+    ):
         CorpusManifest.read(corpus)
 
 
@@ -117,5 +125,7 @@ def test_pull_refuses_a_release_with_a_newline_in_its_tokenizer_revision(release
         hub.seed_repo("tester/hostile", release)
         out = tmp_path / "pulled"
         with pytest.raises(TokbinError, match="tokenizer.revision"):
-            pull_release("tester/hostile", out, endpoint=hub.url, retry=RetryPolicy(attempts=1, base_delay=0.01), progress=False)
+            pull_release(
+                "tester/hostile", out, endpoint=hub.url, retry=RetryPolicy(attempts=1, base_delay=0.01), progress=False
+            )
     assert not out.exists()

@@ -1,4 +1,6 @@
-"""JSON records are read with one line naming the file, whatever they hold, and never read whole beyond a bound (issue 16)."""
+"""JSON records are read with one line naming the file, whatever they hold, and never read whole beyond a
+bound.
+"""
 
 from __future__ import annotations
 
@@ -53,10 +55,15 @@ def test_verify_names_the_record_in_one_line(both, tmp_path, name, text):  # noq
     (copy / name).write_text(text)
     if name != "COMPLETE.json":  # vouch for the new bytes, so the record itself is read
         complete = Complete.read(copy)
-        files = tuple(FileEntry(f.path, (copy / f.path).stat().st_size, sha256_file(copy / f.path)) if f.path == name else f for f in complete.files)
+        files = tuple(
+            FileEntry(f.path, (copy / f.path).stat().st_size, sha256_file(copy / f.path)) if f.path == name else f
+            for f in complete.files
+        )
         Complete(files).write(copy)
     # The CLI in a child process: a traceback or an abort would show in stderr or the exit status.
-    result = subprocess.run([sys.executable, "-m", "hf_tokbin", "verify", str(copy)], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "hf_tokbin", "verify", str(copy)], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 1, result
     assert "Traceback" not in result.stderr
     lines = (result.stderr + result.stdout).strip().splitlines()

@@ -1,4 +1,4 @@
-"""``verify``: the driver decides from records; every token file is read by a task (issue 24)."""
+"""``verify``: the driver decides from records; every token file is read by a task."""
 
 from __future__ import annotations
 
@@ -35,6 +35,9 @@ def test_a_tampered_llmc_id_with_every_count_intact_is_found(copy):
     old = int.from_bytes(data[at : at + 2], "little")
     data[at : at + 2] = (old + 1 if old + 1 != 3 else old + 2).to_bytes(2, "little")
     path.write_bytes(bytes(data))
-    edit_json(directory / llmc.MANIFEST_NAME, lambda m: next(f for f in m["files"] if f["name"] == name).update(sha256=sha256_file(path)))
+    edit_json(
+        directory / llmc.MANIFEST_NAME,
+        lambda m: next(f for f in m["files"] if f["name"] == name).update(sha256=sha256_file(path)),
+    )
     reseal(copy)
     refused(copy, name, "token 2: llm.c ids must be the Megatron documents in part order")

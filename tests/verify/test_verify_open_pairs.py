@@ -24,11 +24,30 @@ PARTS = 16
 def release(tmp_path_factory, request):
     root = tmp_path_factory.mktemp("release")
     jsonl = root / "rows.jsonl"
-    jsonl.write_text("".join(json.dumps({"text": text}) + "\n" for text in stories(PARTS * 20, seed=5)), encoding="utf-8")
+    jsonl.write_text(
+        "".join(json.dumps({"text": text}) + "\n" for text in stories(PARTS * 20, seed=5)), encoding="utf-8"
+    )
     corpus, out = root / "corpus", root / "release"
     assert main(["corpus", "import", str(jsonl), "--out", str(corpus), "--shard-rows", "20"]) == 0
     shuffle = ["--shuffle-seed", request.param] if request.param else []
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet", *shuffle]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                "byte",
+                "--doc-sep",
+                "0",
+                "--out",
+                str(out),
+                "--quiet",
+                *shuffle,
+            ]
+        )
+        == 0
+    )
     assert len(list((out / "receipts").glob("*.json"))) == PARTS
     return out
 
@@ -47,7 +66,9 @@ def test_verify_keeps_few_pairs_open_whatever_the_number_of_parts(release, monke
     verify_release(release)
     assert opened, "verify opened the pairs"
     # All 16 pairs open at once would hold 64 more; one or two at a time hold 8 or fewer.
-    assert max(opened) - before <= 12, f"{max(opened) - before} more file descriptors open while verifying {PARTS} parts"
+    assert max(opened) - before <= 12, (
+        f"{max(opened) - before} more file descriptors open while verifying {PARTS} parts"
+    )
 
 
 @pytest.mark.slow  # a Llama 3 tokenizer
@@ -61,7 +82,25 @@ def test_an_interleaved_llama3_layout_release_verifies_and_its_blocks_out_of_ord
 
     shards = [("train", story_texts(30, seed=s)) for s in range(4)] + [("validation", story_texts(8, seed=9))]
     corpus, out = write_corpus(tmp_path / "corpus", shards), tmp_path / "release"
-    assert main(["build", "--corpus", str(corpus), "--tokenizer", str(llama3_tokenizer_json()), "--llmc-layout", "llama3", "--shuffle-seed", "4", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(llama3_tokenizer_json()),
+                "--llmc-layout",
+                "llama3",
+                "--shuffle-seed",
+                "4",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert verify_release(out).warnings == []
     config = json.loads((out / "run_config.json").read_text())
     config["shuffle"]["seed"] = 5  # another block order: the same ids, the llm.c files no longer in it
@@ -71,7 +110,10 @@ def test_an_interleaved_llama3_layout_release_verifies_and_its_blocks_out_of_ord
     complete = json.loads((out / "COMPLETE.json").read_text())
     for entry in complete["files"]:
         if entry["path"] == "run_config.json":
-            entry["size"], entry["sha256"] = (out / "run_config.json").stat().st_size, sha256_file(out / "run_config.json")
+            entry["size"], entry["sha256"] = (
+                (out / "run_config.json").stat().st_size,
+                sha256_file(out / "run_config.json"),
+            )
     (out / "COMPLETE.json").write_text(json.dumps(complete))
     with pytest.raises(VerificationError, match="seeded block order"):
         verify_release(out)

@@ -35,7 +35,10 @@ def tokenizer(tmp_path_factory):
 def release(tmp_path_factory, tokenizer) -> Path:
     """Both formats; parts 0 and 2 are train with 40 documents each, part 1 is validation."""
     root = tmp_path_factory.mktemp("v")
-    corpus = write_corpus(root / "corpus", [("train", stories(40, seed=6)), ("validation", stories(30, seed=7)), ("train", stories(40, seed=8))])
+    corpus = write_corpus(
+        root / "corpus",
+        [("train", stories(40, seed=6)), ("validation", stories(30, seed=7)), ("train", stories(40, seed=8))],
+    )
     build(plan_build(corpus, tokenizer, root / "release", max_tokens_per_file=800), progress=False)
     return root / "release"
 
@@ -66,7 +69,7 @@ def train_only_copy(train_only, tmp_path) -> Path:
 
 
 def write_llmc_file(directory: Path, name: str, ids, vocab_size: int) -> dict:
-    """Write a seed 000 token file; return the fields of its manifest entry but split and n_docs."""
+    """Write a token file in the llm.c layout; return the fields of its manifest entry but split and n_docs."""
     llmc.write_tokens(directory / name, np.asarray(ids), vocab_size)
     return {"name": name, "n_tokens": len(ids), "sha256": sha256_file(directory / name)}
 
@@ -128,13 +131,19 @@ def test_missing_eod_is_found_even_when_sealed(copy):
 
 
 def test_receipt_counts_that_do_not_add_up(copy):
-    edit_json(copy / "receipts/part-000000.json", lambda obj: obj["splits"]["train"].update(text_tokens=obj["splits"]["train"]["text_tokens"] + 1))
+    edit_json(
+        copy / "receipts/part-000000.json",
+        lambda obj: obj["splits"]["train"].update(text_tokens=obj["splits"]["train"]["text_tokens"] + 1),
+    )
     reseal(copy)
     expect_error(copy, "part-000000.bin", "conservation")
 
 
 def test_stats_that_disagree(copy):
-    edit_json(copy / "stats.json", lambda obj: obj["splits"]["train"].update(documents=obj["splits"]["train"]["documents"] + 1))
+    edit_json(
+        copy / "stats.json",
+        lambda obj: obj["splits"]["train"].update(documents=obj["splits"]["train"]["documents"] + 1),
+    )
     reseal(copy)
     expect_error(copy, "stats.json", "receipts")
 
@@ -179,7 +188,14 @@ def test_is_release_path_leaves_out_every_hidden_component():
 
 
 def test_list_release_paths(tmp_path):
-    for rel in ["COMPLETE.json", "stats.json", "shards/train/part-000000.bin", ".work/x.bin", "shards/train/.part-000001.bin.tmp", ".cache/huggingface/a"]:
+    for rel in [
+        "COMPLETE.json",
+        "stats.json",
+        "shards/train/part-000000.bin",
+        ".work/x.bin",
+        "shards/train/.part-000001.bin.tmp",
+        ".cache/huggingface/a",
+    ]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("x")
     assert list_release_paths(tmp_path) == ["shards/train/part-000000.bin", "stats.json"]
@@ -187,7 +203,11 @@ def test_list_release_paths(tmp_path):
 
 def test_hidden_files_beside_a_release_are_ignored(copy):
     # What a build leaves (.work/, a temporary file) and what `hf download --local-dir` adds (.cache/).
-    for rel in [".work/llmc/part-000000.bin", "shards/train/.part-000000.bin.tmp", ".cache/huggingface/download/stats.json.metadata"]:
+    for rel in [
+        ".work/llmc/part-000000.bin",
+        "shards/train/.part-000000.bin.tmp",
+        ".cache/huggingface/download/stats.json.metadata",
+    ]:
         (copy / rel).parent.mkdir(parents=True, exist_ok=True)
         (copy / rel).write_bytes(b"leftover")
     assert verify_release(copy).splits["train"].documents == 80
@@ -258,7 +278,13 @@ def test_rows_are_checked_per_part_not_only_per_split(copy):
 
 @pytest.mark.parametrize(
     "name, value",
-    [("tokenizer_id", "other"), ("tokenizer_sha256", "0" * 64), ("dataset", "other"), ("version", "v9"), ("corpus_manifest_sha256", "0" * 64)],
+    [
+        ("tokenizer_id", "other"),
+        ("tokenizer_sha256", "0" * 64),
+        ("dataset", "other"),
+        ("version", "v9"),
+        ("corpus_manifest_sha256", "0" * 64),
+    ],
 )
 def test_manifest_identity_must_be_run_configs(copy, name, value):
     edit_json(copy / "tokens/tok/toy/_MANIFEST.json", lambda m: m.update({name: value}))
@@ -284,7 +310,9 @@ def test_forged_llmc_file_for_a_split_without_documents(train_only_copy):
     manifest["files"].append({**entry, "split": "val", "n_docs": 1})
     write_json_atomic(directory / "_MANIFEST.json", manifest)
     reseal(train_only_copy)
-    expect_error(train_only_copy, "_MANIFEST.json", "validation: a split without documents has no llm.c files", "val-00000.bin")
+    expect_error(
+        train_only_copy, "_MANIFEST.json", "validation: a split without documents has no llm.c files", "val-00000.bin"
+    )
 
 
 def test_swapped_pairs_with_equal_counts_are_found(copy):
@@ -343,7 +371,11 @@ def test_n_docs_moved_onto_a_file_whose_text_holds_the_separator(train_only_copy
 
     edit_json(train_only_copy / "tokens/tok/toy/_MANIFEST.json", move_a_document)
     reseal(train_only_copy)
-    expect_error(train_only_copy, "_MANIFEST.json", f"{entries[k]['name']}: n_docs must be the number of documents the file holds")
+    expect_error(
+        train_only_copy,
+        "_MANIFEST.json",
+        f"{entries[k]['name']}: n_docs must be the number of documents the file holds",
+    )
 
 
 def test_llmc_file_starting_inside_a_document(train_only_copy):
@@ -358,10 +390,20 @@ def test_llmc_file_starting_inside_a_document(train_only_copy):
     pieces = [ids[:position], ids[position:]]
     docs_before = int(np.count_nonzero(pieces[0] == separator))  # every separator before the cut starts a document
     n_docs = [docs_before, sum(f["n_docs"] for f in entries) - docs_before]
-    files = [{**write_llmc_file(directory, f"train-{i:05d}.bin", piece, manifest["vocab_size"]), "split": "train", "n_docs": n} for i, (piece, n) in enumerate(zip(pieces, n_docs))]
+    files = [
+        {
+            **write_llmc_file(directory, f"train-{i:05d}.bin", piece, manifest["vocab_size"]),
+            "split": "train",
+            "n_docs": n,
+        }
+        for i, (piece, n) in enumerate(zip(pieces, n_docs))
+    ]
     manifest["files"] = files + [f for f in manifest["files"] if f["split"] != "train"]
     write_json_atomic(directory / "_MANIFEST.json", manifest)
-    edit_json(train_only_copy / "run_config.json", lambda c: c["llmc"].update(max_tokens_per_file=max(map(len, pieces))))  # only the cut is wrong
+    # only the cut is wrong
+    edit_json(
+        train_only_copy / "run_config.json", lambda c: c["llmc"].update(max_tokens_per_file=max(map(len, pieces)))
+    )
     reseal(train_only_copy)
     expect_error(train_only_copy, "train-00001.bin", "must begin where a Megatron document begins")
 
@@ -408,7 +450,9 @@ def test_verify_num_proc_on_the_command_line(release, capsys):
 
 
 def test_verify_num_proc_is_the_number_of_files_checked_at_once(release, monkeypatch):
-    """``verify --num-proc N``: N files at once, as its help says, whatever the cores (a build's file tasks take every core)."""
+    """``verify --num-proc N``: N files at once, as its help says, whatever the cores (a build's file tasks take
+    every core).
+    """
     from hf_tokbin.engines import local
 
     pools = []

@@ -1,4 +1,6 @@
-"""verify recomputes stats.json's counts by source from the receipts, and refuses receipts whose sources do not add up."""
+"""verify recomputes stats.json's counts by source from the receipts, and refuses receipts whose sources do not
+add up.
+"""
 
 from __future__ import annotations
 
@@ -31,7 +33,9 @@ def test_a_receipt_whose_sources_do_not_add_up_is_refused_naming_the_receipt(rel
 
     edit_json(release / "receipts" / "part-000000.json", one_more_web_document)
     reseal_complete(release)
-    refused(release, "receipts/part-000000.json", "the sources' train documents must add up to the split's (nothing lost)")
+    refused(
+        release, "receipts/part-000000.json", "the sources' train documents must add up to the split's (nothing lost)"
+    )
 
 
 def test_a_document_moved_between_sources_in_stats_json_is_refused_naming_stats_json(release):
@@ -47,7 +51,11 @@ def test_a_document_moved_between_sources_in_stats_json_is_refused_naming_stats_
 def test_receipts_of_which_only_some_count_sources_are_refused(release):
     edit_json(release / "receipts" / "part-000001.json", lambda receipt: receipt.pop("sources"))
     reseal(release)
-    refused(release, "receipts/part-000001.json", "every receipt counts its sources: run_config.json's corpus.source_column is 'source'")
+    refused(
+        release,
+        "receipts/part-000001.json",
+        "every receipt counts its sources: run_config.json's corpus.source_column is 'source'",
+    )
 
 
 def test_sources_in_a_release_whose_run_config_names_no_source_column_are_refused(release):
@@ -56,7 +64,11 @@ def test_sources_in_a_release_whose_run_config_names_no_source_column_are_refuse
 
     edit_json(release / "run_config.json", forget)
     reseal(release)
-    refused(release, "receipts/part-000000.json", "no receipt counts sources: run_config.json names no corpus.source_column")
+    refused(
+        release,
+        "receipts/part-000000.json",
+        "no receipt counts sources: run_config.json names no corpus.source_column",
+    )
 
 
 def test_verify_corpus_counts_the_source_column_against_the_manifest(tmp_path):

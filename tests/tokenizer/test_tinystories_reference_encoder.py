@@ -54,7 +54,7 @@ def gpt2():
 
 @pytest.fixture(scope="module")
 def small_bpe(tmp_path_factory):
-    """A byte-level BPE trained the way ``hf-tokbin tokenizer train`` trains seed 002's."""
+    """A byte-level BPE trained the way ``hf-tokbin tokenizer train`` trains it for the TinyStories rules."""
     path = train_bpe(story_texts(400, seed=1), 1000, tmp_path_factory.mktemp("bpe"))
     return Tokenizer.from_file(str(path)), ChunkCacheEncoder.from_tokenizer_json(path)
 
@@ -64,7 +64,10 @@ def _train_byte_level(tmp_path, add_prefix_space=False, ignore_merges=False, add
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=add_prefix_space)
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=700, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+        vocab_size=700,
+        special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
     )
     tokenizer.train_from_iterator(story_texts(300, seed=2), trainer)
     tokenizer.add_tokens(list(added))
@@ -137,7 +140,9 @@ def test_trained_bpe_matches_tokenizers(small_bpe):
         assert encoder.encode(text) == _tokenizers_ids(tokenizer, text)
 
 
-@pytest.mark.parametrize("options", [{"add_prefix_space": True}, {"ignore_merges": True}, {"added": ["Lily", "Lily went"]}])
+@pytest.mark.parametrize(
+    "options", [{"add_prefix_space": True}, {"ignore_merges": True}, {"added": ["Lily", "Lily went"]}]
+)
 def test_byte_level_options_match_tokenizers(tmp_path, options):
     path = _train_byte_level(tmp_path, **options)
     tokenizer, encoder = Tokenizer.from_file(path), ChunkCacheEncoder.from_tokenizer_json(path)
