@@ -1,4 +1,4 @@
-"""The release card says what is true when the build writes it, with YAML no value can break (issue 16)."""
+"""The release card says what is true when the build writes it, with YAML no value can break."""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def test_a_license_outside_the_hubs_list_is_other_with_its_name(copy):
     [("license", "mit\nconfigs:\n-\n---"), ("license", "mit\n---\nconfigs: [x]"), ("language", ["en", "x\ny"])],
 )
 def test_a_record_string_with_a_newline_never_reaches_the_card(copy, field, value):
-    # Refused when run_config.json is read (issue 21.1), before any card is rendered.
+    # Refused when run_config.json is read, before any card is rendered.
     with pytest.raises(TokbinError, match=rf"corpus\.{field}(\[1\])?: a record's strings hold no control characters"):
         with_corpus(copy, **{field: value})
 
@@ -120,7 +120,7 @@ def test_a_dataset_name_cannot_break_the_yaml(copy):
 def test_a_dataset_name_holding_a_newline_is_refused_as_no_folder_name(copy):
     """The dataset names the folder tokens/<tokenizer_id>/<dataset>/: one folder name (rules.is_folder_name)."""
     edit_json(copy / "run_config.json", lambda c: c.update(dataset="yes: no\n---"))
-    # Refused as it is read: no string of a record holds a control character (issue 21.1).
+    # Refused as it is read: no string of a record holds a control character.
     with pytest.raises(
         VerificationError, match="run_config.json: dataset: a record's strings hold no control characters"
     ):

@@ -1,4 +1,4 @@
-"""No credential in a URL a user gave is ever printed: userinfo and secret query parameters are masked (issue 21.7)."""
+"""No credential in a URL a user gave is ever printed: userinfo and secret query parameters are masked."""
 
 from __future__ import annotations
 

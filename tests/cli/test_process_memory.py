@@ -1,4 +1,4 @@
-"""The command's process keeps freed memory for its next batch (``hf_tokbin.cli.reuse_freed_memory``, issue 23).
+"""The command's process keeps freed memory for its next batch (``hf_tokbin.cli.reuse_freed_memory``).
 
 glibc hands a freed large buffer back to the kernel and pyarrow's mimalloc
 purges its pages, so every batch faulted in and zeroed fresh pages: a quarter

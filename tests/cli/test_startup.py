@@ -1,4 +1,4 @@
-"""Start-up: a command imports the libraries it uses, when it uses them (issue 23).
+"""Start-up: a command imports the libraries it uses, when it uses them.
 
 ``hf-tokbin --help`` lists the commands without importing any subcommand's
 libraries, and no command's ``--help`` imports ``datasets``, the Hub client,

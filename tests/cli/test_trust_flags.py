@@ -1,4 +1,4 @@
-"""Flags that do not apply are refused, never recorded as if they did (issue 16)."""
+"""Flags that do not apply are refused, never recorded as if they did."""
 
 from __future__ import annotations
 

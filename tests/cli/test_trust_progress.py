@@ -1,4 +1,4 @@
-"""Progress bars honour --quiet, TQDM_DISABLE and the datasets / Hub variables (issue 16)."""
+"""Progress bars honour --quiet, TQDM_DISABLE and the datasets / Hub variables."""
 
 from __future__ import annotations
 

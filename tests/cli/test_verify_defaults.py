@@ -1,4 +1,4 @@
-"""hf-tokbin verify's defaults (issue 23)."""
+"""hf-tokbin verify's defaults."""
 
 from __future__ import annotations
 

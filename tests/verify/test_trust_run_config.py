@@ -1,4 +1,4 @@
-"""``verify`` checks every run_config.json field a consumer reads to learn the layout against the files (issue 16)."""
+"""``verify`` checks every run_config.json field a consumer reads to learn the layout against the files."""
 
 from __future__ import annotations
 
