@@ -998,6 +998,24 @@ class ByteEncoder:
         return np.frombuffer(b"".join(encoded), dtype=np.uint8), lengths
 
 
+def _recorded_tokenizer(path: str | os.PathLike, sha256: str):
+    """``tokenizer.json`` at ``path`` loaded from its bytes, which must be the ones of digest ``sha256`` (the build's
+    record): a node whose copy differs would encode other ids into a release that names the driver's."""
+    import hashlib
+
+    try:
+        data = open(path, "rb").read()
+    except OSError as e:
+        raise TokenizerError(path, "cannot read tokenizer.json", got=e.strerror or str(e)) from None
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != sha256:
+        raise TokenizerError(
+            path, "tokenizer.json differs from the one the build resolved (its SHA-256)", expected=sha256, got=digest,
+            hint="every node must read the driver's tokenizer.json at the same path",
+        )
+    return load_tokenizer_json(path, data)
+
+
 def encoder_for(
     tokenizer_json: str | os.PathLike | None,
     fast: FastMode = "auto",
@@ -1013,6 +1031,9 @@ def encoder_for(
     if tokenizer_json is None:
         return ByteEncoder()
     resolved = take_resolved_tokenizer(sha256)  # the tokenizer resolve_tokenizer loaded from the bytes of this digest
+    if resolved is None and sha256 is not None:  # another process (a Ray worker): the recorded bytes, or nothing
+        tokenizer = _recorded_tokenizer(tokenizer_json, sha256)
+        return DocumentEncoder(tokenizer, fast, source=os.fspath(tokenizer_json), parse_special=parse_special)
     if resolved is None:
         return DocumentEncoder.from_tokenizer_json(tokenizer_json, fast, parse_special=parse_special)
     tokenizer, vocab_size = resolved

@@ -170,3 +170,24 @@ def test_the_id_space_read_from_the_json_is_the_one_tokenizers_counts(tmp_path, 
     info = resolve_tokenizer(str(tmp_path))
     assert info.vocab_size == vocab_size_of(tokenizer)
     assert info.vocab_size == {"bpe_with_gap": 70_001, "unigram": 4, "wordlevel": 10}[model]
+
+
+def test_a_worker_loading_tokenizer_json_again_refuses_other_bytes_than_the_recorded_ones(tmp_path):
+    # A Ray worker has no resolved tokenizer handed over: it loads the file at the driver's path, and a node whose
+    # copy differs would encode other ids into a release that records the driver's digest.
+    from hf_tokbin.tokenizer.encoder import encoder_for
+
+    folder = tmp_path / "tok"
+    train_bpe(["one two three four five six seven"] * 20, 300, folder)
+    info = resolve_tokenizer(str(folder))
+    encoder_for(info.path, "never", sha256=info.sha256)  # the driver's: takes the handed-over tokenizer
+    same = encoder_for(info.path, "never", sha256=info.sha256)  # a worker's: loads the same bytes again
+    assert same.vocab_size == info.vocab_size
+    config = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    vocab = config["model"]["vocab"]
+    first, second = sorted(vocab)[:2]
+    vocab[first], vocab[second] = vocab[second], vocab[first]  # the same size, other ids
+    (folder / "tokenizer.json").write_text(json.dumps(config), encoding="utf-8")
+    with pytest.raises(TokenizerError, match="SHA-256") as error:
+        encoder_for(info.path, "never", sha256=info.sha256)
+    assert str(folder / "tokenizer.json") in str(error.value) and info.sha256 in str(error.value)
