@@ -365,7 +365,7 @@ def pack_file(plan: BuildPlan, file: FilePlan, progress: bool = False) -> Packed
     output = plan.output
     layout = plan.llmc_layout
     rel = f"{plan.llmc_dir}/{file.name}"
-    # Each range from its part's segment or Megatron .bin (pipeline/llmc_source.py).
+    # Each range from its part's segment or Megatron .bin (plan.stream_file).
     size = write_packed_file(
         output.work / rel, file, layout, plan.tokenizer.vocab_size, functools.partial(copy_llmc_range, plan)
     )
