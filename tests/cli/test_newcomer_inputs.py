@@ -97,8 +97,11 @@ def _model_folder(tokenizer: Path, folder: Path, config: dict | None, tokenizer_
         (None, {"name_or_path": "openai-community/gpt2"}, "gpt2"),
         ({"_name_or_path": "", "model_type": "llama"}, None, "models"),
         (None, None, "models"),
+        ({"_name_or_path": "org/.."}, {"name_or_path": "evil\\..\\x"}, "models"),
+        ({"_name_or_path": "a/b\nc"}, {"name_or_path": 42}, "models"),
+        ([1, 2], {"name_or_path": "org/.hidden"}, "models"),
     ],
-    ids=["config.json", "tokenizer_config.json", "empty-name", "no-name"],
+    ids=["config.json", "tokenizer_config.json", "empty-name", "no-name", "dot-dot", "newline", "not-an-object"],
 )
 def test_the_default_tokenizer_id_is_the_model_name_the_files_give(
     corpus, tokenizer, tmp_path, config, tokenizer_config, expected
