@@ -58,6 +58,8 @@ class BuildPlan:
     llmc_doc_sep: BoundaryToken | None = None
     # Where input shard i is read: a record of hf_tokbin.corpus.source (LocalShards, HubShards), set by plan_build.
     shards: object = None
+    # A mixture (options.mix): each source's corpus record, in --mix order (run_config.json mix.sources[i].corpus).
+    mix_corpora: tuple[dict, ...] = ()
 
     def warnings(self) -> list[str]:
         """What the build prints before it starts: an empty validation split, and an llm.c layout no upstream trainer
@@ -90,9 +92,22 @@ class BuildPlan:
         """The shards' column of source names, counted per source and split; None: not counted.
 
         ``source`` in a corpus folder imported with ``--source-column`` (its manifest counts its sources), else the
-        ``--source-column`` given (a plain Hub repo's own column).
+        ``--source-column`` given (a plain Hub repo's own column). A mixture reads none: :meth:`part_source`.
         """
+        if self.options.mix is not None:
+            return None
         return SOURCE_COLUMN if self.corpus.documents_by_source else self.options.source_column
+
+    @property
+    def counts_sources(self) -> bool:
+        """Whether parts count their documents by source (a source column, or a mixture's corpora)."""
+        return self.source_column is not None or self.options.mix is not None
+
+    def part_source(self, index: int) -> str | None:
+        """A mixture's part: the source its shard belongs to (the combined corpus names it first); else None."""
+        if self.options.mix is None:
+            return None
+        return self.corpus.shards[index].path.partition("/")[0]
 
     @property
     def eod_id(self) -> int | None:
@@ -171,6 +186,7 @@ class BuildPlan:
             options=self.options,
             versions={"hf_tokbin": __version__, "tokenizers": _version("tokenizers")},
             ids=self.given_ids.check.record() if self.given_ids is not None else None,
+            mix=self.options.mix.to_record(list(self.mix_corpora)) if self.options.mix is not None else None,
         )
 
 

@@ -57,7 +57,7 @@ def write_previews(plan: BuildPlan, receipts: list[Receipt]) -> list[str]:
                 rows[ids_column(format)].append(laid_out)
         write_preview(plan.output.work / preview_path(split), rows)
         written.append(preview_path(split))
-    return written + write_pictures(plan.output.work, receipts, by_source=plan.source_column is not None)
+    return written + write_pictures(plan.output.work, receipts, by_source=plan.counts_sources)
 
 
 def layout(plan: BuildPlan, format: str, ids: np.ndarray) -> np.ndarray:

@@ -257,6 +257,7 @@ def plan_build(
     corpus_revision: str | None = None,
     shards=None,
     given_ids=None,
+    mix_corpora: tuple[dict, ...] | list[dict] = (),
     **option_fields,
 ) -> BuildPlan:
     """Check every input and option before any work starts.
@@ -296,6 +297,7 @@ def plan_build(
         corpus_subset=subset,
         given_ids=given_ids,
         llmc_doc_sep=llmc_doc_sep,
+        mix_corpora=tuple(mix_corpora),
     )
     if url:
         plan = dataclasses.replace(plan, scratch_key=scratch_key(plan.out, canonical_json(plan.run_config())))
@@ -549,6 +551,19 @@ def _split_estimate(plan: BuildPlan, split: str, tokens_per_document: float) -> 
 def _sources_line(plan: BuildPlan) -> list[str]:
     """What the build counts by source (receipts' and stats.json's ``sources``): the column, and the sources already
     known."""
+    mix = plan.options.mix
+    if mix is not None:
+        shares = ", ".join(
+            f"{name} {float(share):.1%} ({plan.corpus.documents_by_source.get('train', {}).get(name, 0):,} train "
+            "documents)"
+            for name, share in zip(mix.names, mix.shares)
+        )
+        total = f"{mix.tokens:,} train tokens" if mix.tokens is not None else "the most train tokens without repeats"
+        return [
+            f"mixture: {shares}; {total}, each source at most {mix.max_epochs} time(s) in the llm.c files "
+            f"(seed {plan.options.shuffle_seed}); documents and tokens counted per source in the receipts and "
+            "stats.json"
+        ]
     if plan.source_column is None:
         return []
     known = {name for by_source in plan.corpus.documents_by_source.values() for name in by_source}
