@@ -55,7 +55,8 @@ class LoaderSettings:
         seq_len: sequence length T.
         world_size: processes (GPUs) reading the same files.
         eod_id: the EOD id (default: ``run_config.json``'s).
-        epochs: passes over the whole train split a recipe's step count covers.
+        epochs: passes over the whole train split a recipe's step count covers. A mixture release's Megatron-LM
+            and MaxText recipes train on the mixture's total tokens and refuse any other value than 1.
         eod_loss: ``"train"`` (the loss counts the EOD token, as every llm.c-family
             trainer does: none of them can mask it) or ``"mask"`` (Megatron's
             ``--eod-mask-loss``, MaxText's ``eod_mask_loss``; an error for the

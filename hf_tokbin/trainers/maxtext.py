@@ -31,12 +31,17 @@ from ..formats.release import SHARDS_DIR
 from .base import ERROR, WARNING, Finding, LoaderSettings, RecipeRequest, Trainer, Written, quoted
 from .megatron_pairs import (
     MEGATRON_SEED,
+    VALIDATION_BLEND,
+    Mixture,
+    blend_weights,
     eod_findings,
     megatron_inputs,
     open_pair,
     read_blends,
+    read_mixture,
     read_tokenizer,
     samples_per_epoch,
+    train_samples,
 )
 
 GRAIN_SEPARATORS = "|:;,"  # MaxText grain_train_files syntax
@@ -114,17 +119,20 @@ MAXTEXT_LAUNCHER = (
 
 def _maxtext(root: Path, s: LoaderSettings, index_dir: Path) -> tuple[list[str], list[str]]:
     blends = read_blends(root)
+    mixture = read_mixture(root, blends["train"])
     tok = read_tokenizer(root)
     eod_id = s.eod_id if s.eod_id is not None else tok.eod_id
 
     def files(split: str) -> str:
         # MaxText's blend syntax: IDX_k|prefix_k,weight_k;... A lone spec takes no weight: without ';' the ',W'
         # would be part of the path.
-        specs = [(f"{index_dir / f'{split}-{k}'}|{prefix}", n) for k, (n, prefix) in enumerate(blends[split])]
-        return specs[0][0] if len(specs) == 1 else ";".join(f"{spec},{n}" for spec, n in specs)
+        blend = blends[split]
+        weights = blend_weights(blend, mixture if split == "train" else None)
+        specs = [(f"{index_dir / f'{split}-{k}'}|{pair.prefix}", w) for k, (pair, w) in enumerate(zip(blend, weights))]
+        return specs[0][0] if len(specs) == 1 else ";".join(f"{spec},{w}" for spec, w in specs)
 
     global_batch = s.batch_size * s.world_size
-    steps = max(1, s.epochs * samples_per_epoch(blends["train"], s.seq_len) // global_batch)
+    steps = max(1, train_samples(root, blends["train"], s, mixture) // global_batch)
     # train.py evaluates only when eval_interval > 0; each evaluation draws eval_steps global batches.
     eval_steps = samples_per_epoch(blends.get("validation", []), s.seq_len) // global_batch
     args = ["dataset_type=grain", "grain_file_type=mmap_npy", f"grain_train_files={files('train')}"]
@@ -149,19 +157,32 @@ def _maxtext(root: Path, s: LoaderSettings, index_dir: Path) -> tuple[list[str],
         args += ["tokenizer_type=huggingface", f"tokenizer_path={tok.shipped}"]
     lines = [MAXTEXT_LAUNCHER + " \\", *(shlex.quote(a) + " \\" for a in args)]
     lines[-1] = lines[-1][:-2]
-    notes = _maxtext_notes(root, s, index_dir, tok.shipped is not None, steps, eval_steps, eod_id)
+    notes = _maxtext_notes(root, s, index_dir, tok.shipped is not None, steps, eval_steps, eod_id, mixture)
     return lines, notes
 
 
 def _maxtext_notes(
-    root: Path, s: LoaderSettings, index_dir: Path, shipped: bool, steps: int, eval_steps: int, eod_id: int | None
+    root: Path,
+    s: LoaderSettings,
+    index_dir: Path,
+    shipped: bool,
+    steps: int,
+    eval_steps: int,
+    eod_id: int | None,
+    mixture: Mixture | None,
 ) -> list[str]:
     global_batch = s.batch_size * s.world_size
+    length = (
+        f"the train split {s.epochs} time(s)"
+        if mixture is None
+        else f"the mixture's {mixture.total:,} train tokens // max_target_length, in whole global batches"
+    )
     notes = [
         "needs maxtext >= 0.2.5 (Python >= 3.12); MaxText's git main at the commit checked has no mmap/mmap_npy "
         "reader",
         f"steps={steps:,} x per_device_batch_size x devices ({global_batch:,} at world size {s.world_size}) samples: "
-        f"the train split {s.epochs} time(s)",
+        f"{length}",
+        *([] if mixture is None else [mixture.shares_note(), VALIDATION_BLEND]),
         "the sample order equals Megatron's (hf-tokbin recipe --for megatron with the same -B -T --world-size "
         "--epochs): same prefixes, weights, "
         "seed, seq length and sample count (steps * global batch); the folder form "

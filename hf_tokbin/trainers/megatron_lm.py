@@ -33,14 +33,17 @@ from ..formats.rules import UINT16_VOCAB_LIMIT
 from .base import ERROR, WARNING, Finding, LoaderSettings, RecipeRequest, Trainer, Written, quoted
 from .megatron_pairs import (
     MEGATRON_SEED,
+    VALIDATION_BLEND,
     ReleaseTokenizer,
     data_path,
     eod_findings,
     megatron_inputs,
     open_pair,
     read_blends,
+    read_mixture,
     read_tokenizer,
     samples_per_epoch,
+    train_samples,
 )
 
 MEGATRON_UINT16_BELOW = 65500  # megatron-core DType.optimal_dtype
@@ -172,15 +175,16 @@ def _continued(argv: list[str], breaks: tuple[str, ...]) -> list[str]:
 
 def _megatron(root: Path, s: LoaderSettings) -> tuple[list[list[str]], list[str]]:
     blends = read_blends(root)
+    mixture = read_mixture(root, blends["train"])
     tok = read_tokenizer(root)
     eod_id = s.eod_id if s.eod_id is not None else tok.eod_id
     tok_flags, notes = _megatron_tokenizer(tok, eod_id)
     global_batch = s.batch_size * s.world_size
-    train_samples = s.epochs * samples_per_epoch(blends["train"], s.seq_len)
+    samples = train_samples(root, blends["train"], s, mixture)
     val_samples = samples_per_epoch(blends.get("validation", []), s.seq_len)
     eval_iters = max(1, val_samples // global_batch) if val_samples else 0
     argv = ["torchrun", "--standalone", f"--nproc_per_node={s.world_size}", "pretrain_gpt.py"]
-    argv += ["--train-data-path", *data_path(blends["train"])]
+    argv += ["--train-data-path", *data_path(blends["train"], mixture)]
     if eval_iters:
         argv += ["--valid-data-path", *data_path(blends["validation"])]
     argv += [
@@ -191,16 +195,25 @@ def _megatron(root: Path, s: LoaderSettings) -> tuple[list[list[str]], list[str]
         "--global-batch-size",
         str(global_batch),
     ]
-    argv += ["--train-samples", str(train_samples), "--seed", str(MEGATRON_SEED)]
+    argv += ["--train-samples", str(samples), "--seed", str(MEGATRON_SEED)]
     argv += ["--eval-iters", str(eval_iters)]
     if eval_iters:
-        argv += ["--eval-interval", str(max(1, min(1000, train_samples // global_batch)))]
+        argv += ["--eval-interval", str(max(1, min(1000, samples // global_batch)))]
     argv += tok_flags
     argv += ["--reset-position-ids", "--reset-attention-mask"] + (["--eod-mask-loss"] if s.eod_loss == "mask" else [])
+    length = (
+        f"--train-samples {samples:,}: every pair's (tokens - 1) // seq_length samples, {s.epochs} time(s)"
+        if mixture is None
+        else f"--train-samples {samples:,}: the mixture's {mixture.total:,} train tokens // seq_length"
+    )
+    if mixture is None:
+        weights = ["weights are each pair's tokens, so every pair is drawn in proportion to its size"]
+    else:
+        weights = [mixture.shares_note(), VALIDATION_BLEND]
+    weights[0] += "; prefixes carry no .bin/.idx"
     notes = notes + [
-        f"--train-samples {train_samples:,}: every pair's (tokens - 1) // seq_length samples, {s.epochs} time(s); "
-        "Megatron-LM then wants the schedule in samples too (--lr-decay-samples, --lr-warmup-samples, not the "
-        "*-iters)",
+        f"{length}; Megatron-LM then wants the schedule in samples too (--lr-decay-samples, --lr-warmup-samples, "
+        "not the *-iters)",
         (
             f"--eval-iters {eval_iters} x global batch {global_batch} = the validation split's {val_samples:,} samples"
             if eval_iters
@@ -209,10 +222,9 @@ def _megatron(root: Path, s: LoaderSettings) -> tuple[list[list[str]], list[str]
         "add the model and optimizer: --num-layers --hidden-size --num-attention-heads --max-position-embeddings (>= "
         "--seq-length) --lr "
         "(Megatron-LM requires them; it trains from scratch unless --load names a checkpoint)",
-        "weights are each pair's tokens, so every pair is drawn in proportion to its size; prefixes carry no "
-        ".bin/.idx",
-        f"or one blend with a split: --data-path {shlex.join(data_path(blends['train']))} --split 100,0,0 (the "
-        "release's validation split stays out)",
+        *weights,
+        f"or one blend with a split: --data-path {shlex.join(data_path(blends['train'], mixture))} --split 100,0,0 "
+        "(the release's validation split stays out)",
         "EOD loss: "
         f"{'masked (--eod-mask-loss)' if s.eod_loss == 'mask' else EOD_TRAINED}; "
         "--reset-position-ids --reset-attention-mask restart attention and positions after each EOD",
@@ -221,7 +233,8 @@ def _megatron(root: Path, s: LoaderSettings) -> tuple[list[list[str]], list[str]
         "of several pairs has a path_to_cache "
         "(BlendedDataset._build_indices calls torch.distributed.get_rank()): init_process_group('gloo', world_size=1) "
         "in one process",
-        "one pair per split instead: hf-tokbin merge RELEASE --out DIR, then DIR/<split> is the only prefix",
+        "one pair per split instead: hf-tokbin merge RELEASE --out DIR, then DIR/<split> is the only prefix"
+        + ("" if mixture is None else " (its train pair is no mixture: every document once)"),
     ]
     return [argv], notes
 

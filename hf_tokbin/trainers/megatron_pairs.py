@@ -3,16 +3,30 @@
 A release's blends come from its receipts (each pair's tokens as counted when
 it was written), so a recipe names every pair the release holds; a folder of
 pairs without receipts is read pair by pair.
+
+A blend weighs each pair by its tokens, so every pair is drawn in proportion
+to its size. A mixture release (``run_config.json``'s ``mix``:
+:mod:`hf_tokbin.formats.mixture`) weighs its train pairs by the mixture
+instead: pair p of source s weighs ``share_s * tokens_p / tokens_s``, so the
+trainer draws each source its share, and each pair of a source in proportion
+to its size. Its train length is the mixture's total ``T`` tokens
+(:func:`mixture_total`). Its validation blend weighs every pair by its tokens:
+every validation document of every source, in their own proportions.
 """
 
 from __future__ import annotations
 
+import decimal
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
+from typing import NamedTuple
 
 from .._io import read_json
 from ..errors import FormatError
 from ..formats import megatron
+from ..formats.mixture import MixtureSpec
 from ..formats.release import (
     COMPLETE_NAME,
     PARTIAL_NAME,
@@ -28,9 +42,23 @@ from ..formats.release import (
 )
 from ..formats.run_config import RunConfig
 from ..readers.views import find_megatron_pairs
-from .base import ERROR, INFO, Finding, error_text, open_or_finding
+from .base import ERROR, INFO, Finding, LoaderSettings, error_text, open_or_finding
 
 MEGATRON_SEED = 1234  # Megatron-LM --seed default; MaxText's mmap_npy seed default is the same
+WEIGHT_DIGITS = 12  # significant digits of a mixture's printed weights (Megatron and MaxText normalize them)
+VALIDATION_BLEND = (
+    "the validation blend weighs each pair by its tokens: every validation document of every source, in their own "
+    "proportions"
+)
+
+
+class BlendPair(NamedTuple):
+    """One pair of a blend: its tokens, its path prefix (no .bin/.idx) and the source its receipt counts (a mixture
+    release's part counts exactly one; None otherwise)."""
+
+    tokens: int
+    prefix: str
+    source: str | None = None
 
 
 def megatron_inputs(path: Path) -> tuple[list[tuple[str | None, list[Path]]], int | None, int | None]:
@@ -108,7 +136,7 @@ def eod_findings(path: Path, eod_id: int | None, setting: str, level_if_unknown:
     return [Finding(INFO, str(path), "eod", f"set {setting}{eod_id}")]
 
 
-def _receipt_blends(root: Path) -> dict[str, list[tuple[int, str]]]:
+def _receipt_blends(root: Path) -> dict[str, list[BlendPair]]:
     """A release's blends from its receipts (each pair's tokens as counted when it was written).
 
     Every pair a receipt lists must be here (its ``.idx``): a recipe over the
@@ -136,11 +164,12 @@ def _receipt_blends(root: Path) -> dict[str, list[tuple[int, str]]]:
                     "split",
                     hint="pull or copy the whole release (hf-tokbin verify names what is missing)",
                 )
-            blends.setdefault(split, []).append((counts.total_tokens, str(idx.with_suffix(""))))
+            source = next(iter(receipt.sources)) if receipt.sources and len(receipt.sources) == 1 else None
+            blends.setdefault(split, []).append(BlendPair(counts.total_tokens, str(idx.with_suffix("")), source))
     return blends
 
 
-def read_blends(root: Path) -> dict[str, list[tuple[int, str]]]:
+def read_blends(root: Path) -> dict[str, list[BlendPair]]:
     """Per split: (tokens, prefix) of every non-empty pair, in part order; prefixes without .bin/.idx."""
     if (root / RECEIPTS_DIR).is_dir():
         blends = _receipt_blends(root)
@@ -153,19 +182,116 @@ def read_blends(root: Path) -> dict[str, list[tuple[int, str]]]:
         splits = [("train", find_megatron_pairs(root))]
     blends = {}
     for split, pairs in splits:
-        entries = [(megatron.MegatronPair(idx).n_tokens, str(idx.with_suffix(""))) for idx in pairs]
-        blends[split] = [(n, prefix) for n, prefix in entries if n > 0]
+        entries = [BlendPair(megatron.MegatronPair(idx).n_tokens, str(idx.with_suffix(""))) for idx in pairs]
+        blends[split] = [pair for pair in entries if pair.tokens > 0]
     if not blends.get("train"):
         raise FormatError(root, "no Megatron train pairs with tokens", hint="build with --format megatron")
     return blends
 
 
-def data_path(blend: list[tuple[int, str]]) -> list[str]:
-    """Megatron's weighted form: ``W1 PREFIX1 W2 PREFIX2 ...``, weights = tokens (Megatron normalizes them)."""
-    return [x for n, prefix in blend for x in (str(n), prefix)]
+@dataclass(frozen=True)
+class Mixture:
+    """A mixture release's train blend: the spec, each source's train tokens over its pairs and the total ``T``."""
+
+    spec: MixtureSpec
+    source_tokens: tuple[int, ...]  # in --mix order
+    total: int  # T: the train tokens the mixture was built for (mixture_total)
+
+    def share(self, source: str) -> Fraction:
+        return self.spec.shares[self.spec.names.index(source)]
+
+    def weight(self, pair: BlendPair) -> Fraction:
+        """``share_s * tokens_p / tokens_s``: pair p of source s, exactly."""
+        return self.share(pair.source) * pair.tokens / self.source_tokens[self.spec.names.index(pair.source)]
+
+    def epochs(self) -> tuple[float, ...]:
+        """How many times ``T`` tokens draw each source's train tokens (above 1: it repeats)."""
+        return tuple(float(share * self.total / n) for share, n in zip(self.spec.shares, self.source_tokens))
+
+    def shares_note(self) -> str:
+        """One note: each source's share of the train samples, and the times its tokens are drawn."""
+        shares = ", ".join(
+            f"{name}={float(share):.4g} ({epochs:.2f} epochs)"
+            for name, share, epochs in zip(self.spec.names, self.spec.shares, self.epochs())
+        )
+        return (
+            f"the train blend gives each source its share of the mixture's {self.total:,} tokens: {shares}; pair p of "
+            "source s weighs share_s x tokens_p / tokens_s, so the pairs of a source are drawn in proportion to their "
+            "tokens; a source drawn past its tokens repeats (another epoch of its pairs), up to the build's "
+            f"--max-epochs {self.spec.max_epochs}"
+        )
 
 
-def samples_per_epoch(blend: list[tuple[int, str]], seq_len: int) -> int:
+def read_mixture(root: Path, train: list[BlendPair]) -> Mixture | None:
+    """The mixture of a release whose ``run_config.json`` names one (``mix``); None for any other release or folder.
+
+    Every train pair must come from one of its sources (its receipt counts exactly one), and every source must have
+    train tokens.
+    """
+    path = root / RUN_CONFIG_NAME
+    if not path.is_file():
+        return None
+    spec = RunConfig.read(path).options.mix
+    if spec is None:
+        return None
+    for pair in train:
+        if pair.source not in spec.names:
+            raise FormatError(
+                root / RECEIPTS_DIR,
+                "a mixture's part counts one source of its mix",
+                expected=", ".join(spec.names),
+                got=f"{Path(pair.prefix).name}: {pair.source}",
+            )
+    source_tokens = tuple(sum(p.tokens for p in train if p.source == name) for name in spec.names)
+    empty = [name for name, n in zip(spec.names, source_tokens) if n == 0]
+    if empty:
+        raise FormatError(root / RECEIPTS_DIR, "every source of a mixture has train tokens", got=", ".join(empty))
+    return Mixture(spec, source_tokens, mixture_total(root, spec, source_tokens))
+
+
+def mixture_total(root: Path, spec: MixtureSpec, source_tokens: tuple[int, ...]) -> int:
+    """``T``, the train tokens the mixture of the release at ``root`` was built for: ``--tokens``, else the largest
+    total the shares allow without repeating a source, ``min_s floor(tokens_s / share_s)`` (exact)."""
+    if spec.tokens is not None:
+        return spec.tokens
+    return min(math.floor(Fraction(n) / share) for n, share in zip(source_tokens, spec.shares))
+
+
+def blend_weights(blend: list[BlendPair], mixture: Mixture | None = None) -> list[str]:
+    """Each pair's weight as printed: its tokens, or in a mixture's train blend ``share_s * tokens_p / tokens_s`` as
+    a decimal of :data:`WEIGHT_DIGITS` significant digits (the trainer normalizes them)."""
+    if mixture is None:
+        return [str(pair.tokens) for pair in blend]
+    return [_decimal(mixture.weight(pair)) for pair in blend]
+
+
+def _decimal(value: Fraction) -> str:
+    with decimal.localcontext() as context:
+        context.prec = WEIGHT_DIGITS
+        return format(decimal.Decimal(value.numerator) / decimal.Decimal(value.denominator), "f")
+
+
+def data_path(blend: list[BlendPair], mixture: Mixture | None = None) -> list[str]:
+    """Megatron's weighted form: ``W1 PREFIX1 W2 PREFIX2 ...`` (:func:`blend_weights`; Megatron normalizes them)."""
+    return [x for weight, pair in zip(blend_weights(blend, mixture), blend) for x in (weight, pair.prefix)]
+
+
+def samples_per_epoch(blend: list[BlendPair], seq_len: int) -> int:
     """GPTDataset's samples per epoch summed over the pairs: ``(tokens - 1) // seq_length`` each
     (add_extra_token_to_sequence)."""
-    return sum(max(0, n - 1) // seq_len for n, _ in blend)
+    return sum(max(0, pair.tokens - 1) // seq_len for pair in blend)
+
+
+def train_samples(root: Path, blend: list[BlendPair], s: LoaderSettings, mixture: Mixture | None) -> int:
+    """The samples of seq_length tokens a recipe trains on: ``--epochs`` passes over the train split, or a mixture's
+    ``T`` tokens (``T // seq_length``), for which ``--epochs`` is refused."""
+    if mixture is None:
+        return s.epochs * samples_per_epoch(blend, s.seq_len)
+    if s.epochs != 1:
+        raise FormatError(
+            root,
+            "--epochs applies to a release without a mixture: a mixture trains on the T tokens it was built for",
+            got=f"--epochs {s.epochs}",
+            hint="build the mixture again with a larger --tokens (--max-epochs caps each source's repeats)",
+        )
+    return mixture.total // s.seq_len

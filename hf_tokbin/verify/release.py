@@ -1073,12 +1073,15 @@ def _inside_pair(bin_path: Path, tokens: dict[str, BoundaryToken]) -> list[tuple
 
 
 def _check_stats(root: Path, config: RunConfig, receipts: list[Receipt]) -> None:
-    uncounted = [r.part for r in receipts if (r.sources is None) != (config.source_column is None)]
+    counted = config.source_column is not None or config.options.mix is not None  # a mixture: parts by source
+    uncounted = [r.part for r in receipts if (r.sources is not None) != counted]
     # a receipt without sources in a build that counted them (or the reverse) would hide documents from stats.json
     if uncounted:
         rule = (
             f"every receipt counts its sources: run_config.json's corpus.source_column is {config.source_column!r}"
             if config.source_column
+            else "every receipt counts its sources: run_config.json names a mixture (mix)"
+            if counted
             else "no receipt counts sources: run_config.json names no corpus.source_column"
         )
         raise VerificationError(root / receipt_path(uncounted[0]), rule)
