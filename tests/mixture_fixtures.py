@@ -10,9 +10,9 @@ import random
 from pathlib import Path
 
 import numpy as np
+from release_fixtures import write_corpus
 
 from hf_tokbin.formats import llmc
-from release_fixtures import write_corpus
 
 ENGLISH = "the cat sat on a mat and then ran away quickly to see the sun over the hill".split()
 FRENCH = "le chat est assis sur le tapis puis il court vite voir le soleil sur la colline".split()

@@ -11,11 +11,11 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
+from mixture_fixtures import SEPARATOR, llmc_documents, source_of, write_mixture_corpora
 
 import hf_tokbin
 from hf_tokbin.cli import main
 from hf_tokbin.errors import BuildError
-from mixture_fixtures import SEPARATOR, llmc_documents, source_of, write_mixture_corpora
 
 MIX = "en=0.5,fr=0.3,code=0.2"
 TOKENS = 120_000  # code (about 26,000 tokens) needs about 0.9 epochs, fr 1.3: upsampled, under --max-epochs 2
@@ -79,7 +79,8 @@ def test_shares_hold_over_the_stream_and_in_every_window(mixed):
 
 def test_whole_documents_repeated_at_most_the_cap(mixed, corpora):
     texts = corpus_texts(corpora)
-    seen = collections.Counter(bytes(d.astype("uint8")) for d in llmc_documents(mixed / "tokens" / "byte" / "en-fr-code"))
+    documents = llmc_documents(mixed / "tokens" / "byte" / "en-fr-code")
+    seen = collections.Counter(bytes(d.astype("uint8")) for d in documents)
     for text, times in seen.items():
         source = text[:1].decode()
         name = {"E": "en", "F": "fr", "C": "code"}[source]
