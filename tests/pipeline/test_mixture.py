@@ -140,3 +140,13 @@ def test_weights_that_do_not_add_up_are_normalised_and_said(corpora, tmp_path, c
     argv = ["build", *corpus_args, "--tokenizer", "byte", "--doc-sep", "0", "--out", str(tmp_path / "r"), "--quiet"]
     assert main([*argv, "--mix", "en=5,fr=3,code=2", "--dry-run"]) == 0
     assert "add up to 10, not 1: taken as shares en=0.5, fr=0.3, code=0.2" in capsys.readouterr().out
+
+
+def test_the_card_and_summary_show_each_source_against_its_target(mixed):
+    card = (mixed / "README.md").read_text()
+    stats = json.loads((mixed / "stats.json").read_text())["mixture"]
+    assert f"Mixture of {stats['tokens']:,} train tokens" in card
+    for name, source in stats["sources"].items():
+        held = source["llmc"]
+        row = f"| `{name}` | {source['target_share']:.1%} | {held['share']:.1%} | {held['epochs']:.2f} |"
+        assert row in card
