@@ -150,3 +150,12 @@ def test_the_card_and_summary_show_each_source_against_its_target(mixed):
         held = source["llmc"]
         row = f"| `{name}` | {source['target_share']:.1%} | {held['share']:.1%} | {held['epochs']:.2f} |"
         assert row in card
+
+
+def test_a_source_without_train_documents_is_refused_at_the_plan(corpora, tmp_path):
+    from release_fixtures import write_corpus
+
+    empty = write_corpus(tmp_path / "math", [("validation", ["Mx = 1"])], name="math")
+    with pytest.raises(BuildError, match="source math has no train documents"):
+        build([*corpora, empty], tmp_path / "r", mix="en=0.5,fr=0.2,code=0.2,math=0.1")
+    assert not (tmp_path / "r").exists()
