@@ -135,12 +135,49 @@ def _planned(source, tokenizer, out, options, tokenizer_choice: dict, corpus_cho
     if not isinstance(tokenizer, TokenizerInfo):
         choice = dict(tokenizer_choice)
         tokenizer = resolve_tokenizer(os.fspath(tokenizer), choice.pop("tokenizer_id"), **choice)
+    if options.mix is not None:
+        found, records = mixed_corpus(source, options.mix, corpus_choice["name"], corpus_choice)
+        corpus.update(origin=f"a mixture of {', '.join(options.mix.names)}", revision=None)
+        yield plan_build(found.root, tokenizer, out, options, shards=found.shards, mix_corpora=records)
+        return
     with corpus_for_build(source, out, **corpus_choice) as (found, origin, given):
         corpus.update(origin=origin, revision=found.revision)
         yield plan_build(
             found.root, tokenizer, out, options_for_corpus(options, origin), corpus_source=found.source,
             corpus_revision=found.revision, shards=found.shards, given_ids=given,
         )
+
+
+def mixed_corpus(source, mix, name: str | None, corpus_choice: dict):
+    """A mixture's corpora (``source``: one corpus folder or Hub repo per source) as one combined corpus, and each
+    source's corpus record (:func:`hf_tokbin.corpus.mixture.combine_corpora`)."""
+    from .corpus.mixture import combine_corpora
+    from .corpus.source import resolve_corpus_source
+    from .errors import BuildError
+
+    items = [source] if isinstance(source, (str, os.PathLike)) else source
+    items = list(items) if isinstance(items, (list, tuple)) else []
+    if not items or not all(_is_corpus_or_repo(item) for item in items):
+        paths = all(isinstance(i, (str, os.PathLike)) for i in items)
+        raise BuildError(
+            None,
+            "--mix takes one --corpus per source, each a corpus folder or a Hub dataset repo (its name names it)",
+            got=", ".join(map(os.fspath, items)) if items and paths else type(source).__name__,
+            hint="write other inputs as a corpus first: hf-tokbin corpus import FILES --out DIR --name NAME",
+        )
+    if any(corpus_choice["hub_choice"]):
+        raise BuildError(
+            None, "--corpus-revision, --corpus-config and --corpus-split apply to one corpus, not to a mixture"
+        )
+    if len(items) != len(mix.names):
+        raise BuildError(
+            ", ".join(map(os.fspath, items)),
+            "--mix names each --corpus once",
+            expected=f"{len(mix.names)} corpora ({', '.join(mix.names)})",
+            got=f"{len(items)}",
+        )
+    found = [resolve_corpus_source(os.fspath(item), plan_only=corpus_choice["plan_only"]) for item in items]
+    return combine_corpora(found, mix.names, name if name is not None else "-".join(mix.names))
 
 
 IMPORTED_FILES, IMPORTED_DATASET = "files", "in-memory dataset"  # where a corpus written by corpus_for_build came from

@@ -15,6 +15,7 @@ from ..formats.build_options import (
     option_names,
 )
 from ..formats.llmc import DEFAULT_MAX_TOKENS
+from ..formats.mixture import MixtureSpec
 from ..formats.run_config import LLMC_VARIANTS
 from .corpus import positive_int
 from .output import add_json_flag, emit, say
@@ -46,9 +47,16 @@ CHECK_IDS_HELP = (
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--corpus", required=True, help="a corpus folder (hf-tokbin corpus), a Hub dataset repo "
-        "NS/NAME, or input files, folders, globs or hf:// paths (written as a temporary corpus, as corpus import "
-        "does)")
+    parser.add_argument("--corpus", required=True, action="append", help="a corpus folder (hf-tokbin corpus), a Hub "
+        "dataset repo NS/NAME, or input files, folders, globs or hf:// paths (written as a temporary corpus, as corpus "
+        "import does); with --mix, once per source")
+    parser.add_argument("--mix", default=None, metavar="NAME=W,...", help="one release from several --corpus in "
+        "these proportions of train tokens, each corpus named by its corpus name (weights are normalised): the llm.c "
+        "files hold the mixture, Megatron/MaxText recipes blend the pairs")
+    parser.add_argument("--tokens", default=None, metavar="N", help="--mix: train tokens in all, e.g. 500M or 2B "
+        "(default: the most the shares allow without repeating any source)")
+    parser.add_argument("--max-epochs", type=positive_int, default=None, metavar="E", help="--mix: the most times a "
+        "source's documents may repeat to meet its share (default 1: never)")
     parser.add_argument("--corpus-revision", default=None,
         help="pinned revision of a Hub corpus (resolved to its commit id)")
     # -- corpus choice and planning (docs/corpus.md)
@@ -114,9 +122,23 @@ def build_options(args) -> BuildOptions:
     either of its names."""
     if args.llmc_layout is not None and args.llmc_variant is not None:
         raise BuildError(args.out, "give the llm.c layout once: --llmc-layout (--llmc-variant is its deprecated name)")
-    given = {name: getattr(args, name) for name in option_names()}
+    given = {name: getattr(args, name) for name in option_names() if name != "mix"}
+    given["mix"] = _mixture(args)
     given["llmc_layout"] = args.llmc_layout or LLMC_VARIANTS[args.llmc_variant or "seed000"]
     return BuildOptions(**given)
+
+
+def _mixture(args) -> MixtureSpec | None:
+    """``--mix``, ``--tokens`` and ``--max-epochs`` as one record; a mixture takes one --corpus per source."""
+    if args.mix is None:
+        if args.tokens is not None or args.max_epochs is not None:
+            raise BuildError(args.out, "--tokens and --max-epochs apply to a mixture: give --mix")
+        if len(args.corpus) > 1:
+            raise BuildError(
+                ", ".join(args.corpus), "several --corpus make a mixture: give --mix NAME=W,... naming each"
+            )
+        return None
+    return MixtureSpec.parse(args.mix, args.tokens, args.max_epochs if args.max_epochs is not None else 1)
 
 
 def run(args) -> int:
@@ -125,7 +147,7 @@ def run(args) -> int:
     from ..tokenizer.resolve import token_or_id
 
     summary = build_release(
-        args.corpus,
+        args.corpus[0] if len(args.corpus) == 1 else args.corpus,
         args.tokenizer,
         args.out,
         progress=show_progress(args.quiet),
@@ -160,6 +182,9 @@ def _report_plan(args, plan) -> None:
         say(args, line)
     for line in plan.warnings():
         print(line, file=sys.stderr)
+    note = plan.options.mix.normalised_note() if plan.options.mix is not None else None
+    if note is not None:
+        say(args, note)
     if not args.dry_run and args.tokenizer_id is None and plan.tokenizer.source != "byte":
         tokenizer_id = plan.tokenizer.tokenizer_id  # a default id: say where it shows, and its flag
         say(

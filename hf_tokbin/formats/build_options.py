@@ -20,6 +20,7 @@ from typing import Literal, get_args
 from ..errors import BuildError, shown
 from . import llmc, megatron
 from .llmc_order import INTERLEAVED_SCOPE
+from .mixture import MixtureSpec
 from .records import checked_field, is_count
 from .release import FORMATS
 from .rules import SOURCE_NAME_RULE, is_source_name
@@ -66,6 +67,8 @@ class BuildOptions:
         source_column: the input's column of source names, counted per source and split in the receipts and
             ``stats.json`` (input files: copied as the corpus's ``source`` column; a plain Hub repo: read as it is).
             A corpus folder made with ``--source-column`` is counted by source without it.
+        mix: a mixture of several corpora (``--mix``, ``--tokens``, ``--max-epochs``: :mod:`.mixture`); None: one
+            corpus. Its documents are shuffled (``shuffle_seed``, 0 unless given).
     """
 
     formats: tuple[Format, ...] = FORMATS
@@ -79,6 +82,7 @@ class BuildOptions:
     shuffle_seed: int | None = None
     limit: int | None = None
     source_column: str | None = None
+    mix: MixtureSpec | None = None
 
     def __post_init__(self) -> None:
         formats = (self.formats,) if isinstance(self.formats, str) else tuple(self.formats)
@@ -117,6 +121,18 @@ class BuildOptions:
             f"--source-column must name a column: {SOURCE_NAME_RULE}",
             shown(self.source_column),
         )
+        if isinstance(self.mix, str):  # "web=0.6,code=0.4", as --mix takes it
+            object.__setattr__(self, "mix", MixtureSpec.parse(self.mix))
+        elif isinstance(self.mix, dict):  # {"web": 0.6, "code": 0.4}
+            object.__setattr__(self, "mix", MixtureSpec(tuple(self.mix.items())))
+        if self.mix is not None:
+            _check(isinstance(self.mix, MixtureSpec), "mix must be NAME=W,... or a MixtureSpec", self.mix)
+            _check(self.limit is None, "--limit cannot cut a mixture: give --tokens", self.limit)
+            _check(
+                self.source_column is None, "--source-column: a mixture names its sources by corpus", self.source_column
+            )
+            if self.shuffle_seed is None:  # a mixture draws and interleaves documents by a seed: 0 unless given
+                object.__setattr__(self, "shuffle_seed", 0)
 
     @classmethod
     def of(cls, options: BuildOptions | None = None, **fields_given) -> BuildOptions:

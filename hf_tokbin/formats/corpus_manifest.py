@@ -52,7 +52,9 @@ from .rules import FOLDER_NAME_RULE, MAX_SOURCES, SOURCE_NAME_RULE, is_folder_na
 MANIFEST_NAME = "_MANIFEST.json"
 FORMAT = "hf_tokbin.corpus/1"
 SPLITS = ("train", "validation")
-SPLIT_RULES = ("files", "column", "sha256", "all-train")  # and sha256-per-mille-N (N of 1000 in validation, 2..999)
+PER_SOURCE_RULE = "per-source"  # a mixture of corpora split by different rules (hf_tokbin.corpus.mixture)
+# and sha256-per-mille-N (N of 1000 in validation, 2..999)
+SPLIT_RULES = ("files", "column", "sha256", "all-train", PER_SOURCE_RULE)
 LICENSE_ID = re.compile(r"[a-z0-9][a-z0-9.+-]{0,63}")
 LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8})*")
 _PER_MILLE_RULE = re.compile(r"sha256-per-mille-([1-9][0-9]{0,2})")
@@ -95,6 +97,7 @@ SPLIT_RULE_TEXT = _SplitRuleText({
         "read big-endian, are 0 modulo 1000; otherwise train. Identical texts share a split; repeats are all kept."
     ),
     "all-train": "Every document is train; there is no validation split.",
+    PER_SOURCE_RULE: "Each source of the mixture keeps its own corpus's split (run_config.json mix.sources).",
 })
 
 

@@ -96,10 +96,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..errors import BuildError, FormatError
+from ..errors import BuildError, FormatError, VerificationError
 from .llmc_order import block_starts
 from .llmc_segments import DocumentRange, ReadEnds, count_fitting
-from .rules import SOURCE_NAME_RULE, is_source_name
+from .records import check_keys, checked_field, is_sha256
+from .rules import SOURCE_NAME_RULE, is_commit_id, is_repo_id, is_source_name
 
 MAX_TOKENS = 2**62  # --tokens: any count a release could hold
 # A word in the seed sequence of a source's block order, so it never draws the numbers of the llm.c order
@@ -192,6 +193,39 @@ class MixtureSpec:
                 weight = value.strip()  # refused below, as it was given
             weights.append((name.strip(), weight))
         return cls(tuple(weights), parse_tokens(tokens), max_epochs)
+
+
+def read_mix_record(path, obj: dict) -> tuple[MixtureSpec, tuple[dict, ...]]:
+    """``run_config.json``'s ``mix`` at ``path``: the spec and each source's corpus record, every field checked."""
+    record = checked_field(path, obj, "mix", lambda v: isinstance(v, dict), "an object")
+    check_keys(record, ["sources", "tokens", "max_epochs"], path, "mix")
+    sources = checked_field(path, obj, "mix.sources", lambda v: isinstance(v, list) and v, "a list of sources")
+    corpora = []
+    for i, source in enumerate(sources):
+        where = f"mix.sources[{i}]"
+        check_keys(source, ["name", "weight", "corpus"], path, where)
+        corpus = source["corpus"]
+        check_keys(corpus, ["name", "source", "revision", "manifest_sha256"], path, f"{where}.corpus")
+        rules = (
+            ("name", lambda v, n=source["name"]: v == n, "the source's name"),
+            ("source", lambda v: v == "local" or is_repo_id(v), "local, or a Hub repo id NS/NAME"),
+            (
+                "revision",
+                lambda v, local=corpus["source"] == "local": v is None if local else is_commit_id(v),
+                "null for a local corpus, else a commit id",
+            ),
+            ("manifest_sha256", is_sha256, "64 lowercase hex digits"),
+        )
+        for name, ok, rule in rules:
+            checked_field(path, source, f"corpus.{name}", ok, rule, prefix=f"{where}.")
+        corpora.append(dict(corpus))
+    try:
+        spec = MixtureSpec(
+            tuple((s["name"], s["weight"]) for s in sources), record["tokens"], record["max_epochs"]
+        )
+    except BuildError as e:
+        raise VerificationError(path, f"mix: {e.rule}", got=e.got) from None
+    return spec, tuple(corpora)
 
 
 def parse_tokens(value: str | int | None) -> int | None:

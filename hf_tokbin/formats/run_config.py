@@ -10,6 +10,9 @@
                 "subset": {...},                 only with build --limit: formats.corpus_manifest.CorpusSubset
                 "source_column": "source"},      only when the build counted by source
                                                  (receipts' and stats.json's sources)
+     "mix": {"sources": [{"name", "weight", "corpus": {"name", "source", "revision", "manifest_sha256"}}, ...],
+             "tokens": null | T, "max_epochs": E},   only for a mixture of corpora (formats/mixture.py); corpus is
+                                                 then the combined corpus (hf_tokbin.corpus.mixture)
      "tokenizer": {"tokenizer_id", "sha256", "vocab_size", "source", "revision", "subfolder",
                    "config_files": {NAME: "<hex>"}},   the config files read beside tokenizer.json (not byte)
      "special_tokens": "ordinary" | "parsed",  special-token text inside documents
@@ -60,7 +63,7 @@ the release.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -70,6 +73,7 @@ from . import llmc, megatron
 from .build_options import BuildOptions, read_format_records, read_formats
 from .corpus_manifest import CorpusSubset
 from .llmc_order import INTERLEAVED_SCOPE, SHUFFLE_SCOPES
+from .mixture import read_mix_record
 from .records import FileEntry, checked_field, is_count, is_sha256
 from .release import SPLITS, TOKENS_DIR
 from .rules import FOLDER_NAME_RULE, SOURCE_NAME_RULE, is_commit_id, is_folder_name, is_repo_id, is_source_name
@@ -118,6 +122,7 @@ def run_config_record(
     versions: dict,
     ids: dict | None = None,
     llmc_doc_sep: BoundaryToken | None = None,
+    mix: dict | None = None,
 ) -> dict:
     """The ``run_config.json`` object, keys in their fixed order
     (the options' keys are :meth:`BuildOptions.to_record`'s).
@@ -133,6 +138,8 @@ def run_config_record(
         "dataset": dataset,
         "version": version,
         "corpus": corpus,
+        # "mix" only for a mixture of corpora (formats.mixture), so every other build keeps its bytes.
+        **({"mix": mix} if mix is not None else {}),
         "tokenizer": tokenizer,
         "special_tokens": chosen.pop("special_tokens"),
         "doc_sep": doc_sep.to_record() if doc_sep is not None else None,
@@ -205,6 +212,7 @@ class RunConfig:
     shuffle_scope: str | None = None  # with a shuffle seed: formats.llmc_order's scope, as recorded
     # tokenizer.config_files: the SHA-256 of each config file read beside tokenizer.json; None: not recorded
     tokenizer_config_files: dict[str, str] | None = None
+    mix_corpora: tuple[dict, ...] = ()  # a mixture: each source's corpus record (options.mix is the spec)
 
     @property
     def formats(self) -> tuple[str, ...]:
@@ -328,6 +336,10 @@ class RunConfig:
             llmc_doc_sep = _read_boundary(path, obj, "llmc.doc_sep", is_id, vocab_size) if has_llmc_doc_sep else None
             options = BuildOptions.from_record(path, obj, vocab_size, (llmc_doc_sep or doc_sep) is not None)
         _read_origins(path, obj)
+        mix_corpora = ()
+        if "mix" in obj:
+            spec, mix_corpora = read_mix_record(path, obj)
+            options = replace(options, mix=spec)
         return cls(
             dataset=get("dataset", is_folder_name, FOLDER_NAME_RULE),
             version=get("version", lambda v: isinstance(v, str) and v != "", "a non-empty string"),
@@ -352,6 +364,7 @@ class RunConfig:
             if options.shuffle_seed is not None
             else None,
             tokenizer_config_files=_read_config_files(path, obj),
+            mix_corpora=mix_corpora,
         )
 
 

@@ -308,7 +308,8 @@ def encode_shard(
     source = plan.shard_source.location(shard)  # the corpus file or Hub file, not a scratch copy, in messages
     held: collections.deque = collections.deque()  # each batch in flight: its source names and document bytes
     columns = plan.source_column if counter is not None else None
-    batches = _held_sources(text_batches(shard_path, plan.options.batch_size, source, columns), held, counter)
+    batches = text_batches(shard_path, plan.options.batch_size, source, columns)
+    batches = _held_sources(batches, held, counter, plan.part_source(index))
     tasks = ((plan.tokenizer.vocab_size, source, texts, n_bytes, row) for texts, n_bytes, row in batches)
     work = _encode_task
     if plan.given_ids is not None:  # a dataset's input_ids column: written after the check
@@ -338,11 +339,16 @@ def encode_shard(
             ) from None
 
 
-def _held_sources(batches, held: collections.deque, counter: SourceCounter | None):
-    """``(texts, text bytes, first row)`` of each batch; with a counter, its source names and document bytes kept in
-    ``held``."""
+def _held_sources(batches, held: collections.deque, counter: SourceCounter | None, part_source: str | None = None):
+    """``(texts, text bytes, first row)`` of each batch; with a counter, its source names (read, or the mixture
+    part's ``part_source`` for every document) and document bytes kept in ``held``."""
+    import pyarrow as pa
+
     for texts, n_bytes, row, sources in batches:
         if counter is not None:
+            if part_source is not None:
+                codes = pa.array(np.zeros(len(texts), dtype=np.int32))
+                sources = pa.DictionaryArray.from_arrays(codes, pa.array([part_source]))
             held.append((sources, text_lengths(texts)))
         yield texts, n_bytes, row
 
@@ -626,7 +632,7 @@ def _write_part(plan: BuildPlan, index: int, shard_path: Path, progress: bool) -
     shard = plan.corpus.shards[index]
     check_shard_file(shard, shard_path)
     writers = _open_writers(plan, plan.output.work, shard.split, part)
-    counter = SourceCounter(plan.shard_source.location(shard)) if plan.source_column is not None else None
+    counter = SourceCounter(plan.shard_source.location(shard)) if plan.counts_sources else None
     try:
         by_engine = [0, 0]
         documents, text_tokens, text_bytes = _write_documents(

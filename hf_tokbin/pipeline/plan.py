@@ -24,7 +24,7 @@ from ..formats.build_options import BuildOptions
 from ..formats.corpus_manifest import SPLIT_RULE_TEXT, CorpusManifest, CorpusSubset
 from ..formats.corpus_shard import SOURCE_COLUMN
 from ..formats.llmc_segments import ENDS_SUFFIX, TOKENS_SUFFIX
-from ..formats.release import RUN_CONFIG_NAME, TOKENS_DIR, WORK_DIR, pair_path
+from ..formats.release import COMPLETE_NAME, RUN_CONFIG_NAME, TOKENS_DIR, WORK_DIR, pair_path
 from ..formats.run_config import BoundaryToken, run_config_record
 from ..output import Output, open_output
 from ..tokenizer.info import TokenizerInfo
@@ -58,6 +58,8 @@ class BuildPlan:
     llmc_doc_sep: BoundaryToken | None = None
     # Where input shard i is read: a record of hf_tokbin.corpus.source (LocalShards, HubShards), set by plan_build.
     shards: object = None
+    # A mixture (options.mix): each source's corpus record, in --mix order (run_config.json mix.sources[i].corpus).
+    mix_corpora: tuple[dict, ...] = ()
 
     def warnings(self) -> list[str]:
         """What the build prints before it starts: an empty validation split, and an llm.c layout no upstream trainer
@@ -90,9 +92,22 @@ class BuildPlan:
         """The shards' column of source names, counted per source and split; None: not counted.
 
         ``source`` in a corpus folder imported with ``--source-column`` (its manifest counts its sources), else the
-        ``--source-column`` given (a plain Hub repo's own column).
+        ``--source-column`` given (a plain Hub repo's own column). A mixture reads none: :meth:`part_source`.
         """
+        if self.options.mix is not None:
+            return None
         return SOURCE_COLUMN if self.corpus.documents_by_source else self.options.source_column
+
+    @property
+    def counts_sources(self) -> bool:
+        """Whether parts count their documents by source (a source column, or a mixture's corpora)."""
+        return self.source_column is not None or self.options.mix is not None
+
+    def part_source(self, index: int) -> str | None:
+        """A mixture's part: the source its shard belongs to (the combined corpus names it first); else None."""
+        if self.options.mix is None:
+            return None
+        return self.corpus.shards[index].path.partition("/")[0]
 
     @property
     def eod_id(self) -> int | None:
@@ -171,6 +186,7 @@ class BuildPlan:
             options=self.options,
             versions={"hf_tokbin": __version__, "tokenizers": _version("tokenizers")},
             ids=self.given_ids.check.record() if self.given_ids is not None else None,
+            mix=self.options.mix.to_record(list(self.mix_corpora)) if self.options.mix is not None else None,
         )
 
 
@@ -184,17 +200,31 @@ def start_release(plan: BuildPlan) -> None:
             raise BuildError(output.root, "output is not empty and holds no run_config.json", hint="use a new --out")
         output.write_text(RUN_CONFIG_NAME, text)
     elif existing != text.encode("utf-8"):
-        raise BuildError(
-            output.location(RUN_CONFIG_NAME),
-            f"this output holds a different build "
-            f"({', '.join(_differing_fields(existing, text)) or 'its run_config.json bytes'} differ)",
-            hint="use a new --out, or delete this one",
-        )
+        differing = _differing_fields(existing, text)
+        if not _remixed(output, differing):
+            raise BuildError(
+                output.location(RUN_CONFIG_NAME),
+                f"this output holds a different build ({', '.join(differing) or 'its run_config.json bytes'} differ)",
+                hint="use a new --out, or delete this one",
+            )
+        output.write_text(RUN_CONFIG_NAME, text)
     scratch = output.scratch()
     if scratch is not None:
         # The scratch key pins this very build, so whatever the scratch folder holds is this build's.
         scratch.write_text(RUN_CONFIG_NAME, text)  # the card reads it at the finish
     output.remove_temporaries()
+
+
+def _remixed(output: Output, differing: list[str]) -> bool:
+    """Whether only a mixture's weights, total or cap changed on a local output that holds no finished release: its
+    encoded parts are the same, and the publish step writes every file the mixture decides afresh (a mix that could
+    not be met is asked again without encoding again)."""
+    return (
+        bool(differing)
+        and all(name.startswith("mix.") for name in differing)
+        and output.scratch() is None
+        and output.read_bytes(COMPLETE_NAME) is None
+    )
 
 
 def _differing_fields(existing: bytes, wanted: str) -> list[str]:

@@ -1,0 +1,116 @@
+"""A mixture's corpora as one corpus: each corpus a source, its shards under its name (``build --mix``).
+
+A build reads one corpus manifest and its input shards by index. A mixture of
+corpora (each a corpus folder, a pushed corpus or a plain Hub repo, resolved as
+``--corpus`` resolves one) becomes one *combined* corpus: a manifest
+synthesized in a temporary folder, listing every source's shards in ``--mix``
+order with the source's name before each path (``web/data/train-00000.parquet``),
+and :class:`MixedShards`, which reads each such shard where its own corpus keeps
+it. The manifest's ``documents_by_source`` counts each source's rows, so the
+build counts every part under its source's name (receipts, ``stats.json``)
+without a column. The same corpora always give the same manifest bytes, so a
+re-run resumes the build.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import BuildError
+from ..formats.corpus_manifest import PER_SOURCE_RULE, CorpusManifest, CorpusShard
+from ..formats.records import FileEntry
+from .source import CorpusSource, temporary_folder
+
+MIXED_LICENSE = "other"  # sources under different licenses: the card lists each
+
+
+@dataclass(frozen=True)
+class MixedShards:
+    """Input shards of several corpora, each under its source's name (plain values: pickles to Ray workers)."""
+
+    sources: tuple[tuple[str, object], ...]  # (source name, its corpus's ShardSource), in --mix order
+
+    def _inner(self, shard: CorpusShard) -> tuple[object, CorpusShard]:
+        name, _, path = shard.path.partition("/")
+        return dict(self.sources)[name], dataclasses.replace(shard, path=path)
+
+    def check(self, manifest: CorpusManifest) -> None:
+        for name, shards in self.sources:
+            inner = [self._inner(s)[1] for s in manifest.shards if s.path.partition("/")[0] == name]
+            shards.check(dataclasses.replace(manifest, shards=tuple(inner), documents_by_source={}))
+
+    def local_path(self, shard: CorpusShard, scratch: Path):
+        shards, inner = self._inner(shard)
+        return shards.local_path(inner, scratch)
+
+    def open_for_sample(self, shard: CorpusShard):
+        shards, inner = self._inner(shard)
+        return shards.open_for_sample(inner)
+
+    def location(self, shard: CorpusShard) -> str:
+        shards, inner = self._inner(shard)
+        return shards.location(inner)
+
+
+def combine_corpora(corpora: list[CorpusSource], names: tuple[str, ...], name: str) -> tuple[CorpusSource, list[dict]]:
+    """(the combined corpus, each source's corpus record for ``run_config.json``'s ``mix``).
+
+    ``corpora[i]`` is source ``names[i]``: its corpus name must be that name (``--mix`` names the corpora).
+    """
+    from .._io import sha256_file
+    from ..formats.corpus_manifest import MANIFEST_NAME
+
+    manifests = [CorpusManifest.read(c.root) for c in corpora]
+    corpus_names = [m.name for m in manifests]
+    if sorted(corpus_names) != sorted(names) or len(set(corpus_names)) != len(corpus_names):
+        raise BuildError(
+            ", ".join(os.fspath(c.root) if c.source == "local" else c.source for c in corpora),
+            "--mix names each --corpus once, by its corpus name",
+            expected=", ".join(names),
+            got=", ".join(corpus_names),
+        )
+    by_name = dict(zip(corpus_names, zip(corpora, manifests)))
+    ordered = [by_name[n] for n in names]
+    for corpus, manifest in ordered:
+        if manifest.documents_by_source:
+            raise BuildError(
+                corpus.root if corpus.source == "local" else corpus.source,
+                "a corpus that counts its own sources cannot be a source of a mixture",
+                hint="import it again without --source-column, or one corpus per source",
+            )
+    rules = {m.split_rule for _, m in ordered}
+    licenses = {m.license for _, m in ordered}
+    documents_by_source = {
+        split: {n: m.rows(split) for n, (_, m) in zip(names, ordered) if m.rows(split)}
+        for split in ("train", "validation")
+    }
+    combined = CorpusManifest(
+        name=name,
+        split_rule=rules.pop() if len(rules) == 1 else PER_SOURCE_RULE,
+        sources=tuple(
+            FileEntry(f"{n}/{f.path}", f.size, f.sha256) for n, (_, m) in zip(names, ordered) for f in m.sources
+        ),
+        shards=tuple(
+            dataclasses.replace(s, path=f"{n}/{s.path}") for n, (_, m) in zip(names, ordered) for s in m.shards
+        ),
+        license=licenses.pop() if len(licenses) == 1 else MIXED_LICENSE,
+        language=tuple(dict.fromkeys(code for _, m in ordered for code in m.language)),
+        empty_documents_dropped=sum(m.empty_documents_dropped for _, m in ordered),
+        documents_by_source={split: counts for split, counts in documents_by_source.items() if counts},
+    )
+    root = temporary_folder("hf_tokbin-mixture-")
+    combined.write(root)
+    records = [
+        {
+            "name": n,
+            "source": c.source,
+            "revision": c.revision,
+            "manifest_sha256": sha256_file(Path(c.root) / MANIFEST_NAME),
+        }
+        for n, (c, _) in zip(names, ordered)
+    ]
+    shards = MixedShards(tuple((n, c.shards) for n, (c, _) in zip(names, ordered)))
+    return CorpusSource(root, "local", None, shards), records
