@@ -236,7 +236,9 @@ def source_totals(receipts: Sequence[Receipt], where=None) -> dict[str, dict[str
     return totals
 
 
-def stats_record(dataset: str, tokenizer_id: str, receipts: Sequence[Receipt], where=None) -> dict:
+def stats_record(
+    dataset: str, tokenizer_id: str, receipts: Sequence[Receipt], where=None, mixture: dict | None = None
+) -> dict:
     """``stats.json``: the receipts' exact counts per split, per source and per part.
 
     ::
@@ -244,7 +246,8 @@ def stats_record(dataset: str, tokenizer_id: str, receipts: Sequence[Receipt], w
         {"format": "hf_tokbin.stats/1", "dataset": NAME, "tokenizer_id": ID,
          "splits":  {SPLIT: COUNTS, ...},
          "sources": {SOURCE: {SPLIT: COUNTS, ...}},
-         "parts":   {"part-NNNNNN": {SPLIT: COUNTS}, ...}}
+         "parts":   {"part-NNNNNN": {SPLIT: COUNTS}, ...},
+         "mixture": MIXTURE}                 only for a mixture (:func:`mixture_record`)
 
     where COUNTS is :meth:`SplitCounts.stats_dict`. ``sources`` counts each
     source name of the corpus's source column, summed over the receipts and
@@ -267,7 +270,40 @@ def stats_record(dataset: str, tokenizer_id: str, receipts: Sequence[Receipt], w
         "splits": splits,
         "sources": sources,
         "parts": {r.part: {split: c.stats_dict() for split, c in r.splits.items()} for r in receipts},
+        **({"mixture": mixture} if mixture is not None else {}),
     }
+
+
+def mixture_record(spec, total: int, targets: Sequence[int], available: dict, taken: dict | None) -> dict:
+    """``stats.json``'s ``mixture`` (:mod:`hf_tokbin.formats.mixture`): the train total ``T`` and, per source in
+    ``--mix`` order, its share and target, what its train parts hold and what the llm.c train files took::
+
+        {"split": "train", "tokens": T, "max_epochs": E,
+         "sources": {NAME: {"target_share": S, "target_tokens": N,
+                            "available": {"documents": N, "tokens": N},
+                            "llmc": null | {"documents": N, "tokens": N, "share": S, "epochs": X}}}}
+
+    Tokens are the llm.c stream's (text, separator and BOS); ``share`` is the source's part of the llm.c train
+    files' tokens, ``epochs`` its tokens there over its ``available`` tokens. ``llmc`` is null without llm.c files.
+    """
+    whole = sum(t for _, t in taken.values()) if taken is not None else 0
+    sources = {}
+    for name, share, target in zip(spec.names, spec.shares, targets):
+        (documents, tokens), held = available[name], taken[name] if taken is not None else None
+        sources[name] = {
+            "target_share": float(share),
+            "target_tokens": target,
+            "available": {"documents": documents, "tokens": tokens},
+            "llmc": None
+            if held is None
+            else {
+                "documents": held[0],
+                "tokens": held[1],
+                "share": held[1] / whole if whole else 0.0,
+                "epochs": held[1] / tokens if tokens else 0.0,
+            },
+        }
+    return {"split": "train", "tokens": total, "max_epochs": spec.max_epochs, "sources": sources}
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from ..formats.build_options import BuildOptions
 from ..formats.corpus_manifest import SPLIT_RULE_TEXT, CorpusManifest, CorpusSubset
 from ..formats.corpus_shard import SOURCE_COLUMN
 from ..formats.llmc_segments import ENDS_SUFFIX, TOKENS_SUFFIX
-from ..formats.release import RUN_CONFIG_NAME, TOKENS_DIR, WORK_DIR, pair_path
+from ..formats.release import COMPLETE_NAME, RUN_CONFIG_NAME, TOKENS_DIR, WORK_DIR, pair_path
 from ..formats.run_config import BoundaryToken, run_config_record
 from ..output import Output, open_output
 from ..tokenizer.info import TokenizerInfo
@@ -200,17 +200,31 @@ def start_release(plan: BuildPlan) -> None:
             raise BuildError(output.root, "output is not empty and holds no run_config.json", hint="use a new --out")
         output.write_text(RUN_CONFIG_NAME, text)
     elif existing != text.encode("utf-8"):
-        raise BuildError(
-            output.location(RUN_CONFIG_NAME),
-            f"this output holds a different build "
-            f"({', '.join(_differing_fields(existing, text)) or 'its run_config.json bytes'} differ)",
-            hint="use a new --out, or delete this one",
-        )
+        differing = _differing_fields(existing, text)
+        if not _remixed(output, differing):
+            raise BuildError(
+                output.location(RUN_CONFIG_NAME),
+                f"this output holds a different build ({', '.join(differing) or 'its run_config.json bytes'} differ)",
+                hint="use a new --out, or delete this one",
+            )
+        output.write_text(RUN_CONFIG_NAME, text)
     scratch = output.scratch()
     if scratch is not None:
         # The scratch key pins this very build, so whatever the scratch folder holds is this build's.
         scratch.write_text(RUN_CONFIG_NAME, text)  # the card reads it at the finish
     output.remove_temporaries()
+
+
+def _remixed(output: Output, differing: list[str]) -> bool:
+    """Whether only a mixture's weights, total or cap changed on a local output that holds no finished release: its
+    encoded parts are the same, and the publish step writes every file the mixture decides afresh (a mix that could
+    not be met is asked again without encoding again)."""
+    return (
+        bool(differing)
+        and all(name.startswith("mix.") for name in differing)
+        and output.scratch() is None
+        and output.read_bytes(COMPLETE_NAME) is None
+    )
 
 
 def _differing_fields(existing: bytes, wanted: str) -> list[str]:

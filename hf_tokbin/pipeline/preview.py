@@ -38,13 +38,15 @@ from .plan import BuildPlan, staging_rel
 from .shuffle import permutation
 
 
-def write_previews(plan: BuildPlan, receipts: list[Receipt]) -> list[str]:
+def write_previews(plan: BuildPlan, receipts: list[Receipt], mixed_runs: list | None = None) -> list[str]:
     """Write ``preview/<split>.parquet`` for every split with documents, and the card's pictures, into the work
-    folder; their paths."""
+    folder; their paths. ``mixed_runs``: a mixture's first runs of its llm.c train stream, ``(part index, first
+    document, documents)``."""
     written = []
     for split in SPLITS:
         parts = [i for i, s in enumerate(plan.corpus.shards) if s.split == split and s.rows]
-        documents = _first_documents(plan, receipts, parts)
+        runs = mixed_runs if split == "train" and mixed_runs is not None else None
+        documents = _first_documents(plan, receipts, parts, runs)
         if not documents:
             continue
         rows = {name: [] for name in columns(plan.options.formats)}
@@ -65,23 +67,26 @@ def layout(plan: BuildPlan, format: str, ids: np.ndarray) -> np.ndarray:
     return row_ids(format, ids, plan.bos_id, plan.eod_id, plan.llmc_sep_id, plan.options.llmc_separator)
 
 
-def _first_documents(plan: BuildPlan, receipts: list[Receipt], parts: list[int]) -> list[tuple]:
+def _first_documents(plan: BuildPlan, receipts: list[Receipt], parts: list[int], runs=None) -> list[tuple]:
     """(part, source, text, bare ids) of a split's first documents in the llm.c order.
 
     At most PREVIEW_DOCUMENTS documents, and PREVIEW_TEXT_BYTES of text.
 
-    The llm.c order (formats/llmc_order.py: the parts in part order, or their blocks interleaved with a seed) for
-    every format, so the rows are the same documents in each; a document's row in its shard is the part's
-    permutation of its place in the part.
+    The llm.c order (formats/llmc_order.py: the parts in part order, or their blocks interleaved with a seed; a
+    mixture's train stream: ``runs``, ``(part index, first document, documents)``) for every format, so the rows
+    are the same documents in each; a document's row in its shard is the part's permutation of its place in the
+    part.
     """
     documents, text_bytes = [], 0
     seed = plan.options.shuffle_seed
-    split = plan.corpus.shards[parts[0]].split if parts else SPLITS[0]
-    blocks = llmc_order(seed, split, [plan.corpus.shards[i].rows for i in parts])
-    for p, first, count in blocks.first_documents(PREVIEW_DOCUMENTS):
-        if text_bytes >= PREVIEW_TEXT_BYTES:
+    if runs is None:
+        split = plan.corpus.shards[parts[0]].split if parts else SPLITS[0]
+        blocks = llmc_order(seed, split, [plan.corpus.shards[i].rows for i in parts])
+        runs = [(parts[p], first, count) for p, first, count in blocks.first_documents(PREVIEW_DOCUMENTS)]
+    for index, first, count in runs:
+        if text_bytes >= PREVIEW_TEXT_BYTES or len(documents) >= PREVIEW_DOCUMENTS:
             break
-        index = parts[p]
+        count = min(count, PREVIEW_DOCUMENTS - len(documents))
         written = np.arange(first, first + count)
         order = permutation(seed, index, plan.corpus.shards[index].rows)[written] if seed is not None else written
         texts, sources = _shard_rows(plan, index, order)
@@ -116,7 +121,7 @@ def _shard_rows(plan: BuildPlan, index: int, order: np.ndarray) -> tuple[list[st
     sources = (
         [table.column("source")[int(i)].as_py() for i in order]
         if "source" in columns
-        else [plan.corpus.name] * len(texts)
+        else [plan.part_source(index) or plan.corpus.name] * len(texts)
     )
     return texts, sources
 

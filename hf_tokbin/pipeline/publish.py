@@ -71,6 +71,7 @@ from ..formats.llmc_segments import (
     ranges_in_order,
     write_packed_file,
 )
+from ..formats.preview import PREVIEW_DOCUMENTS
 from ..formats.records import FileEntry
 from ..formats.release import (
     CARD_NAME,
@@ -87,6 +88,7 @@ from ..formats.release import (
     Receipt,
     SplitCounts,
     list_release_paths,
+    mixture_record,
     part_name,
     receipt_path,
     source_totals,
@@ -112,17 +114,24 @@ def publish_release(
     work = output.work
     _fetch_records(output, receipts)
     counts = check_split_totals(plan, receipts)
+    mixed = MixedStream(plan, receipts) if plan.options.mix is not None else None  # an unmet mix stops here
     # Digests computed as the big files were written; COMPLETE.json need not hash them again.
     parts_files = {f.path: f for r in receipts for f in r.files}
     packed = (
-        _write_llmc(plan, receipts, counts, engine, ray_address, progress) if "llmc" in plan.options.formats else []
+        _write_llmc(plan, receipts, counts, engine, ray_address, progress, mixed)
+        if "llmc" in plan.options.formats
+        else []
     )
-    write_json_atomic(
-        work / STATS_NAME,
-        stats_record(plan.corpus.name, plan.tokenizer.tokenizer_id, receipts, where=output.location(RECEIPTS_DIR)),
+    stats = stats_record(
+        plan.corpus.name,
+        plan.tokenizer.tokenizer_id,
+        receipts,
+        where=output.location(RECEIPTS_DIR),
+        mixture=mixed.record() if mixed is not None else None,
     )
+    write_json_atomic(work / STATS_NAME, stats)
     _ship_tokenizer(plan)
-    write_previews(plan, receipts)  # before the card, which declares them
+    write_previews(plan, receipts, mixed.first_runs if mixed is not None else None)  # before the card
     _write_card(plan)
     written = {f.path: f for f in _list_release_files(plan, {**parts_files, **{f.path: f for f in packed}})}
     # Files written by tasks (pairs, llm.c files) need not be in this machine's work folder; their tasks named them.
@@ -192,16 +201,17 @@ def _write_llmc(
     engine: str,
     ray_address: str | None,
     progress: bool,
+    mixed: MixedStream | None = None,
 ) -> list[FileEntry]:
     """Pack the llm.c token files (one task each) and write their manifest; return the token files as release
-    entries."""
+    entries. A mixture's train files hold ``mixed``'s stream."""
     from ..engines import run_tasks
     from ..engines.local import usable_cores
 
     directory = plan.output.work / plan.llmc_dir
     if directory.exists():
         shutil.rmtree(directory)  # a killed finish: pack again from the segments
-    files = plan_llmc_files(plan, receipts, counts)
+    files = plan_llmc_files(plan, receipts, counts, mixed)
     # One thread per core this process may use, at least --num-proc: the tasks copy and hash files, and the kernel
     # and hashlib work without the GIL (a build's --num-proc counts worker processes).
     threads = max(plan.options.num_proc, usable_cores())
@@ -213,12 +223,16 @@ def _write_llmc(
         c = counts.get(split, SplitCounts(0, 0, 0, 0, 0))
         mine = [e for e in entries if e.split == name]
         written, documents = sum(e.n_tokens for e in mine), sum(e.n_docs for e in mine)
-        if documents != c.documents or written != c.text_tokens + sep * c.documents:
+        # a mixture's train files: the stream its schedule drew (counted as it was cut), else every document encoded
+        expected = mixed.stream() if mixed is not None and split == "train" else (
+            c.documents, c.text_tokens + sep * c.documents
+        )
+        if (documents, written) != expected:
             raise BuildError(
                 directory,
                 f"{split}: llm.c tokens must equal tokens encoded (token conservation)",
-                expected=c.text_tokens + sep * c.documents,
-                got=written,
+                expected=f"{expected[0]} documents, {expected[1]} tokens",
+                got=f"{documents} documents, {written} tokens",
             )
     manifest = llmc.TokensManifest(
         tokenizer_id=plan.tokenizer.tokenizer_id,
@@ -291,9 +305,12 @@ class PackedFile:
     file: FileEntry
 
 
-def ranges_of(plan: BuildPlan, receipts: list[Receipt], split: str, counts: SplitCounts) -> Iterator[DocumentRange]:
+def ranges_of(
+    plan: BuildPlan, receipts: list[Receipt], split: str, counts: SplitCounts, read_ends=None, mixed=None
+) -> Iterator[DocumentRange]:
     """The document ranges of ``split``'s llm.c stream in its order (:mod:`~hf_tokbin.formats.llmc_order`), from the
-    parts' records.
+    parts' records; a mixture's train stream is :func:`~hf_tokbin.formats.mixture.mixture_ranges`' (``read_ends``
+    reads a segment's ends, ``mixed`` a :class:`MixedStream` that counts it as it passes).
 
     Each segment is checked against its receipt's counts, and its block ends (with a seed) against its token count.
     """
@@ -333,10 +350,69 @@ def ranges_of(plan: BuildPlan, receipts: list[Receipt], split: str, counts: Spli
             expected=counts.documents,
             got=sum(documents),
         )
+    if mixed is not None and split == "train":
+        indices = [int(name.rsplit("-", 1)[1]) for name in names]
+        return mixed.ranges(plan, indices, documents, block_ends, read_ends)
     return ranges_in_order(llmc_order(seed, split, documents), names, block_ends)
 
 
-def plan_llmc_files(plan: BuildPlan, receipts: list[Receipt], counts: dict[str, SplitCounts]) -> list[FilePlan]:
+class MixedStream:
+    """A mixture's llm.c train stream (:mod:`hf_tokbin.formats.mixture`): its total and targets, from the receipts'
+    counts per source before any file is written, then counted per source as the stream is cut into files (what
+    ``stats.json``'s ``mixture`` says, and the preview's first documents)."""
+
+    def __init__(self, plan: BuildPlan, receipts: list[Receipt]):
+        from ..formats.mixture import mixture_targets
+
+        self.spec = plan.options.mix
+        added = plan.llmc_added_tokens  # the stream's tokens per document besides its text
+        self.available = {name: [0, 0] for name in self.spec.names}  # documents, tokens of each source's train parts
+        for i, receipt in enumerate(receipts):
+            counts = receipt.splits.get("train")
+            if counts is not None and counts.documents:
+                self.available[plan.part_source(i)][0] += counts.documents
+                self.available[plan.part_source(i)][1] += counts.text_tokens + added * counts.documents
+        tokens = [self.available[name][1] for name in self.spec.names]
+        # An unmet mix stops here, before the publish step writes anything.
+        self.total, self.targets = mixture_targets(
+            self.spec.names, self.spec.shares, tokens, self.spec.tokens, self.spec.max_epochs
+        )
+        self.taken: dict[str, list[int]] | None = None  # documents, tokens in the llm.c train files, once packed
+        self.first_runs: list[tuple[int, int, int]] = []  # (part index, first document, documents): the preview's
+
+    def ranges(self, plan: BuildPlan, indices, documents, block_ends, read_ends) -> Iterator[DocumentRange]:
+        from ..formats.mixture import MixturePart, mixture_ranges
+
+        names = self.spec.names
+        parts = [[] for _ in names]
+        for index, n, ends in zip(indices, documents, block_ends):
+            parts[names.index(plan.part_source(index))].append(
+                MixturePart(part_name(index), n, tuple(int(e) for e in ends))
+            )
+        self.taken, self.first_runs = {name: [0, 0] for name in names}, []
+        preview = 0
+        for source, r in mixture_ranges(plan.options.shuffle_seed, parts, self.targets, read_ends):
+            counted = self.taken[names[source]]
+            counted[0] += r.n_documents
+            counted[1] += r.n_tokens
+            if preview < PREVIEW_DOCUMENTS:
+                self.first_runs.append((int(r.segment.rsplit("-", 1)[1]), r.first_document, r.n_documents))
+                preview += r.n_documents
+            yield r
+
+    def stream(self) -> tuple[int, int]:
+        """The llm.c train files' documents and tokens (the stream's: text, separators and BOS)."""
+        return sum(d for d, _ in self.taken.values()), sum(t for _, t in self.taken.values())
+
+    def record(self) -> dict:
+        """``stats.json``'s ``mixture``: the spec resolved, and per source what was asked and what the llm.c train files
+        hold."""
+        return mixture_record(self.spec, self.total, self.targets, self.available, self.taken)
+
+
+def plan_llmc_files(
+    plan: BuildPlan, receipts: list[Receipt], counts: dict[str, SplitCounts], mixed: MixedStream | None = None
+) -> list[FilePlan]:
     """Every llm.c file of the release, train first, each as the ranges of the segments it is made of."""
     output = plan.output
 
@@ -352,7 +428,7 @@ def plan_llmc_files(plan: BuildPlan, receipts: list[Receipt], counts: dict[str, 
             files.extend(
                 plan_files(
                     LLMC_SPLIT[split],
-                    ranges_of(plan, receipts, split, counts[split]),
+                    ranges_of(plan, receipts, split, counts[split], read_ends, mixed),
                     plan.options.max_tokens_per_file,
                     read_ends,
                 )

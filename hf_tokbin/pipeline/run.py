@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 import time
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from ..formats.corpus_manifest import CorpusManifest
 from ..formats.corpus_shard import SOURCE_COLUMN, check_source_field
 from ..formats.release import (
     COMPLETE_NAME,
+    STATS_NAME,
     WORK_DIR,
     Complete,
     Receipt,
@@ -69,6 +71,7 @@ class BuildSummary:
     encoder: str
     documents_by_engine: dict[str, int] = field(default_factory=dict)  # this run's, by engine name
     workers: str = ""  # where the encoding ran: processes and threads
+    mixture: dict | None = None  # a mixture: stats.json's "mixture" (formats.release.mixture_record)
 
     def table(self) -> str:
         lines = counts_table(self.counts)
@@ -83,6 +86,8 @@ class BuildSummary:
                 f"{name} {count:,} ({100 * count / total:.1f}%)" for name, count in self.documents_by_engine.items()
             )
             lines.append(f"documents encoded by {shares}" + (f"; {self.workers}" if self.workers else ""))
+        if self.mixture is not None:
+            lines.append(mixture_line(self.mixture))
         return "\n".join(lines)
 
     def record(self) -> dict:
@@ -98,7 +103,18 @@ class BuildSummary:
             "encoder": self.encoder,
             "documents_by_engine": self.documents_by_engine,
             "workers": self.workers,
+            **({"mixture": self.mixture} if self.mixture is not None else {}),
         }
+
+
+def mixture_line(mixture: dict) -> str:
+    """One line: what each source got of a mixture's train tokens against its target (stats.json's ``mixture``)."""
+    parts = []
+    for name, source in mixture["sources"].items():
+        held = source["llmc"]
+        got = f"{held['share']:.1%} ({held['epochs']:.2f} epochs)" if held is not None else "blend only"
+        parts.append(f"{name} {got}, target {source['target_share']:.1%}")
+    return f"mixture of {mixture['tokens']:,} train tokens (llm.c files): " + "; ".join(parts)
 
 
 def build(
@@ -210,6 +226,9 @@ def _summary(
     total = sum(f.size for f in complete.files)
     engine = encoder.engine if encoder is not None else "none (nothing to encode)"
     documents = _documents_by_engine(encoder, by_engine)
+    mixture = None
+    if plan.options.mix is not None:
+        mixture = json.loads(plan.output.read_bytes(STATS_NAME)).get("mixture")
     seconds = time.perf_counter() - started
     return BuildSummary(
         plan.out,
@@ -222,6 +241,7 @@ def _summary(
         engine,
         documents,
         _workers(plan, engine_name),
+        mixture,
     )
 
 

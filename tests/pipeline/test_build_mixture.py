@@ -1,0 +1,161 @@
+"""Mixture builds end to end: three corpora (two languages and code, uneven sizes) in named proportions.
+
+The byte tokenizer's ids are the text's bytes and every document starts with its source's letter
+(``tests/mixture_fixtures.py``), so the llm.c train files say, document by document, which source each came from.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+
+import pyarrow.parquet as pq
+import pytest
+from mixture_fixtures import SEPARATOR, llmc_documents, source_of, write_mixture_corpora
+
+import hf_tokbin
+from hf_tokbin.cli import main
+from hf_tokbin.errors import BuildError
+
+MIX = "en=0.5,fr=0.3,code=0.2"
+TOKENS = 130_000  # code (about 16,000 train tokens) needs about 1.65 epochs of its 20%: under --max-epochs 2
+
+
+@pytest.fixture(scope="module")
+def corpora(tmp_path_factory):
+    return write_mixture_corpora(tmp_path_factory.mktemp("corpora"))
+
+
+def build(corpora, out, mix=MIX, tokens=TOKENS, max_epochs=2, **options):
+    spec = hf_tokbin.MixtureSpec.parse(mix, tokens, max_epochs)
+    return hf_tokbin.build_release(
+        [str(c) for c in corpora], "byte", out, doc_sep=SEPARATOR, mix=spec, progress=False, **options
+    )
+
+
+@pytest.fixture(scope="module")
+def mixed(corpora, tmp_path_factory):
+    out = tmp_path_factory.mktemp("mixed") / "release"
+    build(corpora, out)
+    return out
+
+
+def corpus_texts(corpora) -> dict[str, collections.Counter]:
+    texts = {}
+    for folder in corpora:
+        counter = collections.Counter()
+        for path in sorted((folder / "data").glob("train-*.parquet")):
+            counter.update(t.encode() for t in pq.read_table(path).column("text").to_pylist())
+        texts[folder.name] = counter
+    return texts
+
+
+def test_shares_hold_over_the_stream_and_in_every_window(mixed):
+    stats = json.loads((mixed / "stats.json").read_text())["mixture"]
+    documents = llmc_documents(mixed / "tokens" / "byte" / "en-fr-code")
+    tokens = collections.Counter()
+    for doc in documents:
+        tokens[source_of(doc)] += doc.size + 1  # the separator before it
+    whole = sum(tokens.values())
+    assert whole == sum(s["llmc"]["tokens"] for s in stats["sources"].values())
+    for name, source in stats["sources"].items():
+        assert tokens[name] == source["llmc"]["tokens"]
+        assert abs(tokens[name] / whole - source["target_share"]) < 0.01, name
+    # every window of 5% of the stream, slid a document at a time
+    window = whole // 20
+    sizes = [(source_of(d), d.size + 1) for d in documents]
+    start, held, inside = 0, collections.Counter(), 0
+    for name, size in sizes:
+        held[name] += size
+        inside += size
+        while inside - sizes[start][1] >= window:
+            held[sizes[start][0]] -= sizes[start][1]
+            inside -= sizes[start][1]
+            start += 1
+        if inside >= window:
+            for source, share in (("en", 0.5), ("fr", 0.3), ("code", 0.2)):
+                assert abs(held[source] / inside - share) < 0.05, (source, start)
+
+
+def test_whole_documents_repeated_at_most_the_cap(mixed, corpora):
+    texts = corpus_texts(corpora)
+    documents = llmc_documents(mixed / "tokens" / "byte" / "en-fr-code")
+    seen = collections.Counter(bytes(d.astype("uint8")) for d in documents)
+    for text, times in seen.items():
+        source = text[:1].decode()
+        name = {"E": "en", "F": "fr", "C": "code"}[source]
+        assert text in texts[name], "a document was cut or changed"
+        assert times <= 2 * texts[name][text]  # --max-epochs 2: each copy of a text at most twice
+    stats = json.loads((mixed / "stats.json").read_text())["mixture"]["sources"]
+    assert stats["code"]["llmc"]["epochs"] > 1.5 and stats["en"]["llmc"]["epochs"] < 1  # one upsampled, one drawn
+
+
+def test_megatron_pairs_and_validation_keep_every_document(mixed):
+    stats = json.loads((mixed / "stats.json").read_text())
+    for name, by_split in stats["sources"].items():
+        assert by_split["train"]["documents"] == stats["mixture"]["sources"][name]["available"]["documents"]
+        assert by_split["validation"]["documents"] > 0  # no source vanishes from validation
+    val = llmc_documents(mixed / "tokens" / "byte" / "en-fr-code", "val")
+    assert len(val) == stats["splits"]["validation"]["documents"]
+    assert {source_of(d) for d in val} == {"en", "fr", "code"}
+
+
+def test_same_bytes_whatever_num_proc(mixed, corpora, tmp_path):
+    build(corpora, tmp_path / "two", num_proc=2, batch_size=37)
+    assert (tmp_path / "two" / "COMPLETE.json").read_bytes() == (mixed / "COMPLETE.json").read_bytes()
+
+
+def test_a_mix_only_change_reuses_the_encoded_parts(corpora, tmp_path):
+    out = tmp_path / "r"
+    with pytest.raises(BuildError, match="code"):
+        build(corpora, out, tokens=200_000)  # code cannot give 20% of that at 2 epochs
+    assert not (out / "COMPLETE.json").exists() and (out / "receipts").is_dir()
+    summary = build(corpora, out)
+    assert summary.build.parts_skipped == summary.build.parts_built + summary.build.parts_skipped > 0
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--mix", "en=0.5,fr=x,code=0.2"], "the weight of fr must be a positive number"),
+        (["--mix", "en=0.5,en=0.3,code=0.2"], "names a source twice"),
+        (["--mix", "en=0.5,de=0.3,code=0.2"], "names each --corpus once"),
+        (["--mix", "en=0.5,fr=0.5"], "names each --corpus once"),
+        (["--mix", MIX, "--tokens", "lots"], "--tokens must be a count"),
+        (["--tokens", "2M"], "give --mix"),
+        ([], "several --corpus make a mixture"),
+    ],
+)
+def test_a_bad_mix_is_one_line_and_writes_nothing(corpora, tmp_path, capsys, argv, message):
+    out = tmp_path / "out"
+    corpus_args = [x for c in corpora for x in ("--corpus", str(c))]
+    code = main(["build", *corpus_args, "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet", *argv])
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and message in err and len(err.splitlines()) == 1, err
+    assert not out.exists()
+
+
+def test_weights_that_do_not_add_up_are_normalised_and_said(corpora, tmp_path, capsys):
+    corpus_args = [x for c in corpora for x in ("--corpus", str(c))]
+    argv = ["build", *corpus_args, "--tokenizer", "byte", "--doc-sep", "0", "--out", str(tmp_path / "r"), "--quiet"]
+    assert main([*argv, "--mix", "en=5,fr=3,code=2", "--dry-run"]) == 0
+    assert "add up to 10, not 1: taken as shares en=0.5, fr=0.3, code=0.2" in capsys.readouterr().out
+
+
+def test_the_card_and_summary_show_each_source_against_its_target(mixed):
+    card = (mixed / "README.md").read_text()
+    stats = json.loads((mixed / "stats.json").read_text())["mixture"]
+    assert f"Mixture of {stats['tokens']:,} train tokens" in card
+    for name, source in stats["sources"].items():
+        held = source["llmc"]
+        row = f"| `{name}` | {source['target_share']:.1%} | {held['share']:.1%} | {held['epochs']:.2f} |"
+        assert row in card
+
+
+def test_a_source_without_train_documents_is_refused_at_the_plan(corpora, tmp_path):
+    from release_fixtures import write_corpus
+
+    empty = write_corpus(tmp_path / "math", [("validation", ["Mx = 1"])], name="math")
+    with pytest.raises(BuildError, match="source math has no train documents"):
+        build([*corpora, empty], tmp_path / "r", mix="en=0.5,fr=0.2,code=0.2,math=0.1")
+    assert not (tmp_path / "r").exists()
