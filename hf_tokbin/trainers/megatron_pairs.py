@@ -17,7 +17,6 @@ every validation document of every source, in their own proportions.
 from __future__ import annotations
 
 import decimal
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -27,6 +26,7 @@ from .._io import read_json
 from ..errors import FormatError
 from ..formats import megatron
 from ..formats.mixture import MixtureSpec
+from ..formats.records import is_count
 from ..formats.release import (
     COMPLETE_NAME,
     PARTIAL_NAME,
@@ -34,6 +34,7 @@ from ..formats.release import (
     RUN_CONFIG_NAME,
     SHARDS_DIR,
     SPLITS,
+    STATS_NAME,
     TOKENIZER_DIR,
     TOKENIZER_FILE,
     Receipt,
@@ -246,15 +247,22 @@ def read_mixture(root: Path, train: list[BlendPair]) -> Mixture | None:
     empty = [name for name, n in zip(spec.names, source_tokens) if n == 0]
     if empty:
         raise FormatError(root / RECEIPTS_DIR, "every source of a mixture has train tokens", got=", ".join(empty))
-    return Mixture(spec, source_tokens, mixture_total(root, spec, source_tokens))
+    return Mixture(spec, source_tokens, mixture_total(root))
 
 
-def mixture_total(root: Path, spec: MixtureSpec, source_tokens: tuple[int, ...]) -> int:
-    """``T``, the train tokens the mixture of the release at ``root`` was built for: ``--tokens``, else the largest
-    total the shares allow without repeating a source, ``min_s floor(tokens_s / share_s)`` (exact)."""
-    if spec.tokens is not None:
-        return spec.tokens
-    return min(math.floor(Fraction(n) / share) for n, share in zip(source_tokens, spec.shares))
+def mixture_total(root: Path) -> int:
+    """``T``, the train tokens the mixture of the release at ``root`` was built for: ``stats.json``'s
+    ``mixture.tokens``, as the build resolved it (``--tokens``, or the largest total the shares allow without
+    repeating a source: :mod:`hf_tokbin.formats.mixture`)."""
+    path = root / STATS_NAME
+    stats = read_json(path, FormatError)
+    if not isinstance(stats.get("mixture"), dict) or not is_count(stats["mixture"].get("tokens")):
+        raise FormatError(
+            path,
+            "a mixture release's stats.json names its train total: mixture.tokens, a count of tokens",
+            got=repr(stats.get("mixture"))[:80],
+        )
+    return stats["mixture"]["tokens"]
 
 
 def blend_weights(blend: list[BlendPair], mixture: Mixture | None = None) -> list[str]:

