@@ -159,3 +159,19 @@ def test_a_source_without_train_documents_is_refused_at_the_plan(corpora, tmp_pa
     with pytest.raises(BuildError, match="source math has no train documents"):
         build([*corpora, empty], tmp_path / "r", mix="en=0.5,fr=0.2,code=0.2,math=0.1")
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("formats", [("llmc",), ("megatron",)])
+def test_one_format_alone(corpora, mixed, tmp_path, formats):
+    build(corpora, tmp_path / "r", formats=formats)
+    stats = json.loads((tmp_path / "r" / "stats.json").read_text())["mixture"]
+    both = json.loads((mixed / "stats.json").read_text())["mixture"]
+    assert stats["tokens"] == both["tokens"]
+    for name, source in stats["sources"].items():
+        assert source["available"] == both["sources"][name]["available"]
+        # the llm.c stream is the same whether its ids are staged or read from the Megatron .bin
+        assert source["llmc"] == (both["sources"][name]["llmc"] if "llmc" in formats else None)
+    if formats == ("llmc",):
+        folder = "tokens/byte/en-fr-code"
+        for path in sorted((mixed / folder).glob("*.bin")):
+            assert (tmp_path / "r" / folder / path.name).read_bytes() == path.read_bytes()
