@@ -15,6 +15,11 @@ another directory:
 
 Every release must be byte for byte the release of ``--engine local``
 (built outside the namespace), and ``hf-tokbin verify`` must accept it.
+
+A mixture of three corpora (``tests/mixture_fixtures.py``: ``--corpus en
+--corpus fr --corpus code --mix ...``, relative too) is built on the same
+cluster in both formats and in llm.c alone, each equal to its ``--engine local
+--num-proc 1`` build.
 These tests need root and the ``[ray]`` extra.
 """
 
@@ -26,6 +31,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from mixture_fixtures import SEPARATOR, write_mixture_corpora
 from ray_cluster import NODES
 from release_fixtures import stories, write_corpus
 
@@ -299,6 +305,68 @@ def test_killed_driver_rerun_skips_finished_parts_and_equals_local(work, report,
     assert rerun["returncode"] == 0, rerun["stderr"]
     assert parts_built_and_skipped(rerun["stdout"]) == (len(SHARDS) - done_before, done_before)
     assert tree_bytes(work / "killed-driver") == local_release
+
+
+# The mixture: the sources' corpora in the driver's directory, named as --mix names them; several llm.c train files,
+# so several pack tasks.
+MIXTURE_OPTIONS = [
+    *("--corpus", "en", "--corpus", "fr", "--corpus", "code"),
+    *("--mix", "en=0.5,fr=0.3,code=0.2", "--tokens", "130000", "--max-epochs", "2"),
+    *("--tokenizer", "byte", "--doc-sep", str(SEPARATOR), "--max-tokens-per-file", "30000", "--quiet"),
+]
+MIXTURE_FORMATS = {"both": "llmc,megatron", "llmc": "llmc"}  # the --out folder of each build, and its --format
+
+# The driver of the mixture builds: `hf-tokbin build --engine ray` once per --format, one after the other.
+MIXTURE_DRIVER = r'''
+import json, os, subprocess, sys
+
+OPTIONS = %(options)s
+FORMATS = %(formats)s
+DEADLINE_S = 900  # only stops a hung build
+
+report = {}
+for out, formats in FORMATS.items():
+    command = [
+        "hf-tokbin", "build", *OPTIONS, "--format", formats, "--out", out,
+        "--engine", "ray", "--ray-address", os.environ["RAY_ADDRESS"],
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=DEADLINE_S)
+    report[out] = {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr[-4000:]}
+with open("report.json", "w") as f:
+    json.dump(report, f)
+'''
+
+
+@pytest.fixture(scope="module")
+def mixture_work(tmp_path_factory) -> Path:
+    """The mixture driver's directory: one corpus folder per source and, after its run, the releases."""
+    root = tmp_path_factory.mktemp("build_ray_mixture")
+    write_mixture_corpora(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def mixture_report(mixture_work, ray_cluster) -> dict:
+    code = MIXTURE_DRIVER % {"options": json.dumps(MIXTURE_OPTIONS), "formats": json.dumps(MIXTURE_FORMATS)}
+    process = ray_cluster.run(code, mixture_work)
+    if process.returncode != 0:
+        pytest.fail(f"driver failed ({process.returncode}), Ray's log in {ray_cluster.log}:\n{process.stderr[-6000:]}")
+    return json.loads((mixture_work / "report.json").read_text())
+
+
+@pytest.mark.parametrize("out", list(MIXTURE_FORMATS))
+def test_mixture_ray_build_equals_local_num_proc_1_build(mixture_work, mixture_report, tmp_path, out):
+    build = mixture_report[out]
+    assert build["returncode"] == 0, build["stderr"]
+    assert parts_built_and_skipped(build["stdout"]) == (11, 0)  # 8 train and 3 validation shards
+    local = tmp_path / "local"
+    absolute = [str(mixture_work / value) if value in ("en", "fr", "code") else value for value in MIXTURE_OPTIONS]
+    argv = ["build", *absolute, "--format", MIXTURE_FORMATS[out], "--out", str(local), "--engine", "local"]
+    assert main([*argv, "--num-proc", "1"]) == 0
+    ray_release = tree_bytes(mixture_work / out)
+    assert ray_release["COMPLETE.json"] == (local / "COMPLETE.json").read_bytes()
+    assert ray_release == tree_bytes(local)
+    assert len([name for name in ray_release if "/train-" in name]) == 5  # packed by five tasks
 
 
 def closed_port() -> int:

@@ -9,6 +9,10 @@ runs the real command line. What the kill left is recorded, the same command
 runs again, and the release must equal an uninterrupted build's, byte for
 byte, with no temporary file, no ``.work/`` cache and nothing outside
 ``--out`` touched.
+
+A mixture of three corpora (``tests/mixture_fixtures.py``) is killed the same
+way while it encodes and while it packs its llm.c files: its llm.c train files
+are cut from a schedule the publish step draws again on the re-run.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from mixture_fixtures import SEPARATOR, write_mixture_corpora
 from release_fixtures import stories, write_corpus
 
 from hf_tokbin.cli import main
@@ -28,6 +33,8 @@ from hf_tokbin.tokenizer import train_bpe
 pytestmark = pytest.mark.slow  # SIGKILLed builds
 
 OPTIONS = ["--quiet", "--batch-size", "50"]  # several batches per part
+MIXTURE = ["--mix", "en=0.5,fr=0.3,code=0.2", "--tokens", "130000", "--max-epochs", "2"]
+MIXTURE_FILE_TOKENS = 30_000  # five llm.c train files: a kill after the first leaves the others unpacked
 
 DRIVER = r'''
 import os, signal, sys
@@ -90,21 +97,20 @@ def inputs(tmp_path_factory) -> Path:
     write_corpus(
         root / "corpus", [("train", stories(400, seed=2, max_words=120)), ("validation", stories(100, seed=3))]
     )
+    write_mixture_corpora(root / "mixture")
     (root / "driver.py").write_text(DRIVER, encoding="utf-8")
     return root
 
 
-def build_args(inputs: Path, out: Path) -> list[str]:
-    return [
-        "build",
-        "--corpus",
-        str(inputs / "corpus"),
-        "--tokenizer",
-        str(inputs / "tok"),
-        "--out",
-        str(out),
-        *OPTIONS,
-    ]
+def build_args(inputs: Path, out: Path, build: str = "corpus") -> list[str]:
+    """The command line of a ``corpus`` build (one corpus, a trained BPE) or a ``mixture`` build (three corpora)."""
+    if build == "mixture":
+        corpora = [x for name in ("en", "fr", "code") for x in ("--corpus", str(inputs / "mixture" / name))]
+        source = [*corpora, *MIXTURE, "--tokenizer", "byte", "--doc-sep", str(SEPARATOR)]
+        source += ["--max-tokens-per-file", str(MIXTURE_FILE_TOKENS)]
+    else:
+        source = ["--corpus", str(inputs / "corpus"), "--tokenizer", str(inputs / "tok")]
+    return ["build", *source, "--out", str(out), *OPTIONS]
 
 
 def tree(root: Path) -> dict[str, bytes]:
@@ -117,10 +123,18 @@ def tree(root: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def reference(inputs, tmp_path_factory) -> dict[str, bytes]:
-    out = tmp_path_factory.mktemp("reference") / "release"
-    assert main(build_args(inputs, out)) == 0
-    return tree(out)
+def reference(inputs, tmp_path_factory):
+    """A build's uninterrupted release (``reference(build)``), built when a test first asks for it."""
+    built: dict[str, dict[str, bytes]] = {}
+
+    def release(build: str) -> dict[str, bytes]:
+        if build not in built:
+            out = tmp_path_factory.mktemp(f"reference-{build}") / "release"
+            assert main(build_args(inputs, out, build)) == 0
+            built[build] = tree(out)
+        return built[build]
+
+    return release
 
 
 def leftovers(out: Path) -> list[str]:
@@ -144,20 +158,30 @@ MOMENTS = {
 }
 
 
-@pytest.mark.parametrize("moment", list(MOMENTS))
+# A mixture: a kill mid encoding, and one in the publish step once the first llm.c train file is packed.
+MIXTURE_MOMENTS = {
+    "encoding": MOMENTS["encoding"],
+    "packing": "tokens/byte/en-fr-code/train-",
+}
+CASES = [("corpus", moment) for moment in MOMENTS] + [("mixture", moment) for moment in MIXTURE_MOMENTS]
+
+
+@pytest.mark.parametrize("build, moment", CASES)
 def test_a_rerun_after_sigkill_cleans_our_temporaries_only_and_gives_the_same_bytes(
-    inputs, reference, tmp_path, moment
+    inputs, reference, tmp_path, build, moment
 ):
+    expected = reference(build)
     out = tmp_path / "release"
     killed = subprocess.run(
-        [sys.executable, str(inputs / "driver.py"), moment, *build_args(inputs, out)],
+        [sys.executable, str(inputs / "driver.py"), moment, *build_args(inputs, out, build)],
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     left = tree(out)
-    assert any(path.startswith(MOMENTS[moment]) for path in left), sorted(left)
+    landed = (MIXTURE_MOMENTS if build == "mixture" else MOMENTS)[moment]
+    assert any(path.startswith(landed) for path in left), sorted(left)
     assert "COMPLETE.json" not in left
     # Someone else's files beside --out, named like ours: a re-run must not touch them.
     neighbour = tmp_path / "neighbour"
@@ -167,8 +191,8 @@ def test_a_rerun_after_sigkill_cleans_our_temporaries_only_and_gives_the_same_by
     (tmp_path / ".release.tmp").write_bytes(b"theirs")
     before = tree(tmp_path / "neighbour"), (tmp_path / ".release.tmp").read_bytes()
 
-    assert main(build_args(inputs, out)) == 0
+    assert main(build_args(inputs, out, build)) == 0
     assert leftovers(out) == []
-    assert tree(out) == reference
+    assert tree(out) == expected
     assert (tree(tmp_path / "neighbour"), (tmp_path / ".release.tmp").read_bytes()) == before
     assert not os.path.exists(out / ".work")
