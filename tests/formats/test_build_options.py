@@ -56,7 +56,7 @@ def test_formats_are_kept_in_their_canonical_order_and_the_record_is_frozen():
 
 def test_an_unknown_option_is_one_line_naming_the_known_ones():
     with pytest.raises(
-        BuildError, match="unknown build option: expected one of formats, .*limit, source_column, got llmc_sep"
+        BuildError, match="unknown build option: expected one of formats, .*limit, source_column, mix, got llmc_sep"
     ):
         BuildOptions.of(llmc_sep="after")
 
