@@ -150,12 +150,14 @@ from ..formats.sniff import file_magic
 from ..formats.tokenizer_configs import FROM_CONFIG_FILE, named_separator, read_config_file
 from ..readers.views import open_llmc_file
 from .checks import check_digest, check_files, check_receipts
+from .mixture import Mixture, check_receipt_sources, recompute_mixture
 from .preview import check_previews
 
 # run_config.json's llmc.layout -> the magic of its token files
 LLMC_MAGIC = {family: next(x.magic for x in llmc.LAYOUTS if x.family == family) for family in llmc.FAMILIES}
 _COMPARE_CHUNK = 1 << 22  # ids compared per step when matching llm.c against Megatron: memory stays flat
 MAX_WARNINGS = 20  # boundary tokens inside documents named in a report; the rest are counted
+MIXTURE_ORDER = "the mixture's schedule (run_config.json's mix, formats/mixture.py)"
 
 
 @dataclass
@@ -213,15 +215,18 @@ def verify_release(
     totals = split_totals(receipts)
     tasks = _Tasks(FileChecks(os.fspath(root), config, manifest, num_proc), engine, ray_address, progress)
     found = _run_file_checks(tasks, receipts)
+    # After the pairs' tasks: the schedule reads their .idx pointers.
+    mixture = recompute_mixture(root, config, receipts, True) if config.options.mix is not None else None
     if manifest is not None:
-        _check_llmc_records(root, config, manifest, totals)
+        _check_llmc_records(root, config, manifest, totals, mixture)
         if "megatron" in config.formats:
-            _check_llmc_is_megatron(tasks, receipts)
-    _check_stats(root, config, receipts)
+            _check_llmc_is_megatron(tasks, receipts, mixture=mixture)
+    _check_stats(root, config, receipts, mixture)
     warnings = _boundary_warnings(config, found) + ([outside_the_layout(others, "in the folder")] if others else [])
     # Last: derived from the files checked above. One task: it reads the first documents of the token files.
     listed = sorted(f.path for f in complete.files)
-    (not_run,) = tasks.run([("preview", receipts, listed, listed)], ["preview/"], "previews checked")
+    runs = mixture.first_runs() if mixture is not None and mixture.ranges is not None else None
+    (not_run,) = tasks.run([("preview", receipts, listed, listed, runs)], ["preview/"], "previews checked")
     return ReleaseReport(
         root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, config.formats, warnings + not_run
     )
@@ -251,14 +256,21 @@ def verify_release_records(root: str | os.PathLike, complete: Complete, held: It
         for receipt, shard in zip(receipts, config.shards):
             if {pair_path(shard.split, receipt.part, suffix) for suffix in ("bin", "idx")} <= held:
                 _check_pair(root, receipt, shard.split, config)
-    _check_stats(root, config, receipts)
+    mixture = None
+    if config.options.mix is not None:
+        train_pairs = {f.path for r in receipts if "train" in r.splits for f in r.files}
+        mixture = recompute_mixture(root, config, receipts, train_pairs <= held)
+    _check_stats(root, config, receipts, mixture)
     not_run = []
     tasks = _Tasks(FileChecks(os.fspath(root), config, manifest), "local", None, False)
     if manifest is not None:
-        _check_llmc_records(root, config, manifest, totals)
+        _check_llmc_records(root, config, manifest, totals, mixture)
         if "megatron" in config.formats:
-            not_run += _check_llmc_is_megatron_where_held(tasks, receipts, {f.path for f in complete.files}, held)
-    not_run += check_previews(root, config, receipts, {f.path for f in complete.files}, held)
+            not_run += _check_llmc_is_megatron_where_held(
+                tasks, receipts, {f.path for f in complete.files}, held, mixture
+            )
+    runs = mixture.first_runs() if mixture is not None and mixture.ranges is not None else None
+    not_run += check_previews(root, config, receipts, {f.path for f in complete.files}, held, runs)
     absent_configs = sorted(
         p
         for p in {f.path for f in complete.files} - held
@@ -274,7 +286,7 @@ def verify_release_records(root: str | os.PathLike, complete: Complete, held: It
 
 
 def _check_llmc_is_megatron_where_held(
-    tasks: _Tasks, receipts: list[Receipt], listed: set[str], held: set[str]
+    tasks: _Tasks, receipts: list[Receipt], listed: set[str], held: set[str], mixture: Mixture | None = None
 ) -> list[str]:
     """Check 7 for each split whose llm.c files and Megatron pairs are all held; a line for each split that is not."""
     config = tasks.checks.config
@@ -287,7 +299,7 @@ def _check_llmc_is_megatron_where_held(
             not_run.append(f"{split}: the llm.c files not checked against the Megatron pairs ({absent[0]} absent here)")
         else:
             complete_splits.append(split)
-    _check_llmc_is_megatron(tasks, receipts, tuple(complete_splits))
+    _check_llmc_is_megatron(tasks, receipts, tuple(complete_splits), mixture)
     return not_run
 
 
@@ -528,6 +540,8 @@ def _check_receipts(root: Path, complete: Complete, config: RunConfig) -> list[R
                 expected=files, got=[f.path for f in receipt.files],
             )
         receipts.append(receipt)
+    if config.options.mix is not None:
+        check_receipt_sources(root, config, receipts)
     return receipts
 
 
@@ -547,7 +561,8 @@ def check_one_file(checks: FileChecks, item: tuple) -> list:
 
     ``("pair", receipt, split)``: a Megatron pair, its digests, its boundary ids. ``("llmc", entry)``: an llm.c
     file (and, without Megatron, its boundary ids). ``("same", entry, spans, order)``: an llm.c file equals its
-    pieces of the Megatron spans. ``("preview", receipts, listed, held)``: the previews (returns the rules not run).
+    pieces of the Megatron spans. ``("preview", receipts, listed, held, runs)``: the previews (returns the rules
+    not run; ``runs``: a mixture's first train documents, :meth:`Mixture.first_runs`).
     """
     root, config = Path(checks.root), checks.config
     kind = item[0]
@@ -557,7 +572,7 @@ def check_one_file(checks: FileChecks, item: tuple) -> list:
         _check_same_ids(root, config, item[1], item[2], item[3])
         return []
     if kind == "preview":
-        return check_previews(root, config, item[1], set(item[2]), set(item[3]))
+        return check_previews(root, config, item[1], set(item[2]), set(item[3]), item[4])
     entry, manifest = item[1], checks.manifest
     path = root / config.llmc_dir / entry.name
     _check_llmc_header(path, config)
@@ -707,9 +722,14 @@ def _check_llmc_header(path: Path, config: RunConfig) -> None:
 
 
 def _check_llmc_records(
-    root: Path, config: RunConfig, manifest: llmc.TokensManifest, totals: dict[str, SplitCounts]
+    root: Path,
+    config: RunConfig,
+    manifest: llmc.TokensManifest,
+    totals: dict[str, SplitCounts],
+    mixture: Mixture | None = None,
 ) -> None:
-    """The llm.c rules the manifest decides: files numbered without gaps, counts equal to the receipts'."""
+    """The llm.c rules the manifest decides: files numbered without gaps, counts equal to the receipts' (a mixture's
+    train files: its schedule's, or without the pairs, stats.json's sums)."""
     directory = root / config.llmc_dir
     manifest_path = directory / llmc.MANIFEST_NAME
     for split in llmc.SPLITS:
@@ -733,6 +753,20 @@ def _check_llmc_records(
             )
         expected = (counts.documents, counts.text_tokens + sep * counts.documents)
         got = (sum(f.n_docs for f in files), sum(f.n_tokens for f in files))
+        if mixture is not None and split == "train":
+            if got != mixture.stream():
+                drawn = (
+                    "the schedule run_config.json's mix and the pairs give (formats/mixture.py)"
+                    if mixture.ranges is not None
+                    else f"the sums of {STATS_NAME}'s mixture.sources.*.llmc (no pairs here to recompute them)"
+                )
+                raise VerificationError(
+                    manifest_path,
+                    f"train: a mixture's llm.c (documents, tokens) must be {drawn}",
+                    expected=mixture.stream(),
+                    got=got,
+                )
+            continue
         if got != expected:
             raise VerificationError(
                 manifest_path,
@@ -782,11 +816,15 @@ def _check_llmc_file_layout(path: Path, entry: llmc.LlmcFileEntry, config: RunCo
 # ---------------------------------------------------------------- llm.c = Megatron
 
 
-def _check_llmc_is_megatron(tasks: _Tasks, receipts: list[Receipt], splits: tuple[str, ...] = SPLITS) -> None:
+def _check_llmc_is_megatron(
+    tasks: _Tasks, receipts: list[Receipt], splits: tuple[str, ...] = SPLITS, mixture: Mixture | None = None
+) -> None:
     """Per split, the llm.c files hold the Megatron documents in the llm.c order, whole, in run_config.json's layout.
 
     The order (:mod:`hf_tokbin.formats.llmc_order`) is recomputed from run_config.json's shuffle seed and
-    scope and the receipts' counts: the pairs in part order, or their blocks in the seeded order. Here, from
+    scope and the receipts' counts: the pairs in part order, or their blocks in the seeded order; a mixture's
+    train split, the ranges of its schedule (:mod:`hf_tokbin.verify.mixture`; a document may be in several, or
+    none). Here, from
     the records and the ``.idx`` pointers, each block's token span and each llm.c file's share of them; a task
     per llm.c file compares its ids with its spans' (:func:`_check_same_ids`). Runs after the counts agree, so
     both streams of a split hold the same number of ids.
@@ -801,12 +839,18 @@ def _check_llmc_is_megatron(tasks: _Tasks, receipts: list[Receipt], splits: tupl
     for split in splits:
         entries = [f for f in manifest.files if f.split == LLMC_SPLIT[split]]
         parts = [r for r in receipts if split in r.splits and r.splits[split].documents]
-        blocks = llmc_order(config.llmc_interleave_seed, split, [r.splits[split].documents for r in parts])
+        mixed = mixture is not None and mixture.ranges is not None and split == "train"
+        blocks = (
+            mixture.blocks(parts)
+            if mixed
+            else llmc_order(config.llmc_interleave_seed, split, [r.splits[split].documents for r in parts])
+        )
         spans = _megatron_spans(root, split, parts, blocks)
         starts = itertools.accumulate((e.n_tokens for e in entries), initial=0)
         ends = np.cumsum([s.length for s in spans], dtype=np.int64)  # once per split: each file then bisects its spans
         items += [
-            ("same", e, file_spans(spans, ends, start, e.n_tokens, config.llmc_separator), order)
+            ("same", e, file_spans(spans, ends, start, e.n_tokens, config.llmc_separator), MIXTURE_ORDER if mixed
+             else order)
             for e, start in zip(entries, starts)
         ]
         documents.append((entries, spans))
@@ -1072,21 +1116,30 @@ def _inside_pair(bin_path: Path, tokens: dict[str, BoundaryToken]) -> list[tuple
 # ---------------------------------------------------------------- stats.json
 
 
-def _check_stats(root: Path, config: RunConfig, receipts: list[Receipt]) -> None:
-    uncounted = [r.part for r in receipts if (r.sources is None) != (config.source_column is None)]
+def _check_stats(root: Path, config: RunConfig, receipts: list[Receipt], mixture: Mixture | None = None) -> None:
+    """stats.json is what the receipts give, and a mixture's section what its schedule gives (``mixture``)."""
+    counts_sources = config.source_column is not None or config.options.mix is not None
+    uncounted = [r.part for r in receipts if (r.sources is None) == counts_sources]
     # a receipt without sources in a build that counted them (or the reverse) would hide documents from stats.json
     if uncounted:
         rule = (
             f"every receipt counts its sources: run_config.json's corpus.source_column is {config.source_column!r}"
             if config.source_column
+            else "every receipt counts its sources: run_config.json has a mix"
+            if config.options.mix is not None
             else "no receipt counts sources: run_config.json names no corpus.source_column"
         )
         raise VerificationError(root / receipt_path(uncounted[0]), rule)
     path = root / STATS_NAME
     stats = read_json(path, VerificationError)
-    difference = _first_difference(
-        stats_record(config.dataset, config.tokenizer_id, receipts, where=root / RECEIPTS_DIR), stats
+    expected = stats_record(
+        config.dataset,
+        config.tokenizer_id,
+        receipts,
+        where=root / RECEIPTS_DIR,
+        mixture=mixture.record() if mixture is not None else None,
     )
+    difference = _first_difference(expected, stats)
     if difference is not None:
         name, expected, got = difference
         raise VerificationError(

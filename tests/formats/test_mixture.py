@@ -121,7 +121,10 @@ def mixtures(draw):
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     low = draw(st.sampled_from([0, 1]))
     lengths = [
-        [rng.integers(low, draw(st.integers(1, 60)) + 1, size=n) for n in draw(st.lists(st.integers(1, 500), min_size=1, max_size=3))]
+        [
+            rng.integers(low, draw(st.integers(1, 60)) + 1, size=n)
+            for n in draw(st.lists(st.integers(1, 500), min_size=1, max_size=3))
+        ]
         for _ in range(draw(st.integers(2, 3)))
     ]
     sources = Sources(lengths)
