@@ -31,7 +31,9 @@ names the file (in a JSON file, the field) and the rule.
    token, with ``bos``) per document with the megatron format (none without),
    and names its part's
    ``shards/<split>/part-NNNNNN.bin`` and ``.idx`` when it has Megatron
-   documents, no file otherwise.
+   documents, no file otherwise. A mixture's receipt (run_config.json ``mix``)
+   counts its documents under one source, the one its shard's path begins
+   with, and the receipts' sources are the mix's (:mod:`hf_tokbin.verify.mixture`).
 4. **Layout.** ``shards/`` holds exactly the files the receipts name, and
    ``tokens/`` exactly the llm.c folder ``tokens/<tokenizer_id>/<dataset>/``
    (``_MANIFEST.json`` and the files it lists) with the llmc format, nothing
@@ -53,13 +55,18 @@ names the file (in a JSON file, the field) and the rule.
    one per document. For both splits (a split
    absent from the receipts counts zero), documents and tokens equal the
    receipts' (text tokens + one separator and one BOS per document, as
-   recorded), and a split without documents has no file.
+   recorded), and a split without documents has no file. A mixture's train
+   files hold its schedule's documents and tokens instead (recomputed from the
+   pairs; without them, stats.json's per-source sums: the order cannot be
+   recomputed without the pairs).
 7. **Both formats agree.** Per split, the llm.c token stream is the Megatron
    documents in the llm.c order, document by document: the pairs in part
    order, or, with run_config.json's ``shuffle`` (scope: blocks interleaved),
    their blocks in the order :mod:`hf_tokbin.formats.llmc_order` recomputes
    from the seed and the receipts' counts, each block's bounds from the
-   ``.idx`` pointers (so llm.c files reordered any other way fail). Megatron's
+   ``.idx`` pointers (so llm.c files reordered any other way fail); a mixture's
+   train split, the ranges of its schedule (:func:`hf_tokbin.formats.mixture.mixture_ranges`,
+   document ends from the ``.idx``), a document repeated or left out as it says. Megatron's
    ``[bos] + doc + [eod]`` is llm.c's ``[sep] + [bos] + doc`` (separator
    before) or the very same ``[bos] + doc + [sep]`` (after), with sep = eod.
    The streams are compared id by id in chunks of bounded size, one task per
@@ -86,6 +93,9 @@ names the file (in a JSON file, the field) and the rule.
    counts per split, per source and per part. With a source column, every receipt
    counts its sources and they add up to its split counts (a receipt that does not
    is refused as it is read, naming it), and so do their sums in ``stats.json``.
+   A mixture's ``mixture`` section is recomputed with the build's functions
+   (:func:`~hf_tokbin.formats.mixture.mixture_targets`,
+   :func:`~hf_tokbin.formats.release.mixture_record`); any field that differs is named.
 9. **Preview** (:mod:`hf_tokbin.verify.preview`). Each ``preview/<split>.parquet``
    listed holds the split's first documents, one row each, numbered from 0,
    each naming the part its receipts put it in, and per format a
