@@ -177,7 +177,7 @@ def _sections(release: _Release) -> dict[str, str]:
     )
     from_stats = bool(release.stats and release.stats.splits)
     counts = _counts_section(release.split_counts, sources, from_stats, eod_id, separator, formats, layout)
-    counts += _source_pictures(root)
+    counts += _source_pictures(root) + _mixture_section(root, config)
     return dict(
         title=release.title(markdown_text),
         hf_tokbin=f"hf_tokbin {version}" if version else "hf_tokbin",
@@ -423,6 +423,13 @@ def _order_note(config: RunConfig | None, formats: list[str]) -> str:
     Nothing in corpus order, whose cards keep their bytes."""
     if config is None or config.shuffle_seed is None:
         return ""
+    if config.options.mix is not None and LLMC in formats:
+        return (
+            f"\n\nDocuments are shuffled with seed {config.shuffle_seed}: each part (one input shard) holds its "
+            "documents in a seeded order; the llm.c train files hold the mixture's stream (whole documents of every "
+            "source, drawn and interleaved by the seed), the llm.c validation files interleave blocks of every part. "
+            "The Megatron pairs keep each part's documents together."
+        )
     text = (
         f"\n\nDocuments are shuffled with seed {config.shuffle_seed}: each part (one input shard) holds its "
         "documents in a seeded order"
@@ -528,6 +535,51 @@ def _source_pictures(root: Path) -> str:
     """The sources pictures the release holds (a build with a source column), one image link per split."""
     links = [picture_link(root, sources_picture(split), f"Text tokens of {split} by source") for split in SPLITS]
     return "".join(f"\n\n{link}" for link in links if link)
+
+
+def _mixture_section(root: Path, config: RunConfig | None) -> str:
+    """A mixture's table (``stats.json``'s ``mixture``): per source, its share asked and got in the llm.c train files,
+    the epochs used, and what its train parts hold. Nothing for any other release."""
+    if config is None or config.options.mix is None:
+        return ""
+    try:
+        mixture = json.loads((root / STATS_NAME).read_text(encoding="utf-8"))["mixture"]
+        sources = dict(mixture["sources"])
+        total = f"{int(mixture['tokens']):,}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "\n\nMixture: not recorded (no `mixture` in `stats.json`)."
+    rows = []
+    for name, source in sources.items():
+        held = _dict(_dict(source).get("llmc"))
+        available = _dict(_dict(source).get("available"))
+        cells = [
+            _percent(_dict(source).get("target_share")),
+            _percent(held.get("share")) if held else "blend only",
+            f"{held['epochs']:.2f}" if isinstance(held.get("epochs"), (int, float)) else "",
+            _number(held.get("documents")),
+            _number(held.get("tokens")),
+            _number(available.get("documents")),
+            _number(available.get("tokens")),
+        ]
+        rows.append([code_span(name), *cells])
+    header = [
+        "source", "target share", "share", "epochs", "llm.c documents", "llm.c tokens", "train documents",
+        "train tokens",
+    ]
+    return (
+        f"\n\nMixture of {total} train tokens, at most {config.options.mix.max_epochs} epoch(s) of a source "
+        "(`hf-tokbin build --mix`): the llm.c train files hold it, whole documents drawn and interleaved by the "
+        "seed; the Megatron pairs hold every train document, and `hf-tokbin recipe` prints the blend that draws "
+        "each source's share. Validation holds every validation document of every source.\n\n" + _table(header, rows)
+    )
+
+
+def _percent(value) -> str:
+    return f"{value:.1%}" if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
+
+
+def _number(value) -> str:
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else ""
 
 
 def _source_rows(sources: dict[str, dict[str, dict[str, int]]], columns: list[str]) -> list[list[str]]:

@@ -75,6 +75,11 @@ def combine_corpora(corpora: list[CorpusSource], names: tuple[str, ...], name: s
     by_name = dict(zip(corpus_names, zip(corpora, manifests)))
     ordered = [by_name[n] for n in names]
     for corpus, manifest in ordered:
+        if not manifest.rows("train"):
+            raise BuildError(
+                corpus.root if corpus.source == "local" else corpus.source,
+                f"--mix: source {manifest.name} has no train documents, so it can have no share of the train tokens",
+            )
         if manifest.documents_by_source:
             raise BuildError(
                 corpus.root if corpus.source == "local" else corpus.source,

@@ -90,7 +90,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -348,24 +348,20 @@ class _SourceStream:
 
     def __init__(self, seed: int, index: int, parts: Sequence[MixturePart], target: int, read_ends: ReadEnds):
         self.seed, self.index, self.target, self.read_ends = seed, index, target, read_ends
-        # block k of the source: documents first[k] .. stop[k] - 1 of segment segments[k], ids start[k] .. end[k] - 1
-        self.segments: list[str] = []
-        self.firsts: list[int] = []
-        self.stops: list[int] = []
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        for part in parts:
-            cuts = block_starts(part.documents).tolist()
-            self.segments += [part.segment] * len(part.block_ends)
-            self.firsts += cuts[:-1]
-            self.stops += cuts[1:]
-            self.starts += [0, *part.block_ends[:-1]]
-            self.ends += part.block_ends
-        if target > 0 and not any(self.ends):
+        # block k: documents firsts[k] .. stops[k] - 1 of part parts[k]'s segment, its ids starts[k] .. ends[k] - 1
+        self.names = [part.segment for part in parts]
+        cuts = [block_starts(part.documents) for part in parts]
+        ends = [np.array(part.block_ends, dtype=np.int64) for part in parts]
+        self.parts = np.repeat(np.arange(len(parts)), [e.size for e in ends])
+        self.firsts = np.concatenate([c[:-1] for c in cuts] or [np.zeros(0, dtype=np.int64)])
+        self.stops = np.concatenate([c[1:] for c in cuts] or [np.zeros(0, dtype=np.int64)])
+        self.ends = np.concatenate(ends or [np.zeros(0, dtype=np.int64)])
+        self.starts = np.concatenate([np.concatenate([[0], e[:-1]]) for e in ends] or [np.zeros(0, dtype=np.int64)])
+        if target > 0 and not self.ends.any():
             raise BuildError(None, f"--mix: source {index} has no train tokens", got=f"a target of {target:,}")
         self.epoch, self.order, self.position = -1, np.zeros(0, dtype=np.int64), 0
         self.segment, self.first, self.stop, self.start, self.end = "", 0, 0, 0, 0  # the current block's rest
-        self.read = None  # the current block's ends, once a cut needs them
+        self.read: Callable[[int, int], np.ndarray] | None = None  # the current block's ends, once a cut needs them
         self.emitted = 0
 
     def emit_to(self, mark: int) -> Iterator[DocumentRange]:
@@ -387,14 +383,14 @@ class _SourceStream:
         if self.position >= self.order.size:
             self.epoch, self.position = self.epoch + 1, 0
             rng = np.random.default_rng([self.seed, MIX_TAG, self.index, self.epoch])
-            self.order = rng.permutation(len(self.ends))
+            self.order = rng.permutation(self.ends.size)
         k = int(self.order[self.position])
-        self.segment, self.first, self.stop = self.segments[k], self.firsts[k], self.stops[k]
-        self.start, self.end = self.starts[k], self.ends[k]
+        self.segment, self.first, self.stop = self.names[self.parts[k]], int(self.firsts[k]), int(self.stops[k])
+        self.start, self.end = int(self.starts[k]), int(self.ends[k])
         self.read = None
 
     def _cut(self, mark: int) -> tuple[int, int]:
-        """(the document after, its start) of the first document of the block's rest that ends at or past ``mark``."""
+        """The first document of the block's rest that ends at or past ``mark``: (the document after it, its end)."""
         read = self._reader()
         crossing = self.first + count_fitting(read, self.first, self.stop, mark - 1)
         end = int(read(crossing, 1)[0]) if crossing < self.stop else -1
@@ -408,7 +404,8 @@ class _SourceStream:
             )
         return crossing + 1, end
 
-    def _reader(self):
+    def _reader(self) -> Callable[[int, int], np.ndarray]:
+        """``read(first, count)`` in the current block: its rest read once if small, else each read passed on."""
         if self.read is None:
             segment, first, count = self.segment, self.first, self.stop - self.first
             if count > READ_WHOLE_BLOCK:
@@ -416,7 +413,8 @@ class _SourceStream:
             else:
                 ends = np.asarray(self.read_ends(segment, first, count))
                 if ends.shape != (count,):
-                    raise FormatError(segment, "a segment's ends must cover its documents", expected=f"{count} ends "
-                                      f"from document {first}", got=f"{ends.size}")
+                    raise FormatError(
+                        segment, "a segment's ends must cover its documents", expected=f"{count} ends", got=ends.size
+                    )
                 self.read = lambda i, n: ends[i - first : i - first + n]
         return self.read

@@ -120,11 +120,9 @@ def mixtures(draw):
     """2 or 3 sources of 1 to 3 parts of up to 500 documents (some of 0 tokens), shares, a cap and maybe --tokens."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     low = draw(st.sampled_from([0, 1]))
+    sizes = st.lists(st.integers(1, 500), min_size=1, max_size=3)
     lengths = [
-        [
-            rng.integers(low, draw(st.integers(1, 60)) + 1, size=n)
-            for n in draw(st.lists(st.integers(1, 500), min_size=1, max_size=3))
-        ]
+        [rng.integers(low, draw(st.integers(1, 60)) + 1, size=n) for n in draw(sizes)]
         for _ in range(draw(st.integers(2, 3)))
     ]
     sources = Sources(lengths)
@@ -194,7 +192,7 @@ def _counts(documents):
 
 
 def test_a_mixture_keeps_its_shares_over_the_stream_and_in_every_window_of_five_percent():
-    """Three uneven sources (300, 1,200 and 5,000 documents of 5..400 tokens), --tokens 1,000,000 and
+    """Three uneven sources (5,000 documents in two parts, 1,200 and 300; 5..400 tokens), --tokens 1,000,000 and
     --max-epochs 2, so the smallest is upsampled (about 1.6 epochs) and the others downsampled.
 
     A window is every document that starts within 5% of the stream's tokens from a document's start, for every

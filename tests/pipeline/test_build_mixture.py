@@ -140,3 +140,38 @@ def test_weights_that_do_not_add_up_are_normalised_and_said(corpora, tmp_path, c
     argv = ["build", *corpus_args, "--tokenizer", "byte", "--doc-sep", "0", "--out", str(tmp_path / "r"), "--quiet"]
     assert main([*argv, "--mix", "en=5,fr=3,code=2", "--dry-run"]) == 0
     assert "add up to 10, not 1: taken as shares en=0.5, fr=0.3, code=0.2" in capsys.readouterr().out
+
+
+def test_the_card_and_summary_show_each_source_against_its_target(mixed):
+    card = (mixed / "README.md").read_text()
+    stats = json.loads((mixed / "stats.json").read_text())["mixture"]
+    assert f"Mixture of {stats['tokens']:,} train tokens" in card
+    for name, source in stats["sources"].items():
+        held = source["llmc"]
+        row = f"| `{name}` | {source['target_share']:.1%} | {held['share']:.1%} | {held['epochs']:.2f} |"
+        assert row in card
+
+
+def test_a_source_without_train_documents_is_refused_at_the_plan(corpora, tmp_path):
+    from release_fixtures import write_corpus
+
+    empty = write_corpus(tmp_path / "math", [("validation", ["Mx = 1"])], name="math")
+    with pytest.raises(BuildError, match="source math has no train documents"):
+        build([*corpora, empty], tmp_path / "r", mix="en=0.5,fr=0.2,code=0.2,math=0.1")
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("formats", [("llmc",), ("megatron",)])
+def test_one_format_alone(corpora, mixed, tmp_path, formats):
+    build(corpora, tmp_path / "r", formats=formats)
+    stats = json.loads((tmp_path / "r" / "stats.json").read_text())["mixture"]
+    both = json.loads((mixed / "stats.json").read_text())["mixture"]
+    assert stats["tokens"] == both["tokens"]
+    for name, source in stats["sources"].items():
+        assert source["available"] == both["sources"][name]["available"]
+        # the llm.c stream is the same whether its ids are staged or read from the Megatron .bin
+        assert source["llmc"] == (both["sources"][name]["llmc"] if "llmc" in formats else None)
+    if formats == ("llmc",):
+        folder = "tokens/byte/en-fr-code"
+        for path in sorted((mixed / folder).glob("*.bin")):
+            assert (tmp_path / "r" / folder / path.name).read_bytes() == path.read_bytes()
