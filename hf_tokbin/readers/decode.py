@@ -145,7 +145,9 @@ def show(
     root = Path(release)
     config = RunConfig.read(root / RUN_CONFIG_NAME)
     mixed = config.options.mix is not None and split == "train"
-    format = format or ("megatron" if "megatron" in config.formats and not mixed else "llmc")
+    # a mixture's train split: its llm.c files, where there are any (the refusal below says so where there are not)
+    llmc_first = "llmc" in config.formats and (mixed or "megatron" not in config.formats)
+    format = format or ("llmc" if llmc_first else "megatron")
     if format not in config.formats:
         raise FormatError(
             root, f"this release holds no {format} files", expected=" or ".join(config.formats), got=format

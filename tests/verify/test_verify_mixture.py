@@ -181,3 +181,11 @@ def test_records_without_the_train_pairs_check_the_stats_sums(both, tmp_path):
     rewrite_llmc(release, "train-00000.bin", lambda documents: documents[1:])
     with pytest.raises(hf_tokbin.TokbinError, match=r"the sums of stats.json's mixture.sources.\*.llmc"):
         verify_release_records(release, Complete.read(release), held)
+
+
+def test_show_on_a_megatron_only_mixture_refuses_train_and_reads_validation(corpora, tmp_path):
+    release = build(corpora, tmp_path / "megatron", formats=("megatron",))
+    assert verify_release(release).formats == ("megatron",)
+    with pytest.raises(hf_tokbin.TokbinError, match=r"numbered in its llm.c train files.*HINT: --split validation"):
+        hf_tokbin.show(release, doc=2)
+    assert hf_tokbin.show(release, "validation", doc=2).documents()[2]
