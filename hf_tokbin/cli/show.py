@@ -29,7 +29,7 @@ def add_arguments(parser) -> None:
         "--format",
         choices=("llmc", "megatron"),
         default=None,
-        help="which files to read (default megatron if the release has it)",
+        help="which files to read (default megatron if the release has it; llmc for a mixture's train split)",
     )
     parser.add_argument(
         "--tokenizer",

@@ -10,7 +10,9 @@
 Documents are numbered from 0 in the split's llm.c order, the order a trainer
 reads them and the preview shows them (:class:`DocumentNumbers`): document N is
 the same document in either format, also under ``--shuffle-seed``, where the
-Megatron pairs hold them in another order.
+Megatron pairs hold them in another order. A mixture's train split is read in its
+llm.c files alone: its schedule (:mod:`hf_tokbin.formats.mixture`) may repeat a
+document or leave it out, so a Megatron document has no one number there.
 
 A document is one Megatron sequence (``[bos] + ids + [eod]``) or one llm.c
 document with its separator (``[sep] + [bos] + ids``, or ``[bos] + ids + [sep]``
@@ -142,10 +144,20 @@ def show(
     """
     root = Path(release)
     config = RunConfig.read(root / RUN_CONFIG_NAME)
-    format = format or ("megatron" if "megatron" in config.formats else "llmc")
+    mixed = config.options.mix is not None and split == "train"
+    # a mixture's train split: its llm.c files, where there are any (the refusal below says so where there are not)
+    llmc_first = "llmc" in config.formats and (mixed or "megatron" not in config.formats)
+    format = format or ("llmc" if llmc_first else "megatron")
     if format not in config.formats:
         raise FormatError(
             root, f"this release holds no {format} files", expected=" or ".join(config.formats), got=format
+        )
+    if mixed and format == "megatron":
+        raise FormatError(
+            root,
+            "a mixture's train documents are numbered in its llm.c train files (its schedule may repeat a document "
+            "or leave it out); the Megatron pairs hold each once, in another order",
+            hint="--format llmc" if "llmc" in config.formats else "--split validation",
         )
     if (doc is None) == (window is None) or (window is not None and length is None):
         raise FormatError(

@@ -2,8 +2,9 @@
 token files, and their text.
 
 One row per document, first in the llm.c order (:mod:`hf_tokbin.formats.llmc_order`), recomputed from
-run_config.json and the receipts. A row's ``megatron_input_ids`` are that document's sequence in its pair; its
-``llmc_input_ids``, the rows one after another, are the split's first llm.c ids.
+run_config.json and the receipts (a mixture's train rows: its schedule, :mod:`hf_tokbin.verify.mixture`). A row's
+``megatron_input_ids`` are that document's sequence in its pair; its ``llmc_input_ids``, the rows one after another,
+are the split's first llm.c ids.
 """
 
 from __future__ import annotations
@@ -34,13 +35,21 @@ SHIPPED_TOKENIZER = f"{TOKENIZER_DIR}/{TOKENIZER_FILE}"
 
 
 def check_previews(
-    root: Path, config: RunConfig, receipts: list[Receipt], listed: set[str], held: set[str] | None = None
+    root: Path,
+    config: RunConfig,
+    receipts: list[Receipt],
+    listed: set[str],
+    held: set[str] | None = None,
+    mixture_runs: list[tuple[str, int, int]] | None = None,
 ) -> list[str]:
     """Every ``preview/<split>.parquet`` COMPLETE.json lists: rows as the format promises, ids those of the files, text
     that encodes to them.
 
     ``held``: the listed files present here (a partial copy's; all of ``listed`` by default). Every rule the held files
     allow runs; the rules that could not run are returned, one line each (absent files, a row over the text bound).
+    ``mixture_runs``: a mixture's first train documents, ``(part, first document, documents)``, as its schedule
+    recomputes them (:mod:`hf_tokbin.verify.mixture`); None where it cannot (no pairs here): a row's part is then
+    only checked to be a train part.
     """
     held = listed if held is None else held
     previews = [preview_path(split) for split in SPLITS if preview_path(split) in listed]
@@ -61,13 +70,23 @@ def check_previews(
         if rel in listed and rel not in held:
             gaps.append(f"{rel}: not checked (absent here)")
         elif rel in listed:
-            gaps += _check_preview(root / rel, root, config, split, receipts, listed, held)
+            runs = mixture_runs if split == "train" and config.options.mix is not None else ()
+            gaps += _check_preview(root / rel, root, config, split, receipts, listed, held, runs)
     return gaps
 
 
 def _check_preview(
-    path: Path, root: Path, config: RunConfig, split: str, receipts: list[Receipt], listed: set[str], held: set[str]
+    path: Path,
+    root: Path,
+    config: RunConfig,
+    split: str,
+    receipts: list[Receipt],
+    listed: set[str],
+    held: set[str],
+    runs: list[tuple[str, int, int]] | tuple | None = (),
 ) -> list[str]:
+    """One preview; ``runs``: a mixture's first train documents, None when they cannot be recomputed, () for the
+    llm.c order."""
     rows = read_preview(path)
     formats = [f for f in FORMATS if f in config.formats]
     count = len(rows["document"])
@@ -76,12 +95,21 @@ def _check_preview(
         got = ", ".join(rows) if count else "no row"
         rule = "preview must hold one row per document, with a column of ids for each format of the release"
         raise VerificationError(path, rule, expected=expected, got=got)
-    in_order = _documents_in_order(receipts, split, count, config.llmc_interleave_seed)
-    parts = [part for part, _, _ in in_order]
-    for i in range(count):
-        _check_row(path, rows, i, parts, formats)
     gaps = []
+    if runs is None:  # a mixture's train order without its pairs: each row's part is one of the train parts
+        in_order = None
+        parts = frozenset(r.part for r in receipts if split in r.splits and r.splits[split].documents)
+        for i in range(count):
+            _check_row(path, rows, i, parts, formats)
+    else:
+        in_order = _documents_in_order(receipts, split, count, config.llmc_interleave_seed, runs or None)
+        for i in range(count):
+            _check_row(path, rows, i, [part for part, _, _ in in_order], formats)
     for format in formats:
+        if in_order is None and format == "megatron":
+            gaps.append(f"{preview_path(split)}: {ids_column(format)} not checked: a mixture's train order needs "
+                        "the Megatron pairs here")
+            continue
         needed = _token_files_read(config, split, format, in_order, listed)
         absent = sorted(needed - held)
         if absent:
@@ -161,26 +189,37 @@ def _release_encoding(root: Path, config: RunConfig):
 
 
 def _documents_in_order(
-    receipts: list[Receipt], split: str, count: int, seed: int | None
+    receipts: list[Receipt], split: str, count: int, seed: int | None, named_runs: list | None = None
 ) -> list[tuple[str, int, int]]:
-    """The split's first ``count`` documents in the llm.c order (formats/llmc_order.py).
+    """The split's first ``count`` documents in the llm.c order (formats/llmc_order.py), or in ``named_runs``
+    (``(part, first document, documents)``: a mixture's train stream).
 
     Each is (its part, its index in the Megatron split, its index in its part)."""
     parts = [r for r in receipts if split in r.splits and r.splits[split].documents]
     documents = [r.splits[split].documents for r in parts]
     before = np.concatenate(([0], np.cumsum(documents, dtype=np.int64))).tolist()
-    runs = llmc_order(seed, split, documents).first_documents(count)
-    return [(parts[p].part, before[p] + first + j, first + j) for p, first, n in runs for j in range(n)]
+    if named_runs is None:
+        runs = llmc_order(seed, split, documents).first_documents(count)
+    else:
+        position = {r.part: p for p, r in enumerate(parts)}
+        runs = [(position[part], first, n) for part, first, n in named_runs]
+    in_order = [(parts[p].part, before[p] + first + j, first + j) for p, first, n in runs for j in range(n)]
+    return in_order[:count]
 
 
-def _check_row(path: Path, rows: dict, i: int, parts: list[str], formats: list[str]) -> None:
+def _check_row(path: Path, rows: dict, i: int, parts: list[str] | frozenset[str], formats: list[str]) -> None:
+    """Row ``i``: its number, its part (``parts[i]``, or one of ``parts`` where the order is not known) and counts."""
     where = f"row {i}"
     if rows["document"][i] != i:
         rule = f"{where}: document must count the split's documents from 0"
         raise VerificationError(path, rule, expected=i, got=rows["document"][i])
-    if i >= len(parts) or rows["part"][i] != parts[i]:
+    if isinstance(parts, frozenset):
+        known, expected = rows["part"][i] in parts, "one of the split's parts"
+    else:
+        known, expected = i < len(parts) and rows["part"][i] == parts[i], parts[i] if i < len(parts) else "none"
+    if not known:
         rule = f"{where}: part must be the part holding the document (its receipts' counts)"
-        raise VerificationError(path, rule, expected=parts[i] if i < len(parts) else "none", got=rows["part"][i])
+        raise VerificationError(path, rule, expected=expected, got=rows["part"][i])
     if any(rows[name][i] is None for name in rows):
         raise VerificationError(path, f"{where}: no column may be null")
     for format in formats:

@@ -31,7 +31,9 @@ names the file (in a JSON file, the field) and the rule.
    token, with ``bos``) per document with the megatron format (none without),
    and names its part's
    ``shards/<split>/part-NNNNNN.bin`` and ``.idx`` when it has Megatron
-   documents, no file otherwise.
+   documents, no file otherwise. A mixture's receipt (run_config.json ``mix``)
+   counts its documents under one source, the one its shard's path begins
+   with, and the receipts' sources are the mix's (:mod:`hf_tokbin.verify.mixture`).
 4. **Layout.** ``shards/`` holds exactly the files the receipts name, and
    ``tokens/`` exactly the llm.c folder ``tokens/<tokenizer_id>/<dataset>/``
    (``_MANIFEST.json`` and the files it lists) with the llmc format, nothing
@@ -53,13 +55,18 @@ names the file (in a JSON file, the field) and the rule.
    one per document. For both splits (a split
    absent from the receipts counts zero), documents and tokens equal the
    receipts' (text tokens + one separator and one BOS per document, as
-   recorded), and a split without documents has no file.
+   recorded), and a split without documents has no file. A mixture's train
+   files hold its schedule's documents and tokens instead (recomputed from the
+   pairs; without them, stats.json's per-source sums: the order cannot be
+   recomputed without the pairs).
 7. **Both formats agree.** Per split, the llm.c token stream is the Megatron
    documents in the llm.c order, document by document: the pairs in part
    order, or, with run_config.json's ``shuffle`` (scope: blocks interleaved),
    their blocks in the order :mod:`hf_tokbin.formats.llmc_order` recomputes
    from the seed and the receipts' counts, each block's bounds from the
-   ``.idx`` pointers (so llm.c files reordered any other way fail). Megatron's
+   ``.idx`` pointers (so llm.c files reordered any other way fail); a mixture's
+   train split, the ranges of its schedule (:func:`hf_tokbin.formats.mixture.mixture_ranges`,
+   document ends from the ``.idx``), a document repeated or left out as it says. Megatron's
    ``[bos] + doc + [eod]`` is llm.c's ``[sep] + [bos] + doc`` (separator
    before) or the very same ``[bos] + doc + [sep]`` (after), with sep = eod.
    The streams are compared id by id in chunks of bounded size, one task per
@@ -86,6 +93,9 @@ names the file (in a JSON file, the field) and the rule.
    counts per split, per source and per part. With a source column, every receipt
    counts its sources and they add up to its split counts (a receipt that does not
    is refused as it is read, naming it), and so do their sums in ``stats.json``.
+   A mixture's ``mixture`` section is recomputed with the build's functions
+   (:func:`~hf_tokbin.formats.mixture.mixture_targets`,
+   :func:`~hf_tokbin.formats.release.mixture_record`); any field that differs is named.
 9. **Preview** (:mod:`hf_tokbin.verify.preview`). Each ``preview/<split>.parquet``
    listed holds the split's first documents, one row each, numbered from 0,
    each naming the part its receipts put it in, and per format a
@@ -150,12 +160,14 @@ from ..formats.sniff import file_magic
 from ..formats.tokenizer_configs import FROM_CONFIG_FILE, named_separator, read_config_file
 from ..readers.views import open_llmc_file
 from .checks import check_digest, check_files, check_receipts
+from .mixture import Mixture, check_receipt_sources, recompute_mixture
 from .preview import check_previews
 
 # run_config.json's llmc.layout -> the magic of its token files
 LLMC_MAGIC = {family: next(x.magic for x in llmc.LAYOUTS if x.family == family) for family in llmc.FAMILIES}
 _COMPARE_CHUNK = 1 << 22  # ids compared per step when matching llm.c against Megatron: memory stays flat
 MAX_WARNINGS = 20  # boundary tokens inside documents named in a report; the rest are counted
+MIXTURE_ORDER = "the mixture's schedule (run_config.json's mix, formats/mixture.py)"
 
 
 @dataclass
@@ -213,15 +225,18 @@ def verify_release(
     totals = split_totals(receipts)
     tasks = _Tasks(FileChecks(os.fspath(root), config, manifest, num_proc), engine, ray_address, progress)
     found = _run_file_checks(tasks, receipts)
+    # After the pairs' tasks: the schedule reads their .idx pointers.
+    mixture = recompute_mixture(root, config, receipts, True) if config.options.mix is not None else None
     if manifest is not None:
-        _check_llmc_records(root, config, manifest, totals)
+        _check_llmc_records(root, config, manifest, totals, mixture)
         if "megatron" in config.formats:
-            _check_llmc_is_megatron(tasks, receipts)
-    _check_stats(root, config, receipts)
+            _check_llmc_is_megatron(tasks, receipts, mixture=mixture)
+    _check_stats(root, config, receipts, mixture)
     warnings = _boundary_warnings(config, found) + ([outside_the_layout(others, "in the folder")] if others else [])
     # Last: derived from the files checked above. One task: it reads the first documents of the token files.
     listed = sorted(f.path for f in complete.files)
-    (not_run,) = tasks.run([("preview", receipts, listed, listed)], ["preview/"], "previews checked")
+    runs = mixture.first_runs() if mixture is not None and mixture.ranges is not None else None
+    (not_run,) = tasks.run([("preview", receipts, listed, listed, runs)], ["preview/"], "previews checked")
     return ReleaseReport(
         root, len(complete.files) + 1, sum(f.size for f in complete.files), totals, config.formats, warnings + not_run
     )
@@ -251,14 +266,21 @@ def verify_release_records(root: str | os.PathLike, complete: Complete, held: It
         for receipt, shard in zip(receipts, config.shards):
             if {pair_path(shard.split, receipt.part, suffix) for suffix in ("bin", "idx")} <= held:
                 _check_pair(root, receipt, shard.split, config)
-    _check_stats(root, config, receipts)
+    mixture = None
+    if config.options.mix is not None:
+        train_pairs = {f.path for r in receipts if "train" in r.splits for f in r.files}
+        mixture = recompute_mixture(root, config, receipts, train_pairs <= held)
+    _check_stats(root, config, receipts, mixture)
     not_run = []
     tasks = _Tasks(FileChecks(os.fspath(root), config, manifest), "local", None, False)
     if manifest is not None:
-        _check_llmc_records(root, config, manifest, totals)
+        _check_llmc_records(root, config, manifest, totals, mixture)
         if "megatron" in config.formats:
-            not_run += _check_llmc_is_megatron_where_held(tasks, receipts, {f.path for f in complete.files}, held)
-    not_run += check_previews(root, config, receipts, {f.path for f in complete.files}, held)
+            not_run += _check_llmc_is_megatron_where_held(
+                tasks, receipts, {f.path for f in complete.files}, held, mixture
+            )
+    runs = mixture.first_runs() if mixture is not None and mixture.ranges is not None else None
+    not_run += check_previews(root, config, receipts, {f.path for f in complete.files}, held, runs)
     absent_configs = sorted(
         p
         for p in {f.path for f in complete.files} - held
@@ -274,7 +296,7 @@ def verify_release_records(root: str | os.PathLike, complete: Complete, held: It
 
 
 def _check_llmc_is_megatron_where_held(
-    tasks: _Tasks, receipts: list[Receipt], listed: set[str], held: set[str]
+    tasks: _Tasks, receipts: list[Receipt], listed: set[str], held: set[str], mixture: Mixture | None = None
 ) -> list[str]:
     """Check 7 for each split whose llm.c files and Megatron pairs are all held; a line for each split that is not."""
     config = tasks.checks.config
@@ -287,7 +309,7 @@ def _check_llmc_is_megatron_where_held(
             not_run.append(f"{split}: the llm.c files not checked against the Megatron pairs ({absent[0]} absent here)")
         else:
             complete_splits.append(split)
-    _check_llmc_is_megatron(tasks, receipts, tuple(complete_splits))
+    _check_llmc_is_megatron(tasks, receipts, tuple(complete_splits), mixture)
     return not_run
 
 
@@ -528,6 +550,8 @@ def _check_receipts(root: Path, complete: Complete, config: RunConfig) -> list[R
                 expected=files, got=[f.path for f in receipt.files],
             )
         receipts.append(receipt)
+    if config.options.mix is not None:
+        check_receipt_sources(root, config, receipts)
     return receipts
 
 
@@ -547,7 +571,8 @@ def check_one_file(checks: FileChecks, item: tuple) -> list:
 
     ``("pair", receipt, split)``: a Megatron pair, its digests, its boundary ids. ``("llmc", entry)``: an llm.c
     file (and, without Megatron, its boundary ids). ``("same", entry, spans, order)``: an llm.c file equals its
-    pieces of the Megatron spans. ``("preview", receipts, listed, held)``: the previews (returns the rules not run).
+    pieces of the Megatron spans. ``("preview", receipts, listed, held, runs)``: the previews (returns the rules
+    not run; ``runs``: a mixture's first train documents, :meth:`Mixture.first_runs`).
     """
     root, config = Path(checks.root), checks.config
     kind = item[0]
@@ -557,7 +582,7 @@ def check_one_file(checks: FileChecks, item: tuple) -> list:
         _check_same_ids(root, config, item[1], item[2], item[3])
         return []
     if kind == "preview":
-        return check_previews(root, config, item[1], set(item[2]), set(item[3]))
+        return check_previews(root, config, item[1], set(item[2]), set(item[3]), item[4])
     entry, manifest = item[1], checks.manifest
     path = root / config.llmc_dir / entry.name
     _check_llmc_header(path, config)
@@ -707,9 +732,14 @@ def _check_llmc_header(path: Path, config: RunConfig) -> None:
 
 
 def _check_llmc_records(
-    root: Path, config: RunConfig, manifest: llmc.TokensManifest, totals: dict[str, SplitCounts]
+    root: Path,
+    config: RunConfig,
+    manifest: llmc.TokensManifest,
+    totals: dict[str, SplitCounts],
+    mixture: Mixture | None = None,
 ) -> None:
-    """The llm.c rules the manifest decides: files numbered without gaps, counts equal to the receipts'."""
+    """The llm.c rules the manifest decides: files numbered without gaps, counts equal to the receipts' (a mixture's
+    train files: its schedule's, or without the pairs, stats.json's sums)."""
     directory = root / config.llmc_dir
     manifest_path = directory / llmc.MANIFEST_NAME
     for split in llmc.SPLITS:
@@ -733,6 +763,20 @@ def _check_llmc_records(
             )
         expected = (counts.documents, counts.text_tokens + sep * counts.documents)
         got = (sum(f.n_docs for f in files), sum(f.n_tokens for f in files))
+        if mixture is not None and split == "train":
+            if got != mixture.stream():
+                drawn = (
+                    "the schedule run_config.json's mix and the pairs give (formats/mixture.py)"
+                    if mixture.ranges is not None
+                    else f"the sums of {STATS_NAME}'s mixture.sources.*.llmc (no pairs here to recompute them)"
+                )
+                raise VerificationError(
+                    manifest_path,
+                    f"train: a mixture's llm.c (documents, tokens) must be {drawn}",
+                    expected=mixture.stream(),
+                    got=got,
+                )
+            continue
         if got != expected:
             raise VerificationError(
                 manifest_path,
@@ -782,11 +826,15 @@ def _check_llmc_file_layout(path: Path, entry: llmc.LlmcFileEntry, config: RunCo
 # ---------------------------------------------------------------- llm.c = Megatron
 
 
-def _check_llmc_is_megatron(tasks: _Tasks, receipts: list[Receipt], splits: tuple[str, ...] = SPLITS) -> None:
+def _check_llmc_is_megatron(
+    tasks: _Tasks, receipts: list[Receipt], splits: tuple[str, ...] = SPLITS, mixture: Mixture | None = None
+) -> None:
     """Per split, the llm.c files hold the Megatron documents in the llm.c order, whole, in run_config.json's layout.
 
     The order (:mod:`hf_tokbin.formats.llmc_order`) is recomputed from run_config.json's shuffle seed and
-    scope and the receipts' counts: the pairs in part order, or their blocks in the seeded order. Here, from
+    scope and the receipts' counts: the pairs in part order, or their blocks in the seeded order; a mixture's
+    train split, the ranges of its schedule (:mod:`hf_tokbin.verify.mixture`; a document may be in several, or
+    none). Here, from
     the records and the ``.idx`` pointers, each block's token span and each llm.c file's share of them; a task
     per llm.c file compares its ids with its spans' (:func:`_check_same_ids`). Runs after the counts agree, so
     both streams of a split hold the same number of ids.
@@ -801,12 +849,18 @@ def _check_llmc_is_megatron(tasks: _Tasks, receipts: list[Receipt], splits: tupl
     for split in splits:
         entries = [f for f in manifest.files if f.split == LLMC_SPLIT[split]]
         parts = [r for r in receipts if split in r.splits and r.splits[split].documents]
-        blocks = llmc_order(config.llmc_interleave_seed, split, [r.splits[split].documents for r in parts])
+        mixed = mixture is not None and mixture.ranges is not None and split == "train"
+        blocks = (
+            mixture.blocks(parts)
+            if mixed
+            else llmc_order(config.llmc_interleave_seed, split, [r.splits[split].documents for r in parts])
+        )
         spans = _megatron_spans(root, split, parts, blocks)
         starts = itertools.accumulate((e.n_tokens for e in entries), initial=0)
         ends = np.cumsum([s.length for s in spans], dtype=np.int64)  # once per split: each file then bisects its spans
         items += [
-            ("same", e, file_spans(spans, ends, start, e.n_tokens, config.llmc_separator), order)
+            ("same", e, file_spans(spans, ends, start, e.n_tokens, config.llmc_separator), MIXTURE_ORDER if mixed
+             else order)
             for e, start in zip(entries, starts)
         ]
         documents.append((entries, spans))
@@ -1072,24 +1126,30 @@ def _inside_pair(bin_path: Path, tokens: dict[str, BoundaryToken]) -> list[tuple
 # ---------------------------------------------------------------- stats.json
 
 
-def _check_stats(root: Path, config: RunConfig, receipts: list[Receipt]) -> None:
-    counted = config.source_column is not None or config.options.mix is not None  # a mixture: parts by source
-    uncounted = [r.part for r in receipts if (r.sources is not None) != counted]
+def _check_stats(root: Path, config: RunConfig, receipts: list[Receipt], mixture: Mixture | None = None) -> None:
+    """stats.json is what the receipts give, and a mixture's section what its schedule gives (``mixture``)."""
+    counts_sources = config.source_column is not None or config.options.mix is not None
+    uncounted = [r.part for r in receipts if (r.sources is None) == counts_sources]
     # a receipt without sources in a build that counted them (or the reverse) would hide documents from stats.json
     if uncounted:
         rule = (
             f"every receipt counts its sources: run_config.json's corpus.source_column is {config.source_column!r}"
             if config.source_column
-            else "every receipt counts its sources: run_config.json names a mixture (mix)"
-            if counted
+            else "every receipt counts its sources: run_config.json has a mix"
+            if config.options.mix is not None
             else "no receipt counts sources: run_config.json names no corpus.source_column"
         )
         raise VerificationError(root / receipt_path(uncounted[0]), rule)
     path = root / STATS_NAME
     stats = read_json(path, VerificationError)
-    difference = _first_difference(
-        stats_record(config.dataset, config.tokenizer_id, receipts, where=root / RECEIPTS_DIR), stats
+    expected = stats_record(
+        config.dataset,
+        config.tokenizer_id,
+        receipts,
+        where=root / RECEIPTS_DIR,
+        mixture=mixture.record() if mixture is not None else None,
     )
+    difference = _first_difference(expected, stats)
     if difference is not None:
         name, expected, got = difference
         raise VerificationError(
