@@ -50,13 +50,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--corpus", required=True, action="append", help="a corpus folder (hf-tokbin corpus), a Hub "
         "dataset repo NS/NAME, or input files, folders, globs or hf:// paths (written as a temporary corpus, as corpus "
         "import does); with --mix, once per source")
-    parser.add_argument("--mix", default=None, metavar="NAME=W,...", help="one release from several --corpus in "
-        "these proportions of train tokens, each corpus named by its corpus name (weights are normalised): the llm.c "
-        "files hold the mixture, Megatron/MaxText recipes blend the pairs")
-    parser.add_argument("--tokens", default=None, metavar="N", help="--mix: train tokens in all, e.g. 500M or 2B "
-        "(default: the most the shares allow without repeating any source)")
-    parser.add_argument("--max-epochs", type=positive_int, default=None, metavar="E", help="--mix: the most times a "
-        "source's documents may repeat to meet its share (default 1: never)")
+    _add_mixture_arguments(parser)
     parser.add_argument("--corpus-revision", default=None,
         help="pinned revision of a Hub corpus (resolved to its commit id)")
     # -- corpus choice and planning (docs/corpus.md)
@@ -111,6 +105,16 @@ def add_arguments(parser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     add_json_flag(parser)
     parser.set_defaults(run=run)
+
+
+def _add_mixture_arguments(parser) -> None:
+    parser.add_argument("--mix", default=None, metavar="NAME=W,...", help="one release from several --corpus in "
+        "these proportions of train tokens, each corpus named by its corpus name (weights are normalised): the llm.c "
+        "files hold the mixture, Megatron/MaxText recipes blend the pairs")
+    parser.add_argument("--tokens", default=None, metavar="N", help="--mix: train tokens in all, e.g. 500M or 2B "
+        "(default: the most the shares allow without repeating any source)")
+    parser.add_argument("--max-epochs", type=positive_int, default=None, metavar="E", help="--mix: the most times a "
+        "source's documents may repeat to meet its share (default 1: never)")
 
 
 def _format_list(text: str) -> tuple[str, ...]:

@@ -58,34 +58,13 @@ class MixedShards:
 def combine_corpora(corpora: list[CorpusSource], names: tuple[str, ...], name: str) -> tuple[CorpusSource, list[dict]]:
     """(the combined corpus, each source's corpus record for ``run_config.json``'s ``mix``).
 
-    ``corpora[i]`` is source ``names[i]``: its corpus name must be that name (``--mix`` names the corpora).
+    ``corpora[i]`` is one source: its corpus name must be one of ``names`` (``--mix`` names the corpora), and the
+    combined corpus takes them in ``names``' order.
     """
     from .._io import sha256_file
     from ..formats.corpus_manifest import MANIFEST_NAME
 
-    manifests = [CorpusManifest.read(c.root) for c in corpora]
-    corpus_names = [m.name for m in manifests]
-    if sorted(corpus_names) != sorted(names) or len(set(corpus_names)) != len(corpus_names):
-        raise BuildError(
-            ", ".join(os.fspath(c.root) if c.source == "local" else c.source for c in corpora),
-            "--mix names each --corpus once, by its corpus name",
-            expected=", ".join(names),
-            got=", ".join(corpus_names),
-        )
-    by_name = dict(zip(corpus_names, zip(corpora, manifests)))
-    ordered = [by_name[n] for n in names]
-    for corpus, manifest in ordered:
-        if not manifest.rows("train"):
-            raise BuildError(
-                corpus.root if corpus.source == "local" else corpus.source,
-                f"--mix: source {manifest.name} has no train documents, so it can have no share of the train tokens",
-            )
-        if manifest.documents_by_source:
-            raise BuildError(
-                corpus.root if corpus.source == "local" else corpus.source,
-                "a corpus that counts its own sources cannot be a source of a mixture",
-                hint="import it again without --source-column, or one corpus per source",
-            )
+    ordered = _in_mix_order(corpora, names)
     rules = {m.split_rule for _, m in ordered}
     licenses = {m.license for _, m in ordered}
     documents_by_source = {
@@ -108,14 +87,43 @@ def combine_corpora(corpora: list[CorpusSource], names: tuple[str, ...], name: s
     )
     root = temporary_folder("hf_tokbin-mixture-")
     combined.write(root)
-    records = [
-        {
-            "name": n,
-            "source": c.source,
-            "revision": c.revision,
-            "manifest_sha256": sha256_file(Path(c.root) / MANIFEST_NAME),
-        }
-        for n, (c, _) in zip(names, ordered)
-    ]
+    records = []
+    for n, (c, _) in zip(names, ordered):
+        digest = sha256_file(Path(c.root) / MANIFEST_NAME)
+        records.append({"name": n, "source": c.source, "revision": c.revision, "manifest_sha256": digest})
     shards = MixedShards(tuple((n, c.shards) for n, (c, _) in zip(names, ordered)))
     return CorpusSource(root, "local", None, shards), records
+
+
+def _in_mix_order(corpora: list[CorpusSource], names: tuple[str, ...]) -> list[tuple[CorpusSource, CorpusManifest]]:
+    """Each corpus with its manifest, in ``names``' order; one line for a corpus the mix does not name once, one
+    without train documents, or one that counts its own sources."""
+    manifests = [CorpusManifest.read(c.root) for c in corpora]
+    corpus_names = [m.name for m in manifests]
+    if sorted(corpus_names) != sorted(names) or len(set(corpus_names)) != len(corpus_names):
+        raise BuildError(
+            ", ".join(_place(c) for c in corpora),
+            "--mix names each --corpus once, by its corpus name",
+            expected=", ".join(names),
+            got=", ".join(corpus_names),
+        )
+    by_name = dict(zip(corpus_names, zip(corpora, manifests)))
+    ordered = [by_name[n] for n in names]
+    for corpus, manifest in ordered:
+        if not manifest.rows("train"):
+            raise BuildError(
+                _place(corpus),
+                f"--mix: source {manifest.name} has no train documents, so it can have no share of the train tokens",
+            )
+        if manifest.documents_by_source:
+            raise BuildError(
+                _place(corpus),
+                "a corpus that counts its own sources cannot be a source of a mixture",
+                hint="import it again without --source-column, or one corpus per source",
+            )
+    return ordered
+
+
+def _place(corpus: CorpusSource) -> str:
+    """A corpus as a message names it: its folder, or its Hub repo id."""
+    return os.fspath(corpus.root) if corpus.source == "local" else corpus.source

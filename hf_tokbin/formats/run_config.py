@@ -336,10 +336,7 @@ class RunConfig:
             llmc_doc_sep = _read_boundary(path, obj, "llmc.doc_sep", is_id, vocab_size) if has_llmc_doc_sep else None
             options = BuildOptions.from_record(path, obj, vocab_size, (llmc_doc_sep or doc_sep) is not None)
         _read_origins(path, obj)
-        mix_corpora = ()
-        if "mix" in obj:
-            spec, mix_corpora = read_mix_record(path, obj)
-            options = replace(options, mix=spec)
+        options, mix_corpora = _with_mix(path, obj, options)
         return cls(
             dataset=get("dataset", is_folder_name, FOLDER_NAME_RULE),
             version=get("version", lambda v: isinstance(v, str) and v != "", "a non-empty string"),
@@ -366,6 +363,14 @@ class RunConfig:
             tokenizer_config_files=_read_config_files(path, obj),
             mix_corpora=mix_corpora,
         )
+
+
+def _with_mix(path: Path, obj: dict, options: BuildOptions) -> tuple[BuildOptions, tuple[dict, ...]]:
+    """The options with ``mix``'s spec, and each source's corpus record (none without a mixture)."""
+    if "mix" not in obj:
+        return options, ()
+    spec, corpora = read_mix_record(path, obj)
+    return replace(options, mix=spec), corpora
 
 
 # Where a tokenizer or corpus came from, as recorded: every character of these reaches a card and a recipe line.

@@ -144,21 +144,7 @@ def show(
     """
     root = Path(release)
     config = RunConfig.read(root / RUN_CONFIG_NAME)
-    mixed = config.options.mix is not None and split == "train"
-    # a mixture's train split: its llm.c files, where there are any (the refusal below says so where there are not)
-    llmc_first = "llmc" in config.formats and (mixed or "megatron" not in config.formats)
-    format = format or ("llmc" if llmc_first else "megatron")
-    if format not in config.formats:
-        raise FormatError(
-            root, f"this release holds no {format} files", expected=" or ".join(config.formats), got=format
-        )
-    if mixed and format == "megatron":
-        raise FormatError(
-            root,
-            "a mixture's train documents are numbered in its llm.c train files (its schedule may repeat a document "
-            "or leave it out); the Megatron pairs hold each once, in another order",
-            hint="--format llmc" if "llmc" in config.formats else "--split validation",
-        )
+    format = _shown_format(root, config, split, format)
     if (doc is None) == (window is None) or (window is not None and length is None):
         raise FormatError(
             None, "show needs --doc N, or --window OFFSET with --len T",
@@ -193,6 +179,27 @@ def show(
     if numbers is not None:  # the Megatron order's documents by their numbers in the split's one numbering
         pieces = [dataclasses.replace(p, document=numbers.number(p.document)) for p in pieces]
     return Shown(os.fspath(release), split, format, start, stop, stream.n_tokens, tuple(pieces))
+
+
+def _shown_format(root: Path, config: RunConfig, split: str, format: str | None) -> str:
+    """The format ``show`` reads: the one asked, else llm.c where it numbers the documents; one line for a format
+    the release lacks, or the Megatron pairs of a mixture's train split."""
+    mixed = config.options.mix is not None and split == "train"
+    # a mixture's train split: its llm.c files, where there are any (the refusal below says so where there are not)
+    llmc_first = "llmc" in config.formats and (mixed or "megatron" not in config.formats)
+    format = format or ("llmc" if llmc_first else "megatron")
+    if format not in config.formats:
+        raise FormatError(
+            root, f"this release holds no {format} files", expected=" or ".join(config.formats), got=format
+        )
+    if mixed and format == "megatron":
+        raise FormatError(
+            root,
+            "a mixture's train documents are numbered in its llm.c train files (its schedule may repeat a document "
+            "or leave it out); the Megatron pairs hold each once, in another order",
+            hint="--format llmc" if "llmc" in config.formats else "--split validation",
+        )
+    return format
 
 
 @dataclass(frozen=True)

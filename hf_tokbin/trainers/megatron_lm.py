@@ -187,14 +187,8 @@ def _megatron(root: Path, s: LoaderSettings) -> tuple[list[list[str]], list[str]
     argv += ["--train-data-path", *data_path(blends["train"], mixture)]
     if eval_iters:
         argv += ["--valid-data-path", *data_path(blends["validation"])]
-    argv += [
-        "--seq-length",
-        str(s.seq_len),
-        "--micro-batch-size",
-        str(s.batch_size),
-        "--global-batch-size",
-        str(global_batch),
-    ]
+    argv += ["--seq-length", str(s.seq_len), "--micro-batch-size", str(s.batch_size)]
+    argv += ["--global-batch-size", str(global_batch)]
     argv += ["--train-samples", str(samples), "--seed", str(MEGATRON_SEED)]
     argv += ["--eval-iters", str(eval_iters)]
     if eval_iters:
