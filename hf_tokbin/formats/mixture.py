@@ -23,7 +23,9 @@ order); the mixture is a statement about the **train** split's tokens:
   refused, naming the source, its tokens and what it would need, with the
   largest ``--tokens`` that cap allows, ``min_s (ceil((max_epochs * tokens_s +
   1) / share_s) - 1)``, and the smallest ``--max-epochs`` that T needs,
-  ``max_s ceil(target_s / tokens_s)``. A source with no train tokens is refused.
+  ``max_s ceil(target_s / tokens_s)``. A source with no train tokens is refused,
+  and so is a target of 0 (a share of less than one token of ``T``), with the
+  smallest ``--tokens`` that gives every source one, ``max_s ceil(1 / share_s)``.
 
 All of it is exact (:class:`fractions.Fraction`): shares 0.1, 0.3 and 0.6 are
 1/10, 3/10 and 6/10, never their nearest binary floats
@@ -288,8 +290,8 @@ def mixture_targets(
     """``(T, each source's target tokens)``, exactly (the module's rules).
 
     ``shares``: :attr:`MixtureSpec.shares`; ``tokens_per_source``: each source's train llm.c stream tokens;
-    ``total``: ``--tokens`` or None. A source with no train tokens, or a target above ``max_epochs`` times its
-    tokens, is refused in one line.
+    ``total``: ``--tokens`` or None. A source with no train tokens, a target of 0, or a target above ``max_epochs``
+    times its tokens, is refused in one line.
     """
     for name, tokens in zip(names, tokens_per_source, strict=True):
         if tokens <= 0:
@@ -300,6 +302,13 @@ def mixture_targets(
             )
     total = _largest_total(shares, tokens_per_source, 1) if total is None else total
     targets = tuple(math.floor(share * total) for share in shares)
+    for name, share, target in zip(names, shares, targets, strict=True):
+        if target == 0:  # the source would vanish from the mixture (and all of them from --tokens 1)
+            raise BuildError(
+                None,
+                f"--mix: source {name}'s share {float(share):.4g} of {total:,} train tokens is less than one token",
+                hint=f"give --tokens {max(math.ceil(1 / s) for s in shares):,} or more, or {name} a larger weight",
+            )
     for name, share, tokens, target in zip(names, shares, tokens_per_source, targets, strict=True):
         if target > max_epochs * tokens:
             epochs = max(-(-t // n) for t, n in zip(targets, tokens_per_source))

@@ -130,7 +130,9 @@ def mixtures(draw):
     spec = MixtureSpec(tuple((f"c{i}", float(draw(st.integers(1, 9)))) for i in range(len(lengths))))
     max_epochs = draw(st.integers(1, 3))
     largest = min(math.ceil((max_epochs * t + 1) / share) - 1 for share, t in zip(spec.shares, sources.tokens))
-    total = draw(st.one_of(st.none(), st.integers(1, largest)))
+    smallest = max(math.ceil(1 / share) for share in spec.shares)  # every source at least one token
+    assume(smallest <= largest and all(math.floor(share * largest) for share in spec.shares))
+    total = draw(st.one_of(st.none(), st.integers(smallest, largest)))
     _, targets = mixture_targets(spec.names, spec.shares, sources.tokens, total, max_epochs)
     seed = draw(st.integers(0, 2**63 - 1))
     rounds = draw(st.sampled_from([1, 2, 7, 100, ROUNDS]))
@@ -277,10 +279,16 @@ def test_default_total_is_the_largest_without_repetition():
 )
 def test_default_total_leaves_the_limiting_source_none_of_its_tokens(tokens, weights):
     shares = [Fraction(w, sum(weights[: len(tokens)])) for w in weights[: len(tokens)]]
-    total, targets = mixture_targets([f"c{i}" for i in range(len(tokens))], shares, tokens, None, 1)
+    names = [f"c{i}" for i in range(len(tokens))]
+    largest = min(math.ceil((n + 1) / share) - 1 for share, n in zip(shares, tokens))
+    if any(math.floor(share * largest) == 0 for share in shares):  # a source would get no token: refused
+        with pytest.raises(BuildError, match="less than one token"):
+            mixture_targets(names, shares, tokens, None, 1)
+        return
+    total, targets = mixture_targets(names, shares, tokens, None, 1)
     assert max(t - n for t, n in zip(targets, tokens)) == 0
     with pytest.raises(BuildError):
-        mixture_targets([f"c{i}" for i in range(len(tokens))], shares, tokens, total + 1, 1)
+        mixture_targets(names, shares, tokens, total + 1, 1)
 
 
 def test_targets_are_exact_fractions_of_the_total():
@@ -305,6 +313,20 @@ def test_tokens_beyond_the_cap_are_refused_naming_the_source_and_what_would_work
     mixture_targets(("web", "code", "math"), SHARES, tokens, 2_000_000, 17)
     with pytest.raises(BuildError, match="--max-epochs 16 allows"):
         mixture_targets(("web", "code", "math"), SHARES, tokens, 2_000_000, 16)
+
+
+def test_a_share_of_less_than_one_token_is_refused_naming_the_total_that_gives_one():
+    halves = MixtureSpec.parse("web=1,code=1").shares
+    with pytest.raises(BuildError) as refused:
+        mixture_targets(("web", "code"), halves, (100, 100), 1, 1)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert "source web's share 0.5 of 1 train tokens is less than one token" in message
+    assert "give --tokens 2 or more" in message
+    assert mixture_targets(("web", "code"), halves, (100, 100), 2, 1) == (2, (1, 1))
+    tiny = MixtureSpec.parse("web=1,code=1e-9").shares  # the default total: all of web, none of code
+    with pytest.raises(BuildError, match="source code's share 1e-09 of 101 train tokens .* --tokens 1,000,000,001"):
+        mixture_targets(("web", "code"), tiny, (100, 100), None, 1)
 
 
 def test_a_source_with_no_train_tokens_is_refused():
