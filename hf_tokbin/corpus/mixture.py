@@ -97,7 +97,7 @@ def combine_corpora(corpora: list[CorpusSource], names: tuple[str, ...], name: s
 
 def _in_mix_order(corpora: list[CorpusSource], names: tuple[str, ...]) -> list[tuple[CorpusSource, CorpusManifest]]:
     """Each corpus with its manifest, in ``names``' order; one line for a corpus the mix does not name once, one
-    without train documents, or one that counts its own sources."""
+    without train documents, one that counts its own sources, or a shard two of them hold."""
     manifests = [CorpusManifest.read(c.root) for c in corpora]
     corpus_names = [m.name for m in manifests]
     if sorted(corpus_names) != sorted(names) or len(set(corpus_names)) != len(corpus_names):
@@ -109,6 +109,7 @@ def _in_mix_order(corpora: list[CorpusSource], names: tuple[str, ...]) -> list[t
         )
     by_name = dict(zip(corpus_names, zip(corpora, manifests)))
     ordered = [by_name[n] for n in names]
+    _check_no_shared_shard(ordered)
     for corpus, manifest in ordered:
         if not manifest.rows("train"):
             raise BuildError(
@@ -122,6 +123,22 @@ def _in_mix_order(corpora: list[CorpusSource], names: tuple[str, ...]) -> list[t
                 hint="import it again without --source-column, or one corpus per source",
             )
     return ordered
+
+
+def _check_no_shared_shard(ordered: list[tuple[CorpusSource, CorpusManifest]]) -> None:
+    """One line for a shard (with documents) whose bytes two sources hold: its documents would count under both."""
+    seen: dict[str, str] = {}
+    for corpus, manifest in ordered:
+        for shard in manifest.shards:
+            where = f"{manifest.name}/{shard.path}"
+            first = seen.setdefault(shard.sha256, where) if shard.rows else where
+            if first != where:
+                raise BuildError(
+                    _place(corpus),
+                    "--mix: two sources hold the same input shard, so its documents would count under both",
+                    got=f"{first} and {where} (SHA-256 {shard.sha256[:12]}...)",
+                    hint="give each document to one source",
+                )
 
 
 def _place(corpus: CorpusSource) -> str:

@@ -161,6 +161,20 @@ def test_a_source_without_train_documents_is_refused_at_the_plan(corpora, tmp_pa
     assert not (tmp_path / "r").exists()
 
 
+def test_a_shard_in_two_sources_is_refused_at_the_plan(corpora, tmp_path):
+    """A corpus copied under another name: its shards' bytes are another source's, so its documents would be
+    counted under both (and the release's run_config.json would refuse to be read)."""
+    from release_fixtures import write_corpus
+
+    french = [pq.read_table(p).column("text").to_pylist() for p in sorted((corpora[1] / "data").glob("train-*"))]
+    copy = write_corpus(tmp_path / "fr2", [("train", texts) for texts in french], name="fr2")
+    with pytest.raises(BuildError) as refused:
+        build([*corpora, copy], tmp_path / "r", mix="en=0.5,fr=0.2,code=0.2,fr2=0.1")
+    message = str(refused.value)
+    assert "\n" not in message and "fr/data/train-00000.parquet" in message and "fr2/data/train-00000.parquet" in message
+    assert not (tmp_path / "r").exists()
+
+
 @pytest.mark.parametrize("formats", [("llmc",), ("megatron",)])
 def test_one_format_alone(corpora, mixed, tmp_path, formats):
     build(corpora, tmp_path / "r", formats=formats)
