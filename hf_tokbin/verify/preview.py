@@ -4,7 +4,8 @@ token files, and their text.
 One row per document, first in the llm.c order (:mod:`hf_tokbin.formats.llmc_order`), recomputed from
 run_config.json and the receipts (a mixture's train rows: its schedule, :mod:`hf_tokbin.verify.mixture`). A row's
 ``megatron_input_ids`` are that document's sequence in its pair; its ``llmc_input_ids``, the rows one after another,
-are the split's first llm.c ids.
+are the split's first llm.c ids. Where the receipts count sources (a source column, a mixture), a row's ``source``
+is one its part's receipt counts.
 """
 
 from __future__ import annotations
@@ -96,15 +97,16 @@ def _check_preview(
         rule = "preview must hold one row per document, with a column of ids for each format of the release"
         raise VerificationError(path, rule, expected=expected, got=got)
     gaps = []
+    counted = {r.part: frozenset(r.sources) for r in receipts if r.sources is not None}  # each part's sources
     if runs is None:  # a mixture's train order without its pairs: each row's part is one of the train parts
         in_order = None
         parts = frozenset(r.part for r in receipts if split in r.splits and r.splits[split].documents)
         for i in range(count):
-            _check_row(path, rows, i, parts, formats)
+            _check_row(path, rows, i, parts, formats, counted)
     else:
         in_order = _documents_in_order(receipts, split, count, config.llmc_interleave_seed, runs or None)
         for i in range(count):
-            _check_row(path, rows, i, [part for part, _, _ in in_order], formats)
+            _check_row(path, rows, i, [part for part, _, _ in in_order], formats, counted)
     for format in formats:
         if in_order is None and format == "megatron":
             gaps.append(f"{preview_path(split)}: {ids_column(format)} not checked: a mixture's train order needs "
@@ -207,8 +209,16 @@ def _documents_in_order(
     return in_order[:count]
 
 
-def _check_row(path: Path, rows: dict, i: int, parts: list[str] | frozenset[str], formats: list[str]) -> None:
-    """Row ``i``: its number, its part (``parts[i]``, or one of ``parts`` where the order is not known) and counts."""
+def _check_row(
+    path: Path,
+    rows: dict,
+    i: int,
+    parts: list[str] | frozenset[str],
+    formats: list[str],
+    counted: dict[str, frozenset[str]],
+) -> None:
+    """Row ``i``: its number, its part (``parts[i]``, or one of ``parts`` where the order is not known), its source
+    (one its part's receipt counts, where receipts count sources: ``counted``) and counts."""
     where = f"row {i}"
     if rows["document"][i] != i:
         rule = f"{where}: document must count the split's documents from 0"
@@ -222,6 +232,10 @@ def _check_row(path: Path, rows: dict, i: int, parts: list[str] | frozenset[str]
         raise VerificationError(path, rule, expected=expected, got=rows["part"][i])
     if any(rows[name][i] is None for name in rows):
         raise VerificationError(path, f"{where}: no column may be null")
+    sources = counted.get(rows["part"][i])
+    if sources is not None and rows["source"][i] not in sources:
+        rule = f"{where}: source must be the source its part's receipt counts"
+        raise VerificationError(path, rule, expected=", ".join(sorted(sources)), got=rows["source"][i])
     for format in formats:
         tokens, ids = rows[tokens_column(format)][i], rows[ids_column(format)][i]
         if tokens != len(ids):

@@ -146,6 +146,21 @@ def test_a_receipt_naming_another_source_is_refused(both, tmp_path):
     refused(release, "part-000000.json", "counts its documents under one source", "['en']")
 
 
+@pytest.mark.parametrize("split", ["train", "validation"])
+def test_a_preview_row_naming_another_source_is_refused(both, tmp_path, split):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    release = copy_of(both, tmp_path)
+    path = release / "preview" / f"{split}.parquet"
+    table = pq.read_table(path)
+    rows = table.to_pydict()
+    rows["source"][1] = "fr" if rows["source"][1] != "fr" else "en"
+    pq.write_table(pa.table(rows, schema=table.schema), path)
+    reseal_complete(release)
+    refused(release, f"{split}.parquet", "row 1: source must be the source its part's receipt counts")
+
+
 def test_show_reads_the_train_split_in_its_llmc_files(both):
     documents = llmc_documents(both / LLMC_DIR)
     shown = hf_tokbin.show(both, doc=5)
