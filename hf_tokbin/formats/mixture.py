@@ -187,7 +187,7 @@ class MixtureSpec:
         """``--mix web=0.6,code=0.3,math=0.1`` (and ``--tokens``, ``--max-epochs``) as a checked record."""
         weights = []
         for item in str(text).split(","):
-            name, equals, value = item.partition("=")
+            name, equals, value = item.rpartition("=")
             _check(bool(equals), "--mix takes NAME=WEIGHT,NAME=WEIGHT,...", item.strip() or text)
             try:
                 weight = float(value)

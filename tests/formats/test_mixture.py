@@ -342,3 +342,11 @@ def test_a_source_with_no_train_tokens_is_refused():
 def test_a_part_without_its_blocks_ends_is_refused(documents, block_ends):
     with pytest.raises(FormatError, match="part-000007: a mixture's part needs train documents"):
         MixturePart("part-000007", documents, block_ends)
+
+
+def test_a_source_name_may_hold_an_equals_sign():
+    """A corpus name may hold ``=``; a weight never does, so the last ``=`` of an item is the one."""
+    spec = MixtureSpec.parse("a=b=0.5,c=0.5")
+    assert spec.weights == (("a=b", 0.5), ("c", 0.5))
+    with pytest.raises(BuildError, match="the weight of a=b must be a positive number: got x"):
+        MixtureSpec.parse("a=b=x,c=0.5")
