@@ -22,6 +22,7 @@ from pathlib import Path
 from ..errors import BuildError
 from ..formats.corpus_manifest import PER_SOURCE_RULE, CorpusManifest, CorpusShard
 from ..formats.records import FileEntry
+from ..formats.rules import SOURCE_NAME_RULE, is_source_name
 from .source import CorpusSource, temporary_folder
 
 MIXED_LICENSE = "other"  # sources under different licenses: the card lists each
@@ -99,6 +100,14 @@ def _in_mix_order(corpora: list[CorpusSource], names: tuple[str, ...]) -> list[t
     """Each corpus with its manifest, in ``names``' order; one line for a corpus the mix does not name once, one
     without train documents, one that counts its own sources, or a shard two of them hold."""
     manifests = [CorpusManifest.read(c.root) for c in corpora]
+    for corpus, manifest in zip(corpora, manifests):
+        if not is_source_name(manifest.name):  # shown as code points: an NFD name looks like the NFC one
+            raise BuildError(
+                _place(corpus),
+                f"a corpus in a mixture names its source, so its name must be {SOURCE_NAME_RULE}",
+                got=ascii(manifest.name),
+                hint="write the corpus again under another name (hf-tokbin corpus import --name)",
+            )
     corpus_names = [m.name for m in manifests]
     if sorted(corpus_names) != sorted(names) or len(set(corpus_names)) != len(corpus_names):
         raise BuildError(

@@ -176,6 +176,21 @@ def test_a_shard_in_two_sources_is_refused_at_the_plan(corpora, tmp_path):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize("name", ["cafe\u0301", "x|y"], ids=["NFD", "markup"])
+def test_a_corpus_whose_name_cannot_name_a_source_is_named_with_the_rule(corpora, tmp_path, name):
+    """A folder name need not be a source name: the message shows the name as its code points, not as a name that
+    looks like the one --mix gives."""
+    from release_fixtures import write_corpus
+
+    odd = write_corpus(tmp_path / "odd", [("train", ["text"]), ("validation", ["more"])], name=name)
+    with pytest.raises(BuildError) as refused:
+        build([corpora[0], odd], tmp_path / "r", mix="en=0.5,café=0.5")
+    message = str(refused.value)
+    assert "\n" not in message and "odd" in message and ascii(name) in message
+    assert "a corpus in a mixture names its source" in message and "NFC" in message
+    assert not (tmp_path / "r").exists()
+
+
 @pytest.mark.parametrize("formats", [("llmc",), ("megatron",)])
 def test_one_format_alone(corpora, mixed, tmp_path, formats):
     build(corpora, tmp_path / "r", formats=formats)
