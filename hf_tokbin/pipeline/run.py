@@ -278,6 +278,7 @@ def plan_build(
     shards=None,
     given_ids=None,
     mix_corpora: tuple[dict, ...] | list[dict] = (),
+    mix_origin: dict | None = None,
     **option_fields,
 ) -> BuildPlan:
     """Check every input and option before any work starts.
@@ -318,6 +319,7 @@ def plan_build(
         given_ids=given_ids,
         llmc_doc_sep=llmc_doc_sep,
         mix_corpora=tuple(mix_corpora),
+        mix_origin=mix_origin,
     )
     if url:
         plan = dataclasses.replace(plan, scratch_key=scratch_key(plan.out, canonical_json(plan.run_config())))
