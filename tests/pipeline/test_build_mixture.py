@@ -224,3 +224,14 @@ def test_mix_by_without_mix_is_refused(corpora, tmp_path, capsys):
     argv = ["build", "--corpus", str(corpora[0]), "--tokenizer", "byte", "--out", str(tmp_path / "r"), "--quiet"]
     assert main([*argv, "--mix-by", "source"]) != 0
     assert "--tokens, --max-epochs and --mix-by apply to a mixture: give --mix" in capsys.readouterr().err
+
+
+def test_info_gives_the_shares_against_their_targets(mixed, capsys):
+    stats = json.loads((mixed / "stats.json").read_text())["mixture"]
+    assert main(["info", str(mixed)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("mixture of"))
+    assert line.startswith(f"mixture of {stats['tokens']:,} train tokens")
+    for name, source in stats["sources"].items():
+        assert f"{name} {source['llmc']['share']:.1%} ({source['llmc']['epochs']:.2f} epochs)" in line
+    assert main(["info", str(mixed), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["mixture"] == stats
