@@ -136,9 +136,11 @@ def _planned(source, tokenizer, out, options, tokenizer_choice: dict, corpus_cho
         choice = dict(tokenizer_choice)
         tokenizer = resolve_tokenizer(os.fspath(tokenizer), choice.pop("tokenizer_id"), **choice)
     if options.mix is not None:
-        found, records = mixed_corpus(source, options.mix, corpus_choice["name"], corpus_choice)
+        found, records, mix_origin = mixed_corpus(source, options.mix, corpus_choice["name"], corpus_choice)
         corpus.update(origin=f"a mixture of {', '.join(options.mix.names)}", revision=None)
-        yield plan_build(found.root, tokenizer, out, options, shards=found.shards, mix_corpora=records)
+        yield plan_build(
+            found.root, tokenizer, out, options, shards=found.shards, mix_corpora=records, mix_origin=mix_origin
+        )
         return
     with corpus_for_build(source, out, **corpus_choice) as (found, origin, given):
         corpus.update(origin=origin, revision=found.revision)
@@ -149,11 +151,22 @@ def _planned(source, tokenizer, out, options, tokenizer_choice: dict, corpus_cho
 
 
 def mixed_corpus(source, mix, name: str | None, corpus_choice: dict):
-    """A mixture's corpora (``source``: one corpus folder or Hub repo per source) as one combined corpus, and each
-    source's corpus record (:func:`hf_tokbin.corpus.mixture.combine_corpora`)."""
-    from .corpus.mixture import combine_corpora
+    """A mixture's corpora as one combined corpus, each source's corpus record
+    (:func:`hf_tokbin.corpus.mixture.combine_corpora`), and with ``mix.by`` source the record of the one corpus
+    they were cut from (else None). ``source``: one corpus folder or Hub repo per source, or the one corpus whose
+    source column names them (:func:`hf_tokbin.corpus.mixture.split_by_source`)."""
+    from .corpus.mixture import combine_corpora, split_by_source
     from .corpus.source import resolve_corpus_source
     from .errors import BuildError
+
+    if mix.by == "source":
+        if not isinstance(source, (str, os.PathLike)) or not _is_corpus_or_repo(source):
+            raise BuildError(None, "--mix-by source takes one --corpus: a corpus folder or Hub corpus that counts its "
+                             "sources", got=source if isinstance(source, (str, os.PathLike)) else type(source).__name__)
+        one = resolve_corpus_source(os.fspath(source), *corpus_choice["hub_choice"], plan_only=False)
+        parts, origin = split_by_source(one, mix.names)
+        found, records = combine_corpora(parts, mix.names, name if name is not None else one_name(one))
+        return found, records, origin
 
     items = [source] if isinstance(source, (str, os.PathLike)) else source
     items = list(items) if isinstance(items, (list, tuple)) else []
@@ -177,7 +190,14 @@ def mixed_corpus(source, mix, name: str | None, corpus_choice: dict):
             got=f"{len(items)}",
         )
     found = [resolve_corpus_source(os.fspath(item), plan_only=corpus_choice["plan_only"]) for item in items]
-    return combine_corpora(found, mix.names, name if name is not None else "-".join(mix.names))
+    return (*combine_corpora(found, mix.names, name if name is not None else "-".join(mix.names)), None)
+
+
+def one_name(found) -> str:
+    """A resolved corpus's name, as its manifest gives it."""
+    from .formats.corpus_manifest import CorpusManifest
+
+    return CorpusManifest.read(found.root).name
 
 
 IMPORTED_FILES, IMPORTED_DATASET = "files", "in-memory dataset"  # where a corpus written by corpus_for_build came from

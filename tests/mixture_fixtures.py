@@ -55,3 +55,28 @@ def llmc_documents(folder: Path, split_prefix: str = "train") -> list[np.ndarray
 def source_of(document: np.ndarray) -> str:
     letter = chr(int(document[0]))
     return next(name for name, marker in MARKERS.items() if marker == letter)
+
+
+def write_sourced_corpus(root: Path, sizes: dict[str, int] = SIZES, shard_rows: int = 300) -> Path:
+    """One corpus counting its sources (``corpus import --source-column src``): the same kinds of documents as
+    :func:`write_mixture_corpora`, interleaved in one input, every tenth document of a source in validation."""
+    import json
+
+    import hf_tokbin
+
+    rngs = {source: random.Random(k) for k, source in enumerate(sizes)}
+    left = {source: n + n // 10 for source, n in sizes.items()}
+    rows, i = [], 0
+    while any(left.values()):
+        source = list(sizes)[i % len(sizes)]
+        i += 1
+        if left[source]:
+            left[source] -= 1
+            split = "validation" if left[source] % 11 == 0 else "train"
+            rows.append({"text": document(rngs[source], source), "src": source, "split": split})
+    data = Path(root) / "input.jsonl"
+    data.parent.mkdir(parents=True, exist_ok=True)
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    out = Path(root) / "mixed"
+    hf_tokbin.import_corpus([data], out, name="mixed", source_column="src", shard_rows=shard_rows)
+    return out

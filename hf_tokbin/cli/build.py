@@ -15,7 +15,7 @@ from ..formats.build_options import (
     option_names,
 )
 from ..formats.llmc import DEFAULT_MAX_TOKENS
-from ..formats.mixture import MixtureSpec
+from ..formats.mixture import MIX_BY, MixtureSpec
 from ..formats.run_config import LLMC_VARIANTS
 from .corpus import positive_int
 from .output import add_json_flag, emit, say
@@ -115,6 +115,9 @@ def _add_mixture_arguments(parser) -> None:
         "(default: the most the shares allow without repeating any source)")
     parser.add_argument("--max-epochs", type=positive_int, default=None, metavar="E", help="--mix: the most times a "
         "source's documents may repeat to meet its share (default 1: never)")
+    parser.add_argument("--mix-by", choices=MIX_BY, default=None, help="--mix: what names the sources: each --corpus "
+        "by its corpus name (corpus, the default), or the source column of one --corpus (source: each source is first "
+        "written as a corpus of its own, in a temporary folder)")
 
 
 def _format_list(text: str) -> tuple[str, ...]:
@@ -135,14 +138,15 @@ def build_options(args) -> BuildOptions:
 def _mixture(args) -> MixtureSpec | None:
     """``--mix``, ``--tokens`` and ``--max-epochs`` as one record; a mixture takes one --corpus per source."""
     if args.mix is None:
-        if args.tokens is not None or args.max_epochs is not None:
-            raise BuildError(args.out, "--tokens and --max-epochs apply to a mixture: give --mix")
+        if args.tokens is not None or args.max_epochs is not None or args.mix_by is not None:
+            raise BuildError(args.out, "--tokens, --max-epochs and --mix-by apply to a mixture: give --mix")
         if len(args.corpus) > 1:
             raise BuildError(
                 ", ".join(args.corpus), "several --corpus make a mixture: give --mix NAME=W,... naming each"
             )
         return None
-    return MixtureSpec.parse(args.mix, args.tokens, args.max_epochs if args.max_epochs is not None else 1)
+    epochs = args.max_epochs if args.max_epochs is not None else 1
+    return MixtureSpec.parse(args.mix, args.tokens, epochs, args.mix_by or "corpus")
 
 
 def run(args) -> int:

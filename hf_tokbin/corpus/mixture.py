@@ -14,6 +14,7 @@ re-run resumes the build.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from ..errors import BuildError
 from ..formats.corpus_manifest import PER_SOURCE_RULE, CorpusManifest, CorpusShard
 from ..formats.records import FileEntry
 from ..formats.rules import SOURCE_NAME_RULE, is_source_name
-from .source import CorpusSource, temporary_folder
+from .source import CorpusSource, LocalShards, check_shard_file, temporary_folder
 
 MIXED_LICENSE = "other"  # sources under different licenses: the card lists each
 
@@ -153,3 +154,67 @@ def _check_no_shared_shard(ordered: list[tuple[CorpusSource, CorpusManifest]]) -
 def _place(corpus: CorpusSource) -> str:
     """A corpus as a message names it: its folder, or its Hub repo id."""
     return os.fspath(corpus.root) if corpus.source == "local" else corpus.source
+
+
+def split_by_source(found: CorpusSource, names: tuple[str, ...]) -> tuple[list[CorpusSource], dict]:
+    """``--mix-by source``: each source of a corpus that counts its sources, written as a corpus of its own (named by
+    it, in a temporary folder) for :func:`combine_corpora`; and the corpus's record (``run_config.json``'s
+    ``mix.from``).
+
+    One pass over the corpus in corpus order: each shard fetched and checked whole against the manifest, its
+    documents routed by their ``source`` to that source's corpus, each to its split, so every document stays in its
+    split and each source keeps its corpus order. Shards hold at most as many rows as the corpus's largest.
+    """
+    import pyarrow.compute as pc
+
+    from .._io import sha256_file
+    from ..formats.corpus_manifest import MANIFEST_NAME
+    from .write import CorpusWriter, ShardLimit
+
+    manifest = CorpusManifest.read(found.root)
+    _check_named_sources(found, manifest, names)
+    base = temporary_folder("hf_tokbin-mix-by-source-")
+    limit = ShardLimit(rows=max(1, max(s.rows for s in manifest.shards)))
+    with contextlib.ExitStack() as stack:
+        writers = {n: stack.enter_context(CorpusWriter(base / n, n, limit)) for n in names}
+        for shard in manifest.shards:
+            for texts, sources in _checked_batches(found, shard, base / ".shards"):
+                for name, writer in writers.items():
+                    mask = pc.equal(sources, name)
+                    if pc.any(mask).as_py():
+                        writer.write_split(shard.split, pc.filter(texts, mask))
+        for writer in writers.values():
+            writer.finish(manifest.split_rule, (), manifest.license, manifest.language)
+    digest = sha256_file(Path(found.root) / MANIFEST_NAME)
+    origin = {"name": manifest.name, "source": found.source, "revision": found.revision, "manifest_sha256": digest}
+    return [CorpusSource(base / n, "local", None, LocalShards(os.fspath(base / n))) for n in names], origin
+
+
+def _check_named_sources(found: CorpusSource, manifest: CorpusManifest, names: tuple[str, ...]) -> None:
+    """``--mix-by source`` names every source the corpus counts, once, each a name a corpus folder can have."""
+    from ..formats.rules import FOLDER_NAME_RULE, is_folder_name
+
+    counted = sorted(set().union(*manifest.documents_by_source.values())) if manifest.documents_by_source else []
+    if not counted:
+        hint = "corpus import --source-column COLUMN counts them"
+        raise BuildError(_place(found), "--mix-by source needs a corpus that counts its sources", hint=hint)
+    if sorted(names) != counted:
+        raise BuildError(
+            _place(found),
+            "--mix-by source names every source of the corpus once",
+            expected=", ".join(counted),
+            got=", ".join(names),
+        )
+    odd = [n for n in names if not is_folder_name(n)]
+    if odd:
+        raise BuildError(_place(found), f"--mix-by source: each source names a corpus: {FOLDER_NAME_RULE}", got=odd[0])
+
+
+def _checked_batches(found: CorpusSource, shard: CorpusShard, scratch: Path):
+    """(texts, sources) of one shard in batches, the shard checked whole against the manifest first."""
+    from ..formats.corpus_shard import SOURCE_COLUMN, iter_shard_batches
+
+    with found.shards.local_path(shard, scratch) as path:
+        check_shard_file(shard, path)
+        for _, texts, sources in iter_shard_batches(path, found.shards.location(shard), 10_000, SOURCE_COLUMN):
+            yield texts, sources

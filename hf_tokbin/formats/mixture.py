@@ -44,9 +44,15 @@ has: 0 unless given), the shares, ``T``, the cap and the parts' document
 lengths, so the bytes are the same whatever engine, ``--num-proc`` or batch
 size, and ``verify`` recomputes them.
 
-``run_config.json`` records the spec as ``"mix"``: ``{"sources": [{"name",
-"weight", "corpus": {"name", "source", "revision", "manifest_sha256"}}, ...],
-"tokens": T or null, "max_epochs": E}``.
+``--mix-by source`` takes one corpus that counts its sources (``corpus import
+--source-column``) instead: each source is first written as a corpus of its own
+(:func:`hf_tokbin.corpus.mixture.split_by_source`), named by the source, and
+the mixture is of those.
+
+``run_config.json`` records the spec as ``"mix"``: ``{"by": "corpus" |
+"source", "from": CORPUS (only by source: the corpus cut), "sources": [{"name",
+"weight", "corpus": CORPUS}, ...], "tokens": T or null, "max_epochs": E}``,
+CORPUS = ``{"name", "source", "revision", "manifest_sha256"}``.
 
 The llm.c train stream of a mixture
 -----------------------------------
@@ -102,9 +108,10 @@ from ..errors import BuildError, FormatError, VerificationError
 from .llmc_order import block_starts
 from .llmc_segments import DocumentRange, ReadEnds, count_fitting
 from .records import check_keys, checked_field, is_sha256
-from .rules import SOURCE_NAME_RULE, is_commit_id, is_repo_id, is_source_name
+from .rules import SOURCE_NAME_RULE, is_commit_id, is_folder_name, is_repo_id, is_source_name
 
 MAX_TOKENS = 2**62  # --tokens: any count a release could hold
+MIX_BY = ("corpus", "source")  # --mix-by: each --corpus a source, or one corpus's source column
 # A word in the seed sequence of a source's block order, so it never draws the numbers of the llm.c order
 # (default_rng([S, split_code, STREAM_TAG])) or of a part's own permutation (default_rng([S, part_index])).
 MIX_TAG = 0x6D697874  # "mixt"
@@ -126,18 +133,20 @@ class MixtureSpec:
     weights: tuple[tuple[str, float], ...]
     tokens: int | None = None
     max_epochs: int = 1
+    by: str = "corpus"  # what names a source: each --corpus by its corpus name, or one corpus's source column
 
     def __post_init__(self) -> None:
         names = [name for name, _ in self.weights]
         _check(len(names) >= 2, "--mix needs at least two sources", ",".join(map(str, names)) or "none")
         for name, weight in self.weights:
-            _check(is_source_name(name), f"--mix: a source is named by its corpus name: {SOURCE_NAME_RULE}", name)
+            _check(is_source_name(name), f"--mix names each source: {SOURCE_NAME_RULE}", name)
             _check(
                 isinstance(weight, (int, float)) and not isinstance(weight, bool) and math.isfinite(weight)
                 and weight > 0,
                 f"--mix: the weight of {name} must be a positive number",
                 weight,
             )
+        _check(self.by in MIX_BY, f"--mix-by must be {' or '.join(MIX_BY)}", self.by)
         twice = sorted({name for name in names if names.count(name) > 1})
         _check(not twice, "--mix names a source twice", ", ".join(twice))
         _check(
@@ -170,10 +179,12 @@ class MixtureSpec:
         shares = ", ".join(f"{name}={float(share):.4g}" for name, share in zip(self.names, self.shares))
         return f"note: the --mix weights add up to {float(total):g}, not 1: taken as shares {shares}"
 
-    def to_record(self, corpora: list[dict]) -> dict:
+    def to_record(self, corpora: list[dict], origin: dict | None = None) -> dict:
         """``run_config.json``'s ``mix``: ``corpora[i]`` is source i's corpus record (name, source, revision, manifest
-        digest)."""
+        digest); ``origin`` (``by`` source) the record of the corpus whose source column they were cut from."""
         return {
+            "by": self.by,
+            **({"from": origin} if self.by == "source" else {}),
             "sources": [
                 {"name": name, "weight": weight, "corpus": corpus}
                 for (name, weight), corpus in zip(self.weights, corpora)
@@ -183,8 +194,9 @@ class MixtureSpec:
         }
 
     @classmethod
-    def parse(cls, text: str, tokens: str | int | None = None, max_epochs: int = 1) -> MixtureSpec:
-        """``--mix web=0.6,code=0.3,math=0.1`` (and ``--tokens``, ``--max-epochs``) as a checked record."""
+    def parse(cls, text: str, tokens: str | int | None = None, max_epochs: int = 1, by: str = "corpus") -> MixtureSpec:
+        """``--mix web=0.6,code=0.3,math=0.1`` (and ``--tokens``, ``--max-epochs``, ``--mix-by``) as a checked
+        record."""
         weights = []
         for item in str(text).split(","):
             name, equals, value = item.rpartition("=")
@@ -194,40 +206,47 @@ class MixtureSpec:
             except ValueError:
                 weight = value.strip()  # refused below, as it was given
             weights.append((name.strip(), weight))
-        return cls(tuple(weights), parse_tokens(tokens), max_epochs)
+        return cls(tuple(weights), parse_tokens(tokens), max_epochs, by)
 
 
 def read_mix_record(path, obj: dict) -> tuple[MixtureSpec, tuple[dict, ...]]:
     """``run_config.json``'s ``mix`` at ``path``: the spec and each source's corpus record, every field checked."""
     record = checked_field(path, obj, "mix", lambda v: isinstance(v, dict), "an object")
-    check_keys(record, ["sources", "tokens", "max_epochs"], path, "mix")
+    by = checked_field(path, obj, "mix.by", lambda v: v in MIX_BY, " or ".join(MIX_BY))
+    keys = ["by", *(["from"] if by == "source" else []), "sources", "tokens", "max_epochs"]
+    check_keys(record, keys, path, "mix")
+    if by == "source":
+        _check_corpus_record(path, record, "from", None)
     sources = checked_field(path, obj, "mix.sources", lambda v: isinstance(v, list) and v, "a list of sources")
     corpora = []
     for i, source in enumerate(sources):
         where = f"mix.sources[{i}]"
         check_keys(source, ["name", "weight", "corpus"], path, where)
-        corpus = source["corpus"]
-        check_keys(corpus, ["name", "source", "revision", "manifest_sha256"], path, f"{where}.corpus")
-        rules = (
-            ("name", lambda v, n=source["name"]: v == n, "the source's name"),
-            ("source", lambda v: v == "local" or is_repo_id(v), "local, or a Hub repo id NS/NAME"),
-            (
-                "revision",
-                lambda v, local=corpus["source"] == "local": v is None if local else is_commit_id(v),
-                "null for a local corpus, else a commit id",
-            ),
-            ("manifest_sha256", is_sha256, "64 lowercase hex digits"),
-        )
-        for name, ok, rule in rules:
-            checked_field(path, source, f"corpus.{name}", ok, rule, prefix=f"{where}.")
-        corpora.append(dict(corpus))
+        corpora.append(_check_corpus_record(path, source, "corpus", source["name"], prefix=f"{where}."))
     try:
         spec = MixtureSpec(
-            tuple((s["name"], s["weight"]) for s in sources), record["tokens"], record["max_epochs"]
+            tuple((s["name"], s["weight"]) for s in sources), record["tokens"], record["max_epochs"], by
         )
     except BuildError as e:
         raise VerificationError(path, f"mix: {e.rule}", got=e.got) from None
     return spec, tuple(corpora)
+
+
+def _check_corpus_record(path, record: dict, key: str, name: str | None, prefix: str = "mix.") -> dict:
+    """A corpus as ``mix`` records it (``{"name", "source", "revision", "manifest_sha256"}``), every field checked;
+    ``name``: the name it must have (None: any folder name)."""
+    corpus = record[key]
+    check_keys(corpus, ["name", "source", "revision", "manifest_sha256"], path, f"{prefix}{key}")
+    local = corpus["source"] == "local"
+    rules = (
+        ("name", (lambda v: v == name) if name is not None else is_folder_name, "the source's name"),
+        ("source", lambda v: v == "local" or is_repo_id(v), "local, or a Hub repo id NS/NAME"),
+        ("revision", lambda v: v is None if local else is_commit_id(v), "null for a local corpus, else a commit id"),
+        ("manifest_sha256", is_sha256, "64 lowercase hex digits"),
+    )
+    for field, ok, rule in rules:
+        checked_field(path, record, f"{key}.{field}", ok, rule, prefix=prefix)
+    return dict(corpus)
 
 
 def parse_tokens(value: str | int | None) -> int | None:

@@ -614,3 +614,13 @@ def list_release_paths(root: str | os.PathLike) -> list[str]:
             if name in files:
                 paths.append(rel)
     return sorted(paths)
+
+
+def mixture_line(mixture: dict) -> str:
+    """One line: what each source got of a mixture's train tokens against its target (stats.json's ``mixture``)."""
+    parts = []
+    for name, source in mixture["sources"].items():
+        held = source["llmc"]
+        got = f"{held['share']:.1%} ({held['epochs']:.2f} epochs)" if held is not None else "blend only"
+        parts.append(f"{name} {got}, target {source['target_share']:.1%}")
+    return f"mixture of {mixture['tokens']:,} train tokens (llm.c files): " + "; ".join(parts)

@@ -60,6 +60,7 @@ class BuildPlan:
     shards: object = None
     # A mixture (options.mix): each source's corpus record, in --mix order (run_config.json mix.sources[i].corpus).
     mix_corpora: tuple[dict, ...] = ()
+    mix_origin: dict | None = None  # --mix-by source: the corpus whose source column named the sources (mix.from)
 
     def warnings(self) -> list[str]:
         """What the build prints before it starts: an empty validation split, and an llm.c layout no upstream trainer
@@ -186,7 +187,9 @@ class BuildPlan:
             options=self.options,
             versions={"hf_tokbin": __version__, "tokenizers": _version("tokenizers")},
             ids=self.given_ids.check.record() if self.given_ids is not None else None,
-            mix=self.options.mix.to_record(list(self.mix_corpora)) if self.options.mix is not None else None,
+            mix=self.options.mix.to_record(list(self.mix_corpora), self.mix_origin)
+            if self.options.mix is not None
+            else None,
         )
 
 

@@ -43,6 +43,7 @@ from ..formats.release import (
     SplitCounts,
     counts_table,
     megabytes,
+    mixture_line,
     pair_path,
     part_name,
     receipt_path,
@@ -106,15 +107,6 @@ class BuildSummary:
             **({"mixture": self.mixture} if self.mixture is not None else {}),
         }
 
-
-def mixture_line(mixture: dict) -> str:
-    """One line: what each source got of a mixture's train tokens against its target (stats.json's ``mixture``)."""
-    parts = []
-    for name, source in mixture["sources"].items():
-        held = source["llmc"]
-        got = f"{held['share']:.1%} ({held['epochs']:.2f} epochs)" if held is not None else "blend only"
-        parts.append(f"{name} {got}, target {source['target_share']:.1%}")
-    return f"mixture of {mixture['tokens']:,} train tokens (llm.c files): " + "; ".join(parts)
 
 
 def build(
@@ -278,6 +270,7 @@ def plan_build(
     shards=None,
     given_ids=None,
     mix_corpora: tuple[dict, ...] | list[dict] = (),
+    mix_origin: dict | None = None,
     **option_fields,
 ) -> BuildPlan:
     """Check every input and option before any work starts.
@@ -318,6 +311,7 @@ def plan_build(
         given_ids=given_ids,
         llmc_doc_sep=llmc_doc_sep,
         mix_corpora=tuple(mix_corpora),
+        mix_origin=mix_origin,
     )
     if url:
         plan = dataclasses.replace(plan, scratch_key=scratch_key(plan.out, canonical_json(plan.run_config())))

@@ -6,12 +6,22 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._io import read_json
 from ..errors import FormatError
 from ..formats import llmc, megatron
 from ..formats.corpus_manifest import CorpusManifest
 from ..formats.lengths import LengthSummary, length_summaries
 from ..formats.merged import MERGED_NAME, read_merged
-from ..formats.release import COMPLETE_NAME, RECEIPTS_DIR, RUN_CONFIG_NAME, STATS_NAME, Receipt, Stats, counts_table
+from ..formats.release import (
+    COMPLETE_NAME,
+    RECEIPTS_DIR,
+    RUN_CONFIG_NAME,
+    STATS_NAME,
+    Receipt,
+    Stats,
+    counts_table,
+    mixture_line,
+)
 from ..formats.run_config import RunConfig
 from ..formats.sniff import sniff
 
@@ -209,6 +219,7 @@ class ReleaseInfo:
                 name: {split: c.stats_dict() for split, c in by_split.items()}
                 for name, by_split in self.stats.sources.items()
             },
+            **({"mixture": self.mixture} if self.mixture is not None else {}),
         }
 
     @property
@@ -223,7 +234,8 @@ class ReleaseInfo:
 
         The largest source has the most tokens, summed over the splits."""
         sources = self.stats.sources
-        if self.source_column is None and (self.config is not None or set(sources) <= {self.dataset}):
+        mixed = self.config is not None and self.config.options.mix is not None  # its sources are its corpora
+        if self.source_column is None and not mixed and (self.config is not None or set(sources) <= {self.dataset}):
             return []
         order = sorted(sources, key=lambda name: (-sum(c.total_tokens for c in sources[name].values()), name))
         shown = order[:MAX_SOURCES_SHOWN]
@@ -241,6 +253,18 @@ class ReleaseInfo:
             *more,
         ]
 
+    @property
+    def mixture(self) -> dict | None:
+        """stats.json's ``mixture`` (a mixture release), else None."""
+        return read_json(self.path / STATS_NAME, FormatError).get("mixture")
+
+    def mixture_lines(self) -> list[str]:
+        """A mixture's line: each source's share of the llm.c train files against its target (stats.json)."""
+        try:
+            return [mixture_line(self.mixture)] if self.mixture is not None else []
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return ["mixture: stats.json's mixture is not readable (hf-tokbin verify says why)"]
+
     def text(self) -> str:
         """A summary (identity, then the build's split table), not the raw ``stats.json``."""
         complete = "complete" if self.complete else "INCOMPLETE (no COMPLETE.json)"
@@ -248,7 +272,7 @@ class ReleaseInfo:
         vocab = self.config.vocab_size if self.config else None
         tokenizer = f"tokenizer {self.tokenizer_id} (vocab {vocab})"
         head = f"{self.path}: release {self.dataset}, {complete}; {tokenizer}; formats {formats}"
-        lines = [head, *counts_table(self.stats.splits), *self.source_lines()]
+        lines = [head, *counts_table(self.stats.splits), *self.source_lines(), *self.mixture_lines()]
         return "\n".join(lines + length_histogram(self.path))
 
 

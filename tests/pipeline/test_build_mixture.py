@@ -11,7 +11,7 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-from mixture_fixtures import SEPARATOR, llmc_documents, source_of, write_mixture_corpora
+from mixture_fixtures import SEPARATOR, llmc_documents, source_of, write_mixture_corpora, write_sourced_corpus
 
 import hf_tokbin
 from hf_tokbin.cli import main
@@ -205,3 +205,63 @@ def test_one_format_alone(corpora, mixed, tmp_path, formats):
         folder = "tokens/byte/en-fr-code"
         for path in sorted((mixed / folder).glob("*.bin")):
             assert (tmp_path / "r" / folder / path.name).read_bytes() == path.read_bytes()
+
+
+def test_by_source_column_of_one_corpus(tmp_path):
+    corpus = write_sourced_corpus(tmp_path / "in")
+    out = tmp_path / "r"
+    spec = hf_tokbin.MixtureSpec.parse("en=0.5,fr=0.3,code=0.2", TOKENS, 2, by="source")
+    hf_tokbin.build_release(str(corpus), "byte", out, doc_sep=SEPARATOR, mix=spec, progress=False)
+    config = json.loads((out / "run_config.json").read_text())["mix"]
+    assert config["by"] == "source" and config["from"]["name"] == "mixed"
+    stats = json.loads((out / "stats.json").read_text())
+    manifest = json.loads((corpus / "_MANIFEST.json").read_text())["documents_by_source"]
+    for split, by_source in manifest.items():  # every document of every source, each in its own split
+        assert {n: c[split]["documents"] for n, c in stats["sources"].items() if split in c} == by_source
+    documents = llmc_documents(out / "tokens" / "byte" / "mixed")
+    tokens = collections.Counter()
+    for doc in documents:
+        tokens[source_of(doc)] += doc.size + 1
+    for name, source in stats["mixture"]["sources"].items():
+        assert abs(tokens[name] / sum(tokens.values()) - source["target_share"]) < 0.01
+    hf_tokbin.verify_release(out)  # raises on any rule it breaks
+
+
+@pytest.mark.parametrize(
+    "mix, message",
+    [
+        ("en=0.5,fr=0.5", "names every source of the corpus once"),
+        ("en=0.5,fr=0.3,code=0.1,math=0.1", "names every source of the corpus once"),
+    ],
+)
+def test_by_source_names_every_source(tmp_path, mix, message):
+    corpus = write_sourced_corpus(tmp_path / "in", sizes={"en": 30, "fr": 20, "code": 10})
+    with pytest.raises(BuildError, match=message):
+        build_by_source(corpus, tmp_path / "r", mix)
+
+
+def test_by_source_needs_a_corpus_that_counts_them(corpora, tmp_path):
+    with pytest.raises(BuildError, match="needs a corpus that counts its sources"):
+        build_by_source(corpora[0], tmp_path / "r", "en=0.5,fr=0.5")
+
+
+def build_by_source(corpus, out, mix):
+    spec = hf_tokbin.MixtureSpec.parse(mix, None, 1, by="source")
+    return hf_tokbin.build_release(str(corpus), "byte", out, doc_sep=SEPARATOR, mix=spec, progress=False)
+
+
+def test_mix_by_without_mix_is_refused(corpora, tmp_path, capsys):
+    argv = ["build", "--corpus", str(corpora[0]), "--tokenizer", "byte", "--out", str(tmp_path / "r"), "--quiet"]
+    assert main([*argv, "--mix-by", "source"]) != 0
+    assert "--tokens, --max-epochs and --mix-by apply to a mixture: give --mix" in capsys.readouterr().err
+
+
+def test_info_gives_the_shares_against_their_targets(mixed, capsys):
+    stats = json.loads((mixed / "stats.json").read_text())["mixture"]
+    assert main(["info", str(mixed)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("mixture of"))
+    assert line.startswith(f"mixture of {stats['tokens']:,} train tokens")
+    for name, source in stats["sources"].items():
+        assert f"{name} {source['llmc']['share']:.1%} ({source['llmc']['epochs']:.2f} epochs)" in line
+    assert main(["info", str(mixed), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["mixture"] == stats
