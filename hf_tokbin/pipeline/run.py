@@ -522,6 +522,8 @@ def describe_plan_record(plan: BuildPlan) -> tuple[str, dict]:
         "encoder": encoder.engine,
         "sampled_documents": len(sample),
         "tokens_per_document": round(tokens_per_document, 3),
+        # a mixture: its spec as run_config.json will record it (the total is resolved once the parts are encoded)
+        **({"mix": plan.options.mix.to_record(list(plan.mix_corpora), plan.mix_origin)} if plan.options.mix else {}),
     }
     return "\n".join(lines), record
 

@@ -265,3 +265,14 @@ def test_info_gives_the_shares_against_their_targets(mixed, capsys):
         assert f"{name} {source['llmc']['share']:.1%} ({source['llmc']['epochs']:.2f} epochs)" in line
     assert main(["info", str(mixed), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["mixture"] == stats
+
+
+def test_dry_run_json_carries_the_mixture_spec(corpora, tmp_path, capsys):
+    corpus_args = [x for c in corpora for x in ("--corpus", str(c))]
+    out = tmp_path / "r"
+    argv = ["build", *corpus_args, "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet", "--json"]
+    assert main([*argv, "--mix", MIX, "--tokens", "130k", "--max-epochs", "2", "--dry-run"]) == 0
+    mix = json.loads(capsys.readouterr().out)["mix"]
+    assert [(s["name"], s["weight"]) for s in mix["sources"]] == [("en", 0.5), ("fr", 0.3), ("code", 0.2)]
+    assert (mix["by"], mix["tokens"], mix["max_epochs"]) == ("corpus", 130_000, 2)
+    assert not out.exists()
