@@ -163,9 +163,9 @@ def prepare_encoder(plan: BuildPlan):
     processes forked from it inherit the encoder. The proof covers each code point when a document first holds
     it (:mod:`hf_tokbin.tokenizer.encoder`), so no state outside the release's inputs can decide an id.
     """
-    encoder, note = _proven_encoder(plan)
-    if note is not None:
-        _note(note)
+    encoder, fallback = _proven_encoder(plan)
+    if fallback is not None:
+        note(fallback)
     _encoders.clear()
     _encoders[encoder_key(plan)] = encoder
     return encoder
@@ -197,7 +197,7 @@ def _proven_encoder(plan: BuildPlan) -> tuple:
     return encoder, None
 
 
-def _note(line: str) -> None:
+def note(line: str) -> None:
     """One line on stderr, above any progress bar."""
     import sys
 
@@ -261,17 +261,18 @@ def text_batches(source, batch_size: int, where=None, source_column: str | None 
             first = last
 
 
-def sample_documents(plan: BuildPlan) -> list[str]:
-    """The first documents of every shard: what the fast path must reproduce before it is used."""
+def sample_documents(plan: BuildPlan, shards=None, limit: int = SAMPLE_DOCS) -> list[str]:
+    """The first documents of every shard (or of ``shards``), ``limit`` at most: what the fast path must reproduce
+    before it is used, and what the plan's estimates are made from."""
     sample = []
-    for shard in plan.corpus.shards:
-        if not shard.rows or len(sample) >= SAMPLE_DOCS:
+    for shard in plan.corpus.shards if shards is None else shards:
+        if not shard.rows or len(sample) >= limit:
             continue
         with plan.shard_source.open_for_sample(shard) as handle:
             for texts, _, _, _ in text_batches(handle, SAMPLE_DOCS_PER_SHARD, where=plan.shard_source.location(shard)):
                 sample.extend(texts.to_pylist())
                 break
-    return sample[:SAMPLE_DOCS]
+    return sample[:limit]
 
 
 def _check_given_task(plan: BuildPlan, task: tuple) -> tuple[np.ndarray, np.ndarray, int]:

@@ -106,9 +106,11 @@ class BuildPlan:
 
     def part_source(self, index: int) -> str | None:
         """A mixture's part: the source its shard belongs to (the combined corpus names it first); else None."""
-        if self.options.mix is None:
-            return None
-        return self.corpus.shards[index].path.partition("/")[0]
+        return self.part_source_of(self.corpus.shards[index])
+
+    def part_source_of(self, shard) -> str | None:
+        """A mixture's shard: the source it belongs to (the combined corpus names it first); else None."""
+        return shard.path.partition("/")[0] if self.options.mix is not None else None
 
     @property
     def eod_id(self) -> int | None:

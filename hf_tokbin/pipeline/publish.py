@@ -373,10 +373,14 @@ class MixedStream:
                 self.available[plan.part_source(i)][0] += counts.documents
                 self.available[plan.part_source(i)][1] += counts.text_tokens + added * counts.documents
         tokens = [self.available[name][1] for name in self.spec.names]
-        # An unmet mix stops here, before the publish step writes anything.
-        self.total, self.targets = mixture_targets(
-            self.spec.names, self.spec.shares, tokens, self.spec.tokens, self.spec.max_epochs
-        )
+        # An unmet mix stops here, before the publish step writes anything; the encoded parts stay for a re-run.
+        try:
+            self.total, self.targets = mixture_targets(
+                self.spec.names, self.spec.shares, tokens, self.spec.tokens, self.spec.max_epochs
+            )
+        except BuildError as e:
+            kept = "the encoded parts are kept: the same build with another --tokens or --max-epochs reuses them"
+            raise BuildError(plan.out, e.rule, e.expected, e.got, f"{e.hint}; {kept}" if e.hint else kept) from None
         self.taken: dict[str, list[int]] | None = None  # documents, tokens in the llm.c train files, once packed
         self.first_runs: list[tuple[int, int, int]] = []  # (part index, first document, documents): the preview's
 

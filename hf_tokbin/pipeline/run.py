@@ -53,7 +53,7 @@ from ..formats.run_config import BoundaryToken
 from ..output import check_url, is_url, scratch_key
 from ..tokenizer.info import BYTE, FROM_DOC_SEP_OPTION, TokenizerInfo
 from ..tokenizer.resolve import llama3_begin_of_text
-from .encode import EncodeBatch, encode_parts, prepare_encoder, sample_documents
+from .encode import EncodeBatch, encode_parts, note, prepare_encoder, sample_documents
 from .plan import MAX_STAGED_VOCAB, BuildPlan, start_release
 from .publish import check_split_totals, publish_release
 
@@ -189,6 +189,9 @@ def _build(plan: BuildPlan, engine: str, ray_address: str | None, progress: bool
 
     start_release(plan)
     encoder = prepare_encoder(plan)  # once per build, here: worker processes forked from this one inherit it
+    if plan.options.mix is not None:
+        for line in mixture_estimate(plan, encoder)[0][1:]:  # a mix that looks out of reach: said before any work
+            note(line)
     with connected(engine, ray_address):  # one Ray connection for both steps
         done = encode_parts(plan, engine, ray_address, progress)
         counts, _ = publish_release(plan, [part.receipt for part in done], engine, ray_address, progress)
@@ -492,6 +495,8 @@ def describe_plan_record(plan: BuildPlan) -> tuple[str, dict]:
     if corpus.empty_documents_dropped:
         lines.append(f"  {corpus.empty_documents_dropped:,} empty documents were dropped when the corpus was written")
     lines += _sources_line(plan)
+    estimate, estimated = mixture_estimate(plan, encoder) if plan.options.mix is not None else ([], None)
+    lines += estimate
     splits = {}
     for split in CORPUS_SPLITS:
         split_lines, splits[split] = _split_estimate(plan, split, tokens_per_document)
@@ -522,8 +527,10 @@ def describe_plan_record(plan: BuildPlan) -> tuple[str, dict]:
         "encoder": encoder.engine,
         "sampled_documents": len(sample),
         "tokens_per_document": round(tokens_per_document, 3),
-        # a mixture: its spec as run_config.json will record it (the total is resolved once the parts are encoded)
+        # a mixture: its spec as run_config.json will record it, and the estimate from sampled documents (the build
+        # resolves the total exactly once the parts are encoded)
         **({"mix": plan.options.mix.to_record(list(plan.mix_corpora), plan.mix_origin)} if plan.options.mix else {}),
+        **({"mix_estimate": estimated} if estimated is not None else {}),
     }
     return "\n".join(lines), record
 
@@ -562,6 +569,37 @@ def _split_estimate(plan: BuildPlan, split: str, tokens_per_document: float) -> 
             f"{plan.llmc_dir}/{_LLMC_NAMES[split]}-NNNNN.bin"
         )
     return lines, record
+
+
+def mixture_estimate(plan: BuildPlan, encoder) -> tuple[list[str], dict]:
+    """A mixture's train tokens per source estimated from the first documents of its train shards, and the total
+    and targets they give: a line, then a warning where the mix looks out of reach; and the same as a record.
+
+    An estimate only (the first documents of up to 8 shards a source): the build refuses an unmet mix exactly, once
+    the parts are encoded, and a re-run with another --tokens or --max-epochs reuses them.
+    """
+    from ..formats.mixture import mixture_targets
+    from .encode import SAMPLE_DOCS_PER_SHARD
+
+    mix, estimates, sampled = plan.options.mix, [], 0
+    for name in mix.names:
+        shards = [s for s in plan.corpus.shards if s.split == "train" and plan.part_source_of(s) == name][:8]
+        texts = sample_documents(plan, shards, limit=8 * SAMPLE_DOCS_PER_SHARD)
+        _, lengths = EncodeBatch(encoder, plan.tokenizer.vocab_size, f"the sampled documents of {name}").encode(texts)
+        per_document = float(np.mean(lengths)) + plan.llmc_added_tokens if lengths.size else 0.0
+        estimates.append(round(per_document * plan.corpus.documents_by_source.get("train", {}).get(name, 0)))
+        sampled += len(texts)
+    record = {"sampled_documents": sampled, "tokens": dict(zip(mix.names, estimates)), "total": None, "refused": None}
+    line = f"mixture estimate from {sampled:,} sampled train documents: " + ", ".join(
+        f"{name} ~{tokens:,} tokens" for name, tokens in zip(mix.names, estimates)
+    )
+    try:
+        record["total"] = mixture_targets(mix.names, mix.shares, estimates, mix.tokens, mix.max_epochs)[0]
+    except BuildError as e:
+        record["refused"] = str(e)
+        warning = f"warning: estimated from sampled documents, {e}; the build checks exactly once the parts are encoded"
+        return [line, warning], record
+    return [f"{line}; a total of ~{record['total']:,}"], record
 
 
 def _sources_line(plan: BuildPlan) -> list[str]:

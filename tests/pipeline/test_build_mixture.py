@@ -267,12 +267,29 @@ def test_info_gives_the_shares_against_their_targets(mixed, capsys):
     assert json.loads(capsys.readouterr().out)["mixture"] == stats
 
 
-def test_dry_run_json_carries_the_mixture_spec(corpora, tmp_path, capsys):
+def test_dry_run_json_carries_the_mixture_spec_and_an_estimate(corpora, mixed, tmp_path, capsys):
     corpus_args = [x for c in corpora for x in ("--corpus", str(c))]
     out = tmp_path / "r"
     argv = ["build", *corpus_args, "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet", "--json"]
     assert main([*argv, "--mix", MIX, "--tokens", "130k", "--max-epochs", "2", "--dry-run"]) == 0
-    mix = json.loads(capsys.readouterr().out)["mix"]
+    record = json.loads(capsys.readouterr().out)
+    mix, estimate = record["mix"], record["mix_estimate"]
     assert [(s["name"], s["weight"]) for s in mix["sources"]] == [("en", 0.5), ("fr", 0.3), ("code", 0.2)]
     assert (mix["by"], mix["tokens"], mix["max_epochs"]) == ("corpus", 130_000, 2)
     assert not out.exists()
+    # the estimate from sampled documents is within a fifth of each source's tokens, and meets this mix
+    stats = json.loads((mixed / "stats.json").read_text())["mixture"]["sources"]
+    for name, tokens in estimate["tokens"].items():
+        assert abs(tokens - stats[name]["available"]["tokens"]) < stats[name]["available"]["tokens"] / 5
+    assert (estimate["total"], estimate["refused"]) == (130_000, None)
+
+
+def test_a_mix_out_of_reach_is_warned_before_work_and_refused_after(corpora, tmp_path, capsys):
+    corpus_args = [x for c in corpora for x in ("--corpus", str(c))]
+    out = tmp_path / "r"
+    argv = ["build", *corpus_args, "--tokenizer", "byte", "--doc-sep", "0", "--out", str(out), "--quiet"]
+    assert main([*argv, "--mix", MIX, "--tokens", "10M", "--max-epochs", "2"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith("warning: estimated from sampled documents, --mix: source en has")
+    assert "the encoded parts are kept" in err[-1] and len(err) == 2
+    assert not (out / "COMPLETE.json").exists() and not (out / "stats.json").exists()
