@@ -99,14 +99,20 @@ def _first_documents(plan: BuildPlan, receipts: list[Receipt], parts: list[int],
 
 
 def _shard_rows(plan: BuildPlan, index: int, order: np.ndarray) -> tuple[list[str], list[str]]:
-    """The text and source of rows ``order`` of input shard ``index`` (source: its column, else the dataset's name)."""
+    """The text and source of rows ``order`` of input shard ``index``.
+
+    The source is what the receipts count: the column the build counts by (``plan.source_column``: a plain Hub
+    repo's own, named by ``--source-column``), or a mixture part's source; else a shard's ``source`` column, else the
+    dataset's name.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     shard = plan.corpus.shards[index]
     with plan.shard_source.open_for_sample(shard) as handle:
         file = pq.ParquetFile(handle)
-        columns = ["text", "source"] if "source" in file.schema_arrow.names else ["text"]
+        column = plan.source_column or ("source" if plan.part_source(index) is None else None)
+        columns = ["text", column] if column is not None and column in file.schema_arrow.names else ["text"]
         needed, batches, read = int(order.max()) + 1 if order.size else 0, [], 0
         for batch in file.iter_batches(batch_size=1024, columns=columns, use_threads=False):
             if read >= needed:
@@ -119,8 +125,8 @@ def _shard_rows(plan: BuildPlan, index: int, order: np.ndarray) -> tuple[list[st
     table = pa.Table.from_batches(batches)
     texts = [table.column("text")[int(i)].as_py() for i in order]
     sources = (
-        [table.column("source")[int(i)].as_py() for i in order]
-        if "source" in columns
+        [table.column(columns[1])[int(i)].as_py() for i in order]
+        if len(columns) > 1
         else [plan.part_source(index) or plan.corpus.name] * len(texts)
     )
     return texts, sources

@@ -7,7 +7,9 @@ The byte tokenizer's ids are the text's bytes and every document starts with its
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
+import shutil
 
 import pyarrow.parquet as pq
 import pytest
@@ -293,3 +295,26 @@ def test_a_mix_out_of_reach_is_warned_before_work_and_refused_after(corpora, tmp
     assert err[0].startswith("warning: estimated from sampled documents, --mix: source en has")
     assert "the encoded parts are kept" in err[-1] and len(err) == 2
     assert not (out / "COMPLETE.json").exists() and not (out / "stats.json").exists()
+
+
+def test_a_source_corpus_with_its_own_source_column_previews_its_mixture_source(corpora, tmp_path):
+    import pyarrow as pa
+
+    from hf_tokbin._io import sha256_file
+    from hf_tokbin.formats.corpus_manifest import CorpusManifest
+
+    code = tmp_path / "code"
+    shutil.copytree(corpora[2], code)
+    manifest = CorpusManifest.read(code)
+    shards = []
+    for shard in manifest.shards:  # a column named source that the corpus does not count
+        table = pq.read_table(code / shard.path)
+        pq.write_table(table.append_column("source", pa.array(["elsewhere"] * table.num_rows)), code / shard.path)
+        size, digest = (code / shard.path).stat().st_size, sha256_file(code / shard.path)
+        shards.append(dataclasses.replace(shard, size=size, sha256=digest))
+    dataclasses.replace(manifest, shards=tuple(shards)).write(code)
+    out = tmp_path / "r"
+    build([*corpora[:2], code], out)
+    sources = set(pq.read_table(out / "preview" / "train.parquet").column("source").to_pylist())
+    assert sources <= {"en", "fr", "code"} and "code" in sources
+    hf_tokbin.verify_release(out)
