@@ -58,6 +58,8 @@ if moment == "encoding":  # the third batch: the pairs' temporaries (and the llm
     real = encode.EncodeBatch.encode
     calls = []
     def third_batch(self, texts):
+        if str(self.source).startswith("the sampled documents"):  # the plan's estimate, before any part
+            return real(self, texts)
         calls.append(1)
         if len(calls) == 3:
             os.kill(os.getpid(), signal.SIGKILL)
