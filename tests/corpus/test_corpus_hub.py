@@ -458,3 +458,28 @@ def test_an_hf_glob_within_one_folder_lists_that_folder_alone(hub, env, tmp_path
             assert pages <= 2 if found == 1 else pages > 10, (glob, pages)
     finally:
         hub.page_size = PAGE_SIZE
+
+
+def test_a_mixture_reads_a_hub_repo_and_a_local_corpus_each_where_it_is(
+    hub, env, plain_repo, tokenizer_dir, tmp_path
+):
+    from release_fixtures import stories, write_corpus
+
+    shards = [("train", stories(120, seed=4)), ("validation", stories(10))]
+    local = write_corpus(tmp_path / "stories", shards, "stories")
+    out = tmp_path / "release"
+    mix = ["--corpus", REPO, "--corpus", str(local), "--mix", "plain-parquet=0.7,stories=0.3"]
+    built = run(env, "build", *mix, "--tokenizer", tokenizer_dir, "--tokenizer-id", "tiny", "--out", out, "--quiet")
+    assert built.returncode == 0, built.stderr[-3000:]
+    config = json.loads((out / "run_config.json").read_text())
+    commit = hub.repo(REPO).branches["main"]
+    hub_source, local_source = config["mix"]["sources"]
+    assert (hub_source["corpus"]["source"], hub_source["corpus"]["revision"]) == (REPO, commit)
+    assert (local_source["corpus"]["source"], local_source["corpus"]["revision"]) == ("local", None)
+    # each part names its shard under its source, and counts its documents there
+    receipt = Receipt.read(out / "receipts" / "part-000000.json")
+    assert receipt.input_shard.path == "plain-parquet/data/train-00000-of-00004.parquet"
+    assert list(receipt.sources) == ["plain-parquet"]
+    shares = json.loads((out / "stats.json").read_text())["mixture"]["sources"]
+    assert abs(shares["plain-parquet"]["llmc"]["share"] - 0.7) < 0.01
+    assert main(["verify", str(out)]) == 0
