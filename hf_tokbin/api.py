@@ -165,7 +165,7 @@ def mixed_corpus(source, mix, name: str | None, corpus_choice: dict):
                              "sources", got=source if isinstance(source, (str, os.PathLike)) else type(source).__name__)
         one = resolve_corpus_source(os.fspath(source), *corpus_choice["hub_choice"], plan_only=False)
         parts, origin = split_by_source(one, mix.names)
-        found, records = combine_corpora(parts, mix.names, name if name is not None else one_name(one))
+        found, records = combine_corpora(parts, mix.names, name if name is not None else origin["name"])
         return found, records, origin
 
     items = [source] if isinstance(source, (str, os.PathLike)) else source
@@ -192,12 +192,6 @@ def mixed_corpus(source, mix, name: str | None, corpus_choice: dict):
     found = [resolve_corpus_source(os.fspath(item), plan_only=corpus_choice["plan_only"]) for item in items]
     return (*combine_corpora(found, mix.names, name if name is not None else "-".join(mix.names)), None)
 
-
-def one_name(found) -> str:
-    """A resolved corpus's name, as its manifest gives it."""
-    from .formats.corpus_manifest import CorpusManifest
-
-    return CorpusManifest.read(found.root).name
 
 
 IMPORTED_FILES, IMPORTED_DATASET = "files", "in-memory dataset"  # where a corpus written by corpus_for_build came from

@@ -318,7 +318,7 @@ def ranges_of(
     width = plan.llmc_layout.dtype.itemsize
     added = plan.llmc_added_tokens
     seed = plan.options.shuffle_seed
-    names, documents, block_ends = [], [], []
+    indices, names, documents, block_ends = [], [], [], []
     for i, shard in enumerate(plan.corpus.shards):
         if shard.split != split or not shard.rows:
             continue
@@ -334,6 +334,7 @@ def ranges_of(
                 expected=f"{n_documents} documents, {expected} tokens",
                 got=f"{ends.size} + {tokens.size} bytes",
             )
+        indices.append(i)
         names.append(part_name(i))
         documents.append(n_documents)
         block_ends.append(
@@ -351,7 +352,6 @@ def ranges_of(
             got=sum(documents),
         )
     if mixed is not None and split == "train":
-        indices = [int(name.rsplit("-", 1)[1]) for name in names]
         return mixed.ranges(plan, indices, documents, block_ends, read_ends)
     return ranges_in_order(llmc_order(seed, split, documents), names, block_ends)
 
@@ -389,6 +389,7 @@ class MixedStream:
 
         names = self.spec.names
         parts = [[] for _ in names]
+        index_of = {part_name(index): index for index in indices}
         for index, n, ends in zip(indices, documents, block_ends):
             parts[names.index(plan.part_source(index))].append(
                 MixturePart(part_name(index), n, tuple(int(e) for e in ends))
@@ -400,7 +401,7 @@ class MixedStream:
             counted[0] += r.n_documents
             counted[1] += r.n_tokens
             if preview < PREVIEW_DOCUMENTS:
-                self.first_runs.append((int(r.segment.rsplit("-", 1)[1]), r.first_document, r.n_documents))
+                self.first_runs.append((index_of[r.segment], r.first_document, r.n_documents))
                 preview += r.n_documents
             yield r
 
